@@ -1,0 +1,3 @@
+//! reclaim: remove data from Linux file systems fast, gently and safely.
+
+pub mod workload;
