@@ -1,3 +1,12 @@
 //! reclaim: remove data from Linux file systems fast, gently and safely.
 
+pub mod bench;
+pub mod cli;
+pub mod dirfd;
+pub mod error;
+pub mod limits;
+pub mod remove;
+pub mod report;
+pub mod rm;
+pub mod target;
 pub mod workload;

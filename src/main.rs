@@ -1,1 +1,54 @@
-fn main() {}
+use std::io::IsTerminal;
+use std::process::ExitCode;
+
+use clap::Parser;
+use reclaim::cli::{Cli, Command, OrderArg};
+use reclaim::remove::{Options, Order};
+use reclaim::rm::Request;
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    match cli.command {
+        Command::Rm(a) => {
+            if a.paths.is_empty() && !a.force {
+                eprintln!(
+                    "reclaim rm: missing operand\nTry 'reclaim rm --help' for more information."
+                );
+                return ExitCode::from(2);
+            }
+            reclaim::limits::raise_nofile();
+            let mut engine = Options {
+                cross_mounts: a.cross_mounts,
+                dry_run: a.dry_run,
+                fd_budget: a.fd_budget as usize,
+                order: match a.order {
+                    OrderArg::Readdir => Order::Readdir,
+                    OrderArg::Inode => Order::Inode,
+                },
+                ..Options::default()
+            };
+            if let Some(t) = a.threads {
+                engine.threads = t.into();
+            }
+            let req = Request {
+                paths: a.paths,
+                recursive: a.recursive,
+                force: a.force,
+                dir: a.dir,
+                verbose: a.verbose,
+                json: a.json,
+                progress: std::io::stderr().is_terminal(),
+                engine,
+            };
+            let summary = reclaim::rm::run(&req);
+            ExitCode::from(if summary.errors.is_empty() { 0 } else { 1 })
+        }
+        Command::Bench(a) => match reclaim::bench::run(&a) {
+            Ok(()) => ExitCode::SUCCESS,
+            Err(e) => {
+                eprintln!("reclaim bench: {e:#}");
+                ExitCode::from(1)
+            }
+        },
+    }
+}

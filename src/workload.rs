@@ -59,7 +59,9 @@ impl Spec {
                     count: self.files,
                 }],
             },
-            Shape::Tree { fanout, per_leaf } => tree_layout(self.files, fanout.max(2), per_leaf.max(1)),
+            Shape::Tree { fanout, per_leaf } => {
+                tree_layout(self.files, fanout.max(2), per_leaf.max(1))
+            }
         }
     }
 
@@ -194,7 +196,10 @@ mod tests {
         };
         let layout = spec.layout();
         assert_eq!(layout.leaves.len(), 10_000);
-        assert_eq!(layout.leaves.iter().map(|l| l.count).sum::<u64>(), 1_000_000);
+        assert_eq!(
+            layout.leaves.iter().map(|l| l.count).sum::<u64>(),
+            1_000_000
+        );
         // depth 3: 10 top dirs, 313 middle dirs, 10,000 leaves
         assert_eq!(layout.dirs.len(), 10 + 313 + 10_000);
         let mut dirs = layout.dirs.clone();

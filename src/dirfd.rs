@@ -1,0 +1,113 @@
+//! Directory file descriptors opened safely: always relative to a parent fd, never following a
+//! symlink, and identified by (device, inode, mount id) so a reopen can prove it reached the
+//! same directory. Owns no policy about what to delete.
+
+use std::ffi::CStr;
+use std::mem::MaybeUninit;
+use std::os::fd::{AsFd, OwnedFd};
+
+use rustix::fs::{openat, statx, AtFlags, FileType, Mode, OFlags, RawDir, Statx, StatxFlags};
+use rustix::io::Errno;
+
+/// What identifies a directory on a running system.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Ident {
+    pub dev: u64,
+    pub ino: u64,
+}
+
+/// The facts `statx` gives about an inode that removal needs.
+#[derive(Clone, Copy, Debug)]
+pub struct Facts {
+    pub ident: Ident,
+    pub mnt_id: u64,
+    pub file_type: FileType,
+    pub nlink: u32,
+    /// Allocated bytes (`st_blocks * 512`).
+    pub allocated: u64,
+}
+
+impl Facts {
+    fn from_statx(s: &Statx) -> Self {
+        Facts {
+            ident: Ident {
+                dev: rustix::fs::makedev(s.stx_dev_major, s.stx_dev_minor),
+                ino: s.stx_ino,
+            },
+            mnt_id: s.stx_mnt_id,
+            file_type: FileType::from_raw_mode(s.stx_mode.into()),
+            nlink: s.stx_nlink,
+            allocated: s.stx_blocks * 512,
+        }
+    }
+}
+
+const MASK: StatxFlags = StatxFlags::TYPE
+    .union(StatxFlags::INO)
+    .union(StatxFlags::NLINK)
+    .union(StatxFlags::BLOCKS)
+    .union(StatxFlags::MNT_ID);
+
+/// `statx` of `name` in `dir`, not following a final symlink.
+pub fn lstat_at<Fd: AsFd>(dir: Fd, name: &CStr) -> Result<Facts, Errno> {
+    statx(dir, name, AtFlags::SYMLINK_NOFOLLOW, MASK).map(|s| Facts::from_statx(&s))
+}
+
+/// `statx` of `path` relative to the current directory, following symlinks.
+pub fn stat_path(path: &std::path::Path) -> Result<Facts, Errno> {
+    statx(rustix::fs::CWD, path, AtFlags::empty(), MASK).map(|s| Facts::from_statx(&s))
+}
+
+/// `statx` of an open fd.
+pub fn fstat(fd: impl AsFd) -> Result<Facts, Errno> {
+    statx(fd, c"", AtFlags::EMPTY_PATH, MASK).map(|s| Facts::from_statx(&s))
+}
+
+/// Opens directory `name` relative to `parent` with `O_DIRECTORY|O_NOFOLLOW`: a symlink or a
+/// non-directory in its place fails (ELOOP/ENOTDIR) instead of being followed.
+pub fn open_dir_at<Fd: AsFd>(parent: Fd, name: &CStr) -> Result<OwnedFd, Errno> {
+    openat(
+        parent,
+        name,
+        OFlags::RDONLY | OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::CLOEXEC,
+        Mode::empty(),
+    )
+}
+
+/// Opens a directory by path (following symlinks in it, as `rm` does for the parents of its
+/// arguments).
+pub fn open_dir_path(path: &std::path::Path) -> Result<OwnedFd, Errno> {
+    rustix::fs::open(
+        path,
+        OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC,
+        Mode::empty(),
+    )
+}
+
+/// A reusable `getdents64` buffer (one per worker thread).
+pub struct DirBuf(Vec<MaybeUninit<u8>>);
+
+impl DirBuf {
+    pub fn new(bytes: usize) -> Self {
+        DirBuf(vec![MaybeUninit::uninit(); bytes])
+    }
+}
+
+/// Calls `f(name, d_type, d_ino)` for every entry of `dir` except `.` and `..`.
+pub fn for_each_entry(
+    dir: &OwnedFd,
+    buf: &mut DirBuf,
+    mut f: impl FnMut(&CStr, FileType, u64),
+) -> Result<(), Errno> {
+    let mut raw = RawDir::new(dir, &mut buf.0);
+    while let Some(entry) = raw.next() {
+        let entry = entry?;
+        let name = entry.file_name();
+        let bytes = name.to_bytes();
+        if bytes == b"." || bytes == b".." {
+            continue;
+        }
+        f(name, entry.file_type(), entry.ino());
+    }
+    Ok(())
+}

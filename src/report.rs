@@ -1,0 +1,238 @@
+//! What the user sees: the live progress line (TTY only, stderr), per-entry `-v` lines, error
+//! lines as they happen, the closing summary and the `--json` object. Computes nothing about
+//! removal itself.
+
+use std::io::{IsTerminal, Write};
+use std::path::Path;
+use std::sync::atomic::Ordering;
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
+use serde::Serialize;
+
+use crate::error::Failure;
+use crate::remove::{Counters, Sink};
+
+/// The final account of one `reclaim rm` run; `--json` prints exactly this.
+#[derive(Debug, Serialize)]
+pub struct Summary {
+    pub files: u64,
+    pub dirs: u64,
+    pub bytes_freed: u64,
+    pub elapsed_s: f64,
+    pub files_per_s: f64,
+    pub errors: Vec<ErrorEntry>,
+    pub skipped_mounts: Vec<String>,
+    pub dry_run: bool,
+}
+
+#[derive(Debug, Serialize)]
+pub struct ErrorEntry {
+    pub path: String,
+    pub error: String,
+}
+
+impl Summary {
+    pub fn new(
+        counters: &Counters,
+        elapsed: Duration,
+        failures: &[Failure],
+        skipped_mounts: &[std::path::PathBuf],
+        dry_run: bool,
+    ) -> Self {
+        let files = counters.files.load(Ordering::Relaxed);
+        let secs = elapsed.as_secs_f64();
+        Summary {
+            files,
+            dirs: counters.dirs.load(Ordering::Relaxed),
+            bytes_freed: counters.bytes.load(Ordering::Relaxed),
+            elapsed_s: secs,
+            files_per_s: if secs > 0.0 { files as f64 / secs } else { 0.0 },
+            errors: failures
+                .iter()
+                .map(|f| ErrorEntry {
+                    path: f.path.to_string_lossy().into_owned(),
+                    error: f.reason.to_string(),
+                })
+                .collect(),
+            skipped_mounts: skipped_mounts
+                .iter()
+                .map(|p| p.to_string_lossy().into_owned())
+                .collect(),
+            dry_run,
+        }
+    }
+
+    /// One human paragraph.
+    pub fn human(&self) -> String {
+        let verb = if self.dry_run {
+            "would remove"
+        } else {
+            "removed"
+        };
+        let freed = if self.dry_run { "to free" } else { "freed" };
+        let mut s = format!(
+            "{verb} {} files and {} directories, {} {freed}, in {:.2} s ({} files/s)",
+            group(self.files),
+            group(self.dirs),
+            bytes(self.bytes_freed),
+            self.elapsed_s,
+            group(self.files_per_s as u64),
+        );
+        if !self.errors.is_empty() {
+            s.push_str(&format!("; {} paths not removed", self.errors.len()));
+        }
+        s
+    }
+}
+
+/// Thousands separators: 1234567 -> "1,234,567".
+pub fn group(n: u64) -> String {
+    let digits = n.to_string();
+    let mut out = String::new();
+    for (i, c) in digits.chars().enumerate() {
+        if i > 0 && (digits.len() - i) % 3 == 0 {
+            out.push(',');
+        }
+        out.push(c);
+    }
+    out
+}
+
+/// Binary units: 1536 -> "1.5 KiB".
+pub fn bytes(n: u64) -> String {
+    const UNITS: [&str; 6] = ["B", "KiB", "MiB", "GiB", "TiB", "PiB"];
+    let mut v = n as f64;
+    let mut unit = 0;
+    while v >= 1024.0 && unit + 1 < UNITS.len() {
+        v /= 1024.0;
+        unit += 1;
+    }
+    if unit == 0 {
+        format!("{n} B")
+    } else {
+        format!("{v:.1} {}", UNITS[unit])
+    }
+}
+
+/// Prints `-v` lines on stdout and error lines on stderr as they happen.
+pub struct Printer {
+    verbose: bool,
+    dry_run: bool,
+    out: Mutex<std::io::BufWriter<std::io::Stdout>>,
+    progress: Option<ProgressBar>,
+}
+
+impl Printer {
+    pub fn new(verbose: bool, dry_run: bool, progress: Option<ProgressBar>) -> Self {
+        Printer {
+            verbose,
+            dry_run,
+            out: Mutex::new(std::io::BufWriter::new(std::io::stdout())),
+            progress,
+        }
+    }
+
+    pub fn flush(&self) {
+        let _ = self.out.lock().expect("stdout lock").flush();
+    }
+
+    /// An error line, printed above the progress line if there is one.
+    pub fn error_line(&self, line: &str) {
+        let line = format!("reclaim: {line}");
+        match &self.progress {
+            Some(pb) => pb.suspend(|| eprintln!("{line}")),
+            None => eprintln!("{line}"),
+        }
+    }
+}
+
+impl Sink for Printer {
+    fn wants_removed(&self) -> bool {
+        self.verbose
+    }
+
+    fn removed(&self, path: &Path, dir: bool) {
+        let what = match (self.dry_run, dir) {
+            (false, false) => "removed",
+            (false, true) => "removed directory",
+            (true, false) => "would remove",
+            (true, true) => "would remove directory",
+        };
+        let mut out = self.out.lock().expect("stdout lock");
+        let _ = writeln!(out, "{what} '{}'", path.display());
+    }
+
+    fn failed(&self, failure: &Failure) {
+        self.error_line(&failure.to_string());
+    }
+}
+
+/// The live progress line: a spinner with files removed, rate and elapsed time, redrawn from
+/// the counters by a ticker. Only on a terminal; hidden otherwise.
+pub struct Progress {
+    bar: Option<ProgressBar>,
+}
+
+impl Progress {
+    pub fn start(enabled: bool) -> Self {
+        if !enabled || !std::io::stderr().is_terminal() {
+            return Progress { bar: None };
+        }
+        let bar = ProgressBar::with_draw_target(None, ProgressDrawTarget::stderr_with_hz(10));
+        bar.set_style(
+            ProgressStyle::with_template("{spinner} {msg}").expect("static progress template"),
+        );
+        Progress { bar: Some(bar) }
+    }
+
+    pub fn bar(&self) -> Option<ProgressBar> {
+        self.bar.clone()
+    }
+
+    /// Redraws from the counters until `done` is set; call from a scoped thread.
+    pub fn tick_until(
+        &self,
+        counters: &Counters,
+        started: Instant,
+        done: &std::sync::atomic::AtomicBool,
+    ) {
+        let Some(bar) = &self.bar else { return };
+        while !done.load(Ordering::Relaxed) {
+            let files = counters.files.load(Ordering::Relaxed);
+            let secs = started.elapsed().as_secs_f64();
+            bar.set_message(format!(
+                "{} files, {} dirs removed, {} files/s, {} freed, {:.1} s",
+                group(files),
+                group(counters.dirs.load(Ordering::Relaxed)),
+                group((files as f64 / secs.max(1e-3)) as u64),
+                bytes(counters.bytes.load(Ordering::Relaxed)),
+                secs
+            ));
+            bar.tick();
+            std::thread::sleep(Duration::from_millis(100));
+        }
+        bar.finish_and_clear();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn groups_thousands() {
+        assert_eq!(group(0), "0");
+        assert_eq!(group(999), "999");
+        assert_eq!(group(1000), "1,000");
+        assert_eq!(group(1234567), "1,234,567");
+    }
+
+    #[test]
+    fn binary_units() {
+        assert_eq!(bytes(512), "512 B");
+        assert_eq!(bytes(1536), "1.5 KiB");
+        assert_eq!(bytes(3 << 30), "3.0 GiB");
+    }
+}

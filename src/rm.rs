@@ -1,0 +1,136 @@
+//! The `reclaim rm` command: resolves arguments, removes single entries directly and trees with
+//! the parallel engine, and reports. Owns the mapping from what happened to the exit code.
+
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Instant;
+
+use rustix::fs::{unlinkat, AtFlags};
+use rustix::io::Errno;
+
+use crate::error::{Failure, Reason};
+use crate::remove::{self, Counters, DirTarget, Options, Sink};
+use crate::report::{Printer, Progress, Summary};
+use crate::target::{Rejection, Resolver, Target};
+
+/// What the user asked for.
+#[derive(Clone, Debug, Default)]
+pub struct Request {
+    pub paths: Vec<PathBuf>,
+    pub recursive: bool,
+    pub force: bool,
+    pub dir: bool,
+    pub verbose: bool,
+    pub json: bool,
+    pub progress: bool,
+    pub engine: Options,
+}
+
+/// Runs `reclaim rm`; returns the summary (already printed) for the exit code.
+pub fn run(req: &Request) -> Summary {
+    let started = Instant::now();
+    let counters = Counters::default();
+    let progress = Progress::start(req.progress && !req.json);
+    let printer = Printer::new(req.verbose, req.engine.dry_run, progress.bar());
+    let mut failures: Vec<Failure> = Vec::new();
+
+    let mut resolver = Resolver::new(req.recursive, req.dir);
+    let mut trees = Vec::new();
+    for path in &req.paths {
+        match resolver.resolve(path) {
+            Ok(Target::Tree {
+                base,
+                name,
+                display,
+                ident,
+            }) => trees.push(DirTarget {
+                base,
+                name,
+                display,
+                ident,
+            }),
+            Ok(Target::Entry {
+                base,
+                name,
+                display,
+                is_dir,
+                allocated,
+            }) => {
+                let flags = if is_dir {
+                    AtFlags::REMOVEDIR
+                } else {
+                    AtFlags::empty()
+                };
+                let result = if req.engine.dry_run {
+                    Ok(())
+                } else {
+                    unlinkat(&*base, &name, flags)
+                };
+                match result {
+                    Ok(()) => {
+                        let counter = if is_dir {
+                            &counters.dirs
+                        } else {
+                            &counters.files
+                        };
+                        counter.fetch_add(1, Ordering::Relaxed);
+                        counters.bytes.fetch_add(allocated, Ordering::Relaxed);
+                        if req.verbose {
+                            printer.removed(&display, is_dir);
+                        }
+                    }
+                    Err(Errno::NOENT) if req.force => {}
+                    Err(e) => fail(&printer, &mut failures, display, Reason::Os(e)),
+                }
+            }
+            Err(Rejection::Missing) if req.force => {}
+            Err(Rejection::Missing) => fail(
+                &printer,
+                &mut failures,
+                path.clone(),
+                Reason::Os(Errno::NOENT),
+            ),
+            Err(Rejection::Refused(reason)) => fail(&printer, &mut failures, path.clone(), reason),
+        }
+    }
+
+    let done = AtomicBool::new(false);
+    let outcome = std::thread::scope(|s| {
+        s.spawn(|| progress.tick_until(&counters, started, &done));
+        let outcome = remove::remove_trees(trees, &req.engine, &counters, &printer);
+        done.store(true, Ordering::Relaxed);
+        outcome
+    });
+    printer.flush();
+    failures.extend(outcome.failures);
+
+    let summary = Summary::new(
+        &counters,
+        started.elapsed(),
+        &failures,
+        &outcome.skipped_mounts,
+        req.engine.dry_run,
+    );
+    if req.json {
+        println!(
+            "{}",
+            serde_json::to_string(&summary).expect("summary serializes")
+        );
+    } else if req.progress || req.verbose || req.engine.dry_run {
+        eprintln!("{}", summary.human());
+    }
+    // Recap when the lines may have scrolled away; one failure was already said once.
+    if failures.len() > 1 {
+        printer.error_line(&format!("{} paths could not be removed:", failures.len()));
+        for f in &failures {
+            eprintln!("  {f}");
+        }
+    }
+    summary
+}
+
+fn fail(printer: &Printer, failures: &mut Vec<Failure>, path: PathBuf, reason: Reason) {
+    let f = Failure { path, reason };
+    printer.failed(&f);
+    failures.push(f);
+}

@@ -1,0 +1,211 @@
+//! Command-line arguments turned into safe removal targets: refuses `.`/`..` and anything that
+//! resolves to `/` (by device and inode, not by string), opens each argument's parent directory
+//! once, and decides, from `lstat` of the name in that fd, whether it is a tree or a single
+//! entry. It never follows the final component of an argument.
+
+use std::collections::HashMap;
+use std::ffi::{CString, OsStr};
+use std::os::fd::OwnedFd;
+use std::os::unix::ffi::OsStrExt;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use rustix::fs::FileType;
+use rustix::io::Errno;
+
+use crate::dirfd::{self, Ident};
+use crate::error::Reason;
+
+/// One argument, checked and ready to remove.
+pub enum Target {
+    /// A directory to remove recursively.
+    Tree {
+        base: Arc<OwnedFd>,
+        name: CString,
+        display: PathBuf,
+        ident: Ident,
+    },
+    /// A non-directory (file, symlink, fifo, ...) or, with `-d`, a directory to `rmdir`.
+    Entry {
+        base: Arc<OwnedFd>,
+        name: CString,
+        display: PathBuf,
+        is_dir: bool,
+        allocated: u64,
+    },
+}
+
+/// Why an argument is not a target. `Missing` is kept apart because `-f` silences it.
+#[derive(Debug, PartialEq, Eq)]
+pub enum Rejection {
+    Missing,
+    Refused(Reason),
+}
+
+/// Resolves arguments, sharing one open fd per distinct parent directory.
+pub struct Resolver {
+    root: Option<Ident>,
+    parents: HashMap<PathBuf, Arc<OwnedFd>>,
+    pub recursive: bool,
+    pub dir_ok: bool,
+}
+
+impl Resolver {
+    pub fn new(recursive: bool, dir_ok: bool) -> Self {
+        Resolver {
+            root: dirfd::stat_path(Path::new("/")).ok().map(|f| f.ident),
+            parents: HashMap::new(),
+            recursive,
+            dir_ok,
+        }
+    }
+
+    /// Checks one argument.
+    pub fn resolve(&mut self, arg: &Path) -> Result<Target, Rejection> {
+        let bytes = arg.as_os_str().as_bytes();
+        if bytes.is_empty() {
+            return Err(Rejection::Missing);
+        }
+        let trimmed = trim_trailing_slashes(bytes);
+        let slash = trimmed.len() != bytes.len();
+        // Compare with "/" by identity: "/", "//", "/tmp/..", a symlink to "/", a bind mount.
+        if trimmed.is_empty() || self.resolves_to_root(arg) {
+            return Err(Rejection::Refused(Reason::Root));
+        }
+        let (parent, name) = match trimmed.iter().rposition(|&b| b == b'/') {
+            Some(i) => (&trimmed[..i.max(1)], &trimmed[i + 1..]),
+            None => (&b"."[..], trimmed),
+        };
+        if name == b"." || name == b".." {
+            return Err(Rejection::Refused(Reason::DotOrDotDot));
+        }
+        let name = CString::new(name).map_err(|_| Rejection::Refused(Reason::Os(Errno::INVAL)))?;
+        let base = self.parent_fd(Path::new(OsStr::from_bytes(parent)))?;
+        let facts = match dirfd::lstat_at(&*base, &name) {
+            Ok(f) => f,
+            Err(Errno::NOENT) => return Err(Rejection::Missing),
+            Err(e) => return Err(Rejection::Refused(Reason::Os(e))),
+        };
+        let display = arg.to_path_buf();
+        match facts.file_type {
+            FileType::Directory if self.recursive => Ok(Target::Tree {
+                base,
+                name,
+                display,
+                ident: facts.ident,
+            }),
+            FileType::Directory if self.dir_ok => Ok(Target::Entry {
+                base,
+                name,
+                display,
+                is_dir: true,
+                allocated: facts.allocated,
+            }),
+            FileType::Directory => Err(Rejection::Refused(Reason::IsDirectory)),
+            FileType::Symlink if slash => Err(Rejection::Refused(Reason::SymlinkWithSlash)),
+            _ if slash => Err(Rejection::Refused(Reason::Os(Errno::NOTDIR))),
+            _ => Ok(Target::Entry {
+                base,
+                name,
+                display,
+                is_dir: false,
+                allocated: if facts.nlink <= 1 { facts.allocated } else { 0 },
+            }),
+        }
+    }
+
+    fn resolves_to_root(&self, arg: &Path) -> bool {
+        match (self.root, dirfd::stat_path(arg)) {
+            (Some(root), Ok(f)) => f.ident == root,
+            _ => false,
+        }
+    }
+
+    fn parent_fd(&mut self, parent: &Path) -> Result<Arc<OwnedFd>, Rejection> {
+        if let Some(fd) = self.parents.get(parent) {
+            return Ok(fd.clone());
+        }
+        let fd = match dirfd::open_dir_path(parent) {
+            Ok(fd) => Arc::new(fd),
+            Err(Errno::NOENT) => return Err(Rejection::Missing),
+            Err(e) => return Err(Rejection::Refused(Reason::Os(e))),
+        };
+        self.parents.insert(parent.to_path_buf(), fd.clone());
+        Ok(fd)
+    }
+}
+
+fn trim_trailing_slashes(mut b: &[u8]) -> &[u8] {
+    while let [rest @ .., b'/'] = b {
+        b = rest;
+    }
+    b
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn refused(r: Result<Target, Rejection>) -> Option<Reason> {
+        match r {
+            Err(Rejection::Refused(reason)) => Some(reason),
+            _ => None,
+        }
+    }
+
+    #[test]
+    fn refuses_root_spellings_by_inode() {
+        let mut r = Resolver::new(true, false);
+        for p in ["/", "//", "/tmp/..", "/./", "/usr/.."] {
+            assert_eq!(refused(r.resolve(Path::new(p))), Some(Reason::Root), "{p}");
+        }
+    }
+
+    #[test]
+    fn refuses_dot_and_dotdot_as_last_component() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut r = Resolver::new(true, false);
+        for p in [".", "..", "./.", "a/.."] {
+            let p = dir.path().join(p);
+            let got = refused(r.resolve(&p));
+            assert!(
+                matches!(got, Some(Reason::DotOrDotDot)),
+                "{}: {got:?}",
+                p.display()
+            );
+        }
+    }
+
+    #[test]
+    fn missing_is_separate_from_refusal() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut r = Resolver::new(true, false);
+        assert!(matches!(
+            r.resolve(&dir.path().join("nope")),
+            Err(Rejection::Missing)
+        ));
+        assert!(matches!(
+            r.resolve(&dir.path().join("nope/deeper")),
+            Err(Rejection::Missing)
+        ));
+    }
+
+    #[test]
+    fn directory_needs_recursive_or_dir_flag() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::create_dir(dir.path().join("d")).unwrap();
+        let p = dir.path().join("d");
+        assert_eq!(
+            refused(Resolver::new(false, false).resolve(&p)),
+            Some(Reason::IsDirectory)
+        );
+        assert!(matches!(
+            Resolver::new(false, true).resolve(&p),
+            Ok(Target::Entry { is_dir: true, .. })
+        ));
+        assert!(matches!(
+            Resolver::new(true, false).resolve(&p),
+            Ok(Target::Tree { .. })
+        ));
+    }
+}
