@@ -54,8 +54,11 @@ pub struct RmArgs {
     #[arg(long, hide = true, default_value_t = 256, value_parser = clap::value_parser!(u32).range(2..))]
     pub fd_budget: u32,
     /// Unlink order inside large directories
-    #[arg(long, hide = true, value_enum, default_value_t = OrderArg::Readdir)]
+    #[arg(long, hide = true, value_enum, default_value_t = OrderArg::Inode)]
     pub order: OrderArg,
+    /// Stat every file before unlinking it (exact bytes freed per file; costs a syscall each)
+    #[arg(long, hide = true)]
+    pub stat_files: bool,
     /// Files and directories to remove
     #[arg(value_name = "PATH")]
     pub paths: Vec<PathBuf>,

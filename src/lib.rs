@@ -8,5 +8,6 @@ pub mod limits;
 pub mod remove;
 pub mod report;
 pub mod rm;
+pub mod space;
 pub mod target;
 pub mod workload;

@@ -20,6 +20,7 @@ fn main() -> ExitCode {
             let mut engine = Options {
                 cross_mounts: a.cross_mounts,
                 dry_run: a.dry_run,
+                stat_files: a.stat_files,
                 fd_budget: a.fd_budget as usize,
                 order: match a.order {
                     OrderArg::Readdir => Order::Readdir,

@@ -24,11 +24,11 @@ use crate::error::{Failure, Reason};
 /// Order in which the entries of a large directory are unlinked.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
 pub enum Order {
-    /// As `getdents64` returns them, dispatched while reading.
-    #[default]
+    /// As `getdents64` returns them (hash order on ext4), dispatched while reading.
     Readdir,
     /// Read the whole directory, then unlink in inode-number order (as GNU fts does above
-    /// 10,000 entries).
+    /// 10,000 entries). Measured faster on cold caches: see bench/RESULTS.md.
+    #[default]
     Inode,
 }
 
@@ -43,6 +43,9 @@ pub struct Options {
     pub order: Order,
     /// Names per unlink batch handed to another worker inside one large directory.
     pub batch: usize,
+    /// `statx` each non-directory before unlinking it, to count the bytes freed (always on in
+    /// a dry run). Off by default: it costs a syscall per file (see bench/RESULTS.md).
+    pub stat_files: bool,
 }
 
 impl Default for Options {
@@ -52,8 +55,9 @@ impl Default for Options {
             cross_mounts: false,
             dry_run: false,
             fd_budget: 256,
-            order: Order::Readdir,
+            order: Order::Inode,
             batch: 1024,
+            stat_files: false,
         }
     }
 }
@@ -212,7 +216,11 @@ struct Batch {
 
 impl Batch {
     fn push(&mut self, name: &CStr) {
-        self.bytes.extend_from_slice(name.to_bytes_with_nul());
+        self.push_bytes(name.to_bytes_with_nul());
+    }
+
+    fn push_bytes(&mut self, name_with_nul: &[u8]) {
+        self.bytes.extend_from_slice(name_with_nul);
         self.ends.push(self.bytes.len() as u32);
     }
 
@@ -228,6 +236,46 @@ impl Batch {
             start = end as usize;
             name
         })
+    }
+}
+
+/// Directories with at least this many entries are unlinked in inode order (as GNU fts does):
+/// neighbouring inodes share inode-table blocks, so a cold cache reads each block once.
+const SORT_MIN: usize = 10_000;
+
+/// Every non-directory name of one directory with its inode number, in one arena.
+#[derive(Default)]
+struct Listing {
+    bytes: Vec<u8>,
+    entries: Vec<(u64, usize, usize)>,
+}
+
+impl Listing {
+    fn push(&mut self, ino: u64, name: &CStr) {
+        let start = self.bytes.len();
+        self.bytes.extend_from_slice(name.to_bytes_with_nul());
+        self.entries.push((ino, start, self.bytes.len()));
+    }
+
+    fn len(&self) -> usize {
+        self.entries.len()
+    }
+
+    fn sort_by_inode(&mut self) {
+        self.entries.sort_unstable_by_key(|e| e.0);
+    }
+
+    fn into_batches(self, size: usize) -> Vec<Batch> {
+        self.entries
+            .chunks(size.max(1))
+            .map(|chunk| {
+                let mut b = Batch::default();
+                for &(_, start, end) in chunk {
+                    b.push_bytes(&self.bytes[start..end]);
+                }
+                b
+            })
+            .collect()
     }
 }
 
@@ -433,22 +481,18 @@ impl Engine<'_> {
 
         let large = self.opts.batch;
         let mut batch = Batch::default();
-        let mut sorted: Vec<(u64, CString)> = Vec::new();
+        let mut all = Listing::default();
         let mut subdirs: Vec<CString> = Vec::new();
         let listed = dirfd::for_each_entry(&fd, buf, |name, ftype, ino| {
             if ftype == FileType::Directory {
                 subdirs.push(name.to_owned());
-                return;
-            }
-            if self.opts.order == Order::Inode {
-                sorted.push((ino, name.to_owned()));
-                return;
-            }
-            batch.push(name);
-            if batch.len() >= large {
-                node.pending.fetch_add(1, Ordering::SeqCst);
-                self.queue
-                    .push(Task::Unlink(node.clone(), std::mem::take(&mut batch)));
+            } else if self.opts.order == Order::Inode {
+                all.push(ino, name);
+            } else {
+                batch.push(name);
+                if batch.len() >= large {
+                    self.dispatch(&node, std::mem::take(&mut batch));
+                }
             }
         });
         if let Err(e) = listed {
@@ -458,17 +502,14 @@ impl Engine<'_> {
         for name in subdirs {
             self.push_subdir(&node, name);
         }
-        if sorted.len() <= large {
-            sorted.iter().for_each(|(_, n)| batch.push(n));
-        } else {
-            if sorted.len() > 10_000 {
-                sorted.sort_unstable_by_key(|(ino, _)| *ino);
+        if self.opts.order == Order::Inode {
+            if all.len() >= SORT_MIN {
+                all.sort_by_inode();
             }
-            for chunk in sorted.chunks(large) {
-                let mut b = Batch::default();
-                chunk.iter().for_each(|(_, n)| b.push(n));
-                node.pending.fetch_add(1, Ordering::SeqCst);
-                self.queue.push(Task::Unlink(node.clone(), b));
+            let mut batches = all.into_batches(large);
+            batch = batches.pop().unwrap_or_default();
+            for b in batches {
+                self.dispatch(&node, b);
             }
         }
         if batch.len() > 0 {
@@ -476,6 +517,12 @@ impl Engine<'_> {
         }
         drop(fd);
         self.child_done(node);
+    }
+
+    /// Hands a batch of names to whichever worker is free.
+    fn dispatch(&self, node: &Arc<Node>, batch: Batch) {
+        node.pending.fetch_add(1, Ordering::SeqCst);
+        self.queue.push(Task::Unlink(node.clone(), batch));
     }
 
     fn push_subdir(&self, node: &Arc<Node>, name: CString) {
@@ -551,10 +598,14 @@ impl Engine<'_> {
         name: &CStr,
         path: impl FnOnce() -> PathBuf,
     ) -> UnlinkResult {
-        let facts = match dirfd::lstat_at(dir, name) {
-            Ok(f) => Some(f),
-            Err(Errno::NOENT) => return UnlinkResult::Done,
-            Err(_) => None,
+        let facts = if self.opts.stat_files || self.opts.dry_run {
+            match dirfd::lstat_at(dir, name) {
+                Ok(f) => Some(f),
+                Err(Errno::NOENT) => return UnlinkResult::Done,
+                Err(_) => None,
+            }
+        } else {
+            None
         };
         if let Some(f) = facts {
             if f.file_type == FileType::Directory {

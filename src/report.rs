@@ -36,6 +36,7 @@ pub struct ErrorEntry {
 impl Summary {
     pub fn new(
         counters: &Counters,
+        bytes_freed: u64,
         elapsed: Duration,
         failures: &[Failure],
         skipped_mounts: &[std::path::PathBuf],
@@ -46,7 +47,7 @@ impl Summary {
         Summary {
             files,
             dirs: counters.dirs.load(Ordering::Relaxed),
-            bytes_freed: counters.bytes.load(Ordering::Relaxed),
+            bytes_freed,
             elapsed_s: secs,
             files_per_s: if secs > 0.0 { files as f64 / secs } else { 0.0 },
             errors: failures
@@ -203,11 +204,10 @@ impl Progress {
             let files = counters.files.load(Ordering::Relaxed);
             let secs = started.elapsed().as_secs_f64();
             bar.set_message(format!(
-                "{} files, {} dirs removed, {} files/s, {} freed, {:.1} s",
+                "{} files, {} dirs removed, {} files/s, {:.1} s",
                 group(files),
                 group(counters.dirs.load(Ordering::Relaxed)),
                 group((files as f64 / secs.max(1e-3)) as u64),
-                bytes(counters.bytes.load(Ordering::Relaxed)),
                 secs
             ));
             bar.tick();

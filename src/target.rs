@@ -15,6 +15,7 @@ use rustix::io::Errno;
 
 use crate::dirfd::{self, Ident};
 use crate::error::Reason;
+use crate::space::FreeSpace;
 
 /// One argument, checked and ready to remove.
 pub enum Target {
@@ -46,6 +47,8 @@ pub enum Rejection {
 pub struct Resolver {
     root: Option<Ident>,
     parents: HashMap<PathBuf, Arc<OwnedFd>>,
+    /// Free space of each file system met, read before anything on it was removed.
+    pub space_before: FreeSpace,
     pub recursive: bool,
     pub dir_ok: bool,
 }
@@ -55,6 +58,7 @@ impl Resolver {
         Resolver {
             root: dirfd::stat_path(Path::new("/")).ok().map(|f| f.ident),
             parents: HashMap::new(),
+            space_before: FreeSpace::default(),
             recursive,
             dir_ok,
         }
@@ -130,8 +134,16 @@ impl Resolver {
             Err(Errno::NOENT) => return Err(Rejection::Missing),
             Err(e) => return Err(Rejection::Refused(Reason::Os(e))),
         };
+        self.space_before.add(&*fd);
         self.parents.insert(parent.to_path_buf(), fd.clone());
         Ok(fd)
+    }
+
+    /// Free space now, on the same file systems as `space_before`.
+    pub fn space_now(&self) -> FreeSpace {
+        let mut now = FreeSpace::default();
+        self.parents.values().for_each(|fd| now.add(&**fd));
+        now
     }
 }
 
