@@ -60,8 +60,8 @@ pub struct RmArgs {
     #[arg(long, hide = true)]
     pub stat_files: bool,
     /// Files and directories to remove
-    #[arg(value_name = "PATH")]
-    pub paths: Vec<PathBuf>,
+    #[arg(value_name = "PATH", value_parser = clap::builder::OsStringValueParser::new())]
+    pub paths: Vec<std::ffi::OsString>,
 }
 
 #[derive(Clone, Copy, Debug, ValueEnum)]

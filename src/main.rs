@@ -16,7 +16,7 @@ fn main() -> ExitCode {
                 );
                 return ExitCode::from(2);
             }
-            reclaim::limits::raise_nofile();
+            let nofile = reclaim::limits::raise_nofile();
             let mut engine = Options {
                 cross_mounts: a.cross_mounts,
                 dry_run: a.dry_run,
@@ -31,8 +31,9 @@ fn main() -> ExitCode {
             if let Some(t) = a.threads {
                 engine.threads = t.into();
             }
+            engine.fd_budget = reclaim::limits::fd_budget(engine.fd_budget, nofile, engine.threads);
             let req = Request {
-                paths: a.paths,
+                paths: a.paths.into_iter().map(Into::into).collect(),
                 recursive: a.recursive,
                 force: a.force,
                 dir: a.dir,

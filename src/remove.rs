@@ -356,6 +356,22 @@ impl FdCache {
         }
     }
 
+    /// Closes the shallowest half of the held fds; false if none could be dropped.
+    fn shrink(&self) -> bool {
+        let victims: Vec<Weak<Node>> = {
+            let mut held = self.held.lock().expect("fd cache lock");
+            let n = held.len().div_ceil(2);
+            (0..n)
+                .filter_map(|_| held.pop_first().map(|(_, w)| w))
+                .collect()
+        };
+        let any = !victims.is_empty();
+        for n in victims.iter().filter_map(Weak::upgrade) {
+            n.take_fd();
+        }
+        any
+    }
+
     fn release(&self, node: &Node) {
         node.take_fd();
         self.held
@@ -469,7 +485,12 @@ impl Engine<'_> {
                 return self.finish_kept(node);
             }
         };
-        let fd = match self.open_checked(&node, &parent) {
+        let opened = self.open_checked(&node, &parent);
+        // Hold no fd of the parent past this point: the ascent below may remove it, and a
+        // removed directory that is still open keeps its dentry (and a chain of them) alive,
+        // making every later rmdir walk it (quadratic on deep trees).
+        drop(parent);
+        let fd = match opened {
             Ok(Some(fd)) => Arc::new(fd),
             Ok(None) => return self.finish_gone(node),
             Err(reason) => {
@@ -495,8 +516,10 @@ impl Engine<'_> {
                 }
             }
         });
-        if let Err(e) = listed {
-            self.fail(node.path(), Reason::Os(e), Some(&node));
+        match listed {
+            // Removed by someone else while we read it: nothing left to do here.
+            Ok(()) | Err(Errno::NOENT) => {}
+            Err(e) => self.fail(node.path(), Reason::Os(e), Some(&node)),
         }
         // Subdirectories go to the queue first so other workers can start on them.
         for name in subdirs {
@@ -572,6 +595,8 @@ impl Engine<'_> {
                         UnlinkResult::Failed(e) => return Err(Reason::Os(e)),
                     }
                 }
+                // Out of fds (a low limit, or many trees at once): drop the shallowest, retry.
+                Err(Errno::MFILE) | Err(Errno::NFILE) if self.fds.shrink() => continue,
                 Err(e) => return Err(Reason::Os(e)),
             }
         }

@@ -121,16 +121,22 @@ pub fn bytes(n: u64) -> String {
 pub struct Printer {
     verbose: bool,
     dry_run: bool,
-    out: Mutex<std::io::BufWriter<std::io::Stdout>>,
+    out: Mutex<std::io::BufWriter<Box<dyn Write + Send>>>,
     progress: Option<ProgressBar>,
 }
 
 impl Printer {
-    pub fn new(verbose: bool, dry_run: bool, progress: Option<ProgressBar>) -> Self {
+    /// `-v` lines go to stdout, or to stderr when stdout carries the JSON object.
+    pub fn new(verbose: bool, dry_run: bool, json: bool, progress: Option<ProgressBar>) -> Self {
+        let out: Box<dyn Write + Send> = if json {
+            Box::new(std::io::stderr())
+        } else {
+            Box::new(std::io::stdout())
+        };
         Printer {
             verbose,
             dry_run,
-            out: Mutex::new(std::io::BufWriter::new(std::io::stdout())),
+            out: Mutex::new(std::io::BufWriter::new(out)),
             progress,
         }
     }

@@ -31,7 +31,7 @@ pub fn run(req: &Request) -> Summary {
     let started = Instant::now();
     let counters = Counters::default();
     let progress = Progress::start(req.progress && !req.json);
-    let printer = Printer::new(req.verbose, req.engine.dry_run, progress.bar());
+    let printer = Printer::new(req.verbose, req.engine.dry_run, req.json, progress.bar());
     let mut failures: Vec<Failure> = Vec::new();
 
     let mut resolver = Resolver::new(req.recursive, req.dir);

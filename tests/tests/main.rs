@@ -1,0 +1,13 @@
+//! Integration tests of the `reclaim` binary, one test per promise of its contract.
+//!
+//! Every test works in its own scratch directory (see `util::Scratch`), which refuses to
+//! build or remove anything outside itself. The only tests that name paths outside a scratch
+//! directory are the refusals of `/`, and those run in a private mount namespace in which
+//! everything but the scratch directory is read-only.
+
+mod props;
+mod races;
+mod rm_flags;
+mod safety;
+mod scale;
+mod util;

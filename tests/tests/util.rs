@@ -1,0 +1,753 @@
+//! Shared helpers: per-test scratch directories that refuse to touch anything outside
+//! themselves, tree builders, snapshots, the `reclaim` command, and guards for mounts and
+//! immutable flags that undo themselves even when a test panics.
+
+use std::collections::BTreeMap;
+use std::ffi::{OsStr, OsString};
+use std::fs;
+use std::io::Write;
+use std::os::unix::ffi::{OsStrExt, OsStringExt};
+use std::os::unix::fs::{FileTypeExt, MetadataExt, PermissionsExt};
+use std::path::{Component, Path, PathBuf};
+use std::process::Output;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use assert_cmd::Command;
+
+/// Name of the marker file every scratch directory holds at its root.
+pub const MARKER: &str = ".reclaim-test-scratch";
+
+/// The `reclaim` binary cargo built for these tests, or `$RECLAIM_TEST_BIN` if set (to check
+/// that the tests catch a deliberately broken implementation; the safety checks are all in
+/// this harness, whatever binary runs).
+pub fn reclaim_bin() -> OsString {
+    std::env::var_os("RECLAIM_TEST_BIN").unwrap_or_else(|| env!("CARGO_BIN_EXE_reclaim").into())
+}
+
+/// A bare `reclaim` command: no working directory set, nothing checked. Only for calls that
+/// can remove nothing (usage errors, `--help`).
+pub fn reclaim() -> Command {
+    Command::new(reclaim_bin())
+}
+
+/// Whether we run as root (needed for mounts, `chattr`, `unshare`).
+pub fn is_root() -> bool {
+    rustix::process::geteuid().is_root()
+}
+
+/// Returns true (and says why) when a root-only test has to be skipped.
+pub fn skip_unless_root(test: &str) -> bool {
+    if is_root() {
+        false
+    } else {
+        eprintln!("{test}: skipped, needs root");
+        true
+    }
+}
+
+static COUNTER: AtomicU64 = AtomicU64::new(0);
+
+/// A temporary directory of one test. Everything a test builds or removes lives inside it;
+/// every helper checks that, and that the directory still carries the marker this process
+/// wrote into it, before it does anything.
+pub struct Scratch {
+    dir: Option<tempfile::TempDir>,
+    root: PathBuf,
+    token: String,
+}
+
+impl Scratch {
+    pub fn new() -> Scratch {
+        let dir = tempfile::Builder::new()
+            .prefix("reclaim-test-")
+            .tempdir()
+            .expect("create tempdir");
+        let root = dir.path().canonicalize().expect("canonicalize tempdir");
+        let token = format!(
+            "{}-{}-{:?}",
+            std::process::id(),
+            COUNTER.fetch_add(1, Ordering::Relaxed),
+            std::time::SystemTime::now()
+        );
+        fs::write(root.join(MARKER), &token).expect("write marker");
+        Scratch {
+            dir: Some(dir),
+            root,
+            token,
+        }
+    }
+
+    /// The (canonical) root of the scratch directory.
+    pub fn root(&self) -> &Path {
+        &self.root
+    }
+
+    fn marker_ok(&self) -> bool {
+        fs::read(self.root.join(MARKER)).is_ok_and(|t| t == self.token.as_bytes())
+    }
+
+    /// Panics unless the scratch directory still carries our marker.
+    pub fn assert_marker(&self) {
+        assert!(
+            self.marker_ok(),
+            "scratch {} lost its marker: refusing to go on",
+            self.root.display()
+        );
+    }
+
+    /// `root/rel` after checking that `rel` is a plain relative path (no `..`, not absolute).
+    pub fn path(&self, rel: impl AsRef<Path>) -> PathBuf {
+        let rel = rel.as_ref();
+        for c in rel.components() {
+            match c {
+                Component::Normal(_) | Component::CurDir => {}
+                other => panic!(
+                    "scratch path {} has component {other:?}: refusing",
+                    rel.display()
+                ),
+            }
+        }
+        self.assert_marker();
+        let p = self.root.join(rel);
+        self.assert_inside(&p);
+        p
+    }
+
+    /// Panics unless `p` (absolute, or relative to the scratch root) lies inside the scratch
+    /// directory, both lexically and after resolving every symlink in its existing prefix
+    /// except the last component (which `rm` does not follow unless it ends in `/`).
+    pub fn assert_inside(&self, p: &Path) {
+        self.assert_marker();
+        let abs = lexical_normalize(&self.root.join(p));
+        assert!(
+            abs.starts_with(&self.root),
+            "{} is outside scratch {}: refusing",
+            p.display(),
+            self.root.display()
+        );
+        // `Path::components` drops a trailing `.`, so look at the bytes.
+        let b = p.as_os_str().as_bytes();
+        let follow_last = b.ends_with(b"/")
+            || [&b"."[..], b".."]
+                .iter()
+                .any(|d| b == *d || (b.ends_with(d) && b[..b.len() - d.len()].ends_with(b"/")));
+        let probe = if follow_last {
+            self.root.join(p)
+        } else {
+            match abs.parent() {
+                Some(parent) if abs != self.root => parent.to_path_buf(),
+                _ => abs.clone(),
+            }
+        };
+        // Resolve the longest existing prefix of `probe`.
+        let mut existing = probe.clone();
+        loop {
+            if let Ok(real) = existing.canonicalize() {
+                assert!(
+                    real.starts_with(&self.root),
+                    "{} resolves to {} outside scratch {}: refusing",
+                    p.display(),
+                    real.display(),
+                    self.root.display()
+                );
+                break;
+            }
+            if !existing.pop() {
+                panic!("{} has no existing prefix", p.display());
+            }
+        }
+    }
+
+    pub fn mkdir(&self, rel: impl AsRef<Path>) -> PathBuf {
+        let p = self.path(rel);
+        fs::create_dir_all(&p).unwrap_or_else(|e| panic!("mkdir {}: {e}", p.display()));
+        p
+    }
+
+    fn parent_of(&self, p: &Path) {
+        if let Some(parent) = p.parent() {
+            fs::create_dir_all(parent)
+                .unwrap_or_else(|e| panic!("mkdir {}: {e}", parent.display()));
+        }
+    }
+
+    pub fn file(&self, rel: impl AsRef<Path>, contents: impl AsRef<[u8]>) -> PathBuf {
+        let p = self.path(rel);
+        self.parent_of(&p);
+        let mut f = fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .open(&p)
+            .unwrap_or_else(|e| panic!("create {}: {e}", p.display()));
+        f.write_all(contents.as_ref()).unwrap();
+        p
+    }
+
+    pub fn symlink(&self, rel: impl AsRef<Path>, target: impl AsRef<Path>) -> PathBuf {
+        let p = self.path(rel);
+        self.parent_of(&p);
+        std::os::unix::fs::symlink(target.as_ref(), &p)
+            .unwrap_or_else(|e| panic!("symlink {}: {e}", p.display()));
+        p
+    }
+
+    pub fn fifo(&self, rel: impl AsRef<Path>) -> PathBuf {
+        let p = self.path(rel);
+        self.parent_of(&p);
+        rustix::fs::mknodat(
+            rustix::fs::CWD,
+            &p,
+            rustix::fs::FileType::Fifo,
+            rustix::fs::Mode::from_raw_mode(0o644),
+            0,
+        )
+        .unwrap_or_else(|e| panic!("mkfifo {}: {e}", p.display()));
+        p
+    }
+
+    /// A socket inode (made with mknod, so the path may be longer than `sun_path`).
+    pub fn socket(&self, rel: impl AsRef<Path>) -> PathBuf {
+        let p = self.path(rel);
+        self.parent_of(&p);
+        rustix::fs::mknodat(
+            rustix::fs::CWD,
+            &p,
+            rustix::fs::FileType::Socket,
+            rustix::fs::Mode::from_raw_mode(0o644),
+            0,
+        )
+        .unwrap_or_else(|e| panic!("mknod socket {}: {e}", p.display()));
+        p
+    }
+
+    /// A hard link at `rel` to the existing scratch file `existing`.
+    pub fn hardlink(&self, rel: impl AsRef<Path>, existing: impl AsRef<Path>) -> PathBuf {
+        let src = self.path(existing);
+        let p = self.path(rel);
+        self.parent_of(&p);
+        fs::hard_link(&src, &p)
+            .unwrap_or_else(|e| panic!("link {} {}: {e}", src.display(), p.display()));
+        p
+    }
+
+    /// Whether `rel` exists (without following a final symlink).
+    pub fn exists(&self, rel: impl AsRef<Path>) -> bool {
+        fs::symlink_metadata(self.path(rel)).is_ok()
+    }
+
+    /// A `reclaim` command running in `root/cwd`, with every path argument of `args` checked to
+    /// lie inside the scratch directory. `args` follow the subcommand (e.g. `rm`).
+    pub fn cmd_in<S: AsRef<OsStr>>(&self, cwd: impl AsRef<Path>, args: &[S]) -> Command {
+        let cwd = self.path(cwd);
+        let mut after_dashdash = false;
+        let mut takes_value = false;
+        let mut first = true;
+        for a in args {
+            let a = a.as_ref();
+            if first {
+                // The subcommand.
+                first = false;
+                continue;
+            }
+            let b = a.as_bytes();
+            if takes_value {
+                takes_value = false;
+                continue;
+            }
+            if !after_dashdash && b == b"--" {
+                after_dashdash = true;
+                continue;
+            }
+            if !after_dashdash && b.starts_with(b"-") && b.len() > 1 {
+                takes_value = matches!(b, b"--threads" | b"--fd-budget" | b"--dir" | b"--files");
+                continue;
+            }
+            self.assert_inside(&cwd.join(a));
+        }
+        let mut c = Command::new(reclaim_bin());
+        c.current_dir(&cwd)
+            .args(args)
+            .timeout(std::time::Duration::from_secs(120));
+        c
+    }
+
+    /// `reclaim ARGS...` in the scratch root (paths checked).
+    pub fn cmd<S: AsRef<OsStr>>(&self, args: &[S]) -> Command {
+        self.cmd_in(".", args)
+    }
+
+    /// `reclaim rm ARGS...` in the scratch root (paths checked).
+    pub fn rm<S: AsRef<OsStr>>(&self, args: &[S]) -> Command {
+        let mut all: Vec<OsString> = vec!["rm".into()];
+        all.extend(args.iter().map(|a| a.as_ref().to_owned()));
+        self.cmd_in(".", &all)
+    }
+
+    /// `reclaim rm ARGS...` in `root/cwd` (paths checked).
+    pub fn rm_in<S: AsRef<OsStr>>(&self, cwd: impl AsRef<Path>, args: &[S]) -> Command {
+        let mut all: Vec<OsString> = vec!["rm".into()];
+        all.extend(args.iter().map(|a| a.as_ref().to_owned()));
+        self.cmd_in(cwd, &all)
+    }
+
+    /// Snapshot of `root/rel`.
+    pub fn snapshot(&self, rel: impl AsRef<Path>) -> Snapshot {
+        snapshot(&self.path(rel))
+    }
+
+    /// A standard "outside" directory next to the targets: files, a subdirectory, a symlink,
+    /// a fifo. Returns its path.
+    pub fn make_outside(&self, rel: &str) -> PathBuf {
+        let p = self.mkdir(rel);
+        for i in 0..8 {
+            self.file(format!("{rel}/file{i}"), format!("outside content {i}\n"));
+        }
+        self.file(format!("{rel}/sub/deep/precious"), b"precious\n");
+        self.file(format!("{rel}/sub/other"), b"other\n");
+        self.symlink(format!("{rel}/sub/link"), "../file0");
+        self.fifo(format!("{rel}/fifo"));
+        p
+    }
+}
+
+impl Drop for Scratch {
+    fn drop(&mut self) {
+        // Undo any mount a failed test left under the root (deepest first), then remove the
+        // tree. Only ever acts on our own root.
+        if !self
+            .root
+            .starts_with(std::env::temp_dir().canonicalize().unwrap_or_default())
+        {
+            return;
+        }
+        let mut mounts = mounts_under(&self.root);
+        mounts.sort_by_key(|m| std::cmp::Reverse(m.as_os_str().len()));
+        for m in mounts {
+            unmount(&m);
+        }
+        if fs::remove_dir_all(&self.root).is_err() && self.root.exists() {
+            let _ = std::process::Command::new("chattr")
+                .arg("-R")
+                .arg("-i")
+                .arg(&self.root)
+                .output();
+            let _ = std::process::Command::new("rm")
+                .arg("-rf")
+                .arg("--one-file-system")
+                .arg("--")
+                .arg(&self.root)
+                .output();
+        }
+        drop(self.dir.take());
+    }
+}
+
+/// Normalizes `.` and `..` lexically (no symlink resolution).
+pub fn lexical_normalize(p: &Path) -> PathBuf {
+    let mut out = PathBuf::new();
+    for c in p.components() {
+        match c {
+            Component::ParentDir => {
+                out.pop();
+            }
+            Component::CurDir => {}
+            other => out.push(other.as_os_str()),
+        }
+    }
+    out
+}
+
+/// Mount points (from /proc/self/mountinfo) strictly below `root`.
+pub fn mounts_under(root: &Path) -> Vec<PathBuf> {
+    let info = fs::read("/proc/self/mountinfo").unwrap_or_default();
+    let mut out = Vec::new();
+    for line in info.split(|&b| b == b'\n') {
+        let Some(field) = line.split(|&b| b == b' ').nth(4) else {
+            continue;
+        };
+        let p = PathBuf::from(OsString::from_vec(unescape_mountinfo(field)));
+        if p.starts_with(root) && p != root {
+            out.push(p);
+        }
+    }
+    out
+}
+
+fn unescape_mountinfo(field: &[u8]) -> Vec<u8> {
+    let mut out = Vec::with_capacity(field.len());
+    let mut i = 0;
+    while i < field.len() {
+        if field[i] == b'\\'
+            && i + 3 < field.len()
+            && field[i + 1..i + 4]
+                .iter()
+                .all(|c| (b'0'..=b'7').contains(c))
+        {
+            let v = (field[i + 1] - b'0') * 64 + (field[i + 2] - b'0') * 8 + (field[i + 3] - b'0');
+            out.push(v);
+            i += 4;
+        } else {
+            out.push(field[i]);
+            i += 1;
+        }
+    }
+    out
+}
+
+fn unmount(p: &Path) {
+    let ok = std::process::Command::new("umount")
+        .arg(p)
+        .output()
+        .is_ok_and(|o| o.status.success());
+    if !ok {
+        let _ = std::process::Command::new("umount")
+            .arg("-l")
+            .arg(p)
+            .output();
+    }
+}
+
+/// A mount inside a scratch directory, unmounted on drop.
+pub struct MountGuard {
+    target: PathBuf,
+}
+
+impl MountGuard {
+    /// Mounts a fresh tmpfs on `root/rel` (which must exist). None if that fails.
+    pub fn tmpfs(scratch: &Scratch, rel: &str) -> Option<MountGuard> {
+        let target = scratch.path(rel);
+        let out = std::process::Command::new("mount")
+            .args(["-t", "tmpfs", "-o", "size=16m", "reclaim-test"])
+            .arg(&target)
+            .output()
+            .ok()?;
+        if !out.status.success() {
+            eprintln!(
+                "mount tmpfs failed: {}",
+                String::from_utf8_lossy(&out.stderr)
+            );
+            return None;
+        }
+        Some(MountGuard { target })
+    }
+
+    /// Bind-mounts `root/src` on `root/dst` (both must exist), read-only if asked.
+    pub fn bind(scratch: &Scratch, src: &str, dst: &str, read_only: bool) -> Option<MountGuard> {
+        let source = scratch.path(src);
+        let target = scratch.path(dst);
+        let out = std::process::Command::new("mount")
+            .arg("--bind")
+            .arg(&source)
+            .arg(&target)
+            .output()
+            .ok()?;
+        if !out.status.success() {
+            eprintln!(
+                "mount --bind failed: {}",
+                String::from_utf8_lossy(&out.stderr)
+            );
+            return None;
+        }
+        let guard = MountGuard { target };
+        if read_only {
+            let out = std::process::Command::new("mount")
+                .args(["-o", "remount,bind,ro"])
+                .arg(&guard.target)
+                .output()
+                .ok()?;
+            if !out.status.success() {
+                eprintln!(
+                    "remount ro failed: {}",
+                    String::from_utf8_lossy(&out.stderr)
+                );
+                return None;
+            }
+        }
+        Some(guard)
+    }
+}
+
+impl Drop for MountGuard {
+    fn drop(&mut self) {
+        unmount(&self.target);
+    }
+}
+
+/// `chattr +i` on a scratch path, `chattr -i` on drop.
+pub struct ImmutableGuard {
+    target: PathBuf,
+}
+
+impl ImmutableGuard {
+    pub fn new(scratch: &Scratch, rel: &str) -> Option<ImmutableGuard> {
+        let target = scratch.path(rel);
+        let out = std::process::Command::new("chattr")
+            .arg("+i")
+            .arg(&target)
+            .output()
+            .ok()?;
+        if !out.status.success() {
+            eprintln!("chattr +i failed: {}", String::from_utf8_lossy(&out.stderr));
+            return None;
+        }
+        Some(ImmutableGuard { target })
+    }
+}
+
+impl Drop for ImmutableGuard {
+    fn drop(&mut self) {
+        let _ = std::process::Command::new("chattr")
+            .arg("-i")
+            .arg(&self.target)
+            .output();
+    }
+}
+
+/// What a snapshot records about one entry.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Entry {
+    File { mode: u32, contents: Vec<u8> },
+    Dir { mode: u32 },
+    Symlink { target: PathBuf },
+    Fifo,
+    Socket,
+    Other { mode: u32 },
+}
+
+/// Relative path (root itself is "") to entry, never following symlinks.
+pub type Snapshot = BTreeMap<PathBuf, Entry>;
+
+pub fn snapshot(root: &Path) -> Snapshot {
+    let mut out = Snapshot::new();
+    walk(root, Path::new(""), &mut out);
+    out
+}
+
+fn walk(base: &Path, rel: &Path, out: &mut Snapshot) {
+    let p = base.join(rel);
+    let md = fs::symlink_metadata(&p).unwrap_or_else(|e| panic!("lstat {}: {e}", p.display()));
+    let ft = md.file_type();
+    let mode = md.permissions().mode();
+    let entry = if ft.is_dir() {
+        Entry::Dir { mode }
+    } else if ft.is_symlink() {
+        Entry::Symlink {
+            target: fs::read_link(&p).unwrap(),
+        }
+    } else if ft.is_file() {
+        Entry::File {
+            mode,
+            contents: fs::read(&p).unwrap_or_else(|e| panic!("read {}: {e}", p.display())),
+        }
+    } else if ft.is_fifo() {
+        Entry::Fifo
+    } else if ft.is_socket() {
+        Entry::Socket
+    } else {
+        Entry::Other { mode }
+    };
+    out.insert(rel.to_path_buf(), entry);
+    if ft.is_dir() {
+        let mut names: Vec<OsString> = fs::read_dir(&p)
+            .unwrap_or_else(|e| panic!("read_dir {}: {e}", p.display()))
+            .map(|e| e.unwrap().file_name())
+            .collect();
+        names.sort();
+        for n in names {
+            walk(base, &rel.join(n), out);
+        }
+    }
+}
+
+/// Panics with a readable diff if two snapshots differ.
+pub fn assert_same(what: &str, before: &Snapshot, after: &Snapshot) {
+    if before == after {
+        return;
+    }
+    let mut diff = String::new();
+    for (k, v) in before {
+        match after.get(k) {
+            None => diff.push_str(&format!("  gone:    {}\n", k.display())),
+            Some(w) if w != v => {
+                diff.push_str(&format!("  changed: {} ({v:?} -> {w:?})\n", k.display()))
+            }
+            _ => {}
+        }
+    }
+    for k in after.keys() {
+        if !before.contains_key(k) {
+            diff.push_str(&format!("  new:     {}\n", k.display()));
+        }
+    }
+    panic!("{what} changed:\n{diff}");
+}
+
+/// `st_blocks * 512` summed over a tree (not following symlinks): (non-directories, all).
+pub fn allocated_bytes(root: &Path) -> (u64, u64) {
+    fn go(p: &Path, acc: &mut (u64, u64)) {
+        let md = fs::symlink_metadata(p).unwrap();
+        let b = md.blocks() * 512;
+        acc.1 += b;
+        if md.is_dir() {
+            for e in fs::read_dir(p).unwrap() {
+                go(&e.unwrap().path(), acc);
+            }
+        } else {
+            acc.0 += b;
+        }
+    }
+    let mut acc = (0, 0);
+    go(root, &mut acc);
+    acc
+}
+
+/// Counts (non-directories, directories including the root) of a tree.
+pub fn count_entries(root: &Path) -> (u64, u64) {
+    let snap = snapshot(root);
+    let dirs = snap
+        .values()
+        .filter(|e| matches!(e, Entry::Dir { .. }))
+        .count() as u64;
+    (snap.len() as u64 - dirs, dirs)
+}
+
+/// The `--json` report.
+#[derive(Debug, serde::Deserialize)]
+pub struct Report {
+    pub files: u64,
+    pub dirs: u64,
+    pub bytes_freed: u64,
+    pub elapsed_s: f64,
+    pub files_per_s: f64,
+    pub errors: Vec<ReportError>,
+    pub skipped_mounts: Vec<String>,
+    pub dry_run: bool,
+}
+
+#[derive(Debug, serde::Deserialize)]
+pub struct ReportError {
+    pub path: String,
+    pub error: String,
+}
+
+/// Parses stdout as exactly one JSON object with the documented fields.
+pub fn parse_report(stdout: &[u8]) -> Report {
+    let text = std::str::from_utf8(stdout).expect("--json output is UTF-8");
+    let value: serde_json::Value = serde_json::from_str(text.trim())
+        .unwrap_or_else(|e| panic!("stdout is not exactly one JSON value ({e}):\n{text}"));
+    assert!(value.is_object(), "JSON output is not an object: {text}");
+    serde_json::from_value(value)
+        .unwrap_or_else(|e| panic!("JSON report lacks a field ({e}):\n{text}"))
+}
+
+pub fn stdout_of(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stdout).into_owned()
+}
+
+pub fn stderr_of(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+/// Runs `reclaim ARGS...` in a private mount namespace in which every mount is read-only
+/// except a fresh writable bind mount of the scratch directory on itself. For the refusal
+/// tests that must name `/` (directly or through a symlink): if the refusal were broken,
+/// nothing outside the scratch directory could be removed. `cwd` is relative to the scratch
+/// root. Returns None (after saying why) when this cannot be set up (not root, no `unshare`).
+pub fn run_in_readonly_world<S: AsRef<OsStr>>(
+    scratch: &Scratch,
+    cwd: &str,
+    args: &[S],
+) -> Option<Output> {
+    if skip_unless_root("run_in_readonly_world") {
+        return None;
+    }
+    let cwd = scratch.path(cwd);
+    const SCRIPT: &str = r#"
+set -u
+findmnt -rn -o TARGET | sort -u | while IFS= read -r m; do
+  mount -o remount,bind,ro "$(printf '%b' "$m")" 2>/dev/null
+done
+bad=$(awk '{ opt[$5] = $6 } END { for (m in opt) if (opt[m] !~ /^ro(,|$)/) print m }' /proc/self/mountinfo)
+if [ -n "$bad" ]; then echo "reclaim-test: still writable: $bad" >&2; exit 99; fi
+mount --bind "$RECLAIM_TEST_RW" "$RECLAIM_TEST_RW" || exit 99
+cd "$RECLAIM_TEST_CWD" || exit 99
+exec "$@"
+"#;
+    let out = std::process::Command::new("unshare")
+        .args([
+            "--mount",
+            "--propagation",
+            "private",
+            "sh",
+            "-c",
+            SCRIPT,
+            "sh",
+        ])
+        .arg(reclaim_bin())
+        .args(args)
+        .env("RECLAIM_TEST_RW", scratch.root())
+        .env("RECLAIM_TEST_CWD", &cwd)
+        .output()
+        .ok()?;
+    if out.status.code() == Some(99) {
+        eprintln!(
+            "read-only namespace could not be set up: {}",
+            stderr_of(&out)
+        );
+        return None;
+    }
+    Some(out)
+}
+
+/// An `OsStr` from raw bytes.
+pub fn os(bytes: &[u8]) -> &OsStr {
+    OsStr::from_bytes(bytes)
+}
+
+// The harness itself: it must refuse, before running anything, every path that is not inside
+// its scratch directory.
+
+#[test]
+#[should_panic(expected = "refusing")]
+fn harness_refuses_parent_escape() {
+    let s = Scratch::new();
+    let _ = s.rm(&["-r", "../"]);
+}
+
+#[test]
+#[should_panic(expected = "refusing")]
+fn harness_refuses_absolute_path_outside() {
+    let s = Scratch::new();
+    let _ = s.rm(&["-r", "--dry-run", "/"]);
+}
+
+#[test]
+#[should_panic(expected = "refusing")]
+fn harness_refuses_symlink_out_with_trailing_slash() {
+    let s = Scratch::new();
+    s.symlink("link", "/");
+    let _ = s.rm(&["-r", "link/"]);
+}
+
+#[test]
+#[should_panic(expected = "refusing")]
+fn harness_refuses_dotdot_through_symlink() {
+    let s = Scratch::new();
+    s.symlink("link", "/usr");
+    let _ = s.rm(&["-r", "link/.."]);
+}
+
+#[test]
+#[should_panic(expected = "refusing")]
+fn harness_refuses_builder_path_with_dotdot() {
+    let s = Scratch::new();
+    s.file("a/../../escape", "x");
+}
+
+#[test]
+#[should_panic(expected = "lost its marker")]
+fn harness_refuses_scratch_without_marker() {
+    let s = Scratch::new();
+    fs::remove_file(s.root().join(MARKER)).unwrap();
+    s.file("x", "x");
+}
