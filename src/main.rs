@@ -30,6 +30,7 @@ fn main() -> ExitCode {
             };
             if let Some(t) = a.threads {
                 engine.threads = t.into();
+                engine.batch_threads = engine.batch_threads.min(engine.threads);
             }
             engine.fd_budget = reclaim::limits::fd_budget(engine.fd_budget, nofile, engine.threads);
             let req = Request {

@@ -35,7 +35,12 @@ pub enum Order {
 /// How the engine works.
 #[derive(Clone, Debug)]
 pub struct Options {
+    /// Workers. More than the CPU count pays on cold caches: a worker waiting for a directory
+    /// or inode-table read costs no CPU while the others go on.
     pub threads: usize,
+    /// Workers allowed at once inside one large directory's unlink batches. Those contend on
+    /// the directory's lock, so more than the CPU count only burns CPU.
+    pub batch_threads: usize,
     pub cross_mounts: bool,
     pub dry_run: bool,
     /// Directory fds held at most (a few more may be in use for a moment).
@@ -51,7 +56,8 @@ pub struct Options {
 impl Default for Options {
     fn default() -> Self {
         Options {
-            threads: std::thread::available_parallelism().map_or(2, |n| n.get()),
+            threads: 2 * cpus(),
+            batch_threads: cpus(),
             cross_mounts: false,
             dry_run: false,
             fd_budget: 256,
@@ -60,6 +66,11 @@ impl Default for Options {
             stat_files: false,
         }
     }
+}
+
+/// CPUs this process may run on.
+pub fn cpus() -> usize {
+    std::thread::available_parallelism().map_or(2, |n| n.get())
 }
 
 /// Running totals, readable while the engine works (for a progress line).
@@ -114,6 +125,7 @@ pub fn remove_trees(
         fds: FdCache::new(opts.fd_budget.max(2)),
         outcome: Mutex::new(Outcome::default()),
         seq: AtomicU64::new(0),
+        batch_slots: Slots::new(opts.batch_threads.min(opts.threads)),
     };
     for t in targets {
         let tree = Arc::new(Tree {
@@ -389,6 +401,40 @@ struct Engine<'a> {
     fds: FdCache,
     outcome: Mutex<Outcome>,
     seq: AtomicU64,
+    batch_slots: Slots,
+}
+
+/// A counting semaphore: at most `n` holders at once.
+struct Slots {
+    free: Mutex<usize>,
+    freed: Condvar,
+}
+
+struct Permit<'a>(&'a Slots);
+
+impl Slots {
+    fn new(n: usize) -> Self {
+        Slots {
+            free: Mutex::new(n.max(1)),
+            freed: Condvar::new(),
+        }
+    }
+
+    fn acquire(&self) -> Permit<'_> {
+        let mut free = self.free.lock().expect("slots lock");
+        while *free == 0 {
+            free = self.freed.wait(free).expect("slots lock");
+        }
+        *free -= 1;
+        Permit(self)
+    }
+}
+
+impl Drop for Permit<'_> {
+    fn drop(&mut self) {
+        *self.0.free.lock().expect("slots lock") += 1;
+        self.0.freed.notify_one();
+    }
 }
 
 impl Engine<'_> {
@@ -413,10 +459,12 @@ impl Engine<'_> {
             match task {
                 Task::Dir(node) => self.remove_dir(node, &mut buf),
                 Task::Unlink(node, batch) => {
+                    let permit = self.batch_slots.acquire();
                     match self.fd_of(&node) {
                         Ok(fd) => self.unlink_batch(&node, &fd, &batch),
                         Err(reason) => self.fail(node.path(), reason, Some(&node)),
                     }
+                    drop(permit);
                     self.child_done(node);
                 }
             }

@@ -267,11 +267,26 @@ fn dry_run_json_reports_what_would_go() {
     );
     let real = parse_report(&out.stdout);
     assert!(!real.dry_run);
-    assert_eq!(
-        (real.files, real.dirs, real.bytes_freed),
-        (dry.files, dry.dirs, dry.bytes_freed)
-    );
+    // A real run's bytes come from the file system's free-space counter (other tests write
+    // meanwhile), so only the counts must match exactly; see bytes_freed_is_the_space_given_back.
+    assert_eq!((real.files, real.dirs), (dry.files, dry.dirs));
     assert!(!s.exists("t"));
+}
+
+#[test]
+fn bytes_freed_is_the_space_given_back() {
+    let s = Scratch::new();
+    s.mkdir("t/sub");
+    let big = vec![7u8; 64 << 20];
+    std::fs::write(s.path("t/sub/big"), &big).unwrap();
+    let out = s.rm(&["-r", "--json", "t"]).output().unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", util::stderr_of(&out));
+    let r = parse_report(&out.stdout);
+    assert!(
+        r.bytes_freed >= 32 << 20,
+        "64 MiB removed but bytes_freed = {}",
+        r.bytes_freed
+    );
 }
 
 #[test]
@@ -299,7 +314,6 @@ fn json_is_one_object_with_documented_fields() {
     assert!(obj["dry_run"].is_boolean());
     let r = parse_report(&out.stdout);
     assert_eq!((r.files, r.dirs), (5, 4), "{r:?}");
-    assert!(r.bytes_freed >= 10_000, "{r:?}");
     assert!(r.elapsed_s >= 0.0 && r.files_per_s >= 0.0, "{r:?}");
     assert!(r.errors.is_empty() && r.skipped_mounts.is_empty() && !r.dry_run);
 }
