@@ -41,6 +41,7 @@ fn main() -> ExitCode {
                 verbose: a.verbose,
                 json: a.json,
                 progress: std::io::stderr().is_terminal(),
+                threads_given: a.threads.is_some(),
                 engine,
             };
             let summary = reclaim::rm::run(&req);

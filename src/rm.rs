@@ -23,6 +23,8 @@ pub struct Request {
     pub verbose: bool,
     pub json: bool,
     pub progress: bool,
+    /// `--threads` was given; otherwise the worker count follows the file system.
+    pub threads_given: bool,
     pub engine: Options,
 }
 
@@ -95,9 +97,13 @@ pub fn run(req: &Request) -> Summary {
     }
 
     let done = AtomicBool::new(false);
+    let mut engine = req.engine.clone();
+    if let (false, Some(first)) = (req.threads_given, trees.first()) {
+        engine.threads = remove::threads_for(&*first.base);
+    }
     let outcome = std::thread::scope(|s| {
         s.spawn(|| progress.tick_until(&counters, started, &done));
-        let outcome = remove::remove_trees(trees, &req.engine, &counters, &printer);
+        let outcome = remove::remove_trees(trees, &engine, &counters, &printer);
         done.store(true, Ordering::Relaxed);
         outcome
     });
@@ -105,11 +111,13 @@ pub fn run(req: &Request) -> Summary {
     failures.extend(outcome.failures);
 
     // Counting bytes per file costs a stat each; otherwise ask the file systems what they got
-    // back.
+    // back; it is never less than what reclaim knows exactly (directories' st_blocks, from the
+    // statx it does anyway, and the single entries it resolved).
+    let known = counters.bytes.load(Ordering::Relaxed);
     let bytes_freed = if req.engine.dry_run || req.engine.stat_files {
-        counters.bytes.load(Ordering::Relaxed)
+        known
     } else {
-        resolver.space_before.freed_since(&resolver.space_now())
+        known.max(resolver.space_before.freed_since(&resolver.space_now()))
     };
     let summary = Summary::new(
         &counters,
