@@ -18,37 +18,20 @@ use std::sync::Mutex;
 use std::time::Instant;
 
 use anyhow::{bail, Context};
-use clap::{Parser, ValueEnum};
-use reclaim::workload::{file_name, Shape, Spec};
+use clap::Parser;
+use reclaim::cli::WorkloadArgs;
+use reclaim::workload::{file_name, Spec};
 use rustix::fs::{openat, unlinkat, AtFlags, Mode, OFlags};
 
 /// Names per unit of work handed to a thread.
 const CHUNK: u64 = 1024;
 
-#[derive(Clone, Copy, Debug, ValueEnum)]
-enum ShapeArg {
-    /// All files in DIR itself.
-    Flat,
-    /// Files in leaf directories of a tree below DIR.
-    Tree,
-}
-
 /// Remove a workload by its known names: the lower bound for a remover with P threads.
 #[derive(Debug, Parser)]
 #[command(name = "floor")]
 struct Args {
-    /// Shape of the workload (as given to mkworkload).
-    #[arg(long, value_enum)]
-    shape: ShapeArg,
-    /// Number of files (as given to mkworkload).
-    #[arg(long)]
-    files: u64,
-    /// Maximum number of children of an interior directory (tree only).
-    #[arg(long, default_value_t = 32)]
-    fanout: u64,
-    /// Files per leaf directory (tree only).
-    #[arg(long, default_value_t = 100)]
-    per_leaf: u64,
+    #[command(flatten)]
+    workload: WorkloadArgs,
     /// Threads issuing unlinks.
     #[arg(long)]
     threads: usize,
@@ -126,18 +109,7 @@ fn par_for<T: Sync>(threads: usize, items: &[T], work: impl Fn(&T) + Sync) {
 }
 
 fn spec(args: &Args) -> Spec {
-    let shape = match args.shape {
-        ShapeArg::Flat => Shape::Flat,
-        ShapeArg::Tree => Shape::Tree {
-            fanout: args.fanout,
-            per_leaf: args.per_leaf,
-        },
-    };
-    Spec {
-        shape,
-        files: args.files,
-        file_size: 0,
-    }
+    args.workload.spec(0)
 }
 
 fn run(args: &Args) -> anyhow::Result<()> {
@@ -231,7 +203,7 @@ fn run(args: &Args) -> anyhow::Result<()> {
     if args.verbose {
         eprintln!(
             "floor: {} files in {:.3}s, {} dirs + root in {:.3}s, {} threads",
-            args.files,
+            args.workload.files,
             files_done.as_secs_f64(),
             layout.dirs.len(),
             (start.elapsed() - files_done).as_secs_f64(),

@@ -10,33 +10,16 @@ use std::process::ExitCode;
 use std::time::Instant;
 
 use anyhow::{bail, Context};
-use clap::{Parser, ValueEnum};
-use reclaim::workload::{self, Shape, Spec};
-
-#[derive(Clone, Copy, Debug, ValueEnum)]
-enum ShapeArg {
-    /// All files in DIR itself.
-    Flat,
-    /// Files in leaf directories of a tree below DIR.
-    Tree,
-}
+use clap::Parser;
+use reclaim::cli::WorkloadArgs;
+use reclaim::workload::{self, Spec};
 
 /// Create a deterministic workload of files in a new directory.
 #[derive(Debug, Parser)]
 #[command(name = "mkworkload")]
 struct Args {
-    /// Shape of the workload.
-    #[arg(long, value_enum)]
-    shape: ShapeArg,
-    /// Number of files.
-    #[arg(long)]
-    files: u64,
-    /// Maximum number of children of an interior directory (tree only).
-    #[arg(long, default_value_t = 32)]
-    fanout: u64,
-    /// Files per leaf directory (tree only).
-    #[arg(long, default_value_t = 100)]
-    per_leaf: u64,
+    #[command(flatten)]
+    workload: WorkloadArgs,
     /// Size of each file in bytes.
     #[arg(long, default_value_t = 0)]
     size: usize,
@@ -48,18 +31,7 @@ struct Args {
 }
 
 fn spec(args: &Args) -> Spec {
-    let shape = match args.shape {
-        ShapeArg::Flat => Shape::Flat,
-        ShapeArg::Tree => Shape::Tree {
-            fanout: args.fanout,
-            per_leaf: args.per_leaf,
-        },
-    };
-    Spec {
-        shape,
-        files: args.files,
-        file_size: args.size,
-    }
+    args.workload.spec(args.size)
 }
 
 fn run(args: &Args) -> anyhow::Result<()> {

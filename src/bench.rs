@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context, Result};
 
-use crate::cli::{BenchArgs, ShapeArg};
+use crate::cli::BenchArgs;
 use crate::report::group;
 use crate::workload::{self, Shape, Spec};
 
@@ -16,13 +16,7 @@ pub fn run(args: &BenchArgs) -> Result<()> {
     let files = args
         .files
         .unwrap_or(if args.quick { 100_000 } else { 1_000_000 });
-    let shape = match args.shape {
-        ShapeArg::Tree => Shape::Tree {
-            fanout: 32,
-            per_leaf: 100,
-        },
-        ShapeArg::Flat => Shape::Flat,
-    };
+    let shape = args.shape.shape(32, 100);
     let spec = Spec {
         shape,
         files,

@@ -4,6 +4,8 @@ use std::path::PathBuf;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
 
+use crate::workload::{Shape, Spec};
+
 #[derive(Parser, Debug)]
 #[command(
     name = "reclaim",
@@ -76,6 +78,42 @@ pub enum ShapeArg {
     Tree,
     /// All files in one directory
     Flat,
+}
+
+impl ShapeArg {
+    pub fn shape(self, fanout: u64, per_leaf: u64) -> Shape {
+        match self {
+            ShapeArg::Flat => Shape::Flat,
+            ShapeArg::Tree => Shape::Tree { fanout, per_leaf },
+        }
+    }
+}
+
+/// A scratch workload on the command line (the bench examples `mkworkload` and `floor`).
+#[derive(Args, Debug, Clone)]
+pub struct WorkloadArgs {
+    /// Shape of the workload
+    #[arg(long, value_enum)]
+    pub shape: ShapeArg,
+    /// Number of files
+    #[arg(long)]
+    pub files: u64,
+    /// Maximum number of children of an interior directory (tree only)
+    #[arg(long, default_value_t = 32)]
+    pub fanout: u64,
+    /// Files per leaf directory (tree only)
+    #[arg(long, default_value_t = 100)]
+    pub per_leaf: u64,
+}
+
+impl WorkloadArgs {
+    pub fn spec(&self, file_size: usize) -> Spec {
+        Spec {
+            shape: self.shape.shape(self.fanout, self.per_leaf),
+            files: self.files,
+            file_size,
+        }
+    }
 }
 
 #[derive(Args, Debug)]
