@@ -5,6 +5,7 @@ pub mod cli;
 pub mod dirfd;
 pub mod error;
 pub mod limits;
+pub mod pool;
 pub mod remove;
 pub mod report;
 pub mod rm;

@@ -13,13 +13,14 @@ use std::os::fd::OwnedFd;
 use std::os::unix::ffi::OsStrExt;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
-use std::sync::{Arc, Condvar, Mutex, OnceLock, Weak};
+use std::sync::{Arc, Mutex, OnceLock, Weak};
 
 use rustix::fs::{unlinkat, AtFlags, FileType};
 use rustix::io::Errno;
 
 use crate::dirfd::{self, DirBuf, Ident};
 use crate::error::{Failure, Reason};
+use crate::pool::{Queue, Slots};
 
 /// Order in which the entries of a large directory are unlinked.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
@@ -302,43 +303,6 @@ impl Listing {
     }
 }
 
-/// A LIFO work queue; workers exit when nothing is queued or running.
-#[derive(Default)]
-struct Queue {
-    tasks: Mutex<Vec<Task>>,
-    ready: Condvar,
-    outstanding: AtomicUsize,
-}
-
-impl Queue {
-    fn push(&self, task: Task) {
-        self.outstanding.fetch_add(1, Ordering::SeqCst);
-        self.tasks.lock().expect("queue lock").push(task);
-        self.ready.notify_one();
-    }
-
-    fn pop(&self) -> Option<Task> {
-        let mut tasks = self.tasks.lock().expect("queue lock");
-        loop {
-            if let Some(t) = tasks.pop() {
-                return Some(t);
-            }
-            if self.outstanding.load(Ordering::SeqCst) == 0 {
-                return None;
-            }
-            tasks = self.ready.wait(tasks).expect("queue lock");
-        }
-    }
-
-    fn done(&self) {
-        if self.outstanding.fetch_sub(1, Ordering::SeqCst) == 1 {
-            // Take the lock so a worker between its check and its wait cannot miss this.
-            drop(self.tasks.lock().expect("queue lock"));
-            self.ready.notify_all();
-        }
-    }
-}
-
 /// The set of nodes holding a directory fd, shallowest first, for eviction.
 struct FdCache {
     held: Mutex<BTreeMap<(u32, u64), Weak<Node>>>,
@@ -408,44 +372,11 @@ struct Engine<'a> {
     opts: Options,
     counters: &'a Counters,
     sink: &'a dyn Sink,
-    queue: Queue,
+    queue: Queue<Task>,
     fds: FdCache,
     outcome: Mutex<Outcome>,
     seq: AtomicU64,
     batch_slots: Slots,
-}
-
-/// A counting semaphore: at most `n` holders at once.
-struct Slots {
-    free: Mutex<usize>,
-    freed: Condvar,
-}
-
-struct Permit<'a>(&'a Slots);
-
-impl Slots {
-    fn new(n: usize) -> Self {
-        Slots {
-            free: Mutex::new(n.max(1)),
-            freed: Condvar::new(),
-        }
-    }
-
-    fn acquire(&self) -> Permit<'_> {
-        let mut free = self.free.lock().expect("slots lock");
-        while *free == 0 {
-            free = self.freed.wait(free).expect("slots lock");
-        }
-        *free -= 1;
-        Permit(self)
-    }
-}
-
-impl Drop for Permit<'_> {
-    fn drop(&mut self) {
-        *self.0.free.lock().expect("slots lock") += 1;
-        self.0.freed.notify_one();
-    }
 }
 
 impl Engine<'_> {
