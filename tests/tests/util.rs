@@ -431,6 +431,43 @@ impl MountGuard {
         Some(MountGuard { target })
     }
 
+    /// Makes a fresh journaled ext4 image `root/<rel>.img` (sparse, with `inodes` inodes) and
+    /// loop-mounts it on `root/rel` (which must exist), so a big test does not depend on the
+    /// history of the host's file system. None if that fails (not root, no mkfs.ext4).
+    pub fn ext4_image(scratch: &Scratch, rel: &str, inodes: u64) -> Option<MountGuard> {
+        let target = scratch.path(rel);
+        let image = scratch.path(format!("{rel}.img"));
+        std::fs::File::create(&image)
+            .and_then(|f| f.set_len(8 << 30))
+            .ok()?;
+        let mkfs = std::process::Command::new("mkfs.ext4")
+            .args(["-q", "-F", "-N", &inodes.to_string()])
+            .arg(&image)
+            .output()
+            .ok()?;
+        if !mkfs.status.success() {
+            eprintln!(
+                "mkfs.ext4 failed: {}",
+                String::from_utf8_lossy(&mkfs.stderr)
+            );
+            return None;
+        }
+        let out = std::process::Command::new("mount")
+            .args(["-o", "loop"])
+            .arg(&image)
+            .arg(&target)
+            .output()
+            .ok()?;
+        if !out.status.success() {
+            eprintln!(
+                "mount -o loop failed: {}",
+                String::from_utf8_lossy(&out.stderr)
+            );
+            return None;
+        }
+        Some(MountGuard { target })
+    }
+
     /// Bind-mounts `root/src` on `root/dst` (both must exist), read-only if asked.
     pub fn bind(scratch: &Scratch, src: &str, dst: &str, read_only: bool) -> Option<MountGuard> {
         let source = scratch.path(src);
