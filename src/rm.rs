@@ -9,7 +9,7 @@ use rustix::fs::{unlinkat, AtFlags};
 use rustix::io::Errno;
 
 use crate::error::{Failure, Reason};
-use crate::remove::{self, Counters, DirTarget, Options, Sink};
+use crate::remove::{self, Counters, Options, Sink};
 use crate::report::{Printer, Progress, Summary};
 use crate::target::{Rejection, Resolver, Target};
 
@@ -40,17 +40,7 @@ pub fn run(req: &Request) -> Summary {
     let mut trees = Vec::new();
     for path in &req.paths {
         match resolver.resolve(path) {
-            Ok(Target::Tree {
-                base,
-                name,
-                display,
-                ident,
-            }) => trees.push(DirTarget {
-                base,
-                name,
-                display,
-                ident,
-            }),
+            Ok(Target::Tree(tree)) => trees.push(tree),
             Ok(Target::Entry {
                 base,
                 name,

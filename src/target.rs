@@ -15,17 +15,13 @@ use rustix::io::Errno;
 
 use crate::dirfd::{self, Ident};
 use crate::error::Reason;
+use crate::remove::DirTarget;
 use crate::space::FreeSpace;
 
 /// One argument, checked and ready to remove.
 pub enum Target {
     /// A directory to remove recursively.
-    Tree {
-        base: Arc<OwnedFd>,
-        name: CString,
-        display: PathBuf,
-        ident: Ident,
-    },
+    Tree(DirTarget),
     /// A non-directory (file, symlink, fifo, ...) or, with `-d`, a directory to `rmdir`.
     Entry {
         base: Arc<OwnedFd>,
@@ -92,12 +88,12 @@ impl Resolver {
         };
         let display = arg.to_path_buf();
         match facts.file_type {
-            FileType::Directory if self.recursive => Ok(Target::Tree {
+            FileType::Directory if self.recursive => Ok(Target::Tree(DirTarget {
                 base,
                 name,
                 display,
                 ident: facts.ident,
-            }),
+            })),
             FileType::Directory if self.dir_ok => Ok(Target::Entry {
                 base,
                 name,
@@ -217,7 +213,7 @@ mod tests {
         ));
         assert!(matches!(
             Resolver::new(true, false).resolve(&p),
-            Ok(Target::Tree { .. })
+            Ok(Target::Tree(_))
         ));
     }
 }

@@ -182,12 +182,7 @@ fn verbose_prints_one_line_per_removed_entry() {
     s.file("f", "x");
     let expected = expected_verbose(&s, "t", "t");
     let out = s.rm(&["-rv", "t", "f"]).output().unwrap();
-    assert_eq!(
-        out.status.code(),
-        Some(0),
-        "stderr: {}",
-        util::stderr_of(&out)
-    );
+    util::assert_success(&out);
     let stdout = util::stdout_of(&out);
     let lines: Vec<&str> = stdout.lines().collect();
     let mut want: Vec<String> = expected.keys().cloned().collect();
@@ -240,12 +235,7 @@ fn dry_run_json_reports_what_would_go() {
     let (min_bytes, max_bytes) = util::allocated_bytes(&s.path("t"));
     let before = s.snapshot(".");
     let out = s.rm(&["-r", "--dry-run", "--json", "t"]).output().unwrap();
-    assert_eq!(
-        out.status.code(),
-        Some(0),
-        "stderr: {}",
-        util::stderr_of(&out)
-    );
+    util::assert_success(&out);
     util::assert_same("scratch", &before, &s.snapshot("."));
     let dry = parse_report(&out.stdout);
     assert!(dry.dry_run);
@@ -259,12 +249,7 @@ fn dry_run_json_reports_what_would_go() {
 
     // The real run removes what the dry run announced.
     let out = s.rm(&["-r", "--json", "t"]).output().unwrap();
-    assert_eq!(
-        out.status.code(),
-        Some(0),
-        "stderr: {}",
-        util::stderr_of(&out)
-    );
+    util::assert_success(&out);
     let real = parse_report(&out.stdout);
     assert!(!real.dry_run);
     // A real run's bytes come from the file system's free-space counter (other tests write
@@ -280,7 +265,7 @@ fn bytes_freed_is_the_space_given_back() {
     let big = vec![7u8; 64 << 20];
     std::fs::write(s.path("t/sub/big"), &big).unwrap();
     let out = s.rm(&["-r", "--json", "t"]).output().unwrap();
-    assert_eq!(out.status.code(), Some(0), "{}", util::stderr_of(&out));
+    util::assert_success(&out);
     let r = parse_report(&out.stdout);
     assert!(
         r.bytes_freed >= 32 << 20,
@@ -294,12 +279,7 @@ fn json_is_one_object_with_documented_fields() {
     let s = Scratch::new();
     small_tree(&s, "t");
     let out = s.rm(&["-r", "--json", "t"]).output().unwrap();
-    assert_eq!(
-        out.status.code(),
-        Some(0),
-        "stderr: {}",
-        util::stderr_of(&out)
-    );
+    util::assert_success(&out);
     let text = util::stdout_of(&out);
     let v: serde_json::Value = serde_json::from_str(text.trim()).expect("one JSON value");
     let obj = v.as_object().expect("an object");
@@ -328,12 +308,7 @@ fn json_counts_every_non_directory_as_a_file() {
     s.socket("t/sock");
     s.mkdir("t/d/e");
     let out = s.rm(&["-r", "--json", "t"]).output().unwrap();
-    assert_eq!(
-        out.status.code(),
-        Some(0),
-        "stderr: {}",
-        util::stderr_of(&out)
-    );
+    util::assert_success(&out);
     let r = parse_report(&out.stdout);
     assert_eq!((r.files, r.dirs), (5, 3), "{r:?}");
     assert!(!s.exists("t"));
@@ -463,12 +438,7 @@ fn accepts_non_utf8_arguments() {
     s.file(Path::new(dir).join("inner"), "x");
     s.file(file, "y");
     let out = s.rm(&[os(b"-r"), dir, file]).output().unwrap();
-    assert_eq!(
-        out.status.code(),
-        Some(0),
-        "stderr: {}",
-        util::stderr_of(&out)
-    );
+    util::assert_success(&out);
     assert!(!s.exists(dir));
     assert!(!s.exists(file));
 }

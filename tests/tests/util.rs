@@ -681,6 +681,12 @@ pub fn stdout_of(o: &Output) -> String {
     String::from_utf8_lossy(&o.stdout).into_owned()
 }
 
+/// Asserts exit status 0, showing stderr otherwise.
+#[track_caller]
+pub fn assert_success(o: &Output) {
+    assert_eq!(o.status.code(), Some(0), "stderr: {}", stderr_of(o));
+}
+
 pub fn stderr_of(o: &Output) -> String {
     String::from_utf8_lossy(&o.stderr).into_owned()
 }
