@@ -67,7 +67,7 @@ fn never_follows_symlinks_inside_the_tree() {
     s.symlink("target/loop_b", "loop_a");
     let before = s.snapshot("outside");
     let out = s.rm(&["-r", "--json", "target"]).output().unwrap();
-    util::assert_success(&out);
+    crate::util::assert_success(&out);
     assert!(!s.exists("target"));
     assert_same("outside", &before, &s.snapshot("outside"));
     s.assert_marker();
