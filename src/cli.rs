@@ -52,6 +52,19 @@ pub struct RmArgs {
     /// Descend into other file systems mounted inside the tree (default: skip and report them)
     #[arg(long)]
     pub cross_mounts: bool,
+    /// No pacing: free everything as fast as the file system can (like rm)
+    #[arg(long, conflicts_with_all = ["max_latency", "rate"])]
+    pub fast: bool,
+    /// Latency budget for other I/O on the same file system while large files are freed:
+    /// reclaim measures it (a tiny O_DSYNC write probe) and slows down when it is exceeded
+    #[arg(long, value_name = "DURATION", default_value = "20ms", value_parser = crate::units::parse_duration)]
+    pub max_latency: std::time::Duration,
+    /// Cap on bytes freed per second (e.g. 200M), on top of the latency budget
+    #[arg(long, value_name = "BYTES/s", value_parser = crate::units::parse_bytes)]
+    pub rate: Option<u64>,
+    /// Write the pacer's per-window decisions (JSON lines) to FILE
+    #[arg(long, hide = true, value_name = "FILE")]
+    pub pace_trace: Option<PathBuf>,
     /// Most directory fds held at once (deep trees reopen evicted ones, verified)
     #[arg(long, hide = true, default_value_t = 256, value_parser = clap::value_parser!(u32).range(2..))]
     pub fd_budget: u32,

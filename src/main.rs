@@ -3,6 +3,7 @@ use std::process::ExitCode;
 
 use clap::Parser;
 use reclaim::cli::{Cli, Command, OrderArg};
+use reclaim::pace::Pacing;
 use reclaim::remove::{Options, Order};
 use reclaim::rm::Request;
 
@@ -42,6 +43,15 @@ fn main() -> ExitCode {
                 json: a.json,
                 progress: std::io::stderr().is_terminal(),
                 threads_given: a.threads.is_some(),
+                pacing: if a.fast {
+                    Pacing::fast()
+                } else {
+                    Pacing {
+                        max_latency: Some(a.max_latency),
+                        rate: a.rate,
+                        trace: a.pace_trace,
+                    }
+                },
                 engine,
             };
             let summary = reclaim::rm::run(&req);

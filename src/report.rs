@@ -25,6 +25,62 @@ pub struct Summary {
     pub errors: Vec<ErrorEntry>,
     pub skipped_mounts: Vec<String>,
     pub dry_run: bool,
+    /// Large files freed gently (shrunk in paced steps), with what it cost other I/O.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub gentle: Vec<Gentle>,
+}
+
+/// One large file freed by the shrinker.
+#[derive(Debug, Serialize)]
+pub struct Gentle {
+    pub path: String,
+    pub elapsed_s: f64,
+    #[serde(flatten)]
+    pub outcome: crate::shrink::Outcome,
+}
+
+impl Gentle {
+    /// One line: how it went and what it cost the others.
+    pub fn human(&self) -> String {
+        let o = &self.outcome;
+        let mut s = format!(
+            "'{}': {} in {:.2} s",
+            self.path,
+            bytes(o.allocated),
+            self.elapsed_s
+        );
+        if let Some(why) = &o.unlinked_whole {
+            s.push_str(&format!(", unlinked whole: {why}"));
+            return s;
+        }
+        if o.steps == 0 {
+            s.push_str(", unlinked at once (cheap to free)");
+            return s;
+        }
+        s.push_str(&format!(", {} steps", o.steps));
+        if let Some(p) = &o.pace {
+            let f = |v: Option<f64>| v.map_or("-".into(), |v| format!("{v:.1}"));
+            if p.probe_before.count > 0 || p.probe_during.count > 0 {
+                s.push_str(&format!(
+                    "; other I/O p50/p99 {}/{} ms before, {}/{} ms during",
+                    f(p.probe_before.p50_ms),
+                    f(p.probe_before.p99_ms),
+                    f(p.probe_during.p50_ms),
+                    f(p.probe_during.p99_ms),
+                ));
+            }
+            if let Some(t) = p.max_latency_ms {
+                s.push_str(&format!(" (budget {t:.0} ms), {} back-offs", p.backoffs));
+            }
+            if let Some(e) = &p.probe_error {
+                s.push_str(&format!("; no latency probe: {e}"));
+            }
+        }
+        if let Some(why) = &o.stopped {
+            s.push_str(&format!("; {why}"));
+        }
+        s
+    }
 }
 
 #[derive(Debug, Serialize)]
@@ -41,6 +97,7 @@ impl Summary {
         failures: &[Failure],
         skipped_mounts: &[std::path::PathBuf],
         dry_run: bool,
+        gentle: Vec<Gentle>,
     ) -> Self {
         let files = counters.files.load(Ordering::Relaxed);
         let secs = elapsed.as_secs_f64();
@@ -62,6 +119,7 @@ impl Summary {
                 .map(|p| p.to_string_lossy().into_owned())
                 .collect(),
             dry_run,
+            gentle,
         }
     }
 
@@ -83,6 +141,10 @@ impl Summary {
         );
         if !self.errors.is_empty() {
             s.push_str(&format!("; {} paths not removed", self.errors.len()));
+        }
+        for g in &self.gentle {
+            s.push_str("\n  gently: ");
+            s.push_str(&g.human());
         }
         s
     }

@@ -8,13 +8,17 @@ use std::time::Instant;
 use rustix::fs::{unlinkat, AtFlags};
 use rustix::io::Errno;
 
+use crate::dirfd::Facts;
 use crate::error::{Failure, Reason};
+use crate::pace::Pacing;
 use crate::remove::{self, Counters, Options, Sink};
+use crate::report::Gentle;
 use crate::report::{Printer, Progress, Summary};
+use crate::shrink;
 use crate::target::{Rejection, Resolver, Target};
 
 /// What the user asked for.
-#[derive(Clone, Debug, Default)]
+#[derive(Clone, Debug)]
 pub struct Request {
     pub paths: Vec<PathBuf>,
     pub recursive: bool,
@@ -25,6 +29,8 @@ pub struct Request {
     pub progress: bool,
     /// `--threads` was given; otherwise the worker count follows the file system.
     pub threads_given: bool,
+    /// How large files are freed (`--fast`, `--max-latency`, `--rate`).
+    pub pacing: Pacing,
     pub engine: Options,
 }
 
@@ -35,6 +41,7 @@ pub fn run(req: &Request) -> Summary {
     let progress = Progress::start(req.progress && !req.json);
     let printer = Printer::new(req.verbose, req.engine.dry_run, req.json, progress.bar());
     let mut failures: Vec<Failure> = Vec::new();
+    let mut gentle: Vec<Gentle> = Vec::new();
 
     let mut resolver = Resolver::new(req.recursive, req.dir);
     let mut trees = Vec::new();
@@ -47,16 +54,17 @@ pub fn run(req: &Request) -> Summary {
                 display,
                 is_dir,
                 allocated,
+                facts,
             }) => {
-                let flags = if is_dir {
-                    AtFlags::REMOVEDIR
-                } else {
-                    AtFlags::empty()
-                };
                 let result = if req.engine.dry_run {
                     Ok(())
+                } else if is_dir {
+                    unlinkat(&*base, &name, AtFlags::REMOVEDIR).map_err(Reason::Os)
+                } else if gentle_candidate(req, &facts) {
+                    remove_gently(req, &base, &name, &display, &facts, &progress)
+                        .map(|g| gentle.push(g))
                 } else {
-                    unlinkat(&*base, &name, flags)
+                    unlinkat(&*base, &name, AtFlags::empty()).map_err(Reason::Os)
                 };
                 match result {
                     Ok(()) => {
@@ -71,8 +79,8 @@ pub fn run(req: &Request) -> Summary {
                             printer.removed(&display, is_dir);
                         }
                     }
-                    Err(Errno::NOENT) if req.force => {}
-                    Err(e) => fail(&printer, &mut failures, display, Reason::Os(e)),
+                    Err(Reason::Os(Errno::NOENT)) if req.force => {}
+                    Err(reason) => fail(&printer, &mut failures, display, reason),
                 }
             }
             Err(Rejection::Missing) if req.force => {}
@@ -116,13 +124,18 @@ pub fn run(req: &Request) -> Summary {
         &failures,
         &outcome.skipped_mounts,
         req.engine.dry_run,
+        gentle,
     );
     if req.json {
         println!(
             "{}",
             serde_json::to_string(&summary).expect("summary serializes")
         );
-    } else if req.progress || req.verbose || req.engine.dry_run {
+    } else if req.progress
+        || req.verbose
+        || req.engine.dry_run
+        || summary.gentle.iter().any(|g| g.outcome.steps > 0)
+    {
         eprintln!("{}", summary.human());
     }
     // Recap when the lines may have scrolled away; one failure was already said once.
@@ -133,6 +146,57 @@ pub fn run(req: &Request) -> Summary {
         }
     }
     summary
+}
+
+/// A regular file big enough that freeing it may hurt others, and pacing is on.
+fn gentle_candidate(req: &Request, facts: &Facts) -> bool {
+    !req.pacing.is_fast()
+        && facts.file_type == rustix::fs::FileType::RegularFile
+        && facts.allocated >= shrink::GENTLE_MIN_BYTES
+}
+
+/// Frees one large file with the shrinker, showing its progress on the terminal.
+fn remove_gently(
+    req: &Request,
+    base: &std::os::fd::OwnedFd,
+    name: &std::ffi::CStr,
+    display: &std::path::Path,
+    facts: &Facts,
+    progress: &Progress,
+) -> Result<Gentle, Reason> {
+    let started = Instant::now();
+    let bar = progress.bar();
+    let shown = display.display().to_string();
+    let on_progress = |freed: u64, total: u64, pacer: Option<&crate::pace::Pacer>| {
+        let Some(bar) = &bar else { return };
+        let secs = started.elapsed().as_secs_f64().max(1e-3);
+        let rate = freed as f64 / secs;
+        let eta = if rate > 0.0 {
+            format!("{:.0} s", (total - freed) as f64 / rate)
+        } else {
+            "?".into()
+        };
+        let lat = pacer
+            .and_then(|p| p.last_latency())
+            .map(|d| format!(", other I/O {:.1} ms", d.as_secs_f64() * 1e3))
+            .unwrap_or_default();
+        bar.set_message(format!(
+            "freeing '{shown}': {} of {}, {}/s{lat}, ETA {eta}",
+            crate::report::bytes(freed),
+            crate::report::bytes(total),
+            crate::report::bytes(rate as u64),
+        ));
+        bar.tick();
+    };
+    let outcome = shrink::remove_file(base, name, facts, &req.pacing, &on_progress)?;
+    if let Some(bar) = &bar {
+        bar.set_message(String::new());
+    }
+    Ok(Gentle {
+        path: display.to_string_lossy().into_owned(),
+        elapsed_s: started.elapsed().as_secs_f64(),
+        outcome,
+    })
 }
 
 fn fail(printer: &Printer, failures: &mut Vec<Failure>, path: PathBuf, reason: Reason) {

@@ -29,6 +29,8 @@ pub enum Target {
         display: PathBuf,
         is_dir: bool,
         allocated: u64,
+        /// What `lstat` said (gentle removal re-checks it on the opened fd).
+        facts: dirfd::Facts,
     },
 }
 
@@ -100,6 +102,7 @@ impl Resolver {
                 display,
                 is_dir: true,
                 allocated: facts.allocated,
+                facts,
             }),
             FileType::Directory => Err(Rejection::Refused(Reason::IsDirectory)),
             FileType::Symlink if slash => Err(Rejection::Refused(Reason::SymlinkWithSlash)),
@@ -110,6 +113,7 @@ impl Resolver {
                 display,
                 is_dir: false,
                 allocated: if facts.nlink <= 1 { facts.allocated } else { 0 },
+                facts,
             }),
         }
     }

@@ -794,3 +794,45 @@ fn harness_refuses_scratch_without_marker() {
     fs::remove_file(s.root().join(MARKER)).unwrap();
     s.file("x", "x");
 }
+
+impl MountGuard {
+    /// Like `ext4_image`, with another mkfs program (e.g. `mkfs.ext3`, whose block-mapped files
+    /// cost one indirect block per 4 MiB to free) and image size. Keep `size` and `inodes`
+    /// small for mkfs programs that write their inode tables in full (ext3 has no lazy init).
+    pub fn ext_image(
+        scratch: &Scratch,
+        rel: &str,
+        mkfs: &str,
+        size: u64,
+        inodes: u64,
+    ) -> Option<MountGuard> {
+        let target = scratch.path(rel);
+        let image = scratch.path(format!("{rel}.img"));
+        std::fs::File::create(&image)
+            .and_then(|f| f.set_len(size))
+            .ok()?;
+        let out = std::process::Command::new(mkfs)
+            .args(["-q", "-F", "-N", &inodes.to_string()])
+            .arg(&image)
+            .output()
+            .ok()?;
+        if !out.status.success() {
+            eprintln!("{mkfs} failed: {}", String::from_utf8_lossy(&out.stderr));
+            return None;
+        }
+        let out = std::process::Command::new("mount")
+            .args(["-o", "loop"])
+            .arg(&image)
+            .arg(&target)
+            .output()
+            .ok()?;
+        if !out.status.success() {
+            eprintln!(
+                "mount -o loop failed: {}",
+                String::from_utf8_lossy(&out.stderr)
+            );
+            return None;
+        }
+        Some(MountGuard { target })
+    }
+}

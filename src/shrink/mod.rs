@@ -1,0 +1,366 @@
+//! Gentle removal of one large regular file: hide it under a reserved name in its directory,
+//! prove nobody else holds it (one link, and a write lease no other opener can coexist with),
+//! shrink it from the end in paced steps (`ftruncate` + `fdatasync` on the verified fd), then
+//! unlink. It never truncates through a path, a file with other links, or a file another
+//! process has open: those are unlinked whole, and the outcome says why.
+
+pub mod layout;
+
+use std::ffi::{CStr, CString};
+use std::os::fd::{AsFd, AsRawFd, OwnedFd};
+
+use rustix::fs::{
+    fdatasync, fsync, ftruncate, openat, renameat_with, AtFlags, Mode, OFlags, RenameFlags,
+};
+use rustix::io::Errno;
+
+use crate::dirfd::{self, Facts};
+use crate::error::Reason;
+use crate::pace::{PaceReport, Pacer, Pacing};
+use layout::{Extent, Layout, Mapping};
+
+/// Hidden names of files being shrunk: `.reclaim-shrink.<inode hex>`. A run that finds one
+/// (a removal interrupted by `kill -9` or a crash) finishes it.
+pub const HIDDEN_PREFIX: &str = ".reclaim-shrink.";
+
+/// Files allocating less than this are unlinked at once: shrinking them cannot help.
+pub const GENTLE_MIN_BYTES: u64 = 16 << 20;
+/// A file whose whole removal costs at most this many metadata units is unlinked at once.
+const CHEAP_UNITS: f64 = 2.0;
+/// First step, in metadata units (the controller grows it while nobody is hurt).
+const INITIAL_UNITS: u64 = 4;
+
+/// What happened to one file.
+#[derive(Clone, Debug, Default, serde::Serialize)]
+pub struct Outcome {
+    /// Bytes the file allocated when we started.
+    pub allocated: u64,
+    /// Shrink steps taken (0: unlinked at once).
+    pub steps: u64,
+    /// Why the file was unlinked without shrinking, if it was.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub unlinked_whole: Option<String>,
+    /// A shrink that was stopped part way, and why (another process opened the file).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub stopped: Option<String>,
+    /// What the pacing cost other I/O (probe latency before vs during), and its back-offs.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub pace: Option<PaceReport>,
+}
+
+/// Progress callback: (bytes freed so far, bytes to free in all).
+pub type OnProgress<'a> = &'a dyn Fn(u64, u64, Option<&Pacer>);
+
+/// Removes `name` in `dir`, a regular file with `facts` (from `lstat`), gently.
+pub fn remove_file(
+    dir: &OwnedFd,
+    name: &CStr,
+    facts: &Facts,
+    pacing: &Pacing,
+    on_progress: OnProgress<'_>,
+) -> Result<Outcome, Reason> {
+    let mut out = Outcome {
+        allocated: facts.allocated,
+        ..Outcome::default()
+    };
+    let whole = |out: &mut Outcome, why: String| -> Result<(), Reason> {
+        out.unlinked_whole = Some(why);
+        unlink(dir, name)
+    };
+    if facts.allocated < GENTLE_MIN_BYTES {
+        unlink(dir, name)?;
+        return Ok(out);
+    }
+    if let Some(pid) = lease_holder(facts) {
+        whole(&mut out, format!("process {pid} holds a lease on it"))?;
+        return Ok(out);
+    }
+    // O_NONBLOCK: a lease taken meanwhile makes open fail at once instead of waiting for the
+    // lease-break timeout.
+    let fd = match openat(
+        dir,
+        name,
+        OFlags::WRONLY | OFlags::NOFOLLOW | OFlags::NONBLOCK | OFlags::CLOEXEC | OFlags::NOCTTY,
+        Mode::empty(),
+    ) {
+        Ok(fd) => fd,
+        Err(Errno::NOENT) => return Err(Reason::Os(Errno::NOENT)),
+        Err(Errno::WOULDBLOCK) => {
+            whole(&mut out, "another process holds a lease on it".into())?;
+            return Ok(out);
+        }
+        Err(e) => {
+            whole(
+                &mut out,
+                format!(
+                    "cannot open it for writing ({})",
+                    crate::error::errno_text(e)
+                ),
+            )?;
+            return Ok(out);
+        }
+    };
+    let now = dirfd::fstat(&fd).map_err(Reason::Os)?;
+    if now.ident != facts.ident || now.file_type != rustix::fs::FileType::RegularFile {
+        return Err(Reason::Changed);
+    }
+    if now.nlink != 1 {
+        whole(
+            &mut out,
+            format!(
+                "it has {} hard links (shrinking would empty the others)",
+                now.nlink
+            ),
+        )?;
+        return Ok(out);
+    }
+    if let Err(why) = take_write_lease(&fd) {
+        drop(fd);
+        whole(&mut out, why)?;
+        return Ok(out);
+    }
+    // Hide: from here on a crash leaves the file (whole or partly shrunk) under the hidden
+    // name, never partly shrunk at its own name. fsync the directory so that holds after a
+    // power loss too, before the first byte is freed.
+    let hidden = hidden_name(facts);
+    if name.to_bytes() != hidden.to_bytes() {
+        renameat_with(dir, name, dir, &hidden, RenameFlags::NOREPLACE).map_err(Reason::Os)?;
+        match dirfd::lstat_at(dir, &hidden) {
+            Ok(f) if f.ident == facts.ident => {}
+            _ => {
+                // Someone swapped the name between our open and the rename: put it back.
+                let _ = renameat_with(dir, &hidden, dir, name, RenameFlags::NOREPLACE);
+                return Err(Reason::Changed);
+            }
+        }
+        fsync(dir).map_err(Reason::Os)?;
+    }
+    shrink(
+        &fd,
+        dir,
+        &hidden,
+        now.ident.dev,
+        pacing,
+        &mut out,
+        on_progress,
+    )?;
+    drop(fd);
+    unlink(dir, &hidden)?;
+    Ok(out)
+}
+
+fn shrink(
+    fd: &OwnedFd,
+    dir: &OwnedFd,
+    hidden: &CStr,
+    dev: u64,
+    pacing: &Pacing,
+    out: &mut Outcome,
+    on_progress: OnProgress<'_>,
+) -> Result<(), Reason> {
+    let size = rustix::fs::fstat(fd).map_err(Reason::Os)?.st_size as u64;
+    let layout = Layout::read(fd).unwrap_or_else(|_| Layout {
+        // No FIEMAP (tmpfs, FUSE): price it by bytes, one unit per 4 MiB.
+        extents: vec![Extent {
+            logical: 0,
+            physical: 0,
+            len: size,
+        }],
+        mapping: Mapping::Blocks,
+    });
+    // Blocks preallocated past the end of file (fallocate --keep-size) cost too; the first
+    // step that cuts below the end frees them.
+    let alloc_end = layout
+        .extents
+        .last()
+        .map_or(0, |e| e.logical + e.len)
+        .max(size);
+    let total = layout.cost_below(alloc_end);
+    if total <= CHEAP_UNITS || pacing.is_fast() {
+        return Ok(());
+    }
+    let max_units = total.ceil() as u64 + 1;
+    let mut pacer = Pacer::start(dir, dev, pacing.clone(), INITIAL_UNITS, max_units);
+    let mut end = alloc_end;
+    let mut allocated = out.allocated;
+    while end > 0 {
+        // Right before every step: still ours alone? (A lease break or a new hard link
+        // since the last step: stop shrinking, the rest goes with the unlink.)
+        if let Some(why) = shared_now(fd)? {
+            out.stopped = Some(format!(
+                "{why} after {} steps ({}); unlinked the rest whole",
+                out.steps,
+                hidden.to_string_lossy()
+            ));
+            break;
+        }
+        let cut = layout.cut(end, pacer.step() as f64).min(size);
+        ftruncate(fd, cut).map_err(Reason::Os)?;
+        fdatasync(fd).map_err(Reason::Os)?;
+        end = cut;
+        out.steps += 1;
+        let now = dirfd::fstat(fd).map_err(Reason::Os)?.allocated;
+        let freed = allocated.saturating_sub(now);
+        allocated = now;
+        on_progress(out.allocated - allocated, out.allocated, Some(&pacer));
+        if end == 0 {
+            break;
+        }
+        let wait = pacer.after_step(freed);
+        sleep_watching(wait, fd);
+    }
+    out.pace = Some(pacer.report());
+    Ok(())
+}
+
+/// Why the file is no longer ours alone, if it is not: another process opened it (our lease
+/// is being broken) or it gained a hard link.
+fn shared_now(fd: &OwnedFd) -> Result<Option<&'static str>, Reason> {
+    if !still_leased(fd) {
+        return Ok(Some("another process opened it"));
+    }
+    if dirfd::fstat(fd).map_err(Reason::Os)?.nlink != 1 {
+        return Ok(Some("it gained a hard link"));
+    }
+    Ok(None)
+}
+
+/// Sleeps `wait`, waking early when the lease starts breaking, so an opener is not kept
+/// waiting for a whole pause (it waits at most one step).
+fn sleep_watching(wait: std::time::Duration, fd: &OwnedFd) {
+    const SLICE: std::time::Duration = std::time::Duration::from_millis(20);
+    let until = std::time::Instant::now() + wait;
+    loop {
+        let now = std::time::Instant::now();
+        if now >= until || !still_leased(fd) {
+            return;
+        }
+        std::thread::sleep((until - now).min(SLICE));
+    }
+}
+
+fn unlink(dir: &OwnedFd, name: &CStr) -> Result<(), Reason> {
+    rustix::fs::unlinkat(dir, name, AtFlags::empty()).map_err(Reason::Os)
+}
+
+fn hidden_name(facts: &Facts) -> CString {
+    CString::new(format!("{HIDDEN_PREFIX}{:x}", facts.ident.ino)).expect("no NUL in a hex name")
+}
+
+/// Whether `name` is one of our hidden, partly shrunk files.
+pub fn is_hidden_name(name: &[u8]) -> bool {
+    name.starts_with(HIDDEN_PREFIX.as_bytes())
+}
+
+/// Takes a write lease on `fd`: granted only when no other file description has the file
+/// open. Lease-break notices (SIGIO) are ignored; `still_leased` polls instead.
+fn take_write_lease(fd: &OwnedFd) -> Result<(), String> {
+    // SAFETY: setting SIGIO to SIG_IGN has no memory-safety preconditions.
+    unsafe { libc::signal(libc::SIGIO, libc::SIG_IGN) };
+    // SAFETY: F_SETLEASE takes an int argument and touches no memory of ours.
+    let rc = unsafe { libc::fcntl(fd.as_fd().as_raw_fd(), libc::F_SETLEASE, libc::F_WRLCK) };
+    if rc == 0 {
+        return Ok(());
+    }
+    let e = std::io::Error::last_os_error().raw_os_error().unwrap_or(0);
+    Err(match e {
+        libc::EAGAIN | libc::EBUSY => "another process has it open".into(),
+        libc::EINVAL | libc::ENOLCK | libc::EOPNOTSUPP => {
+            "this file system cannot prove nobody else has it open (no leases)".into()
+        }
+        _ => format!(
+            "no write lease ({})",
+            crate::error::errno_text(Errno::from_raw_os_error(e))
+        ),
+    })
+}
+
+/// False once another process has opened the file (the kernel is breaking our lease).
+fn still_leased(fd: &OwnedFd) -> bool {
+    // SAFETY: F_GETLEASE takes no argument and touches no memory of ours.
+    let rc = unsafe { libc::fcntl(fd.as_fd().as_raw_fd(), libc::F_GETLEASE) };
+    rc == libc::F_WRLCK
+}
+
+/// Finishes removals that a crash or `kill -9` interrupted in `dir`: every regular file named
+/// `.reclaim-shrink.*` there is shrunk (paced) and unlinked. Files another reclaim is working
+/// on right now hold a lease, and are left to it. Returns each name with what happened.
+pub fn finish_leftovers(
+    dir: &OwnedFd,
+    pacing: &Pacing,
+    on_progress: OnProgress<'_>,
+) -> Vec<(CString, Result<Outcome, Reason>)> {
+    let mut names = Vec::new();
+    let mut buf = dirfd::DirBuf::new(64 << 10);
+    let Ok(list) = rustix::fs::openat(
+        dir,
+        c".",
+        OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC,
+        Mode::empty(),
+    ) else {
+        return Vec::new();
+    };
+    let _ = dirfd::for_each_entry(&list, &mut buf, |name, _, _| {
+        if is_hidden_name(name.to_bytes()) {
+            names.push(name.to_owned());
+        }
+    });
+    let mut done = Vec::new();
+    for name in names {
+        let facts = match dirfd::lstat_at(dir, &name) {
+            Ok(f) if f.file_type == rustix::fs::FileType::RegularFile => f,
+            _ => continue,
+        };
+        // Another reclaim shrinking it right now holds a lease. Opening it would start
+        // breaking that lease (and stop the other's pacing), so look it up instead.
+        if lease_holder(&facts).is_some() {
+            continue;
+        }
+        let r = remove_file(dir, &name, &facts, pacing, on_progress);
+        done.push((name, r));
+    }
+    done
+}
+
+/// The pid holding a lease on the file, from `/proc/locks` (reading it breaks nothing;
+/// opening the file would). Lines look like `3: LEASE  ACTIVE    WRITE 4242 fe:01:1234 0 EOF`.
+pub fn lease_holder(facts: &Facts) -> Option<u32> {
+    let text = std::fs::read_to_string("/proc/locks").ok()?;
+    let (major, minor) = (
+        rustix::fs::major(facts.ident.dev),
+        rustix::fs::minor(facts.ident.dev),
+    );
+    lease_in(&text, major, minor, facts.ident.ino)
+}
+
+fn lease_in(text: &str, major: u32, minor: u32, ino: u64) -> Option<u32> {
+    let want = format!("{major:02x}:{minor:02x}:{ino}");
+    text.lines().find_map(|l| {
+        let f: Vec<&str> = l.split_whitespace().collect();
+        // id, LEASE, ACTIVE|BREAKING|BREAKER, type, pid, dev:ino, ...
+        let i = f.iter().position(|w| *w == "LEASE")?;
+        (f.get(i + 4) == Some(&want.as_str()))
+            .then(|| f.get(i + 3)?.parse().ok())
+            .flatten()
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn finds_leases_in_proc_locks() {
+        let text = "1: POSIX  ADVISORY  WRITE 77 fe:01:99 0 EOF\n\
+                    2: LEASE  ACTIVE    WRITE 4242 fe:01:1234 0 EOF\n";
+        assert_eq!(lease_in(text, 0xfe, 1, 1234), Some(4242));
+        assert_eq!(lease_in(text, 0xfe, 1, 99), None);
+        assert_eq!(lease_in(text, 0xfe, 2, 1234), None);
+    }
+
+    #[test]
+    fn hidden_names_are_recognised() {
+        assert!(is_hidden_name(b".reclaim-shrink.1f"));
+        assert!(!is_hidden_name(b"reclaim-shrink.1f"));
+    }
+}
