@@ -101,7 +101,11 @@ pub fn run(req: &Request) -> Summary {
     }
     let outcome = std::thread::scope(|s| {
         s.spawn(|| progress.tick_until(&counters, started, &done));
-        let outcome = remove::remove_trees(trees, &engine, &counters, &printer);
+        let outcome = if trees.is_empty() {
+            remove::Outcome::default()
+        } else {
+            remove::remove_trees(trees, &engine, &counters, &printer)
+        };
         done.store(true, Ordering::Relaxed);
         outcome
     });

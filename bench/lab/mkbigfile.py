@@ -57,7 +57,12 @@ def main():
     n = 0
     while True:
         path = os.path.join(a.filler_dir, f"db.{n}")
-        f = os.open(path, flags, 0o644)
+        try:
+            f = os.open(path, flags, 0o644)
+        except OSError as e:  # xfs: no space left for another inode
+            if e.errno == errno.ENOSPC:
+                break
+            raise
         try:
             os.posix_fallocate(f, 0, a.hole)  # glibc writes the blocks where fallocate is missing (ext3)
         except OSError as e:

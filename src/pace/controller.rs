@@ -14,12 +14,17 @@
 //!   a 200 ms stall is one sample among forty fast ones and the p90 looks fine;
 //! * no completed samples: a probe in flight older than `B` → **Miss** (a stalled probe
 //!   completes nothing, and that must never look good), otherwise → **Unknown** (no change);
+//! * the caller's step held the file system (its truncate) longer than the headroom
+//!   `B - baseline/2` → **Miss**: any I/O that needed the journal meanwhile waited that long,
+//!   however few of those waits the probe happened to catch;
 //! * p90 `> B` → **Miss**, else **Good**. (With `probe_interval` 0 there is no correction,
 //!   and any in-flight probe older than `B` is a Miss.)
 //!
 //! **Adapt**:
-//! * *Slow start* (until the first Miss): each Good doubles the step, pause = `min_pause`.
-//!   An idle fast disk reaches `max_step` in log2(max/initial) windows: nearly plain `rm`.
+//! * *Slow start* (until the first Miss): each Good doubles the step, pause = `min_pause`;
+//!   when the caller says how long the step took and that was under half the budget, the
+//!   step grows by budget/step-time instead (at most 16×). An idle fast disk reaches
+//!   `max_step` in a few windows: nearly plain `rm`.
 //! * *Miss* (multiplicative decrease, in force from the very next step): halve the step,
 //!   which halves the wait of an op caught behind one of our steps; if that would go below
 //!   `min_step`, set `min_step` and double the pause instead (from 10 ms when it was 0),
@@ -82,6 +87,12 @@ pub struct Window {
     pub in_flight: Option<Duration>,
     /// p90 of the probe before removal started, if known.
     pub baseline: Option<Duration>,
+    /// How long the step itself took (the remover's syscalls), if known: in slow start, a
+    /// step far quicker than the budget may grow by more than 2× (up to 16×).
+    pub step_time: Option<Duration>,
+    /// How long the step held the file system (the truncate itself, during which others'
+    /// journal commits wait): longer than the headroom `budget - baseline/2` is a Miss.
+    pub hold: Option<Duration>,
 }
 
 /// The judgement of one window.
@@ -192,6 +203,13 @@ impl Controller {
     pub fn judge(&self, w: &Window) -> Verdict {
         let budget = self.budget(w.baseline);
         let interval = self.cfg.probe_interval;
+        // Whoever needs the file system while our step holds it waits for the whole step: a
+        // step longer than the headroom left above the idle latency is too big, whatever the
+        // (sparse) probe happened to see.
+        let headroom = budget.saturating_sub(w.baseline.unwrap_or_default() / 2);
+        if w.hold.is_some_and(|h| h > headroom) {
+            return Verdict::Miss;
+        }
         let stalled = w.in_flight.is_some_and(|age| age > budget);
         if stalled && (w.samples.is_empty() || interval.is_zero()) {
             return Verdict::Miss;
@@ -217,7 +235,7 @@ impl Controller {
         match verdict {
             Verdict::Good => {
                 self.stats.good += 1;
-                self.speed_up();
+                self.speed_up(self.slow_start_factor(w));
             }
             Verdict::Miss => {
                 self.stats.misses += 1;
@@ -245,10 +263,22 @@ impl Controller {
         }
     }
 
-    /// Slow start doubles the step; afterwards shorten the pause first, then grow the step.
-    fn speed_up(&mut self) {
+    /// Slow-start growth for a Good window: 2×, or up to 16× when the step took a small
+    /// fraction of the budget (a fast, idle device: reach the full speed in a few steps).
+    fn slow_start_factor(&self, w: &Window) -> u64 {
+        let budget = self.budget(w.baseline);
+        match w.step_time {
+            Some(t) if !t.is_zero() => ((budget.as_secs_f64() / t.as_secs_f64()) as u64).clamp(2, 16),
+            Some(_) => 16,
+            None => 2,
+        }
+    }
+
+    /// Slow start multiplies the step by `factor` (2 to 16); afterwards shorten the pause
+    /// first, then grow the step.
+    fn speed_up(&mut self, factor: u64) {
         if self.slow_start {
-            self.step = self.step.saturating_mul(2).min(self.cfg.max_step);
+            self.step = self.step.saturating_mul(factor).min(self.cfg.max_step);
             self.pause = self.cfg.min_pause;
             return;
         }
@@ -912,11 +942,95 @@ mod tests {
                     samples: samples.into_iter().map(ms).collect(),
                     in_flight: in_flight.map(ms),
                     baseline: baseline.map(ms),
+                    step_time: in_flight.map(|v| ms(v / 2)),
+                    hold: None,
                 };
                 c.observe(&w);
                 prop_assert!((cfg.min_step..=cfg.max_step).contains(&c.step()));
                 prop_assert!((cfg.min_pause..=cfg.max_pause).contains(&c.pause()));
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod slow_start_jump {
+    use super::*;
+
+    fn cfg() -> Config {
+        Config {
+            target: Duration::from_millis(20),
+            min_step: 1,
+            max_step: 1 << 20,
+            initial_step: 4,
+            min_pause: Duration::ZERO,
+            max_pause: Duration::from_secs(1),
+            window: Duration::from_millis(250),
+            probe_interval: Duration::from_millis(2),
+        }
+    }
+
+    fn good(step_time: Option<Duration>) -> Window {
+        Window {
+            samples: vec![Duration::from_millis(1)],
+            step_time,
+            ..Window::default()
+        }
+    }
+
+    #[test]
+    fn quick_steps_grow_up_to_sixteenfold() {
+        let mut c = Controller::new(cfg());
+        c.observe(&good(Some(Duration::from_micros(100))));
+        assert_eq!(c.step(), 64);
+        // A step that took most of the budget only doubles.
+        c.observe(&good(Some(Duration::from_millis(15))));
+        assert_eq!(c.step(), 128);
+        // Without a step time: the classic doubling.
+        c.observe(&good(None));
+        assert_eq!(c.step(), 256);
+    }
+
+    #[test]
+    fn jump_ends_with_the_first_miss() {
+        let mut c = Controller::new(cfg());
+        c.observe(&good(Some(Duration::from_micros(100))));
+        let miss = Window {
+            samples: vec![Duration::from_millis(500)],
+            ..Window::default()
+        };
+        c.observe(&miss);
+        assert_eq!(c.step(), 32);
+        c.observe(&good(Some(Duration::from_micros(100))));
+        assert!(c.step() <= 36, "additive increase after a miss, got {}", c.step());
+    }
+}
+
+#[cfg(test)]
+mod hold_rule {
+    use super::*;
+
+    #[test]
+    fn a_step_that_holds_longer_than_the_headroom_is_a_miss() {
+        let c = Controller::new(Config {
+            target: Duration::from_millis(20),
+            min_step: 1,
+            max_step: 1024,
+            initial_step: 4,
+            min_pause: Duration::ZERO,
+            max_pause: Duration::from_secs(1),
+            window: Duration::from_millis(250),
+            probe_interval: Duration::from_millis(2),
+        });
+        let ms = Duration::from_millis;
+        // Baseline 40 ms: budget 60 ms, headroom 40 ms.
+        let w = |hold| Window {
+            samples: vec![ms(41)],
+            baseline: Some(ms(40)),
+            hold: Some(hold),
+            ..Window::default()
+        };
+        assert_eq!(c.judge(&w(ms(35))), Verdict::Good);
+        assert_eq!(c.judge(&w(ms(45))), Verdict::Miss);
     }
 }

@@ -87,9 +87,8 @@ pub fn percentile(sorted: &[Duration], p: f64) -> Option<Duration> {
     Some(sorted[rank.min(sorted.len()) - 1])
 }
 
-/// Baseline: this many probe writes, or this long, whichever comes first.
-const BASELINE_SAMPLES: usize = 16;
-const BASELINE_TIME: Duration = Duration::from_millis(400);
+/// The longest the baseline measurement may take.
+const BASELINE_MAX: Duration = Duration::from_secs(1);
 
 /// Paces one removal on one file system.
 pub struct Pacer {
@@ -163,20 +162,29 @@ impl Pacer {
         pacer
     }
 
+    /// Measures the probe before the first step: until 8 samples; or 2 that are all far under
+    /// the target (a fast idle device: no need to wait longer); or 3 after 100 ms (a slow
+    /// device); or 1 s in any case.
     fn measure_baseline(&mut self) {
         let Some(probe) = &self.probe else { return };
+        let quick = self.pacing.max_latency.unwrap_or_default() / 4;
         let t0 = Instant::now();
         loop {
-            let (samples, _) = probe.wait(t0, BASELINE_TIME, BASELINE_TIME);
-            if samples.len() >= BASELINE_SAMPLES
-                || t0.elapsed() >= BASELINE_TIME
-                || probe.error().is_some()
-            {
+            let (samples, _) = probe.wait(t0, BASELINE_MAX, BASELINE_MAX);
+            let n = samples.len();
+            let waited = t0.elapsed();
+            let done = n >= 8
+                || (n >= 2 && samples.iter().all(|s| s.latency < quick))
+                || (n >= 3 && waited >= Duration::from_millis(100))
+                || waited >= BASELINE_MAX
+                || probe.error().is_some();
+            if done {
                 self.baseline = samples.iter().map(|s| s.latency).collect();
                 break;
             }
-            // Wait for more: sleep a little rather than spin on the same sample.
-            std::thread::sleep(Duration::from_millis(1));
+            // Wait for the next sample rather than spin on the same one.
+            let last = samples.last().map_or(t0, |s| s.done + Duration::from_nanos(1));
+            probe.wait(last, BASELINE_MAX, BASELINE_MAX.saturating_sub(waited));
         }
         self.window_start = Instant::now();
         self.started = self.window_start;
@@ -187,24 +195,37 @@ impl Pacer {
         self.ctl.step()
     }
 
-    /// Call after each step that freed `bytes`: waits for the probe's verdict on the window
-    /// and adapts. Returns how long to wait before the next step (the controller's pause, and
+    /// Call after each step that freed `bytes`, took `step_time` in all and held the file
+    /// system for `hold` (the truncate): waits for the probe's verdict on the window and
+    /// adapts. Returns how long to wait before the next step (the controller's pause, and
     /// whatever the rate cap needs); the caller sleeps it, so it can keep watch meanwhile.
-    pub fn after_step(&mut self, bytes: u64) -> Duration {
+    pub fn after_step(&mut self, bytes: u64, step_time: Duration, hold: Duration) -> Duration {
         self.bytes += bytes;
         let mut wait = Duration::ZERO;
         if let (Some(probe), Some(target)) = (&self.probe, self.pacing.max_latency) {
             // Evidence: a write that completed in this window, or one stuck beyond the budget.
             let baseline = percentile(&sorted(&self.baseline), 90.0);
             let budget = self.ctl.budget(baseline).max(target);
-            let (samples, in_flight) =
-                probe.wait(self.window_start, budget, Duration::from_secs(5));
+            // A step far quicker than the budget, on a probe that is not stuck, is judged by
+            // what the probe saw so far (the latest write if none completed in this window)
+            // instead of waiting for the next write: on a fast idle device that wait would be
+            // most of the removal's time.
+            let (mut samples, in_flight) = if step_time < budget / 10 {
+                probe.since(self.window_start)
+            } else {
+                probe.wait(self.window_start, budget, Duration::from_secs(5))
+            };
+            if samples.is_empty() && in_flight.is_none_or(|age| age < budget / 2) {
+                samples.extend(probe.last());
+            }
             let lat: Vec<Duration> = samples.iter().map(|s| s.latency).collect();
             self.during.extend(&lat);
             let window = Window {
                 samples: lat.clone(),
                 in_flight,
                 baseline,
+                step_time: Some(step_time),
+                hold: Some(hold),
             };
             let verdict = self.ctl.observe(&window);
             self.report.windows += 1;

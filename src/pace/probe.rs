@@ -55,7 +55,7 @@ pub struct Spacing {
 impl Default for Spacing {
     fn default() -> Self {
         Spacing {
-            min_interval: Duration::from_millis(5),
+            min_interval: Duration::from_millis(2),
             max_interval: Duration::from_millis(250),
             load_factor: 5,
         }
@@ -157,6 +157,11 @@ impl Probe {
         }
         drop(st);
         self.since(since)
+    }
+
+    /// The latest completed sample, whenever it completed.
+    pub fn last(&self) -> Option<Sample> {
+        self.lock().samples.last().copied()
     }
 
     /// The first error the probe hit (it stops probing then).

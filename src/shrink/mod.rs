@@ -27,6 +27,8 @@ pub const HIDDEN_PREFIX: &str = ".reclaim-shrink.";
 pub const GENTLE_MIN_BYTES: u64 = 16 << 20;
 /// A file whose whole removal costs at most this many metadata units is unlinked at once.
 const CHEAP_UNITS: f64 = 2.0;
+/// The shrinker commits (fdatasync) its truncations at most this often.
+const SYNC_EVERY: std::time::Duration = std::time::Duration::from_millis(250);
 /// First step, in metadata units (the controller grows it while nobody is hurt).
 const INITIAL_UNITS: u64 = 4;
 
@@ -183,6 +185,7 @@ fn shrink(
     let mut pacer = Pacer::start(dir, dev, pacing.clone(), INITIAL_UNITS, max_units);
     let mut end = alloc_end;
     let mut allocated = out.allocated;
+    let mut last_sync = std::time::Instant::now() - SYNC_EVERY;
     while end > 0 {
         // Right before every step: still ours alone? (A lease break or a new hard link
         // since the last step: stop shrinking, the rest goes with the unlink.)
@@ -195,8 +198,17 @@ fn shrink(
             break;
         }
         let cut = layout.cut(end, pacer.step() as f64).min(size);
+        let t = std::time::Instant::now();
         ftruncate(fd, cut).map_err(Reason::Os)?;
-        fdatasync(fd).map_err(Reason::Os)?;
+        let hold = t.elapsed();
+        // Commit what was freed at most every SYNC_EVERY: often enough that no journal
+        // commit carries much of our work, without a commit of our own per small step (on
+        // an HDD each commit costs a few random writes, more than a small step itself).
+        if last_sync.elapsed() >= SYNC_EVERY {
+            fdatasync(fd).map_err(Reason::Os)?;
+            last_sync = std::time::Instant::now();
+        }
+        let step_time = t.elapsed();
         end = cut;
         out.steps += 1;
         let now = dirfd::fstat(fd).map_err(Reason::Os)?.allocated;
@@ -206,7 +218,7 @@ fn shrink(
         if end == 0 {
             break;
         }
-        let wait = pacer.after_step(freed);
+        let wait = pacer.after_step(freed, step_time, hold);
         sleep_watching(wait, fd);
     }
     out.pace = Some(pacer.report());
