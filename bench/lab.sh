@@ -184,6 +184,7 @@ SLOWDISK_PID=""
 PROBE_PID=""
 PGBENCH_PID=""
 PG_DATA=""
+PG_RUN=""
 FUSE_MNT=""
 FS_MNT=""
 
@@ -200,6 +201,12 @@ stop_victims() {
         PG_DATA=""
     fi
     if [[ -n $PGBENCH_PID ]]; then wait "$PGBENCH_PID" 2>/dev/null || true; PGBENCH_PID=""; fi
+    # The postgres user cannot write into the repository: its files are moved here.
+    [[ -f $SCRATCH/postgres.log ]] && cat -- "$SCRATCH/postgres.log" >>"$OUT/logs/postgres.log" && rm -f -- "$SCRATCH/postgres.log"
+    if [[ -n $PG_RUN && -d $SCRATCH/pgrun ]]; then
+        mv -- "$SCRATCH"/pgrun/* "$PG_RUN/" 2>/dev/null || true
+        PG_RUN=""
+    fi
 }
 
 teardown_device() {
@@ -308,7 +315,8 @@ drop_caches() { sync; echo 3 >/proc/sys/vm/drop_caches; }
 PG_PORT=55432
 pg_start() { # datadir
     PG_DATA=$1
-    runuser -u postgres -- "$PG_BIN/pg_ctl" -D "$PG_DATA" -l "$OUT/logs/postgres.log" -w -t 300 \
+    : >"$SCRATCH/postgres.log" && chown postgres: "$SCRATCH/postgres.log"
+    runuser -u postgres -- "$PG_BIN/pg_ctl" -D "$PG_DATA" -l "$SCRATCH/postgres.log" -w -t 300 \
         -o "-p $PG_PORT -k $SCRATCH/pgsock -c listen_addresses=''" start >/dev/null
 }
 pg_init() { # mnt
@@ -418,7 +426,6 @@ run_one() { # device fs workload method order
 
     local run=$OUT/runs/${device}__${fs}__${wl}__${method}
     mkdir -p -- "$run"
-    chmod 777 "$run"
     local img=$SCRATCH/run.img mnt=$SCRATCH/mnt
     guard "$img"
     rm -f -- "$img"
@@ -445,7 +452,9 @@ run_one() { # device fs workload method order
     printf 'victims_start\t%s\n' "$(now)" >>"$ev"
     if has "$VICTIMS" pg; then
         pg_start "$mnt/pg"
-        (cd "$run" && exec runuser -u postgres -- pgbench -h "$SCRATCH/pgsock" -p $PG_PORT \
+        rm -rf -- "$SCRATCH/pgrun" && mkdir -- "$SCRATCH/pgrun" && chown postgres: "$SCRATCH/pgrun"
+        PG_RUN=$run
+        (cd "$SCRATCH/pgrun" && exec runuser -u postgres -- pgbench -h "$SCRATCH/pgsock" -p $PG_PORT \
             -c 4 -j 2 -T 3600 -P 1 --log --log-prefix=pgbench_log bench) >"$run/pgbench.out" 2>&1 &
         PGBENCH_PID=$!
     fi
@@ -480,8 +489,10 @@ run_one() { # device fs workload method order
 install_tools
 build_tools
 [[ -n $OUT ]] || OUT=$ROOT/bench/out/lab-$(date +%Y%m%d-%H%M%S)
+OUT=$(realpath -m -- "$OUT")
 mkdir -p -- "$OUT/logs" "$OUT/runs"
 SCRATCH=$(mktemp -d "$SCRATCH_BASE/reclaim-lab.XXXXXX")
+chmod 755 "$SCRATCH" # the postgres user must reach its data directory below
 TOKEN=$(od -An -N16 -tx1 /dev/urandom | tr -d ' \n')
 printf '%s' "$TOKEN" >"$SCRATCH/.reclaim-lab"
 # Run private copies: rebuilding the repository meanwhile must not change a running lab.

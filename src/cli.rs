@@ -62,6 +62,9 @@ pub struct RmArgs {
     /// Cap on bytes freed per second (e.g. 200M), on top of the latency budget
     #[arg(long, value_name = "BYTES/s", value_parser = crate::units::parse_bytes)]
     pub rate: Option<u64>,
+    /// Cap on unlinks per second in trees (applies with --fast too)
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
+    pub iops: Option<u64>,
     /// Write the pacer's per-window decisions (JSON lines) to FILE
     #[arg(long, hide = true, value_name = "FILE")]
     pub pace_trace: Option<PathBuf>,

@@ -43,6 +43,7 @@ fn main() -> ExitCode {
                 json: a.json,
                 progress: std::io::stderr().is_terminal(),
                 threads_given: a.threads.is_some(),
+                iops: a.iops,
                 pacing: if a.fast {
                     Pacing::fast()
                 } else {

@@ -52,6 +52,8 @@ pub struct Options {
     /// `statx` each non-directory before unlinking it, to count the bytes freed (always on in
     /// a dry run). Off by default: it costs a syscall per file (see bench/RESULTS.md).
     pub stat_files: bool,
+    /// Unlink rate limit, steered by the tree pacer and capped by `--iops`; `None` = none.
+    pub throttle: Option<std::sync::Arc<crate::pace::throttle::Throttle>>,
 }
 
 impl Default for Options {
@@ -65,6 +67,7 @@ impl Default for Options {
             order: Order::Inode,
             batch: 1024,
             stat_files: false,
+            throttle: None,
         }
     }
 }
@@ -631,6 +634,9 @@ impl Engine<'_> {
             }
         }
         if !self.opts.dry_run {
+            if let Some(t) = &self.opts.throttle {
+                t.acquire();
+            }
             match unlinkat(dir, name, AtFlags::empty()) {
                 Ok(()) => {}
                 Err(Errno::NOENT) => return UnlinkResult::Done,

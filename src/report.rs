@@ -28,6 +28,9 @@ pub struct Summary {
     /// Large files freed gently (shrunk in paced steps), with what it cost other I/O.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub gentle: Vec<Gentle>,
+    /// How tree removal was paced (probe latency before vs during, back-offs).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub pace: Option<crate::pace::PaceReport>,
 }
 
 /// One large file freed by the shrinker.
@@ -49,6 +52,9 @@ impl Gentle {
             bytes(o.allocated),
             self.elapsed_s
         );
+        if o.resumed {
+            s.push_str(" (finished an interrupted removal)");
+        }
         if let Some(why) = &o.unlinked_whole {
             s.push_str(&format!(", unlinked whole: {why}"));
             return s;
@@ -120,6 +126,7 @@ impl Summary {
                 .collect(),
             dry_run,
             gentle,
+            pace: None,
         }
     }
 
@@ -141,6 +148,18 @@ impl Summary {
         );
         if !self.errors.is_empty() {
             s.push_str(&format!("; {} paths not removed", self.errors.len()));
+        }
+        if let Some(p) = self.pace.as_ref().filter(|p| p.windows > 0) {
+            let f = |v: Option<f64>| v.map_or("-".into(), |v| format!("{v:.1}"));
+            s.push_str(&format!(
+                "\n  paced: other I/O p50/p99 {}/{} ms before, {}/{} ms during (budget {:.0} ms), {} back-offs",
+                f(p.probe_before.p50_ms),
+                f(p.probe_before.p99_ms),
+                f(p.probe_during.p50_ms),
+                f(p.probe_during.p99_ms),
+                p.max_latency_ms.unwrap_or_default(),
+                p.backoffs
+            ));
         }
         for g in &self.gentle {
             s.push_str("\n  gently: ");

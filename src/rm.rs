@@ -1,8 +1,10 @@
 //! The `reclaim rm` command: resolves arguments, removes single entries directly and trees with
 //! the parallel engine, and reports. Owns the mapping from what happened to the exit code.
 
+use std::os::unix::ffi::OsStrExt;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
 use std::time::Instant;
 
 use rustix::fs::{unlinkat, AtFlags};
@@ -10,6 +12,7 @@ use rustix::io::Errno;
 
 use crate::dirfd::Facts;
 use crate::error::{Failure, Reason};
+use crate::pace::throttle::Throttle;
 use crate::pace::Pacing;
 use crate::remove::{self, Counters, Options, Sink};
 use crate::report::Gentle;
@@ -31,6 +34,8 @@ pub struct Request {
     pub threads_given: bool,
     /// How large files are freed (`--fast`, `--max-latency`, `--rate`).
     pub pacing: Pacing,
+    /// Cap on unlinks per second in trees.
+    pub iops: Option<u64>,
     pub engine: Options,
 }
 
@@ -42,6 +47,9 @@ pub fn run(req: &Request) -> Summary {
     let printer = Printer::new(req.verbose, req.engine.dry_run, req.json, progress.bar());
     let mut failures: Vec<Failure> = Vec::new();
     let mut gentle: Vec<Gentle> = Vec::new();
+    // Directories where large files were freed gently: removals a crash interrupted there
+    // (hidden `.reclaim-shrink.*` files) are finished too.
+    let mut gentle_dirs: Vec<(Arc<std::os::fd::OwnedFd>, PathBuf)> = Vec::new();
 
     let mut resolver = Resolver::new(req.recursive, req.dir);
     let mut trees = Vec::new();
@@ -61,6 +69,9 @@ pub fn run(req: &Request) -> Summary {
                 } else if is_dir {
                     unlinkat(&*base, &name, AtFlags::REMOVEDIR).map_err(Reason::Os)
                 } else if gentle_candidate(req, &facts) {
+                    if !gentle_dirs.iter().any(|(d, _)| Arc::ptr_eq(d, &base)) {
+                        gentle_dirs.push((base.clone(), display.clone()));
+                    }
                     remove_gently(req, &base, &name, &display, &facts, &progress)
                         .map(|g| gentle.push(g))
                 } else {
@@ -99,15 +110,51 @@ pub fn run(req: &Request) -> Summary {
     if let (false, Some(first)) = (req.threads_given, trees.first()) {
         engine.threads = remove::threads_for(&*first.base);
     }
-    let outcome = std::thread::scope(|s| {
+    for (dir, shown) in &gentle_dirs {
+        let parent = shown.parent().unwrap_or(std::path::Path::new(""));
+        for (name, result, took) in shrink::finish_leftovers(dir, &req.pacing, &|_, _, _| {}) {
+            let path = parent.join(std::ffi::OsStr::from_bytes(name.to_bytes()));
+            match result {
+                Ok(outcome) => {
+                    counters.files.fetch_add(1, Ordering::Relaxed);
+                    gentle.push(Gentle {
+                        path: path.to_string_lossy().into_owned(),
+                        elapsed_s: took.as_secs_f64(),
+                        outcome: shrink::Outcome {
+                            resumed: true,
+                            ..outcome
+                        },
+                    });
+                }
+                Err(Reason::Os(Errno::NOENT)) => {}
+                Err(reason) => fail(&printer, &mut failures, path, reason),
+            }
+        }
+    }
+
+    // Trees are paced too: the workers share an unlink rate limit that a pacer thread lowers
+    // when the probe sees other I/O hurt (and `--iops` caps).
+    let paced = !trees.is_empty() && !req.engine.dry_run && !req.pacing.is_fast();
+    if paced || (req.iops.is_some() && !trees.is_empty()) {
+        engine.throttle = Some(Arc::new(Throttle::new(req.iops)));
+    }
+    let pace_dir = trees.first().map(|t| t.base.clone());
+    let (outcome, tree_pace) = std::thread::scope(|s| {
         s.spawn(|| progress.tick_until(&counters, started, &done));
+        let pacer =
+            match (&engine.throttle, &pace_dir) {
+                (Some(throttle), Some(dir)) if paced => Some(s.spawn(|| {
+                    crate::pace::tree::run(&**dir, &req.pacing, throttle, &counters, &done)
+                })),
+                _ => None,
+            };
         let outcome = if trees.is_empty() {
             remove::Outcome::default()
         } else {
             remove::remove_trees(trees, &engine, &counters, &printer)
         };
         done.store(true, Ordering::Relaxed);
-        outcome
+        (outcome, pacer.and_then(|p| p.join().ok()))
     });
     printer.flush();
     failures.extend(outcome.failures);
@@ -130,6 +177,10 @@ pub fn run(req: &Request) -> Summary {
         req.engine.dry_run,
         gentle,
     );
+    let summary = Summary {
+        pace: tree_pace,
+        ..summary
+    };
     if req.json {
         println!(
             "{}",

@@ -268,7 +268,9 @@ impl Controller {
     fn slow_start_factor(&self, w: &Window) -> u64 {
         let budget = self.budget(w.baseline);
         match w.step_time {
-            Some(t) if !t.is_zero() => ((budget.as_secs_f64() / t.as_secs_f64()) as u64).clamp(2, 16),
+            Some(t) if !t.is_zero() => {
+                ((budget.as_secs_f64() / t.as_secs_f64()) as u64).clamp(2, 16)
+            }
             Some(_) => 16,
             None => 2,
         }
@@ -1002,7 +1004,11 @@ mod slow_start_jump {
         c.observe(&miss);
         assert_eq!(c.step(), 32);
         c.observe(&good(Some(Duration::from_micros(100))));
-        assert!(c.step() <= 36, "additive increase after a miss, got {}", c.step());
+        assert!(
+            c.step() <= 36,
+            "additive increase after a miss, got {}",
+            c.step()
+        );
     }
 }
 

@@ -6,5 +6,7 @@ pub mod controller;
 pub mod pacer;
 pub mod probe;
 pub mod signals;
+pub mod throttle;
+pub mod tree;
 
 pub use pacer::{LatencyStats, PaceReport, Pacer, Pacing};

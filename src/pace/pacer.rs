@@ -162,30 +162,9 @@ impl Pacer {
         pacer
     }
 
-    /// Measures the probe before the first step: until 8 samples; or 2 that are all far under
-    /// the target (a fast idle device: no need to wait longer); or 3 after 100 ms (a slow
-    /// device); or 1 s in any case.
     fn measure_baseline(&mut self) {
         let Some(probe) = &self.probe else { return };
-        let quick = self.pacing.max_latency.unwrap_or_default() / 4;
-        let t0 = Instant::now();
-        loop {
-            let (samples, _) = probe.wait(t0, BASELINE_MAX, BASELINE_MAX);
-            let n = samples.len();
-            let waited = t0.elapsed();
-            let done = n >= 8
-                || (n >= 2 && samples.iter().all(|s| s.latency < quick))
-                || (n >= 3 && waited >= Duration::from_millis(100))
-                || waited >= BASELINE_MAX
-                || probe.error().is_some();
-            if done {
-                self.baseline = samples.iter().map(|s| s.latency).collect();
-                break;
-            }
-            // Wait for the next sample rather than spin on the same one.
-            let last = samples.last().map_or(t0, |s| s.done + Duration::from_nanos(1));
-            probe.wait(last, BASELINE_MAX, BASELINE_MAX.saturating_sub(waited));
-        }
+        self.baseline = baseline(probe, self.pacing.max_latency.unwrap_or_default() / 4);
         self.window_start = Instant::now();
         self.started = self.window_start;
     }
@@ -298,7 +277,48 @@ impl Drop for Pacer {
     }
 }
 
-fn sorted(v: &[Duration]) -> Vec<Duration> {
+/// Measures the probe before removal starts: until 8 samples; or 2 that are all under `quick`
+/// (a fast idle device: no need to wait longer); or 3 after 100 ms (a slow device); or 1 s in
+/// any case.
+pub fn baseline(probe: &Probe, quick: Duration) -> Vec<Duration> {
+    baseline_until(probe, quick, &|| false)
+}
+
+/// `baseline`, giving up early (with what it has) once `stop` says so.
+pub fn baseline_until(probe: &Probe, quick: Duration, stop: &dyn Fn() -> bool) -> Vec<Duration> {
+    const TICK: Duration = Duration::from_millis(10);
+    let t0 = Instant::now();
+    loop {
+        let (samples, _) = probe.wait(t0, BASELINE_MAX, TICK);
+        if stop() {
+            return samples.iter().map(|s| s.latency).collect();
+        }
+        if samples.is_empty() && t0.elapsed() < BASELINE_MAX {
+            continue;
+        }
+        let n = samples.len();
+        let waited = t0.elapsed();
+        let done = n >= 8
+            || (n >= 2 && samples.iter().all(|s| s.latency < quick))
+            || (n >= 3 && waited >= Duration::from_millis(100))
+            || waited >= BASELINE_MAX
+            || probe.error().is_some();
+        if done {
+            return samples.iter().map(|s| s.latency).collect();
+        }
+        // Wait for the next sample rather than spin on the same one.
+        let last = samples
+            .last()
+            .map_or(t0, |s| s.done + Duration::from_nanos(1));
+        probe.wait(
+            last,
+            BASELINE_MAX,
+            TICK.min(BASELINE_MAX.saturating_sub(waited)),
+        );
+    }
+}
+
+pub(crate) fn sorted(v: &[Duration]) -> Vec<Duration> {
     let mut v = v.to_vec();
     v.sort();
     v

@@ -45,6 +45,9 @@ pub struct Outcome {
     /// A shrink that was stopped part way, and why (another process opened the file).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub stopped: Option<String>,
+    /// A removal interrupted earlier (a hidden `.reclaim-shrink.*` file), finished now.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub resumed: bool,
     /// What the pacing cost other I/O (probe latency before vs during), and its back-offs.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub pace: Option<PaceReport>,
@@ -296,12 +299,13 @@ fn still_leased(fd: &OwnedFd) -> bool {
 
 /// Finishes removals that a crash or `kill -9` interrupted in `dir`: every regular file named
 /// `.reclaim-shrink.*` there is shrunk (paced) and unlinked. Files another reclaim is working
-/// on right now hold a lease, and are left to it. Returns each name with what happened.
+/// on right now hold a lease, and are left to it. Returns each name with what happened and
+/// how long it took.
 pub fn finish_leftovers(
     dir: &OwnedFd,
     pacing: &Pacing,
     on_progress: OnProgress<'_>,
-) -> Vec<(CString, Result<Outcome, Reason>)> {
+) -> Vec<(CString, Result<Outcome, Reason>, std::time::Duration)> {
     let mut names = Vec::new();
     let mut buf = dirfd::DirBuf::new(64 << 10);
     let Ok(list) = rustix::fs::openat(
@@ -328,8 +332,9 @@ pub fn finish_leftovers(
         if lease_holder(&facts).is_some() {
             continue;
         }
+        let t = std::time::Instant::now();
         let r = remove_file(dir, &name, &facts, pacing, on_progress);
-        done.push((name, r));
+        done.push((name, r, t.elapsed()));
     }
     done
 }

@@ -668,6 +668,37 @@ fn hidden_leftover_is_finished_by_name() {
 }
 
 #[test]
+fn next_gentle_removal_in_the_directory_finishes_a_leftover() {
+    let s = Scratch::new();
+    let Some(_vol) = ext3_vol(
+        &s,
+        "next_gentle_removal_in_the_directory_finishes_a_leftover",
+    ) else {
+        return;
+    };
+    s.file("vol/neighbour", "stays\n");
+    let before = s.snapshot("vol");
+    // A killed run's leftover, and a new big file in the same directory.
+    let old = written(&s, "vol/old", 24 * MIB, 21);
+    let hidden = format!("{HIDDEN}{:x}", old.ino);
+    fs::rename(s.path("vol/old"), s.path(format!("vol/{hidden}"))).unwrap();
+    written(&s, "vol/big", 24 * MIB, 22);
+    let out = rm(&s, &["--json", "vol/big"]);
+    util::assert_success(&out);
+    let entries = gentle_of(&out.stdout);
+    assert_eq!(entries.len(), 2, "{entries:?}");
+    let resumed: Vec<&Value> = entries.iter().filter(|e| e["resumed"] == true).collect();
+    assert_eq!(resumed.len(), 1, "{entries:?}");
+    assert!(
+        resumed[0]["path"].as_str().unwrap().ends_with(&hidden),
+        "{entries:?}"
+    );
+    assert!(!s.exists("vol/big"));
+    assert_eq!(hidden_in(&s.path("vol")), Vec::<String>::new());
+    assert_same("vol", &before, &s.snapshot("vol"));
+}
+
+#[test]
 fn kill_during_shrink_leaves_file_whole_or_hidden() {
     let s = Scratch::new();
     let Some(_vol) = ext3_vol(&s, "kill_during_shrink_leaves_file_whole_or_hidden") else {

@@ -11,4 +11,5 @@ mod races;
 mod rm_flags;
 mod safety;
 mod scale;
+mod tree_pacing;
 mod util;

@@ -1,0 +1,80 @@
+//! Pacing of tree removal: `reclaim rm -r` shares an unlink rate limit among its workers,
+//! capped by `--iops` and lowered by the pacer when the latency probe sees other I/O hurt.
+//! These tests check the cap is honoured (a lower bound on time: the cap may never be
+//! exceeded, however fast the machine) and that the report says how the removal was paced.
+
+use std::time::Instant;
+
+use serde_json::Value;
+
+use crate::util::{self, Scratch};
+
+fn tree(s: &Scratch, files: usize) {
+    for d in 0..4 {
+        for f in 0..files / 4 {
+            s.file(format!("t/d{d}/f{f}"), b"x");
+        }
+    }
+}
+
+#[test]
+fn iops_cap_is_never_exceeded() {
+    let s = Scratch::new();
+    tree(&s, 400);
+    let t0 = Instant::now();
+    let out = s
+        .rm(&["-r", "--iops", "200", "--json", "t"])
+        .output()
+        .unwrap();
+    let elapsed = t0.elapsed().as_secs_f64();
+    util::assert_success(&out);
+    assert!(!s.exists("t"));
+    // 400 unlinks at 200/s, less a 20 ms burst: at least ~1.9 s.
+    assert!(
+        elapsed >= 1.8,
+        "400 unlinks under --iops 200 took only {elapsed:.2} s"
+    );
+}
+
+#[test]
+fn iops_cap_applies_with_fast_too() {
+    let s = Scratch::new();
+    tree(&s, 100);
+    let t0 = Instant::now();
+    let out = s
+        .rm(&["-r", "--fast", "--iops", "100", "t"])
+        .output()
+        .unwrap();
+    util::assert_success(&out);
+    assert!(t0.elapsed().as_secs_f64() >= 0.75);
+    assert!(!s.exists("t"));
+}
+
+#[test]
+fn tree_report_carries_the_pacing() {
+    let s = Scratch::new();
+    tree(&s, 200);
+    let out = s.rm(&["-r", "--json", "t"]).output().unwrap();
+    util::assert_success(&out);
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let pace = &v["pace"];
+    assert_eq!(pace["max_latency_ms"].as_f64(), Some(20.0), "{v}");
+    assert!(pace["windows"].as_u64().is_some(), "{v}");
+    assert!(pace["backoffs"].as_u64() <= pace["windows"].as_u64(), "{v}");
+    // --fast: no pacing, no report.
+    tree(&s, 20);
+    let out = s.rm(&["-r", "--fast", "--json", "t"]).output().unwrap();
+    util::assert_success(&out);
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert!(v.get("pace").is_none(), "{v}");
+}
+
+#[test]
+fn zero_iops_is_a_usage_error() {
+    let s = Scratch::new();
+    tree(&s, 4);
+    let out = s.rm(&["-r", "--iops", "0", "t"]).output().unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("--iops"));
+    assert!(s.exists("t"));
+}
