@@ -194,7 +194,7 @@ impl Pacer {
             } else {
                 probe.wait(self.window_start, budget, Duration::from_secs(5))
             };
-            if samples.is_empty() && in_flight.is_none_or(|age| age < budget / 2) {
+            if samples.is_empty() && !in_flight.is_some_and(|age| age >= budget / 2) {
                 samples.extend(probe.last());
             }
             let lat: Vec<Duration> = samples.iter().map(|s| s.latency).collect();
