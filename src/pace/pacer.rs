@@ -182,23 +182,23 @@ impl Pacer {
         self.bytes += bytes;
         let mut wait = Duration::ZERO;
         if let (Some(probe), Some(target)) = (&self.probe, self.pacing.max_latency) {
-            // Evidence: a write that completed in this window, or one stuck beyond the budget.
+            // Never block on the probe: on a busy slow disk it writes only every few hundred
+            // ms, and waiting for it after every step would make the steps that slow. The
+            // window is judged when the probe has something to say (a write completed since
+            // the last verdict, or one stuck beyond the budget); until then only the hold rule
+            // can judge a step (Unknown otherwise: keep going at the same step and pause).
             let baseline = percentile(&sorted(&self.baseline), 90.0);
             let budget = self.ctl.budget(baseline).max(target);
-            // A step far quicker than the budget, on a probe that is not stuck, is judged by
-            // what the probe saw so far (the latest write if none completed in this window)
-            // instead of waiting for the next write: on a fast idle device that wait would be
-            // most of the removal's time.
-            let (mut samples, in_flight) = if step_time < budget / 10 {
-                probe.since(self.window_start)
-            } else {
-                probe.wait(self.window_start, budget, Duration::from_secs(5))
-            };
-            if samples.is_empty() && !in_flight.is_some_and(|age| age >= budget / 2) {
+            let (mut samples, in_flight) = probe.since(self.window_start);
+            // A step far quicker than the budget on a quiet probe is judged by the probe's
+            // latest write: on a fast idle device, slow start then grows at every step.
+            if samples.is_empty()
+                && step_time < budget / 10
+                && !in_flight.is_some_and(|age| age >= budget / 2)
+            {
                 samples.extend(probe.last());
             }
             let lat: Vec<Duration> = samples.iter().map(|s| s.latency).collect();
-            self.during.extend(&lat);
             let window = Window {
                 samples: lat.clone(),
                 in_flight,
@@ -207,12 +207,15 @@ impl Pacer {
                 hold: Some(hold),
             };
             let verdict = self.ctl.observe(&window);
-            self.report.windows += 1;
+            if !matches!(verdict, Verdict::Unknown) {
+                self.during.extend(&lat);
+                self.report.windows += 1;
+                self.window_start = Instant::now();
+            }
             if matches!(verdict, Verdict::Miss) {
                 self.report.backoffs += 1;
             }
             self.trace_window(&lat, in_flight, &verdict, bytes);
-            self.window_start = Instant::now();
             wait = self.ctl.pause();
         }
         if let Some(rate) = self.pacing.rate {
