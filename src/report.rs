@@ -65,22 +65,8 @@ impl Gentle {
         }
         s.push_str(&format!(", {} steps", o.steps));
         if let Some(p) = &o.pace {
-            let f = |v: Option<f64>| v.map_or("-".into(), |v| format!("{v:.1}"));
-            if p.probe_before.count > 0 || p.probe_during.count > 0 {
-                s.push_str(&format!(
-                    "; other I/O p50/p99 {}/{} ms before, {}/{} ms during",
-                    f(p.probe_before.p50_ms),
-                    f(p.probe_before.p99_ms),
-                    f(p.probe_during.p50_ms),
-                    f(p.probe_during.p99_ms),
-                ));
-            }
-            if let Some(t) = p.max_latency_ms {
-                s.push_str(&format!(" (budget {t:.0} ms), {} back-offs", p.backoffs));
-            }
-            if let Some(e) = &p.probe_error {
-                s.push_str(&format!("; no latency probe: {e}"));
-            }
+            s.push_str("; ");
+            s.push_str(&p.human());
         }
         if let Some(why) = &o.stopped {
             s.push_str(&format!("; {why}"));
@@ -150,16 +136,8 @@ impl Summary {
             s.push_str(&format!("; {} paths not removed", self.errors.len()));
         }
         if let Some(p) = self.pace.as_ref().filter(|p| p.windows > 0) {
-            let f = |v: Option<f64>| v.map_or("-".into(), |v| format!("{v:.1}"));
-            s.push_str(&format!(
-                "\n  paced: other I/O p50/p99 {}/{} ms before, {}/{} ms during (budget {:.0} ms), {} back-offs",
-                f(p.probe_before.p50_ms),
-                f(p.probe_before.p99_ms),
-                f(p.probe_during.p50_ms),
-                f(p.probe_during.p99_ms),
-                p.max_latency_ms.unwrap_or_default(),
-                p.backoffs
-            ));
+            s.push_str("\n  paced: ");
+            s.push_str(&p.human());
         }
         for g in &self.gentle {
             s.push_str("\n  gently: ");

@@ -5,15 +5,8 @@ use std::time::Duration;
 
 /// `20ms`, `1.5s`, `500us`, `2m`; a bare number is milliseconds.
 pub fn parse_duration(s: &str) -> Result<Duration, String> {
-    let t = s.trim();
-    let split = t
-        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
-        .unwrap_or(t.len());
-    let (num, unit) = t.split_at(split);
-    let v: f64 = num
-        .parse()
-        .map_err(|_| format!("'{s}' is not a duration (try 20ms, 1.5s)"))?;
-    let secs = match unit.trim() {
+    let (v, unit) = number_and_unit(s, "a duration (try 20ms, 1.5s)")?;
+    let secs = match unit {
         "" | "ms" => v / 1e3,
         "us" | "µs" => v / 1e6,
         "s" => v,
@@ -29,15 +22,8 @@ pub fn parse_duration(s: &str) -> Result<Duration, String> {
 
 /// `200M`, `1.5G`, `64KiB`, `4096` (binary multiples: K = 1024).
 pub fn parse_bytes(s: &str) -> Result<u64, String> {
-    let t = s.trim();
-    let split = t
-        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
-        .unwrap_or(t.len());
-    let (num, unit) = t.split_at(split);
-    let v: f64 = num
-        .parse()
-        .map_err(|_| format!("'{s}' is not a size (try 200M, 1G)"))?;
-    let unit = unit.trim().trim_end_matches("/s");
+    let (v, unit) = number_and_unit(s, "a size (try 200M, 1G)")?;
+    let unit = unit.trim_end_matches("/s");
     let mult: u64 = match unit
         .to_ascii_uppercase()
         .trim_end_matches('B')
@@ -55,6 +41,17 @@ pub fn parse_bytes(s: &str) -> Result<u64, String> {
         return Err(format!("'{s}' must be at least one byte"));
     }
     Ok(bytes as u64)
+}
+
+/// `"1.5 ms"` -> (1.5, "ms"); an error says `s` is not `what`.
+fn number_and_unit<'a>(s: &'a str, what: &str) -> Result<(f64, &'a str), String> {
+    let t = s.trim();
+    let split = t
+        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
+        .unwrap_or(t.len());
+    let (num, unit) = t.split_at(split);
+    let v = num.parse().map_err(|_| format!("'{s}' is not {what}"))?;
+    Ok((v, unit.trim()))
 }
 
 #[cfg(test)]

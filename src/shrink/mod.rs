@@ -140,7 +140,9 @@ pub fn remove_file(
         }
         fsync(dir).map_err(Reason::Os)?;
     }
-    shrink(
+    // The user asked for the file to go: if a step fails (EIO, ...), stop shrinking and
+    // unlink the rest whole rather than leave it hidden.
+    if let Err(e) = shrink(
         &fd,
         dir,
         &hidden,
@@ -148,7 +150,12 @@ pub fn remove_file(
         pacing,
         &mut out,
         on_progress,
-    )?;
+    ) {
+        out.stopped = Some(format!(
+            "shrinking failed after {} steps ({e}); unlinked the rest whole",
+            out.steps
+        ));
+    }
     drop(fd);
     unlink(dir, &hidden)?;
     Ok(out)

@@ -435,37 +435,7 @@ impl MountGuard {
     /// loop-mounts it on `root/rel` (which must exist), so a big test does not depend on the
     /// history of the host's file system. None if that fails (not root, no mkfs.ext4).
     pub fn ext4_image(scratch: &Scratch, rel: &str, inodes: u64) -> Option<MountGuard> {
-        let target = scratch.path(rel);
-        let image = scratch.path(format!("{rel}.img"));
-        std::fs::File::create(&image)
-            .and_then(|f| f.set_len(8 << 30))
-            .ok()?;
-        let mkfs = std::process::Command::new("mkfs.ext4")
-            .args(["-q", "-F", "-N", &inodes.to_string()])
-            .arg(&image)
-            .output()
-            .ok()?;
-        if !mkfs.status.success() {
-            eprintln!(
-                "mkfs.ext4 failed: {}",
-                String::from_utf8_lossy(&mkfs.stderr)
-            );
-            return None;
-        }
-        let out = std::process::Command::new("mount")
-            .args(["-o", "loop"])
-            .arg(&image)
-            .arg(&target)
-            .output()
-            .ok()?;
-        if !out.status.success() {
-            eprintln!(
-                "mount -o loop failed: {}",
-                String::from_utf8_lossy(&out.stderr)
-            );
-            return None;
-        }
-        Some(MountGuard { target })
+        MountGuard::ext_image(scratch, rel, "mkfs.ext4", 8 << 30, inodes)
     }
 
     /// Bind-mounts `root/src` on `root/dst` (both must exist), read-only if asked.
@@ -796,8 +766,9 @@ fn harness_refuses_scratch_without_marker() {
 }
 
 impl MountGuard {
-    /// Like `ext4_image`, with another mkfs program (e.g. `mkfs.ext3`, whose block-mapped files
-    /// cost one indirect block per 4 MiB to free) and image size. Keep `size` and `inodes`
+    /// A fresh image `root/<rel>.img` of `size` bytes (sparse) made by `mkfs` (`mkfs.ext4`;
+    /// `mkfs.ext3`, whose block-mapped files cost one indirect block per 4 MiB to free) with
+    /// `inodes` inodes, loop-mounted on `root/rel` (which must exist). Keep `size` and `inodes`
     /// small for mkfs programs that write their inode tables in full (ext3 has no lazy init).
     pub fn ext_image(
         scratch: &Scratch,
