@@ -55,10 +55,11 @@ pub struct RmArgs {
     /// No pacing: free everything as fast as the file system can (like rm)
     #[arg(long, conflicts_with_all = ["max_latency", "rate"])]
     pub fast: bool,
-    /// Latency budget for other I/O on the same file system while large files are freed:
-    /// reclaim measures it (a tiny O_DSYNC write probe) and slows down when it is exceeded
-    #[arg(long, value_name = "DURATION", default_value = "20ms", value_parser = crate::units::parse_duration)]
-    pub max_latency: std::time::Duration,
+    /// Latency budget for other I/O on the same file system [default: 20ms for large files]:
+    /// reclaim measures it (a tiny O_DSYNC write probe) and slows down when it is exceeded.
+    /// Given explicitly, trees (-r) are paced by it too
+    #[arg(long, value_name = "DURATION", value_parser = crate::units::parse_duration)]
+    pub max_latency: Option<std::time::Duration>,
     /// Cap on bytes freed per second (e.g. 200M), on top of the latency budget
     #[arg(long, value_name = "BYTES/s", value_parser = crate::units::parse_bytes)]
     pub rate: Option<u64>,

@@ -7,6 +7,9 @@ use reclaim::pace::Pacing;
 use reclaim::remove::{Options, Order};
 use reclaim::rm::Request;
 
+/// The latency budget for other I/O when large files are freed and none is given.
+const DEFAULT_MAX_LATENCY: std::time::Duration = std::time::Duration::from_millis(20);
+
 fn main() -> ExitCode {
     let cli = Cli::parse();
     match cli.command {
@@ -44,11 +47,12 @@ fn main() -> ExitCode {
                 progress: std::io::stderr().is_terminal(),
                 threads_given: a.threads.is_some(),
                 iops: a.iops,
+                pace_trees: a.max_latency.is_some(),
                 pacing: if a.fast {
                     Pacing::fast()
                 } else {
                     Pacing {
-                        max_latency: Some(a.max_latency),
+                        max_latency: Some(a.max_latency.unwrap_or(DEFAULT_MAX_LATENCY)),
                         rate: a.rate,
                         trace: a.pace_trace,
                     }

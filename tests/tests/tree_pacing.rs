@@ -51,10 +51,19 @@ fn iops_cap_applies_with_fast_too() {
 }
 
 #[test]
-fn tree_report_carries_the_pacing() {
+fn tree_is_paced_only_with_an_explicit_budget() {
     let s = Scratch::new();
     tree(&s, 200);
+    // Trees are paced only when a latency budget is given explicitly.
     let out = s.rm(&["-r", "--json", "t"]).output().unwrap();
+    util::assert_success(&out);
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert!(v.get("pace").is_none(), "{v}");
+    tree(&s, 200);
+    let out = s
+        .rm(&["-r", "--max-latency", "20ms", "--json", "t"])
+        .output()
+        .unwrap();
     util::assert_success(&out);
     let v: Value = serde_json::from_slice(&out.stdout).unwrap();
     let pace = &v["pace"];
