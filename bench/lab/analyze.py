@@ -227,15 +227,22 @@ def latency_stats(prefix, ops, out):
     out[f"{prefix}_max_ms"] = lats[-1] if lats else None
 
 
-def probe_metrics(ops, bounds):
-    m = {}
-    before_lo, rs, re_, w_end = bounds
+def phase_stats(prefix, ops, bounds, m):
+    """Latency stats of `ops` before / during / after the removal into `m` (keys
+    `<prefix>_<phase>_...`); returns the three phases' ops."""
+    before_lo, rs, re_, _ = bounds
     before = select(ops, before_lo, rs, hi_open=True) if before_lo < rs else []
     during = select(ops, rs, re_)
     after = select(ops, re_, re_ + AFTER_S, lo_open=True)
-    latency_stats("probe_before", before, m)
-    latency_stats("probe_during", during, m)
-    latency_stats("probe_after", after, m)
+    for name, part in (("before", before), ("during", during), ("after", after)):
+        latency_stats(f"{prefix}_{name}", part, m)
+    return before, during, after
+
+
+def probe_metrics(ops, bounds):
+    m = {}
+    before_lo, rs, re_, w_end = bounds
+    _, during, after = phase_stats("probe", ops, bounds, m)
     both = [l for _, l in during + after]
     m["probe_max_during_after_ms"] = max(both) if both else None
     times = [t for t, _ in ops]
@@ -272,12 +279,7 @@ def pg_metrics(txs, bounds):
         m["tps_base"] = None
     m["tps_min_during"] = min(counts[k] for k in range(rd[0], rd[1] + 1))
     m["tps_min_after"] = min(counts[k] for k in range(ra[0], ra[1] + 1))
-    before = select(txs, before_lo, rs, hi_open=True) if before_lo < rs else []
-    during = select(txs, rs, re_)
-    after = select(txs, re_, re_ + AFTER_S, lo_open=True)
-    latency_stats("pg_before", before, m)
-    latency_stats("pg_during", during, m)
-    latency_stats("pg_after", after, m)
+    phase_stats("pg", txs, bounds, m)
     m["pg_gap_s"] = longest_gap(times, rs, w_end)
     return m
 
