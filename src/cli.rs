@@ -22,8 +22,74 @@ pub struct Cli {
 pub enum Command {
     /// Remove files and directory trees (GNU rm flags; never follows symlinks; one file system)
     Rm(RmArgs),
+    /// Show what is waiting in the trashes to be freed, and the reapers freeing it
+    Status(StatusArgs),
+    /// Put a trashed entry back at its original path (while no reaper has started on it)
+    Restore(RestoreArgs),
+    /// Free what is in the trashes now, in the foreground (`--watch`: keep running, for systemd)
+    Reap(ReapArgs),
     /// Time `rm -rf` against `reclaim rm -r` on a scratch workload on your own disk
     Bench(BenchArgs),
+}
+
+/// How `reclaim rm` frees space.
+#[derive(Args, Debug, Default)]
+#[group(multiple = false)]
+pub struct ModeArgs {
+    /// Remove in the foreground, paced (the default)
+    #[arg(long)]
+    pub now: bool,
+    /// Hide each path at once (a rename into its file system's trash, `<mount>/.reclaim/`) and
+    /// free the space in the background with a detached reaper; see `reclaim status`
+    #[arg(long)]
+    pub background: bool,
+    /// Hide each path at once, then stay until its space is free (with a progress bar)
+    #[arg(long)]
+    pub wait: bool,
+}
+
+/// Pacing flags shared by `rm` and `reap`.
+#[derive(Args, Debug, Default, Clone)]
+pub struct PaceArgs {
+    /// No pacing: free everything as fast as the file system can (like rm)
+    #[arg(long, conflicts_with_all = ["max_latency", "rate"])]
+    pub fast: bool,
+    /// Latency budget for other I/O on the same file system [default: 20ms for large files]:
+    /// reclaim measures it (a tiny O_DSYNC write probe) and slows down when it is exceeded.
+    /// Given explicitly, trees (-r) are paced by it too
+    #[arg(long, value_name = "DURATION", value_parser = crate::units::parse_duration)]
+    pub max_latency: Option<std::time::Duration>,
+    /// Cap on bytes freed per second (e.g. 200M), on top of the latency budget
+    #[arg(long, value_name = "BYTES/s", value_parser = crate::units::parse_bytes)]
+    pub rate: Option<u64>,
+    /// Cap on unlinks per second in trees (applies with --fast too)
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
+    pub iops: Option<u64>,
+}
+
+impl PaceArgs {
+    /// Whether any pacing flag was given.
+    pub fn given(&self) -> bool {
+        self.fast || self.max_latency.is_some() || self.rate.is_some() || self.iops.is_some()
+    }
+
+    /// The flags again, for a detached reaper's command line.
+    pub fn to_args(&self) -> Vec<std::ffi::OsString> {
+        let mut v: Vec<std::ffi::OsString> = Vec::new();
+        if self.fast {
+            v.push("--fast".into());
+        }
+        if let Some(d) = self.max_latency {
+            v.push(format!("--max-latency={}us", d.as_micros()).into());
+        }
+        if let Some(r) = self.rate {
+            v.push(format!("--rate={r}").into());
+        }
+        if let Some(n) = self.iops {
+            v.push(format!("--iops={n}").into());
+        }
+        v
+    }
 }
 
 #[derive(Args, Debug)]
@@ -52,20 +118,17 @@ pub struct RmArgs {
     /// Descend into other file systems mounted inside the tree (default: skip and report them)
     #[arg(long)]
     pub cross_mounts: bool,
-    /// No pacing: free everything as fast as the file system can (like rm)
-    #[arg(long, conflicts_with_all = ["max_latency", "rate"])]
-    pub fast: bool,
-    /// Latency budget for other I/O on the same file system [default: 20ms for large files]:
-    /// reclaim measures it (a tiny O_DSYNC write probe) and slows down when it is exceeded.
-    /// Given explicitly, trees (-r) are paced by it too
-    #[arg(long, value_name = "DURATION", value_parser = crate::units::parse_duration)]
-    pub max_latency: Option<std::time::Duration>,
-    /// Cap on bytes freed per second (e.g. 200M), on top of the latency budget
-    #[arg(long, value_name = "BYTES/s", value_parser = crate::units::parse_bytes)]
-    pub rate: Option<u64>,
-    /// Cap on unlinks per second in trees (applies with --fast too)
-    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
-    pub iops: Option<u64>,
+    #[command(flatten)]
+    pub mode: ModeArgs,
+    /// With --background: keep the entries restorable this long before freeing them (e.g. 10m)
+    #[arg(long, value_name = "DURATION", requires = "background", value_parser = crate::units::parse_duration)]
+    pub grace: Option<std::time::Duration>,
+    /// Make the removal survive a power loss: one fsync per affected directory after its
+    /// unlinks (not one per file); with --background/--wait, the trash protocol's fsyncs
+    #[arg(long)]
+    pub durable: bool,
+    #[command(flatten)]
+    pub pace: PaceArgs,
     /// Write the pacer's per-window decisions (JSON lines) to FILE
     #[arg(long, hide = true, value_name = "FILE")]
     pub pace_trace: Option<PathBuf>,
@@ -81,6 +144,47 @@ pub struct RmArgs {
     /// Files and directories to remove
     #[arg(value_name = "PATH", value_parser = clap::builder::OsStringValueParser::new())]
     pub paths: Vec<std::ffi::OsString>,
+}
+
+#[derive(Args, Debug)]
+pub struct StatusArgs {
+    /// Print one JSON object on stdout
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Args, Debug)]
+pub struct RestoreArgs {
+    /// Print one JSON object on stdout
+    #[arg(long)]
+    pub json: bool,
+    /// Entry ids (from `reclaim status`) or original paths (the newest entry of that path)
+    #[arg(value_name = "ID|PATH", required = true, value_parser = clap::builder::OsStringValueParser::new())]
+    pub entries: Vec<std::ffi::OsString>,
+}
+
+#[derive(Args, Debug)]
+pub struct ReapArgs {
+    /// Keep running: free new entries as they come (for a systemd service)
+    #[arg(long, conflicts_with = "once")]
+    pub watch: bool,
+    /// One pass over what is due now (entries in their grace window stay), then exit
+    #[arg(long)]
+    pub once: bool,
+    /// Only this trash (a `<dir>/.reclaim/<uid>` directory) [default: every trash this user may see]
+    #[arg(long, value_name = "DIR")]
+    pub trash: Option<PathBuf>,
+    /// Print one JSON object with what was freed on stdout
+    #[arg(long)]
+    pub json: bool,
+    /// Started by `reclaim rm --background`: lower priority, no output but the log
+    #[arg(long, hide = true)]
+    pub detached: bool,
+    #[command(flatten)]
+    pub pace: PaceArgs,
+    /// Worker threads for trees [default: as `reclaim rm`]
+    #[arg(long, value_parser = clap::value_parser!(u16).range(1..=1024))]
+    pub threads: Option<u16>,
 }
 
 #[derive(Clone, Copy, Debug, ValueEnum)]

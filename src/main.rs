@@ -2,10 +2,10 @@ use std::io::IsTerminal;
 use std::process::ExitCode;
 
 use clap::Parser;
-use reclaim::cli::{Cli, Command, OrderArg};
+use reclaim::cli::{Cli, Command, OrderArg, PaceArgs};
 use reclaim::pace::Pacing;
 use reclaim::remove::{Options, Order};
-use reclaim::rm::Request;
+use reclaim::rm::{Mode, Request};
 
 /// The latency budget for other I/O when large files are freed and none is given.
 const DEFAULT_MAX_LATENCY: std::time::Duration = std::time::Duration::from_millis(20);
@@ -46,21 +46,30 @@ fn main() -> ExitCode {
                 json: a.json,
                 progress: std::io::stderr().is_terminal(),
                 threads_given: a.threads.is_some(),
-                iops: a.iops,
-                pace_trees: a.max_latency.is_some(),
-                pacing: if a.fast {
-                    Pacing::fast()
+                iops: a.pace.iops,
+                pace_trees: a.pace.max_latency.is_some(),
+                pacing: pacing(&a.pace, a.pace_trace),
+                mode: if a.mode.background {
+                    Mode::Background
+                } else if a.mode.wait {
+                    Mode::Wait
                 } else {
-                    Pacing {
-                        max_latency: Some(a.max_latency.unwrap_or(DEFAULT_MAX_LATENCY)),
-                        rate: a.rate,
-                        trace: a.pace_trace,
-                    }
+                    Mode::Now
                 },
+                grace: a.grace,
+                durable: a.durable,
+                entry_pacing: reclaim::reaper::entry_pacing(&a.pace),
+                reaper_args: a.pace.to_args(),
                 engine,
             };
             let summary = reclaim::rm::run(&req);
             ExitCode::from(if summary.errors.is_empty() { 0 } else { 1 })
+        }
+        Command::Status(a) => ExitCode::from(reclaim::status::command(a.json)),
+        Command::Restore(a) => ExitCode::from(reclaim::trash::restore::command(&a.entries, a.json)),
+        Command::Reap(a) => {
+            reclaim::limits::raise_nofile();
+            ExitCode::from(reclaim::reaper::command(&a))
         }
         Command::Bench(a) => match reclaim::bench::run(&a) {
             Ok(()) => ExitCode::SUCCESS,
@@ -69,5 +78,17 @@ fn main() -> ExitCode {
                 ExitCode::from(1)
             }
         },
+    }
+}
+
+fn pacing(p: &PaceArgs, trace: Option<std::path::PathBuf>) -> Pacing {
+    if p.fast {
+        Pacing::fast()
+    } else {
+        Pacing {
+            max_latency: Some(p.max_latency.unwrap_or(DEFAULT_MAX_LATENCY)),
+            rate: p.rate,
+            trace,
+        }
     }
 }

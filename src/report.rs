@@ -31,6 +31,12 @@ pub struct Summary {
     /// How tree removal was paced (probe latency before vs during, back-offs).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub pace: Option<crate::pace::PaceReport>,
+    /// Targets hidden into a trash (`--background`, `--wait`).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub hidden: Vec<crate::trash::hide::Hidden>,
+    /// Targets that could not go to a trash and were removed in the foreground.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub fallback: Vec<String>,
 }
 
 /// One large file freed by the shrinker.
@@ -113,7 +119,22 @@ impl Summary {
             dry_run,
             gentle,
             pace: None,
+            hidden: Vec::new(),
+            fallback: Vec::new(),
         }
+    }
+
+    /// What `--background` did, in one line.
+    pub fn human_hidden(&self) -> String {
+        let mut trashes: Vec<&str> = self.hidden.iter().map(|h| h.trash.as_str()).collect();
+        trashes.dedup();
+        format!(
+            "hid {} paths in {:.1} ms into {}; the space is freed in the background \
+             (`reclaim status` shows it, `reclaim restore ID` undoes while pending)",
+            self.hidden.len(),
+            self.elapsed_s * 1e3,
+            trashes.join(", ")
+        )
     }
 
     /// One human paragraph.
@@ -198,6 +219,12 @@ impl Printer {
             out: Mutex::new(std::io::BufWriter::new(out)),
             progress,
         }
+    }
+
+    /// A line on the `-v` stream.
+    pub fn note(&self, line: &str) {
+        let mut out = self.out.lock().expect("stdout lock");
+        let _ = writeln!(out, "{line}");
     }
 
     pub fn flush(&self) {

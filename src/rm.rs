@@ -10,6 +10,7 @@ use std::time::Instant;
 use rustix::fs::{unlinkat, AtFlags};
 use rustix::io::Errno;
 
+use crate::background::{Hide, Hider};
 use crate::dirfd::Facts;
 use crate::error::{Failure, Reason};
 use crate::pace::throttle::Throttle;
@@ -19,6 +20,7 @@ use crate::report::Gentle;
 use crate::report::{Printer, Progress, Summary};
 use crate::shrink;
 use crate::target::{Rejection, Resolver, Target};
+use crate::trash::hide::HideOptions;
 
 /// What the user asked for.
 #[derive(Clone, Debug)]
@@ -41,6 +43,27 @@ pub struct Request {
     /// tree 4.6x, and on the emulated HDD it did not lower the victims' p99 (bench/RESULTS.md).
     pub pace_trees: bool,
     pub engine: Options,
+    /// Foreground, or hide into the trash first (`--background`, `--wait`).
+    pub mode: Mode,
+    /// `--grace`: how long hidden entries stay restorable before the reaper frees them.
+    pub grace: Option<std::time::Duration>,
+    /// `--durable`: one fsync per affected directory after its unlinks.
+    pub durable: bool,
+    /// The pacing recorded in trash entries (the reaper frees them that way).
+    pub entry_pacing: crate::trash::meta::EntryPacing,
+    /// Pacing flags for a detached reaper's command line.
+    pub reaper_args: Vec<std::ffi::OsString>,
+}
+
+/// How `reclaim rm` frees space.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Mode {
+    /// Remove in the foreground (paced).
+    Now,
+    /// Hide into the trash; a detached reaper frees it.
+    Background,
+    /// Hide into the trash, then free it here before returning.
+    Wait,
 }
 
 /// Runs `reclaim rm`; returns the summary (already printed) for the exit code.
@@ -57,8 +80,58 @@ pub fn run(req: &Request) -> Summary {
 
     let mut resolver = Resolver::new(req.recursive, req.dir);
     let mut trees = Vec::new();
+    let hiding = req.mode != Mode::Now && !req.engine.dry_run;
+    let mut hider = Hider::new(HideOptions {
+        grace: req.grace,
+        durable: req.durable,
+        pacing: req.entry_pacing.clone(),
+    });
+    let mut hidden = Vec::new();
+    let mut fallback = Vec::new();
+    // Directories whose entries were removed here: fsynced once each at the end (--durable).
+    let mut touched: Vec<Arc<std::os::fd::OwnedFd>> = Vec::new();
     for path in &req.paths {
-        match resolver.resolve(path) {
+        let resolved = resolver.resolve(path);
+        if let (true, Ok(t)) = (hiding, &resolved) {
+            let (base, name, display) = match t {
+                Target::Tree(d) => (&d.base, &d.name, &d.display),
+                Target::Entry {
+                    base,
+                    name,
+                    display,
+                    ..
+                } => (base, name, display),
+            };
+            match hider.hide(base, name) {
+                Hide::Hidden(h) => {
+                    if req.verbose {
+                        printer.note(&format!("hidden '{}' (entry {})", display.display(), h.id));
+                    }
+                    hidden.push(h);
+                    continue;
+                }
+                Hide::Fallback(why) => {
+                    printer.error_line(&format!(
+                        "'{}': {why}; removing it now instead",
+                        display.display()
+                    ));
+                    fallback.push(display.to_string_lossy().into_owned());
+                }
+                Hide::Failed(Reason::Os(Errno::NOENT)) if req.force => continue,
+                Hide::Failed(reason) => {
+                    fail(&printer, &mut failures, display.clone(), reason);
+                    continue;
+                }
+            }
+        }
+        if req.durable {
+            match &resolved {
+                Ok(Target::Tree(d)) => touch(&mut touched, &d.base),
+                Ok(Target::Entry { base, .. }) => touch(&mut touched, base),
+                Err(_) => {}
+            }
+        }
+        match resolved {
             Ok(Target::Tree(tree)) => trees.push(tree),
             Ok(Target::Entry {
                 base,
@@ -160,8 +233,49 @@ pub fn run(req: &Request) -> Summary {
         done.store(true, Ordering::Relaxed);
         (outcome, pacer.and_then(|p| p.join().ok()))
     });
-    printer.flush();
     failures.extend(outcome.failures);
+    if req.durable && !req.engine.dry_run {
+        for dir in &touched {
+            if let Err(e) = rustix::fs::fsync(&**dir) {
+                let shown = crate::mounts::fd_path(&**dir).unwrap_or_default();
+                fail(&printer, &mut failures, shown, Reason::Os(e));
+            }
+        }
+    }
+    match req.mode {
+        Mode::Background => {
+            hider.start_reapers(&req.reaper_args);
+        }
+        Mode::Wait if !hider.used.is_empty() => {
+            let bar = progress.bar();
+            let on_progress = |what: &str, freed: u64, total: u64| {
+                if let Some(bar) = &bar {
+                    bar.set_message(format!(
+                        "freeing '{what}': {} of {}",
+                        crate::report::bytes(freed),
+                        crate::report::bytes(total)
+                    ));
+                    bar.tick();
+                }
+            };
+            let reaped = hider.wait(&req.engine, &req.reaper_args, &on_progress);
+            counters.files.fetch_add(reaped.files, Ordering::Relaxed);
+            counters
+                .bytes
+                .fetch_add(reaped.bytes_freed, Ordering::Relaxed);
+            gentle.extend(reaped.gentle);
+            for e in reaped.errors {
+                fail(
+                    &printer,
+                    &mut failures,
+                    PathBuf::from(e.path),
+                    Reason::Freeing(e.error),
+                );
+            }
+        }
+        _ => {}
+    }
+    printer.flush();
 
     // Counting bytes per file costs a stat each; otherwise ask the file systems what they got
     // back; it is never less than what reclaim knows exactly (directories' st_blocks, from the
@@ -183,6 +297,8 @@ pub fn run(req: &Request) -> Summary {
     );
     let summary = Summary {
         pace: tree_pace,
+        hidden,
+        fallback,
         ..summary
     };
     if req.json {
@@ -190,6 +306,10 @@ pub fn run(req: &Request) -> Summary {
             "{}",
             serde_json::to_string(&summary).expect("summary serializes")
         );
+    } else if req.mode == Mode::Background && !summary.hidden.is_empty() {
+        if req.progress || req.verbose {
+            eprintln!("{}", summary.human_hidden());
+        }
     } else if req.progress
         || req.verbose
         || req.engine.dry_run
@@ -256,6 +376,13 @@ fn remove_gently(
         elapsed_s: started.elapsed().as_secs_f64(),
         outcome,
     })
+}
+
+/// Remembers a directory to fsync at the end (once, however many entries left it).
+fn touch(dirs: &mut Vec<Arc<std::os::fd::OwnedFd>>, dir: &Arc<std::os::fd::OwnedFd>) {
+    if !dirs.iter().any(|d| Arc::ptr_eq(d, dir)) {
+        dirs.push(dir.clone());
+    }
 }
 
 fn fail(printer: &Printer, failures: &mut Vec<Failure>, path: PathBuf, reason: Reason) {

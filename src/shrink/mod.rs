@@ -124,6 +124,13 @@ pub fn remove_file(
         whole(&mut out, why)?;
         return Ok(out);
     }
+    // Cheap to free (a few extents) or no pacing asked for: plain unlink, no hide, no fsync.
+    let plan = Plan::read(&fd)?;
+    if plan.total <= CHEAP_UNITS || pacing.is_fast() {
+        drop(fd);
+        unlink(dir, name)?;
+        return Ok(out);
+    }
     // Hide: from here on a crash leaves the file (whole or partly shrunk) under the hidden
     // name, never partly shrunk at its own name. fsync the directory so that holds after a
     // power loss too, before the first byte is freed.
@@ -144,6 +151,7 @@ pub fn remove_file(
     // unlink the rest whole rather than leave it hidden.
     if let Err(e) = shrink(
         &fd,
+        &plan,
         dir,
         &hidden,
         now.ident.dev,
@@ -161,8 +169,49 @@ pub fn remove_file(
     Ok(out)
 }
 
+/// The file's layout and what freeing it costs, read once before the first step.
+struct Plan {
+    layout: Layout,
+    size: u64,
+    /// End of the last allocated block (beyond `size` when preallocated with --keep-size).
+    alloc_end: u64,
+    /// Cost of freeing it all, in metadata units.
+    total: f64,
+}
+
+impl Plan {
+    fn read(fd: &OwnedFd) -> Result<Plan, Reason> {
+        let size = rustix::fs::fstat(fd).map_err(Reason::Os)?.st_size as u64;
+        let layout = Layout::read(fd).unwrap_or_else(|_| Layout {
+            // No FIEMAP (tmpfs, FUSE): price it by bytes, one unit per 4 MiB.
+            extents: vec![Extent {
+                logical: 0,
+                physical: 0,
+                len: size,
+            }],
+            mapping: Mapping::Blocks,
+        });
+        // Blocks preallocated past the end of file (fallocate --keep-size) cost too; the
+        // first step that cuts below the end frees them.
+        let alloc_end = layout
+            .extents
+            .last()
+            .map_or(0, |e| e.logical + e.len)
+            .max(size);
+        let total = layout.cost_below(alloc_end);
+        Ok(Plan {
+            layout,
+            size,
+            alloc_end,
+            total,
+        })
+    }
+}
+
+#[allow(clippy::too_many_arguments)]
 fn shrink(
     fd: &OwnedFd,
+    plan: &Plan,
     dir: &OwnedFd,
     hidden: &CStr,
     dev: u64,
@@ -170,27 +219,13 @@ fn shrink(
     out: &mut Outcome,
     on_progress: OnProgress<'_>,
 ) -> Result<(), Reason> {
-    let size = rustix::fs::fstat(fd).map_err(Reason::Os)?.st_size as u64;
-    let layout = Layout::read(fd).unwrap_or_else(|_| Layout {
-        // No FIEMAP (tmpfs, FUSE): price it by bytes, one unit per 4 MiB.
-        extents: vec![Extent {
-            logical: 0,
-            physical: 0,
-            len: size,
-        }],
-        mapping: Mapping::Blocks,
-    });
-    // Blocks preallocated past the end of file (fallocate --keep-size) cost too; the first
-    // step that cuts below the end frees them.
-    let alloc_end = layout
-        .extents
-        .last()
-        .map_or(0, |e| e.logical + e.len)
-        .max(size);
-    let total = layout.cost_below(alloc_end);
-    if total <= CHEAP_UNITS || pacing.is_fast() {
-        return Ok(());
-    }
+    let Plan {
+        layout,
+        size,
+        alloc_end,
+        total,
+    } = plan;
+    let (size, alloc_end, total) = (*size, *alloc_end, *total);
     let max_units = total.ceil() as u64 + 1;
     let mut pacer = Pacer::start(dir, dev, pacing.clone(), INITIAL_UNITS, max_units);
     let mut end = alloc_end;
@@ -347,40 +382,14 @@ pub fn finish_leftovers(
 }
 
 /// The pid holding a lease on the file, from `/proc/locks` (reading it breaks nothing;
-/// opening the file would). Lines look like `3: LEASE  ACTIVE    WRITE 4242 fe:01:1234 0 EOF`.
+/// opening the file would).
 pub fn lease_holder(facts: &Facts) -> Option<u32> {
-    let text = std::fs::read_to_string("/proc/locks").ok()?;
-    let (major, minor) = (
-        rustix::fs::major(facts.ident.dev),
-        rustix::fs::minor(facts.ident.dev),
-    );
-    lease_in(&text, major, minor, facts.ident.ino)
-}
-
-fn lease_in(text: &str, major: u32, minor: u32, ino: u64) -> Option<u32> {
-    let want = format!("{major:02x}:{minor:02x}:{ino}");
-    text.lines().find_map(|l| {
-        let f: Vec<&str> = l.split_whitespace().collect();
-        // id, LEASE, ACTIVE|BREAKING|BREAKER, type, pid, dev:ino, ...
-        let i = f.iter().position(|w| *w == "LEASE")?;
-        (f.get(i + 4) == Some(&want.as_str()))
-            .then(|| f.get(i + 3)?.parse().ok())
-            .flatten()
-    })
+    crate::locks::holder(crate::locks::Kind::Lease, facts.ident)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn finds_leases_in_proc_locks() {
-        let text = "1: POSIX  ADVISORY  WRITE 77 fe:01:99 0 EOF\n\
-                    2: LEASE  ACTIVE    WRITE 4242 fe:01:1234 0 EOF\n";
-        assert_eq!(lease_in(text, 0xfe, 1, 1234), Some(4242));
-        assert_eq!(lease_in(text, 0xfe, 1, 99), None);
-        assert_eq!(lease_in(text, 0xfe, 2, 1234), None);
-    }
 
     #[test]
     fn hidden_names_are_recognised() {

@@ -1,0 +1,178 @@
+//! `reclaim rm --background` and `--wait`: hides each target into its file system's trash
+//! (one rename), then either starts a detached reaper or frees the entries in this process.
+//! Targets that cannot go to a trash (a mount point, one inside it, no usable trash) are
+//! handed back to the foreground path with the reason.
+
+use std::collections::HashMap;
+use std::ffi::{CStr, OsString};
+use std::os::fd::OwnedFd;
+use std::sync::Arc;
+
+use crate::dirfd::{self, Ident};
+use crate::error::Reason;
+use crate::reaper::{self, spawn, ReapOptions, Until};
+use crate::trash::hide::{self, Hidden, HideOptions};
+use crate::trash::{self, Trash};
+
+/// What became of one target.
+pub enum Hide {
+    Hidden(Hidden),
+    /// Not hidden; remove it in the foreground. The reason is for the user.
+    Fallback(String),
+    Failed(Reason),
+}
+
+/// Hides targets, one trash per parent directory's file system, opened once.
+pub struct Hider {
+    opts: HideOptions,
+    uid: u32,
+    /// Trashes by the parent directory they were located from.
+    by_parent: HashMap<(u64, u64), Result<Arc<Trash>, String>>,
+    /// Every trash used, with the ids hidden into it, in order.
+    pub used: Vec<(Arc<Trash>, Vec<String>)>,
+}
+
+impl Hider {
+    pub fn new(opts: HideOptions) -> Self {
+        Hider {
+            opts,
+            uid: trash::uid(),
+            by_parent: HashMap::new(),
+            used: Vec::new(),
+        }
+    }
+
+    /// Hides `name` in `base`.
+    pub fn hide(&mut self, base: &OwnedFd, name: &CStr) -> Hide {
+        let facts = match dirfd::lstat_at(base, name) {
+            Ok(f) => f,
+            Err(e) => return Hide::Failed(Reason::Os(e)),
+        };
+        let parent = match dirfd::fstat(base) {
+            Ok(p) => p,
+            Err(e) => return Hide::Failed(Reason::Os(e)),
+        };
+        let Some(original) = hide::absolute(base, name) else {
+            return Hide::Fallback("its directory has no path".into());
+        };
+        if let Some(why) = hide::unsuitable(&original, &facts, parent.mnt_id) {
+            return Hide::Fallback(why);
+        }
+        let key = (parent.ident.dev, parent.ident.ino);
+        let uid = self.uid;
+        let trash = self
+            .by_parent
+            .entry(key)
+            .or_insert_with(|| {
+                trash::locate(base, uid)
+                    .map(Arc::new)
+                    .map_err(|e| format!("no usable trash on its file system ({e})"))
+            })
+            .clone();
+        let trash = match trash {
+            Ok(t) => t,
+            Err(why) => return Hide::Fallback(why),
+        };
+        match hide::hide(&trash, base, name, &original, &facts, &self.opts) {
+            Ok(h) => {
+                match self
+                    .used
+                    .iter_mut()
+                    .find(|(t, _)| same(t.ident, trash.ident))
+                {
+                    Some((_, ids)) => ids.push(h.id.clone()),
+                    None => self.used.push((trash.clone(), vec![h.id.clone()])),
+                }
+                Hide::Hidden(h)
+            }
+            Err(Reason::Os(rustix::io::Errno::XDEV)) => {
+                Hide::Fallback("its trash is on another mount".into())
+            }
+            Err(e) => Hide::Failed(e),
+        }
+    }
+
+    /// `--background`: starts a detached reaper for each trash used that has none (unless
+    /// `RECLAIM_NO_SPAWN=1`). Returns the pids started.
+    pub fn start_reapers(&self, reaper_args: &[OsString]) -> Vec<u32> {
+        if std::env::var_os(spawn::NO_SPAWN_ENV).is_some_and(|v| v == "1") {
+            return Vec::new();
+        }
+        // A running reaper lists the trash again before it leaves, so it sees our entries.
+        self.used
+            .iter()
+            .filter(|(t, _)| reaper::holder(t).is_none())
+            .filter_map(|(t, _)| spawn::detached(t, reaper_args).ok())
+            .collect()
+    }
+
+    /// `--wait`: frees the entries hidden by this run, here; waits while another reaper holds
+    /// a trash (it frees them too). Then, if older entries are left, starts a reaper for them.
+    pub fn wait(
+        &self,
+        engine: &crate::remove::Options,
+        reaper_args: &[OsString],
+        on_progress: reaper::OnProgress<'_>,
+    ) -> reaper::ReapSummary {
+        let mut sum = reaper::ReapSummary::default();
+        for (t, ids) in &self.used {
+            let opts = ReapOptions {
+                until: Until::Once,
+                pacing: None,
+                engine: engine.clone(),
+                only: Some(ids.clone()),
+            };
+            loop {
+                let pending: Vec<&String> = ids
+                    .iter()
+                    .filter(|i| {
+                        std::ffi::CString::new(i.as_bytes())
+                            .is_ok_and(|c| dirfd::lstat_at(&t.dir, &c).is_ok())
+                    })
+                    .collect();
+                if pending.is_empty() {
+                    break;
+                }
+                let s = reaper::run(std::slice::from_ref(t), &opts, on_progress);
+                let locked = !s.skipped_locked.is_empty();
+                let stuck = !s.errors.is_empty();
+                merge(&mut sum, s);
+                if stuck {
+                    break;
+                }
+                if locked {
+                    // Another reaper has the trash; it frees our entries too (oldest first).
+                    on_progress("(waiting for the running reaper)", 0, 0);
+                    std::thread::sleep(std::time::Duration::from_millis(200));
+                }
+            }
+        }
+        let mut leftovers = Hider::new(HideOptions {
+            grace: None,
+            durable: false,
+            pacing: Default::default(),
+        });
+        leftovers.used = self
+            .used
+            .iter()
+            .filter(|(t, _)| !t.entries().is_empty())
+            .cloned()
+            .collect();
+        leftovers.start_reapers(reaper_args);
+        sum.remaining = 0;
+        sum.skipped_locked.clear();
+        sum
+    }
+}
+
+fn same(a: Ident, b: Ident) -> bool {
+    a == b
+}
+
+fn merge(into: &mut reaper::ReapSummary, s: reaper::ReapSummary) {
+    into.entries_freed += s.entries_freed;
+    into.files += s.files;
+    into.bytes_freed += s.bytes_freed;
+    into.errors.extend(s.errors);
+    into.gentle.extend(s.gentle);
+}

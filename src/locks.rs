@@ -1,0 +1,109 @@
+//! File locks as this process uses them: `flock` (one reaper per trash, one worker per trash
+//! entry) and who holds a lock or lease, read from `/proc/locks` without touching the file
+//! (opening a leased file would break the lease).
+
+use std::os::fd::{AsFd, AsRawFd};
+
+use rustix::io::Errno;
+
+use crate::dirfd::Ident;
+
+/// `flock(fd, LOCK_EX | LOCK_NB)`: `Ok(true)` if taken, `Ok(false)` if someone else holds it.
+/// Released when the last fd of this open file description closes (also on `kill -9`).
+pub fn try_exclusive(fd: impl AsFd) -> Result<bool, Errno> {
+    // SAFETY: flock takes an fd and an int; it touches no memory of ours.
+    let rc = unsafe { libc::flock(fd.as_fd().as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) };
+    if rc == 0 {
+        return Ok(true);
+    }
+    match Errno::from_raw_os_error(std::io::Error::last_os_error().raw_os_error().unwrap_or(0)) {
+        Errno::WOULDBLOCK => Ok(false),
+        e => Err(e),
+    }
+}
+
+/// `flock(fd, LOCK_EX)`, waiting for it.
+pub fn exclusive(fd: impl AsFd) -> Result<(), Errno> {
+    loop {
+        // SAFETY: as above.
+        let rc = unsafe { libc::flock(fd.as_fd().as_raw_fd(), libc::LOCK_EX) };
+        if rc == 0 {
+            return Ok(());
+        }
+        let e =
+            Errno::from_raw_os_error(std::io::Error::last_os_error().raw_os_error().unwrap_or(0));
+        if e != Errno::INTR {
+            return Err(e);
+        }
+    }
+}
+
+/// The kinds of `/proc/locks` lines we look for.
+#[derive(Clone, Copy)]
+pub enum Kind {
+    Flock,
+    Lease,
+}
+
+/// The pid holding a lock of `kind` on the inode `ident`, from `/proc/locks`.
+pub fn holder(kind: Kind, ident: Ident) -> Option<u32> {
+    let text = std::fs::read_to_string("/proc/locks").ok()?;
+    holder_in(&text, kind, ident)
+}
+
+/// Lines look like `3: LEASE  ACTIVE    WRITE 4242 fe:01:1234 0 EOF` or
+/// `4: FLOCK  ADVISORY  WRITE 4711 00:2d:17 0 EOF`.
+fn holder_in(text: &str, kind: Kind, ident: Ident) -> Option<u32> {
+    let word = match kind {
+        Kind::Flock => "FLOCK",
+        Kind::Lease => "LEASE",
+    };
+    let (major, minor) = (rustix::fs::major(ident.dev), rustix::fs::minor(ident.dev));
+    let want = format!("{major:02x}:{minor:02x}:{}", ident.ino);
+    text.lines().find_map(|l| {
+        let f: Vec<&str> = l.split_whitespace().collect();
+        // id, KIND, ACTIVE|ADVISORY|BREAKING..., type, pid, dev:ino, ...
+        let i = f.iter().position(|w| *w == word)?;
+        (f.get(i + 4) == Some(&want.as_str()))
+            .then(|| f.get(i + 3)?.parse().ok())
+            .flatten()
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn id(major: u32, minor: u32, ino: u64) -> Ident {
+        Ident {
+            dev: rustix::fs::makedev(major, minor),
+            ino,
+        }
+    }
+
+    #[test]
+    fn finds_holders_in_proc_locks() {
+        let text = "1: POSIX  ADVISORY  WRITE 77 fe:01:99 0 EOF\n\
+                    2: LEASE  ACTIVE    WRITE 4242 fe:01:1234 0 EOF\n\
+                    3: FLOCK  ADVISORY  WRITE 4711 00:2d:17 0 EOF\n";
+        assert_eq!(holder_in(text, Kind::Lease, id(0xfe, 1, 1234)), Some(4242));
+        assert_eq!(holder_in(text, Kind::Lease, id(0xfe, 1, 99)), None);
+        assert_eq!(holder_in(text, Kind::Lease, id(0xfe, 2, 1234)), None);
+        assert_eq!(holder_in(text, Kind::Flock, id(0, 0x2d, 17)), Some(4711));
+        assert_eq!(holder_in(text, Kind::Flock, id(0xfe, 1, 1234)), None);
+    }
+
+    #[test]
+    fn flock_is_exclusive_between_open_files() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("lock");
+        let a = std::fs::File::create(&p).unwrap();
+        let b = std::fs::File::open(&p).unwrap();
+        assert!(try_exclusive(&a).unwrap());
+        assert!(!try_exclusive(&b).unwrap());
+        let ident = crate::dirfd::fstat(&a).unwrap().ident;
+        assert_eq!(holder(Kind::Flock, ident), Some(std::process::id()));
+        drop(a);
+        assert!(try_exclusive(&b).unwrap());
+    }
+}

@@ -1,0 +1,156 @@
+//! The hide protocol (DESIGN.md §5): make an entry directory, write its `meta.json`, then one
+//! `rename(2)` of the target into it as `data`. A crash before the rename leaves the target
+//! whole at its path (and a data-less entry the reaper removes); after it, whole in the trash.
+//! `--durable` adds the fsyncs, in order: meta, entry and trash before the rename; the
+//! target's old parent and the entry after it.
+
+use std::ffi::CStr;
+use std::os::fd::OwnedFd;
+use std::path::{Path, PathBuf};
+
+use rustix::fs::{fsync, mkdirat, renameat_with, unlinkat, AtFlags, Mode, RenameFlags};
+use rustix::io::Errno;
+
+use super::meta::{self, EntryPacing, Meta};
+use super::{Trash, DATA};
+use crate::dirfd::{self, Facts};
+use crate::error::Reason;
+use crate::locks;
+
+/// A target now in the trash.
+#[derive(Clone, Debug, serde::Serialize)]
+pub struct Hidden {
+    pub path: String,
+    pub id: String,
+    pub trash: String,
+}
+
+/// What `hide` needs to know besides the target.
+pub struct HideOptions {
+    pub grace: Option<std::time::Duration>,
+    pub durable: bool,
+    pub pacing: EntryPacing,
+}
+
+/// Moves `name` in `base` (whose facts are `facts`, its absolute path `original`) into
+/// `trash`. On any failure the target is where it was.
+pub fn hide(
+    trash: &Trash,
+    base: &OwnedFd,
+    name: &CStr,
+    original: &Path,
+    facts: &Facts,
+    opts: &HideOptions,
+) -> Result<Hidden, Reason> {
+    let id = meta::new_id();
+    let cid = std::ffi::CString::new(id.clone()).expect("no NUL in an id");
+    mkdirat(&trash.dir, &cid, Mode::from_raw_mode(0o700)).map_err(Reason::Os)?;
+    let entry = match dirfd::open_dir_at(&trash.dir, &cid) {
+        Ok(fd) => fd,
+        Err(e) => {
+            let _ = unlinkat(&trash.dir, &cid, AtFlags::REMOVEDIR);
+            return Err(Reason::Os(e));
+        }
+    };
+    // Held until we return: a reaper skips a locked entry instead of removing it as debris.
+    let _ = locks::try_exclusive(&entry);
+    let discard = |entry: &OwnedFd| {
+        let _ = unlinkat(entry, meta::META, AtFlags::empty());
+        let _ = unlinkat(&trash.dir, &cid, AtFlags::REMOVEDIR);
+    };
+    let parent = dirfd::fstat(base).map_err(Reason::Os)?;
+    let now = meta::now_unix();
+    let mut m = Meta {
+        version: 1,
+        id: id.clone(),
+        original: String::new(),
+        original_hex: None,
+        parent_dev: parent.ident.dev,
+        parent_ino: parent.ident.ino,
+        uid: trash.uid,
+        created_unix: now,
+        grace_until_unix: opts.grace.map(|g| now + g.as_secs_f64()),
+        kind: kind(facts.file_type).into(),
+        allocated: (facts.file_type != rustix::fs::FileType::Directory)
+            .then_some(if facts.nlink <= 1 { facts.allocated } else { 0 }),
+        files: (facts.file_type != rustix::fs::FileType::Directory).then_some(1),
+        pacing: opts.pacing.clone(),
+    };
+    m.set_original(original);
+    let before = m
+        .write_new(&entry, opts.durable)
+        .and_then(|()| sync_if(opts.durable, &entry))
+        .and_then(|()| sync_if(opts.durable, &trash.dir));
+    if let Err(e) = before {
+        discard(&entry);
+        return Err(Reason::Os(e));
+    }
+    if let Err(e) = renameat_with(base, name, &entry, DATA, RenameFlags::NOREPLACE) {
+        discard(&entry);
+        return Err(Reason::Os(e));
+    }
+    match dirfd::lstat_at(&entry, DATA) {
+        Ok(f) if f.ident == facts.ident => {}
+        _ => {
+            // Swapped between our lstat and the rename: put back whatever we moved.
+            if renameat_with(&entry, DATA, base, name, RenameFlags::NOREPLACE).is_ok() {
+                discard(&entry);
+            }
+            return Err(Reason::Changed);
+        }
+    }
+    if opts.durable {
+        fsync(base).map_err(Reason::Os)?;
+        fsync(&entry).map_err(Reason::Os)?;
+    }
+    Ok(Hidden {
+        path: original.to_string_lossy().into_owned(),
+        id,
+        trash: trash.path.to_string_lossy().into_owned(),
+    })
+}
+
+fn sync_if(on: bool, fd: &OwnedFd) -> Result<(), Errno> {
+    if on {
+        fsync(fd)
+    } else {
+        Ok(())
+    }
+}
+
+pub fn kind(t: rustix::fs::FileType) -> &'static str {
+    match t {
+        rustix::fs::FileType::RegularFile => "file",
+        rustix::fs::FileType::Directory => "dir",
+        rustix::fs::FileType::Symlink => "symlink",
+        _ => "other",
+    }
+}
+
+/// Why a target is not hidden but removed in the foreground, if it must not go to the trash:
+/// it is a mount point, contains one, or is (inside) a trash.
+pub fn unsuitable(original: &Path, facts: &Facts, parent_mnt: u64) -> Option<String> {
+    if facts.mnt_id != parent_mnt {
+        return Some("it is a mount point".into());
+    }
+    if original
+        .components()
+        .any(|c| c.as_os_str() == super::TRASH_DIR)
+    {
+        return Some("it is inside reclaim's trash".into());
+    }
+    if facts.file_type == rustix::fs::FileType::Directory {
+        if let Some(m) = crate::mounts::inside(original).first() {
+            return Some(format!(
+                "another file system is mounted inside it ('{}'); moving it would move the mount",
+                m.point.display()
+            ));
+        }
+    }
+    None
+}
+
+/// The absolute path of `name` in `base`, if the directory has one.
+pub fn absolute(base: &OwnedFd, name: &CStr) -> Option<PathBuf> {
+    Some(crate::mounts::fd_path(base)?.join(meta::os(name)))
+}

@@ -1,0 +1,227 @@
+//! `meta.json` of a trash entry: where the entry came from and what it holds, as known when
+//! it was hidden. Written before the entry's data is renamed in; never trusted for safety
+//! (the reaper works on what is in the entry, never on paths read from here).
+
+use std::ffi::{CStr, OsStr, OsString};
+use std::io::Write;
+use std::os::fd::OwnedFd;
+use std::os::unix::ffi::{OsStrExt, OsStringExt};
+use std::path::PathBuf;
+
+use rustix::fs::{openat, Mode, OFlags};
+use rustix::io::Errno;
+use serde::{Deserialize, Serialize};
+
+pub const META: &CStr = c"meta.json";
+
+/// How the entry is to be freed: the pacing of the `reclaim rm` that hid it.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct EntryPacing {
+    pub fast: bool,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub max_latency_ms: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub rate: Option<u64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub iops: Option<u64>,
+    /// Trees paced by the latency probe too (`--max-latency` was given).
+    #[serde(default)]
+    pub pace_trees: bool,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Meta {
+    pub version: u32,
+    pub id: String,
+    /// The original absolute path (lossy UTF-8 for display; exact bytes in `original_hex`).
+    pub original: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub original_hex: Option<String>,
+    /// The original parent directory, which `restore` requires to be the same one.
+    pub parent_dev: u64,
+    pub parent_ino: u64,
+    pub uid: u32,
+    pub created_unix: f64,
+    pub grace_until_unix: Option<f64>,
+    /// "file", "dir", "symlink" or "other".
+    pub kind: String,
+    /// Allocated bytes (`st_blocks`), when known (files: at hide time; trees: not walked).
+    pub allocated: Option<u64>,
+    pub files: Option<u64>,
+    #[serde(default)]
+    pub pacing: EntryPacing,
+}
+
+impl Meta {
+    /// The original path, exactly.
+    pub fn original_path(&self) -> PathBuf {
+        match &self.original_hex {
+            Some(hex) => OsString::from_vec(unhex(hex)).into(),
+            None => PathBuf::from(&self.original),
+        }
+    }
+
+    pub fn set_original(&mut self, path: &std::path::Path) {
+        let b = path.as_os_str().as_bytes();
+        self.original = path.to_string_lossy().into_owned();
+        self.original_hex = std::str::from_utf8(b)
+            .is_err()
+            .then(|| b.iter().map(|x| format!("{x:02x}")).collect());
+    }
+
+    /// Whether the grace window is still open at `now` (unix seconds).
+    pub fn in_grace(&self, now: f64) -> bool {
+        self.grace_until_unix.is_some_and(|g| g > now)
+    }
+
+    /// Writes `meta.json` (new file) into the entry directory; `sync` fsyncs it.
+    pub fn write_new(&self, entry: &OwnedFd, sync: bool) -> Result<(), Errno> {
+        let fd = openat(
+            entry,
+            META,
+            OFlags::WRONLY | OFlags::CREATE | OFlags::EXCL | OFlags::NOFOLLOW | OFlags::CLOEXEC,
+            Mode::from_raw_mode(0o600),
+        )?;
+        let mut f = std::fs::File::from(fd);
+        let text = serde_json::to_vec_pretty(self).expect("meta serializes");
+        f.write_all(&text)
+            .map_err(|e| Errno::from_io_error(&e).unwrap_or(Errno::IO))?;
+        if sync {
+            rustix::fs::fsync(&f)?;
+        }
+        Ok(())
+    }
+
+    /// Reads `meta.json` of an entry; `None` if missing or unreadable (a crash can leave it
+    /// empty when the hide was not `--durable`).
+    pub fn read(entry: &OwnedFd) -> Option<Meta> {
+        let fd = openat(
+            entry,
+            META,
+            OFlags::RDONLY | OFlags::NOFOLLOW | OFlags::CLOEXEC,
+            Mode::empty(),
+        )
+        .ok()?;
+        let mut text = Vec::new();
+        use std::io::Read;
+        std::fs::File::from(fd)
+            .take(1 << 20)
+            .read_to_end(&mut text)
+            .ok()?;
+        serde_json::from_slice(&text).ok()
+    }
+}
+
+fn unhex(hex: &str) -> Vec<u8> {
+    hex.as_bytes()
+        .chunks(2)
+        .filter_map(|c| u8::from_str_radix(std::str::from_utf8(c).ok()?, 16).ok())
+        .collect()
+}
+
+/// Seconds since the epoch, now.
+pub fn now_unix() -> f64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0.0, |d| d.as_secs_f64())
+}
+
+/// A new entry id: UTC time to the microsecond, pid and a counter, so ids sort oldest first
+/// and two processes never collide: `20261122T081500.123456Z-4711-0`.
+pub fn new_id() -> String {
+    use std::sync::atomic::{AtomicU64, Ordering};
+    static SEQ: AtomicU64 = AtomicU64::new(0);
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap_or_default();
+    format!(
+        "{}.{:06}Z-{}-{}",
+        utc_stamp(now.as_secs()),
+        now.subsec_micros(),
+        std::process::id(),
+        SEQ.fetch_add(1, Ordering::Relaxed)
+    )
+}
+
+/// Whether a name in a trash is an entry (as made by `new_id`).
+pub fn is_entry_name(name: &[u8]) -> bool {
+    name.len() > 24
+        && name[..8].iter().all(u8::is_ascii_digit)
+        && name[8] == b'T'
+        && name.contains(&b'Z')
+        && !name.contains(&b'/')
+}
+
+/// `YYYYMMDDTHHMMSS` of a unix time, UTC (civil-from-days, Howard Hinnant's algorithm).
+pub fn utc_stamp(secs: u64) -> String {
+    let days = (secs / 86_400) as i64;
+    let rem = secs % 86_400;
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z - era * 146_097;
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = doy - (153 * mp + 2) / 5 + 1;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 };
+    let y = yoe + era * 400 + i64::from(m <= 2);
+    format!(
+        "{y:04}{m:02}{d:02}T{:02}{:02}{:02}",
+        rem / 3600,
+        rem / 60 % 60,
+        rem % 60
+    )
+}
+
+/// The name as an `OsStr` (for messages).
+pub fn os(name: &CStr) -> &OsStr {
+    OsStr::from_bytes(name.to_bytes())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn utc_stamps_match_known_dates() {
+        assert_eq!(utc_stamp(0), "19700101T000000");
+        assert_eq!(utc_stamp(951_782_400), "20000229T000000");
+        assert_eq!(utc_stamp(1_795_336_496), "20261122T083456");
+    }
+
+    #[test]
+    fn ids_sort_oldest_first_and_are_recognised() {
+        let a = new_id();
+        std::thread::sleep(std::time::Duration::from_millis(2));
+        let b = new_id();
+        assert!(a < b, "{a} {b}");
+        assert!(is_entry_name(a.as_bytes()));
+        assert!(!is_entry_name(b"lock"));
+        assert!(!is_entry_name(b"reaper.json"));
+    }
+
+    #[test]
+    fn non_utf8_originals_round_trip() {
+        let mut m = Meta {
+            version: 1,
+            id: new_id(),
+            original: String::new(),
+            original_hex: None,
+            parent_dev: 1,
+            parent_ino: 2,
+            uid: 0,
+            created_unix: 0.0,
+            grace_until_unix: None,
+            kind: "file".into(),
+            allocated: Some(1),
+            files: Some(1),
+            pacing: EntryPacing::default(),
+        };
+        let p = PathBuf::from(OsString::from_vec(b"/tmp/a\xffb\nc".to_vec()));
+        m.set_original(&p);
+        let back: Meta = serde_json::from_str(&serde_json::to_string(&m).unwrap()).unwrap();
+        assert_eq!(back.original_path(), p);
+        m.set_original(std::path::Path::new("/tmp/plain"));
+        assert!(m.original_hex.is_none());
+    }
+}
