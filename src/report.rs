@@ -262,6 +262,15 @@ impl Sink for Printer {
     }
 }
 
+/// The progress message of a reaper at work (`total` 0: not known, as for trees).
+pub fn freeing(what: &str, freed: u64, total: u64) -> String {
+    if total == 0 {
+        format!("freeing '{what}': {} freed so far", bytes(freed))
+    } else {
+        format!("freeing '{what}': {} of {}", bytes(freed), bytes(total))
+    }
+}
+
 /// The live progress line: a spinner with files removed, rate and elapsed time, redrawn from
 /// the counters by a ticker. Only on a terminal; hidden otherwise.
 pub struct Progress {

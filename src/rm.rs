@@ -250,11 +250,7 @@ pub fn run(req: &Request) -> Summary {
             let bar = progress.bar();
             let on_progress = |what: &str, freed: u64, total: u64| {
                 if let Some(bar) = &bar {
-                    bar.set_message(format!(
-                        "freeing '{what}': {} of {}",
-                        crate::report::bytes(freed),
-                        crate::report::bytes(total)
-                    ));
+                    bar.set_message(crate::report::freeing(what, freed, total));
                     bar.tick();
                 }
             };

@@ -141,6 +141,11 @@ fn reap_trash(
         s.spawn(|| {
             while !done.load(Ordering::Relaxed) {
                 state.set(|st| st.files = files.files.load(Ordering::Relaxed));
+                let st = state.snapshot();
+                if let Some(e) = &st.entry {
+                    // Total unknown (0): trees are not counted before they are freed.
+                    on_progress(e, st.freed_bytes, 0);
+                }
                 std::thread::sleep(Duration::from_millis(500));
             }
         });
@@ -445,11 +450,7 @@ pub fn command(a: &ReapArgs) -> u8 {
     let bar = progress.bar();
     let on_progress = |what: &str, freed: u64, total: u64| {
         if let Some(bar) = &bar {
-            bar.set_message(format!(
-                "freeing '{what}': {} of {}",
-                crate::report::bytes(freed),
-                crate::report::bytes(total)
-            ));
+            bar.set_message(crate::report::freeing(what, freed, total));
             bar.tick();
         }
     };

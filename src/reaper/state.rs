@@ -74,6 +74,11 @@ impl<'t> StateFile<'t> {
         self.write();
     }
 
+    /// The state as last written.
+    pub fn snapshot(&self) -> ReaperState {
+        self.state.lock().expect("state lock").0.clone()
+    }
+
     /// Samples free space and writes the file (call about once a second).
     pub fn write(&self) {
         let free = free_bytes(self.dir);

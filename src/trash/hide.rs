@@ -42,23 +42,59 @@ pub fn hide(
     facts: &Facts,
     opts: &HideOptions,
 ) -> Result<Hidden, Reason> {
+    // A reaper may take a fresh, still empty entry for the debris of a killed hide and remove
+    // it between our mkdir and our lock: the target has not moved then; try a new entry.
+    let mut tries = 0;
+    loop {
+        match hide_once(trash, base, name, original, facts, opts) {
+            Err(Vanished) if tries < 3 => tries += 1,
+            Err(Vanished) => return Err(Reason::Os(Errno::NOENT)),
+            Ok(r) => return r,
+        }
+    }
+}
+
+/// The entry directory disappeared before the target was moved into it.
+struct Vanished;
+
+fn hide_once(
+    trash: &Trash,
+    base: &OwnedFd,
+    name: &CStr,
+    original: &Path,
+    facts: &Facts,
+    opts: &HideOptions,
+) -> Result<Result<Hidden, Reason>, Vanished> {
     let id = meta::new_id();
     let cid = std::ffi::CString::new(id.clone()).expect("no NUL in an id");
-    mkdirat(&trash.dir, &cid, Mode::from_raw_mode(0o700)).map_err(Reason::Os)?;
+    if let Err(e) = mkdirat(&trash.dir, &cid, Mode::from_raw_mode(0o700)) {
+        return Ok(Err(Reason::Os(e)));
+    }
     let entry = match dirfd::open_dir_at(&trash.dir, &cid) {
         Ok(fd) => fd,
+        Err(Errno::NOENT) => return Err(Vanished),
         Err(e) => {
             let _ = unlinkat(&trash.dir, &cid, AtFlags::REMOVEDIR);
-            return Err(Reason::Os(e));
+            return Ok(Err(Reason::Os(e)));
         }
     };
     // Held until we return: a reaper skips a locked entry instead of removing it as debris.
-    let _ = locks::try_exclusive(&entry);
+    // If a reaper got there first, it may be removing this one: leave it to it.
+    if !locks::try_exclusive(&entry).unwrap_or(true) {
+        return Err(Vanished);
+    }
+    let gone = |entry: &OwnedFd| rustix::fs::fstat(entry).is_ok_and(|st| st.st_nlink == 0);
     let discard = |entry: &OwnedFd| {
         let _ = unlinkat(entry, meta::META, AtFlags::empty());
         let _ = unlinkat(&trash.dir, &cid, AtFlags::REMOVEDIR);
     };
-    let parent = dirfd::fstat(base).map_err(Reason::Os)?;
+    let parent = match dirfd::fstat(base) {
+        Ok(p) => p,
+        Err(e) => {
+            discard(&entry);
+            return Ok(Err(Reason::Os(e)));
+        }
+    };
     let now = meta::now_unix();
     let mut m = Meta {
         version: 1,
@@ -82,12 +118,18 @@ pub fn hide(
         .and_then(|()| sync_if(opts.durable, &entry))
         .and_then(|()| sync_if(opts.durable, &trash.dir));
     if let Err(e) = before {
+        if gone(&entry) {
+            return Err(Vanished);
+        }
         discard(&entry);
-        return Err(Reason::Os(e));
+        return Ok(Err(Reason::Os(e)));
     }
     if let Err(e) = renameat_with(base, name, &entry, DATA, RenameFlags::NOREPLACE) {
+        if gone(&entry) {
+            return Err(Vanished);
+        }
         discard(&entry);
-        return Err(Reason::Os(e));
+        return Ok(Err(Reason::Os(e)));
     }
     match dirfd::lstat_at(&entry, DATA) {
         Ok(f) if f.ident == facts.ident => {}
@@ -96,18 +138,19 @@ pub fn hide(
             if renameat_with(&entry, DATA, base, name, RenameFlags::NOREPLACE).is_ok() {
                 discard(&entry);
             }
-            return Err(Reason::Changed);
+            return Ok(Err(Reason::Changed));
         }
     }
     if opts.durable {
-        fsync(base).map_err(Reason::Os)?;
-        fsync(&entry).map_err(Reason::Os)?;
+        if let Err(e) = fsync(base).and_then(|()| fsync(&entry)) {
+            return Ok(Err(Reason::Os(e)));
+        }
     }
-    Ok(Hidden {
+    Ok(Ok(Hidden {
         path: original.to_string_lossy().into_owned(),
         id,
         trash: trash.path.to_string_lossy().into_owned(),
-    })
+    }))
 }
 
 fn sync_if(on: bool, fd: &OwnedFd) -> Result<(), Errno> {
