@@ -43,7 +43,7 @@ impl Hider {
     }
 
     /// Hides `name` in `base`.
-    pub fn hide(&mut self, base: &OwnedFd, name: &CStr) -> Hide {
+    pub fn hide(&mut self, base: &OwnedFd, name: &CStr, known: Option<(u64, u64)>) -> Hide {
         let facts = match dirfd::lstat_at(base, name) {
             Ok(f) => f,
             Err(e) => return Hide::Failed(Reason::Os(e)),
@@ -73,6 +73,7 @@ impl Hider {
             Ok(t) => t,
             Err(why) => return Hide::Fallback(why),
         };
+        self.opts.known = known;
         match hide::hide(&trash, base, name, &original, &facts, &self.opts) {
             Ok(h) => {
                 match self
@@ -136,6 +137,7 @@ impl Hider {
                 let s = reaper::run(std::slice::from_ref(t), &opts, on_progress);
                 let locked = !s.skipped_locked.is_empty();
                 let stuck = !s.errors.is_empty();
+                let idle = s.entries_freed == 0;
                 merge(&mut sum, s);
                 if stuck {
                     break;
@@ -143,12 +145,16 @@ impl Hider {
                 if locked {
                     // Another reaper has the trash; it frees our entries too (oldest first).
                     on_progress("(waiting for the running reaper)", 0, 0);
+                }
+                if idle {
+                    // Locked by another reaper, or an entry busy for a moment (a restore).
                     std::thread::sleep(std::time::Duration::from_millis(200));
                 }
             }
         }
         let mut leftovers = Hider::new(HideOptions {
             grace: None,
+            known: None,
             durable: false,
             pacing: Default::default(),
         });

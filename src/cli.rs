@@ -28,8 +28,99 @@ pub enum Command {
     Restore(RestoreArgs),
     /// Free what is in the trashes now, in the foreground (`--watch`: keep running, for systemd)
     Reap(ReapArgs),
+    /// Retention: remove the oldest entries of directories by rules (keep last N, older than,
+    /// keep X free); always prints the plan first
+    Prune(PruneArgs),
+    /// Where the files are: totals, size histogram, small-file hotspots, estimated removal time
+    Scan(ScanArgs),
     /// Time `rm -rf` against `reclaim rm -r` on a scratch workload on your own disk
     Bench(BenchArgs),
+}
+
+#[derive(Clone, Copy, Debug, ValueEnum, Default)]
+pub enum SortArg {
+    /// Modification time
+    #[default]
+    Mtime,
+    /// Name (dated names: the greatest is the newest)
+    Name,
+}
+
+#[derive(Args, Debug)]
+pub struct PruneArgs {
+    /// Keep the N newest entries
+    #[arg(long, value_name = "N")]
+    pub keep_last: Option<usize>,
+    /// Keep the newest entry of each of the N newest days that have one (local time)
+    #[arg(long, value_name = "N")]
+    pub keep_daily: Option<usize>,
+    /// Keep the newest entry of each of the N newest weeks (Monday to Sunday, local time)
+    #[arg(long, value_name = "N")]
+    pub keep_weekly: Option<usize>,
+    /// Remove entries older than this (e.g. 3d, 12h, 2w); never the newest entry
+    #[arg(long, value_name = "DURATION", value_parser = crate::units::parse_duration)]
+    pub older_than: Option<std::time::Duration>,
+    /// Remove oldest first until the file system will have this much free (15% or 200G),
+    /// counting space still being freed from the trash
+    #[arg(long, value_name = "PERCENT|SIZE", value_parser = crate::units::parse_free_target)]
+    pub keep_free: Option<crate::prune::policy::FreeTarget>,
+    /// Remove oldest first until the entries total at most this (allocated bytes)
+    #[arg(long, value_name = "SIZE", value_parser = crate::units::parse_size_or_zero)]
+    pub max_total: Option<u64>,
+    /// Order entries by modification time or by name
+    #[arg(long, value_enum, default_value_t = SortArg::Mtime)]
+    pub sort: SortArg,
+    /// Only entries whose name matches this shell pattern (e.g. 'backup-*.tar')
+    #[arg(long = "match", value_name = "GLOB")]
+    pub pattern: Option<String>,
+    /// Consider entries whose names start with a dot too
+    #[arg(long)]
+    pub all: bool,
+    /// Allow a plan that removes every entry
+    #[arg(long)]
+    pub allow_empty: bool,
+    /// Print the plan and stop
+    #[arg(long)]
+    pub dry_run: bool,
+    /// Print one JSON object (the plan and what was done) on stdout
+    #[arg(long)]
+    pub json: bool,
+    /// Stay until the space of the removed entries is free (default: a background reaper)
+    #[arg(long, conflicts_with = "now")]
+    pub wait: bool,
+    /// Remove in the foreground without the trash (paced)
+    #[arg(long)]
+    pub now: bool,
+    #[command(flatten)]
+    pub pace: PaceArgs,
+    /// Directories whose entries are pruned (all of them form one pool)
+    #[arg(value_name = "DIR", required = true, value_parser = clap::builder::OsStringValueParser::new())]
+    pub dirs: Vec<std::ffi::OsString>,
+}
+
+#[derive(Args, Debug)]
+pub struct ScanArgs {
+    /// Print one JSON object on stdout
+    #[arg(long)]
+    pub json: bool,
+    /// How many directories to list in each top list
+    #[arg(long, default_value_t = 10, value_name = "N")]
+    pub top: usize,
+    /// Files smaller than this count as small (the hotspots that make backups slow)
+    #[arg(long, default_value = "64K", value_name = "BYTES", value_parser = crate::units::parse_bytes)]
+    pub small: u64,
+    /// Worker threads [default: as `reclaim rm`]
+    #[arg(long, value_parser = clap::value_parser!(u16).range(1..=1024))]
+    pub threads: Option<u16>,
+    /// Descend into other file systems mounted inside (default: stay on each PATH's file system)
+    #[arg(long)]
+    pub cross_mounts: bool,
+    /// Skip the removal-time estimate (it times a few thousand unlinks of scratch files)
+    #[arg(long)]
+    pub no_estimate: bool,
+    /// Directories to scan
+    #[arg(value_name = "PATH", required = true, value_parser = clap::builder::OsStringValueParser::new())]
+    pub paths: Vec<std::ffi::OsString>,
 }
 
 /// How `reclaim rm` frees space.
@@ -121,7 +212,7 @@ pub struct RmArgs {
     #[command(flatten)]
     pub mode: ModeArgs,
     /// With --background: keep the entries restorable this long before freeing them (e.g. 10m)
-    #[arg(long, value_name = "DURATION", requires = "background", value_parser = crate::units::parse_duration)]
+    #[arg(long, value_name = "DURATION", value_parser = crate::units::parse_duration)]
     pub grace: Option<std::time::Duration>,
     /// Make the removal survive a power loss: one fsync per affected directory after its
     /// unlinks (not one per file); with --background/--wait, the trash protocol's fsyncs

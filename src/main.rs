@@ -20,6 +20,12 @@ fn main() -> ExitCode {
                 );
                 return ExitCode::from(2);
             }
+            if a.grace.is_some() && !a.mode.background {
+                eprintln!(
+                    "reclaim rm: --grace needs --background (entries wait in the trash that long)\nTry 'reclaim rm --help' for more information."
+                );
+                return ExitCode::from(2);
+            }
             let nofile = reclaim::limits::raise_nofile();
             let mut engine = Options {
                 cross_mounts: a.cross_mounts,
@@ -60,6 +66,8 @@ fn main() -> ExitCode {
                 durable: a.durable,
                 entry_pacing: reclaim::reaper::entry_pacing(&a.pace),
                 reaper_args: a.pace.to_args(),
+                known_sizes: Default::default(),
+                print_summary: true,
                 engine,
             };
             let summary = reclaim::rm::run(&req);
@@ -70,6 +78,14 @@ fn main() -> ExitCode {
         Command::Reap(a) => {
             reclaim::limits::raise_nofile();
             ExitCode::from(reclaim::reaper::command(&a))
+        }
+        Command::Prune(a) => {
+            reclaim::limits::raise_nofile();
+            ExitCode::from(reclaim::prune::command(&a, std::io::stderr().is_terminal()))
+        }
+        Command::Scan(a) => {
+            reclaim::limits::raise_nofile();
+            ExitCode::from(reclaim::scan::command(&a))
         }
         Command::Bench(a) => match reclaim::bench::run(&a) {
             Ok(()) => ExitCode::SUCCESS,

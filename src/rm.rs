@@ -53,6 +53,10 @@ pub struct Request {
     pub entry_pacing: crate::trash::meta::EntryPacing,
     /// Pacing flags for a detached reaper's command line.
     pub reaper_args: Vec<std::ffi::OsString>,
+    /// Sizes (allocated bytes, files) the caller measured, by path as given (prune).
+    pub known_sizes: std::collections::HashMap<PathBuf, (u64, u64)>,
+    /// Print the summary / JSON object (a caller that reports itself turns it off).
+    pub print_summary: bool,
 }
 
 /// How `reclaim rm` frees space.
@@ -83,6 +87,7 @@ pub fn run(req: &Request) -> Summary {
     let hiding = req.mode != Mode::Now && !req.engine.dry_run;
     let mut hider = Hider::new(HideOptions {
         grace: req.grace,
+        known: None,
         durable: req.durable,
         pacing: req.entry_pacing.clone(),
     });
@@ -102,7 +107,7 @@ pub fn run(req: &Request) -> Summary {
                     ..
                 } => (base, name, display),
             };
-            match hider.hide(base, name) {
+            match hider.hide(base, name, req.known_sizes.get(path).copied()) {
                 Hide::Hidden(h) => {
                     if req.verbose {
                         printer.note(&format!("hidden '{}' (entry {})", display.display(), h.id));
@@ -297,10 +302,19 @@ pub fn run(req: &Request) -> Summary {
         fallback,
         ..summary
     };
+    if req.print_summary {
+        print_summary(req, &summary, &printer, &failures);
+    }
+    summary
+}
+
+/// The closing report: the JSON object, or a paragraph on stderr (on a terminal, or when there
+/// is something to say), and the recap of failures when there were several.
+fn print_summary(req: &Request, summary: &Summary, printer: &Printer, failures: &[Failure]) {
     if req.json {
         println!(
             "{}",
-            serde_json::to_string(&summary).expect("summary serializes")
+            serde_json::to_string(summary).expect("summary serializes")
         );
     } else if req.mode == Mode::Background && !summary.hidden.is_empty() {
         if req.progress || req.verbose {
@@ -316,11 +330,10 @@ pub fn run(req: &Request) -> Summary {
     // Recap when the lines may have scrolled away; one failure was already said once.
     if failures.len() > 1 {
         printer.error_line(&format!("{} paths could not be removed:", failures.len()));
-        for f in &failures {
+        for f in failures {
             eprintln!("  {f}");
         }
     }
-    summary
 }
 
 /// A regular file big enough that freeing it may hurt others, and pacing is on.

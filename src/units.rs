@@ -12,12 +12,39 @@ pub fn parse_duration(s: &str) -> Result<Duration, String> {
         "s" => v,
         "m" | "min" => v * 60.0,
         "h" => v * 3600.0,
-        u => return Err(format!("'{s}': unknown unit '{u}' (use us, ms, s, m, h)")),
+        "d" => v * 86_400.0,
+        "w" => v * 7.0 * 86_400.0,
+        u => {
+            return Err(format!(
+                "'{s}': unknown unit '{u}' (use us, ms, s, m, h, d, w)"
+            ))
+        }
     };
     if !secs.is_finite() || secs < 0.0 {
         return Err(format!("'{s}' is not a duration"));
     }
     Ok(Duration::from_secs_f64(secs))
+}
+
+/// `15%` of the file system, or a size (`200G`).
+pub fn parse_free_target(s: &str) -> Result<crate::prune::policy::FreeTarget, String> {
+    use crate::prune::policy::FreeTarget;
+    match s.strip_suffix('%') {
+        Some(p) => match p.trim().parse::<f64>() {
+            Ok(v) if (0.0..=100.0).contains(&v) => Ok(FreeTarget::Percent(v)),
+            _ => Err(format!("'{s}' is not a percentage from 0% to 100%")),
+        },
+        None => parse_bytes(s).map(FreeTarget::Bytes),
+    }
+}
+
+/// A size that may be 0 (`--max-total 0` with `--allow-empty` removes everything).
+pub fn parse_size_or_zero(s: &str) -> Result<u64, String> {
+    if s.trim() == "0" {
+        Ok(0)
+    } else {
+        parse_bytes(s)
+    }
 }
 
 /// `200M`, `1.5G`, `64KiB`, `4096` (binary multiples: K = 1024).

@@ -28,6 +28,9 @@ pub struct Hidden {
 /// What `hide` needs to know besides the target.
 pub struct HideOptions {
     pub grace: Option<std::time::Duration>,
+    /// Allocated bytes and files of the target when the caller measured them (prune does),
+    /// recorded so `status` and free-space targets count the entry while it is pending.
+    pub known: Option<(u64, u64)>,
     pub durable: bool,
     pub pacing: EntryPacing,
 }
@@ -96,22 +99,28 @@ fn hide_once(
         }
     };
     let now = meta::now_unix();
-    let mut m = Meta {
-        version: 1,
-        id: id.clone(),
-        original: String::new(),
-        original_hex: None,
-        parent_dev: parent.ident.dev,
-        parent_ino: parent.ident.ino,
-        uid: trash.uid,
-        created_unix: now,
-        grace_until_unix: opts.grace.map(|g| now + g.as_secs_f64()),
-        kind: kind(facts.file_type).into(),
-        allocated: (facts.file_type != rustix::fs::FileType::Directory)
-            .then_some(if facts.nlink <= 1 { facts.allocated } else { 0 }),
-        files: (facts.file_type != rustix::fs::FileType::Directory).then_some(1),
-        pacing: opts.pacing.clone(),
-    };
+    let mut m =
+        Meta {
+            version: 1,
+            id: id.clone(),
+            original: String::new(),
+            original_hex: None,
+            parent_dev: parent.ident.dev,
+            parent_ino: parent.ident.ino,
+            uid: trash.uid,
+            created_unix: now,
+            grace_until_unix: opts.grace.map(|g| now + g.as_secs_f64()),
+            kind: kind(facts.file_type).into(),
+            allocated: opts.known.map(|k| k.0).or_else(|| {
+                (facts.file_type != rustix::fs::FileType::Directory)
+                    .then_some(if facts.nlink <= 1 { facts.allocated } else { 0 })
+            }),
+            files: opts
+                .known
+                .map(|k| k.1)
+                .or_else(|| (facts.file_type != rustix::fs::FileType::Directory).then_some(1)),
+            pacing: opts.pacing.clone(),
+        };
     m.set_original(original);
     let before = m
         .write_new(&entry, opts.durable)

@@ -1,0 +1,411 @@
+//! `reclaim prune`: lists the entries of the given directories, decides by the retention rules
+//! (`policy.rs`, a pure function) what goes, prints that plan, then removes the chosen entries
+//! through the same path as `reclaim rm -r` (the trash and a background reaper by default).
+//! It only ever removes direct entries of the directories it was given, never follows a
+//! symlink, and never touches names starting with a dot unless `--all` (so never `.reclaim`).
+
+pub mod policy;
+
+use std::collections::HashMap;
+use std::ffi::{CStr, CString, OsStr};
+use std::os::fd::OwnedFd;
+use std::os::unix::ffi::OsStrExt;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use rustix::fs::{AtFlags, FileType};
+use serde::Serialize;
+
+use crate::cli::{PruneArgs, SortArg};
+use crate::dirfd;
+use crate::remove::{self, Counters, DirTarget, Sink};
+use crate::report::bytes;
+use crate::rm::{Mode, Request};
+use policy::{Candidate, Plan, Policy, SortBy, Space};
+
+/// One entry of a pruned directory.
+#[derive(Debug, Serialize)]
+pub struct Entry {
+    pub path: String,
+    pub kind: &'static str,
+    pub mtime_unix: f64,
+    pub allocated: Option<u64>,
+    pub files: Option<u64>,
+    pub remove: bool,
+    pub reasons: Vec<String>,
+    #[serde(skip)]
+    path_os: PathBuf,
+}
+
+#[derive(Debug, Serialize)]
+struct Report {
+    plan: Vec<Entry>,
+    unmet: Vec<String>,
+    dry_run: bool,
+    remove_count: usize,
+    remove_bytes: u64,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    result: Option<crate::report::Summary>,
+}
+
+/// `reclaim prune`; returns the exit code.
+pub fn command(a: &PruneArgs, progress: bool) -> u8 {
+    let pol = Policy {
+        keep_last: a.keep_last,
+        keep_daily: a.keep_daily,
+        keep_weekly: a.keep_weekly,
+        older_than: a.older_than.map(|d| d.as_secs_f64()),
+        keep_free: a.keep_free,
+        max_total: a.max_total,
+        sort: match a.sort {
+            SortArg::Mtime => SortBy::Mtime,
+            SortArg::Name => SortBy::Name,
+        },
+        allow_empty: a.allow_empty,
+    };
+    if !pol.has_keep_rule() && !pol.has_remove_rule() {
+        eprintln!("reclaim prune: {}", policy::PlanError::NoRule);
+        return 2;
+    }
+    let mut listed = Vec::new();
+    let mut space: HashMap<u64, Space> = HashMap::new();
+    for dir in &a.dirs {
+        match list(Path::new(dir), a, pol.needs_sizes()) {
+            Ok((entries, dev, sp)) => {
+                listed.extend(entries);
+                space.entry(dev).or_insert(sp);
+            }
+            Err(e) => {
+                // A missing directory would shrink the pool (keep-last would keep fewer
+                // elsewhere): plan nothing rather than a different plan.
+                eprintln!(
+                    "reclaim prune: cannot list '{}': {e}; nothing removed",
+                    Path::new(dir).display()
+                );
+                return 1;
+            }
+        }
+    }
+    let pending = pending_by_dev();
+    for (dev, sp) in space.iter_mut() {
+        sp.pending = pending.get(dev).copied().unwrap_or(0);
+    }
+    let cands: Vec<Candidate> = listed.iter().map(|(c, _)| c.clone()).collect();
+    let plan = match policy::plan(&cands, &pol, crate::trash::meta::now_unix(), &space) {
+        Ok(p) => p,
+        Err(e) => {
+            eprintln!("reclaim prune: {e}");
+            return 1;
+        }
+    };
+    let mut report = report_of(&listed, &plan, a.dry_run, pol.sort);
+    if !a.json {
+        print!("{}", human(&report, &pol));
+    }
+    let mut code = 0;
+    if !a.dry_run && report.remove_count > 0 {
+        let summary = remove(&report.plan, a, progress);
+        if !summary.errors.is_empty() {
+            code = 1;
+        }
+        if !a.json {
+            println!("{}", outcome_line(&summary, a));
+        }
+        report.result = Some(summary);
+    }
+    if a.json {
+        println!(
+            "{}",
+            serde_json::to_string(&report).expect("report serializes")
+        );
+    }
+    code
+}
+
+type Listed = (Candidate, (PathBuf, &'static str, Option<u64>));
+
+/// The entries of `dir` (filtered by name), with their times and (if `sizes`) allocated
+/// bytes; the file system's device and space.
+fn list(dir: &Path, a: &PruneArgs, sizes: bool) -> Result<(Vec<Listed>, u64, Space), String> {
+    let fd = dirfd::open_dir_path(dir).map_err(crate::error::errno_text)?;
+    let fd = Arc::new(fd);
+    let dev = rustix::fs::fstat(&*fd)
+        .map_err(crate::error::errno_text)?
+        .st_dev;
+    let vfs = rustix::fs::fstatvfs(&*fd).map_err(crate::error::errno_text)?;
+    let sp = Space {
+        total: vfs.f_blocks * vfs.f_frsize,
+        avail: vfs.f_bavail * vfs.f_frsize,
+        pending: 0,
+    };
+    let mut names = Vec::new();
+    let list = dirfd::open_dir_at(&*fd, c".").map_err(crate::error::errno_text)?;
+    let mut buf = dirfd::DirBuf::new(256 << 10);
+    dirfd::for_each_entry(&list, &mut buf, |name, _, _| {
+        let b = name.to_bytes();
+        if (b.starts_with(b".") && !a.all) || b == crate::trash::TRASH_DIR.as_bytes() {
+            return;
+        }
+        if let Some(p) = &a.pattern {
+            if !fnmatch(p, name) {
+                return;
+            }
+        }
+        names.push(name.to_owned());
+    })
+    .map_err(crate::error::errno_text)?;
+    let mut out = Vec::new();
+    for name in names {
+        let st = match rustix::fs::statat(&*fd, &name, AtFlags::SYMLINK_NOFOLLOW) {
+            Ok(st) => st,
+            Err(rustix::io::Errno::NOENT) => continue,
+            Err(e) => {
+                return Err(format!(
+                    "{}: {}",
+                    show(dir, &name),
+                    crate::error::errno_text(e)
+                ))
+            }
+        };
+        let ft = FileType::from_raw_mode(st.st_mode);
+        let mtime = st.st_mtime as f64 + st.st_mtime_nsec as f64 * 1e-9;
+        let (allocated, files) = if !sizes {
+            (None, None)
+        } else if ft == FileType::Directory {
+            let (b, f) = tree_size(&fd, &name, dir);
+            (Some(b), Some(f))
+        } else {
+            let own = if st.st_nlink <= 1 {
+                st.st_blocks as u64 * 512
+            } else {
+                0
+            };
+            (Some(own), Some(1))
+        };
+        let (day, week) = policy::local_day_week(mtime);
+        out.push((
+            Candidate {
+                name: String::from_utf8_lossy(name.to_bytes()).into_owned(),
+                mtime,
+                allocated,
+                dev,
+                day,
+                week,
+            },
+            (
+                dir.join(OsStr::from_bytes(name.to_bytes())),
+                crate::trash::hide::kind(ft),
+                files,
+            ),
+        ));
+    }
+    Ok((out, dev, sp))
+}
+
+fn show(dir: &Path, name: &CStr) -> String {
+    dir.join(OsStr::from_bytes(name.to_bytes()))
+        .display()
+        .to_string()
+}
+
+/// Allocated bytes and files of a tree (a dry run of the removal engine: it stats everything).
+fn tree_size(base: &Arc<OwnedFd>, name: &CStr, dir: &Path) -> (u64, u64) {
+    let Ok(f) = dirfd::lstat_at(&**base, name) else {
+        return (0, 0);
+    };
+    let counters = Counters::default();
+    let opts = remove::Options {
+        dry_run: true,
+        ..remove::Options::default()
+    };
+    let target = DirTarget {
+        base: base.clone(),
+        name: name.to_owned(),
+        display: dir.join(OsStr::from_bytes(name.to_bytes())),
+        ident: f.ident,
+    };
+    remove::remove_trees(vec![target], &opts, &counters, &Quiet);
+    let ld = |a: &std::sync::atomic::AtomicU64| a.load(std::sync::atomic::Ordering::Relaxed);
+    (ld(&counters.bytes), ld(&counters.files))
+}
+
+struct Quiet;
+impl Sink for Quiet {}
+
+/// `fnmatch(3)` on a name (no `FNM_PATHNAME` needed: names have no slash).
+fn fnmatch(pattern: &str, name: &CStr) -> bool {
+    let Ok(p) = CString::new(pattern) else {
+        return false;
+    };
+    // SAFETY: both are valid NUL-terminated strings that outlive the call.
+    unsafe { libc::fnmatch(p.as_ptr(), name.as_ptr(), 0) == 0 }
+}
+
+/// Space already on its way back per device: what the trashes there still hold.
+fn pending_by_dev() -> HashMap<u64, u64> {
+    let trashes = crate::trash::discover(crate::trash::uid());
+    let st = crate::status::collect(&trashes);
+    let mut m = HashMap::new();
+    for (t, s) in trashes.iter().zip(&st.trashes) {
+        *m.entry(t.ident.dev).or_insert(0) += s.pending_bytes;
+    }
+    m
+}
+
+fn report_of(listed: &[Listed], plan: &Plan, dry_run: bool, sort: SortBy) -> Report {
+    let mut plan_entries: Vec<Entry> = listed
+        .iter()
+        .zip(&plan.decisions)
+        .map(|((c, (path, kind, files)), d)| Entry {
+            path: path.to_string_lossy().into_owned(),
+            kind,
+            mtime_unix: c.mtime,
+            allocated: c.allocated,
+            files: *files,
+            remove: d.remove,
+            reasons: d.reasons.clone(),
+            path_os: path.clone(),
+        })
+        .collect();
+    let cands: Vec<Candidate> = listed.iter().map(|(c, _)| c.clone()).collect();
+    let order = policy::newest_first(&cands, sort);
+    let mut slots: Vec<Option<Entry>> = plan_entries.drain(..).map(Some).collect();
+    let plan_entries: Vec<Entry> = order.iter().filter_map(|&i| slots[i].take()).collect();
+    let removing: Vec<&Entry> = plan_entries.iter().filter(|e| e.remove).collect();
+    Report {
+        remove_count: removing.len(),
+        remove_bytes: removing.iter().filter_map(|e| e.allocated).sum(),
+        plan: plan_entries,
+        unmet: plan.unmet.clone(),
+        dry_run,
+        result: None,
+    }
+}
+
+fn human(r: &Report, pol: &Policy) -> String {
+    let mut s = String::new();
+    for e in &r.plan {
+        let size = e.allocated.map_or_else(|| "".into(), bytes);
+        s.push_str(&format!(
+            "{:<6}  {}  {:>10}  {}  ({})\n",
+            if e.remove { "REMOVE" } else { "keep" },
+            local_time(e.mtime_unix),
+            size,
+            e.path,
+            e.reasons.join("; ")
+        ));
+    }
+    for u in &r.unmet {
+        s.push_str(&format!("warning: {u}\n"));
+    }
+    let sizes = if pol.needs_sizes() {
+        format!(" ({})", bytes(r.remove_bytes))
+    } else {
+        String::new()
+    };
+    s.push_str(&format!(
+        "plan: remove {} of {} entries{sizes}{}\n",
+        r.remove_count,
+        r.plan.len(),
+        if r.dry_run {
+            "; dry run, nothing removed"
+        } else {
+            ""
+        }
+    ));
+    s
+}
+
+/// Removes the planned entries as `reclaim rm -r` would, in the mode asked for.
+fn remove(plan: &[Entry], a: &PruneArgs, progress: bool) -> crate::report::Summary {
+    let paths: Vec<PathBuf> = plan
+        .iter()
+        .filter(|e| e.remove)
+        .map(|e| e.path_os.clone())
+        .collect();
+    let known = plan
+        .iter()
+        .filter(|e| e.remove)
+        .filter_map(|e| Some((e.path_os.clone(), (e.allocated?, e.files.unwrap_or(0)))))
+        .collect();
+    let req = Request {
+        paths,
+        recursive: true,
+        force: true,
+        dir: false,
+        verbose: false,
+        json: a.json,
+        progress,
+        threads_given: false,
+        pacing: if a.pace.fast {
+            crate::pace::Pacing::fast()
+        } else {
+            crate::pace::Pacing {
+                max_latency: Some(
+                    a.pace
+                        .max_latency
+                        .unwrap_or(crate::reaper::DEFAULT_MAX_LATENCY),
+                ),
+                rate: a.pace.rate,
+                trace: None,
+            }
+        },
+        iops: a.pace.iops,
+        pace_trees: a.pace.max_latency.is_some(),
+        engine: remove::Options::default(),
+        mode: if a.now {
+            Mode::Now
+        } else if a.wait {
+            Mode::Wait
+        } else {
+            Mode::Background
+        },
+        grace: None,
+        durable: false,
+        entry_pacing: crate::reaper::entry_pacing(&a.pace),
+        reaper_args: a.pace.to_args(),
+        known_sizes: known,
+        print_summary: false,
+    };
+    crate::rm::run(&req)
+}
+
+fn outcome_line(s: &crate::report::Summary, a: &PruneArgs) -> String {
+    let failed = if s.errors.is_empty() {
+        String::new()
+    } else {
+        format!("; {} failed", s.errors.len())
+    };
+    if !s.hidden.is_empty() && !a.wait {
+        format!(
+            "hid {} entries into the trash; a reaper frees the space in the background (`reclaim status`){failed}",
+            s.hidden.len()
+        )
+    } else {
+        format!(
+            "removed {} files and {} directories, {} freed, in {:.2} s{failed}",
+            crate::report::group(s.files),
+            crate::report::group(s.dirs),
+            bytes(s.bytes_freed),
+            s.elapsed_s
+        )
+    }
+}
+
+/// `2026-11-22 08:15`, local time.
+fn local_time(t: f64) -> String {
+    let secs = t.floor() as libc::time_t;
+    // SAFETY: localtime_r writes only into the tm we pass.
+    let mut tm: libc::tm = unsafe { std::mem::zeroed() };
+    if unsafe { libc::localtime_r(&secs, &mut tm) }.is_null() {
+        return format!("@{secs}");
+    }
+    format!(
+        "{:04}-{:02}-{:02} {:02}:{:02}",
+        tm.tm_year + 1900,
+        tm.tm_mon + 1,
+        tm.tm_mday,
+        tm.tm_hour,
+        tm.tm_min
+    )
+}
