@@ -35,6 +35,16 @@ pub enum Command {
     Scan(ScanArgs),
     /// Time `rm -rf` against `reclaim rm -r` on a scratch workload on your own disk
     Bench(BenchArgs),
+    /// Print shell completions on stdout (e.g. `reclaim completions bash > /etc/bash_completion.d/reclaim`)
+    Completions {
+        #[arg(value_enum)]
+        shell: clap_complete::Shell,
+    },
+    /// Write the man pages (reclaim.1, reclaim-rm.1, ...) into DIR
+    Man {
+        #[arg(value_name = "DIR")]
+        dir: PathBuf,
+    },
 }
 
 #[derive(Clone, Copy, Debug, ValueEnum, Default)]
@@ -67,9 +77,12 @@ pub struct PruneArgs {
     /// Remove oldest first until the entries total at most this (allocated bytes)
     #[arg(long, value_name = "SIZE", value_parser = crate::units::parse_size_or_zero)]
     pub max_total: Option<u64>,
-    /// Order entries by modification time or by name
-    #[arg(long, value_enum, default_value_t = SortArg::Mtime)]
-    pub sort: SortArg,
+    /// Order entries by modification time or by name [default: mtime]
+    #[arg(long, value_enum)]
+    pub sort: Option<SortArg>,
+    /// Take the rules (and directories, if none are given) from `[prune.NAME]` in the config file
+    #[arg(long, value_name = "NAME")]
+    pub policy: Option<String>,
     /// Only entries whose name matches this shell pattern (e.g. 'backup-*.tar')
     #[arg(long = "match", value_name = "GLOB")]
     pub pattern: Option<String>,
@@ -94,7 +107,7 @@ pub struct PruneArgs {
     #[command(flatten)]
     pub pace: PaceArgs,
     /// Directories whose entries are pruned (all of them form one pool)
-    #[arg(value_name = "DIR", required = true, value_parser = clap::builder::OsStringValueParser::new())]
+    #[arg(value_name = "DIR", required_unless_present = "policy", value_parser = clap::builder::OsStringValueParser::new())]
     pub dirs: Vec<std::ffi::OsString>,
 }
 

@@ -3,8 +3,10 @@
 pub mod background;
 pub mod bench;
 pub mod cli;
+pub mod config;
 pub mod dirfd;
 pub mod error;
+pub mod generate;
 pub mod limits;
 pub mod locks;
 pub mod mounts;

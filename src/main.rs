@@ -12,8 +12,16 @@ const DEFAULT_MAX_LATENCY: std::time::Duration = std::time::Duration::from_milli
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
+    let config = match reclaim::config::Config::load() {
+        Ok(c) => c,
+        Err(e) => {
+            eprintln!("reclaim: config: {e}");
+            return ExitCode::from(2);
+        }
+    };
     match cli.command {
-        Command::Rm(a) => {
+        Command::Rm(mut a) => {
+            config.apply_rm(&mut a);
             if a.paths.is_empty() && !a.force {
                 eprintln!(
                     "reclaim rm: missing operand\nTry 'reclaim rm --help' for more information."
@@ -79,7 +87,11 @@ fn main() -> ExitCode {
             reclaim::limits::raise_nofile();
             ExitCode::from(reclaim::reaper::command(&a))
         }
-        Command::Prune(a) => {
+        Command::Prune(mut a) => {
+            if let Err(e) = config.apply_prune(&mut a) {
+                eprintln!("reclaim prune: {e}");
+                return ExitCode::from(2);
+            }
             reclaim::limits::raise_nofile();
             ExitCode::from(reclaim::prune::command(&a, std::io::stderr().is_terminal()))
         }
@@ -87,6 +99,22 @@ fn main() -> ExitCode {
             reclaim::limits::raise_nofile();
             ExitCode::from(reclaim::scan::command(&a))
         }
+        Command::Completions { shell } => {
+            reclaim::generate::completions(shell);
+            ExitCode::SUCCESS
+        }
+        Command::Man { dir } => match reclaim::generate::man_pages(&dir) {
+            Ok(pages) => {
+                for p in pages {
+                    println!("{}", p.display());
+                }
+                ExitCode::SUCCESS
+            }
+            Err(e) => {
+                eprintln!("reclaim man: cannot write into '{}': {e}", dir.display());
+                ExitCode::from(1)
+            }
+        },
         Command::Bench(a) => match reclaim::bench::run(&a) {
             Ok(()) => ExitCode::SUCCESS,
             Err(e) => {

@@ -57,7 +57,7 @@ pub fn command(a: &PruneArgs, progress: bool) -> u8 {
         older_than: a.older_than.map(|d| d.as_secs_f64()),
         keep_free: a.keep_free,
         max_total: a.max_total,
-        sort: match a.sort {
+        sort: match a.sort.unwrap_or_default() {
             SortArg::Mtime => SortBy::Mtime,
             SortArg::Name => SortBy::Name,
         },

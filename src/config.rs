@@ -1,0 +1,339 @@
+//! The config file: defaults for `reclaim rm` (mode, pacing, durability) and named retention
+//! policies for `reclaim prune --policy NAME`. Read from `/etc/reclaim.toml`, then
+//! `~/.config/reclaim.toml` (`$XDG_CONFIG_HOME`), a later file overriding an earlier one key by
+//! key; `RECLAIM_CONFIG=FILE` reads only that file (`RECLAIM_CONFIG=` reads none).
+//! Command-line flags always win. Never removes anything itself.
+//!
+//! ```toml
+//! [rm]
+//! mode = "background"      # now | background | wait
+//! max_latency = "20ms"
+//! rate = "200M"
+//! iops = 5000
+//! fast = false
+//! durable = false
+//! grace = "10m"
+//!
+//! [prune.backups]
+//! dirs = ["/srv/backups"]
+//! match = "backup-*"
+//! keep_last = 3
+//! keep_daily = 7
+//! older_than = "14d"
+//! keep_free = "15%"
+//! max_total = "300G"
+//! sort = "name"            # mtime | name
+//! ```
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use serde::Deserialize;
+
+use crate::cli::{PaceArgs, PruneArgs, RmArgs, SortArg};
+
+/// `[rm]`: defaults for `reclaim rm` (and the pacing of `prune`).
+#[derive(Clone, Debug, Default, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct RmDefaults {
+    pub mode: Option<String>,
+    pub max_latency: Option<String>,
+    pub rate: Option<String>,
+    pub iops: Option<u64>,
+    pub fast: Option<bool>,
+    pub durable: Option<bool>,
+    pub grace: Option<String>,
+}
+
+/// `[prune.NAME]`: a retention policy.
+#[derive(Clone, Debug, Default, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct PrunePolicy {
+    #[serde(default)]
+    pub dirs: Vec<PathBuf>,
+    #[serde(rename = "match")]
+    pub pattern: Option<String>,
+    pub keep_last: Option<usize>,
+    pub keep_daily: Option<usize>,
+    pub keep_weekly: Option<usize>,
+    pub older_than: Option<String>,
+    pub keep_free: Option<String>,
+    pub max_total: Option<String>,
+    pub sort: Option<String>,
+    pub all: Option<bool>,
+    pub allow_empty: Option<bool>,
+}
+
+#[derive(Clone, Debug, Default, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct Config {
+    #[serde(default)]
+    pub rm: RmDefaults,
+    #[serde(default)]
+    pub prune: BTreeMap<String, PrunePolicy>,
+}
+
+/// Why the configuration could not be used.
+#[derive(Debug, thiserror::Error)]
+pub enum ConfigError {
+    #[error("cannot read '{0}': {1}")]
+    Read(PathBuf, std::io::Error),
+    #[error("'{0}': {1}")]
+    Parse(PathBuf, String),
+}
+
+impl Config {
+    /// The files read, in order (later ones override earlier ones).
+    pub fn files() -> Vec<PathBuf> {
+        if let Some(one) = std::env::var_os("RECLAIM_CONFIG") {
+            return if one.is_empty() {
+                Vec::new()
+            } else {
+                vec![PathBuf::from(one)]
+            };
+        }
+        let user = std::env::var_os("XDG_CONFIG_HOME")
+            .filter(|v| !v.is_empty())
+            .map(PathBuf::from)
+            .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".config")));
+        let mut v = vec![PathBuf::from("/etc/reclaim.toml")];
+        v.extend(user.map(|u| u.join("reclaim.toml")));
+        v
+    }
+
+    /// Loads and merges the config files; a missing file is no error (except one named by
+    /// `RECLAIM_CONFIG`), a malformed one is.
+    pub fn load() -> Result<Config, ConfigError> {
+        let explicit = std::env::var_os("RECLAIM_CONFIG").is_some();
+        let mut cfg = Config::default();
+        for f in Config::files() {
+            match std::fs::read_to_string(&f) {
+                Ok(text) => cfg.merge(Config::parse(&f, &text)?),
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound && !explicit => {}
+                Err(e) => return Err(ConfigError::Read(f, e)),
+            }
+        }
+        Ok(cfg)
+    }
+
+    pub fn parse(file: &Path, text: &str) -> Result<Config, ConfigError> {
+        let cfg: Config =
+            toml::from_str(text).map_err(|e| ConfigError::Parse(file.into(), e.to_string()))?;
+        cfg.check()
+            .map_err(|e| ConfigError::Parse(file.into(), e))?;
+        Ok(cfg)
+    }
+
+    /// Values are checked when read, so a typo fails every command at once, not the nightly
+    /// prune alone.
+    fn check(&self) -> Result<(), String> {
+        let r = &self.rm;
+        if let Some(m) = &r.mode {
+            if !["now", "background", "wait"].contains(&m.as_str()) {
+                return Err(format!("[rm] mode = '{m}': use now, background or wait"));
+            }
+        }
+        for (k, v) in [("max_latency", &r.max_latency), ("grace", &r.grace)] {
+            if let Some(v) = v {
+                crate::units::parse_duration(v).map_err(|e| format!("[rm] {k}: {e}"))?;
+            }
+        }
+        if let Some(v) = &r.rate {
+            crate::units::parse_bytes(v).map_err(|e| format!("[rm] rate: {e}"))?;
+        }
+        for (name, p) in &self.prune {
+            let at = |k: &str, e: String| format!("[prune.{name}] {k}: {e}");
+            if let Some(v) = &p.older_than {
+                crate::units::parse_duration(v).map_err(|e| at("older_than", e))?;
+            }
+            if let Some(v) = &p.keep_free {
+                crate::units::parse_free_target(v).map_err(|e| at("keep_free", e))?;
+            }
+            if let Some(v) = &p.max_total {
+                crate::units::parse_size_or_zero(v).map_err(|e| at("max_total", e))?;
+            }
+            if let Some(s) = &p.sort {
+                if s != "mtime" && s != "name" {
+                    return Err(at("sort", format!("'{s}': use mtime or name")));
+                }
+            }
+        }
+        Ok(())
+    }
+
+    fn merge(&mut self, later: Config) {
+        let (a, b) = (&mut self.rm, later.rm);
+        a.mode = b.mode.or(a.mode.take());
+        a.max_latency = b.max_latency.or(a.max_latency.take());
+        a.rate = b.rate.or(a.rate.take());
+        a.iops = b.iops.or(a.iops);
+        a.fast = b.fast.or(a.fast);
+        a.durable = b.durable.or(a.durable);
+        a.grace = b.grace.or(a.grace.take());
+        self.prune.extend(later.prune);
+    }
+}
+
+impl Config {
+    /// Fills what `reclaim rm`'s command line left open from `[rm]`.
+    pub fn apply_rm(&self, a: &mut RmArgs) {
+        let r = &self.rm;
+        if !(a.mode.now || a.mode.background || a.mode.wait) {
+            match r.mode.as_deref() {
+                Some("background") => a.mode.background = true,
+                Some("wait") => a.mode.wait = true,
+                _ => {}
+            }
+        }
+        apply_pace(r, &mut a.pace);
+        a.durable |= r.durable.unwrap_or(false);
+        if a.grace.is_none() && a.mode.background {
+            a.grace = r
+                .grace
+                .as_deref()
+                .and_then(|g| crate::units::parse_duration(g).ok());
+        }
+    }
+
+    /// Fills `reclaim prune`'s open flags from `[prune.NAME]` (`--policy NAME`) and `[rm]`.
+    pub fn apply_prune(&self, a: &mut PruneArgs) -> Result<(), String> {
+        apply_pace(&self.rm, &mut a.pace);
+        let Some(name) = &a.policy else {
+            return Ok(());
+        };
+        let p = self.prune.get(name).ok_or_else(|| {
+            let known: Vec<&str> = self.prune.keys().map(String::as_str).collect();
+            format!(
+                "no policy [prune.{name}] in {} (known: {})",
+                Config::files()
+                    .iter()
+                    .map(|f| f.display().to_string())
+                    .collect::<Vec<_>>()
+                    .join(", "),
+                if known.is_empty() {
+                    "none".into()
+                } else {
+                    known.join(", ")
+                }
+            )
+        })?;
+        if a.dirs.is_empty() {
+            a.dirs = p.dirs.iter().map(|d| d.clone().into_os_string()).collect();
+        }
+        if a.dirs.is_empty() {
+            return Err(format!("[prune.{name}] has no dirs and none were given"));
+        }
+        a.pattern = a.pattern.take().or_else(|| p.pattern.clone());
+        a.keep_last = a.keep_last.or(p.keep_last);
+        a.keep_daily = a.keep_daily.or(p.keep_daily);
+        a.keep_weekly = a.keep_weekly.or(p.keep_weekly);
+        let u = |e: String| format!("[prune.{name}]: {e}");
+        if a.older_than.is_none() {
+            a.older_than = p
+                .older_than
+                .as_deref()
+                .map(crate::units::parse_duration)
+                .transpose()
+                .map_err(u)?;
+        }
+        if a.keep_free.is_none() {
+            a.keep_free = p
+                .keep_free
+                .as_deref()
+                .map(crate::units::parse_free_target)
+                .transpose()
+                .map_err(u)?;
+        }
+        if a.max_total.is_none() {
+            a.max_total = p
+                .max_total
+                .as_deref()
+                .map(crate::units::parse_size_or_zero)
+                .transpose()
+                .map_err(u)?;
+        }
+        if a.sort.is_none() {
+            a.sort = match p.sort.as_deref() {
+                Some("name") => Some(SortArg::Name),
+                Some("mtime") => Some(SortArg::Mtime),
+                _ => None,
+            };
+        }
+        a.all |= p.all.unwrap_or(false);
+        a.allow_empty |= p.allow_empty.unwrap_or(false);
+        Ok(())
+    }
+}
+
+/// Pacing defaults, unless the command line chose: an explicit `--fast` ignores a configured
+/// latency budget and rate, and an explicit budget or rate ignores a configured `fast`.
+fn apply_pace(r: &RmDefaults, p: &mut PaceArgs) {
+    let explicit = p.fast || p.max_latency.is_some() || p.rate.is_some();
+    if !explicit {
+        p.fast = r.fast.unwrap_or(false);
+        if !p.fast {
+            p.max_latency = r
+                .max_latency
+                .as_deref()
+                .and_then(|v| crate::units::parse_duration(v).ok());
+            p.rate = r
+                .rate
+                .as_deref()
+                .and_then(|v| crate::units::parse_bytes(v).ok());
+        }
+    }
+    p.iops = p.iops.or(r.iops);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_the_documented_example() {
+        let doc = include_str!("config.rs");
+        let example: String = doc
+            .lines()
+            .skip_while(|l| !l.starts_with("//! ```toml"))
+            .skip(1)
+            .take_while(|l| !l.starts_with("//! ```"))
+            .map(|l| l.trim_start_matches("//!").trim_start())
+            .collect::<Vec<_>>()
+            .join("\n");
+        let cfg = Config::parse(Path::new("doc"), &example).unwrap();
+        assert_eq!(cfg.rm.mode.as_deref(), Some("background"));
+        assert_eq!(cfg.prune["backups"].keep_last, Some(3));
+        assert_eq!(cfg.prune["backups"].pattern.as_deref(), Some("backup-*"));
+    }
+
+    #[test]
+    fn contrib_example_parses() {
+        let cfg = Config::parse(
+            Path::new("contrib"),
+            include_str!("../contrib/reclaim.toml"),
+        )
+        .unwrap();
+        assert_eq!(cfg.prune["backups"].keep_daily, Some(7));
+    }
+
+    #[test]
+    fn rejects_typos_and_bad_values() {
+        for bad in [
+            "[rm]\nmax_latncy = \"20ms\"",
+            "[rm]\nmode = \"later\"",
+            "[rm]\nmax_latency = \"fast\"",
+            "[prune.x]\nkeep_free = \"150%\"",
+            "[prune.x]\nsort = \"size\"",
+        ] {
+            assert!(Config::parse(Path::new("t"), bad).is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn later_files_override_key_by_key() {
+        let mut a = Config::parse(Path::new("a"), "[rm]\nrate = \"1M\"\niops = 5").unwrap();
+        a.merge(Config::parse(Path::new("b"), "[rm]\niops = 7").unwrap());
+        assert_eq!(a.rm.rate.as_deref(), Some("1M"));
+        assert_eq!(a.rm.iops, Some(7));
+    }
+}
