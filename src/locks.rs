@@ -51,6 +51,25 @@ pub fn holder(kind: Kind, ident: Ident) -> Option<u32> {
     holder_in(&text, kind, ident)
 }
 
+/// Like `holder`, for a batch of files: reuses a reading of `/proc/locks` up to `MAX_AGE` old.
+/// Reading it costs from 0.2 ms to 10 ms (measured), a lot next to one unlink; a lease taken
+/// within the last `MAX_AGE` may be missed (the open that follows is `O_NONBLOCK` and then
+/// fails at once, so the file is unlinked whole rather than waited for).
+pub fn recent_holder(kind: Kind, ident: Ident) -> Option<u32> {
+    const MAX_AGE: std::time::Duration = std::time::Duration::from_millis(100);
+    static CACHE: std::sync::Mutex<Option<(std::time::Instant, String)>> =
+        std::sync::Mutex::new(None);
+    let mut c = CACHE.lock().unwrap_or_else(|e| e.into_inner());
+    let fresh = c.as_ref().is_some_and(|(t, _)| t.elapsed() < MAX_AGE);
+    if !fresh {
+        *c = Some((
+            std::time::Instant::now(),
+            std::fs::read_to_string("/proc/locks").ok()?,
+        ));
+    }
+    holder_in(&c.as_ref()?.1, kind, ident)
+}
+
 /// Lines look like `3: LEASE  ACTIVE    WRITE 4242 fe:01:1234 0 EOF` or
 /// `4: FLOCK  ADVISORY  WRITE 4711 00:2d:17 0 EOF`.
 fn holder_in(text: &str, kind: Kind, ident: Ident) -> Option<u32> {
