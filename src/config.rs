@@ -110,6 +110,10 @@ impl Config {
             match std::fs::read_to_string(&f) {
                 Ok(text) => cfg.merge(Config::parse(&f, &text)?),
                 Err(e) if e.kind() == std::io::ErrorKind::NotFound && !explicit => {}
+                // Another user's HOME (sudo -u keeps it): not ours to read; say so, go on.
+                Err(e) if e.kind() == std::io::ErrorKind::PermissionDenied && !explicit => {
+                    eprintln!("reclaim: config: skipping '{}': {e}", f.display());
+                }
                 Err(e) => return Err(ConfigError::Read(f, e)),
             }
         }

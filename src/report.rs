@@ -31,11 +31,9 @@ pub struct Summary {
     /// How tree removal was paced (probe latency before vs during, back-offs).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub pace: Option<crate::pace::PaceReport>,
-    /// Targets hidden into a trash (`--background`, `--wait`).
-    #[serde(skip_serializing_if = "Vec::is_empty")]
+    /// Targets hidden into a trash (`--background`, `--wait`; empty otherwise).
     pub hidden: Vec<crate::trash::hide::Hidden>,
     /// Targets that could not go to a trash and were removed in the foreground.
-    #[serde(skip_serializing_if = "Vec::is_empty")]
     pub fallback: Vec<String>,
 }
 

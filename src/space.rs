@@ -17,6 +17,13 @@ impl FreeSpace {
         }
     }
 
+    /// A reading of `fd`'s file system alone.
+    pub fn of(fd: impl AsFd) -> FreeSpace {
+        let mut s = FreeSpace::default();
+        s.add(fd);
+        s
+    }
+
     /// Bytes that became free since this reading, on the same file systems.
     pub fn freed_since(&self, later: &FreeSpace) -> u64 {
         self.0

@@ -193,6 +193,12 @@ impl Pacer {
         self.started = self.window_start;
     }
 
+    /// Most bytes one step may free under the `--rate` cap: a quarter second's worth, so the
+    /// cap holds within a step too, not only on average (one step could free gigabytes).
+    pub fn max_step_bytes(&self) -> Option<u64> {
+        self.pacing.rate.map(|r| (r / 4).max(1 << 20))
+    }
+
     /// Cost units for the next step.
     pub fn step(&self) -> u64 {
         self.ctl.step()

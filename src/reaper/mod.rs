@@ -146,7 +146,13 @@ fn reap_trash(
                     // Total unknown (0): trees are not counted before they are freed.
                     on_progress(e, st.freed_bytes, 0);
                 }
-                std::thread::sleep(Duration::from_millis(500));
+                // In slices, so a short run does not wait for a whole tick to end.
+                for _ in 0..10 {
+                    if done.load(Ordering::Relaxed) {
+                        break;
+                    }
+                    std::thread::sleep(Duration::from_millis(50));
+                }
             }
         });
         loop {
@@ -291,7 +297,15 @@ fn reap_entry(
     if let Ok(facts) = dirfd::lstat_at(&*entry, REAPING) {
         let r = match facts.file_type {
             FileType::Directory => {
-                free_tree(trash, &entry, &facts, &pacing, &opts.engine, counters)
+                // The engine stats no file: what came back is the file system's free space
+                // (never less than the directories' blocks, which it does count).
+                let before = crate::space::FreeSpace::of(&*entry);
+                let known = counters.bytes.load(Ordering::Relaxed);
+                let r = free_tree(trash, &entry, &facts, &pacing, &opts.engine, counters);
+                let dirs = counters.bytes.load(Ordering::Relaxed) - known;
+                sum.bytes_freed +=
+                    dirs.max(before.freed_since(&crate::space::FreeSpace::of(&*entry)));
+                r
             }
             FileType::RegularFile => {
                 let cb = |freed: u64, total: u64, _: Option<&crate::pace::Pacer>| {

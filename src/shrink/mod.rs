@@ -244,7 +244,10 @@ fn shrink(
             ));
             break;
         }
-        let cut = layout.cut(end, pacer.step() as f64).min(size);
+        let mut cut = layout.cut(end, pacer.step() as f64).min(size);
+        if let Some(most) = pacer.max_step_bytes() {
+            cut = cut.max(end.saturating_sub(most));
+        }
         let t = std::time::Instant::now();
         ftruncate(fd, cut).map_err(Reason::Os)?;
         let hold = t.elapsed();

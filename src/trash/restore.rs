@@ -41,35 +41,40 @@ pub struct Restored {
 }
 
 /// Restores the entry named by `arg`: an entry id, or an original path (then the newest
-/// entry that came from that path).
-pub fn restore(trashes: &[Trash], arg: &OsStr) -> Result<Restored, RestoreError> {
-    let (trash, id) = find(trashes, arg).ok_or(RestoreError::NotFound)?;
+/// entry that came from that path). A failure carries the original path when it is known.
+pub fn restore(trashes: &[Trash], arg: &OsStr) -> Result<Restored, (Option<String>, RestoreError)> {
+    let (trash, id) = find(trashes, arg).ok_or((None, RestoreError::NotFound))?;
     let entry = dirfd::open_dir_at(&trash.dir, &id).map_err(|e| match e {
-        Errno::NOENT => RestoreError::NotFound,
-        e => RestoreError::Os(e),
+        Errno::NOENT => (None, RestoreError::NotFound),
+        e => (None, RestoreError::Os(e)),
     })?;
-    if !locks::try_exclusive(&entry).map_err(RestoreError::Os)? {
-        return Err(if dirfd::lstat_at(&entry, REAPING).is_ok() {
+    let m = Meta::read(&entry);
+    let original = m.as_ref().map(|m| m.original.clone());
+    let fail = |e: RestoreError| (original.clone(), e);
+    if !locks::try_exclusive(&entry).map_err(|e| fail(RestoreError::Os(e)))? {
+        return Err(fail(if dirfd::lstat_at(&entry, REAPING).is_ok() {
             RestoreError::Reaping
         } else {
             RestoreError::Busy
-        });
+        }));
     }
     if dirfd::lstat_at(&entry, DATA).is_err() {
-        return Err(RestoreError::Reaping);
+        return Err(fail(RestoreError::Reaping));
     }
-    let m = Meta::read(&entry).ok_or(RestoreError::NoMeta)?;
-    let original = m.original_path();
-    let (parent, name) = split(&original).ok_or(RestoreError::NoMeta)?;
-    let pfd =
-        dirfd::open_dir_path(parent).map_err(|_| RestoreError::ParentGone(parent.to_path_buf()))?;
-    let pf = dirfd::fstat(&pfd).map_err(RestoreError::Os)?;
+    let m = m.ok_or_else(|| fail(RestoreError::NoMeta))?;
+    let path = m.original_path();
+    let (parent, name) = split(&path).ok_or_else(|| fail(RestoreError::NoMeta))?;
+    let gone = || fail(RestoreError::ParentGone(parent.to_path_buf()));
+    let pfd = dirfd::open_dir_path(parent).map_err(|_| gone())?;
+    let pf = dirfd::fstat(&pfd).map_err(|e| fail(RestoreError::Os(e)))?;
     if (pf.ident.dev, pf.ident.ino) != (m.parent_dev, m.parent_ino) {
-        return Err(RestoreError::ParentGone(parent.to_path_buf()));
+        return Err(gone());
     }
-    renameat_with(&entry, DATA, &pfd, &name, RenameFlags::NOREPLACE).map_err(|e| match e {
-        Errno::EXIST | Errno::NOTEMPTY => RestoreError::Taken,
-        e => RestoreError::Os(e),
+    renameat_with(&entry, DATA, &pfd, &name, RenameFlags::NOREPLACE).map_err(|e| {
+        fail(match e {
+            Errno::EXIST | Errno::NOTEMPTY => RestoreError::Taken,
+            e => RestoreError::Os(e),
+        })
     })?;
     // The target is back; what is left is an empty record (a crash here leaves a data-less
     // entry, which the reaper removes).
@@ -78,7 +83,7 @@ pub fn restore(trashes: &[Trash], arg: &OsStr) -> Result<Restored, RestoreError>
     let _ = unlinkat(&trash.dir, &id, AtFlags::REMOVEDIR);
     Ok(Restored {
         id: m.id,
-        path: original.to_string_lossy().into_owned(),
+        path: path.to_string_lossy().into_owned(),
     })
 }
 
@@ -164,11 +169,15 @@ pub fn command(args: &[std::ffi::OsString], json: bool) -> u8 {
                 }
                 restored.push(r);
             }
-            Err(e) => {
-                let shown = Path::new(a).display().to_string();
-                eprintln!("reclaim: cannot restore '{shown}': {e}");
+            Err((original, e)) => {
+                let arg = Path::new(a).display().to_string();
+                let shown = match &original {
+                    Some(o) if *o != arg => format!("'{o}' (entry {arg})"),
+                    _ => format!("'{arg}'"),
+                };
+                eprintln!("reclaim: cannot restore {shown}: {e}");
                 errors.push(crate::report::ErrorEntry {
-                    path: shown,
+                    path: original.unwrap_or(arg),
                     error: e.to_string(),
                 });
             }

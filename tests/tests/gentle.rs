@@ -802,8 +802,9 @@ fn stops_shrinking_when_another_process_opens_the_hidden_file() {
     let before = s.snapshot("vol");
     let dir = s.path("vol");
     let big = written(&s, "vol/big", 32 * MIB, 13);
-    let mut child = spawn_rm(&s, &["--json", "--rate", "4M", "vol/big"]);
-    // After the first step reclaim pauses ~3 s (rate cap): open the hidden file then.
+    let mut child = spawn_rm(&s, &["--json", "--rate", "1M", "vol/big"]);
+    // Steps of at most 1 MiB, each followed by a ~1 s pause (rate cap): open the hidden file
+    // in the first pause.
     let (hidden, len_before_open) = poll(&mut child, "first step", || {
         first_step_taken(&dir, big.size)
     });

@@ -5,11 +5,14 @@
 //! directory are the refusals of `/`, and those run in a private mount namespace in which
 //! everything but the scratch directory is read-only.
 
+mod crash;
 mod gentle;
 mod props;
+mod prune;
 mod races;
 mod rm_flags;
 mod safety;
 mod scale;
+mod trash;
 mod tree_pacing;
 mod util;

@@ -807,3 +807,235 @@ impl MountGuard {
         Some(MountGuard { target })
     }
 }
+
+// ---------------------------------------------------------------------------------------------
+// Trash helpers (trash.rs, crash.rs). A trash lives at the top of the target's mount, so every
+// test that hides anything does it on a file system mounted inside its scratch directory.
+
+/// Name of the environment variable that keeps `rm --background` from starting a reaper.
+pub const NO_SPAWN: &str = "RECLAIM_NO_SPAWN";
+
+/// A fresh tmpfs mounted on `root/rel` (created here) for a test that hides things: None (after
+/// saying why) when not root or the mount fails.
+pub fn tmpfs_vol(scratch: &Scratch, rel: &str, test: &str) -> Option<MountGuard> {
+    if skip_unless_root(test) {
+        return None;
+    }
+    scratch.mkdir(rel);
+    let g = MountGuard::tmpfs(scratch, rel);
+    if g.is_none() {
+        eprintln!("{test}: skipped, cannot mount a tmpfs");
+    }
+    g
+}
+
+/// The effective uid of this process.
+pub fn euid() -> u32 {
+    rustix::process::geteuid().as_raw()
+}
+
+/// `<top>/.reclaim/<euid>`: this process's trash on the file system mounted at `top`.
+pub fn trash_dir(top: &Path) -> PathBuf {
+    top.join(".reclaim").join(euid().to_string())
+}
+
+/// Names of the entry directories of `trash` (sorted: oldest first), without following
+/// symlinks; empty if the trash does not exist.
+pub fn trash_entries(trash: &Path) -> Vec<String> {
+    let Ok(rd) = fs::read_dir(trash) else {
+        return Vec::new();
+    };
+    let mut v: Vec<String> = rd
+        .map(|e| e.unwrap())
+        .filter(|e| e.file_type().is_ok_and(|t| t.is_dir()))
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .collect();
+    v.sort();
+    v
+}
+
+/// Whether `id` looks like `20261122T081500.123456Z-4711-0` (UTC time, pid, counter).
+pub fn looks_like_entry_id(id: &str) -> bool {
+    let b = id.as_bytes();
+    let digits =
+        |r: std::ops::Range<usize>| b.get(r).is_some_and(|s| s.iter().all(u8::is_ascii_digit));
+    let time_ok = b.len() > 23
+        && digits(0..8)
+        && b[8] == b'T'
+        && digits(9..15)
+        && b[15] == b'.'
+        && digits(16..22)
+        && b[22] == b'Z'
+        && b[23] == b'-';
+    let rest: Vec<&str> = id.get(24..).unwrap_or("").split('-').collect();
+    time_ok
+        && rest.len() == 2
+        && rest
+            .iter()
+            .all(|p| !p.is_empty() && p.bytes().all(|c| c.is_ascii_digit()))
+}
+
+/// The parsed `meta.json` of entry `id` of `trash`.
+pub fn entry_meta(trash: &Path, id: &str) -> serde_json::Value {
+    let p = trash.join(id).join("meta.json");
+    let text = fs::read(&p).unwrap_or_else(|e| panic!("read {}: {e}", p.display()));
+    serde_json::from_slice(&text).unwrap_or_else(|e| {
+        panic!(
+            "{} is not JSON ({e}): {}",
+            p.display(),
+            String::from_utf8_lossy(&text)
+        )
+    })
+}
+
+/// Whether some process holds a `flock` on `<trash>/lock` (probed with a non-blocking
+/// exclusive lock, released at once; false if there is no lock file).
+pub fn trash_locked(trash: &Path) -> bool {
+    use std::os::fd::AsRawFd;
+    let Ok(f) = fs::File::open(trash.join("lock")) else {
+        return false;
+    };
+    // SAFETY: flock on a fd we own; the lock goes with the fd.
+    let rc = unsafe { libc::flock(f.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) };
+    rc != 0
+}
+
+/// Holds a `flock` on `<trash>/lock` (created if missing) until dropped, as a running reaper
+/// would.
+pub struct TrashLock {
+    _file: fs::File,
+}
+
+impl TrashLock {
+    pub fn take(trash: &Path) -> TrashLock {
+        use std::os::fd::AsRawFd;
+        use std::os::unix::fs::OpenOptionsExt;
+        let p = trash.join("lock");
+        let f = fs::OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create(true)
+            .truncate(false)
+            .mode(0o600)
+            .open(&p)
+            .unwrap_or_else(|e| panic!("open {}: {e}", p.display()));
+        // SAFETY: flock on a fd we own.
+        let rc = unsafe { libc::flock(f.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) };
+        assert_eq!(
+            rc,
+            0,
+            "flock {}: {}",
+            p.display(),
+            std::io::Error::last_os_error()
+        );
+        TrashLock { _file: f }
+    }
+}
+
+/// Waits up to `timeout` until no reaper holds `<trash>/lock` and, if `empty`, the trash has
+/// no entries. Returns whether that happened.
+pub fn wait_trash_idle(trash: &Path, timeout: std::time::Duration, empty: bool) -> bool {
+    let t0 = std::time::Instant::now();
+    loop {
+        // The lock is probed only once the entries are gone, so a reaper starting right then
+        // does not find it taken with work left.
+        if (!empty || trash_entries(trash).is_empty()) && !trash_locked(trash) {
+            return true;
+        }
+        if t0.elapsed() > timeout {
+            return false;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+}
+
+/// Declared after a volume's `MountGuard` (so dropped before it): on drop, waits up to 60 s
+/// until no reaper holds the lock of the trash, so that the volume can be unmounted.
+pub struct ReaperSettle {
+    pub trash: PathBuf,
+}
+
+impl Drop for ReaperSettle {
+    fn drop(&mut self) {
+        if !wait_trash_idle(&self.trash, std::time::Duration::from_secs(60), false) {
+            eprintln!(
+                "a reaper still holds {}/lock after 60 s",
+                self.trash.display()
+            );
+        }
+    }
+}
+
+/// Free bytes of the file system holding `p` (`f_bfree * f_frsize`).
+pub fn free_bytes(p: &Path) -> u64 {
+    let st = rustix::fs::statvfs(p).unwrap_or_else(|e| panic!("statvfs {}: {e}", p.display()));
+    st.f_bfree * st.f_frsize
+}
+
+/// Snapshot of `root` without its top-level `.reclaim` (the trash) and what lies under it.
+pub fn snapshot_without_trash(root: &Path) -> Snapshot {
+    let mut snap = snapshot(root);
+    snap.retain(|k, _| !k.starts_with(".reclaim"));
+    snap
+}
+
+/// `snap` (of a directory) without `rel` and everything under it.
+pub fn snapshot_without(mut snap: Snapshot, rel: &Path) -> Snapshot {
+    snap.retain(|k, _| !k.starts_with(rel));
+    snap
+}
+
+/// Parses stdout as exactly one JSON object.
+pub fn json_object(stdout: &[u8]) -> serde_json::Value {
+    let text = std::str::from_utf8(stdout).expect("--json output is UTF-8");
+    let value: serde_json::Value = serde_json::from_str(text.trim())
+        .unwrap_or_else(|e| panic!("stdout is not exactly one JSON value ({e}):\n{text}"));
+    assert!(value.is_object(), "JSON output is not an object: {text}");
+    value
+}
+
+/// The `reap --json` report, after checking it has every documented field.
+pub fn parse_reap_report(stdout: &[u8]) -> serde_json::Value {
+    let v = json_object(stdout);
+    for k in ["entries_freed", "files", "bytes_freed", "remaining"] {
+        assert!(v[k].is_u64(), "reap --json: {k} is not a count: {v}");
+    }
+    for k in ["errors", "skipped_locked"] {
+        assert!(v[k].is_array(), "reap --json: {k} is not an array: {v}");
+    }
+    v
+}
+
+/// Snapshot of `p` whatever it is: `snapshot` of a directory, else the one entry (key "") of
+/// a file, symlink or other inode (`snapshot` itself wants a directory).
+pub fn snapshot_any(p: &Path) -> Snapshot {
+    let md = fs::symlink_metadata(p).unwrap_or_else(|e| panic!("lstat {}: {e}", p.display()));
+    let ft = md.file_type();
+    if ft.is_dir() {
+        return snapshot(p);
+    }
+    let mode = md.permissions().mode();
+    let entry = if ft.is_symlink() {
+        Entry::Symlink {
+            target: fs::read_link(p).unwrap(),
+        }
+    } else if ft.is_file() {
+        Entry::File {
+            mode,
+            contents: fs::read(p).unwrap_or_else(|e| panic!("read {}: {e}", p.display())),
+        }
+    } else if ft.is_fifo() {
+        Entry::Fifo
+    } else if ft.is_socket() {
+        Entry::Socket
+    } else {
+        Entry::Other { mode }
+    };
+    Snapshot::from([(PathBuf::new(), entry)])
+}
+
+/// A state directory inside the scratch directory, for `XDG_STATE_HOME`: where `reclaim`
+/// registers trashes that are not at a mount top, instead of the real user's home.
+pub fn state_home(scratch: &Scratch) -> PathBuf {
+    scratch.mkdir(".state")
+}

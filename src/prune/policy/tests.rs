@@ -297,7 +297,7 @@ proptest! {
             };
             let freed: u64 = p.decisions.iter().zip(&e).filter(|(d, _)| d.remove)
                 .map(|(_, c)| c.allocated.unwrap_or(0)).sum();
-            let newest_removed = order.iter().rev().filter(|&&i| p.decisions[i].remove).last();
+            let newest_removed = order.iter().find(|&&i| p.decisions[i].remove);
             if let Some(&last) = newest_removed {
                 let before = avail + pending + freed - e[last].allocated.unwrap_or(0);
                 prop_assert!(before < want, "removed {} though {} >= {}", e[last].name, before, want);
