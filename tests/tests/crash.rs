@@ -70,6 +70,7 @@ fn spawn(s: &Scratch, args: &[&str], piped: bool) -> Child {
         }
     };
     StdCommand::new(util::reclaim_bin())
+        .env("RECLAIM_CONFIG", "")
         .current_dir(s.root())
         .args(args)
         .env(NO_SPAWN, "1")

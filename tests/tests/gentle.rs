@@ -239,6 +239,7 @@ fn rm(s: &Scratch, args: &[&str]) -> std::process::Output {
 fn spawn_rm(s: &Scratch, args: &[&str]) -> Child {
     let _ = s.rm(args);
     StdCommand::new(util::reclaim_bin())
+        .env("RECLAIM_CONFIG", "")
         .current_dir(s.root())
         .arg("rm")
         .args(args)

@@ -37,6 +37,7 @@ fn remove_completely_at(
             let _ = s.rm(&all);
             let script = format!("ulimit -n {n} && exec \"$0\" rm \"$@\"");
             assert_cmd::Command::new("sh")
+                .env("RECLAIM_CONFIG", "")
                 .current_dir(s.root())
                 .arg("-c")
                 .arg(script)

@@ -762,6 +762,7 @@ fn as_nobody(args: &[&str]) -> Option<Output> {
             .current_dir("/")
             // Its own environment (root's HOME is not readable for it).
             .env_clear()
+            .env("RECLAIM_CONFIG", "")
             .env("PATH", "/usr/sbin:/usr/bin:/sbin:/bin")
             .env("HOME", "/nonexistent")
             .env(NO_SPAWN, "1")
@@ -1243,6 +1244,7 @@ fn durable_syncs_each_directory_once_not_each_file() {
         let _ = s.rm_in("vol/d", &args); // checks the paths
         let trace = s.path("strace.out");
         let out = StdCommand::new("strace")
+            .env("RECLAIM_CONFIG", "")
             .args(["-f", "-qq", "-e", "trace=fsync,fdatasync,syncfs,sync", "-o"])
             .arg(&trace)
             .arg(util::reclaim_bin())
@@ -1336,6 +1338,7 @@ fn status_shows_the_running_reaper() {
     // Slow on purpose: 400 unlinks at 100 a second.
     let _ = s.cmd(&["reap", "--trash", t.to_str().unwrap()]);
     let mut child = StdCommand::new(util::reclaim_bin())
+        .env("RECLAIM_CONFIG", "")
         .current_dir(s.root())
         .args(["reap", "--trash", t.to_str().unwrap(), "--iops", "100"])
         .env(NO_SPAWN, "1")

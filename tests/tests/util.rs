@@ -27,7 +27,10 @@ pub fn reclaim_bin() -> OsString {
 /// A bare `reclaim` command: no working directory set, nothing checked. Only for calls that
 /// can remove nothing (usage errors, `--help`).
 pub fn reclaim() -> Command {
-    Command::new(reclaim_bin())
+    let mut c = Command::new(reclaim_bin());
+    // Hermetic: no /etc/reclaim.toml or ~/.config/reclaim.toml of the machine changes defaults.
+    c.env("RECLAIM_CONFIG", "");
+    c
 }
 
 /// Whether we run as root (needed for mounts, `chattr`, `unshare`).
@@ -265,6 +268,8 @@ impl Scratch {
             self.assert_inside(&cwd.join(a));
         }
         let mut c = Command::new(reclaim_bin());
+        // Hermetic (a test may set its own RECLAIM_CONFIG after this).
+        c.env("RECLAIM_CONFIG", "");
         c.current_dir(&cwd)
             .args(args)
             .timeout(std::time::Duration::from_secs(120));
@@ -698,6 +703,7 @@ exec "$@"
         ])
         .arg(reclaim_bin())
         .args(args)
+        .env("RECLAIM_CONFIG", "")
         .env("RECLAIM_TEST_RW", scratch.root())
         .env("RECLAIM_TEST_CWD", &cwd)
         .output()
