@@ -13,6 +13,7 @@ mod races;
 mod rm_flags;
 mod safety;
 mod scale;
+mod scan;
 mod trash;
 mod tree_pacing;
 mod util;

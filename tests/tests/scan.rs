@@ -1,0 +1,763 @@
+//! `reclaim scan`: its counts agree with `find` and its bytes with `du` on random trees, the
+//! histogram and the top lists are right, mount points are skipped (and entered on request),
+//! symlinks are never followed, unreadable directories are reported without stopping the
+//! walk, deep trees need few fds, the estimate cleans up after itself and knows a read-only
+//! file system, and `--json` has its documented shape. A scan must change nothing: every test
+//! that scans checks the tree is as it was.
+
+use std::ffi::OsStr;
+use std::fs;
+use std::os::unix::ffi::OsStrExt;
+use std::os::unix::fs::PermissionsExt;
+use std::path::Path;
+use std::process::{Command as StdCommand, Output};
+
+use serde_json::Value;
+
+use crate::util::{
+    self, assert_same, json_object, reclaim_bin, skip_unless_root, stderr_of, MountGuard, Scratch,
+};
+
+/// `reclaim scan --json ARGS...` in the scratch root; returns the output and the object.
+fn scan_json(s: &Scratch, args: &[&str]) -> (Output, Value) {
+    let mut all = vec!["scan", "--json"];
+    all.extend_from_slice(args);
+    let out = s.cmd(&all).output().unwrap();
+    let v = json_object(&out.stdout);
+    (out, v)
+}
+
+/// Scans with `--json --no-estimate`, expects exit 0 and an unchanged tree.
+fn scan_ok(s: &Scratch, rel: &str, extra: &[&str]) -> Value {
+    let before = s.snapshot(rel);
+    let mut args = vec!["--no-estimate"];
+    args.extend_from_slice(extra);
+    args.push(rel);
+    let (out, v) = scan_json(s, &args);
+    util::assert_success(&out);
+    assert_same(rel, &before, &s.snapshot(rel));
+    v
+}
+
+fn u(v: &Value, k: &str) -> u64 {
+    v[k].as_u64()
+        .unwrap_or_else(|| panic!("{k} is not a count: {v}"))
+}
+
+/// Runs a command in the scratch root and returns its stdout.
+fn run_in(s: &Scratch, prog: &str, args: &[&str]) -> String {
+    let out = StdCommand::new(prog)
+        .args(args)
+        .current_dir(s.root())
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{prog} {args:?}: {}", stderr_of(&out));
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+/// Entries `find -xdev` lists under `rel` with these type tests (one byte printed per entry,
+/// so names with newlines count right).
+fn find_count(s: &Scratch, rel: &str, tests: &[&str]) -> u64 {
+    let mut args = vec![rel, "-xdev"];
+    args.extend_from_slice(tests);
+    args.extend_from_slice(&["-printf", "."]);
+    run_in(s, "find", &args).len() as u64
+}
+
+/// `du -s -x` of `rel` in bytes: allocated (`--block-size=1`) or apparent (`-b`).
+fn du(s: &Scratch, rel: &str, apparent: bool) -> u64 {
+    let flag = if apparent { "-b" } else { "--block-size=1" };
+    let text = run_in(s, "du", &["-s", "-x", flag, rel]);
+    text.split_whitespace().next().unwrap().parse().unwrap()
+}
+
+/// A small deterministic generator (SplitMix64), so a failing seed can be rerun.
+struct Rng(u64);
+
+impl Rng {
+    fn next(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        z ^ (z >> 31)
+    }
+
+    fn below(&mut self, n: u64) -> u64 {
+        self.next() % n.max(1)
+    }
+
+    fn chance(&mut self, percent: u64) -> bool {
+        self.below(100) < percent
+    }
+}
+
+/// A random tree of about `entries` entries under `root/rel`: nested and empty directories,
+/// files of sizes from 0 to 300 KB (some sparse), hard links within the tree, symlinks of
+/// every kind (to files, directories, outside, dangling, long targets), and fifos.
+fn random_tree(s: &Scratch, rel: &str, seed: u64, entries: usize) {
+    let mut rng = Rng(seed);
+    let root = s.mkdir(rel);
+    let outside = s.path("outside");
+    let mut dirs = vec![root.clone()];
+    let mut files = Vec::new();
+    let zeros = vec![0x5a_u8; 300_000];
+    for i in 0..entries {
+        let parent = dirs[rng.below(dirs.len() as u64) as usize].clone();
+        let name = format!("e{i}");
+        let p = parent.join(&name);
+        match rng.below(100) {
+            0..=14 => {
+                fs::create_dir(&p).unwrap();
+                dirs.push(p);
+            }
+            15..=74 => {
+                let size = match rng.below(10) {
+                    0..=2 => 0,
+                    3..=6 => rng.below(4096),
+                    7..=8 => 4096 + rng.below(60_000),
+                    _ => 65_536 + rng.below(230_000),
+                } as usize;
+                if rng.chance(15) && size > 0 {
+                    fs::File::create(&p).unwrap().set_len(size as u64).unwrap();
+                } else {
+                    fs::write(&p, &zeros[..size]).unwrap();
+                }
+                files.push(p);
+            }
+            75..=84 if !files.is_empty() => {
+                let target = &files[rng.below(files.len() as u64) as usize];
+                fs::hard_link(target, &p).unwrap();
+            }
+            75..=96 => {
+                let target: std::path::PathBuf = match rng.below(6) {
+                    0 => "no/such/entry".into(),
+                    1 => outside.clone(),
+                    2 => "..".into(),
+                    3 => files.first().cloned().unwrap_or_else(|| "x".into()),
+                    4 => "a-very-long-symlink-target-that-does-not-fit-in-the-inode-itself-so-it-takes-a-block"
+                        .repeat(2)
+                        .into(),
+                    _ => root.clone(),
+                };
+                std::os::unix::fs::symlink(target, &p).unwrap();
+            }
+            _ => {
+                rustix::fs::mknodat(
+                    rustix::fs::CWD,
+                    &p,
+                    rustix::fs::FileType::Fifo,
+                    rustix::fs::Mode::from_raw_mode(0o644),
+                    0,
+                )
+                .unwrap();
+            }
+        }
+    }
+}
+
+/// Distinct inodes of regular files under `rel`, and their names.
+fn file_inodes(s: &Scratch, rel: &str) -> (u64, u64) {
+    let text = run_in(s, "find", &[rel, "-xdev", "-type", "f", "-printf", "%i\n"]);
+    let all: Vec<&str> = text.lines().collect();
+    let mut uniq = all.clone();
+    uniq.sort_unstable();
+    uniq.dedup();
+    (uniq.len() as u64, all.len() as u64)
+}
+
+#[test]
+fn counts_match_find_and_du_on_random_trees() {
+    let s = Scratch::new();
+    s.make_outside("outside");
+    for (seed, threads) in [(1u64, "1"), (2, "4"), (3, "16")] {
+        let rel = format!("t{seed}");
+        random_tree(&s, &rel, seed, 2500);
+        let v = scan_ok(&s, &rel, &["--threads", threads]);
+        let ctx = format!("seed {seed}, {threads} threads: {v}");
+        assert_eq!(
+            u(&v, "files"),
+            find_count(&s, &rel, &["-type", "f"]),
+            "{ctx}"
+        );
+        assert_eq!(
+            u(&v, "dirs"),
+            find_count(&s, &rel, &["-type", "d"]),
+            "{ctx}"
+        );
+        assert_eq!(
+            u(&v, "symlinks"),
+            find_count(&s, &rel, &["-type", "l"]),
+            "{ctx}"
+        );
+        let other = find_count(
+            &s,
+            &rel,
+            &["!", "-type", "f", "!", "-type", "d", "!", "-type", "l"],
+        );
+        assert_eq!(u(&v, "other"), other, "{ctx}");
+        assert_eq!(u(&v, "allocated_bytes"), du(&s, &rel, false), "{ctx}");
+        assert_eq!(u(&v, "apparent_bytes"), du(&s, &rel, true), "{ctx}");
+        let (inodes, names) = file_inodes(&s, &rel);
+        assert_eq!(u(&v, "hard_links"), names - inodes, "{ctx}");
+        let hist: u64 = v["histogram"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|b| u(b, "files"))
+            .sum();
+        assert_eq!(hist, inodes, "histogram counts each file once: {ctx}");
+        assert_eq!(hist, u(&v, "files") - u(&v, "hard_links"), "{ctx}");
+        let small = run_in(
+            &s,
+            "find",
+            &[
+                &rel, "-xdev", "-type", "f", "-size", "-65536c", "-printf", ".",
+            ],
+        )
+        .len() as u64;
+        assert_eq!(u(&v, "small_files"), small, "{ctx}");
+    }
+}
+
+#[test]
+fn histogram_buckets_are_powers_of_two() {
+    let s = Scratch::new();
+    let sizes = [
+        0u64,
+        0,
+        1,
+        2,
+        3,
+        4,
+        7,
+        8,
+        4095,
+        4096,
+        65_535,
+        65_536,
+        1 << 30,
+    ];
+    for (i, size) in sizes.iter().enumerate() {
+        let p = s.file(format!("t/f{i}"), b"");
+        fs::File::options()
+            .write(true)
+            .open(p)
+            .unwrap()
+            .set_len(*size)
+            .unwrap();
+    }
+    let v = scan_ok(&s, "t", &[]);
+    let got: Vec<(u64, u64, u64)> = v["histogram"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|b| (u(b, "min"), u(b, "max"), u(b, "files")))
+        .collect();
+    assert_eq!(
+        got,
+        [
+            (0, 0, 2),
+            (1, 1, 1),
+            (2, 3, 2),
+            (4, 7, 2),
+            (8, 15, 1),
+            (2048, 4095, 1),
+            (4096, 8191, 1),
+            (32_768, 65_535, 1),
+            (65_536, 131_071, 1),
+            (1 << 30, (1 << 31) - 1, 1),
+        ]
+    );
+    let b = &v["histogram"][9];
+    assert_eq!(u(b, "apparent_bytes"), 1 << 30);
+    // A sparse 1 GiB file allocates (almost) nothing.
+    assert!(u(b, "allocated_bytes") < 1 << 20, "{b}");
+}
+
+#[test]
+fn top_lists_rank_directories_by_files_and_small_files() {
+    let s = Scratch::new();
+    let sized = |rel: String, size: u64| {
+        let p = s.file(rel, b"");
+        fs::File::options()
+            .write(true)
+            .open(p)
+            .unwrap()
+            .set_len(size)
+            .unwrap();
+    };
+    for i in 0..50 {
+        sized(format!("t/a/s{i}"), 100);
+    }
+    for i in 0..30 {
+        sized(format!("t/b/s{i}"), 65_535);
+    }
+    for i in 0..40 {
+        sized(format!("t/b/l{i}"), 65_536);
+    }
+    for i in 0..10 {
+        sized(format!("t/deep/er/c/s{i}"), 0);
+    }
+    for i in 0..5 {
+        sized(format!("t/d/l{i}"), 1 << 20);
+    }
+    // Symlinks and subdirectories are not files.
+    s.symlink("t/d/link", "l0");
+    s.mkdir("t/d/sub");
+    let v = scan_ok(&s, "t", &["--top", "3"]);
+    let list = |k: &str| -> Vec<(String, u64, u64)> {
+        v[k].as_array()
+            .unwrap()
+            .iter()
+            .map(|e| {
+                (
+                    e["path"].as_str().unwrap().to_string(),
+                    u(e, "files"),
+                    u(e, "small_files"),
+                )
+            })
+            .collect()
+    };
+    let t = |p: &str, f: u64, sm: u64| (p.to_string(), f, sm);
+    assert_eq!(
+        list("top_by_files"),
+        [t("t/b", 70, 30), t("t/a", 50, 50), t("t/deep/er/c", 10, 10)]
+    );
+    assert_eq!(
+        list("top_by_small_files"),
+        [t("t/a", 50, 50), t("t/b", 70, 30), t("t/deep/er/c", 10, 10)]
+    );
+    assert_eq!(u(&v, "small_files"), 90);
+    // A lower threshold: only files under 1 KiB are small.
+    let v = scan_ok(&s, "t", &["--top", "2", "--small", "1K"]);
+    let firsts: Vec<(&str, u64)> = v["top_by_small_files"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| (e["path"].as_str().unwrap(), u(e, "small_files")))
+        .collect();
+    assert_eq!(firsts, [("t/a", 50), ("t/deep/er/c", 10)]);
+    assert_eq!(u(&v, "small_threshold"), 1024);
+    // The human report names the same directories.
+    let out = s
+        .cmd(&["scan", "--no-estimate", "--top", "3", "t"])
+        .output()
+        .unwrap();
+    util::assert_success(&out);
+    let text = util::stdout_of(&out);
+    assert!(text.contains("     70     30  t/b\n"), "{text}");
+    assert!(
+        text.contains("directories with the most small files"),
+        "{text}"
+    );
+}
+
+#[test]
+fn hard_links_are_counted_once() {
+    let s = Scratch::new();
+    s.file("t/a/data", vec![7u8; 100_000]);
+    s.hardlink("t/b/link1", "t/a/data");
+    s.hardlink("t/b/link2", "t/a/data");
+    s.file("t/c/other", vec![1u8; 10_000]);
+    let v = scan_ok(&s, "t", &[]);
+    assert_eq!(u(&v, "files"), 4);
+    assert_eq!(u(&v, "hard_links"), 2);
+    assert_eq!(u(&v, "allocated_bytes"), du(&s, "t", false));
+    assert_eq!(u(&v, "apparent_bytes"), du(&s, "t", true));
+    let hist: u64 = v["histogram"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|b| u(b, "files"))
+        .sum();
+    assert_eq!(hist, 2);
+}
+
+#[test]
+fn mount_points_are_skipped_and_reported_unless_crossing() {
+    if skip_unless_root("mount_points_are_skipped_and_reported_unless_crossing") {
+        return;
+    }
+    let s = Scratch::new();
+    s.file("t/a/f", "x");
+    s.mkdir("t/mnt");
+    let Some(_m) = MountGuard::tmpfs(&s, "t/mnt") else {
+        return;
+    };
+    for i in 0..7 {
+        s.file(format!("t/mnt/f{i}"), "in the tmpfs");
+    }
+    s.file("t/mnt/sub/g", "x");
+    let v = scan_ok(&s, "t", &[]);
+    assert_eq!((u(&v, "files"), u(&v, "dirs")), (1, 2), "{v}");
+    assert_eq!(v["skipped_mounts"], serde_json::json!(["t/mnt"]));
+    assert_eq!(u(&v, "allocated_bytes"), du(&s, "t", false));
+    let out = s.cmd(&["scan", "--no-estimate", "t"]).output().unwrap();
+    util::assert_success(&out);
+    assert!(util::stdout_of(&out).contains("not entered: 1 mount points"));
+
+    let v = scan_ok(&s, "t", &["--cross-mounts"]);
+    assert_eq!((u(&v, "files"), u(&v, "dirs")), (9, 4), "{v}");
+    assert_eq!(v["skipped_mounts"], serde_json::json!([]));
+}
+
+#[test]
+fn symlinks_are_never_followed() {
+    let s = Scratch::new();
+    s.make_outside("outside");
+    for i in 0..200 {
+        s.file(format!("outside/many/f{i}"), "outside");
+    }
+    s.file("t/real", "inside");
+    s.symlink("t/abs", s.path("outside"));
+    s.symlink("t/rel", "../outside");
+    s.symlink("t/sub/deeper", "../../outside/many");
+    s.symlink("t/file", s.path("outside/file0"));
+    s.symlink("t/dot", ".");
+    s.symlink("t/up", "..");
+    s.symlink("t/loop", "loop");
+    s.symlink("t/root", "/");
+    let v = scan_ok(&s, "t", &[]);
+    assert_eq!(
+        (u(&v, "files"), u(&v, "dirs"), u(&v, "symlinks")),
+        (1, 2, 8),
+        "{v}"
+    );
+
+    // A symlink named as the PATH is not followed; with a trailing slash it is.
+    s.symlink("link_to_t", "t");
+    let (out, v) = scan_json(&s, &["--no-estimate", "link_to_t"]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(
+        stderr_of(&out).contains("'link_to_t'"),
+        "{}",
+        stderr_of(&out)
+    );
+    assert!(
+        stderr_of(&out).contains("symbolic link"),
+        "{}",
+        stderr_of(&out)
+    );
+    assert_eq!(u(&v, "files"), 0);
+    let v = scan_ok(&s, "link_to_t/", &[]);
+    assert_eq!(u(&v, "symlinks"), 8);
+
+    // The strongest check: as an unprivileged user, with the outside directory unreadable,
+    // any attempt to follow a link into it would fail with EACCES and show up as an error.
+    if !util::is_root() {
+        return;
+    }
+    fs::set_permissions(s.root(), fs::Permissions::from_mode(0o755)).unwrap();
+    fs::set_permissions(s.path("outside"), fs::Permissions::from_mode(0o000)).unwrap();
+    let out = as_nobody(&s, &["scan", "--json", "--no-estimate", "t"]);
+    fs::set_permissions(s.path("outside"), fs::Permissions::from_mode(0o755)).unwrap();
+    let Some(out) = out else { return };
+    util::assert_success(&out);
+    assert_eq!(u(&json_object(&out.stdout), "symlinks"), 8);
+}
+
+/// `reclaim ARGS` as uid/gid 65534 in the scratch root; None (after saying why) when not
+/// possible.
+fn as_nobody(s: &Scratch, args: &[&str]) -> Option<Output> {
+    // Check the paths as the harness does.
+    let _ = s.cmd(args);
+    let out = StdCommand::new("setpriv")
+        .args(["--reuid=65534", "--regid=65534", "--clear-groups", "--"])
+        .arg(reclaim_bin())
+        .args(args)
+        .current_dir(s.root())
+        // Root's home is not readable for that user: no configuration file from there.
+        .env("HOME", s.root())
+        .env_remove("XDG_CONFIG_HOME")
+        .output();
+    match out {
+        Ok(o) if o.status.code() != Some(127) => Some(o),
+        _ => {
+            eprintln!("setpriv is not available: skipped the unprivileged part");
+            None
+        }
+    }
+}
+
+#[test]
+fn unreadable_directory_is_reported_and_the_rest_counted() {
+    if skip_unless_root("unreadable_directory_is_reported_and_the_rest_counted") {
+        return;
+    }
+    let s = Scratch::new();
+    for i in 0..20 {
+        s.file(format!("t/ok/f{i}"), "readable");
+        s.file(format!("t/locked/f{i}"), "hidden");
+    }
+    s.file("t/locked/sub/g", "hidden");
+    s.file("t/ok/deeper/h", "readable");
+    fs::set_permissions(s.root(), fs::Permissions::from_mode(0o755)).unwrap();
+    fs::set_permissions(s.path("t/locked"), fs::Permissions::from_mode(0o000)).unwrap();
+    let out = as_nobody(&s, &["scan", "--json", "--no-estimate", "t"]);
+    fs::set_permissions(s.path("t/locked"), fs::Permissions::from_mode(0o755)).unwrap();
+    let Some(out) = out else { return };
+    assert_eq!(out.status.code(), Some(1), "{}", stderr_of(&out));
+    let stderr = stderr_of(&out);
+    let lines: Vec<&str> = stderr.lines().collect();
+    assert_eq!(
+        lines,
+        ["reclaim: cannot open directory 't/locked': Permission denied"],
+        "{stderr}"
+    );
+    let v = json_object(&out.stdout);
+    assert_eq!(u(&v, "files"), 21, "{v}");
+    // The unreadable directory itself is counted (as find and du do), not what is inside.
+    assert_eq!(u(&v, "dirs"), 4, "{v}");
+    assert_eq!(v["errors"][0]["path"], "t/locked");
+    assert_eq!(v["errors"][0]["error"], "Permission denied");
+    assert_eq!(v["errors"][0]["op"], "cannot open directory");
+}
+
+#[test]
+fn deep_trees_work_with_few_fds() {
+    const DEPTH: usize = 3000;
+    let s = Scratch::new();
+    s.mkdir("deep");
+    // Built through fds: the paths are far longer than PATH_MAX. Every level holds a file,
+    // and every 10th level a side directory with a file, so that the walk has work pending
+    // at many levels at once and must close and reopen ancestors.
+    let mut fd = reclaim::dirfd::open_dir_path(&s.path("deep")).unwrap();
+    let mode = rustix::fs::Mode::from_raw_mode(0o755);
+    let mut sides = 0;
+    for level in 0..DEPTH {
+        let f = rustix::fs::openat(
+            &fd,
+            c"f",
+            rustix::fs::OFlags::CREATE | rustix::fs::OFlags::WRONLY,
+            mode,
+        )
+        .unwrap();
+        drop(f);
+        if level % 10 == 0 {
+            rustix::fs::mkdirat(&fd, c"side", mode).unwrap();
+            let side = reclaim::dirfd::open_dir_at(&fd, c"side").unwrap();
+            drop(
+                rustix::fs::openat(
+                    &side,
+                    c"g",
+                    rustix::fs::OFlags::CREATE | rustix::fs::OFlags::WRONLY,
+                    mode,
+                )
+                .unwrap(),
+            );
+            sides += 1;
+        }
+        rustix::fs::mkdirat(&fd, c"d", mode).unwrap();
+        fd = reclaim::dirfd::open_dir_at(&fd, c"d").unwrap();
+    }
+    drop(fd);
+    let files = (DEPTH + sides) as u64;
+    let dirs = (1 + DEPTH + sides) as u64;
+    for threads in ["1", "4"] {
+        // (No snapshot: its recursive walk and path-based reads cannot go this deep.)
+        let (out, v) = scan_json(&s, &["--no-estimate", "--threads", threads, "deep"]);
+        util::assert_success(&out);
+        assert_eq!((u(&v, "files"), u(&v, "dirs")), (files, dirs), "{v}");
+        // Under a low open-file limit the budget shrinks to a couple of fds.
+        let _ = s.cmd(&["scan", "deep"]);
+        let out = StdCommand::new("sh")
+            .current_dir(s.root())
+            .arg("-c")
+            .arg("ulimit -n 40 && exec \"$0\" scan --json --no-estimate --threads \"$1\" deep")
+            .arg(reclaim_bin())
+            .arg(threads)
+            .output()
+            .unwrap();
+        util::assert_success(&out);
+        let v = json_object(&out.stdout);
+        assert_eq!((u(&v, "files"), u(&v, "dirs")), (files, dirs), "{v}");
+        assert!(v["top_by_files"][0]["path"]
+            .as_str()
+            .unwrap()
+            .starts_with("deep"));
+    }
+}
+
+#[test]
+fn json_has_the_documented_shape() {
+    let s = Scratch::new();
+    s.file("t/a", "hello");
+    s.file(
+        Path::new("t").join(OsStr::from_bytes(b"bad-\xff-name")),
+        "x",
+    );
+    s.symlink("t/l", "a");
+    let v = scan_ok(&s, "t", &[]);
+    for k in [
+        "files",
+        "dirs",
+        "symlinks",
+        "other",
+        "hard_links",
+        "small_files",
+        "allocated_bytes",
+        "apparent_bytes",
+        "small_threshold",
+        "threads",
+    ] {
+        u(&v, k);
+    }
+    assert!(v["elapsed_s"].as_f64().is_some());
+    assert_eq!(v["paths"], serde_json::json!(["t"]));
+    for k in [
+        "histogram",
+        "top_by_files",
+        "top_by_small_files",
+        "roots",
+        "skipped_mounts",
+        "errors",
+    ] {
+        assert!(v[k].is_array(), "{k}: {v}");
+    }
+    for k in ["min", "max", "files", "apparent_bytes", "allocated_bytes"] {
+        u(&v["histogram"][0], k);
+    }
+    assert_eq!(v["roots"][0]["path"], "t");
+    assert_eq!(u(&v["roots"][0], "files"), 2);
+    assert!(v["estimate"].is_null(), "--no-estimate: {v}");
+    // Paths are lossy UTF-8, the rest exact.
+    let (out, v) = scan_json(&s, &["--no-estimate", "t/bad-\u{fffd}-name"]);
+    assert_eq!(out.status.code(), Some(1), "no such path");
+    assert_eq!(v["errors"][0]["path"], "t/bad-\u{fffd}-name");
+    let bad = s.path(Path::new("t").join(OsStr::from_bytes(b"bad-\xff-name")));
+    let out = s
+        .cmd(&[
+            OsStr::new("scan"),
+            OsStr::new("--json"),
+            OsStr::new("--no-estimate"),
+            bad.as_os_str(),
+        ])
+        .output()
+        .unwrap();
+    util::assert_success(&out);
+    let v = json_object(&out.stdout);
+    assert_eq!(u(&v, "files"), 1);
+    assert!(v["paths"][0]
+        .as_str()
+        .unwrap()
+        .ends_with("bad-\u{fffd}-name"));
+}
+
+#[test]
+fn several_paths_and_errors_exit_1_but_count_the_rest() {
+    let s = Scratch::new();
+    s.file("a/f1", "1");
+    s.file("b/f2", "22");
+    s.file("b/f3", "333");
+    s.file("single", "4444");
+    let (out, v) = scan_json(&s, &["--no-estimate", "a", "missing", "b", "single"]);
+    assert_eq!(out.status.code(), Some(1));
+    assert_eq!(
+        stderr_of(&out).trim(),
+        "reclaim: cannot open directory 'missing': No such file or directory"
+    );
+    assert_eq!(u(&v, "files"), 4);
+    let roots: Vec<(&str, u64)> = v["roots"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| (r["path"].as_str().unwrap(), u(r, "files")))
+        .collect();
+    assert_eq!(roots, [("a", 1), ("b", 2), ("single", 1)]);
+}
+
+#[test]
+fn usage_errors_exit_2() {
+    util::reclaim().args(["scan"]).assert().code(2);
+    util::reclaim()
+        .args(["scan", "--threads", "0", "x"])
+        .assert()
+        .code(2);
+    util::reclaim()
+        .args(["scan", "--small", "lots", "x"])
+        .assert()
+        .code(2);
+}
+
+#[test]
+fn estimate_calibrates_privately_and_leaves_nothing_behind() {
+    let s = Scratch::new();
+    random_tree(&s, "t", 7, 300);
+    let tmp = s.mkdir("tmp");
+    let before = s.snapshot("t");
+    let out = s
+        .cmd(&["scan", "--json", "t"])
+        .env("TMPDIR", &tmp)
+        .output()
+        .unwrap();
+    util::assert_success(&out);
+    let v = json_object(&out.stdout);
+    let e = &v["estimate"];
+    let secs = e["seconds"]
+        .as_f64()
+        .unwrap_or_else(|| panic!("no estimate: {v}"));
+    assert!(secs > 0.0 && secs < 60.0, "{e}");
+    let c = &e["calibrations"][0];
+    assert_eq!(c["path"], tmp.to_str().unwrap());
+    assert!(u(c, "files") >= 100, "{c}");
+    assert!(c["unlinks_per_s"].as_f64().unwrap() > 0.0, "{c}");
+    assert_eq!(
+        fs::read_dir(&tmp).unwrap().count(),
+        0,
+        "calibration left something"
+    );
+    assert_same("t", &before, &s.snapshot("t"));
+    let out = s.cmd(&["scan", "t"]).env("TMPDIR", &tmp).output().unwrap();
+    util::assert_success(&out);
+    assert!(util::stdout_of(&out).contains("`reclaim rm -r` would take about"));
+}
+
+#[test]
+fn estimate_in_the_tree_itself_when_tmp_is_elsewhere_and_none_when_read_only() {
+    if skip_unless_root("estimate_in_the_tree_itself_when_tmp_is_elsewhere_and_none_when_read_only")
+    {
+        return;
+    }
+    let s = Scratch::new();
+    for i in 0..30 {
+        s.file(format!("t/d{}/f{i}", i % 3), "x");
+    }
+    s.mkdir("tmpfs");
+    let Some(_m) = MountGuard::tmpfs(&s, "tmpfs") else {
+        return;
+    };
+    // TMPDIR on another file system: the calibration runs in the scanned directory.
+    let before = s.snapshot("t");
+    let (out, v) = {
+        let out = s
+            .cmd(&["scan", "--json", "t"])
+            .env("TMPDIR", s.path("tmpfs"))
+            .output()
+            .unwrap();
+        let v = json_object(&out.stdout);
+        (out, v)
+    };
+    util::assert_success(&out);
+    assert_eq!(v["estimate"]["calibrations"][0]["path"], "t", "{v}");
+    assert_same("t", &before, &s.snapshot("t"));
+    assert_eq!(fs::read_dir(s.path("tmpfs")).unwrap().count(), 0);
+
+    // A read-only mount: no estimate, and why.
+    s.mkdir("ro");
+    let Some(_ro) = MountGuard::bind(&s, "t", "ro", true) else {
+        return;
+    };
+    let (out, v) = scan_json(&s, &["ro"]);
+    util::assert_success(&out);
+    assert!(v["estimate"]["seconds"].is_null(), "{v}");
+    let why = v["estimate"]["unavailable"].as_str().unwrap();
+    assert!(why.contains("read-only"), "{why}");
+    let out = s.cmd(&["scan", "ro"]).output().unwrap();
+    assert!(
+        util::stdout_of(&out)
+            .contains("removal estimate: none ('ro' is on a read-only file system"),
+        "{}",
+        util::stdout_of(&out)
+    );
+}
