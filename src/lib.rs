@@ -6,6 +6,7 @@ pub mod cli;
 pub mod config;
 pub mod dirfd;
 pub mod error;
+pub mod fdcache;
 pub mod generate;
 pub mod limits;
 pub mod locks;

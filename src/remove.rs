@@ -7,19 +7,19 @@
 //! are dropped first and reopened on demand, either through `..` of a held child or downward
 //! from the nearest held ancestor, verifying device and inode at every step.
 
-use std::collections::BTreeMap;
 use std::ffi::{CStr, CString};
 use std::os::fd::OwnedFd;
 use std::os::unix::ffi::OsStrExt;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex, OnceLock, Weak};
+use std::sync::{Arc, Mutex, OnceLock};
 
 use rustix::fs::{unlinkat, AtFlags, FileType};
 use rustix::io::Errno;
 
 use crate::dirfd::{self, DirBuf, Ident};
 use crate::error::{Failure, Reason};
+use crate::fdcache::FdCache;
 use crate::pool::{Queue, Slots};
 
 /// Order in which the entries of a large directory are unlinked.
@@ -218,10 +218,6 @@ impl Node {
         p
     }
 
-    fn take_fd(&self) -> Option<Arc<OwnedFd>> {
-        self.fd.lock().expect("fd lock").take()
-    }
-
     fn held_fd(&self) -> Option<Arc<OwnedFd>> {
         self.fd.lock().expect("fd lock").clone()
     }
@@ -306,77 +302,12 @@ impl Listing {
     }
 }
 
-/// The set of nodes holding a directory fd, shallowest first, for eviction.
-struct FdCache {
-    held: Mutex<BTreeMap<(u32, u64), Weak<Node>>>,
-    budget: usize,
-}
-
-impl FdCache {
-    fn new(budget: usize) -> Self {
-        FdCache {
-            held: Mutex::new(BTreeMap::new()),
-            budget,
-        }
-    }
-
-    /// Gives `node` its fd, evicting the shallowest other holders above the budget.
-    fn install(&self, node: &Arc<Node>, fd: Arc<OwnedFd>) {
-        *node.fd.lock().expect("fd lock") = Some(fd);
-        let mut evict = Vec::new();
-        {
-            let mut held = self.held.lock().expect("fd cache lock");
-            held.insert((node.depth, node.seq), Arc::downgrade(node));
-            while held.len() > self.budget {
-                let Some((key, weak)) = held.pop_first() else {
-                    break;
-                };
-                if key == (node.depth, node.seq) {
-                    // Never evict the node just installed; keep it and stop.
-                    held.insert(key, weak);
-                    break;
-                }
-                evict.push(weak);
-            }
-        }
-        for weak in evict {
-            if let Some(n) = weak.upgrade() {
-                n.take_fd();
-            }
-        }
-    }
-
-    /// Closes the shallowest half of the held fds; false if none could be dropped.
-    fn shrink(&self) -> bool {
-        let victims: Vec<Weak<Node>> = {
-            let mut held = self.held.lock().expect("fd cache lock");
-            let n = held.len().div_ceil(2);
-            (0..n)
-                .filter_map(|_| held.pop_first().map(|(_, w)| w))
-                .collect()
-        };
-        let any = !victims.is_empty();
-        for n in victims.iter().filter_map(Weak::upgrade) {
-            n.take_fd();
-        }
-        any
-    }
-
-    fn release(&self, node: &Node) {
-        node.take_fd();
-        self.held
-            .lock()
-            .expect("fd cache lock")
-            .remove(&(node.depth, node.seq));
-    }
-}
-
 struct Engine<'a> {
     opts: Options,
     counters: &'a Counters,
     sink: &'a dyn Sink,
     queue: Queue<Task>,
-    fds: FdCache,
+    fds: FdCache<Node>,
     outcome: Mutex<Outcome>,
     seq: AtomicU64,
     batch_slots: Slots,
@@ -744,4 +675,14 @@ enum UnlinkResult {
     Done,
     IsDir,
     Failed(Errno),
+}
+
+impl crate::fdcache::HoldsFd for Node {
+    fn key(&self) -> (u32, u64) {
+        (self.depth, self.seq)
+    }
+
+    fn slot(&self) -> &Mutex<Option<Arc<OwnedFd>>> {
+        &self.fd
+    }
 }

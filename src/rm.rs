@@ -259,7 +259,11 @@ pub fn run(req: &Request) -> Summary {
                     bar.tick();
                 }
             };
-            let reaped = hider.wait(&req.engine, &req.reaper_args, &on_progress);
+            let mut engine = req.engine.clone();
+            if !req.threads_given {
+                engine.threads = 0; // per file system, as for trees here
+            }
+            let reaped = hider.wait(&engine, &req.reaper_args, &on_progress);
             counters.files.fetch_add(reaped.files, Ordering::Relaxed);
             counters
                 .bytes

@@ -387,6 +387,11 @@ fn free_tree(
     counters: &Counters,
 ) -> Result<(), Reason> {
     let mut engine = engine.clone();
+    if engine.threads == 0 {
+        // Not given: as `reclaim rm -r` does on this file system (xfs loses with more).
+        engine.threads = remove::threads_for(&**entry);
+        engine.batch_threads = engine.batch_threads.min(engine.threads);
+    }
     let paced = pacing.pace_trees && !pacing.fast;
     if paced || pacing.iops.is_some() {
         engine.throttle = Some(Arc::new(Throttle::new(pacing.iops)));
@@ -445,7 +450,11 @@ pub fn command(a: &ReapArgs) -> u8 {
             None => Ok(trash::discover(trash::uid())),
         }
     };
-    let mut engine = remove::Options::default();
+    let mut engine = remove::Options {
+        // 0: chosen per file system when a tree is freed (`free_tree`).
+        threads: 0,
+        ..remove::Options::default()
+    };
     if let Some(t) = a.threads {
         engine.threads = t.into();
         engine.batch_threads = engine.batch_threads.min(engine.threads);

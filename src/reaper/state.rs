@@ -125,20 +125,7 @@ impl<'t> StateFile<'t> {
 
 /// Reads a trash's `reaper.json`.
 pub fn read(dir: &OwnedFd) -> Option<ReaperState> {
-    let fd = openat(
-        dir,
-        STATUS,
-        OFlags::RDONLY | OFlags::NOFOLLOW | OFlags::CLOEXEC,
-        Mode::empty(),
-    )
-    .ok()?;
-    let mut text = Vec::new();
-    use std::io::Read;
-    std::fs::File::from(fd)
-        .take(1 << 20)
-        .read_to_end(&mut text)
-        .ok()?;
-    serde_json::from_slice(&text).ok()
+    crate::trash::meta::read_json(dir, STATUS)
 }
 
 fn free_bytes(dir: &OwnedFd) -> u64 {

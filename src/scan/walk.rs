@@ -9,14 +9,14 @@
 //! `fd_budget` of them at once (the shallowest are closed first); a closed one is reopened
 //! downward from the nearest held ancestor, checking device and inode at every step.
 
-use std::collections::{BTreeMap, HashSet};
+use std::collections::HashSet;
 use std::ffi::{CStr, CString, OsStr};
 use std::ops::Range;
 use std::os::fd::{AsFd, OwnedFd};
 use std::os::unix::ffi::OsStrExt;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex, Weak};
+use std::sync::{Arc, Mutex};
 
 use rustix::fs::{statx, AtFlags, FileType, StatxFlags};
 use rustix::io::Errno;
@@ -24,6 +24,7 @@ use rustix::io::Errno;
 use super::histogram::Histogram;
 use super::tally::{Counts, TopN};
 use crate::dirfd::{self, DirBuf};
+use crate::fdcache::FdCache;
 use crate::pool::Queue;
 
 /// Directories with at least this many entries count as big for the removal estimate (the
@@ -343,10 +344,6 @@ impl Dir {
     fn held_fd(&self) -> Option<Arc<OwnedFd>> {
         self.fd.lock().expect("fd lock").clone()
     }
-
-    fn take_fd(&self) -> Option<Arc<OwnedFd>> {
-        self.fd.lock().expect("fd lock").take()
-    }
 }
 
 impl Drop for Dir {
@@ -404,75 +401,12 @@ impl Lost {
     }
 }
 
-/// The directories holding an fd, shallowest first, for eviction.
-struct FdCache {
-    held: Mutex<BTreeMap<(u32, u64), Weak<Dir>>>,
-    budget: usize,
-}
-
-impl FdCache {
-    fn new(budget: usize) -> Self {
-        FdCache {
-            held: Mutex::new(BTreeMap::new()),
-            budget,
-        }
-    }
-
-    /// Gives `dir` its fd, closing the shallowest others' above the budget.
-    fn install(&self, dir: &Arc<Dir>, fd: Arc<OwnedFd>) {
-        *dir.fd.lock().expect("fd lock") = Some(fd);
-        let key = (dir.depth, dir.seq);
-        let mut evict = Vec::new();
-        {
-            let mut held = self.held.lock().expect("fd cache lock");
-            held.insert(key, Arc::downgrade(dir));
-            while held.len() > self.budget {
-                match held.pop_first() {
-                    Some((k, w)) if k == key => {
-                        held.insert(k, w);
-                        break;
-                    }
-                    Some((_, w)) => evict.push(w),
-                    None => break,
-                }
-            }
-        }
-        for d in evict.iter().filter_map(Weak::upgrade) {
-            d.take_fd();
-        }
-    }
-
-    fn release(&self, dir: &Dir) {
-        if dir.take_fd().is_some() {
-            self.held
-                .lock()
-                .expect("fd cache lock")
-                .remove(&(dir.depth, dir.seq));
-        }
-    }
-
-    /// Closes the shallowest half of the held fds; false if none was held.
-    fn shrink(&self) -> bool {
-        let victims: Vec<Weak<Dir>> = {
-            let mut held = self.held.lock().expect("fd cache lock");
-            let n = held.len().div_ceil(2);
-            (0..n)
-                .filter_map(|_| held.pop_first().map(|(_, w)| w))
-                .collect()
-        };
-        for d in victims.iter().filter_map(Weak::upgrade) {
-            d.take_fd();
-        }
-        !victims.is_empty()
-    }
-}
-
 struct Walker<'a> {
     opts: Options,
     live: &'a Live,
     on_error: &'a (dyn Fn(&ScanError) + Sync),
     queue: Queue<Task>,
-    fds: FdCache,
+    fds: FdCache<Dir>,
     /// (dev, ino) of every non-directory with more than one link met so far.
     seen: Mutex<HashSet<(u64, u64)>>,
     seq: AtomicU64,
@@ -808,4 +742,14 @@ impl Walker<'_> {
 
 fn text(e: Errno) -> String {
     crate::error::errno_text(e)
+}
+
+impl crate::fdcache::HoldsFd for Dir {
+    fn key(&self) -> (u32, u64) {
+        (self.depth, self.seq)
+    }
+
+    fn slot(&self) -> &Mutex<Option<Arc<OwnedFd>>> {
+        &self.fd
+    }
 }

@@ -95,21 +95,27 @@ impl Meta {
     /// Reads `meta.json` of an entry; `None` if missing or unreadable (a crash can leave it
     /// empty when the hide was not `--durable`).
     pub fn read(entry: &OwnedFd) -> Option<Meta> {
-        let fd = openat(
-            entry,
-            META,
-            OFlags::RDONLY | OFlags::NOFOLLOW | OFlags::CLOEXEC,
-            Mode::empty(),
-        )
-        .ok()?;
-        let mut text = Vec::new();
-        use std::io::Read;
-        std::fs::File::from(fd)
-            .take(1 << 20)
-            .read_to_end(&mut text)
-            .ok()?;
-        serde_json::from_slice(&text).ok()
+        read_json(entry, META)
     }
+}
+
+/// A small JSON file (at most 1 MiB) in `dir`, never through a symlink; `None` if missing or
+/// not valid.
+pub fn read_json<T: serde::de::DeserializeOwned>(dir: &OwnedFd, name: &CStr) -> Option<T> {
+    use std::io::Read;
+    let fd = openat(
+        dir,
+        name,
+        OFlags::RDONLY | OFlags::NOFOLLOW | OFlags::CLOEXEC,
+        Mode::empty(),
+    )
+    .ok()?;
+    let mut text = Vec::new();
+    std::fs::File::from(fd)
+        .take(1 << 20)
+        .read_to_end(&mut text)
+        .ok()?;
+    serde_json::from_slice(&text).ok()
 }
 
 fn unhex(hex: &str) -> Vec<u8> {

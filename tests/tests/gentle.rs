@@ -1,5 +1,5 @@
 //! Gentle removal of large files (`reclaim rm FILE` without `--fast`): a regular file that
-//! allocates at least 16 MiB is hidden under `.reclaim-shrink.<inode>`, shrunk from the end in
+//! allocates at least 64 MiB is hidden under `.reclaim-shrink.<inode>`, shrunk from the end in
 //! paced steps and unlinked — unless someone else could see it shrink (other hard links, another
 //! opener, a lease), in which case it is unlinked whole and nobody else's data changes.
 //!
@@ -318,7 +318,7 @@ fn shrinks_block_mapped_file_in_steps_on_ext3() {
     s.file("vol/neighbour", "stays\n");
     let before = s.snapshot("vol");
     // 32 MiB block-mapped: 8 indirect blocks + a region, ~9 units; first step 4 units.
-    let big = written(&s, "vol/big", 32 * MIB, 2);
+    let big = written(&s, "vol/big", 96 * MIB, 2);
     let out = rm(&s, &["--json", "vol/big"]);
     util::assert_success(&out);
     let e = one_gentle(&out.stdout, "vol/big", &big);
@@ -360,8 +360,8 @@ fn cheap_file_is_unlinked_without_steps() {
         return;
     };
     let before = s.snapshot("vol");
-    // 32 MiB in one extent in one 128 MiB region on a fresh image: ~1 unit.
-    let big = fallocated(&s, "vol/big", 32 * MIB, 4);
+    // 96 MiB in one or two extents, one or two 128 MiB regions on a fresh image: <= 3 units.
+    let big = fallocated(&s, "vol/big", 96 * MIB, 4);
     let out = rm(&s, &["--json", "vol/big"]);
     util::assert_success(&out);
     let e = one_gentle(&out.stdout, "vol/big", &big);
@@ -370,7 +370,7 @@ fn cheap_file_is_unlinked_without_steps() {
     assert!(!s.exists("vol/big"));
     assert_same("vol", &before, &s.snapshot("vol"));
     // And nothing is said about it on stderr without --json.
-    fallocated(&s, "vol/big2", 32 * MIB, 5);
+    fallocated(&s, "vol/big2", 96 * MIB, 5);
     let out = rm(&s, &["vol/big2"]);
     util::assert_success(&out);
     assert_eq!(util::stderr_of(&out), "");
@@ -407,7 +407,7 @@ fn each_large_file_named_gets_its_own_entry() {
     s.file("vol/small", "small\n");
     let before = without(s.snapshot("vol"), "small");
     let dear = fallocated(&s, "vol/dear", 1 << 30, 15);
-    let cheap = fallocated(&s, "vol/cheap", 32 * MIB, 16);
+    let cheap = fallocated(&s, "vol/cheap", 96 * MIB, 16);
     let out = rm(&s, &["--json", "vol/dear", "vol/small", "vol/cheap"]);
     util::assert_success(&out);
     assert_eq!(parse_report(&out.stdout).files, 3);
@@ -445,7 +445,7 @@ fn never_shrinks_a_file_with_other_links() {
         return;
     };
     // Block-mapped and 32 MiB: expensive, so it would be shrunk if the link were missed.
-    let big = written(&s, "vol/big", 32 * MIB, 7);
+    let big = written(&s, "vol/big", 96 * MIB, 7);
     s.hardlink("vol/keep", "vol/big");
     let before = without(s.snapshot("vol"), "big");
     let out = rm(&s, &["--json", "vol/big"]);
@@ -469,7 +469,7 @@ fn never_shrinks_a_file_another_process_holds_open() {
         return;
     };
     let before = s.snapshot("vol");
-    let big = written(&s, "vol/big", 32 * MIB, 8);
+    let big = written(&s, "vol/big", 96 * MIB, 8);
     let held = File::open(s.path("vol/big")).unwrap();
     let out = rm(&s, &["--json", "vol/big"]);
     util::assert_success(&out);
@@ -643,14 +643,14 @@ fn hidden_leftover_is_finished_by_name() {
     s.file("vol/neighbour", "stays\n");
     let before = s.snapshot("vol");
     // What a killed run leaves: the file under its hidden name, partly shrunk.
-    let big = written(&s, "vol/big", 32 * MIB, 12);
+    let big = written(&s, "vol/big", 96 * MIB, 12);
     let hidden = format!("{HIDDEN}{:x}", big.ino);
     fs::rename(s.path("vol/big"), s.path(format!("vol/{hidden}"))).unwrap();
     let f = fs::OpenOptions::new()
         .write(true)
         .open(s.path(format!("vol/{hidden}")))
         .unwrap();
-    f.set_len(24 * MIB).unwrap();
+    f.set_len(80 * MIB).unwrap();
     f.sync_all().unwrap();
     drop(f);
     let left = Big {
@@ -680,10 +680,10 @@ fn next_gentle_removal_in_the_directory_finishes_a_leftover() {
     s.file("vol/neighbour", "stays\n");
     let before = s.snapshot("vol");
     // A killed run's leftover, and a new big file in the same directory.
-    let old = written(&s, "vol/old", 24 * MIB, 21);
+    let old = written(&s, "vol/old", 80 * MIB, 21);
     let hidden = format!("{HIDDEN}{:x}", old.ino);
     fs::rename(s.path("vol/old"), s.path(format!("vol/{hidden}"))).unwrap();
-    written(&s, "vol/big", 24 * MIB, 22);
+    written(&s, "vol/big", 80 * MIB, 22);
     let out = rm(&s, &["--json", "vol/big"]);
     util::assert_success(&out);
     let entries = gentle_of(&out.stdout);
@@ -718,8 +718,8 @@ fn kill_during_shrink_leaves_file_whole_or_hidden() {
     };
     let mut hidden_seen = 0;
     for trial in 0..5u64 {
-        let big = written(&s, "vol/big", 32 * MIB, 100 + trial);
-        // Slow on purpose (4 MiB/s: ~3 s): first step ~12 MiB, then a pause.
+        let big = written(&s, "vol/big", 96 * MIB, 100 + trial);
+        // Slow on purpose (4 MiB/s: ~24 s): steps of 1 MiB, each followed by a pause.
         let mut child = spawn_rm(&s, &["--rate", "4M", "vol/big"]);
         // Trials 0 and 1 are killed early (maybe before the rename); the others some time
         // after the file was hidden or started to shrink.
@@ -776,7 +776,7 @@ fn kill_during_shrink_leaves_file_whole_or_hidden() {
             let out = rm(&s, &["--json", &rel]);
             util::assert_success(&out);
             let g = gentle_of(&out.stdout);
-            assert_eq!(g.len(), usize::from(allocated >= 16 * MIB), "{g:?}");
+            assert_eq!(g.len(), usize::from(allocated >= 64 * MIB), "{g:?}");
             assert!(!s.exists(&rel));
         }
         assert_same("vol", &before, &s.snapshot("vol"));
@@ -802,7 +802,7 @@ fn stops_shrinking_when_another_process_opens_the_hidden_file() {
     s.file("vol/neighbour", "stays\n");
     let before = s.snapshot("vol");
     let dir = s.path("vol");
-    let big = written(&s, "vol/big", 32 * MIB, 13);
+    let big = written(&s, "vol/big", 96 * MIB, 13);
     let mut child = spawn_rm(&s, &["--json", "--rate", "1M", "vol/big"]);
     // Steps of at most 1 MiB, each followed by a ~1 s pause (rate cap): open the hidden file
     // in the first pause.
@@ -848,7 +848,7 @@ fn never_shrinks_a_file_after_it_gains_another_link() {
         return;
     };
     let dir = s.path("vol");
-    let big = written(&s, "vol/big", 32 * MIB, 14);
+    let big = written(&s, "vol/big", 96 * MIB, 14);
     let mut child = spawn_rm(&s, &["--json", "--rate", "4M", "vol/big"]);
     let (hidden, len) = poll(&mut child, "first step", || {
         first_step_taken(&dir, big.size)
