@@ -117,6 +117,31 @@ impl Config {
                 Err(e) => return Err(ConfigError::Read(f, e)),
             }
         }
+        cfg.merge(Config::from_env()?);
+        Ok(cfg)
+    }
+
+    /// `RECLAIM_MODE`, `RECLAIM_MAX_LATENCY`, `RECLAIM_RATE`, `RECLAIM_IOPS`, as an `[rm]`.
+    fn from_env() -> Result<Config, ConfigError> {
+        let var = |k: &str| std::env::var(k).ok().filter(|v| !v.is_empty());
+        let iops = match var("RECLAIM_IOPS") {
+            Some(v) => Some(v.parse::<u64>().map_err(|e| {
+                ConfigError::Parse("environment".into(), format!("RECLAIM_IOPS={v}: {e}"))
+            })?),
+            None => None,
+        };
+        let cfg = Config {
+            rm: RmDefaults {
+                mode: var("RECLAIM_MODE"),
+                max_latency: var("RECLAIM_MAX_LATENCY"),
+                rate: var("RECLAIM_RATE"),
+                iops,
+                ..RmDefaults::default()
+            },
+            prune: BTreeMap::new(),
+        };
+        cfg.check()
+            .map_err(|e| ConfigError::Parse("environment".into(), e))?;
         Ok(cfg)
     }
 

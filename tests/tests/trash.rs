@@ -1398,3 +1398,62 @@ fn plain_reap_waits_out_a_grace_window() {
         "freed an entry in its grace window ({took:?})"
     );
 }
+
+// ---------------------------------------------------------------------------------------------
+// Defaults from the config file and the environment.
+
+#[test]
+fn mode_background_from_the_config_file_or_the_environment() {
+    let s = Scratch::new();
+    let Some(_vol) = vol(
+        &s,
+        "mode_background_from_the_config_file_or_the_environment",
+    ) else {
+        return;
+    };
+    let t = trash(&s);
+    s.file("vol/a", "a\n");
+    s.file("vol/b", "b\n");
+    s.file("vol/c", "c\n");
+    let cfg = s.file("reclaim.toml", "[rm]\nmode = \"background\"\n");
+    let o = s
+        .rm(&["vol/a"])
+        .env("RECLAIM_CONFIG", &cfg)
+        .env(NO_SPAWN, "1")
+        .env("XDG_STATE_HOME", util::state_home(&s))
+        .output()
+        .unwrap();
+    util::assert_success(&o);
+    let o = s
+        .rm(&["vol/b"])
+        .env("RECLAIM_MODE", "background")
+        .env(NO_SPAWN, "1")
+        .env("XDG_STATE_HOME", util::state_home(&s))
+        .output()
+        .unwrap();
+    util::assert_success(&o);
+    assert_eq!(trash_entries(&t).len(), 2, "both hidden, not removed");
+    // A flag wins over both.
+    let o = s
+        .rm(&["--now", "vol/c"])
+        .env("RECLAIM_CONFIG", &cfg)
+        .env("RECLAIM_MODE", "background")
+        .output()
+        .unwrap();
+    util::assert_success(&o);
+    assert_eq!(trash_entries(&t).len(), 2, "--now removed it directly");
+    assert!(!s.exists("vol/c"));
+    // A bad value in the environment is a usage error naming it.
+    let o = s
+        .rm(&["vol/nothing"])
+        .env("RECLAIM_MAX_LATENCY", "soon")
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(2));
+    assert!(
+        util::stderr_of(&o).contains("soon"),
+        "{}",
+        util::stderr_of(&o)
+    );
+    util::assert_success(&run_ns(&s, &["reap", "--trash", t.to_str().unwrap()]));
+}
