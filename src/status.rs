@@ -39,7 +39,10 @@ pub struct ReaperStatus {
     pub rate_bps: f64,
     pub freed_bytes: u64,
     pub files: u64,
-    /// Seconds to free the known pending bytes at the current rate.
+    /// Files removed per second since the reaper started.
+    pub files_per_s: f64,
+    /// Seconds to free the pending bytes at the current rate; none while a tree of unknown
+    /// size is pending (the estimate would miss its bytes).
     pub eta_s: Option<f64>,
 }
 
@@ -103,9 +106,14 @@ fn of_trash(t: &Trash) -> TrashStatus {
         });
     }
     let pending_bytes = items.iter().filter_map(|i| i.allocated).sum();
+    let unknown = items.iter().any(|i| i.allocated.is_none());
     let reaper = reaper::holder(t).map(|pid| {
         let st = state::read(&t.dir).filter(|s| s.pid == pid);
         let rate = st.as_ref().map_or(0.0, |s| s.rate_bps);
+        let files = st.as_ref().map_or(0, |s| s.files);
+        let secs = st
+            .as_ref()
+            .map_or(0.0, |s| (s.updated_unix - s.started_unix).max(0.0));
         ReaperStatus {
             pid,
             state: st
@@ -114,8 +122,9 @@ fn of_trash(t: &Trash) -> TrashStatus {
             entry: st.as_ref().and_then(|s| s.entry.clone()),
             rate_bps: rate,
             freed_bytes: st.as_ref().map_or(0, |s| s.freed_bytes),
-            files: st.as_ref().map_or(0, |s| s.files),
-            eta_s: (rate > 0.0).then(|| pending_bytes as f64 / rate),
+            files,
+            files_per_s: if secs > 0.5 { files as f64 / secs } else { 0.0 },
+            eta_s: (rate > 0.0 && !unknown).then(|| pending_bytes as f64 / rate),
         }
     });
     TrashStatus {
@@ -160,15 +169,19 @@ impl Status {
             ));
             match &t.reaper {
                 Some(r) => {
-                    let eta = r
-                        .eta_s
-                        .map_or_else(|| "ETA ?".into(), |e| format!("ETA {}", secs(e)));
+                    let eta = match r.eta_s {
+                        Some(e) => format!("ETA {}", secs(e)),
+                        None if t.unknown_size > 0 => "ETA ? (a tree of unknown size)".into(),
+                        None => "ETA ?".into(),
+                    };
                     s.push_str(&format!(
-                        "  reaper {} {}, {}/s, {} freed so far, {eta}{}\n",
+                        "  reaper {} {}: {}/s, {} freed and {} files removed so far ({} files/s), {eta}{}\n",
                         r.pid,
                         r.state,
                         bytes(r.rate_bps as u64),
                         bytes(r.freed_bytes),
+                        group(r.files),
+                        group(r.files_per_s as u64),
                         r.entry
                             .as_ref()
                             .map(|e| format!(" (now: '{e}')"))
