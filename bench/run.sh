@@ -14,6 +14,8 @@
 
 set -Eeuo pipefail
 shopt -s inherit_errexit 2>/dev/null || true
+# shellcheck source=bench/lib.sh
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
 # Run in a private mount namespace: our loop mounts are invisible outside (nothing can be left
 # mounted in the host namespace, even after kill -9), and other processes that unshare(2)
@@ -118,15 +120,7 @@ for f in $FS_LIST; do [[ $f == ext4 || $f == xfs || $f == root ]] || { echo "run
 
 T0=$(date +%s)
 PROGRESS_LOG=/dev/null
-log() {
-    local line
-    line="[$(date +%H:%M:%S) +$(($(date +%s) - T0))s] $*"
-    echo "$line" >&2
-    echo "$line" >>"$PROGRESS_LOG"
-}
-warn() { log "WARNING: $*"; }
 load1() { cut -d' ' -f1 /proc/loadavg; }
-die() { log "ERROR: $*"; exit 1; }
 
 [[ $EUID -eq 0 ]] || { echo "run.sh: must run as root (loop devices, mount, drop_caches)" >&2; exit 1; }
 
@@ -278,19 +272,6 @@ MARKER=.reclaim-bench-scratch
 SCRATCH="" TOKEN=""
 declare -a MOUNTED=() LOOPS=()
 
-mounts_under() { # mount points at or below $1, deepest first
-    awk -v p="$1" '$2 == p || index($2, p "/") == 1 { print $2 }' /proc/self/mounts | sort -r
-}
-marker_ok() {
-    [[ -n $SCRATCH && -n $TOKEN && -f $SCRATCH/$MARKER && ! -L $SCRATCH/$MARKER ]] &&
-        [[ $(<"$SCRATCH/$MARKER") == "$TOKEN" ]]
-}
-guard() { # dies unless $1 is strictly inside the marked scratch dir
-    local p
-    p=$(realpath -m -- "$1")
-    [[ -n $SCRATCH && $p == "$SCRATCH"/?* ]] && marker_ok ||
-        die "refusing to operate on '$1': not inside the marked scratch dir '$SCRATCH'"
-}
 safe_rm() { # removes $1 (inside scratch, nothing mounted below)
     guard "$1"
     [[ -z $(mounts_under "$(realpath -m -- "$1")") ]] || die "refusing to remove $1: something is mounted below it"
@@ -311,17 +292,6 @@ make_scratch() {
     log "scratch dir: $SCRATCH ($(findmnt -no SOURCE,FSTYPE -T "$SCRATCH" | tr -s ' '))"
 }
 
-umount_retry() {
-    local m=$1 i
-    for i in 1 2 3 4 5; do
-        umount -- "$m" 2>/dev/null && return 0
-        sleep 1
-    done
-    umount -- "$m" 2>&1 | sed 's/^/umount: /' >&2 || true
-    mountpoint -q -- "$m" || return 0
-    warn "lazy unmount of $m"
-    umount -l -- "$m"
-}
 
 exec {STDERR_FD}>&2 # the trap may fire inside a redirection (timed's 2>file): log to the real stderr
 cleanup() {
@@ -370,12 +340,6 @@ attach() { # sets LOOP
     LOOP=$(losetup --direct-io=on -f --show -- "$1")
     LOOPS+=("$LOOP")
 }
-detach() {
-    losetup -d "$1"
-    local keep=() d
-    for d in "${LOOPS[@]}"; do [[ $d == "$1" ]] || keep+=("$d"); done
-    LOOPS=("${keep[@]}")
-}
 mount_loop() { # fs dev mnt
     guard "$3"
     # xfs: nouuid, because every run mounts a copy of the same image (same UUID) and a
@@ -383,12 +347,6 @@ mount_loop() { # fs dev mnt
     # shellcheck disable=SC2086
     mount -t "$1" ${MOUNT_OPTS[$1]:+-o ${MOUNT_OPTS[$1]}} -- "$2" "$3"
     MOUNTED+=("$3")
-}
-unmount() {
-    umount_retry "$1"
-    local keep=() d
-    for d in "${MOUNTED[@]}"; do [[ $d == "$1" ]] || keep+=("$d"); done
-    MOUNTED=("${keep[@]}")
 }
 
 round4k() { echo $(((($1) + 4095) / 4096 * 4096)); }
@@ -415,14 +373,6 @@ secs_since() { # start (EPOCHREALTIME) -> seconds with 3 decimals
     awk -v a="$1" -v b="$now" 'BEGIN { printf "%.3f", b - a }'
 }
 
-drop_caches() {
-    sync
-    if ! echo 3 >/proc/sys/vm/drop_caches 2>/dev/null; then
-        [[ -n ${DROP_WARNED:-} ]] || warn "cannot drop caches: runs are NOT cold-cache"
-        DROP_WARNED=1
-        CACHES=warm
-    fi
-}
 
 build_golden() { # fs workload
     local fs=$1 wl=$2 img=$SCRATCH/golden-$1-$2.img mnt=$SCRATCH/mnt/$1 t

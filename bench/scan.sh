@@ -19,6 +19,8 @@
 
 set -Eeuo pipefail
 shopt -s inherit_errexit 2>/dev/null || true
+# shellcheck source=bench/lib.sh
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
 if [[ $EUID -eq 0 && -z ${RECLAIM_BENCH_NS:-} ]] && unshare --mount --propagation private true 2>/dev/null; then
     export RECLAIM_BENCH_NS=$$
@@ -87,14 +89,6 @@ done
 
 T0=$(date +%s)
 PROGRESS_LOG=/dev/null
-log() {
-    local line
-    line="[$(date +%H:%M:%S) +$(($(date +%s) - T0))s] $*"
-    echo "$line" >&2
-    echo "$line" >>"$PROGRESS_LOG"
-}
-warn() { log "WARNING: $*"; }
-die() { log "ERROR: $*"; exit 1; }
 load1() { cut -d' ' -f1 /proc/loadavg; }
 
 [[ $EUID -eq 0 ]] || { echo "scan.sh: must run as root (loop device, mount, drop_caches)" >&2; exit 1; }
@@ -210,19 +204,6 @@ build() {
 MARKER=.reclaim-bench-scratch
 SCRATCH="" TOKEN="" LOOP="" MNT=""
 
-mounts_under() { # mount points at or below $1, deepest first
-    awk -v p="$1" '$2 == p || index($2, p "/") == 1 { print $2 }' /proc/self/mounts | sort -r
-}
-marker_ok() {
-    [[ -n $SCRATCH && -n $TOKEN && -f $SCRATCH/$MARKER && ! -L $SCRATCH/$MARKER ]] &&
-        [[ $(<"$SCRATCH/$MARKER") == "$TOKEN" ]]
-}
-guard() { # dies unless $1 is strictly inside the marked scratch dir
-    local p
-    p=$(realpath -m -- "$1")
-    [[ -n $SCRATCH && $p == "$SCRATCH"/?* ]] && marker_ok ||
-        die "refusing to operate on '$1': not inside the marked scratch dir '$SCRATCH'"
-}
 
 make_scratch() {
     local base
@@ -296,14 +277,6 @@ SPEC="--shape tree --files $FILES --fanout $FANOUT --per-leaf $PER_LEAF --size $
 secs_since() { awk -v a="$1" -v b="$EPOCHREALTIME" 'BEGIN { printf "%.3f", b - a }'; }
 
 CACHES=cold
-drop_caches() {
-    sync
-    if ! echo 3 >/proc/sys/vm/drop_caches 2>/dev/null; then
-        [[ -n ${DROP_WARNED:-} ]] || warn "cannot drop caches: runs are NOT cold-cache"
-        DROP_WARNED=1
-        CACHES=warm
-    fi
-}
 
 build_image() {
     local img=$SCRATCH/scan.img t

@@ -21,6 +21,8 @@
 
 set -Eeuo pipefail
 shopt -s inherit_errexit 2>/dev/null || true
+# shellcheck source=bench/lib.sh
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
 if [[ $EUID -eq 0 && -z ${RECLAIM_TRASH_BENCH_NS:-} ]] && unshare --mount --propagation private true 2>/dev/null; then
     export RECLAIM_TRASH_BENCH_NS=$$
@@ -174,14 +176,6 @@ for f in $FS_LIST; do [[ $f == ext4 || $f == xfs || $f == ext3 ]] || { echo "tra
 
 T0=$(date +%s)
 PROGRESS_LOG=/dev/null
-log() {
-    local line
-    line="[$(date +%H:%M:%S) +$(($(date +%s) - T0))s] $*"
-    echo "$line" >&2
-    echo "$line" >>"$PROGRESS_LOG"
-}
-warn() { log "WARNING: $*"; }
-die() { log "ERROR: $*"; exit 1; }
 load1() { cut -d' ' -f1 /proc/loadavg; }
 
 [[ $EUID -eq 0 ]] || { echo "trash.sh: must run as root (loop devices, mount, drop_caches)" >&2; exit 1; }
@@ -341,19 +335,6 @@ MARKER=.reclaim-bench-scratch
 SCRATCH="" TOKEN="" BIN="" MEASURE_PID=""
 declare -a LOOPS=()
 
-mounts_under() { # mount points at or below $1, deepest first
-    awk -v p="$1" '$2 == p || index($2, p "/") == 1 { print $2 }' /proc/self/mounts | sort -r
-}
-marker_ok() {
-    [[ -n $SCRATCH && -n $TOKEN && -f $SCRATCH/$MARKER && ! -L $SCRATCH/$MARKER ]] &&
-        [[ $(<"$SCRATCH/$MARKER") == "$TOKEN" ]]
-}
-guard() { # dies unless $1 is strictly inside the marked scratch dir
-    local p
-    p=$(realpath -m -- "$1")
-    [[ -n $SCRATCH && $p == "$SCRATCH"/?* ]] && marker_ok ||
-        die "refusing to operate on '$1': not inside the marked scratch dir '$SCRATCH'"
-}
 guard_on_loop() { # path mnt: dies unless path is inside scratch and on our loop mount mnt
     guard "$1"
     local m
@@ -412,17 +393,6 @@ wait_reapers() {
     return 1
 }
 
-umount_retry() {
-    local m=$1 i
-    for i in 1 2 3 4 5; do
-        umount -- "$m" 2>/dev/null && return 0
-        sleep 1
-    done
-    umount -- "$m" 2>&1 | sed 's/^/umount: /' >&2 || true
-    mountpoint -q -- "$m" || return 0
-    warn "lazy unmount of $m"
-    umount -l -- "$m"
-}
 
 exec {STDERR_FD}>&2
 cleanup() {
@@ -491,12 +461,6 @@ attach() { # image -> LOOP
     LOOP=$(losetup --direct-io=on -f --show -- "$1")
     LOOPS+=("$LOOP")
 }
-detach() {
-    losetup -d "$1"
-    local keep=() d
-    for d in "${LOOPS[@]}"; do [[ $d == "$1" ]] || keep+=("$d"); done
-    LOOPS=("${keep[@]}")
-}
 mount_loop() { # fs dev mnt
     guard "$3"
     mkdir -p -- "$3"
@@ -504,12 +468,6 @@ mount_loop() { # fs dev mnt
     # shellcheck disable=SC2086
     mount -t "$1" ${MOUNT_OPTS[$1]:+-o ${MOUNT_OPTS[$1]}} -- "$2" "$3"
     MOUNTED+=("$3")
-}
-unmount() {
-    umount_retry "$1"
-    local keep=() d
-    for d in "${MOUNTED[@]}"; do [[ $d == "$1" ]] || keep+=("$d"); done
-    MOUNTED=("${keep[@]}")
 }
 up() { # fs image mnt: attach + mount (sets LOOP)
     attach "$2"

@@ -1,0 +1,60 @@
+# Shared by the benchmark scripts (run.sh, trash.sh, scan.sh): logging and the safety
+# helpers around the marked scratch directory, loop devices and mounts. Source it after the
+# script's own settings; it defines functions only. They use these globals of the caller:
+#   T0 (start, seconds), PROGRESS_LOG (a file), SCRATCH, MARKER, TOKEN (the marked scratch
+#   dir), LOOPS and MOUNTED (arrays of what the script attached/mounted), and set
+#   DROP_WARNED / CACHES=warm when the page cache cannot be dropped.
+# shellcheck shell=bash
+
+log() {
+    local line
+    line="[$(date +%H:%M:%S) +$(($(date +%s) - T0))s] $*"
+    echo "$line" >&2
+    echo "$line" >>"$PROGRESS_LOG"
+}
+warn() { log "WARNING: $*"; }
+die() { log "ERROR: $*"; exit 1; }
+mounts_under() { # mount points at or below $1, deepest first
+    awk -v p="$1" '$2 == p || index($2, p "/") == 1 { print $2 }' /proc/self/mounts | sort -r
+}
+marker_ok() {
+    [[ -n $SCRATCH && -n $TOKEN && -f $SCRATCH/$MARKER && ! -L $SCRATCH/$MARKER ]] &&
+        [[ $(<"$SCRATCH/$MARKER") == "$TOKEN" ]]
+}
+guard() { # dies unless $1 is strictly inside the marked scratch dir
+    local p
+    p=$(realpath -m -- "$1")
+    [[ -n $SCRATCH && $p == "$SCRATCH"/?* ]] && marker_ok ||
+        die "refusing to operate on '$1': not inside the marked scratch dir '$SCRATCH'"
+}
+umount_retry() {
+    local m=$1 i
+    for i in 1 2 3 4 5; do
+        umount -- "$m" 2>/dev/null && return 0
+        sleep 1
+    done
+    umount -- "$m" 2>&1 | sed 's/^/umount: /' >&2 || true
+    mountpoint -q -- "$m" || return 0
+    warn "lazy unmount of $m"
+    umount -l -- "$m"
+}
+detach() {
+    losetup -d "$1"
+    local keep=() d
+    for d in "${LOOPS[@]}"; do [[ $d == "$1" ]] || keep+=("$d"); done
+    LOOPS=("${keep[@]}")
+}
+unmount() {
+    umount_retry "$1"
+    local keep=() d
+    for d in "${MOUNTED[@]}"; do [[ $d == "$1" ]] || keep+=("$d"); done
+    MOUNTED=("${keep[@]}")
+}
+drop_caches() {
+    sync
+    if ! echo 3 >/proc/sys/vm/drop_caches 2>/dev/null; then
+        [[ -n ${DROP_WARNED:-} ]] || warn "cannot drop caches: runs are NOT cold-cache"
+        DROP_WARNED=1
+        CACHES=warm
+    fi
+}
