@@ -58,3 +58,25 @@ drop_caches() {
         CACHES=warm
     fi
 }
+release_scratch() { # name: unmount all under the scratch dir, detach its loop devices, remove it
+    local name=$1 m dev back
+    [[ -n ${SCRATCH:-} ]] || return 0
+    for m in $(mounts_under "$SCRATCH"); do umount_retry "$m"; done
+    # Every loop device whose backing file is in the scratch dir, tracked or not.
+    while read -r dev back; do
+        [[ $back == "$SCRATCH"/* ]] && losetup -d "$dev"
+    done < <(losetup -n -l -O NAME,BACK-FILE 2>/dev/null)
+    if losetup -n -l -O BACK-FILE 2>/dev/null | grep -q "^$SCRATCH/"; then
+        echo "$name: a loop device on $SCRATCH is still busy (held elsewhere); it detaches itself when released:" >&2
+        losetup -l | grep -F "$SCRATCH/" >&2
+    fi
+    if [[ -n $(mounts_under "$SCRATCH") ]]; then
+        echo "$name: something is still mounted under $SCRATCH; NOT removing it" >&2
+    elif [[ ${KEEP:-0} == 1 ]]; then
+        echo "$name: keeping $SCRATCH (--keep); remove it with: rm -rf --one-file-system $SCRATCH" >&2
+    elif marker_ok; then
+        rm -rf --one-file-system -- "$SCRATCH"
+    else
+        echo "$name: marker of $SCRATCH missing or wrong; NOT removing it" >&2
+    fi
+}

@@ -301,28 +301,7 @@ cleanup() {
     exec 2>&"$STDERR_FD"
     cd /
     if [[ -n $SCRATCH ]]; then
-        local m dev back
-        for m in $(mounts_under "$SCRATCH"); do umount_retry "$m"; done
-        # Every loop device whose backing file is in the scratch dir, tracked or not.
-        while read -r dev back; do
-            [[ $back == "$SCRATCH"/* ]] && losetup -d "$dev"
-        done < <(losetup -n -l -O NAME,BACK-FILE 2>/dev/null)
-        for dev in "${LOOPS[@]}"; do
-            losetup -n -l -O BACK-FILE "$dev" 2>/dev/null | grep -q "^$SCRATCH/" && losetup -d "$dev"
-        done
-        if losetup -n -l -O BACK-FILE 2>/dev/null | grep -q "^$SCRATCH/"; then
-            echo "run.sh: a loop device on $SCRATCH is still busy (held elsewhere); it detaches itself when released:" >&2
-            losetup -l | grep -F "$SCRATCH/" >&2
-        fi
-        if [[ -n $(mounts_under "$SCRATCH") ]]; then
-            echo "run.sh: something is still mounted under $SCRATCH; NOT removing it" >&2
-        elif [[ $KEEP == 1 ]]; then
-            echo "run.sh: keeping $SCRATCH (--keep); remove it with: rm -rf --one-file-system $SCRATCH" >&2
-        elif marker_ok; then
-            rm -rf --one-file-system -- "$SCRATCH"
-        else
-            echo "run.sh: marker of $SCRATCH missing or wrong; NOT removing it" >&2
-        fi
+        release_scratch run.sh
     fi
     [[ $rc == 0 ]] || echo "run.sh: exiting with status $rc (results so far in ${OUT:-?})" >&2
     exit "$rc"

@@ -239,20 +239,7 @@ cleanup() {
     exec 2>&"$STDERR_FD"
     cd /
     if [[ -n $SCRATCH ]]; then
-        local m dev back
-        for m in $(mounts_under "$SCRATCH"); do umount_retry "$m"; done
-        while read -r dev back; do
-            [[ $back == "$SCRATCH"/* ]] && losetup -d "$dev"
-        done < <(losetup -n -l -O NAME,BACK-FILE 2>/dev/null)
-        if [[ -n $(mounts_under "$SCRATCH") ]]; then
-            echo "scan.sh: something is still mounted under $SCRATCH; NOT removing it" >&2
-        elif [[ $KEEP == 1 ]]; then
-            echo "scan.sh: keeping $SCRATCH (--keep); remove it with: rm -rf --one-file-system $SCRATCH" >&2
-        elif marker_ok; then
-            rm -rf --one-file-system -- "$SCRATCH"
-        else
-            echo "scan.sh: marker of $SCRATCH missing or wrong; NOT removing it" >&2
-        fi
+        release_scratch scan.sh
     fi
     [[ $rc == 0 ]] || echo "scan.sh: exiting with status $rc (results so far in ${OUT:-?})" >&2
     exit "$rc"

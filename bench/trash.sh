@@ -418,23 +418,7 @@ cleanup() {
             [[ -z $pids ]] || kill -KILL $pids 2>/dev/null
             sleep 0.2
         fi
-        for m in $(mounts_under "$SCRATCH"); do umount_retry "$m"; done
-        while read -r dev back; do
-            [[ $back == "$SCRATCH"/* ]] && losetup -d "$dev"
-        done < <(losetup -n -l -O NAME,BACK-FILE 2>/dev/null)
-        if losetup -n -l -O BACK-FILE 2>/dev/null | grep -q "^$SCRATCH/"; then
-            echo "trash.sh: a loop device on $SCRATCH is still busy; it detaches itself when released:" >&2
-            losetup -l | grep -F "$SCRATCH/" >&2
-        fi
-        if [[ -n $(mounts_under "$SCRATCH") ]]; then
-            echo "trash.sh: something is still mounted under $SCRATCH; NOT removing it" >&2
-        elif [[ $KEEP == 1 ]]; then
-            echo "trash.sh: keeping $SCRATCH (--keep); remove it with: rm -rf --one-file-system $SCRATCH" >&2
-        elif marker_ok; then
-            rm -rf --one-file-system -- "$SCRATCH"
-        else
-            echo "trash.sh: marker of $SCRATCH missing or wrong; NOT removing it" >&2
-        fi
+        release_scratch trash.sh
     fi
     [[ $rc == 0 ]] || echo "trash.sh: exiting with status $rc (results so far in ${OUT:-?})" >&2
     exit "$rc"
