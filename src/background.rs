@@ -86,9 +86,11 @@ impl Hider {
                 }
                 Hide::Hidden(h)
             }
-            Err(Reason::Os(rustix::io::Errno::XDEV)) => {
-                Hide::Fallback("its trash is on another mount".into())
-            }
+            // Another mount, or (xfs) another project-quota tree: rename(2) cannot move it.
+            Err(Reason::Os(rustix::io::Errno::XDEV)) => Hide::Fallback(
+                "it cannot be renamed into the trash (EXDEV: another mount or quota project)"
+                    .into(),
+            ),
             Err(e) => Hide::Failed(e),
         }
     }
