@@ -54,6 +54,27 @@ pub struct Options {
     pub stat_files: bool,
     /// Unlink rate limit, steered by the tree pacer and capped by `--iops`; `None` = none.
     pub throttle: Option<std::sync::Arc<crate::pace::throttle::Throttle>>,
+    /// Who frees the large regular files met in small directories (the shrinker, paced);
+    /// `None`: everything is unlinked.
+    pub large_files: Option<Arc<dyn LargeFiles>>,
+}
+
+/// Directories with at most this many non-directory entries have each entry `lstat`ed, so
+/// that large files in them (a backup directory with a few big dumps) go to `large_files`
+/// instead of being unlinked at once. Bigger directories (the million small files) are not
+/// stated: a stat per file cost up to 2.2x (bench/RESULTS.md).
+pub const LARGE_FILE_DIR_MAX: usize = 64;
+
+/// Frees one large regular file found in a tree, in place of its unlink.
+pub trait LargeFiles: Send + Sync + std::fmt::Debug {
+    /// Removes `name` in `dir` (`facts` from its `lstat`; `path` for messages).
+    fn remove(
+        &self,
+        dir: &OwnedFd,
+        name: &CStr,
+        facts: &dirfd::Facts,
+        path: &std::path::Path,
+    ) -> Result<(), Reason>;
 }
 
 impl Default for Options {
@@ -68,6 +89,7 @@ impl Default for Options {
             batch: 1024,
             stat_files: false,
             throttle: None,
+            large_files: None,
         }
     }
 }
@@ -428,6 +450,7 @@ impl Engine<'_> {
         let mut batch = Batch::default();
         let mut all = Listing::default();
         let mut subdirs: Vec<CString> = Vec::new();
+        let mut dispatched_any = false;
         let listed = dirfd::for_each_entry(&fd, buf, |name, ftype, ino| {
             if ftype == FileType::Directory {
                 subdirs.push(name.to_owned());
@@ -436,6 +459,7 @@ impl Engine<'_> {
             } else {
                 batch.push(name);
                 if batch.len() >= large {
+                    dispatched_any = true;
                     self.dispatch(&node, std::mem::take(&mut batch));
                 }
             }
@@ -449,7 +473,10 @@ impl Engine<'_> {
         for name in subdirs {
             self.push_subdir(&node, name);
         }
+        // Nothing was dispatched while reading (Readdir order dispatches full batches).
+        let mut batches_were_one = !dispatched_any;
         if self.opts.order == Order::Inode {
+            batches_were_one = all.len() <= large;
             if all.len() >= SORT_MIN {
                 all.sort_by_inode();
             }
@@ -463,7 +490,8 @@ impl Engine<'_> {
             }
         }
         if batch.len() > 0 {
-            self.unlink_batch(&node, &fd, &batch);
+            let few = batches_were_one && batch.len() <= LARGE_FILE_DIR_MAX;
+            self.unlink_batch_checked(&node, &fd, &batch, few);
         }
         drop(fd);
         self.child_done(node);
@@ -520,6 +548,7 @@ impl Engine<'_> {
                         UnlinkResult::Done => return Ok(None),
                         UnlinkResult::IsDir => continue,
                         UnlinkResult::Failed(e) => return Err(Reason::Os(e)),
+                        UnlinkResult::Refused(r) => return Err(r),
                     }
                 }
                 // Out of fds (a low limit, or many trees at once): drop the shallowest, retry.
@@ -532,15 +561,64 @@ impl Engine<'_> {
 
     /// Unlinks (or, in a dry run, counts) every name of `batch` inside `dir`.
     fn unlink_batch(&self, node: &Arc<Node>, dir: &OwnedFd, batch: &Batch) {
+        self.unlink_batch_checked(node, dir, batch, false);
+    }
+
+    /// As `unlink_batch`; with `few` (the whole directory is this small batch), large regular
+    /// files go to `large_files` instead.
+    fn unlink_batch_checked(&self, node: &Arc<Node>, dir: &OwnedFd, batch: &Batch, few: bool) {
         for name in batch.names() {
-            match self.unlink_one(dir, name, || node.child_path(name)) {
+            let result = match (&self.opts.large_files, few && !self.opts.dry_run) {
+                (Some(large), true) => self.remove_maybe_large(&**large, dir, name, node),
+                _ => self.unlink_one(dir, name, || node.child_path(name)),
+            };
+            match result {
                 UnlinkResult::Done => {}
                 // A directory after all (DT_UNKNOWN, or swapped in): remove it as one.
                 UnlinkResult::IsDir => self.push_subdir(node, name.to_owned()),
                 UnlinkResult::Failed(e) => {
                     self.fail(node.child_path(name), Reason::Os(e), Some(node))
                 }
+                UnlinkResult::Refused(reason) => {
+                    self.fail(node.child_path(name), reason, Some(node))
+                }
             }
+        }
+    }
+
+    /// `lstat`s `name`: a large regular file with one link goes to `large`, anything else is
+    /// unlinked as usual.
+    fn remove_maybe_large(
+        &self,
+        large: &dyn LargeFiles,
+        dir: &OwnedFd,
+        name: &CStr,
+        node: &Arc<Node>,
+    ) -> UnlinkResult {
+        let facts = match dirfd::lstat_at(dir, name) {
+            Ok(f) => f,
+            Err(Errno::NOENT) => return UnlinkResult::Done,
+            Err(_) => return self.unlink_one(dir, name, || node.child_path(name)),
+        };
+        if facts.file_type != FileType::RegularFile
+            || facts.nlink != 1
+            || facts.allocated < crate::shrink::GENTLE_MIN_BYTES
+        {
+            return self.unlink_one(dir, name, || node.child_path(name));
+        }
+        let path = node.child_path(name);
+        match large.remove(dir, name, &facts, &path) {
+            Ok(()) | Err(Reason::Os(Errno::NOENT)) => {
+                self.counters.files.fetch_add(1, Ordering::Relaxed);
+                self.counters
+                    .bytes
+                    .fetch_add(facts.allocated, Ordering::Relaxed);
+                if self.sink.wants_removed() {
+                    self.sink.removed(&path, false);
+                }
+                UnlinkResult::Done
+            }
+            Err(reason) => UnlinkResult::Refused(reason),
         }
     }
 
@@ -675,6 +753,8 @@ enum UnlinkResult {
     Done,
     IsDir,
     Failed(Errno),
+    /// The large-file path failed (it says why).
+    Refused(Reason),
 }
 
 impl crate::fdcache::HoldsFd for Node {

@@ -220,6 +220,12 @@ pub fn run(req: &Request) -> Summary {
     if paced || (req.iops.is_some() && !trees.is_empty()) {
         engine.throttle = Some(Arc::new(Throttle::new(req.iops)));
     }
+    // Large files inside the trees are shrunk like named ones (when pacing is on).
+    let tree_files = (!req.pacing.is_fast() && !req.engine.dry_run)
+        .then(|| Arc::new(shrink::TreeFiles::new(req.pacing.clone())));
+    if let Some(tf) = &tree_files {
+        engine.large_files = Some(tf.clone());
+    }
     let pace_dir = trees.first().map(|t| t.base.clone());
     let (outcome, tree_pace) = std::thread::scope(|s| {
         s.spawn(|| progress.tick_until(&counters, started, &done));
@@ -239,6 +245,13 @@ pub fn run(req: &Request) -> Summary {
         (outcome, pacer.and_then(|p| p.join().ok()))
     });
     failures.extend(outcome.failures);
+    for (path, outcome, took) in tree_files.map(|tf| tf.take()).unwrap_or_default() {
+        gentle.push(Gentle {
+            path: path.to_string_lossy().into_owned(),
+            elapsed_s: took.as_secs_f64(),
+            outcome,
+        });
+    }
     if req.durable && !req.engine.dry_run {
         for dir in &touched {
             if let Err(e) = rustix::fs::fsync(&**dir) {

@@ -301,7 +301,15 @@ fn reap_entry(
                 // (never less than the directories' blocks, which it does count).
                 let before = crate::space::FreeSpace::of(&*entry);
                 let known = counters.bytes.load(Ordering::Relaxed);
-                let r = free_tree(trash, &entry, &facts, &pacing, &opts.engine, counters);
+                let r = free_tree(
+                    &entry,
+                    &facts,
+                    &pacing,
+                    &opts.engine,
+                    counters,
+                    &mut sum.gentle,
+                    std::path::Path::new(&shown),
+                );
                 let dirs = counters.bytes.load(Ordering::Relaxed) - known;
                 sum.bytes_freed +=
                     dirs.max(before.freed_since(&crate::space::FreeSpace::of(&*entry)));
@@ -379,12 +387,13 @@ pub fn to_pacing(p: &EntryPacing) -> Pacing {
 
 /// Removes the tree `reaping` of an entry with the engine (paced like `reclaim rm -r`).
 fn free_tree(
-    trash: &Trash,
     entry: &Arc<OwnedFd>,
     facts: &dirfd::Facts,
     pacing: &EntryPacing,
     engine: &remove::Options,
     counters: &Counters,
+    gentle: &mut Vec<crate::report::Gentle>,
+    shown: &std::path::Path,
 ) -> Result<(), Reason> {
     let mut engine = engine.clone();
     if engine.threads == 0 {
@@ -393,13 +402,18 @@ fn free_tree(
         engine.batch_threads = engine.batch_threads.min(engine.threads);
     }
     let paced = pacing.pace_trees && !pacing.fast;
+    let tree_files = (!pacing.fast).then(|| Arc::new(shrink::TreeFiles::new(to_pacing(pacing))));
+    if let Some(tf) = &tree_files {
+        engine.large_files = Some(tf.clone());
+    }
     if paced || pacing.iops.is_some() {
         engine.throttle = Some(Arc::new(Throttle::new(pacing.iops)));
     }
     let target = DirTarget {
         base: entry.clone(),
         name: REAPING.to_owned(),
-        display: trash.shown(c"", None).join("reaping"),
+        // Messages name what the user removed (its original path), not the trash.
+        display: shown.to_path_buf(),
         ident: facts.ident,
     };
     let done = AtomicBool::new(false);
@@ -416,6 +430,13 @@ fn free_tree(
         done.store(true, Ordering::Relaxed);
         out
     });
+    for (path, o, took) in tree_files.map(|tf| tf.take()).unwrap_or_default() {
+        gentle.push(crate::report::Gentle {
+            path: path.to_string_lossy().into_owned(),
+            elapsed_s: took.as_secs_f64(),
+            outcome: o,
+        });
+    }
     match outcome.failures.into_iter().next() {
         None if outcome.skipped_mounts.is_empty() => Ok(()),
         None => Err(Reason::MountPoint),

@@ -395,6 +395,52 @@ pub fn lease_holder(facts: &Facts) -> Option<u32> {
     crate::locks::recent_holder(crate::locks::Kind::Lease, facts.ident)
 }
 
+/// The large files of trees (`reclaim rm -r`, the reaper): each one the engine meets in a
+/// small directory is removed here, paced, one at a time (two shrinking at once would each
+/// measure the other as "other I/O"); the engine's other workers go on meanwhile.
+#[derive(Debug)]
+pub struct TreeFiles {
+    pacing: Pacing,
+    one_at_a_time: std::sync::Mutex<()>,
+    /// Path, outcome and time of every file removed here.
+    pub done: std::sync::Mutex<Vec<(std::path::PathBuf, Outcome, std::time::Duration)>>,
+}
+
+impl TreeFiles {
+    pub fn new(pacing: Pacing) -> Self {
+        TreeFiles {
+            pacing,
+            one_at_a_time: std::sync::Mutex::new(()),
+            done: std::sync::Mutex::new(Vec::new()),
+        }
+    }
+
+    /// What was removed here, taken out.
+    pub fn take(&self) -> Vec<(std::path::PathBuf, Outcome, std::time::Duration)> {
+        std::mem::take(&mut *self.done.lock().unwrap_or_else(|e| e.into_inner()))
+    }
+}
+
+impl crate::remove::LargeFiles for TreeFiles {
+    fn remove(
+        &self,
+        dir: &OwnedFd,
+        name: &CStr,
+        facts: &Facts,
+        path: &std::path::Path,
+    ) -> Result<(), Reason> {
+        let _turn = self.one_at_a_time.lock().unwrap_or_else(|e| e.into_inner());
+        let t = std::time::Instant::now();
+        let outcome = remove_file(dir, name, facts, &self.pacing, &|_, _, _| {})?;
+        self.done.lock().unwrap_or_else(|e| e.into_inner()).push((
+            path.to_path_buf(),
+            outcome,
+            t.elapsed(),
+        ));
+        Ok(())
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -866,3 +866,75 @@ fn never_shrinks_a_file_after_it_gains_another_link() {
     assert_prefix_of(&f, &big, len, "vol/rescued");
     assert_eq!(hidden_in(&dir), Vec::<String>::new());
 }
+
+// ---------------------------------------------------------------------------------------------
+// Large files inside trees: a backup directory with a few big dumps is freed gently too.
+
+#[test]
+fn large_file_inside_a_tree_is_shrunk_in_steps() {
+    let s = Scratch::new();
+    let Some(_vol) = ext3_vol(&s, "large_file_inside_a_tree_is_shrunk_in_steps") else {
+        return;
+    };
+    s.file("vol/neighbour", "stays\n");
+    let before = s.snapshot("vol");
+    s.mkdir("vol/backup");
+    let big = written(&s, "vol/backup/dump.sql", 96 * MIB, 31);
+    s.file("vol/backup/sub/small", "small\n");
+    s.file("vol/backup/manifest", "m\n");
+    let out = rm(&s, &["-r", "--json", "vol/backup"]);
+    util::assert_success(&out);
+    let e = one_gentle(&out.stdout, "vol/backup/dump.sql", &big);
+    assert!(steps(&e) >= 2, "shrunk in steps: {e}");
+    let r = parse_report(&out.stdout);
+    assert_eq!((r.files, r.dirs), (3, 2));
+    assert_same("vol", &before, &s.snapshot("vol"));
+    // --fast: unlinked with the rest, no gentle entry.
+    s.mkdir("vol/backup");
+    written(&s, "vol/backup/dump.sql", 96 * MIB, 32);
+    let out = rm(&s, &["-r", "--json", "--fast", "vol/backup"]);
+    util::assert_success(&out);
+    assert_eq!(gentle_of(&out.stdout), Vec::<Value>::new());
+    assert_same("vol", &before, &s.snapshot("vol"));
+}
+
+#[test]
+fn reaper_shrinks_a_large_file_inside_a_hidden_tree() {
+    let s = Scratch::new();
+    let Some(_vol) = ext3_vol(&s, "reaper_shrinks_a_large_file_inside_a_hidden_tree") else {
+        return;
+    };
+    s.file("vol/neighbour", "stays\n");
+    let before = s.snapshot("vol");
+    s.mkdir("vol/backup");
+    written(&s, "vol/backup/dump.sql", 96 * MIB, 33);
+    let out = s
+        .rm(&["-r", "--background", "vol/backup"])
+        .env("RECLAIM_NO_SPAWN", "1")
+        .env("XDG_STATE_HOME", s.path("state"))
+        .output()
+        .unwrap();
+    util::assert_success(&out);
+    assert!(!s.exists("vol/backup"));
+    let out = s
+        .cmd(&["reap", "--json", "--trash", "vol/.reclaim/0"])
+        .env("XDG_STATE_HOME", s.path("state"))
+        .output()
+        .unwrap();
+    util::assert_success(&out);
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let g = v["gentle"].as_array().cloned().unwrap_or_default();
+    assert_eq!(g.len(), 1, "{v}");
+    assert!(
+        g[0]["path"]
+            .as_str()
+            .unwrap()
+            .ends_with("vol/backup/dump.sql"),
+        "named by its original path: {v}"
+    );
+    assert!(steps(&g[0]) >= 2, "{v}");
+    assert_eq!(v["remaining"], 0, "{v}");
+    let after = s.snapshot("vol");
+    let after = util::snapshot_without(after, std::path::Path::new(".reclaim"));
+    assert_same("vol", &before, &after);
+}
