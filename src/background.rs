@@ -8,7 +8,7 @@ use std::ffi::{CStr, OsString};
 use std::os::fd::OwnedFd;
 use std::sync::Arc;
 
-use crate::dirfd::{self, Ident};
+use crate::dirfd;
 use crate::error::Reason;
 use crate::reaper::{self, spawn, ReapOptions, Until};
 use crate::trash::hide::{self, Hidden, HideOptions};
@@ -76,11 +76,7 @@ impl Hider {
         self.opts.known = known;
         match hide::hide(&trash, base, name, &original, &facts, &self.opts) {
             Ok(h) => {
-                match self
-                    .used
-                    .iter_mut()
-                    .find(|(t, _)| same(t.ident, trash.ident))
-                {
+                match self.used.iter_mut().find(|(t, _)| t.ident == trash.ident) {
                     Some((_, ids)) => ids.push(h.id.clone()),
                     None => self.used.push((trash.clone(), vec![h.id.clone()])),
                 }
@@ -98,16 +94,7 @@ impl Hider {
     /// `--background`: starts a detached reaper for each trash used that has none (unless
     /// `RECLAIM_NO_SPAWN=1`). Returns the pids started.
     pub fn start_reapers(&self, reaper_args: &[OsString]) -> Vec<u32> {
-        if std::env::var_os(spawn::NO_SPAWN_ENV).is_some_and(|v| v == "1") {
-            return Vec::new();
-        }
-        // A running reaper lists the trash again before it leaves, so it sees our entries.
-        // (A try of the lock, not a read of /proc/locks: that costs up to 10 ms.)
-        self.used
-            .iter()
-            .filter(|(t, _)| matches!(reaper::TrashLock::try_take(t), Ok(Some(_))))
-            .filter_map(|(t, _)| spawn::detached(t, reaper_args).ok())
-            .collect()
+        start_reapers(self.used.iter().map(|(t, _)| &**t), reaper_args)
     }
 
     /// `--wait`: frees the entries hidden by this run, here; waits while another reaper holds
@@ -155,27 +142,13 @@ impl Hider {
                 }
             }
         }
-        let mut leftovers = Hider::new(HideOptions {
-            grace: None,
-            known: None,
-            durable: false,
-            pacing: Default::default(),
-        });
-        leftovers.used = self
-            .used
-            .iter()
-            .filter(|(t, _)| !t.entries().is_empty())
-            .cloned()
-            .collect();
-        leftovers.start_reapers(reaper_args);
+        // Older entries left in those trashes (not ours to wait for): a reaper frees them.
+        let busy = self.used.iter().map(|(t, _)| &**t);
+        start_reapers(busy.filter(|t| !t.entries().is_empty()), reaper_args);
         sum.remaining = 0;
         sum.skipped_locked.clear();
         sum
     }
-}
-
-fn same(a: Ident, b: Ident) -> bool {
-    a == b
 }
 
 fn merge(into: &mut reaper::ReapSummary, s: reaper::ReapSummary) {
@@ -184,4 +157,21 @@ fn merge(into: &mut reaper::ReapSummary, s: reaper::ReapSummary) {
     into.bytes_freed += s.bytes_freed;
     into.errors.extend(s.errors);
     into.gentle.extend(s.gentle);
+}
+
+/// Starts a detached reaper for each of `trashes` that has none (unless `RECLAIM_NO_SPAWN=1`);
+/// returns the pids started.
+fn start_reapers<'t>(
+    trashes: impl Iterator<Item = &'t Trash>,
+    reaper_args: &[OsString],
+) -> Vec<u32> {
+    if std::env::var_os(spawn::NO_SPAWN_ENV).is_some_and(|v| v == "1") {
+        return Vec::new();
+    }
+    // A running reaper lists the trash again before it leaves, so it sees our entries.
+    // (A try of the lock, not a read of /proc/locks: that costs up to 10 ms.)
+    trashes
+        .filter(|t| matches!(reaper::TrashLock::try_take(t), Ok(Some(_))))
+        .filter_map(|t| spawn::detached(t, reaper_args).ok())
+        .collect()
 }
