@@ -82,6 +82,14 @@ impl Hider {
                 }
                 Hide::Hidden(h)
             }
+            // A full file system (the day people delete things most): no room for the entry's
+            // record, so free the space the direct way.
+            Err(Reason::Os(e @ (rustix::io::Errno::NOSPC | rustix::io::Errno::DQUOT))) => {
+                Hide::Fallback(format!(
+                    "no room for its trash entry ({})",
+                    crate::error::errno_text(e)
+                ))
+            }
             // Another mount, or (xfs) another project-quota tree: rename(2) cannot move it.
             Err(Reason::Os(rustix::io::Errno::XDEV)) => Hide::Fallback(
                 "it cannot be renamed into the trash (EXDEV: another mount or quota project)"

@@ -1457,3 +1457,33 @@ fn mode_background_from_the_config_file_or_the_environment() {
     );
     util::assert_success(&run_ns(&s, &["reap", "--trash", t.to_str().unwrap()]));
 }
+
+/// The day people delete things most is the day the disk is full: no room for the trash's
+/// record must not mean no removal.
+#[test]
+fn a_full_file_system_falls_back_to_removing_now() {
+    let s = Scratch::new();
+    let Some(_vol) = vol(&s, "a_full_file_system_falls_back_to_removing_now") else {
+        return;
+    };
+    s.file("vol/neighbour", "stays\n");
+    // Fill the 16 MiB tmpfs to the last block.
+    let filler = s.path("vol/filler");
+    {
+        use std::io::Write;
+        let mut f = fs::File::create(&filler).unwrap();
+        let chunk = vec![1u8; 64 * KIB as usize];
+        while f.write_all(&chunk).is_ok() {}
+        let one = [1u8; 512];
+        while f.write_all(&one).is_ok() {}
+    }
+    let o = rm_ns(&s, &["--background", "vol/filler"]);
+    util::assert_success(&o);
+    assert!(!s.exists("vol/filler"), "removed in the foreground");
+    let err = util::stderr_of(&o);
+    assert!(
+        err.contains("filler") && err.contains("removing it now"),
+        "one line naming the path and why: {err}"
+    );
+    assert!(s.exists("vol/neighbour"));
+}
