@@ -417,22 +417,29 @@ pub struct MountGuard {
     target: PathBuf,
 }
 
+/// `mount ARGS TARGET`; None (after saying what failed) if it did not succeed.
+fn mount<S: AsRef<OsStr>>(what: &str, args: &[S], target: &Path) -> Option<()> {
+    let out = std::process::Command::new("mount")
+        .args(args)
+        .arg(target)
+        .output()
+        .ok()?;
+    if !out.status.success() {
+        eprintln!("{what} failed: {}", String::from_utf8_lossy(&out.stderr));
+        return None;
+    }
+    Some(())
+}
+
 impl MountGuard {
     /// Mounts a fresh tmpfs on `root/rel` (which must exist). None if that fails.
     pub fn tmpfs(scratch: &Scratch, rel: &str) -> Option<MountGuard> {
         let target = scratch.path(rel);
-        let out = std::process::Command::new("mount")
-            .args(["-t", "tmpfs", "-o", "size=16m", "reclaim-test"])
-            .arg(&target)
-            .output()
-            .ok()?;
-        if !out.status.success() {
-            eprintln!(
-                "mount tmpfs failed: {}",
-                String::from_utf8_lossy(&out.stderr)
-            );
-            return None;
-        }
+        mount(
+            "mount tmpfs",
+            &["-t", "tmpfs", "-o", "size=16m", "reclaim-test"],
+            &target,
+        )?;
         Some(MountGuard { target })
     }
 
@@ -447,33 +454,14 @@ impl MountGuard {
     pub fn bind(scratch: &Scratch, src: &str, dst: &str, read_only: bool) -> Option<MountGuard> {
         let source = scratch.path(src);
         let target = scratch.path(dst);
-        let out = std::process::Command::new("mount")
-            .arg("--bind")
-            .arg(&source)
-            .arg(&target)
-            .output()
-            .ok()?;
-        if !out.status.success() {
-            eprintln!(
-                "mount --bind failed: {}",
-                String::from_utf8_lossy(&out.stderr)
-            );
-            return None;
-        }
+        mount(
+            "mount --bind",
+            &[OsStr::new("--bind"), source.as_os_str()],
+            &target,
+        )?;
         let guard = MountGuard { target };
         if read_only {
-            let out = std::process::Command::new("mount")
-                .args(["-o", "remount,bind,ro"])
-                .arg(&guard.target)
-                .output()
-                .ok()?;
-            if !out.status.success() {
-                eprintln!(
-                    "remount ro failed: {}",
-                    String::from_utf8_lossy(&out.stderr)
-                );
-                return None;
-            }
+            mount("remount ro", &["-o", "remount,bind,ro"], &guard.target)?;
         }
         Some(guard)
     }
@@ -797,19 +785,11 @@ impl MountGuard {
             eprintln!("{mkfs} failed: {}", String::from_utf8_lossy(&out.stderr));
             return None;
         }
-        let out = std::process::Command::new("mount")
-            .args(["-o", "loop"])
-            .arg(&image)
-            .arg(&target)
-            .output()
-            .ok()?;
-        if !out.status.success() {
-            eprintln!(
-                "mount -o loop failed: {}",
-                String::from_utf8_lossy(&out.stderr)
-            );
-            return None;
-        }
+        mount(
+            "mount -o loop",
+            &[OsStr::new("-o"), OsStr::new("loop"), image.as_os_str()],
+            &target,
+        )?;
         Some(MountGuard { target })
     }
 }
