@@ -1487,3 +1487,58 @@ fn a_full_file_system_falls_back_to_removing_now() {
     );
     assert!(s.exists("vol/neighbour"));
 }
+
+/// What the systemd unit runs: `reap --watch` stays, and frees entries as they arrive, also
+/// ones whose grace window ends while it waits.
+#[test]
+fn reap_watch_frees_entries_as_they_arrive() {
+    let s = Scratch::new();
+    let Some(_vol) = vol(&s, "reap_watch_frees_entries_as_they_arrive") else {
+        return;
+    };
+    let t = trash(&s);
+    s.file("vol/neighbour", "stays\n");
+    s.file("vol/a", "a\n");
+    s.file("vol/b", "b\n");
+    small_tree(&s, "vol/tree", 5);
+    util::assert_success(&rm_ns(&s, &["--background", "vol/a"]));
+    // Plain std Command: the watcher runs until killed below.
+    let mut watcher = StdCommand::new(util::reclaim_bin())
+        .env("RECLAIM_CONFIG", "")
+        .current_dir(s.root())
+        .args(["reap", "--watch", "--trash", t.to_str().unwrap()])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let wait_empty = |what: &str| {
+        let t0 = std::time::Instant::now();
+        while !trash_entries(&t).is_empty() {
+            assert!(
+                t0.elapsed() < Duration::from_secs(30),
+                "{what}: {:?}",
+                trash_entries(&t)
+            );
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    };
+    wait_empty("the entry present at start");
+    util::assert_success(&rm_ns(&s, &["-r", "--background", "vol/tree"]));
+    wait_empty("an entry hidden while it watches");
+    util::assert_success(&rm_ns(&s, &["--background", "--grace", "1s", "vol/b"]));
+    std::thread::sleep(Duration::from_millis(300));
+    assert_eq!(trash_entries(&t).len(), 1, "kept through its grace window");
+    wait_empty("an entry whose grace ended");
+    assert!(
+        watcher.try_wait().unwrap().is_none(),
+        "--watch keeps running"
+    );
+    watcher.kill().unwrap();
+    let out = watcher.wait_with_output().unwrap();
+    assert_eq!(String::from_utf8_lossy(&out.stderr), "", "no errors");
+    assert!(
+        util::wait_trash_idle(&t, Duration::from_secs(30), true),
+        "the killed watcher left the lock or entries"
+    );
+    assert!(s.exists("vol/neighbour"));
+}
