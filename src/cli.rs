@@ -255,6 +255,9 @@ pub struct StatusArgs {
     /// Print one JSON object on stdout
     #[arg(long)]
     pub json: bool,
+    /// Walk pending trees to count their files and bytes (not known otherwise; costs a walk)
+    #[arg(long)]
+    pub count: bool,
 }
 
 #[derive(Args, Debug)]

@@ -81,7 +81,7 @@ fn main() -> ExitCode {
             let summary = reclaim::rm::run(&req);
             ExitCode::from(if summary.errors.is_empty() { 0 } else { 1 })
         }
-        Command::Status(a) => ExitCode::from(reclaim::status::command(a.json)),
+        Command::Status(a) => ExitCode::from(reclaim::status::command(a.json, a.count)),
         Command::Restore(a) => ExitCode::from(reclaim::trash::restore::command(&a.entries, a.json)),
         Command::Reap(a) => {
             reclaim::limits::raise_nofile();

@@ -131,6 +131,34 @@ pub trait Sink: Sync {
     fn failed(&self, _failure: &Failure) {}
 }
 
+/// A sink that wants nothing (the caller reports from the counters and the outcome).
+pub struct Quiet;
+impl Sink for Quiet {}
+
+/// Allocated bytes and files of the tree `name` in `base` (a dry run of the engine, which
+/// stats everything): what removing it would free. Removes nothing.
+pub fn measure(base: &Arc<OwnedFd>, name: &CStr, display: &std::path::Path) -> (u64, u64) {
+    let Ok(f) = dirfd::lstat_at(&**base, name) else {
+        return (0, 0);
+    };
+    let counters = Counters::default();
+    let opts = Options {
+        dry_run: true,
+        ..Options::default()
+    };
+    let target = DirTarget {
+        base: base.clone(),
+        name: name.to_owned(),
+        display: display.to_path_buf(),
+        ident: f.ident,
+    };
+    remove_trees(vec![target], &opts, &counters, &Quiet);
+    (
+        counters.bytes.load(Ordering::Relaxed),
+        counters.files.load(Ordering::Relaxed),
+    )
+}
+
 /// A directory to remove, resolved and checked by the caller: `name` inside the open
 /// directory `base`, expected to be the directory `ident`.
 pub struct DirTarget {

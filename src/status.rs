@@ -59,14 +59,14 @@ pub struct Item {
     pub grace_until_unix: Option<f64>,
 }
 
-/// The status of every trash in `trashes`.
-pub fn collect(trashes: &[Trash]) -> Status {
+/// The status of every trash in `trashes`; `count` walks pending trees of unknown size.
+pub fn collect(trashes: &[Trash], count: bool) -> Status {
     Status {
-        trashes: trashes.iter().map(of_trash).collect(),
+        trashes: trashes.iter().map(|t| of_trash(t, count)).collect(),
     }
 }
 
-fn of_trash(t: &Trash) -> TrashStatus {
+fn of_trash(t: &Trash, count: bool) -> TrashStatus {
     let now = now_unix();
     let mut items = Vec::new();
     for name in t.entries() {
@@ -80,10 +80,19 @@ fn of_trash(t: &Trash) -> TrashStatus {
             continue; // debris of an interrupted hide
         }
         let is_dir = m.as_ref().is_some_and(|m| m.kind == "dir");
-        let allocated = if is_dir {
-            m.as_ref().and_then(|m| m.allocated)
-        } else {
+        let mut files = m.as_ref().and_then(|m| m.files);
+        let allocated = if !is_dir {
             Some(trash::entry_allocated(&entry))
+        } else if count {
+            // What is left of it now (a tree being reaped shrinks).
+            let entry = std::sync::Arc::new(entry);
+            let inner = if data.is_some() { DATA } else { REAPING };
+            let shown = t.shown(&name, Some(inner));
+            let (bytes, n) = crate::remove::measure(&entry, inner, &shown);
+            files = Some(n);
+            Some(bytes)
+        } else {
+            m.as_ref().and_then(|m| m.allocated)
         };
         let state = if reaping {
             "reaping"
@@ -100,7 +109,7 @@ fn of_trash(t: &Trash) -> TrashStatus {
             kind: m.as_ref().map_or_else(|| "?".into(), |m| m.kind.clone()),
             state: state.into(),
             allocated,
-            files: m.as_ref().and_then(|m| m.files),
+            files,
             created_unix: m.as_ref().map(|m| m.created_unix),
             grace_until_unix: m.as_ref().and_then(|m| m.grace_until_unix),
         });
@@ -155,7 +164,10 @@ impl Status {
         let mut s = String::new();
         for t in busy {
             let unknown = if t.unknown_size > 0 {
-                format!(" (+{} trees of unknown size)", t.unknown_size)
+                format!(
+                    " (+{} trees of unknown size: `reclaim status --count` walks them)",
+                    t.unknown_size
+                )
             } else {
                 String::new()
             };
@@ -221,9 +233,9 @@ fn secs(s: f64) -> String {
     }
 }
 
-/// `reclaim status [--json]`; returns the exit code.
-pub fn command(json: bool) -> u8 {
-    let st = collect(&trash::discover(trash::uid()));
+/// `reclaim status [--json] [--count]`; returns the exit code.
+pub fn command(json: bool, count: bool) -> u8 {
+    let st = collect(&trash::discover(trash::uid()), count);
     if json {
         println!("{}", serde_json::to_string(&st).expect("status serializes"));
     } else {

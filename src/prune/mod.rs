@@ -8,7 +8,6 @@ pub mod policy;
 
 use std::collections::HashMap;
 use std::ffi::{CStr, CString, OsStr};
-use std::os::fd::OwnedFd;
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -18,7 +17,7 @@ use serde::Serialize;
 
 use crate::cli::{PruneArgs, SortArg};
 use crate::dirfd;
-use crate::remove::{self, Counters, DirTarget, Sink};
+use crate::remove;
 use crate::report::bytes;
 use crate::rm::{Mode, Request};
 use policy::{Candidate, Plan, Policy, SortBy, Space};
@@ -86,7 +85,9 @@ pub fn command(a: &PruneArgs, progress: bool) -> u8 {
             }
         }
     }
-    let pending = pending_by_dev();
+    // Trees others hid without a recorded size are walked only when a free-space target
+    // needs them (undercounting would remove more than needed).
+    let pending = pending_by_dev(pol.keep_free.is_some());
     for (dev, sp) in space.iter_mut() {
         sp.pending = pending.get(dev).copied().unwrap_or(0);
     }
@@ -172,7 +173,7 @@ fn list(dir: &Path, a: &PruneArgs, sizes: bool) -> Result<(Vec<Listed>, u64, Spa
         let (allocated, files) = if !sizes {
             (None, None)
         } else if ft == FileType::Directory {
-            let (b, f) = tree_size(&fd, &name, dir);
+            let (b, f) = remove::measure(&fd, &name, &dir.join(OsStr::from_bytes(name.to_bytes())));
             (Some(b), Some(f))
         } else {
             let own = if st.st_nlink <= 1 {
@@ -208,30 +209,6 @@ fn show(dir: &Path, name: &CStr) -> String {
         .to_string()
 }
 
-/// Allocated bytes and files of a tree (a dry run of the removal engine: it stats everything).
-fn tree_size(base: &Arc<OwnedFd>, name: &CStr, dir: &Path) -> (u64, u64) {
-    let Ok(f) = dirfd::lstat_at(&**base, name) else {
-        return (0, 0);
-    };
-    let counters = Counters::default();
-    let opts = remove::Options {
-        dry_run: true,
-        ..remove::Options::default()
-    };
-    let target = DirTarget {
-        base: base.clone(),
-        name: name.to_owned(),
-        display: dir.join(OsStr::from_bytes(name.to_bytes())),
-        ident: f.ident,
-    };
-    remove::remove_trees(vec![target], &opts, &counters, &Quiet);
-    let ld = |a: &std::sync::atomic::AtomicU64| a.load(std::sync::atomic::Ordering::Relaxed);
-    (ld(&counters.bytes), ld(&counters.files))
-}
-
-struct Quiet;
-impl Sink for Quiet {}
-
 /// `fnmatch(3)` on a name (no `FNM_PATHNAME` needed: names have no slash).
 fn fnmatch(pattern: &str, name: &CStr) -> bool {
     let Ok(p) = CString::new(pattern) else {
@@ -241,10 +218,11 @@ fn fnmatch(pattern: &str, name: &CStr) -> bool {
     unsafe { libc::fnmatch(p.as_ptr(), name.as_ptr(), 0) == 0 }
 }
 
-/// Space already on its way back per device: what the trashes there still hold.
-fn pending_by_dev() -> HashMap<u64, u64> {
+/// Space already on its way back per device: what the trashes there still hold (`count`:
+/// walking trees whose size was not recorded).
+fn pending_by_dev(count: bool) -> HashMap<u64, u64> {
     let trashes = crate::trash::discover(crate::trash::uid());
-    let st = crate::status::collect(&trashes);
+    let st = crate::status::collect(&trashes, count);
     let mut m = HashMap::new();
     for (t, s) in trashes.iter().zip(&st.trashes) {
         *m.entry(t.ident.dev).or_insert(0) += s.pending_bytes;

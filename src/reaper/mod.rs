@@ -24,7 +24,7 @@ use crate::error::{Failure, Reason};
 use crate::locks;
 use crate::pace::throttle::Throttle;
 use crate::pace::Pacing;
-use crate::remove::{self, Counters, DirTarget, Sink};
+use crate::remove::{self, Counters, DirTarget};
 use crate::report::ErrorEntry;
 use crate::shrink;
 use crate::trash::meta::{now_unix, EntryPacing, Meta};
@@ -417,7 +417,7 @@ fn free_tree(
         ident: facts.ident,
     };
     let done = AtomicBool::new(false);
-    let sink = Quiet;
+    let sink = remove::Quiet;
     let outcome = std::thread::scope(|s| {
         if let (true, Some(throttle)) = (paced, &engine.throttle) {
             let p = to_pacing(pacing);
@@ -443,9 +443,6 @@ fn free_tree(
         Some(f) => Err(f.reason),
     }
 }
-
-struct Quiet;
-impl Sink for Quiet {}
 
 /// The pacing flags of `reclaim rm`, as recorded in an entry.
 pub fn entry_pacing(p: &PaceArgs) -> EntryPacing {

@@ -1542,3 +1542,35 @@ fn reap_watch_frees_entries_as_they_arrive() {
     );
     assert!(s.exists("vol/neighbour"));
 }
+
+#[test]
+fn status_count_walks_pending_trees() {
+    let s = Scratch::new();
+    let Some(_vol) = vol(&s, "status_count_walks_pending_trees") else {
+        return;
+    };
+    let t = trash(&s);
+    small_tree(&s, "vol/tree", 9);
+    let (tree_bytes, _) = util::allocated_bytes(&s.path("vol/tree"));
+    util::assert_success(&rm_ns(&s, &["-r", "--background", "vol/tree"]));
+    let item = |args: &[&str]| {
+        let o = run_ns(&s, args);
+        util::assert_success(&o);
+        let v: Value = serde_json::from_slice(&o.stdout).unwrap();
+        let tr = v["trashes"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|x| x["trash"] == t.to_str().unwrap())
+            .cloned()
+            .unwrap_or_else(|| panic!("no {} in {v}", t.display()));
+        tr["items"][0].clone()
+    };
+    let plain = item(&["status", "--json"]);
+    assert_eq!(plain["allocated"], Value::Null, "{plain}");
+    let counted = item(&["status", "--json", "--count"]);
+    // small_tree: a, big, sub/c, sub/deeper/d, sub/link, sub/fifo (directories not counted).
+    assert_eq!(counted["files"], 6, "{counted}");
+    assert_eq!(counted["allocated"].as_u64(), Some(tree_bytes), "{counted}");
+    util::assert_success(&run_ns(&s, &["reap", "--trash", t.to_str().unwrap()]));
+}
