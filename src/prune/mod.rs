@@ -103,6 +103,10 @@ pub fn command(a: &PruneArgs, progress: bool) -> u8 {
     if !a.json {
         print!("{}", human(&report, &pol));
     }
+    // Not an error (everything removable goes), but the operator must hear of it.
+    for u in &report.unmet {
+        eprintln!("reclaim prune: warning: --keep-free not reachable: {u}");
+    }
     let mut code = 0;
     if !a.dry_run && report.remove_count > 0 {
         let summary = remove(&report.plan, a, progress);
@@ -273,9 +277,7 @@ fn human(r: &Report, pol: &Policy) -> String {
             e.reasons.join("; ")
         ));
     }
-    for u in &r.unmet {
-        s.push_str(&format!("warning: {u}\n"));
-    }
+
     let sizes = if pol.needs_sizes() {
         format!(" ({})", bytes(r.remove_bytes))
     } else {

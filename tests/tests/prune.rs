@@ -284,4 +284,23 @@ fn keep_free_counts_space_still_pending_in_the_trash() {
     util::assert_success(&o);
     assert_eq!(json(&o)["remove_count"], 0, "freed space counted");
     assert_eq!(names(&s, "vol/b").len(), 4);
+    // A target out of reach: everything removable goes (the newest stays, by --keep-last),
+    // and stderr says the target is not met; still exit 0.
+    let o = prune(
+        &s,
+        &[
+            "--keep-free",
+            "99%",
+            "--keep-last",
+            "1",
+            "--dry-run",
+            "vol/b",
+        ],
+    );
+    util::assert_success(&o);
+    assert!(
+        util::stderr_of(&o).contains("--keep-free not reachable"),
+        "{}",
+        util::stderr_of(&o)
+    );
 }
