@@ -1,25 +1,47 @@
-//! Parsing of the human quantities on the command line: durations (`20ms`, `1.5s`, `500us`)
+//! Parsing of the human quantities on the command line: durations (`20ms`, `1.5s`, `3d12h`)
 //! and byte counts (`200M`, `1.5GiB`, `4096`). Errors name what was wrong.
 
 use std::time::Duration;
 
-/// `20ms`, `1.5s`, `500us`, `2m`; a bare number is milliseconds.
+/// `20ms`, `1.5s`, `500us`, `2m`, `3d`, `1w`, or a sum of such parts (`3d12h`, `1h30m`); a
+/// bare number is milliseconds.
 pub fn parse_duration(s: &str) -> Result<Duration, String> {
-    let (v, unit) = number_and_unit(s, "a duration (try 20ms, 1.5s)")?;
-    let secs = match unit {
-        "" | "ms" => v / 1e3,
-        "us" | "µs" => v / 1e6,
-        "s" => v,
-        "m" | "min" => v * 60.0,
-        "h" => v * 3600.0,
-        "d" => v * 86_400.0,
-        "w" => v * 7.0 * 86_400.0,
-        u => {
-            return Err(format!(
-                "'{s}': unknown unit '{u}' (use us, ms, s, m, h, d, w)"
-            ))
+    let mut rest = s.trim();
+    if rest.is_empty() {
+        return Err(format!("'{s}' is not a duration (try 20ms, 1.5s, 3d12h)"));
+    }
+    let mut secs = 0.0;
+    while !rest.is_empty() {
+        // One part: a number, then letters up to the next digit.
+        let num_end = rest
+            .find(|c: char| !(c.is_ascii_digit() || c == '.'))
+            .unwrap_or(rest.len());
+        let unit_end = rest[num_end..]
+            .find(|c: char| c.is_ascii_digit())
+            .map_or(rest.len(), |i| num_end + i);
+        let (v, unit) = number_and_unit(&rest[..unit_end], "a duration (try 20ms, 1.5s, 3d12h)")
+            .map_err(|_| format!("'{s}' is not a duration (try 20ms, 1.5s, 3d12h)"))?;
+        // A bare number (milliseconds) only on its own: in `3d12` it would be a guess.
+        let alone = rest.len() == s.trim().len() && unit_end == rest.len();
+        if unit.is_empty() && !alone {
+            return Err(format!("'{s}': a number without a unit inside a duration"));
         }
-    };
+        secs += v * match unit {
+            "" | "ms" => 1e-3,
+            "us" | "µs" => 1e-6,
+            "s" => 1.0,
+            "m" | "min" => 60.0,
+            "h" => 3600.0,
+            "d" => 86_400.0,
+            "w" => 7.0 * 86_400.0,
+            u => {
+                return Err(format!(
+                    "'{s}': unknown unit '{u}' (use us, ms, s, m, h, d, w)"
+                ))
+            }
+        };
+        rest = &rest[unit_end..];
+    }
     if !secs.is_finite() || secs < 0.0 {
         return Err(format!("'{s}' is not a duration"));
     }
@@ -93,6 +115,20 @@ mod tests {
         assert_eq!(parse_duration("7"), Ok(Duration::from_millis(7)));
         assert!(parse_duration("fast").is_err());
         assert!(parse_duration("3 parsecs").is_err());
+        assert!(parse_duration("").is_err());
+        assert!(
+            parse_duration("3d12").is_err(),
+            "a trailing bare number is ambiguous"
+        );
+    }
+
+    #[test]
+    fn compound_durations_add_up() {
+        assert_eq!(parse_duration("3d12h"), Ok(Duration::from_secs(84 * 3600)));
+        assert_eq!(parse_duration("1h30m"), Ok(Duration::from_secs(5400)));
+        assert_eq!(parse_duration("1m30s"), Ok(Duration::from_secs(90)));
+        assert_eq!(parse_duration("2w"), Ok(Duration::from_secs(14 * 86_400)));
+        assert!(parse_duration("1h 30x").is_err());
     }
 
     #[test]
