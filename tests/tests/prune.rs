@@ -118,7 +118,7 @@ fn keep_last_and_older_than_remove_exactly_the_plan_through_the_trash() {
             "--keep-last",
             "2",
             "--older-than",
-            "3.5d",
+            "3d12h",
             "--json",
             "vol/b",
         ],
@@ -132,7 +132,7 @@ fn keep_last_and_older_than_remove_exactly_the_plan_through_the_trash() {
         .filter(|e| e["remove"] == true)
         .map(|e| e["path"].as_str().unwrap())
         .collect();
-    // Ages 1d (backup-05) to 6d (backup-00): older than 3.5d are 02, 01, 00.
+    // Ages 1d (backup-05) to 6d (backup-00): older than 3d12h are 02, 01, 00.
     assert_eq!(
         removed,
         ["vol/b/backup-02", "vol/b/backup-01", "vol/b/backup-00"]
