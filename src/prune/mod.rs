@@ -374,12 +374,9 @@ fn outcome_line(s: &crate::report::Summary, a: &PruneArgs) -> String {
 
 /// `2026-11-22 08:15`, local time.
 fn local_time(t: f64) -> String {
-    let secs = t.floor() as libc::time_t;
-    // SAFETY: localtime_r writes only into the tm we pass.
-    let mut tm: libc::tm = unsafe { std::mem::zeroed() };
-    if unsafe { libc::localtime_r(&secs, &mut tm) }.is_null() {
-        return format!("@{secs}");
-    }
+    let Some(tm) = policy::local_tm(t) else {
+        return format!("@{}", t.floor());
+    };
     format!(
         "{:04}-{:02}-{:02} {:02}:{:02}",
         tm.tm_year + 1900,

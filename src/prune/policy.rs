@@ -330,16 +330,21 @@ pub fn human_age(secs: f64) -> String {
     }
 }
 
-/// Calendar day `(year, day of year)` and Monday-based week index of a time, in local time.
-pub fn local_day_week(t: f64) -> ((i32, i32), i64) {
+/// The broken-down local time of `t` (seconds since the epoch), if the C library has one.
+pub fn local_tm(t: f64) -> Option<libc::tm> {
     let secs = t.floor() as libc::time_t;
-    // SAFETY: localtime_r writes only into the tm we pass; tzset is done by localtime_r.
+    // SAFETY: a zeroed tm is a valid value; localtime_r writes only into the tm we pass.
     let mut tm: libc::tm = unsafe { std::mem::zeroed() };
     let ok = unsafe { !libc::localtime_r(&secs, &mut tm).is_null() };
-    if !ok {
+    ok.then_some(tm)
+}
+
+/// Calendar day `(year, day of year)` and Monday-based week index of a time, in local time.
+pub fn local_day_week(t: f64) -> ((i32, i32), i64) {
+    let Some(tm) = local_tm(t) else {
         let days = (t / 86_400.0).floor() as i64;
         return ((1970, days as i32), (days + 3).div_euclid(7));
-    }
+    };
     // Days since the epoch of the local date: count from the local calendar date itself.
     let local_days = days_from_civil(
         tm.tm_year as i64 + 1900,
