@@ -4,7 +4,24 @@
 #   T0 (start, seconds), PROGRESS_LOG (a file), SCRATCH, MARKER, TOKEN (the marked scratch
 #   dir), LOOPS and MOUNTED (arrays of what the script attached/mounted), and set
 #   DROP_WARNED / CACHES=warm when the page cache cannot be dropped.
+#   METHOD_CMD / METHOD_ORDER (the methods defined) and METHODS_SEL (--methods) for
+#   select_methods, which sets METHODS.
 # shellcheck shell=bash
+
+load1() { cut -d' ' -f1 /proc/loadavg; }
+
+select_methods() { # METHODS = --methods in its order, or every method defined
+    local m
+    if [[ -n $METHODS_SEL ]]; then
+        METHODS=()
+        for m in $METHODS_SEL; do
+            [[ -n ${METHOD_CMD[$m]+x} ]] || die "unknown method '$m' (known: ${METHOD_ORDER[*]})"
+            METHODS+=("$m")
+        done
+    else
+        METHODS=("${METHOD_ORDER[@]}")
+    fi
+}
 
 log() {
     local line

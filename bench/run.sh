@@ -120,7 +120,6 @@ for f in $FS_LIST; do [[ $f == ext4 || $f == xfs || $f == root ]] || { echo "run
 
 T0=$(date +%s)
 PROGRESS_LOG=/dev/null
-load1() { cut -d' ' -f1 /proc/loadavg; }
 
 [[ $EUID -eq 0 ]] || { echo "run.sh: must run as root (loop devices, mount, drop_caches)" >&2; exit 1; }
 
@@ -180,15 +179,7 @@ if [[ -n ${RECLAIM_BENCH_EXTRA:-} ]]; then
 fi
 for l in "${CLI_METHODS[@]}"; do def_method_line "$l"; done
 
-if [[ -n $METHODS_SEL ]]; then
-    METHODS=()
-    for m in $METHODS_SEL; do
-        [[ -n ${METHOD_CMD[$m]+x} ]] || die "unknown method '$m' (known: ${METHOD_ORDER[*]})"
-        METHODS+=("$m")
-    done
-else
-    METHODS=("${METHOD_ORDER[@]}")
-fi
+select_methods
 uses() { [[ ${METHOD_CMD[$1]} == *"{$2}"* ]]; }
 drop_method() {
     local m=$1 why=$2 keep=()

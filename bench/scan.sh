@@ -89,7 +89,6 @@ done
 
 T0=$(date +%s)
 PROGRESS_LOG=/dev/null
-load1() { cut -d' ' -f1 /proc/loadavg; }
 
 [[ $EUID -eq 0 ]] || { echo "scan.sh: must run as root (loop device, mount, drop_caches)" >&2; exit 1; }
 
@@ -131,15 +130,7 @@ for l in "${CLI_METHODS[@]}"; do
     [[ $l == *=* ]] || die "--method wants NAME=CMD: $l"
     def_method "${l%%=*}" "${l#*=}"
 done
-if [[ -n $METHODS_SEL ]]; then
-    METHODS=()
-    for m in $METHODS_SEL; do
-        [[ -n ${METHOD_CMD[$m]+x} ]] || die "unknown method '$m' (known: ${METHOD_ORDER[*]})"
-        METHODS+=("$m")
-    done
-else
-    METHODS=("${METHOD_ORDER[@]}")
-fi
+select_methods
 drop_method() {
     local m=$1 why=$2 keep=() x
     warn "skipping method $m: $why"

@@ -176,7 +176,6 @@ for f in $FS_LIST; do [[ $f == ext4 || $f == xfs || $f == ext3 ]] || { echo "tra
 
 T0=$(date +%s)
 PROGRESS_LOG=/dev/null
-load1() { cut -d' ' -f1 /proc/loadavg; }
 
 [[ $EUID -eq 0 ]] || { echo "trash.sh: must run as root (loop devices, mount, drop_caches)" >&2; exit 1; }
 
@@ -228,15 +227,7 @@ for l in "${CLI_METHODS[@]}"; do
     [[ $l == *=* ]] || die "--method wants NAME=CMD: $l"
     def_method "${l%%=*}" "${l#*=}"
 done
-if [[ -n $METHODS_SEL ]]; then
-    METHODS=()
-    for m in $METHODS_SEL; do
-        [[ -n ${METHOD_CMD[$m]+x} ]] || die "unknown method '$m' (known: ${METHOD_ORDER[*]})"
-        METHODS+=("$m")
-    done
-else
-    METHODS=("${METHOD_ORDER[@]}")
-fi
+select_methods
 is_bg() { [[ ${METHOD_CMD[$1]} == *--background* ]]; }
 drop_method() {
     local m=$1 why=$2 keep=() x
