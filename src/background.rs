@@ -19,17 +19,25 @@ pub enum Hide {
     Hidden(Hidden),
     /// Not hidden; remove it in the foreground. The reason is for the user.
     Fallback(String),
+    /// Not hidden, and must not be removed either: a grace window was asked for and cannot be
+    /// honoured (the reason is for the user).
+    Refused(String),
     Failed(Reason),
 }
+
+/// The trash found for a parent directory, or why there is none.
+type Located = Result<Arc<Trash>, String>;
 
 /// Hides targets, one trash per parent directory's file system, opened once.
 pub struct Hider {
     opts: HideOptions,
     uid: u32,
     /// Trashes by the parent directory they were located from.
-    by_parent: HashMap<(u64, u64), Result<Arc<Trash>, String>>,
+    by_parent: std::sync::Mutex<HashMap<(u64, u64), Located>>,
     /// Every trash used, with the ids hidden into it, in order.
     pub used: Vec<(Arc<Trash>, Vec<String>)>,
+    /// Trash names passed over because someone else had them (said once, with `-v`).
+    pub passed_over: std::sync::Mutex<Vec<crate::trash::Unusable>>,
 }
 
 impl Hider {
@@ -37,9 +45,30 @@ impl Hider {
         Hider {
             opts,
             uid: trash::uid(),
-            by_parent: HashMap::new(),
+            by_parent: Default::default(),
             used: Vec::new(),
+            passed_over: Default::default(),
         }
+    }
+
+    /// The trash for targets in `base` (located once per parent directory).
+    pub fn trash_for(&self, base: &OwnedFd) -> Result<Arc<Trash>, String> {
+        let parent = dirfd::fstat(base).map_err(crate::error::errno_text)?;
+        let key = (parent.ident.dev, parent.ident.ino);
+        let uid = self.uid;
+        let mut passed = self.passed_over.lock().unwrap_or_else(|e| e.into_inner());
+        self.by_parent
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .entry(key)
+            .or_insert_with(|| match trash::locate(base, uid) {
+                Ok((t, p)) => {
+                    passed.extend(p);
+                    Ok(Arc::new(t))
+                }
+                Err(e) => Err(format!("no usable trash on its file system ({e})")),
+            })
+            .clone()
     }
 
     /// Hides `name` in `base`.
@@ -55,24 +84,36 @@ impl Hider {
         let Some(original) = hide::absolute(base, name) else {
             return Hide::Fallback("its directory has no path".into());
         };
-        if let Some(why) = hide::unsuitable(&original, &facts, parent.mnt_id) {
-            return Hide::Fallback(why);
-        }
-        let key = (parent.ident.dev, parent.ident.ino);
-        let uid = self.uid;
-        let trash = self
-            .by_parent
-            .entry(key)
-            .or_insert_with(|| {
-                trash::locate(base, uid)
-                    .map(Arc::new)
-                    .map_err(|e| format!("no usable trash on its file system ({e})"))
-            })
-            .clone();
-        let trash = match trash {
-            Ok(t) => t,
-            Err(why) => return Hide::Fallback(why),
+        let graced = self.opts.grace.is_some_and(|g| !g.is_zero());
+        // Without a grace window nothing is promised but removal: the foreground does that.
+        // With one, an undo was asked for: refuse rather than remove for good.
+        let fallback = |why: String| {
+            if graced {
+                Hide::Refused(why)
+            } else {
+                Hide::Fallback(why)
+            }
         };
+        if let Some(why) = hide::unsuitable(&original, &facts, parent.mnt_id) {
+            return fallback(why);
+        }
+        let trash = match self.trash_for(base) {
+            Ok(t) => t,
+            Err(why) => return fallback(why),
+        };
+        if graced && self.uid != 0 {
+            // `restore` gives back only what the trash's owner owns.
+            match rustix::fs::statat(base, name, rustix::fs::AtFlags::SYMLINK_NOFOLLOW) {
+                Ok(st) if st.st_uid != self.uid => {
+                    return Hide::Refused(format!(
+                        "it is owned by uid {}, and only a user's own files can be restored                          from their trash (remove it without --grace, or as its owner)",
+                        st.st_uid
+                    ))
+                }
+                Ok(_) => {}
+                Err(e) => return Hide::Failed(Reason::Os(e)),
+            }
+        }
         self.opts.known = known;
         match hide::hide(&trash, base, name, &original, &facts, &self.opts) {
             Ok(h) => {
@@ -85,13 +126,13 @@ impl Hider {
             // A full file system (the day people delete things most): no room for the entry's
             // record, so free the space the direct way.
             Err(Reason::Os(e @ (rustix::io::Errno::NOSPC | rustix::io::Errno::DQUOT))) => {
-                Hide::Fallback(format!(
+                fallback(format!(
                     "no room for its trash entry ({})",
                     crate::error::errno_text(e)
                 ))
             }
             // Another mount, or (xfs) another project-quota tree: rename(2) cannot move it.
-            Err(Reason::Os(rustix::io::Errno::XDEV)) => Hide::Fallback(
+            Err(Reason::Os(rustix::io::Errno::XDEV)) => fallback(
                 "it cannot be renamed into the trash (EXDEV: another mount or quota project)"
                     .into(),
             ),
@@ -107,6 +148,8 @@ impl Hider {
 
     /// `--wait`: frees the entries hidden by this run, here; waits while another reaper holds
     /// a trash (it frees them too). Then, if older entries are left, starts a reaper for them.
+    /// Stopped by a signal: the entries not freed are left to a detached reaper started here
+    /// (never left claimed with nobody to free them).
     pub fn wait(
         &self,
         engine: &crate::remove::Options,
@@ -120,6 +163,8 @@ impl Hider {
                 pacing: None,
                 engine: engine.clone(),
                 only: Some(ids.clone()),
+                log: reaper::Log::Quiet,
+                retry_failed: true,
             };
             loop {
                 let pending: Vec<&String> = ids
@@ -132,9 +177,13 @@ impl Hider {
                 if pending.is_empty() {
                     break;
                 }
+                if crate::interrupt::stopping() {
+                    sum.interrupted = true;
+                    break;
+                }
                 let s = reaper::run(std::slice::from_ref(t), &opts, on_progress);
                 let locked = !s.skipped_locked.is_empty();
-                let stuck = !s.errors.is_empty();
+                let stuck = !s.errors.is_empty() || s.interrupted;
                 let idle = s.entries_freed == 0;
                 merge(&mut sum, s);
                 if stuck {
@@ -146,14 +195,29 @@ impl Hider {
                 }
                 if idle {
                     // Locked by another reaper, or an entry busy for a moment (a restore).
-                    std::thread::sleep(std::time::Duration::from_millis(200));
+                    crate::interrupt::sleep(std::time::Duration::from_millis(200));
                 }
+            }
+            if sum.interrupted {
+                break;
             }
         }
         // Older entries left in those trashes (not ours to wait for): a reaper frees them.
         let busy = self.used.iter().map(|(t, _)| &**t);
         start_reapers(busy.filter(|t| !t.entries().is_empty()), reaper_args);
-        sum.remaining = 0;
+        // Of this run's entries, how many are left (stopped by a signal, or failed).
+        sum.remaining = self
+            .used
+            .iter()
+            .map(|(t, ids)| {
+                ids.iter()
+                    .filter(|i| {
+                        std::ffi::CString::new(i.as_bytes())
+                            .is_ok_and(|c| dirfd::lstat_at(&t.dir, &c).is_ok())
+                    })
+                    .count() as u64
+            })
+            .sum();
         sum.skipped_locked.clear();
         sum
     }
@@ -165,6 +229,7 @@ fn merge(into: &mut reaper::ReapSummary, s: reaper::ReapSummary) {
     into.bytes_freed += s.bytes_freed;
     into.errors.extend(s.errors);
     into.gentle.extend(s.gentle);
+    into.interrupted |= s.interrupted;
 }
 
 /// Starts a detached reaper for each of `trashes` that has none (unless `RECLAIM_NO_SPAWN=1`);
@@ -182,4 +247,9 @@ fn start_reapers<'t>(
         .filter(|t| matches!(reaper::TrashLock::try_take(t), Ok(Some(_))))
         .filter_map(|t| spawn::detached(t, reaper_args).ok())
         .collect()
+}
+
+/// Starts a detached reaper for `trash` if none holds it (unless `RECLAIM_NO_SPAWN=1`).
+pub fn start_reaper(trash: &Trash, reaper_args: &[OsString]) -> bool {
+    !start_reapers(std::iter::once(trash), reaper_args).is_empty()
 }

@@ -258,6 +258,9 @@ pub struct StatusArgs {
     /// Walk pending trees to count their files and bytes (not known otherwise; costs a walk)
     #[arg(long)]
     pub count: bool,
+    /// Only this trash (a `<dir>/.reclaim-<uid>` directory) [default: every trash this user may see]
+    #[arg(long, value_name = "DIR")]
+    pub trash: Option<PathBuf>,
 }
 
 #[derive(Args, Debug)]
@@ -265,7 +268,11 @@ pub struct RestoreArgs {
     /// Print one JSON object on stdout
     #[arg(long)]
     pub json: bool,
-    /// Entry ids (from `reclaim status`) or original paths (the newest entry of that path)
+    /// Only look in this trash (a `<dir>/.reclaim-<uid>` directory)
+    #[arg(long, value_name = "DIR")]
+    pub trash: Option<PathBuf>,
+    /// Entry ids (from `reclaim status`) or original paths (the newest entry of that path
+    /// among your own; root names another user's entry by its id)
     #[arg(value_name = "ID|PATH", required = true, value_parser = clap::builder::OsStringValueParser::new())]
     pub entries: Vec<std::ffi::OsString>,
 }
@@ -278,7 +285,7 @@ pub struct ReapArgs {
     /// One pass over what is due now (entries in their grace window stay), then exit
     #[arg(long)]
     pub once: bool,
-    /// Only this trash (a `<dir>/.reclaim/<uid>` directory) [default: every trash this user may see]
+    /// Only this trash (a `<dir>/.reclaim-<uid>` directory) [default: every trash this user may see]
     #[arg(long, value_name = "DIR")]
     pub trash: Option<PathBuf>,
     /// Print one JSON object with what was freed on stdout
@@ -287,6 +294,10 @@ pub struct ReapArgs {
     /// Started by `reclaim rm --background`: lower priority, no output but the log
     #[arg(long, hide = true)]
     pub detached: bool,
+    /// With --once: try entries that failed before now, not after their back-off (root's
+    /// `reap` asks its per-user passes for this)
+    #[arg(long, hide = true)]
+    pub retry_failed: bool,
     #[command(flatten)]
     pub pace: PaceArgs,
     /// Worker threads for trees [default: as `reclaim rm`]

@@ -170,6 +170,10 @@ impl Config {
         if let Some(v) = &r.rate {
             crate::units::parse_bytes(v).map_err(|e| format!("[rm] rate: {e}"))?;
         }
+        // As `--iops`: at least one unlink per second (0 would stop every tree).
+        if r.iops == Some(0) {
+            return Err("[rm] iops = 0: must be at least 1".into());
+        }
         for (name, p) in &self.prune {
             let at = |k: &str, e: String| format!("[prune.{name}] {k}: {e}");
             if let Some(v) = &p.older_than {

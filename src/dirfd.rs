@@ -111,3 +111,62 @@ pub fn for_each_entry(
     }
     Ok(())
 }
+
+/// What tells a directory from a later one that got the same device and inode number (ext4
+/// reuses inodes at once): its owner, its birth time (statx `btime`) where the file system
+/// records one, and its inode generation (`FS_IOC_GETVERSION`) where it has that.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct Lineage {
+    pub dev: u64,
+    pub ino: u64,
+    pub uid: u32,
+    /// Birth time (seconds, nanoseconds), if known.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub btime: Option<(i64, u32)>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub generation: Option<u64>,
+}
+
+impl Lineage {
+    /// The lineage of an open file or directory.
+    pub fn of(fd: impl AsFd) -> Result<Lineage, Errno> {
+        let fd = fd.as_fd();
+        let s = statx(
+            fd,
+            c"",
+            AtFlags::EMPTY_PATH,
+            StatxFlags::INO | StatxFlags::UID | StatxFlags::BTIME,
+        )?;
+        let btime = (s.stx_mask & StatxFlags::BTIME.bits() != 0
+            && (s.stx_btime.tv_sec != 0 || s.stx_btime.tv_nsec != 0))
+            .then_some((s.stx_btime.tv_sec, s.stx_btime.tv_nsec));
+        Ok(Lineage {
+            dev: rustix::fs::makedev(s.stx_dev_major, s.stx_dev_minor),
+            ino: s.stx_ino,
+            uid: s.stx_uid,
+            btime,
+            generation: generation(fd),
+        })
+    }
+
+    /// Whether `now` is the same directory as this recorded one: same device, inode and owner,
+    /// and the same birth time and generation wherever this record has them. (A record without
+    /// either, from a file system that keeps neither, is matched by device, inode and owner.)
+    pub fn same(&self, now: &Lineage) -> bool {
+        (self.dev, self.ino, self.uid) == (now.dev, now.ino, now.uid)
+            && self.btime.map_or(true, |b| now.btime == Some(b))
+            && self.generation.map_or(true, |g| now.generation == Some(g))
+    }
+}
+
+/// The inode generation (`FS_IOC_GETVERSION`; ext2/3/4, btrfs and others), if the file system
+/// answers it.
+fn generation(fd: std::os::fd::BorrowedFd<'_>) -> Option<u64> {
+    use std::os::fd::AsRawFd;
+    // _IOR('v', 1, long)
+    const FS_IOC_GETVERSION: libc::c_ulong = 0x8008_7601;
+    let mut v: libc::c_long = 0;
+    // SAFETY: the ioctl writes one long into `v`, which lives for the call.
+    let rc = unsafe { libc::ioctl(fd.as_raw_fd(), FS_IOC_GETVERSION, &mut v) };
+    (rc == 0).then_some(v as u64)
+}

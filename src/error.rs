@@ -32,6 +32,9 @@ pub enum Reason {
     /// Hidden into the trash, but freeing it failed (it stays there for the next reaper).
     #[error("hidden, but freeing it failed: {0}")]
     Freeing(String),
+    /// A grace window was asked for and cannot be kept: the target stays where it is.
+    #[error("cannot keep it restorable: {0}; left in place")]
+    GraceRefused(String),
 }
 
 /// One failed path with its reason.
@@ -43,19 +46,14 @@ pub struct Failure {
 
 impl fmt::Display for Failure {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let path = crate::quote::quote(&self.path);
         match self.reason {
             Reason::DotOrDotDot => write!(
                 f,
-                "refusing to remove '.' or '..' directory: skipping '{}'",
-                self.path.display()
+                "refusing to remove '.' or '..' directory: skipping {path}"
             ),
-            Reason::MountPoint => write!(f, "skipped '{}': {}", self.path.display(), self.reason),
-            _ => write!(
-                f,
-                "cannot remove '{}': {}",
-                self.path.display(),
-                self.reason
-            ),
+            Reason::MountPoint => write!(f, "skipped {path}: {}", self.reason),
+            _ => write!(f, "cannot remove {path}: {}", self.reason),
         }
     }
 }

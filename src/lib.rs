@@ -1,5 +1,6 @@
 //! reclaim: remove data from Linux file systems fast, gently and safely.
 
+pub mod asuser;
 pub mod background;
 pub mod bench;
 pub mod cli;
@@ -8,12 +9,14 @@ pub mod dirfd;
 pub mod error;
 pub mod fdcache;
 pub mod generate;
+pub mod interrupt;
 pub mod limits;
 pub mod locks;
 pub mod mounts;
 pub mod pace;
 pub mod pool;
 pub mod prune;
+pub mod quote;
 pub mod reaper;
 pub mod remove;
 pub mod report;

@@ -11,6 +11,10 @@ use reclaim::rm::{Mode, Request};
 const DEFAULT_MAX_LATENCY: std::time::Duration = std::time::Duration::from_millis(20);
 
 fn main() -> ExitCode {
+    // Before any thread starts: the locale's character set decides how names are quoted.
+    reclaim::quote::utf8_locale();
+    // `reclaim` in ps/pgrep/top, also when started as /proc/self/exe (a reaper, a child).
+    let _ = rustix::thread::set_name(c"reclaim");
     let cli = Cli::parse();
     let config = match reclaim::config::Config::load() {
         Ok(c) => c,
@@ -35,6 +39,7 @@ fn main() -> ExitCode {
                 return ExitCode::from(2);
             }
             let nofile = reclaim::limits::raise_nofile();
+            reclaim::interrupt::install(true);
             let mut engine = Options {
                 cross_mounts: a.cross_mounts,
                 dry_run: a.dry_run,
@@ -79,12 +84,26 @@ fn main() -> ExitCode {
                 engine,
             };
             let summary = reclaim::rm::run(&req);
-            ExitCode::from(if summary.errors.is_empty() { 0 } else { 1 })
+            ExitCode::from(match summary.interrupted {
+                Some(sig) => reclaim::interrupt::exit_code(sig),
+                None => u8::from(!summary.errors.is_empty()),
+            })
         }
-        Command::Status(a) => ExitCode::from(reclaim::status::command(a.json, a.count)),
-        Command::Restore(a) => ExitCode::from(reclaim::trash::restore::command(&a.entries, a.json)),
+        Command::Status(a) => ExitCode::from(reclaim::status::command(
+            a.json,
+            a.count,
+            a.trash.as_deref(),
+        )),
+        Command::Restore(a) => ExitCode::from(reclaim::trash::restore::command(
+            &a.entries,
+            a.json,
+            a.trash.as_deref(),
+        )),
         Command::Reap(a) => {
             reclaim::limits::raise_nofile();
+            // A detached reaper ignores the terminal's hangup; the rest stop at a consistent
+            // point on SIGINT/SIGTERM/SIGHUP.
+            reclaim::interrupt::install(!a.detached);
             ExitCode::from(reclaim::reaper::command(&a))
         }
         Command::Prune(mut a) => {
@@ -93,6 +112,7 @@ fn main() -> ExitCode {
                 return ExitCode::from(2);
             }
             reclaim::limits::raise_nofile();
+            reclaim::interrupt::install(true);
             ExitCode::from(reclaim::prune::command(&a, std::io::stderr().is_terminal()))
         }
         Command::Scan(a) => {
@@ -111,7 +131,10 @@ fn main() -> ExitCode {
                 ExitCode::SUCCESS
             }
             Err(e) => {
-                eprintln!("reclaim man: cannot write into '{}': {e}", dir.display());
+                eprintln!(
+                    "reclaim man: cannot write into {}: {e}",
+                    reclaim::quote::quote(&dir)
+                );
                 ExitCode::from(1)
             }
         },

@@ -382,6 +382,19 @@ impl Engine<'_> {
     fn work(&self) {
         let mut buf = DirBuf::new(256 * 1024);
         while let Some(task) = self.queue.pop() {
+            // Stopped by a signal: drain the queue without doing the work (keeping every
+            // directory whose children were not all removed).
+            if crate::interrupt::stopping() {
+                match task {
+                    Task::Dir(node) => self.finish_kept(node),
+                    Task::Unlink(node, _) => {
+                        node.keep.store(true, Ordering::Relaxed);
+                        self.child_done(node);
+                    }
+                }
+                self.queue.done();
+                continue;
+            }
             match task {
                 Task::Dir(node) => self.remove_dir(node, &mut buf),
                 Task::Unlink(node, batch) => {

@@ -12,6 +12,7 @@ use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use serde::Serialize;
 
 use crate::error::Failure;
+use crate::quote::{quote, PathField};
 use crate::remove::{Counters, Sink};
 
 /// The final account of one `reclaim rm` run; `--json` prints exactly this.
@@ -35,12 +36,16 @@ pub struct Summary {
     pub hidden: Vec<crate::trash::hide::Hidden>,
     /// Targets that could not go to a trash and were removed in the foreground.
     pub fallback: Vec<String>,
+    /// The signal that stopped the run before the end, if one did.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub interrupted: Option<i32>,
 }
 
 /// One large file freed by the shrinker.
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, serde::Deserialize)]
 pub struct Gentle {
-    pub path: String,
+    #[serde(flatten)]
+    pub path: PathField,
     pub elapsed_s: f64,
     #[serde(flatten)]
     pub outcome: crate::shrink::Outcome,
@@ -51,7 +56,7 @@ impl Gentle {
     pub fn human(&self) -> String {
         let o = &self.outcome;
         let mut s = format!(
-            "'{}': {} in {:.2} s",
+            "{}: {} in {:.2} s",
             self.path,
             bytes(o.allocated),
             self.elapsed_s
@@ -79,10 +84,27 @@ impl Gentle {
     }
 }
 
-#[derive(Debug, Serialize)]
+/// A path that failed, and why (`"path"`, `"path_hex"` when not UTF-8, `"error"`).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, serde::Deserialize)]
 pub struct ErrorEntry {
-    pub path: String,
+    #[serde(flatten)]
+    pub path: PathField,
     pub error: String,
+}
+
+impl ErrorEntry {
+    pub fn new(path: impl AsRef<std::ffi::OsStr>, error: impl Into<String>) -> Self {
+        ErrorEntry {
+            path: PathField::new(path),
+            error: error.into(),
+        }
+    }
+}
+
+impl std::fmt::Display for ErrorEntry {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}: {}", self.path, self.error)
+    }
 }
 
 impl Summary {
@@ -105,10 +127,7 @@ impl Summary {
             files_per_s: if secs > 0.0 { files as f64 / secs } else { 0.0 },
             errors: failures
                 .iter()
-                .map(|f| ErrorEntry {
-                    path: f.path.to_string_lossy().into_owned(),
-                    error: f.reason.to_string(),
-                })
+                .map(|f| ErrorEntry::new(&f.path, f.reason.to_string()))
                 .collect(),
             skipped_mounts: skipped_mounts
                 .iter()
@@ -119,6 +138,7 @@ impl Summary {
             pace: None,
             hidden: Vec::new(),
             fallback: Vec::new(),
+            interrupted: None,
         }
     }
 
@@ -252,7 +272,7 @@ impl Sink for Printer {
             (true, true) => "would remove directory",
         };
         let mut out = self.out.lock().expect("stdout lock");
-        let _ = writeln!(out, "{what} '{}'", path.display());
+        let _ = writeln!(out, "{what} {}", quote(path));
     }
 
     fn failed(&self, failure: &Failure) {
@@ -263,9 +283,14 @@ impl Sink for Printer {
 /// The progress message of a reaper at work (`total` 0: not known, as for trees).
 pub fn freeing(what: &str, freed: u64, total: u64) -> String {
     if total == 0 {
-        format!("freeing '{what}': {} freed so far", bytes(freed))
+        format!("freeing {}: {} freed so far", quote(what), bytes(freed))
     } else {
-        format!("freeing '{what}': {} of {}", bytes(freed), bytes(total))
+        format!(
+            "freeing {}: {} of {}",
+            quote(what),
+            bytes(freed),
+            bytes(total)
+        )
     }
 }
 

@@ -1,7 +1,6 @@
 //! The `reclaim rm` command: resolves arguments, removes single entries directly and trees with
 //! the parallel engine, and reports. Owns the mapping from what happened to the exit code.
 
-use std::os::unix::ffi::OsStrExt;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
@@ -15,6 +14,7 @@ use crate::dirfd::Facts;
 use crate::error::{Failure, Reason};
 use crate::pace::throttle::Throttle;
 use crate::pace::Pacing;
+use crate::quote::quote;
 use crate::remove::{self, Counters, Options, Sink};
 use crate::report::Gentle;
 use crate::report::{Printer, Progress, Summary};
@@ -78,9 +78,9 @@ pub fn run(req: &Request) -> Summary {
     let printer = Printer::new(req.verbose, req.engine.dry_run, req.json, progress.bar());
     let mut failures: Vec<Failure> = Vec::new();
     let mut gentle: Vec<Gentle> = Vec::new();
-    // Directories where large files were freed gently: removals a crash interrupted there
-    // (hidden `.reclaim-shrink.*` files) are finished too.
-    let mut gentle_dirs: Vec<(Arc<std::os::fd::OwnedFd>, PathBuf)> = Vec::new();
+    // What a stop signal left, in one line each (said at the end).
+    let mut left: Vec<String> = Vec::new();
+    let mut not_started = 0usize;
 
     let mut resolver = Resolver::new(req.recursive, req.dir);
     let mut trees = Vec::new();
@@ -95,7 +95,11 @@ pub fn run(req: &Request) -> Summary {
     let mut fallback = Vec::new();
     // Directories whose entries were removed here: fsynced once each at the end (--durable).
     let mut touched: Vec<Arc<std::os::fd::OwnedFd>> = Vec::new();
-    for path in &req.paths {
+    for (i, path) in req.paths.iter().enumerate() {
+        if crate::interrupt::stopping() {
+            not_started = req.paths.len() - i;
+            break;
+        }
         let resolved = resolver.resolve(path);
         if let (true, Ok(t)) = (hiding, &resolved) {
             let (base, name, display) = match t {
@@ -110,17 +114,32 @@ pub fn run(req: &Request) -> Summary {
             match hider.hide(base, name, req.known_sizes.get(path).copied()) {
                 Hide::Hidden(h) => {
                     if req.verbose {
-                        printer.note(&format!("hidden '{}' (entry {})", display.display(), h.id));
+                        let passed = std::mem::take(
+                            &mut *hider.passed_over.lock().unwrap_or_else(|e| e.into_inner()),
+                        );
+                        for u in passed {
+                            printer.note(&format!("not using {}: it {}", quote(&u.path), u.reason));
+                        }
+                        printer.note(&format!("hidden {} (entry {})", quote(display), h.id));
                     }
                     hidden.push(h);
                     continue;
                 }
                 Hide::Fallback(why) => {
                     printer.error_line(&format!(
-                        "'{}': {why}; removing it now instead",
-                        display.display()
+                        "{}: {why}; removing it now instead",
+                        quote(display)
                     ));
                     fallback.push(display.to_string_lossy().into_owned());
+                }
+                Hide::Refused(why) => {
+                    fail(
+                        &printer,
+                        &mut failures,
+                        display.clone(),
+                        Reason::GraceRefused(why),
+                    );
+                    continue;
                 }
                 Hide::Failed(Reason::Os(Errno::NOENT)) if req.force => continue,
                 Hide::Failed(reason) => {
@@ -151,11 +170,12 @@ pub fn run(req: &Request) -> Summary {
                 } else if is_dir {
                     unlinkat(&*base, &name, AtFlags::REMOVEDIR).map_err(Reason::Os)
                 } else if gentle_candidate(req, &facts) {
-                    if !gentle_dirs.iter().any(|(d, _)| Arc::ptr_eq(d, &base)) {
-                        gentle_dirs.push((base.clone(), display.clone()));
-                    }
-                    remove_gently(req, &base, &name, &display, &facts, &progress)
-                        .map(|g| gentle.push(g))
+                    remove_gently(req, &hider, &base, &name, &display, &facts, &progress).map(|g| {
+                        if let Some(l) = &g.outcome.left {
+                            left.push(left_of_file(req, &g, l));
+                        }
+                        gentle.push(g);
+                    })
                 } else {
                     unlinkat(&*base, &name, AtFlags::empty()).map_err(Reason::Os)
                 };
@@ -176,44 +196,34 @@ pub fn run(req: &Request) -> Summary {
                     Err(reason) => fail(&printer, &mut failures, display, reason),
                 }
             }
-            Err(Rejection::Missing) if req.force => {}
-            Err(Rejection::Missing) => fail(
-                &printer,
-                &mut failures,
-                path.clone(),
-                Reason::Os(Errno::NOENT),
-            ),
+            // Gone from its path: maybe a removal of it was interrupted (kill -9 during its
+            // shrink) and waits in the trash; finish that instead of saying "No such file".
+            Err(Rejection::Missing) => match resume_interrupted(req, path, &progress) {
+                Some(Ok(g)) => gentle.push(g),
+                Some(Err(reason)) => fail(&printer, &mut failures, path.clone(), reason),
+                None if req.force => {}
+                None => fail(
+                    &printer,
+                    &mut failures,
+                    path.clone(),
+                    Reason::Os(Errno::NOENT),
+                ),
+            },
             Err(Rejection::Refused(reason)) => fail(&printer, &mut failures, path.clone(), reason),
         }
     }
 
+    let had_trees = !trees.is_empty();
+    let trees_shown = trees
+        .iter()
+        .map(|t| quote(&t.display))
+        .collect::<Vec<_>>()
+        .join(", ");
     let done = AtomicBool::new(false);
     let mut engine = req.engine.clone();
     if let (false, Some(first)) = (req.threads_given, trees.first()) {
         engine.threads = remove::threads_for(&*first.base);
     }
-    for (dir, shown) in &gentle_dirs {
-        let parent = shown.parent().unwrap_or(std::path::Path::new(""));
-        for (name, result, took) in shrink::finish_leftovers(dir, &req.pacing, &|_, _, _| {}) {
-            let path = parent.join(std::ffi::OsStr::from_bytes(name.to_bytes()));
-            match result {
-                Ok(outcome) => {
-                    counters.files.fetch_add(1, Ordering::Relaxed);
-                    gentle.push(Gentle {
-                        path: path.to_string_lossy().into_owned(),
-                        elapsed_s: took.as_secs_f64(),
-                        outcome: shrink::Outcome {
-                            resumed: true,
-                            ..outcome
-                        },
-                    });
-                }
-                Err(Reason::Os(Errno::NOENT)) => {}
-                Err(reason) => fail(&printer, &mut failures, path, reason),
-            }
-        }
-    }
-
     // Trees are paced too: the workers share an unlink rate limit that a pacer thread lowers
     // when the probe sees other I/O hurt (and `--iops` caps).
     let paced = req.pace_trees && !trees.is_empty() && !req.engine.dry_run && !req.pacing.is_fast();
@@ -222,7 +232,7 @@ pub fn run(req: &Request) -> Summary {
     }
     // Large files inside the trees are shrunk like named ones (when pacing is on).
     let tree_files = (!req.pacing.is_fast() && !req.engine.dry_run)
-        .then(|| Arc::new(shrink::TreeFiles::new(req.pacing.clone())));
+        .then(|| Arc::new(shrink::TreeFiles::new(req.pacing.clone(), false)));
     if let Some(tf) = &tree_files {
         engine.large_files = Some(tf.clone());
     }
@@ -247,7 +257,7 @@ pub fn run(req: &Request) -> Summary {
     failures.extend(outcome.failures);
     for (path, outcome, took) in tree_files.map(|tf| tf.take()).unwrap_or_default() {
         gentle.push(Gentle {
-            path: path.to_string_lossy().into_owned(),
+            path: crate::quote::PathField::new(path),
             elapsed_s: took.as_secs_f64(),
             outcome,
         });
@@ -260,9 +270,23 @@ pub fn run(req: &Request) -> Summary {
             }
         }
     }
+    if crate::interrupt::stopping() && had_trees {
+        left.push(format!(
+            "{} partly removed (run the same command again to finish)",
+            trees_shown
+        ));
+    }
     match req.mode {
         Mode::Background => {
             hider.start_reapers(&req.reaper_args);
+            if crate::interrupt::stopping() && not_started > 0 {
+                left.push(format!(
+                    "hid {} of {} paths; the other {not_started} are untouched",
+                    hidden.len(),
+                    req.paths.len()
+                ));
+                not_started = 0;
+            }
         }
         Mode::Wait if !hider.used.is_empty() => {
             let bar = progress.bar();
@@ -277,6 +301,13 @@ pub fn run(req: &Request) -> Summary {
                 engine.threads = 0; // per file system, as for trees here
             }
             let reaped = hider.wait(&engine, &req.reaper_args, &on_progress);
+            if reaped.interrupted || (crate::interrupt::stopping() && reaped.remaining > 0) {
+                left.push(format!(
+                    "{} left in the trash; {}",
+                    plural(reaped.remaining, "entry", "entries"),
+                    reaper_note()
+                ));
+            }
             counters.files.fetch_add(reaped.files, Ordering::Relaxed);
             counters
                 .bytes
@@ -286,7 +317,7 @@ pub fn run(req: &Request) -> Summary {
                 fail(
                     &printer,
                     &mut failures,
-                    PathBuf::from(e.path),
+                    e.path.exact(),
                     Reason::Freeing(e.error),
                 );
             }
@@ -317,12 +348,139 @@ pub fn run(req: &Request) -> Summary {
         pace: tree_pace,
         hidden,
         fallback,
+        interrupted: crate::interrupt::requested(),
         ..summary
     };
     if req.print_summary {
         print_summary(req, &summary, &printer, &failures);
     }
+    if let Some(sig) = summary.interrupted {
+        if not_started > 0 {
+            left.push(format!(
+                "{} not started",
+                plural(not_started as u64, "argument", "arguments")
+            ));
+        }
+        if left.is_empty() {
+            left.push("everything asked for was done".into());
+        }
+        printer.error_line(&format!(
+            "interrupted by {}: removed {} and {}; {}",
+            crate::interrupt::name(sig),
+            plural(summary.files, "file", "files"),
+            plural(summary.dirs, "directory", "directories"),
+            left.join("; ")
+        ));
+    }
     summary
+}
+
+/// `n thing` or `n things`.
+pub fn plural(n: u64, one: &str, many: &str) -> String {
+    format!(
+        "{} {}",
+        crate::report::group(n),
+        if n == 1 { one } else { many }
+    )
+}
+
+/// How what is left in a trash gets freed, for the line after a stop signal.
+fn reaper_note() -> String {
+    if std::env::var_os(crate::reaper::spawn::NO_SPAWN_ENV).is_some_and(|v| v == "1") {
+        "`reclaim reap` frees it (`reclaim status` lists it)".into()
+    } else {
+        "a reaper frees it in the background (`reclaim status`)".into()
+    }
+}
+
+/// What a stop signal left of one large file, in words; starts the reaper for it if it is in
+/// the trash.
+fn left_of_file(req: &Request, g: &Gentle, l: &shrink::Left) -> String {
+    match (&l.trash, &l.entry) {
+        (Some(trash), Some(id)) => {
+            if let Ok(t) = crate::trash::Trash::open_path(std::path::Path::new(trash)) {
+                crate::background::start_reaper(&t, &req.reaper_args);
+            }
+            format!(
+                "{} is in the trash with {} left (entry {id}); {}",
+                g.path,
+                crate::report::bytes(l.bytes),
+                reaper_note()
+            )
+        }
+        _ => format!(
+            "{} is left partly freed as {} ({}): `reclaim rm` of that name finishes it",
+            g.path,
+            l.hidden
+                .as_ref()
+                .map_or_else(|| "a hidden name".into(), |h| h.to_string()),
+            crate::report::bytes(l.bytes)
+        ),
+    }
+}
+
+/// For a path that is gone: the newest entry of this user's trashes recorded from it that a
+/// reaper claimed and nobody holds (a removal interrupted by `kill -9`), finished here, paced
+/// as it was asked. `None` if there is none.
+fn resume_interrupted(
+    req: &Request,
+    path: &std::path::Path,
+    progress: &Progress,
+) -> Option<Result<Gentle, Reason>> {
+    if req.engine.dry_run {
+        return None;
+    }
+    let wanted = crate::trash::restore::absolute(path)?;
+    let me = crate::trash::uid();
+    let trashes = crate::trash::discover(me).trashes;
+    let (t, id) = trashes.iter().find_map(|t| {
+        t.entries().into_iter().rev().find_map(|name| {
+            let entry = crate::dirfd::open_dir_at(&t.dir, &name).ok()?;
+            let m = crate::trash::meta::Meta::read(&entry, t.uid).ok()??;
+            let claimed = crate::dirfd::lstat_at(&entry, crate::trash::REAPING).is_ok();
+            let free = crate::locks::try_exclusive(&entry).ok()?;
+            (claimed && free && m.uid == me && m.original_path() == wanted)
+                .then(|| (t, name.to_string_lossy().into_owned()))
+        })
+    })?;
+    eprintln!(
+        "reclaim: {}: finishing its interrupted removal (entry {id} in {})",
+        quote(path),
+        quote(&t.path)
+    );
+    let started = Instant::now();
+    let bar = progress.bar();
+    let on_progress = |what: &str, freed: u64, total: u64| {
+        if let Some(bar) = &bar {
+            bar.set_message(crate::report::freeing(what, freed, total));
+            bar.tick();
+        }
+    };
+    let opts = crate::reaper::ReapOptions {
+        until: crate::reaper::Until::Empty,
+        pacing: None,
+        engine: req.engine.clone(),
+        only: Some(vec![id]),
+        log: crate::reaper::Log::Quiet,
+        retry_failed: true,
+    };
+    let sum = crate::reaper::run(std::slice::from_ref(t), &opts, &on_progress);
+    if let Some(e) = sum.errors.first() {
+        return Some(Err(Reason::Freeing(e.to_string())));
+    }
+    let mut outcome = sum
+        .gentle
+        .into_iter()
+        .next()
+        .map(|g| g.outcome)
+        .unwrap_or_default();
+    outcome.resumed = true;
+    outcome.allocated = outcome.allocated.max(sum.bytes_freed);
+    Some(Ok(Gentle {
+        path: crate::quote::PathField::new(path),
+        elapsed_s: started.elapsed().as_secs_f64(),
+        outcome,
+    }))
 }
 
 /// The closing report: the JSON object, or a paragraph on stderr (on a terminal, or when there
@@ -360,9 +518,12 @@ fn gentle_candidate(req: &Request, facts: &Facts) -> bool {
         && facts.allocated >= shrink::GENTLE_MIN_BYTES
 }
 
-/// Frees one large file with the shrinker, showing its progress on the terminal.
+/// Frees one large file with the shrinker, showing its progress on the terminal. It waits in
+/// the user's trash on its file system while it is shrunk (a stop signal or a crash leaves the
+/// rest there, for a reaper), or under a hidden name in its directory where there is none.
 fn remove_gently(
     req: &Request,
+    hider: &Hider,
     base: &std::os::fd::OwnedFd,
     name: &std::ffi::CStr,
     display: &std::path::Path,
@@ -371,7 +532,7 @@ fn remove_gently(
 ) -> Result<Gentle, Reason> {
     let started = Instant::now();
     let bar = progress.bar();
-    let shown = display.display().to_string();
+    let shown = quote(display);
     let on_progress = |freed: u64, total: u64, pacer: Option<&crate::pace::Pacer>| {
         let Some(bar) = &bar else { return };
         let secs = started.elapsed().as_secs_f64().max(1e-3);
@@ -386,19 +547,38 @@ fn remove_gently(
             .map(|d| format!(", other I/O {:.1} ms", d.as_secs_f64() * 1e3))
             .unwrap_or_default();
         bar.set_message(format!(
-            "freeing '{shown}': {} of {}, {}/s{lat}, ETA {eta}",
+            "freeing {shown}: {} of {}, {}/s{lat}, ETA {eta}",
             crate::report::bytes(freed),
             crate::report::bytes(total),
             crate::report::bytes(rate as u64),
         ));
         bar.tick();
     };
-    let outcome = shrink::remove_file(base, name, facts, &req.pacing, &on_progress)?;
+    let original = crate::trash::hide::absolute(base, name);
+    // The trash is found (and made, if need be) only if the file is shrunk at all.
+    let locate = || hider.trash_for(base).ok();
+    let opts = HideOptions {
+        grace: None,
+        known: Some((facts.allocated, 1)),
+        durable: req.durable,
+        pacing: req.entry_pacing.clone(),
+    };
+    let hiding = match &original {
+        Some(o) if crate::trash::hide::unsuitable(o, facts, facts.mnt_id).is_none() => {
+            shrink::Hiding::Trash {
+                locate: &locate,
+                original: o,
+                opts: &opts,
+            }
+        }
+        _ => shrink::Hiding::Renamed { finish: true },
+    };
+    let outcome = shrink::remove_file(base, name, facts, &req.pacing, &hiding, &on_progress)?;
     if let Some(bar) = &bar {
         bar.set_message(String::new());
     }
     Ok(Gentle {
-        path: display.to_string_lossy().into_owned(),
+        path: crate::quote::PathField::new(display),
         elapsed_s: started.elapsed().as_secs_f64(),
         outcome,
     })

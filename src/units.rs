@@ -3,6 +3,10 @@
 
 use std::time::Duration;
 
+/// The longest duration accepted anywhere (100 years of 365.25 days): beyond it a grace window
+/// or an age is a typo, and `Duration` arithmetic on `SystemTime` could overflow.
+pub const MAX_DURATION_SECS: f64 = 100.0 * 365.25 * 86_400.0;
+
 /// `20ms`, `1.5s`, `500us`, `2m`, `3d`, `1w`, or a sum of such parts (`3d12h`, `1h30m`); a
 /// bare number is milliseconds.
 pub fn parse_duration(s: &str) -> Result<Duration, String> {
@@ -44,6 +48,12 @@ pub fn parse_duration(s: &str) -> Result<Duration, String> {
     }
     if !secs.is_finite() || secs < 0.0 {
         return Err(format!("'{s}' is not a duration"));
+    }
+    if secs > MAX_DURATION_SECS {
+        return Err(format!(
+            "'{s}' is out of range (at most {} days)",
+            MAX_DURATION_SECS / 86_400.0
+        ));
     }
     Ok(Duration::from_secs_f64(secs))
 }
@@ -89,6 +99,10 @@ pub fn parse_bytes(s: &str) -> Result<u64, String> {
     if !bytes.is_finite() || bytes < 1.0 {
         return Err(format!("'{s}' must be at least one byte"));
     }
+    // 2^64 as f64: anything at or above it does not fit (`as` would saturate silently).
+    if bytes >= 18_446_744_073_709_551_616.0 {
+        return Err(format!("'{s}' is out of range (at most 16 EiB)"));
+    }
     Ok(bytes as u64)
 }
 
@@ -129,6 +143,18 @@ mod tests {
         assert_eq!(parse_duration("1m30s"), Ok(Duration::from_secs(90)));
         assert_eq!(parse_duration("2w"), Ok(Duration::from_secs(14 * 86_400)));
         assert!(parse_duration("1h 30x").is_err());
+    }
+
+    #[test]
+    fn out_of_range_is_an_error_not_a_panic() {
+        let e = parse_duration("99999999999999999999d").unwrap_err();
+        assert!(e.contains("out of range"), "{e}");
+        assert!(parse_duration("36525d").is_ok());
+        assert!(parse_duration("36526d").is_err());
+        let e = parse_bytes("99999999999999999999T").unwrap_err();
+        assert!(e.contains("out of range"), "{e}");
+        assert!(parse_bytes("17179869184G").is_err());
+        assert!(parse_bytes("17179869183G").is_ok());
     }
 
     #[test]

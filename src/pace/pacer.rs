@@ -40,7 +40,8 @@ impl Pacing {
 }
 
 /// What the pacing cost others and how often it backed off (summary / JSON).
-#[derive(Clone, Debug, Default, Serialize)]
+#[derive(Clone, Debug, Default, Serialize, serde::Deserialize)]
+#[serde(default)]
 pub struct PaceReport {
     pub max_latency_ms: Option<f64>,
     pub rate_cap: Option<u64>,
@@ -80,7 +81,8 @@ impl PaceReport {
     }
 }
 
-#[derive(Clone, Debug, Default, Serialize)]
+#[derive(Clone, Debug, Default, Serialize, serde::Deserialize)]
+#[serde(default)]
 pub struct LatencyStats {
     pub count: usize,
     pub p50_ms: Option<f64>,

@@ -36,8 +36,11 @@ pub struct Entry {
     path_os: PathBuf,
 }
 
-#[derive(Debug, Serialize)]
+#[derive(Debug, Default, Serialize)]
 struct Report {
+    /// Why nothing was done, when the run failed before removing anything.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    error: Option<String>,
     plan: Vec<Entry>,
     unmet: Vec<String>,
     dry_run: bool,
@@ -62,9 +65,21 @@ pub fn command(a: &PruneArgs, progress: bool) -> u8 {
         },
         allow_empty: a.allow_empty,
     };
+    // A failure before anything is removed: one line, or (`--json`) one object that says it.
+    let failed = |msg: String, code: u8| -> u8 {
+        if a.json {
+            let r = Report {
+                error: Some(msg),
+                ..Report::default()
+            };
+            println!("{}", serde_json::to_string(&r).expect("report serializes"));
+        } else {
+            eprintln!("reclaim prune: {msg}");
+        }
+        code
+    };
     if !pol.has_keep_rule() && !pol.has_remove_rule() {
-        eprintln!("reclaim prune: {}", policy::PlanError::NoRule);
-        return 2;
+        return failed(policy::PlanError::NoRule.to_string(), 2);
     }
     let mut listed = Vec::new();
     let mut space: HashMap<u64, Space> = HashMap::new();
@@ -77,27 +92,27 @@ pub fn command(a: &PruneArgs, progress: bool) -> u8 {
             Err(e) => {
                 // A missing directory would shrink the pool (keep-last would keep fewer
                 // elsewhere): plan nothing rather than a different plan.
-                eprintln!(
-                    "reclaim prune: cannot list '{}': {e}; nothing removed",
-                    Path::new(dir).display()
+                return failed(
+                    format!(
+                        "cannot list {}: {e}; nothing removed",
+                        crate::quote::quote(dir)
+                    ),
+                    1,
                 );
-                return 1;
             }
         }
     }
     // Trees others hid without a recorded size are walked only when a free-space target
     // needs them (undercounting would remove more than needed).
-    let pending = pending_by_dev(pol.keep_free.is_some());
+    let devs: Vec<u64> = space.keys().copied().collect();
+    let pending = pending_by_dev(pol.keep_free.is_some(), &devs);
     for (dev, sp) in space.iter_mut() {
         sp.pending = pending.get(dev).copied().unwrap_or(0);
     }
     let cands: Vec<Candidate> = listed.iter().map(|(c, _)| c.clone()).collect();
     let plan = match policy::plan(&cands, &pol, crate::trash::meta::now_unix(), &space) {
         Ok(p) => p,
-        Err(e) => {
-            eprintln!("reclaim prune: {e}");
-            return 1;
-        }
+        Err(e) => return failed(e.to_string(), 1),
     };
     let mut report = report_of(&listed, &plan, a.dry_run, pol.sort);
     if !a.json {
@@ -148,7 +163,7 @@ fn list(dir: &Path, a: &PruneArgs, sizes: bool) -> Result<(Vec<Listed>, u64, Spa
     let mut buf = dirfd::DirBuf::new(256 << 10);
     dirfd::for_each_entry(&list, &mut buf, |name, _, _| {
         let b = name.to_bytes();
-        if (b.starts_with(b".") && !a.all) || b == crate::trash::TRASH_DIR.as_bytes() {
+        if (b.starts_with(b".") && !a.all) || crate::trash::is_trash_name(b) {
             return;
         }
         if let Some(p) = &a.pattern {
@@ -208,9 +223,7 @@ fn list(dir: &Path, a: &PruneArgs, sizes: bool) -> Result<(Vec<Listed>, u64, Spa
 }
 
 fn show(dir: &Path, name: &CStr) -> String {
-    dir.join(OsStr::from_bytes(name.to_bytes()))
-        .display()
-        .to_string()
+    crate::quote::quote(dir.join(OsStr::from_bytes(name.to_bytes())))
 }
 
 /// `fnmatch(3)` on a name (no `FNM_PATHNAME` needed: names have no slash).
@@ -222,14 +235,23 @@ fn fnmatch(pattern: &str, name: &CStr) -> bool {
     unsafe { libc::fnmatch(p.as_ptr(), name.as_ptr(), 0) == 0 }
 }
 
-/// Space already on its way back per device: what the trashes there still hold (`count`:
-/// walking trees whose size was not recorded).
-fn pending_by_dev(count: bool) -> HashMap<u64, u64> {
-    let trashes = crate::trash::discover(crate::trash::uid());
-    let st = crate::status::collect(&trashes, count);
-    let mut m = HashMap::new();
-    for (t, s) in trashes.iter().zip(&st.trashes) {
-        *m.entry(t.ident.dev).or_insert(0) += s.pending_bytes;
+/// Space already on its way back per device of `devs`: what the trashes there still hold
+/// (`count`: walking trees whose size was not recorded).
+fn pending_by_dev(count: bool, devs: &[u64]) -> HashMap<u64, u64> {
+    let mut found = crate::trash::discover(crate::trash::uid());
+    found.trashes.retain(|t| devs.contains(&t.ident.dev));
+    let dev_of: HashMap<String, u64> = found
+        .trashes
+        .iter()
+        .map(|t| (t.path.to_string_lossy().into_owned(), t.ident.dev))
+        .collect();
+    let st = crate::status::collect(found, count);
+    let mut m: HashMap<u64, u64> = HashMap::new();
+    for s in &st.trashes {
+        if let Some(dev) = dev_of.get(&s.trash) {
+            let e = m.entry(*dev).or_insert(0);
+            *e = e.saturating_add(s.pending_bytes);
+        }
     }
     m
 }
@@ -256,11 +278,15 @@ fn report_of(listed: &[Listed], plan: &Plan, dry_run: bool, sort: SortBy) -> Rep
     let removing: Vec<&Entry> = plan_entries.iter().filter(|e| e.remove).collect();
     Report {
         remove_count: removing.len(),
-        remove_bytes: removing.iter().filter_map(|e| e.allocated).sum(),
+        remove_bytes: removing
+            .iter()
+            .filter_map(|e| e.allocated)
+            .fold(0, u64::saturating_add),
         plan: plan_entries,
         unmet: plan.unmet.clone(),
         dry_run,
         result: None,
+        error: None,
     }
 }
 

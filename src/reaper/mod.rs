@@ -1,45 +1,56 @@
 //! The reaper: frees what is in a trash, oldest entry first, paced as the `reclaim rm` that
 //! hid it asked, and removes each entry when its data is gone. One reaper per trash (an
 //! exclusive `flock` on `<trash>/lock`); a killed reaper's work is finished by the next one
-//! (a claimed entry is `reaping`, a half-shrunk file keeps its hidden name). It works only
-//! inside the trash, through dirfds, and never follows a symlink.
+//! (a claimed entry is `reaping`). It works only inside the trash, through dirfds, never
+//! follows a symlink, and runs with the trash owner's authority: root's reaper frees another
+//! user's trash in a child that is that user (`asuser`), so it removes exactly what the user
+//! could. Every file of a trash is hostile input: a damaged entry is reported and skipped,
+//! never waited on; an entry that cannot be fully freed is recorded (`failed.json`) and retried
+//! with back-off. While it only waits for grace windows it holds nothing open.
 
+pub mod failure;
 pub mod spawn;
 pub mod state;
+pub mod watch;
 
-use std::ffi::{CStr, CString};
+use std::ffi::{CStr, CString, OsString};
 use std::os::fd::OwnedFd;
+use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-use rustix::fs::RenameFlags;
-use rustix::fs::{fsync, openat, renameat_with, unlinkat, AtFlags, FileType, Mode, OFlags};
+use rustix::fs::{fsync, renameat_with, unlinkat, AtFlags, FileType, RenameFlags};
 use rustix::io::Errno;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use crate::cli::{PaceArgs, ReapArgs};
 use crate::dirfd;
 use crate::error::{Failure, Reason};
+use crate::interrupt;
 use crate::locks;
 use crate::pace::throttle::Throttle;
 use crate::pace::Pacing;
+use crate::quote::quote;
 use crate::remove::{self, Counters, DirTarget};
 use crate::report::ErrorEntry;
 use crate::shrink;
 use crate::trash::meta::{now_unix, EntryPacing, Meta};
-use crate::trash::{self, Trash, DATA, LOCK, REAPING};
+use crate::trash::{self, safefile, Trash, DATA, LOCK, LOG, REAPING};
+use failure::FailedRecord;
 use state::StateFile;
 
 /// The latency budget when an entry does not say (as `reclaim rm`'s default).
 pub const DEFAULT_MAX_LATENCY: Duration = Duration::from_millis(20);
 
-/// When a reaper run stops (`--watch` repeats `Once` passes).
+/// When a reaper run stops.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Until {
-    /// The trash is empty (waiting out grace windows).
+    /// The trash is empty but for entries that failed or are damaged: grace windows are waited
+    /// out (holding nothing open meanwhile).
     Empty,
-    /// One pass over what is due now.
+    /// One pass over what is due now: entries in a grace window, or whose last failure's
+    /// back-off has not passed, stay.
     Once,
 }
 
@@ -51,22 +62,50 @@ pub struct ReapOptions {
     pub engine: remove::Options,
     /// Only these entries (ids), in this order (`reclaim rm --wait`).
     pub only: Option<Vec<String>>,
+    /// Where lines about freed and failed entries go.
+    pub log: Log,
+    /// Try entries that failed before now, not after their back-off (`reclaim reap` was
+    /// asked to free what it can now).
+    pub retry_failed: bool,
+}
+
+/// Where a reaper says what it did.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Log {
+    /// Nowhere (the caller reports from the summary).
+    Quiet,
+    /// The trash's `reaper.log` (a detached reaper).
+    TrashFile,
 }
 
 /// What a reaper run did (`reclaim reap --json`).
-#[derive(Debug, Default, Serialize)]
+#[derive(Debug, Default, Serialize, Deserialize)]
 pub struct ReapSummary {
     pub entries_freed: u64,
     pub files: u64,
     pub bytes_freed: u64,
+    /// Paths that could not be freed (inner paths under the entry's original path), and
+    /// damaged entries (`"damaged: ..."`).
     pub errors: Vec<ErrorEntry>,
-    /// Entries left in the trashes it worked on (in grace, failed, or another's).
+    /// Entries left in the trashes it worked on (in grace, failed, damaged, or another's).
     pub remaining: u64,
     /// Trashes another reaper was working on.
     pub skipped_locked: Vec<String>,
     /// Large files shrunk in steps (resumed ones say so).
-    #[serde(skip_serializing_if = "Vec::is_empty")]
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub gentle: Vec<crate::report::Gentle>,
+    /// When the earliest grace window of what is left ends.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub next_grace_unix: Option<f64>,
+    /// When the earliest failed entry is due for another attempt.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub next_retry_unix: Option<f64>,
+    /// Stopped by a signal before the end.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub interrupted: bool,
+    /// A failure of the run as a whole (the trash could not be opened, ...).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
 }
 
 /// Progress callback for `--wait`: (original path, bytes freed so far, bytes to free).
@@ -76,15 +115,16 @@ pub type OnProgress<'a> = &'a (dyn Fn(&str, u64, u64) + Sync);
 pub struct TrashLock(#[allow(dead_code)] OwnedFd);
 
 impl TrashLock {
-    /// Takes the trash's lock if no other reaper holds it.
-    pub fn try_take(trash: &Trash) -> Result<Option<TrashLock>, Errno> {
-        let fd = openat(
-            &trash.dir,
-            LOCK,
-            OFlags::RDWR | OFlags::CREATE | OFlags::NOFOLLOW | OFlags::CLOEXEC,
-            Mode::from_raw_mode(0o600),
-        )?;
-        Ok(locks::try_exclusive(&fd)?.then_some(TrashLock(fd)))
+    /// Takes the trash's lock if no other reaper holds it. A `lock` that is not a plain file
+    /// of the trash's owner is refused (never opened).
+    pub fn try_take(trash: &Trash) -> Result<Option<TrashLock>, String> {
+        let fd = safefile::open_lock(&trash.dir, LOCK, trash.uid)
+            .map_err(|bad| format!("damaged: lock {bad}"))?;
+        match locks::try_exclusive(&fd) {
+            Ok(true) => Ok(Some(TrashLock(fd))),
+            Ok(false) => Ok(None),
+            Err(e) => Err(crate::error::errno_text(e)),
+        }
     }
 }
 
@@ -94,28 +134,6 @@ pub fn holder(trash: &Trash) -> Option<u32> {
     locks::holder(locks::Kind::Flock, f.ident)
 }
 
-/// Reaps every trash in `trashes` as `opts` says.
-pub fn run(trashes: &[Trash], opts: &ReapOptions, on_progress: OnProgress<'_>) -> ReapSummary {
-    let mut sum = ReapSummary::default();
-    for t in trashes {
-        match TrashLock::try_take(t) {
-            Ok(Some(lock)) => reap_trash(t, lock, opts, &mut sum, on_progress),
-            Ok(None) => sum
-                .skipped_locked
-                .push(t.path.to_string_lossy().into_owned()),
-            Err(e) => sum.errors.push(ErrorEntry {
-                path: t.path.join("lock").to_string_lossy().into_owned(),
-                error: crate::error::errno_text(e),
-            }),
-        }
-    }
-    sum.remaining = trashes
-        .iter()
-        .map(|t| t.entries().len() as u64)
-        .sum::<u64>();
-    sum
-}
-
 fn min_opt(a: Option<f64>, b: Option<f64>) -> Option<f64> {
     match (a, b) {
         (Some(a), Some(b)) => Some(a.min(b)),
@@ -123,8 +141,52 @@ fn min_opt(a: Option<f64>, b: Option<f64>) -> Option<f64> {
     }
 }
 
-/// Frees entries of one trash while holding its lock; with `Until::Empty`, waits out grace
-/// windows in between.
+impl ReapSummary {
+    /// Adds what another run did.
+    pub fn merge(&mut self, s: ReapSummary) {
+        self.entries_freed = self.entries_freed.saturating_add(s.entries_freed);
+        self.files = self.files.saturating_add(s.files);
+        self.bytes_freed = self.bytes_freed.saturating_add(s.bytes_freed);
+        self.errors.extend(s.errors);
+        self.remaining = self.remaining.saturating_add(s.remaining);
+        self.skipped_locked.extend(s.skipped_locked);
+        self.gentle.extend(s.gentle);
+        self.next_grace_unix = min_opt(self.next_grace_unix, s.next_grace_unix);
+        self.next_retry_unix = min_opt(self.next_retry_unix, s.next_retry_unix);
+        self.interrupted |= s.interrupted;
+        if self.error.is_none() {
+            self.error = s.error;
+        }
+    }
+}
+
+/// One pass over each trash of `trashes` (see `Until::Once`). Trashes of other users are not
+/// for this function: see `reap_all`.
+pub fn run(trashes: &[Trash], opts: &ReapOptions, on_progress: OnProgress<'_>) -> ReapSummary {
+    let mut sum = ReapSummary::default();
+    for t in trashes {
+        if interrupt::stopping() {
+            sum.interrupted = true;
+            break;
+        }
+        match TrashLock::try_take(t) {
+            Ok(Some(lock)) => reap_trash(t, lock, opts, &mut sum, on_progress),
+            Ok(None) => sum
+                .skipped_locked
+                .push(t.path.to_string_lossy().into_owned()),
+            Err(e) => sum.errors.push(ErrorEntry::new(t.path.join("lock"), e)),
+        }
+    }
+    sum.remaining = trashes
+        .iter()
+        .map(|t| t.entries().len() as u64)
+        .fold(0, u64::saturating_add);
+    sum
+}
+
+/// Frees what is due in one trash while holding its lock; before leaving, lets go of the lock
+/// and lists once more, so an entry hidden meanwhile (whose `rm` saw the lock and started no
+/// reaper) is never orphaned.
 fn reap_trash(
     trash: &Trash,
     lock: TrashLock,
@@ -132,10 +194,11 @@ fn reap_trash(
     sum: &mut ReapSummary,
     on_progress: OnProgress<'_>,
 ) {
-    let state = StateFile::new(&trash.dir);
+    let state = StateFile::new(&trash.dir, trash.uid);
     let done = AtomicBool::new(false);
     let files = Counters::default();
-    let mut failed: Vec<CString> = Vec::new();
+    // Names looked at and left this run (grace, back-off, failed, damaged, busy).
+    let mut left: Vec<CString> = Vec::new();
     let mut lock = Some(lock);
     std::thread::scope(|s| {
         s.spawn(|| {
@@ -156,7 +219,7 @@ fn reap_trash(
             }
         });
         loop {
-            let names = match &opts.only {
+            let names: Vec<CString> = match &opts.only {
                 Some(ids) => ids
                     .iter()
                     .filter_map(|i| CString::new(i.as_bytes()).ok())
@@ -164,71 +227,106 @@ fn reap_trash(
                     .collect(),
                 None => trash.entries(),
             };
+            let todo: Vec<CString> = names.into_iter().filter(|n| !left.contains(n)).collect();
             let mut progressed = false;
-            let mut next_due: Option<f64> = None;
-            let todo: Vec<CString> = names.into_iter().filter(|n| !failed.contains(n)).collect();
             for name in &todo {
+                if interrupt::stopping() {
+                    sum.interrupted = true;
+                    break;
+                }
                 match reap_entry(trash, name, opts, &state, &files, sum, on_progress) {
                     Step::Freed => {
                         sum.entries_freed += 1;
                         progressed = true;
                     }
-                    Step::Grace(until) => next_due = min_opt(next_due, Some(until)),
-                    Step::Busy => {}
-                    Step::Failed(f) => {
-                        failed.push(name.clone());
-                        sum.errors.push(ErrorEntry {
-                            path: f.path.to_string_lossy().into_owned(),
-                            error: f.reason.to_string(),
-                        });
+                    Step::Grace(until) => {
+                        sum.next_grace_unix = min_opt(sum.next_grace_unix, Some(until));
+                        left.push(name.clone());
                     }
-                }
-            }
-            if progressed {
-                continue;
-            }
-            match (opts.until, next_due) {
-                (Until::Empty, Some(t)) => {
-                    state.set(|st| {
-                        st.state = "waiting".into();
-                        st.entry = None;
-                        st.next_due_unix = Some(t);
-                    });
-                    std::thread::sleep(Duration::from_secs_f64((t - now_unix()).clamp(0.05, 1.0)));
-                }
-                _ => {
-                    // Leave, then look once more: an entry hidden after our last listing,
-                    // whose `rm` saw our lock and started no reaper, is ours to free.
-                    drop(lock.take());
-                    let more =
-                        opts.only.is_none() && trash.entries().iter().any(|n| !failed.contains(n));
-                    if opts.until == Until::Empty && more {
-                        if let Ok(Some(l)) = TrashLock::try_take(trash) {
-                            lock.replace(l);
-                            continue;
+                    Step::Backoff(until) => {
+                        sum.next_retry_unix = min_opt(sum.next_retry_unix, Some(until));
+                        left.push(name.clone());
+                    }
+                    Step::Busy => left.push(name.clone()),
+                    Step::Interrupted => {
+                        sum.interrupted = true;
+                        break;
+                    }
+                    Step::Failed(record) => {
+                        left.push(name.clone());
+                        sum.next_retry_unix =
+                            min_opt(sum.next_retry_unix, Some(record.next_attempt_unix));
+                        for e in &record.errors {
+                            log(trash, opts.log, &format!("cannot free {e}"));
                         }
+                        sum.errors.extend(record.errors);
                     }
+                    Step::Damaged(why) => {
+                        left.push(name.clone());
+                        let path = trash.shown(name, None);
+                        log(
+                            trash,
+                            opts.log,
+                            &format!("{}: damaged: {why}", quote(&path)),
+                        );
+                        sum.errors
+                            .push(ErrorEntry::new(path, format!("damaged: {why}")));
+                    }
+                }
+            }
+            if sum.interrupted || progressed {
+                if sum.interrupted {
                     break;
                 }
+                continue;
             }
+            // Leave, then look once more (see above).
+            drop(lock.take());
+            let more = opts.only.is_none() && trash.entries().iter().any(|n| !left.contains(n));
+            if more {
+                if let Ok(Some(l)) = TrashLock::try_take(trash) {
+                    lock.replace(l);
+                    continue;
+                }
+            }
+            break;
         }
         done.store(true, Ordering::Relaxed);
     });
     state.remove();
     drop(lock);
-    sum.files += files.files.load(Ordering::Relaxed);
+    sum.files = sum
+        .files
+        .saturating_add(files.files.load(Ordering::Relaxed));
+}
+
+/// Appends a line to the trash's log when this reaper keeps one.
+fn log(trash: &Trash, to: Log, line: &str) {
+    if to == Log::TrashFile {
+        let stamp = crate::trash::meta::utc_stamp(now_unix() as u64);
+        let _ = safefile::append_log(&trash.dir, LOG, trash.uid, &format!("{stamp}Z {line}"));
+    }
 }
 
 enum Step {
     Freed,
+    /// In its grace window until then.
     Grace(f64),
+    /// Failed before; not due for another attempt until then.
+    Backoff(f64),
+    /// Another process holds it (a hide, a restore, a foreground shrink).
     Busy,
-    Failed(Failure),
+    /// Stopped by a signal; the entry stays (claimed) for the next reaper.
+    Interrupted,
+    /// Could not be fully freed this time (what failed, and when to try again).
+    Failed(FailedRecord),
+    /// Not something a reaper made (the reason); skipped.
+    Damaged(String),
 }
 
 /// Frees one entry: claims `data` as `reaping` (restore no longer possible), frees it (a tree
-/// with the engine, a large file with the shrinker, anything else by unlink), finishes any
-/// half-shrunk file a killed reaper left, then removes the record and the entry directory.
+/// with the engine, a large file with the shrinker, anything else by unlink), then removes
+/// what is left of the entry (its record, leftovers of an interrupted run) and the entry.
 fn reap_entry(
     trash: &Trash,
     name: &CStr,
@@ -238,35 +336,38 @@ fn reap_entry(
     sum: &mut ReapSummary,
     on_progress: OnProgress<'_>,
 ) -> Step {
-    let failed = |inner: Option<&CStr>, reason: Reason| {
-        Step::Failed(Failure {
-            path: trash.shown(name, inner),
-            reason,
-        })
-    };
     let entry = match dirfd::open_dir_at(&trash.dir, name) {
         Ok(fd) => fd,
         Err(Errno::NOENT) => return Step::Busy,
         Err(Errno::LOOP | Errno::NOTDIR) => {
-            // Not made by us (a symlink or file with an entry's name): remove the name only.
-            return match unlinkat(&trash.dir, name, AtFlags::empty()) {
-                Ok(()) => Step::Freed,
-                Err(e) => failed(None, Reason::Os(e)),
-            };
+            return Step::Damaged("is not a directory (not an entry reclaim made)".into())
         }
-        Err(e) => return failed(None, Reason::Os(e)),
+        Err(e) => return Step::Damaged(crate::error::errno_text(e)),
     };
     match locks::try_exclusive(&entry) {
         Ok(true) => {}
         Ok(false) => return Step::Busy,
-        Err(e) => return failed(None, Reason::Os(e)),
+        Err(e) => return Step::Damaged(crate::error::errno_text(e)),
     }
-    let meta = Meta::read(&entry);
+    let meta = match check_entry(trash, &entry) {
+        Ok(m) => m,
+        Err(why) => return Step::Damaged(why),
+    };
+    let failed = match FailedRecord::read(&entry, trash.uid) {
+        Ok(f) => f,
+        Err(bad) => return Step::Damaged(format!("failed.json {bad}")),
+    };
+    if let Some(f) = &failed {
+        if !opts.retry_failed && f.next_attempt_unix > now_unix() {
+            return Step::Backoff(f.next_attempt_unix);
+        }
+    }
     let shown = meta.as_ref().map_or_else(
-        || trash.shown(name, None).to_string_lossy().into_owned(),
-        |m| m.original.clone(),
+        || trash.shown(name, None),
+        crate::trash::meta::Meta::original_path,
     );
-    if dirfd::lstat_at(&entry, DATA).is_ok() {
+    let data = dirfd::lstat_at(&entry, DATA).is_ok();
+    if data {
         if let Some(until) = meta.as_ref().and_then(|m| m.grace_until_unix) {
             if until > now_unix() {
                 return Step::Grace(until);
@@ -275,17 +376,21 @@ fn reap_entry(
         match renameat_with(&entry, DATA, &entry, REAPING, RenameFlags::NOREPLACE) {
             Ok(()) => {}
             Err(Errno::NOENT) => return Step::Busy,
-            Err(e) => return failed(Some(DATA), Reason::Os(e)),
+            Err(Errno::EXIST) => {
+                return Step::Damaged("holds both 'data' and 'reaping'".into());
+            }
+            Err(e) => return Step::Damaged(crate::error::errno_text(e)),
         }
         // Durable before the first byte is freed: after a crash a partly freed target must
         // never look whole (restorable).
         if let Err(e) = fsync(&entry) {
-            return failed(Some(REAPING), Reason::Os(e));
+            return fail(&entry, failed.as_ref(), &[os_failure(&shown, e)]);
         }
     }
+    let shown_text = shown.to_string_lossy().into_owned();
     state.set(|st| {
         st.state = "freeing".into();
-        st.entry = Some(shown.clone());
+        st.entry = Some(shown_text.clone());
         st.next_due_unix = None;
     });
     let pacing = opts
@@ -295,78 +400,196 @@ fn reap_entry(
         .unwrap_or_default();
     let entry = Arc::new(entry);
     if let Ok(facts) = dirfd::lstat_at(&*entry, REAPING) {
-        let r = match facts.file_type {
-            FileType::Directory => {
-                // The engine stats no file: what came back is the file system's free space
-                // (never less than the directories' blocks, which it does count).
-                let before = crate::space::FreeSpace::of(&*entry);
-                let known = counters.bytes.load(Ordering::Relaxed);
-                let r = free_tree(
-                    &entry,
-                    &facts,
-                    &pacing,
-                    &opts.engine,
-                    counters,
-                    &mut sum.gentle,
-                    std::path::Path::new(&shown),
-                );
-                let dirs = counters.bytes.load(Ordering::Relaxed) - known;
-                sum.bytes_freed +=
-                    dirs.max(before.freed_since(&crate::space::FreeSpace::of(&*entry)));
-                r
-            }
-            FileType::RegularFile => {
-                let cb = |freed: u64, total: u64, _: Option<&crate::pace::Pacer>| {
-                    on_progress(&shown, freed, total)
-                };
-                let t = std::time::Instant::now();
-                shrink::remove_file(&entry, REAPING, &facts, &to_pacing(&pacing), &cb).map(|o| {
+        let freed = free_reaping(
+            &entry,
+            &facts,
+            &pacing,
+            opts,
+            counters,
+            sum,
+            &shown,
+            on_progress,
+        );
+        match freed {
+            Ok(true) => {}
+            Ok(false) => return Step::Interrupted,
+            Err(failures) => return fail(&entry, failed.as_ref(), &failures),
+        }
+    }
+    // What is left: the record, a failure record, leftovers of an interrupted run (a large one
+    // is shrunk in place: the entry is private). All the trash owner's.
+    let rest = clear_entry(trash, name, &entry, &pacing, opts, counters, sum, &shown);
+    match rest {
+        Ok(true) => Step::Freed,
+        Ok(false) => Step::Interrupted,
+        Err(failures) => fail(&entry, failed.as_ref(), &failures),
+    }
+}
+
+/// Checks an open entry: the trash owner's directory, its record (if any) a plain file naming
+/// the same owner. Returns the record.
+fn check_entry(trash: &Trash, entry: &OwnedFd) -> Result<Option<Meta>, String> {
+    let st = rustix::fs::fstat(entry).map_err(crate::error::errno_text)?;
+    if st.st_uid != trash.uid {
+        return Err(format!(
+            "the entry is owned by uid {}, not by the trash's owner (uid {})",
+            st.st_uid, trash.uid
+        ));
+    }
+    let meta = Meta::read(entry, trash.uid).map_err(|bad| format!("meta.json {bad}"))?;
+    if let Some(m) = &meta {
+        if m.uid != trash.uid {
+            return Err(format!(
+                "its record names uid {}, not the trash's owner (uid {})",
+                m.uid, trash.uid
+            ));
+        }
+    }
+    Ok(meta)
+}
+
+fn os_failure(path: &Path, e: Errno) -> Failure {
+    Failure {
+        path: path.to_path_buf(),
+        reason: Reason::Os(e),
+    }
+}
+
+/// Records a failed attempt in the entry and says so.
+fn fail(entry: &OwnedFd, previous: Option<&FailedRecord>, failures: &[Failure]) -> Step {
+    let record = FailedRecord::after(previous, failures, now_unix());
+    let _ = record.write(entry);
+    Step::Failed(record)
+}
+
+/// Frees `reaping` of an entry. `Ok(false)`: stopped by a signal.
+#[allow(clippy::too_many_arguments)]
+fn free_reaping(
+    entry: &Arc<OwnedFd>,
+    facts: &dirfd::Facts,
+    pacing: &EntryPacing,
+    opts: &ReapOptions,
+    counters: &Counters,
+    sum: &mut ReapSummary,
+    shown: &Path,
+    on_progress: OnProgress<'_>,
+) -> Result<bool, Vec<Failure>> {
+    let shown_text = shown.to_string_lossy().into_owned();
+    match facts.file_type {
+        FileType::Directory => {
+            // The engine stats no file: what came back is the file system's free space (never
+            // less than the directories' blocks, which it does count).
+            let before = crate::space::FreeSpace::of(&**entry);
+            let known = counters.bytes.load(Ordering::Relaxed);
+            let target = DirTarget {
+                base: entry.clone(),
+                name: REAPING.to_owned(),
+                // Messages name what the user removed (its original path), not the trash.
+                display: shown.to_path_buf(),
+                ident: facts.ident,
+            };
+            let r = free_tree(
+                entry,
+                target,
+                pacing,
+                &opts.engine,
+                counters,
+                &mut sum.gentle,
+            );
+            let dirs = counters.bytes.load(Ordering::Relaxed) - known;
+            sum.bytes_freed += dirs.max(before.freed_since(&crate::space::FreeSpace::of(&**entry)));
+            r
+        }
+        FileType::RegularFile => {
+            let cb = |freed: u64, total: u64, _: Option<&crate::pace::Pacer>| {
+                on_progress(&shown_text, freed, total)
+            };
+            let t = std::time::Instant::now();
+            let o = shrink::remove_file(
+                entry,
+                REAPING,
+                facts,
+                &to_pacing(pacing),
+                &shrink::Hiding::InPlace,
+                &cb,
+            );
+            match o {
+                Ok(o) if o.left.is_some() => Ok(false),
+                Ok(o) => {
                     counters.files.fetch_add(1, Ordering::Relaxed);
                     sum.bytes_freed += o.allocated;
                     if o.steps > 0 {
                         sum.gentle.push(crate::report::Gentle {
-                            path: shown.clone(),
+                            path: crate::quote::PathField::new(shown),
                             elapsed_s: t.elapsed().as_secs_f64(),
                             outcome: o,
                         });
                     }
-                })
+                    Ok(true)
+                }
+                Err(Reason::Os(Errno::NOENT)) => Ok(true),
+                Err(reason) => Err(vec![Failure {
+                    path: shown.to_path_buf(),
+                    reason,
+                }]),
             }
-            _ => unlinkat(&*entry, REAPING, AtFlags::empty())
-                .map(|()| {
-                    counters.files.fetch_add(1, Ordering::Relaxed);
-                })
-                .map_err(Reason::Os),
-        };
-        match r {
-            Ok(()) | Err(Reason::Os(Errno::NOENT)) => {}
-            Err(reason) => return failed(Some(REAPING), reason),
         }
-    }
-    // A file a killed reaper was shrinking, under its hidden name: finish it, paced.
-    for (hidden, r, took) in shrink::finish_leftovers(&entry, &to_pacing(&pacing), &|f, t, _| {
-        on_progress(&shown, f, t)
-    }) {
-        match r {
-            Ok(o) => {
+        _ => match unlinkat(&**entry, REAPING, AtFlags::empty()) {
+            Ok(()) | Err(Errno::NOENT) => {
                 counters.files.fetch_add(1, Ordering::Relaxed);
-                sum.bytes_freed += o.allocated;
-                sum.gentle.push(crate::report::Gentle {
-                    path: shown.clone(),
-                    elapsed_s: took.as_secs_f64(),
-                    outcome: shrink::Outcome { resumed: true, ..o },
-                });
+                Ok(true)
             }
-            Err(Reason::Os(Errno::NOENT)) => {}
-            Err(reason) => return failed(Some(&hidden), reason),
-        }
+            Err(e) => Err(vec![os_failure(shown, e)]),
+        },
     }
-    // Anything else left inside (debris of an interrupted hide or restore) goes too; only
-    // names we made are expected, the record last.
-    let _ = unlinkat(&*entry, c"meta.json", AtFlags::empty());
+}
+
+/// Removes the entry directory with whatever is left in it. `Ok(false)`: stopped by a signal.
+#[allow(clippy::too_many_arguments)]
+fn clear_entry(
+    trash: &Trash,
+    name: &CStr,
+    entry: &Arc<OwnedFd>,
+    pacing: &EntryPacing,
+    opts: &ReapOptions,
+    counters: &Counters,
+    sum: &mut ReapSummary,
+    shown: &Path,
+) -> Result<bool, Vec<Failure>> {
+    // The record goes last: until then a crash leaves an entry that still says what it was.
+    let mut buf = dirfd::DirBuf::new(8 << 10);
+    let mut others = false;
+    if let Ok(list) = trash::reopen(entry) {
+        let _ = dirfd::for_each_entry(&list, &mut buf, |n, _, _| {
+            others |= n != trash::meta::META && n != trash::FAILED;
+        });
+    }
+    if others {
+        let base = Arc::new(trash::reopen(&trash.dir).map_err(|e| vec![os_failure(shown, e)])?);
+        let ident = dirfd::fstat(&**entry)
+            .map_err(|e| vec![os_failure(shown, e)])?
+            .ident;
+        let target = DirTarget {
+            base,
+            name: name.to_owned(),
+            display: trash.shown(name, None),
+            ident,
+        };
+        let r = free_tree(
+            entry,
+            target,
+            pacing,
+            &opts.engine,
+            counters,
+            &mut sum.gentle,
+        );
+        return r;
+    }
+    let _ = unlinkat(&**entry, trash::FAILED, AtFlags::empty());
+    let _ = unlinkat(&**entry, trash::meta::META, AtFlags::empty());
     match unlinkat(&trash.dir, name, AtFlags::REMOVEDIR) {
-        Ok(()) | Err(Errno::NOENT) => Step::Freed,
-        Err(e) => failed(None, Reason::Os(e)),
+        Ok(()) | Err(Errno::NOENT) => Ok(true),
+        Err(e) => Err(vec![os_failure(&trash.shown(name, None), e)]),
     }
 }
 
@@ -385,43 +608,37 @@ pub fn to_pacing(p: &EntryPacing) -> Pacing {
     }
 }
 
-/// Removes the tree `reaping` of an entry with the engine (paced like `reclaim rm -r`).
+/// Removes a tree of an entry with the engine (paced like `reclaim rm -r`; large files shrunk
+/// in place, the tree being private). `Ok(false)`: stopped by a signal.
 fn free_tree(
-    entry: &Arc<OwnedFd>,
-    facts: &dirfd::Facts,
+    probe_dir: &Arc<OwnedFd>,
+    target: DirTarget,
     pacing: &EntryPacing,
     engine: &remove::Options,
     counters: &Counters,
     gentle: &mut Vec<crate::report::Gentle>,
-    shown: &std::path::Path,
-) -> Result<(), Reason> {
+) -> Result<bool, Vec<Failure>> {
     let mut engine = engine.clone();
     if engine.threads == 0 {
         // Not given: as `reclaim rm -r` does on this file system (xfs loses with more).
-        engine.threads = remove::threads_for(&**entry);
+        engine.threads = remove::threads_for(&**probe_dir);
         engine.batch_threads = engine.batch_threads.min(engine.threads);
     }
     let paced = pacing.pace_trees && !pacing.fast;
-    let tree_files = (!pacing.fast).then(|| Arc::new(shrink::TreeFiles::new(to_pacing(pacing))));
+    let tree_files =
+        (!pacing.fast).then(|| Arc::new(shrink::TreeFiles::new(to_pacing(pacing), true)));
     if let Some(tf) = &tree_files {
         engine.large_files = Some(tf.clone());
     }
     if paced || pacing.iops.is_some() {
         engine.throttle = Some(Arc::new(Throttle::new(pacing.iops)));
     }
-    let target = DirTarget {
-        base: entry.clone(),
-        name: REAPING.to_owned(),
-        // Messages name what the user removed (its original path), not the trash.
-        display: shown.to_path_buf(),
-        ident: facts.ident,
-    };
     let done = AtomicBool::new(false);
     let sink = remove::Quiet;
     let outcome = std::thread::scope(|s| {
         if let (true, Some(throttle)) = (paced, &engine.throttle) {
             let p = to_pacing(pacing);
-            let dir = entry.clone();
+            let dir = probe_dir.clone();
             let throttle = throttle.clone();
             let done = &done;
             s.spawn(move || crate::pace::tree::run(&*dir, &p, &throttle, counters, done));
@@ -432,16 +649,15 @@ fn free_tree(
     });
     for (path, o, took) in tree_files.map(|tf| tf.take()).unwrap_or_default() {
         gentle.push(crate::report::Gentle {
-            path: path.to_string_lossy().into_owned(),
+            path: crate::quote::PathField::new(path),
             elapsed_s: took.as_secs_f64(),
             outcome: o,
         });
     }
-    match outcome.failures.into_iter().next() {
-        None if outcome.skipped_mounts.is_empty() => Ok(()),
-        None => Err(Reason::MountPoint),
-        Some(f) => Err(f.reason),
+    if !outcome.failures.is_empty() {
+        return Err(outcome.failures);
     }
+    Ok(!interrupt::stopping())
 }
 
 /// The pacing flags of `reclaim rm`, as recorded in an entry.
@@ -455,17 +671,123 @@ pub fn entry_pacing(p: &PaceArgs) -> EntryPacing {
     }
 }
 
+/// Frees every trash this process may act on as `opts` says: its own in this process, other
+/// users' (when root) each in a child running as that user. With `Until::Empty`, grace windows
+/// are waited out holding nothing open (trashes are opened again after each wait).
+pub fn reap_all(
+    open: &dyn Fn() -> Result<Vec<Trash>, String>,
+    opts: &ReapOptions,
+    child_args: &[OsString],
+    on_progress: OnProgress<'_>,
+    on_line: &mut dyn FnMut(&str),
+) -> ReapSummary {
+    let mut sum = ReapSummary::default();
+    // Failed entries are tried (at most) once per run, not again after each grace wait.
+    let mut later = opts.clone();
+    later.retry_failed = false;
+    let mut first = true;
+    loop {
+        let trashes = match open() {
+            Ok(t) => t,
+            Err(e) => {
+                sum.error = Some(e);
+                return sum;
+            }
+        };
+        let (own, others): (Vec<Trash>, Vec<Trash>) = trashes
+            .into_iter()
+            .partition(|t| !crate::asuser::needed(t.uid));
+        let pass_opts = if first { opts } else { &later };
+        let mut pass = run(&own, pass_opts, on_progress);
+        let mut args = child_args.to_vec();
+        if pass_opts.retry_failed {
+            args.push("--retry-failed".into());
+        }
+        for t in &others {
+            if interrupt::stopping() {
+                pass.interrupted = true;
+                break;
+            }
+            pass.merge(as_owner(t, &args, on_line));
+        }
+        let next = pass.next_grace_unix;
+        let remaining = pass.remaining;
+        sum.merge(pass);
+        // What is left after the last pass (not a sum over passes).
+        sum.remaining = remaining;
+        first = false;
+        let Some(next) = next.filter(|_| opts.until == Until::Empty && !sum.interrupted) else {
+            break;
+        };
+        // Say that this process waits (status shows it), unless another live one already
+        // waits for these trashes at least as early: then it is theirs, and this one leaves.
+        let covered = !own.is_empty()
+            && others.is_empty()
+            && own.iter().all(|t| {
+                state::read(&t.dir, t.uid).is_some_and(|st| {
+                    st.pid != std::process::id()
+                        && st.state == "waiting"
+                        && st.next_due_unix.is_some_and(|d| d <= next)
+                        && st.alive()
+                })
+            });
+        if covered {
+            break;
+        }
+        for t in &own {
+            state::write_waiting(&t.dir, next);
+        }
+        drop(own);
+        drop(others);
+        // Waiting: nothing of the file system is held (a `umount` can go ahead meanwhile).
+        if !interrupt::sleep(Duration::from_secs_f64(
+            (next - now_unix()).clamp(0.05, 3600.0),
+        )) {
+            sum.interrupted = true;
+            break;
+        }
+        sum.next_grace_unix = None;
+    }
+    sum
+}
+
+/// Reaps another user's trash in a child running as that user (`reclaim reap --trash T
+/// --once --json`), and returns its summary.
+pub fn as_owner(t: &Trash, args: &[OsString], on_line: &mut dyn FnMut(&str)) -> ReapSummary {
+    let who = crate::asuser::Identity::of(t.uid);
+    let mut argv: Vec<OsString> = vec![
+        "reap".into(),
+        "--trash".into(),
+        t.path.clone().into_os_string(),
+        "--once".into(),
+        "--json".into(),
+    ];
+    argv.extend(args.iter().cloned());
+    match crate::asuser::run_json::<ReapSummary>(Some(&who), &argv, on_line) {
+        Ok((s, _)) => s,
+        Err(e) => ReapSummary {
+            errors: vec![ErrorEntry::new(&t.path, e.to_string())],
+            error: None,
+            ..ReapSummary::default()
+        },
+    }
+}
+
 /// `reclaim reap`; returns the exit code.
 pub fn command(a: &ReapArgs) -> u8 {
     if a.detached {
-        spawn::lower_priority();
+        spawn::detach();
     }
-    let trashes = || -> Result<Vec<Trash>, String> {
-        match &a.trash {
+    if a.watch {
+        return watch::command(a);
+    }
+    let trash_arg = a.trash.clone();
+    let open = move || -> Result<Vec<Trash>, String> {
+        match &trash_arg {
             Some(p) => Trash::open_path(p)
                 .map(|t| vec![t])
-                .map_err(|e| format!("cannot use trash '{}': {e}", p.display())),
-            None => Ok(trash::discover(trash::uid())),
+                .map_err(|e| format!("cannot use trash {}: {e}", quote(p))),
+            None => Ok(trash::discover(trash::uid()).trashes),
         }
     };
     let mut engine = remove::Options {
@@ -478,14 +800,18 @@ pub fn command(a: &ReapArgs) -> u8 {
         engine.batch_threads = engine.batch_threads.min(engine.threads);
     }
     let opts = ReapOptions {
-        until: if a.once || a.watch {
-            Until::Once
-        } else {
-            Until::Empty
-        },
+        until: if a.once { Until::Once } else { Until::Empty },
         pacing: a.pace.given().then(|| entry_pacing(&a.pace)),
         engine,
         only: None,
+        log: if a.detached {
+            Log::TrashFile
+        } else {
+            Log::Quiet
+        },
+        // `reap` (not `--once`, whose passes the service repeats) frees what it can now; a
+        // detached reaper tries a failed entry once when it starts.
+        retry_failed: !a.once || a.retry_failed,
     };
     let progress = crate::report::Progress::start(!a.json && !a.detached);
     let bar = progress.bar();
@@ -495,41 +821,47 @@ pub fn command(a: &ReapArgs) -> u8 {
             bar.tick();
         }
     };
+    let mut child_args = a.pace.to_args();
+    if let Some(t) = a.threads {
+        child_args.push(format!("--threads={t}").into());
+    }
     let started = std::time::Instant::now();
-    let sum = loop {
-        let ts = match trashes() {
-            Ok(ts) => ts,
-            Err(e) => {
-                eprintln!("reclaim reap: {e}");
-                return 1;
-            }
-        };
-        let sum = run(&ts, &opts, &on_progress);
-        if !a.watch {
-            break sum;
-        }
-        for e in &sum.errors {
-            eprintln!("reclaim reap: cannot free '{}': {}", e.path, e.error);
-        }
-        std::thread::sleep(Duration::from_secs(1));
+    let mut relay = |line: &str| match &bar {
+        Some(b) => b.suspend(|| eprintln!("{line}")),
+        None => eprintln!("{line}"),
     };
+    let sum = reap_all(&open, &opts, &child_args, &on_progress, &mut relay);
     if let Some(bar) = &bar {
         bar.finish_and_clear();
     }
+    let failed = !sum.errors.is_empty() || sum.error.is_some();
     if a.json {
         println!(
             "{}",
             serde_json::to_string(&sum).expect("summary serializes")
         );
     } else {
+        if let Some(e) = &sum.error {
+            eprintln!("reclaim reap: {e}");
+        }
         for e in &sum.errors {
-            eprintln!("reclaim reap: cannot free '{}': {}", e.path, e.error);
+            eprintln!("reclaim reap: cannot free {e}");
         }
         if !a.detached {
             eprintln!("{}", sum.human(started.elapsed()));
         }
     }
-    u8::from(!sum.errors.is_empty())
+    if let Some(sig) = interrupt::requested() {
+        if !a.json && !a.detached {
+            eprintln!(
+                "reclaim: interrupted by {}: {} entries left in the trash; `reclaim reap` continues",
+                interrupt::name(sig),
+                crate::report::group(sum.remaining)
+            );
+        }
+        return interrupt::exit_code(sig);
+    }
+    u8::from(failed)
 }
 
 impl ReapSummary {
@@ -549,7 +881,10 @@ impl ReapSummary {
             ));
         }
         for t in &self.skipped_locked {
-            s.push_str(&format!("\nskipped '{t}': another reaper is working on it"));
+            s.push_str(&format!(
+                "\nskipped {}: another reaper is working on it",
+                quote(t)
+            ));
         }
         for g in &self.gentle {
             s.push_str(&format!("\n  {}", g.human()));

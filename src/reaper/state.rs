@@ -1,22 +1,26 @@
 //! The running reaper's live state, `reaper.json` in its trash: what it is doing, how fast
 //! space comes back (statvfs of the file system, over the last seconds). Written atomically
-//! (temp file + rename) about once a second; `reclaim status` reads it.
+//! under a fresh name then renamed (never through a name someone else made) about twice a
+//! second; `reclaim status` reads it as hostile input. A reaper that only waits for grace
+//! windows holds nothing open and is known by this file alone (pid and start time).
 
 use std::collections::VecDeque;
-use std::io::Write;
 use std::os::fd::OwnedFd;
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
-use rustix::fs::{openat, renameat, Mode, OFlags};
 use serde::{Deserialize, Serialize};
 
 use crate::trash::meta::now_unix;
-use crate::trash::STATUS;
+use crate::trash::{safefile, STATUS};
 
 #[derive(Clone, Debug, Default, Serialize, Deserialize)]
 pub struct ReaperState {
     pub pid: u32,
+    /// The process's start time (clock ticks after boot, `/proc/PID/stat`), so a reused pid is
+    /// not taken for the reaper.
+    #[serde(default)]
+    pub pid_start: u64,
     /// "freeing", "waiting" (entries in their grace window) or "idle" (watching).
     pub state: String,
     /// Original path of the entry being freed.
@@ -39,6 +43,7 @@ const RATE_WINDOW: Duration = Duration::from_secs(5);
 /// Keeps `ReaperState` current and on disk.
 pub struct StateFile<'t> {
     dir: &'t OwnedFd,
+    owner: u32,
     state: Mutex<Books>,
 }
 
@@ -46,14 +51,17 @@ pub struct StateFile<'t> {
 type Books = (ReaperState, VecDeque<(Instant, u64)>, u64);
 
 impl<'t> StateFile<'t> {
-    pub fn new(dir: &'t OwnedFd) -> Self {
+    /// The state of this process's reaping of the trash `dir`, owned by `owner`.
+    pub fn new(dir: &'t OwnedFd, owner: u32) -> Self {
         let free = free_bytes(dir);
         let now = now_unix();
         StateFile {
             dir,
+            owner,
             state: Mutex::new((
                 ReaperState {
                     pid: std::process::id(),
+                    pid_start: start_time(std::process::id()).unwrap_or(0),
                     state: "freeing".into(),
                     started_unix: now,
                     updated_unix: now,
@@ -101,31 +109,54 @@ impl<'t> StateFile<'t> {
             st.updated_unix = now_unix();
             serde_json::to_vec(st).expect("state serializes")
         };
-        let tmp = c"reaper.json.tmp";
-        let Ok(fd) = openat(
-            self.dir,
-            tmp,
-            OFlags::WRONLY | OFlags::CREATE | OFlags::TRUNC | OFlags::NOFOLLOW | OFlags::CLOEXEC,
-            Mode::from_raw_mode(0o600),
-        ) else {
-            return;
-        };
-        if std::fs::File::from(fd).write_all(&text).is_ok() {
-            let _ = renameat(self.dir, tmp, self.dir, STATUS);
-        }
+        let _ = safefile::replace(self.dir, STATUS, &text);
     }
 
     /// Removes the file (the reaper is leaving), unless a newer reaper wrote it meanwhile.
     pub fn remove(&self) {
-        if read(self.dir).is_some_and(|st| st.pid == std::process::id()) {
+        if read(self.dir, self.owner).is_some_and(|st| st.pid == std::process::id()) {
             let _ = rustix::fs::unlinkat(self.dir, STATUS, rustix::fs::AtFlags::empty());
         }
     }
 }
 
-/// Reads a trash's `reaper.json`.
-pub fn read(dir: &OwnedFd) -> Option<ReaperState> {
-    crate::trash::meta::read_json(dir, STATUS)
+/// Writes that this process waits (holding nothing) until `next_due` for the trash `dir`.
+pub fn write_waiting(dir: &OwnedFd, next_due: f64) {
+    let now = now_unix();
+    let st = ReaperState {
+        pid: std::process::id(),
+        pid_start: start_time(std::process::id()).unwrap_or(0),
+        state: "waiting".into(),
+        started_unix: now,
+        updated_unix: now,
+        next_due_unix: Some(next_due),
+        ..ReaperState::default()
+    };
+    let _ = safefile::replace(
+        dir,
+        STATUS,
+        &serde_json::to_vec(&st).expect("state serializes"),
+    );
+}
+
+/// Reads a trash's `reaper.json` (a trash of `owner`); `None` if missing or not a plain record.
+pub fn read(dir: &OwnedFd, owner: u32) -> Option<ReaperState> {
+    safefile::read_json(dir, STATUS, owner).ok().flatten()
+}
+
+impl ReaperState {
+    /// Whether the process it names is alive and is the one that wrote it (same start time).
+    pub fn alive(&self) -> bool {
+        self.pid != 0 && start_time(self.pid).is_some_and(|t| t == self.pid_start)
+    }
+}
+
+/// When process `pid` started (field 22 of `/proc/PID/stat`, clock ticks after boot).
+pub fn start_time(pid: u32) -> Option<u64> {
+    let text = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    // The command name (field 2) may hold spaces and parentheses: count from the last ')'.
+    let rest = &text[text.rfind(')')? + 1..];
+    rest.split_whitespace().nth(19)?.parse().ok()
 }
 
 fn free_bytes(dir: &OwnedFd) -> u64 {

@@ -91,8 +91,8 @@ pub fn calibrate(
     let _deferred = DeferSignals::new();
     let mut private = Private::create(base, dev).map_err(|e| {
         format!(
-            "cannot make a calibration directory in '{}': {e}",
-            shown.display()
+            "cannot make a calibration directory in {}: {e}",
+            crate::quote::quote(shown)
         )
     })?;
     let measured = measure(&mut private, threads);
@@ -100,8 +100,8 @@ pub fn calibrate(
     let (files, one, par, dirs) = measured?;
     cleaned.map_err(|e| {
         format!(
-            "could not remove its calibration directory in '{}': {e}",
-            shown.display()
+            "could not remove its calibration directory in {}: {e}",
+            crate::quote::quote(shown)
         )
     })?;
     Ok(Calibration {

@@ -146,9 +146,9 @@ impl std::fmt::Display for ScanError {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         write!(
             f,
-            "{} '{}': {}",
+            "{} {}: {}",
             self.doing,
-            self.path.to_string_lossy(),
+            crate::quote::quote(&self.path),
             self.reason
         )
     }

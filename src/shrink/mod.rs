@@ -1,13 +1,17 @@
-//! Gentle removal of one large regular file: hide it under a reserved name in its directory,
-//! prove nobody else holds it (one link, and a write lease no other opener can coexist with),
-//! shrink it from the end in paced steps (`ftruncate` + `fdatasync` on the verified fd), then
-//! unlink. It never truncates through a path, a file with other links, or a file another
-//! process has open: those are unlinked whole, and the outcome says why.
+//! Gentle removal of one large regular file: move it where an interruption cannot leave it
+//! half at its own name (the user's trash, or a hidden name in its directory), prove nobody
+//! else holds it (one link, and a write lease no other opener can coexist with), shrink it
+//! from the end in paced steps (`ftruncate` + `fdatasync` on the verified fd), then unlink.
+//! It never truncates through a path, a file with other links, or a file another process has
+//! open: those are unlinked whole, and the outcome says why. It never touches a name it did
+//! not make: hidden names carry a random part, so one made by someone else first never blocks
+//! it and is never taken for its own.
 
 pub mod layout;
 
 use std::ffi::{CStr, CString};
 use std::os::fd::{AsFd, AsRawFd, OwnedFd};
+use std::path::{Path, PathBuf};
 
 use rustix::fs::{
     fdatasync, fsync, ftruncate, openat, renameat_with, AtFlags, Mode, OFlags, RenameFlags,
@@ -17,10 +21,12 @@ use rustix::io::Errno;
 use crate::dirfd::{self, Facts};
 use crate::error::Reason;
 use crate::pace::{PaceReport, Pacer, Pacing};
+use crate::trash::hide::HideOptions;
+use crate::trash::Trash;
 use layout::{Extent, Layout, Mapping};
 
-/// Hidden names of files being shrunk: `.reclaim-shrink.<inode hex>`. A run that finds one
-/// (a removal interrupted by `kill -9` or a crash) finishes it.
+/// Hidden names of files being shrunk in their own directory:
+/// `.reclaim-shrink.<inode hex>.<random hex>`.
 pub const HIDDEN_PREFIX: &str = ".reclaim-shrink.";
 
 /// Files allocating less than this are unlinked at once: freeing one costs at most 16 ext3
@@ -38,28 +44,80 @@ const SYNC_EVERY: std::time::Duration = std::time::Duration::from_millis(250);
 const INITIAL_UNITS: u64 = 4;
 
 /// What happened to one file.
-#[derive(Clone, Debug, Default, serde::Serialize)]
+#[derive(Clone, Debug, Default, serde::Serialize, serde::Deserialize)]
 pub struct Outcome {
     /// Bytes the file allocated when we started.
     pub allocated: u64,
     /// Shrink steps taken (0: unlinked at once).
     pub steps: u64,
     /// Why the file was unlinked without shrinking, if it was.
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub unlinked_whole: Option<String>,
     /// A shrink that was stopped part way, and why (another process opened the file).
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub stopped: Option<String>,
-    /// A removal interrupted earlier (a hidden `.reclaim-shrink.*` file), finished now.
-    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    /// A removal interrupted earlier, finished now.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub resumed: bool,
-    /// What the pacing cost other I/O (probe latency before vs during), and its back-offs.
-    #[serde(skip_serializing_if = "Option::is_none")]
+    /// Stopped by a signal before the end: what is left and where.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub left: Option<Left>,
+    /// What the pacing cost other I/O (probe latency before vs during, and its back-offs).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub pace: Option<PaceReport>,
+}
+
+/// What a stop signal left of a file being shrunk.
+#[derive(Clone, Debug, serde::Serialize, serde::Deserialize)]
+pub struct Left {
+    /// Allocated bytes still held.
+    pub bytes: u64,
+    /// The trash and entry holding it, if it was shrunk inside the trash.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub trash: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub entry: Option<String>,
+    /// Its hidden path, if it was shrunk in its own directory.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub hidden: Option<crate::quote::PathField>,
 }
 
 /// Progress callback: (bytes freed so far, bytes to free in all).
 pub type OnProgress<'a> = &'a dyn Fn(u64, u64, Option<&Pacer>);
+
+/// Where a large file waits while it is shrunk, so a `kill -9` or a stop signal never leaves it
+/// partly freed at its own name.
+pub enum Hiding<'a> {
+    /// Its name is already private (a trash entry's `reaping`): shrink it where it is; a stop
+    /// leaves it there for the next reaper.
+    InPlace,
+    /// Renamed to `.reclaim-shrink.<inode>.<random>` in its own directory. With `finish`, a
+    /// first stop signal does not stop it (nothing else would ever free it; the caller says
+    /// so), a second does; without, the first does.
+    Renamed { finish: bool },
+    /// Moved into the user's trash on its file system as a claimed entry (foreground
+    /// `reclaim rm`): a stop leaves the rest there for a reaper. Falls back to `Renamed` where
+    /// that move cannot be made.
+    Trash {
+        /// Finds (or makes) the trash, when it is needed.
+        locate: &'a dyn Fn() -> Option<std::sync::Arc<Trash>>,
+        original: &'a Path,
+        opts: &'a HideOptions,
+    },
+}
+
+/// Where the file is while it is shrunk.
+enum Place {
+    /// At `name` in the directory it was found in.
+    Here(CString),
+    /// In a trash entry (open and locked) as `reaping`.
+    Entry {
+        trash: PathBuf,
+        trash_dir: OwnedFd,
+        id: CString,
+        entry: OwnedFd,
+    },
+}
 
 /// Removes `name` in `dir`, a regular file with `facts` (from `lstat`), gently.
 pub fn remove_file(
@@ -67,6 +125,7 @@ pub fn remove_file(
     name: &CStr,
     facts: &Facts,
     pacing: &Pacing,
+    hiding: &Hiding<'_>,
     on_progress: OnProgress<'_>,
 ) -> Result<Outcome, Reason> {
     let mut out = Outcome {
@@ -136,42 +195,135 @@ pub fn remove_file(
         unlink(dir, name)?;
         return Ok(out);
     }
-    // Hide: from here on a crash leaves the file (whole or partly shrunk) under the hidden
-    // name, never partly shrunk at its own name. fsync the directory so that holds after a
-    // power loss too, before the first byte is freed.
-    let hidden = hidden_name(facts);
-    if name.to_bytes() != hidden.to_bytes() {
-        renameat_with(dir, name, dir, &hidden, RenameFlags::NOREPLACE).map_err(Reason::Os)?;
-        match dirfd::lstat_at(dir, &hidden) {
-            Ok(f) if f.ident == facts.ident => {}
-            _ => {
-                // Someone swapped the name between our open and the rename: put it back.
-                let _ = renameat_with(dir, &hidden, dir, name, RenameFlags::NOREPLACE);
-                return Err(Reason::Changed);
-            }
+    let place = hide(dir, name, facts, hiding)?;
+    let (at_dir, at_name): (&OwnedFd, &CStr) = match &place {
+        Place::Here(n) => (dir, n),
+        Place::Entry { entry, .. } => (entry, crate::trash::REAPING),
+    };
+    // Whether a stop signal ends the shrinking now (else it goes on, until a second one).
+    let finish = matches!(hiding, Hiding::Renamed { finish: true })
+        || (matches!(hiding, Hiding::Trash { .. }) && matches!(place, Place::Here(_)));
+    let stop = || {
+        if finish {
+            crate::interrupt::count() >= 2
+        } else {
+            crate::interrupt::stopping()
         }
-        fsync(dir).map_err(Reason::Os)?;
-    }
+    };
     // The user asked for the file to go: if a step fails (EIO, ...), stop shrinking and
     // unlink the rest whole rather than leave it hidden.
-    if let Err(e) = shrink(
+    let stepped = shrink(
         &fd,
         &plan,
-        dir,
-        &hidden,
+        at_dir,
         now.ident.dev,
         pacing,
         &mut out,
         on_progress,
-    ) {
-        out.stopped = Some(format!(
-            "shrinking failed after {} steps ({e}); unlinked the rest whole",
-            out.steps
-        ));
+        &stop,
+    );
+    match stepped {
+        Ok(true) => {}
+        Ok(false) => {
+            // Stopped by a signal: leave the rest where it is, and say where.
+            let bytes = dirfd::fstat(&fd).map_or(0, |f| f.allocated);
+            drop(fd);
+            out.left = Some(match &place {
+                Place::Here(n) => Left {
+                    bytes,
+                    trash: None,
+                    entry: None,
+                    hidden: crate::mounts::fd_path(dir)
+                        .map(|d| crate::quote::PathField::new(d.join(crate::trash::meta::os(n)))),
+                },
+                Place::Entry { trash, id, .. } => Left {
+                    bytes,
+                    trash: Some(trash.to_string_lossy().into_owned()),
+                    entry: Some(id.to_string_lossy().into_owned()),
+                    hidden: None,
+                },
+            });
+            return Ok(out);
+        }
+        Err(e) => {
+            out.stopped = Some(format!(
+                "shrinking failed after {} steps ({e}); unlinked the rest whole",
+                out.steps
+            ));
+        }
     }
     drop(fd);
-    unlink(dir, &hidden)?;
+    unlink(at_dir, at_name)?;
+    if let Place::Entry {
+        trash_dir,
+        id,
+        entry,
+        ..
+    } = &place
+    {
+        let _ = rustix::fs::unlinkat(entry, crate::trash::meta::META, AtFlags::empty());
+        let _ = rustix::fs::unlinkat(trash_dir, id, AtFlags::REMOVEDIR);
+    }
     Ok(out)
+}
+
+/// Moves the file where it waits while shrunk (see `Hiding`). On failure it is where it was.
+fn hide(dir: &OwnedFd, name: &CStr, facts: &Facts, hiding: &Hiding<'_>) -> Result<Place, Reason> {
+    match hiding {
+        Hiding::InPlace => Ok(Place::Here(name.to_owned())),
+        Hiding::Renamed { .. } => hide_renamed(dir, name, facts).map(Place::Here),
+        Hiding::Trash {
+            locate,
+            original,
+            opts,
+        } => {
+            let Some(trash) = locate() else {
+                return hide_renamed(dir, name, facts).map(Place::Here);
+            };
+            match crate::trash::hide::hide_claimed(&trash, dir, name, original, facts, opts) {
+                Ok((h, entry)) => {
+                    // Durable before the first byte is freed: the entry holds it, claimed.
+                    fsync(&entry)
+                        .and_then(|()| fsync(dir))
+                        .map_err(Reason::Os)?;
+                    Ok(Place::Entry {
+                        trash: trash.path.clone(),
+                        trash_dir: crate::trash::reopen(&trash.dir).map_err(Reason::Os)?,
+                        id: CString::new(h.id).expect("no NUL in an id"),
+                        entry,
+                    })
+                }
+                Err(Reason::Changed) => Err(Reason::Changed),
+                // No room for an entry, another mount, no rename flags...: its own directory.
+                Err(_) => hide_renamed(dir, name, facts).map(Place::Here),
+            }
+        }
+    }
+}
+
+/// Renames the file to a fresh hidden name in its directory (a random part, so a name made by
+/// someone else first is passed over, never used), checks it is still the same file, and
+/// fsyncs the directory so that holds after a power loss too.
+fn hide_renamed(dir: &OwnedFd, name: &CStr, facts: &Facts) -> Result<CString, Reason> {
+    let mut tries = 0;
+    let hidden = loop {
+        let hidden = hidden_name(facts);
+        match renameat_with(dir, name, dir, &hidden, RenameFlags::NOREPLACE) {
+            Ok(()) => break hidden,
+            Err(Errno::EXIST) if tries < 16 => tries += 1,
+            Err(e) => return Err(Reason::Os(e)),
+        }
+    };
+    match dirfd::lstat_at(dir, &hidden) {
+        Ok(f) if f.ident == facts.ident => {}
+        _ => {
+            // Someone swapped the name between our open and the rename: put it back.
+            let _ = renameat_with(dir, &hidden, dir, name, RenameFlags::NOREPLACE);
+            return Err(Reason::Changed);
+        }
+    }
+    fsync(dir).map_err(Reason::Os)?;
+    Ok(hidden)
 }
 
 /// The file's layout and what freeing it costs, read once before the first step.
@@ -213,17 +365,19 @@ impl Plan {
     }
 }
 
+/// Shrinks the file from the end in paced steps. `Ok(false)`: `stop` said to stop before the
+/// end (the file keeps what is left).
 #[allow(clippy::too_many_arguments)]
 fn shrink(
     fd: &OwnedFd,
     plan: &Plan,
     dir: &OwnedFd,
-    hidden: &CStr,
     dev: u64,
     pacing: &Pacing,
     out: &mut Outcome,
     on_progress: OnProgress<'_>,
-) -> Result<(), Reason> {
+    stop: &dyn Fn() -> bool,
+) -> Result<bool, Reason> {
     let Plan {
         layout,
         size,
@@ -237,13 +391,16 @@ fn shrink(
     let mut allocated = out.allocated;
     let mut last_sync = std::time::Instant::now() - SYNC_EVERY;
     while end > 0 {
+        if stop() {
+            out.pace = Some(pacer.report());
+            return Ok(false);
+        }
         // Right before every step: still ours alone? (A lease break or a new hard link
         // since the last step: stop shrinking, the rest goes with the unlink.)
         if let Some(why) = shared_now(fd)? {
             out.stopped = Some(format!(
-                "{why} after {} steps ({}); unlinked the rest whole",
-                out.steps,
-                hidden.to_string_lossy()
+                "{why} after {} steps; unlinked the rest whole",
+                out.steps
             ));
             break;
         }
@@ -272,10 +429,10 @@ fn shrink(
             break;
         }
         let wait = pacer.after_step(freed, step_time, hold);
-        sleep_watching(wait, fd);
+        sleep_watching(wait, fd, stop);
     }
     out.pace = Some(pacer.report());
-    Ok(())
+    Ok(true)
 }
 
 /// Why the file is no longer ours alone, if it is not: another process opened it (our lease
@@ -291,13 +448,13 @@ fn shared_now(fd: &OwnedFd) -> Result<Option<&'static str>, Reason> {
 }
 
 /// Sleeps `wait`, waking early when the lease starts breaking, so an opener is not kept
-/// waiting for a whole pause (it waits at most one step).
-fn sleep_watching(wait: std::time::Duration, fd: &OwnedFd) {
+/// waiting for a whole pause (it waits at most one step), or when `stop` says so.
+fn sleep_watching(wait: std::time::Duration, fd: &OwnedFd, stop: &dyn Fn() -> bool) {
     const SLICE: std::time::Duration = std::time::Duration::from_millis(20);
     let until = std::time::Instant::now() + wait;
     loop {
         let now = std::time::Instant::now();
-        if now >= until || !still_leased(fd) {
+        if now >= until || !still_leased(fd) || stop() {
             return;
         }
         std::thread::sleep((until - now).min(SLICE));
@@ -309,12 +466,12 @@ fn unlink(dir: &OwnedFd, name: &CStr) -> Result<(), Reason> {
 }
 
 fn hidden_name(facts: &Facts) -> CString {
-    CString::new(format!("{HIDDEN_PREFIX}{:x}", facts.ident.ino)).expect("no NUL in a hex name")
-}
-
-/// Whether `name` is one of our hidden, partly shrunk files.
-pub fn is_hidden_name(name: &[u8]) -> bool {
-    name.starts_with(HIDDEN_PREFIX.as_bytes())
+    CString::new(format!(
+        "{HIDDEN_PREFIX}{:x}.{}",
+        facts.ident.ino,
+        crate::trash::safefile::random_hex(8)
+    ))
+    .expect("no NUL in a hex name")
 }
 
 /// Takes a write lease on `fd`: granted only when no other file description has the file
@@ -347,48 +504,6 @@ fn still_leased(fd: &OwnedFd) -> bool {
     rc == libc::F_WRLCK
 }
 
-/// Finishes removals that a crash or `kill -9` interrupted in `dir`: every regular file named
-/// `.reclaim-shrink.*` there is shrunk (paced) and unlinked. Files another reclaim is working
-/// on right now hold a lease, and are left to it. Returns each name with what happened and
-/// how long it took.
-pub fn finish_leftovers(
-    dir: &OwnedFd,
-    pacing: &Pacing,
-    on_progress: OnProgress<'_>,
-) -> Vec<(CString, Result<Outcome, Reason>, std::time::Duration)> {
-    let mut names = Vec::new();
-    let mut buf = dirfd::DirBuf::new(64 << 10);
-    let Ok(list) = rustix::fs::openat(
-        dir,
-        c".",
-        OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC,
-        Mode::empty(),
-    ) else {
-        return Vec::new();
-    };
-    let _ = dirfd::for_each_entry(&list, &mut buf, |name, _, _| {
-        if is_hidden_name(name.to_bytes()) {
-            names.push(name.to_owned());
-        }
-    });
-    let mut done = Vec::new();
-    for name in names {
-        let facts = match dirfd::lstat_at(dir, &name) {
-            Ok(f) if f.file_type == rustix::fs::FileType::RegularFile => f,
-            _ => continue,
-        };
-        // Another reclaim shrinking it right now holds a lease. Opening it would start
-        // breaking that lease (and stop the other's pacing), so look it up instead.
-        if lease_holder(&facts).is_some() {
-            continue;
-        }
-        let t = std::time::Instant::now();
-        let r = remove_file(dir, &name, &facts, pacing, on_progress);
-        done.push((name, r, t.elapsed()));
-    }
-    done
-}
-
 /// The pid holding a lease on the file, from `/proc/locks` (reading it breaks nothing;
 /// opening the file would).
 pub fn lease_holder(facts: &Facts) -> Option<u32> {
@@ -401,15 +516,20 @@ pub fn lease_holder(facts: &Facts) -> Option<u32> {
 #[derive(Debug)]
 pub struct TreeFiles {
     pacing: Pacing,
+    /// Inside a private tree (a trash entry's): shrink in place, no hidden name.
+    in_place: bool,
     one_at_a_time: std::sync::Mutex<()>,
     /// Path, outcome and time of every file removed here.
     pub done: std::sync::Mutex<Vec<(std::path::PathBuf, Outcome, std::time::Duration)>>,
 }
 
 impl TreeFiles {
-    pub fn new(pacing: Pacing) -> Self {
+    /// `in_place`: the tree is private (a trash entry's), so files are shrunk where they are;
+    /// otherwise each goes to a hidden name in its directory first.
+    pub fn new(pacing: Pacing, in_place: bool) -> Self {
         TreeFiles {
             pacing,
+            in_place,
             one_at_a_time: std::sync::Mutex::new(()),
             done: std::sync::Mutex::new(Vec::new()),
         }
@@ -431,7 +551,12 @@ impl crate::remove::LargeFiles for TreeFiles {
     ) -> Result<(), Reason> {
         let _turn = self.one_at_a_time.lock().unwrap_or_else(|e| e.into_inner());
         let t = std::time::Instant::now();
-        let outcome = remove_file(dir, name, facts, &self.pacing, &|_, _, _| {})?;
+        let hiding = if self.in_place {
+            Hiding::InPlace
+        } else {
+            Hiding::Renamed { finish: false }
+        };
+        let outcome = remove_file(dir, name, facts, &self.pacing, &hiding, &|_, _, _| {})?;
         self.done.lock().unwrap_or_else(|e| e.into_inner()).push((
             path.to_path_buf(),
             outcome,
@@ -446,8 +571,10 @@ mod tests {
     use super::*;
 
     #[test]
-    fn hidden_names_are_recognised() {
-        assert!(is_hidden_name(b".reclaim-shrink.1f"));
-        assert!(!is_hidden_name(b"reclaim-shrink.1f"));
+    fn hidden_names_have_a_random_part() {
+        let f = dirfd::lstat_at(rustix::fs::CWD, c".").unwrap();
+        let (a, b) = (hidden_name(&f), hidden_name(&f));
+        assert_ne!(a, b);
+        assert!(a.to_bytes().starts_with(HIDDEN_PREFIX.as_bytes()));
     }
 }

@@ -6,21 +6,23 @@
 
 use std::ffi::CStr;
 use std::os::fd::OwnedFd;
+use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 
 use rustix::fs::{fsync, mkdirat, renameat_with, unlinkat, AtFlags, Mode, RenameFlags};
 use rustix::io::Errno;
 
 use super::meta::{self, EntryPacing, Meta};
-use super::{Trash, DATA};
-use crate::dirfd::{self, Facts};
+use super::{Trash, DATA, REAPING};
+use crate::dirfd::{self, Facts, Lineage};
 use crate::error::Reason;
 use crate::locks;
 
 /// A target now in the trash.
 #[derive(Clone, Debug, serde::Serialize)]
 pub struct Hidden {
-    pub path: String,
+    #[serde(flatten)]
+    pub path: crate::quote::PathField,
     pub id: String,
     pub trash: String,
 }
@@ -45,11 +47,38 @@ pub fn hide(
     facts: &Facts,
     opts: &HideOptions,
 ) -> Result<Hidden, Reason> {
+    hide_as(trash, base, name, original, facts, opts, DATA).map(|(h, _)| h)
+}
+
+/// Moves a large file about to be shrunk in the foreground into `trash` as an entry already
+/// claimed (`reaping`: not restorable, since its bytes will be gone), so an interruption
+/// leaves what is left of it to a reaper. Returns the entry, open and locked: no reaper takes
+/// it while the caller holds it.
+pub fn hide_claimed(
+    trash: &Trash,
+    base: &OwnedFd,
+    name: &CStr,
+    original: &Path,
+    facts: &Facts,
+    opts: &HideOptions,
+) -> Result<(Hidden, OwnedFd), Reason> {
+    hide_as(trash, base, name, original, facts, opts, REAPING)
+}
+
+fn hide_as(
+    trash: &Trash,
+    base: &OwnedFd,
+    name: &CStr,
+    original: &Path,
+    facts: &Facts,
+    opts: &HideOptions,
+    into: &CStr,
+) -> Result<(Hidden, OwnedFd), Reason> {
     // A reaper may take a fresh, still empty entry for the debris of a killed hide and remove
     // it between our mkdir and our lock: the target has not moved then; try a new entry.
     let mut tries = 0;
     loop {
-        match hide_once(trash, base, name, original, facts, opts) {
+        match hide_once(trash, base, name, original, facts, opts, into) {
             Err(Vanished) if tries < 3 => tries += 1,
             Err(Vanished) => return Err(Reason::Os(Errno::NOENT)),
             Ok(r) => return r,
@@ -67,7 +96,8 @@ fn hide_once(
     original: &Path,
     facts: &Facts,
     opts: &HideOptions,
-) -> Result<Result<Hidden, Reason>, Vanished> {
+    into: &CStr,
+) -> Result<Result<(Hidden, OwnedFd), Reason>, Vanished> {
     let id = meta::new_id();
     let cid = std::ffi::CString::new(id.clone()).expect("no NUL in an id");
     if let Err(e) = mkdirat(&trash.dir, &cid, Mode::from_raw_mode(0o700)) {
@@ -91,7 +121,7 @@ fn hide_once(
         let _ = unlinkat(entry, meta::META, AtFlags::empty());
         let _ = unlinkat(&trash.dir, &cid, AtFlags::REMOVEDIR);
     };
-    let parent = match dirfd::fstat(base) {
+    let parent = match Lineage::of(base) {
         Ok(p) => p,
         Err(e) => {
             discard(&entry);
@@ -101,12 +131,13 @@ fn hide_once(
     let now = meta::now_unix();
     let mut m =
         Meta {
-            version: 1,
+            version: 2,
             id: id.clone(),
             original: String::new(),
             original_hex: None,
-            parent_dev: parent.ident.dev,
-            parent_ino: parent.ident.ino,
+            parent_dev: parent.dev,
+            parent_ino: parent.ino,
+            parent: Some(parent),
             uid: trash.uid,
             created_unix: now,
             grace_until_unix: opts.grace.map(|g| now + g.as_secs_f64()),
@@ -133,18 +164,18 @@ fn hide_once(
         discard(&entry);
         return Ok(Err(Reason::Os(e)));
     }
-    if let Err(e) = renameat_with(base, name, &entry, DATA, RenameFlags::NOREPLACE) {
+    if let Err(e) = renameat_with(base, name, &entry, into, RenameFlags::NOREPLACE) {
         if gone(&entry) {
             return Err(Vanished);
         }
         discard(&entry);
         return Ok(Err(Reason::Os(e)));
     }
-    match dirfd::lstat_at(&entry, DATA) {
+    match dirfd::lstat_at(&entry, into) {
         Ok(f) if f.ident == facts.ident => {}
         _ => {
             // Swapped between our lstat and the rename: put back whatever we moved.
-            if renameat_with(&entry, DATA, base, name, RenameFlags::NOREPLACE).is_ok() {
+            if renameat_with(&entry, into, base, name, RenameFlags::NOREPLACE).is_ok() {
                 discard(&entry);
             }
             return Ok(Err(Reason::Changed));
@@ -155,11 +186,14 @@ fn hide_once(
             return Ok(Err(Reason::Os(e)));
         }
     }
-    Ok(Ok(Hidden {
-        path: original.to_string_lossy().into_owned(),
-        id,
-        trash: trash.path.to_string_lossy().into_owned(),
-    }))
+    Ok(Ok((
+        Hidden {
+            path: crate::quote::PathField::new(original),
+            id,
+            trash: trash.path.to_string_lossy().into_owned(),
+        },
+        entry,
+    )))
 }
 
 fn sync_if(on: bool, fd: &OwnedFd) -> Result<(), Errno> {
@@ -187,15 +221,15 @@ pub fn unsuitable(original: &Path, facts: &Facts, parent_mnt: u64) -> Option<Str
     }
     if original
         .components()
-        .any(|c| c.as_os_str() == super::TRASH_DIR)
+        .any(|c| super::is_trash_name(c.as_os_str().as_bytes()))
     {
         return Some("it is inside reclaim's trash".into());
     }
     if facts.file_type == rustix::fs::FileType::Directory {
         if let Some(m) = crate::mounts::inside(original).first() {
             return Some(format!(
-                "another file system is mounted inside it ('{}'); moving it would move the mount",
-                m.point.display()
+                "another file system is mounted inside it ({}); moving it would move the mount",
+                crate::quote::quote(&m.point)
             ));
         }
     }

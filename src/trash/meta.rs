@@ -1,16 +1,18 @@
 //! `meta.json` of a trash entry: where the entry came from and what it holds, as known when
-//! it was hidden. Written before the entry's data is renamed in; never trusted for safety
-//! (the reaper works on what is in the entry, never on paths read from here).
+//! it was hidden. Written before the entry's data is renamed in; read as hostile input (see
+//! `safefile`) and never trusted for safety: the reaper works on what is in the entry, never on
+//! paths read from here, and `restore` checks the directory it names by its lineage.
 
 use std::ffi::{CStr, OsStr, OsString};
-use std::io::Write;
 use std::os::fd::OwnedFd;
 use std::os::unix::ffi::{OsStrExt, OsStringExt};
 use std::path::PathBuf;
 
-use rustix::fs::{openat, Mode, OFlags};
 use rustix::io::Errno;
 use serde::{Deserialize, Serialize};
+
+use super::safefile::{self, Bad};
+use crate::dirfd::Lineage;
 
 pub const META: &CStr = c"meta.json";
 
@@ -37,9 +39,13 @@ pub struct Meta {
     pub original: String,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub original_hex: Option<String>,
-    /// The original parent directory, which `restore` requires to be the same one.
+    /// The original parent directory, which `restore` requires to be the same one: device and
+    /// inode (first layout) ...
     pub parent_dev: u64,
     pub parent_ino: u64,
+    /// ... and, from version 2, its owner, birth time and generation too.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub parent: Option<Lineage>,
     pub uid: u32,
     pub created_unix: f64,
     pub grace_until_unix: Option<f64>,
@@ -56,7 +62,7 @@ impl Meta {
     /// The original path, exactly.
     pub fn original_path(&self) -> PathBuf {
         match &self.original_hex {
-            Some(hex) => OsString::from_vec(unhex(hex)).into(),
+            Some(hex) => OsString::from_vec(crate::quote::unhex(hex).unwrap_or_default()).into(),
             None => PathBuf::from(&self.original),
         }
     }
@@ -76,53 +82,20 @@ impl Meta {
 
     /// Writes `meta.json` (new file) into the entry directory; `sync` fsyncs it.
     pub fn write_new(&self, entry: &OwnedFd, sync: bool) -> Result<(), Errno> {
-        let fd = openat(
-            entry,
-            META,
-            OFlags::WRONLY | OFlags::CREATE | OFlags::EXCL | OFlags::NOFOLLOW | OFlags::CLOEXEC,
-            Mode::from_raw_mode(0o600),
-        )?;
-        let mut f = std::fs::File::from(fd);
         let text = serde_json::to_vec_pretty(self).expect("meta serializes");
-        f.write_all(&text)
-            .map_err(|e| Errno::from_io_error(&e).unwrap_or(Errno::IO))?;
-        if sync {
-            rustix::fs::fsync(&f)?;
+        safefile::write_new(entry, META, &text, sync)
+    }
+
+    /// Reads `meta.json` of an entry of a trash of `owner`. `Ok(None)`: missing, or a plain
+    /// file that does not parse (a crash can leave it empty when the hide was not
+    /// `--durable`): no record. `Err`: something that is not a record (a FIFO, a symlink, a
+    /// link to another file, another owner's, too big): the entry is damaged.
+    pub fn read(entry: &OwnedFd, owner: u32) -> Result<Option<Meta>, Bad> {
+        match safefile::read_json::<Meta>(entry, META, owner) {
+            Err(Bad::Missing) => Ok(None),
+            r => r,
         }
-        Ok(())
     }
-
-    /// Reads `meta.json` of an entry; `None` if missing or unreadable (a crash can leave it
-    /// empty when the hide was not `--durable`).
-    pub fn read(entry: &OwnedFd) -> Option<Meta> {
-        read_json(entry, META)
-    }
-}
-
-/// A small JSON file (at most 1 MiB) in `dir`, never through a symlink; `None` if missing or
-/// not valid.
-pub fn read_json<T: serde::de::DeserializeOwned>(dir: &OwnedFd, name: &CStr) -> Option<T> {
-    use std::io::Read;
-    let fd = openat(
-        dir,
-        name,
-        OFlags::RDONLY | OFlags::NOFOLLOW | OFlags::CLOEXEC,
-        Mode::empty(),
-    )
-    .ok()?;
-    let mut text = Vec::new();
-    std::fs::File::from(fd)
-        .take(1 << 20)
-        .read_to_end(&mut text)
-        .ok()?;
-    serde_json::from_slice(&text).ok()
-}
-
-fn unhex(hex: &str) -> Vec<u8> {
-    hex.as_bytes()
-        .chunks(2)
-        .filter_map(|c| u8::from_str_radix(std::str::from_utf8(c).ok()?, 16).ok())
-        .collect()
 }
 
 /// Seconds since the epoch, now.
@@ -215,6 +188,7 @@ mod tests {
             original_hex: None,
             parent_dev: 1,
             parent_ino: 2,
+            parent: None,
             uid: 0,
             created_unix: 0.0,
             grace_until_unix: None,

@@ -1,12 +1,15 @@
-//! The trash: one directory per file system and user (`<top>/.reclaim/<uid>/`, mode 0700),
-//! into which `reclaim rm --background` renames targets so they vanish from their path at
-//! once, whatever their size. Owns where a trash is, how it is opened safely (never through
-//! a symlink, never another user's), and what its entries are. Never frees anything: that is
-//! the reaper's job.
+//! The trash: one directory per file system and user, `<top>/.reclaim-<uid>/` (mode 0700, like
+//! the FreeDesktop `.Trash-$uid`), into which `reclaim rm --background` renames targets so
+//! they vanish from their path at once, whatever their size. Owns where a trash is, how it is
+//! opened safely (never through a symlink, never one that is not the user's own) and what its
+//! entries are. No directory is shared between users, so nobody can take another's trash
+//! away: a name someone else squatted is reported and passed over for a fresh random one.
+//! Never frees anything: that is the reaper's job.
 
 pub mod hide;
 pub mod meta;
 pub mod restore;
+pub mod safefile;
 
 use std::ffi::{CStr, CString, OsStr};
 use std::os::fd::{AsFd, OwnedFd};
@@ -18,13 +21,19 @@ use rustix::io::Errno;
 
 use crate::dirfd::{self, Ident};
 use crate::mounts::{self, Mount};
+use crate::quote::quote;
 
-/// The directory at a trash's top holding every user's trash.
-pub const TRASH_DIR: &str = ".reclaim";
+/// Prefix of a trash's name at its top: `.reclaim-<uid>`, or `.reclaim-<uid>.<random>` when
+/// the plain name was taken by something that is not the user's trash.
+pub const PREFIX: &str = ".reclaim-";
+/// The first layout (`<top>/.reclaim/<uid>/`): still read, never made.
+pub const LEGACY_DIR: &str = ".reclaim";
 /// Inside an entry: the target, whole and restorable.
 pub const DATA: &CStr = c"data";
 /// Inside an entry: the target once a reaper has claimed it (no longer restorable).
 pub const REAPING: &CStr = c"reaping";
+/// Inside an entry: the reaper's record of attempts that failed.
+pub const FAILED: &CStr = c"failed.json";
 /// Inside a trash: the reaper's lock, its status and its log.
 pub const LOCK: &CStr = c"lock";
 pub const STATUS: &CStr = c"reaper.json";
@@ -35,43 +44,106 @@ pub const LOG: &CStr = c"reaper.log";
 pub enum TrashError {
     #[error("{}", crate::error::errno_text(*.0))]
     Os(#[from] Errno),
-    #[error("'{0}' is not a directory owned by this user with mode 0700 (refusing to use it)")]
-    Unsafe(PathBuf),
+    #[error("{} {why}; not using it", quote(.path))]
+    Unsafe { path: PathBuf, why: String },
     #[error("it is on no known mount")]
     NoMount,
-    #[error("no writable directory for a trash on its file system (tried '{0}')")]
+    #[error("no writable directory for a trash on its file system (tried {})", quote(.0))]
     NoWritable(PathBuf),
+}
+
+/// A directory with a trash's name that is not a usable trash, and why (`status` reports it).
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct Unusable {
+    pub path: String,
+    pub reason: String,
 }
 
 /// One user's trash on one file system, open.
 #[derive(Debug)]
 pub struct Trash {
-    /// `<top>/.reclaim/<uid>`.
+    /// The trash directory.
     pub dir: OwnedFd,
     pub path: PathBuf,
     /// The mount point of its file system.
     pub mount: PathBuf,
+    /// Its owner, whose entries it holds.
     pub uid: u32,
     pub ident: Ident,
     pub mnt_id: u64,
 }
 
+/// The uid a trash name stands for: `.reclaim-<uid>` or `.reclaim-<uid>.<suffix>`.
+pub fn name_uid(name: &[u8]) -> Option<u32> {
+    let rest = name.strip_prefix(PREFIX.as_bytes())?;
+    let digits = rest.split(|&b| b == b'.').next()?;
+    let after = &rest[digits.len()..];
+    if digits.is_empty()
+        || !digits.iter().all(u8::is_ascii_digit)
+        || (digits.len() > 1 && digits[0] == b'0')
+        || !(after.is_empty() || (after.len() > 1 && after[0] == b'.'))
+    {
+        return None;
+    }
+    std::str::from_utf8(digits).ok()?.parse().ok()
+}
+
+/// Whether a name in a directory is a trash of any layout (never a candidate for removal).
+pub fn is_trash_name(name: &[u8]) -> bool {
+    name == LEGACY_DIR.as_bytes() || name_uid(name).is_some()
+}
+
+/// Why the directory `fd` is not a usable trash of `uid` on mount `mnt_id`, if it is not.
+fn unusable_why(fd: &OwnedFd, uid: u32, mnt_id: u64) -> Result<Option<String>, Errno> {
+    let st = rustix::fs::fstat(fd)?;
+    if st.st_uid != uid {
+        return Ok(Some(format!("is owned by uid {}, not {uid}", st.st_uid)));
+    }
+    if st.st_mode & 0o077 != 0 {
+        return Ok(Some(format!(
+            "has mode {:04o}; a trash must be 0700",
+            st.st_mode & 0o7777
+        )));
+    }
+    if dirfd::fstat(fd)?.mnt_id != mnt_id {
+        return Ok(Some("is on another mount".into()));
+    }
+    Ok(None)
+}
+
 impl Trash {
-    /// Opens (creating if `create`) the trash of `uid` under `top`, a directory on mount
-    /// `mount`. Every component is opened relative to the last with `O_NOFOLLOW`, and must be
-    /// a directory on the same mount, owned by `uid` (or root, for `.reclaim` itself), not
-    /// writable by anyone else.
-    pub fn open_in(top: &Path, mount: &Mount, uid: u32, create: bool) -> Result<Trash, TrashError> {
-        let top_fd = dirfd::open_dir_path(top)?;
-        let reclaim = c".reclaim";
-        let outer = open_private(&top_fd, reclaim, &top.join(TRASH_DIR), &[uid, 0], create)?;
-        let name = CString::new(uid.to_string()).expect("digits");
-        let path = top.join(TRASH_DIR).join(uid.to_string());
-        let dir = open_private(&outer, &name, &path, &[uid], create)?;
-        let facts = dirfd::fstat(&dir)?;
-        if facts.mnt_id != mount.id {
-            return Err(TrashError::Unsafe(path));
+    /// Opens directory `name` in `top_fd` (path `top`, on `mount`) as the trash of `uid`,
+    /// never through a symlink; anything else than a 0700 directory of `uid` on that mount is
+    /// `Unsafe`.
+    fn open_at(
+        top_fd: &OwnedFd,
+        top: &Path,
+        name: &CStr,
+        mount: &Mount,
+        uid: u32,
+    ) -> Result<Trash, TrashError> {
+        let path = top.join(OsStr::from_bytes(name.to_bytes()));
+        let unsafe_ = |why: &str| TrashError::Unsafe {
+            path: path.clone(),
+            why: why.into(),
+        };
+        let dir = match dirfd::open_dir_at(top_fd, name) {
+            Ok(fd) => fd,
+            Err(Errno::LOOP) => return Err(unsafe_("is a symbolic link")),
+            Err(Errno::NOTDIR) => return Err(unsafe_("is not a directory")),
+            // Another user's directory that this one may not even read.
+            Err(e @ (Errno::ACCESS | Errno::PERM)) => {
+                return Err(unsafe_(&format!(
+                    "cannot be opened ({}): not this user's",
+                    crate::error::errno_text(e)
+                )))
+            }
+            Err(e) => return Err(e.into()),
+        };
+        if let Some(why) = unusable_why(&dir, uid, mount.id)? {
+            return Err(TrashError::Unsafe { path, why });
         }
+        let facts = dirfd::fstat(&dir)?;
         Ok(Trash {
             dir,
             path,
@@ -82,21 +154,107 @@ impl Trash {
         })
     }
 
-    /// Opens an existing trash by its path (`reclaim reap --trash DIR`).
+    /// The trash of `uid` in `top` (a directory on `mount`), made if there is none: the plain
+    /// name, else (someone else has it) the first usable `.reclaim-<uid>.*`, else a fresh one
+    /// with a random suffix. The names passed over are returned with why.
+    pub fn find_or_make(
+        top: &Path,
+        mount: &Mount,
+        uid: u32,
+    ) -> Result<(Trash, Vec<Unusable>), TrashError> {
+        let top_fd = dirfd::open_dir_path(top)?;
+        let mut passed = Vec::new();
+        let plain = CString::new(format!("{PREFIX}{uid}")).expect("digits");
+        match Trash::open_in_or_make(&top_fd, top, &plain, mount, uid) {
+            Ok(t) => return Ok((t, passed)),
+            Err(TrashError::Unsafe { path, why }) => passed.push(Unusable {
+                path: path.to_string_lossy().into_owned(),
+                reason: why,
+            }),
+            Err(e) => return Err(e),
+        }
+        for name in alternates(&top_fd, uid) {
+            match Trash::open_at(&top_fd, top, &name, mount, uid) {
+                Ok(t) => return Ok((t, passed)),
+                Err(TrashError::Unsafe { path, why }) => passed.push(Unusable {
+                    path: path.to_string_lossy().into_owned(),
+                    reason: why,
+                }),
+                Err(_) => {}
+            }
+        }
+        for _ in 0..8 {
+            let fresh =
+                CString::new(format!("{PREFIX}{uid}.{}", safefile::random_hex(6))).expect("hex");
+            match Trash::open_in_or_make(&top_fd, top, &fresh, mount, uid) {
+                Ok(t) => return Ok((t, passed)),
+                // Taken by someone else between our mkdir and open, or a clash: another name.
+                Err(TrashError::Unsafe { .. }) => continue,
+                Err(e) => return Err(e),
+            }
+        }
+        Err(TrashError::NoWritable(top.to_path_buf()))
+    }
+
+    /// Opens `name` in `top_fd` as `uid`'s trash, making it (0700) if it does not exist.
+    fn open_in_or_make(
+        top_fd: &OwnedFd,
+        top: &Path,
+        name: &CStr,
+        mount: &Mount,
+        uid: u32,
+    ) -> Result<Trash, TrashError> {
+        match Trash::open_at(top_fd, top, name, mount, uid) {
+            Err(TrashError::Os(Errno::NOENT)) => {}
+            r => return r,
+        }
+        match mkdirat(top_fd, name, Mode::from_raw_mode(0o700)) {
+            Ok(()) | Err(Errno::EXIST) => {}
+            Err(e) => return Err(e.into()),
+        }
+        Trash::open_at(top_fd, top, name, mount, uid)
+    }
+
+    /// Opens an existing trash by its path (`--trash DIR`): `<top>/.reclaim-<uid>[.<suffix>]`
+    /// or the first layout's `<top>/.reclaim/<uid>`. Its owner must be the uid its name says
+    /// and, unless the caller is root, the caller.
     pub fn open_path(path: &Path) -> Result<Trash, TrashError> {
-        let uid = path
+        let bad = |why: &str| TrashError::Unsafe {
+            path: path.to_path_buf(),
+            why: why.into(),
+        };
+        let name = path
             .file_name()
-            .and_then(|n| n.to_str())
-            .and_then(|n| n.parse::<u32>().ok())
-            .ok_or_else(|| TrashError::Unsafe(path.to_path_buf()))?;
-        let outer = path
-            .parent()
-            .filter(|p| p.file_name() == Some(OsStr::new(TRASH_DIR)))
-            .ok_or_else(|| TrashError::Unsafe(path.to_path_buf()))?;
-        let top = outer.parent().unwrap_or(Path::new("/"));
-        let facts = dirfd::stat_path(top)?;
-        let mount = mounts::by_id(facts.mnt_id).ok_or(TrashError::NoMount)?;
-        Trash::open_in(top, &mount, uid, false)
+            .ok_or_else(|| bad("is not a trash (expected <dir>/.reclaim-<uid>)"))?;
+        let parent = path.parent().unwrap_or(Path::new("/"));
+        let (top, uid) = match name_uid(name.as_bytes()) {
+            Some(uid) => (parent, uid),
+            None => {
+                let uid = name.to_str().and_then(|n| n.parse::<u32>().ok());
+                match (uid, parent.file_name()) {
+                    (Some(uid), Some(d)) if d == OsStr::new(LEGACY_DIR) => {
+                        (parent.parent().unwrap_or(Path::new("/")), uid)
+                    }
+                    _ => return Err(bad(
+                        "is not a trash (expected <dir>/.reclaim-<uid> or <dir>/.reclaim/<uid>)",
+                    )),
+                }
+            }
+        };
+        let me = uid_of_process();
+        if me != 0 && me != uid {
+            return Err(bad(&format!("belongs to uid {uid}, not to you (uid {me})")));
+        }
+        let top_fd = dirfd::open_dir_path(top)?;
+        let mount = mounts::by_id(dirfd::fstat(&top_fd)?.mnt_id).ok_or(TrashError::NoMount)?;
+        let cname = CString::new(name.as_bytes()).map_err(|_| bad("has a NUL byte"))?;
+        if name_uid(name.as_bytes()).is_some() {
+            return Trash::open_at(&top_fd, top, &cname, &mount, uid);
+        }
+        let outer = legacy_outer(&top_fd, top)?;
+        let mut t = Trash::open_at(&outer, &top.join(LEGACY_DIR), &cname, &mount, uid)?;
+        t.path = path.to_path_buf();
+        Ok(t)
     }
 
     /// The entries (by name, oldest first) and nothing else of the trash.
@@ -125,39 +283,50 @@ impl Trash {
     }
 }
 
-/// A fresh fd on the same directory for listing (getdents moves the file offset).
-pub fn reopen(dir: &OwnedFd) -> Result<OwnedFd, Errno> {
-    dirfd::open_dir_at(dir, c".")
-}
-
-/// Opens (or makes, mode 0700) directory `name` in `parent`, never through a symlink, and
-/// checks it is owned by one of `owners` and not group/other writable (or, for per-user
-/// directories, not accessible at all by others).
-fn open_private(
-    parent: &OwnedFd,
-    name: &CStr,
-    shown: &Path,
-    owners: &[u32],
-    create: bool,
-) -> Result<OwnedFd, TrashError> {
-    if create {
-        match mkdirat(parent, name, Mode::from_raw_mode(0o700)) {
-            Ok(()) | Err(Errno::EXIST) => {}
-            Err(e) => return Err(e.into()),
-        }
-    }
-    let fd = match dirfd::open_dir_at(parent, name) {
+/// `<top>/.reclaim` of the first layout, checked: a directory of root or of a user, writable
+/// by nobody else.
+fn legacy_outer(top_fd: &OwnedFd, top: &Path) -> Result<OwnedFd, TrashError> {
+    let path = top.join(LEGACY_DIR);
+    let fd = match dirfd::open_dir_at(top_fd, c".reclaim") {
         Ok(fd) => fd,
-        Err(Errno::LOOP | Errno::NOTDIR) => return Err(TrashError::Unsafe(shown.to_path_buf())),
+        Err(Errno::LOOP | Errno::NOTDIR) => {
+            return Err(TrashError::Unsafe {
+                path,
+                why: "is not a directory".into(),
+            })
+        }
         Err(e) => return Err(e.into()),
     };
     let st = rustix::fs::fstat(&fd)?;
-    let per_user = owners.len() == 1;
-    let forbidden = if per_user { 0o077 } else { 0o022 };
-    if !owners.contains(&st.st_uid) || st.st_mode & forbidden != 0 {
-        return Err(TrashError::Unsafe(shown.to_path_buf()));
+    if st.st_mode & 0o022 != 0 {
+        return Err(TrashError::Unsafe {
+            path,
+            why: "is writable by others".into(),
+        });
     }
     Ok(fd)
+}
+
+/// The `.reclaim-<uid>.<suffix>` names in `top`, in name order.
+fn alternates(top_fd: &OwnedFd, uid: u32) -> Vec<CString> {
+    let want = format!("{PREFIX}{uid}.");
+    let mut names = Vec::new();
+    let Ok(list) = reopen(top_fd) else {
+        return names;
+    };
+    let mut buf = dirfd::DirBuf::new(64 << 10);
+    let _ = dirfd::for_each_entry(&list, &mut buf, |name, _, _| {
+        if name.to_bytes().starts_with(want.as_bytes()) && name_uid(name.to_bytes()) == Some(uid) {
+            names.push(name.to_owned());
+        }
+    });
+    names.sort();
+    names
+}
+
+/// A fresh fd on the same directory for listing (getdents moves the file offset).
+pub fn reopen(dir: &OwnedFd) -> Result<OwnedFd, Errno> {
+    dirfd::open_dir_at(dir, c".")
 }
 
 /// The real uid of this process.
@@ -165,10 +334,15 @@ pub fn uid() -> u32 {
     rustix::process::getuid().as_raw()
 }
 
+fn uid_of_process() -> u32 {
+    rustix::process::geteuid().as_raw()
+}
+
 /// Finds (making it if needed) the trash for a target whose parent directory is `parent`:
-/// the top of the parent's mount if this user may write there, else the highest writable
-/// directory on the same mount above the parent. Never a directory inside the target.
-pub fn locate(parent: &OwnedFd, uid: u32) -> Result<Trash, TrashError> {
+/// at the top of the parent's mount if this user may write there, else in the highest writable
+/// directory on the same mount above the parent. Never a directory inside the target. Also
+/// returns the trash names it passed over (squatted by someone else).
+pub fn locate(parent: &OwnedFd, uid: u32) -> Result<(Trash, Vec<Unusable>), TrashError> {
     let facts = dirfd::fstat(parent)?;
     let mount = mounts::by_id(facts.mnt_id).ok_or(TrashError::NoMount)?;
     let real = mounts::fd_path(parent).ok_or(TrashError::NoMount)?;
@@ -186,14 +360,14 @@ pub fn locate(parent: &OwnedFd, uid: u32) -> Result<Trash, TrashError> {
         let r = if uid != 0 && !writable(top) {
             Err(TrashError::NoWritable(top.clone()))
         } else {
-            Trash::open_in(top, &mount, uid, true)
+            Trash::find_or_make(top, &mount, uid)
         };
         match r {
-            Ok(t) => {
+            Ok((t, passed)) => {
                 if top != &mount.point {
                     register(&t.path);
                 }
-                return Ok(t);
+                return Ok((t, passed));
             }
             Err(e) => {
                 first_error.get_or_insert(e);
@@ -211,48 +385,109 @@ fn writable(dir: &Path) -> bool {
     .is_ok()
 }
 
+/// What `discover` found: the usable trashes, and names that look like a trash but are not
+/// usable (another owner, a symlink, open permissions), with why.
+#[derive(Debug, Default)]
+pub struct Discovery {
+    pub trashes: Vec<Trash>,
+    pub unusable: Vec<Unusable>,
+}
+
+/// Limits `discover` to file systems mounted at or below this directory (a container's view, a
+/// test's scratch directory).
+pub const UNDER_ENV: &str = "RECLAIM_UNDER";
+
 /// Every trash this user may see: at the top of each local file system (all users' for root,
-/// one's own otherwise) and the ones registered in the user's state directory.
-pub fn discover(uid: u32) -> Vec<Trash> {
-    let mut found: Vec<Trash> = Vec::new();
-    let mut push = |t: Trash| {
-        if !found.iter().any(|f| f.ident == t.ident) {
-            found.push(t);
+/// one's own otherwise; only those mounted under `$RECLAIM_UNDER` if set), in either layout,
+/// and the ones registered in the user's state directory. Root only opens and lists
+/// directories here; it reads no file of a user's trash.
+pub fn discover(uid: u32) -> Discovery {
+    let under = std::env::var_os(UNDER_ENV)
+        .filter(|v| !v.is_empty())
+        .map(PathBuf::from);
+    let inside = |p: &Path| under.as_ref().map_or(true, |u| p.starts_with(u));
+    let mut found = Discovery::default();
+    let push = |found: &mut Discovery, r: Result<Trash, TrashError>| match r {
+        Ok(t) => {
+            if !found.trashes.iter().any(|f| f.ident == t.ident) {
+                found.trashes.push(t);
+            }
         }
+        Err(TrashError::Unsafe { path, why }) => found.unusable.push(Unusable {
+            path: path.to_string_lossy().into_owned(),
+            reason: why,
+        }),
+        Err(_) => {}
     };
-    let all = mounts::all();
-    for m in all.iter().filter(|m| m.is_local()) {
-        let top = m.point.join(TRASH_DIR);
-        let Ok(st) = std::fs::symlink_metadata(&top) else {
+    for m in mounts::all()
+        .iter()
+        .filter(|m| m.is_local() && inside(&m.point))
+    {
+        let Ok(top_fd) = dirfd::open_dir_path(&m.point) else {
             continue;
         };
-        if !st.is_dir() {
+        // The top must be the mount's own root (an overmounted or moved top is skipped).
+        if dirfd::fstat(&top_fd).map(|f| f.mnt_id) != Ok(m.id) {
             continue;
         }
-        let uids: Vec<u32> = if uid == 0 {
-            std::fs::read_dir(&top)
-                .map(|rd| {
-                    rd.filter_map(|e| e.ok()?.file_name().to_str()?.parse().ok())
-                        .collect()
-                })
-                .unwrap_or_default()
-        } else {
-            vec![uid]
-        };
-        for u in uids {
-            if let Ok(t) = Trash::open_in(&m.point, m, u, false) {
-                push(t);
+        let mut names = Vec::new();
+        let mut legacy = false;
+        if let Ok(list) = reopen(&top_fd) {
+            let mut buf = dirfd::DirBuf::new(64 << 10);
+            let _ = dirfd::for_each_entry(&list, &mut buf, |name, _, _| {
+                let b = name.to_bytes();
+                if b == LEGACY_DIR.as_bytes() {
+                    legacy = true;
+                } else if let Some(u) = name_uid(b) {
+                    if uid == 0 || u == uid {
+                        names.push((name.to_owned(), u));
+                    }
+                }
+            });
+        }
+        names.sort();
+        for (name, u) in names {
+            push(&mut found, Trash::open_at(&top_fd, &m.point, &name, m, u));
+        }
+        if legacy {
+            match legacy_outer(&top_fd, &m.point) {
+                Ok(outer) => {
+                    for u in legacy_uids(&outer, uid) {
+                        let name = CString::new(u.to_string()).expect("digits");
+                        let outer_path = m.point.join(LEGACY_DIR);
+                        push(&mut found, Trash::open_at(&outer, &outer_path, &name, m, u));
+                    }
+                }
+                Err(e) => push(&mut found, Err(e)),
             }
         }
     }
-    for p in registered() {
-        if let Ok(t) = Trash::open_path(&p) {
-            if t.uid == uid || uid == 0 {
-                push(t);
-            }
+    for p in registered().into_iter().filter(|p| inside(p)) {
+        match Trash::open_path(&p) {
+            Ok(t) if t.uid == uid || uid == 0 => push(&mut found, Ok(t)),
+            Ok(_) => {}
+            Err(e) => push(&mut found, Err(e)),
         }
     }
     found
+}
+
+/// The uids with a trash in a first-layout `.reclaim` (root: all; others: their own).
+fn legacy_uids(outer: &OwnedFd, uid: u32) -> Vec<u32> {
+    if uid != 0 {
+        return vec![uid];
+    }
+    let mut uids = Vec::new();
+    if let Ok(list) = reopen(outer) {
+        let mut buf = dirfd::DirBuf::new(64 << 10);
+        let _ = dirfd::for_each_entry(&list, &mut buf, |name, _, _| {
+            if let Some(u) = name.to_str().ok().and_then(|n| n.parse().ok()) {
+                uids.push(u);
+            }
+        });
+    }
+    uids.sort_unstable();
+    uids
 }
 
 /// `$XDG_STATE_HOME/reclaim/trashes` (or `~/.local/state/...`): trashes not at a mount top.
@@ -301,20 +536,42 @@ fn register(trash: &Path) {
     }
 }
 
-/// Live allocated bytes of whatever an entry still holds (data, reaping, half-shrunk files).
+/// Live allocated bytes of whatever an entry still holds (data, reaping, half-shrunk files),
+/// directories not walked.
 pub fn entry_allocated(entry: &OwnedFd) -> u64 {
-    let mut total = 0;
+    let mut total: u64 = 0;
     let Ok(list) = reopen(entry) else { return 0 };
     let mut buf = dirfd::DirBuf::new(8 << 10);
     let _ = dirfd::for_each_entry(&list, &mut buf, |name, _, _| {
-        if name == meta::META {
+        if name == meta::META || name == FAILED {
             return;
         }
         if let Ok(f) = dirfd::lstat_at(entry.as_fd(), name) {
             if f.file_type != rustix::fs::FileType::Directory {
-                total += f.allocated;
+                total = total.saturating_add(f.allocated);
             }
         }
     });
     total
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn trash_names_say_their_uid() {
+        assert_eq!(name_uid(b".reclaim-1000"), Some(1000));
+        assert_eq!(name_uid(b".reclaim-0"), Some(0));
+        assert_eq!(name_uid(b".reclaim-1000.3fa9c2"), Some(1000));
+        assert_eq!(name_uid(b".reclaim-"), None);
+        assert_eq!(name_uid(b".reclaim-01"), None);
+        assert_eq!(name_uid(b".reclaim-10x"), None);
+        assert_eq!(name_uid(b".reclaim-10."), None);
+        assert_eq!(name_uid(b".reclaim-99999999999"), None);
+        assert_eq!(name_uid(b".reclaim"), None);
+        assert!(is_trash_name(b".reclaim"));
+        assert!(is_trash_name(b".reclaim-7"));
+        assert!(!is_trash_name(b".reclaim-shrink.1f"));
+    }
 }

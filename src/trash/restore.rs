@@ -1,18 +1,23 @@
 //! `reclaim restore`: puts a trashed target back at its original path, while it is still
-//! whole (no reaper has claimed it). One rename, the other way; refuses rather than
-//! overwrite anything or put it into a different directory than it came from.
+//! whole (no reaper has claimed it). One rename, the other way; refuses rather than overwrite
+//! anything or put it into another directory than it came from (the same device, inode,
+//! owner and birth time or generation). By original path it considers only the caller's own
+//! entries; root may name another user's entry by its ID, and then restores it as that user.
 
-use std::ffi::{CString, OsStr};
+use std::ffi::{CString, OsStr, OsString};
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 
 use rustix::fs::{fsync, renameat_with, unlinkat, AtFlags, RenameFlags};
 use rustix::io::Errno;
+use serde::{Deserialize, Serialize};
 
 use super::meta::{self, Meta};
 use super::{Trash, DATA, REAPING};
-use crate::dirfd;
+use crate::dirfd::{self, Lineage};
 use crate::locks;
+use crate::quote::{quote, PathField};
+use crate::report::ErrorEntry;
 
 /// Why an entry was not restored.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -25,31 +30,66 @@ pub enum RestoreError {
     Busy,
     #[error("original path is taken")]
     Taken,
-    #[error("its original directory '{0}' is gone or was replaced")]
+    #[error("its original directory {} is gone or was replaced", quote(.0))]
     ParentGone(PathBuf),
     #[error("its record (meta.json) is missing or unreadable: the original path is unknown")]
     NoMeta,
-    #[error("{}", crate::error::errno_text(*.0))]
+    #[error("the entry is damaged ({0}); not restoring it")]
+    Damaged(String),
+    #[error("{0}")]
     Os(Errno),
+    #[error("{0}")]
+    Child(String),
 }
 
 /// A restored entry.
-#[derive(Debug, serde::Serialize)]
+#[derive(Debug, Serialize, Deserialize)]
 pub struct Restored {
     pub id: String,
-    pub path: String,
+    #[serde(flatten)]
+    pub path: PathField,
 }
 
-/// Restores the entry named by `arg`: an entry id, or an original path (then the newest
-/// entry that came from that path). A failure carries the original path when it is known.
-pub fn restore(trashes: &[Trash], arg: &OsStr) -> Result<Restored, (Option<String>, RestoreError)> {
-    let (trash, id) = find(trashes, arg).ok_or((None, RestoreError::NotFound))?;
-    let entry = dirfd::open_dir_at(&trash.dir, &id).map_err(|e| match e {
+/// What `restore --json` prints.
+#[derive(Debug, Default, Serialize, Deserialize)]
+pub struct Report {
+    pub restored: Vec<Restored>,
+    pub errors: Vec<ErrorEntry>,
+}
+
+type Failed = (Option<PathBuf>, RestoreError);
+
+/// Restores the entry named by `arg`: an entry id (in any of `trashes`), or an original path
+/// (then the newest entry from that path among the trashes of `me`).
+pub fn restore(trashes: &[Trash], arg: &OsStr, me: u32) -> Result<Restored, Failed> {
+    let (trash, id) = find(trashes, arg, me).ok_or((None, RestoreError::NotFound))?;
+    if crate::asuser::needed(trash.uid) {
+        return as_owner(trash, &id);
+    }
+    restore_entry(trash, &id)
+}
+
+/// Restores entry `id` of `trash`, in this process (which is its owner, or root for root's).
+fn restore_entry(trash: &Trash, id: &CString) -> Result<Restored, Failed> {
+    let entry = dirfd::open_dir_at(&trash.dir, id).map_err(|e| match e {
         Errno::NOENT => (None, RestoreError::NotFound),
         e => (None, RestoreError::Os(e)),
     })?;
-    let m = Meta::read(&entry);
-    let original = m.as_ref().map(|m| m.original.clone());
+    let owner = rustix::fs::fstat(&entry)
+        .map_err(|e| (None, RestoreError::Os(e)))?
+        .st_uid;
+    if owner != trash.uid {
+        return Err((
+            None,
+            RestoreError::Damaged(format!(
+                "the entry is owned by uid {owner}, not by the trash's owner (uid {})",
+                trash.uid
+            )),
+        ));
+    }
+    let m = Meta::read(&entry, trash.uid)
+        .map_err(|bad| (None, RestoreError::Damaged(format!("meta.json {bad}"))))?;
+    let original = m.as_ref().map(Meta::original_path);
     let fail = |e: RestoreError| (original.clone(), e);
     if !locks::try_exclusive(&entry).map_err(|e| fail(RestoreError::Os(e)))? {
         return Err(fail(if dirfd::lstat_at(&entry, REAPING).is_ok() {
@@ -58,16 +98,36 @@ pub fn restore(trashes: &[Trash], arg: &OsStr) -> Result<Restored, (Option<Strin
             RestoreError::Busy
         }));
     }
-    if dirfd::lstat_at(&entry, DATA).is_err() {
-        return Err(fail(RestoreError::Reaping));
-    }
+    let data = dirfd::lstat_at(&entry, DATA).map_err(|_| fail(RestoreError::Reaping))?;
     let m = m.ok_or_else(|| fail(RestoreError::NoMeta))?;
+    if m.uid != trash.uid {
+        return Err(fail(RestoreError::Damaged(format!(
+            "its record names uid {}, not the trash's owner (uid {})",
+            m.uid, trash.uid
+        ))));
+    }
+    // The entry's data must be the trash owner's own (root may have hidden anyone's).
+    let data_owner = rustix::fs::statat(&entry, DATA, AtFlags::SYMLINK_NOFOLLOW)
+        .map_err(|e| fail(RestoreError::Os(e)))?
+        .st_uid;
+    if trash.uid != 0 && data_owner != trash.uid {
+        return Err(fail(RestoreError::Damaged(format!(
+            "its data is owned by uid {data_owner}, not by the trash's owner (uid {})",
+            trash.uid
+        ))));
+    }
+    let _ = data;
     let path = m.original_path();
     let (parent, name) = split(&path).ok_or_else(|| fail(RestoreError::NoMeta))?;
     let gone = || fail(RestoreError::ParentGone(parent.to_path_buf()));
     let pfd = dirfd::open_dir_path(parent).map_err(|_| gone())?;
-    let pf = dirfd::fstat(&pfd).map_err(|e| fail(RestoreError::Os(e)))?;
-    if (pf.ident.dev, pf.ident.ino) != (m.parent_dev, m.parent_ino) {
+    let now = Lineage::of(&pfd).map_err(|e| fail(RestoreError::Os(e)))?;
+    let same = match &m.parent {
+        Some(recorded) => recorded.same(&now),
+        // A first-layout record knows device and inode only.
+        None => (now.dev, now.ino) == (m.parent_dev, m.parent_ino),
+    };
+    if !same {
         return Err(gone());
     }
     renameat_with(&entry, DATA, &pfd, &name, RenameFlags::NOREPLACE).map_err(|e| {
@@ -80,11 +140,37 @@ pub fn restore(trashes: &[Trash], arg: &OsStr) -> Result<Restored, (Option<Strin
     // entry, which the reaper removes).
     let _ = fsync(&pfd);
     let _ = unlinkat(&entry, meta::META, AtFlags::empty());
-    let _ = unlinkat(&trash.dir, &id, AtFlags::REMOVEDIR);
+    let _ = unlinkat(&entry, super::FAILED, AtFlags::empty());
+    let _ = unlinkat(&trash.dir, id, AtFlags::REMOVEDIR);
     Ok(Restored {
         id: m.id,
-        path: path.to_string_lossy().into_owned(),
+        path: PathField::new(&path),
     })
+}
+
+/// Restores entry `id` of another user's `trash` in a child running as that user.
+fn as_owner(trash: &Trash, id: &CString) -> Result<Restored, Failed> {
+    let who = crate::asuser::Identity::of(trash.uid);
+    let argv: Vec<OsString> = vec![
+        "restore".into(),
+        "--json".into(),
+        "--trash".into(),
+        trash.path.clone().into_os_string(),
+        OsStr::from_bytes(id.to_bytes()).to_owned(),
+    ];
+    let mut lines = |_: &str| {};
+    match crate::asuser::run_json::<Report>(Some(&who), &argv, &mut lines) {
+        Ok((mut r, _)) => {
+            if let Some(ok) = r.restored.pop() {
+                return Ok(ok);
+            }
+            match r.errors.pop() {
+                Some(e) => Err((Some(e.path.exact()), RestoreError::Child(e.error))),
+                None => Err((None, RestoreError::Child("no result".into()))),
+            }
+        }
+        Err(e) => Err((None, RestoreError::Child(e.to_string()))),
+    }
 }
 
 fn split(p: &Path) -> Option<(&Path, CString)> {
@@ -92,8 +178,10 @@ fn split(p: &Path) -> Option<(&Path, CString)> {
     Some((p.parent()?, name))
 }
 
-/// The trash and entry name for `arg`.
-fn find<'t>(trashes: &'t [Trash], arg: &OsStr) -> Option<(&'t Trash, CString)> {
+/// The trash and entry name for `arg`: an entry id in any of `trashes`, or the newest entry
+/// recorded from that original path in the trashes of `me` only (another user's record could
+/// name any path).
+fn find<'t>(trashes: &'t [Trash], arg: &OsStr, me: u32) -> Option<(&'t Trash, CString)> {
     let bytes = arg.as_bytes();
     if meta::is_entry_name(bytes) {
         let name = CString::new(bytes).ok()?;
@@ -104,19 +192,19 @@ fn find<'t>(trashes: &'t [Trash], arg: &OsStr) -> Option<(&'t Trash, CString)> {
     }
     let wanted = absolute(Path::new(arg))?;
     let mut best: Option<(&Trash, CString)> = None;
-    for t in trashes {
+    for t in trashes.iter().filter(|t| t.uid == me) {
         for name in t.entries() {
             let Ok(entry) = dirfd::open_dir_at(&t.dir, &name) else {
                 continue;
             };
-            let Some(m) = Meta::read(&entry) else {
+            let Ok(Some(m)) = Meta::read(&entry, t.uid) else {
                 continue;
             };
             let newer = match &best {
                 None => true,
                 Some((_, b)) => name.as_bytes() > b.as_bytes(),
             };
-            if newer && m.original_path() == wanted {
+            if newer && m.uid == t.uid && m.original_path() == wanted {
                 best = Some((t, name));
             }
         }
@@ -125,7 +213,7 @@ fn find<'t>(trashes: &'t [Trash], arg: &OsStr) -> Option<(&'t Trash, CString)> {
 }
 
 /// `arg` as the absolute path reclaim recorded: its parent canonicalized, its name kept.
-fn absolute(arg: &Path) -> Option<PathBuf> {
+pub fn absolute(arg: &Path) -> Option<PathBuf> {
     let name = arg.file_name()?;
     let parent = match arg.parent() {
         Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
@@ -156,36 +244,64 @@ fn lexical_absolute(p: &Path) -> Option<PathBuf> {
     Some(out)
 }
 
-/// `reclaim restore [--json] ID|PATH...`; returns the exit code.
-pub fn command(args: &[std::ffi::OsString], json: bool) -> u8 {
-    let trashes = super::discover(super::uid());
-    let mut restored = Vec::new();
-    let mut errors = Vec::new();
+/// `reclaim restore [--json] [--trash DIR] ID|PATH...`; returns the exit code.
+pub fn command(args: &[OsString], json: bool, only: Option<&Path>) -> u8 {
+    let me = super::uid();
+    let trashes = match only {
+        Some(p) => match Trash::open_path(p) {
+            Ok(t) => vec![t],
+            Err(e) => {
+                let report = Report {
+                    errors: vec![ErrorEntry::new(p, format!("cannot use this trash: {e}"))],
+                    ..Report::default()
+                };
+                if json {
+                    finish(json, report);
+                } else {
+                    eprintln!("reclaim: {}", report.errors[0]);
+                }
+                return 1;
+            }
+        },
+        None => super::discover(me).trashes,
+    };
+    let mut report = Report::default();
     for a in args {
-        match restore(&trashes, a) {
+        match restore(&trashes, a, me) {
             Ok(r) => {
                 if !json {
-                    println!("restored '{}' (entry {})", r.path, r.id);
+                    println!("restored {} (entry {})", r.path, quote(&r.id));
                 }
-                restored.push(r);
+                report.restored.push(r);
             }
             Err((original, e)) => {
-                let arg = Path::new(a).display().to_string();
+                let arg = Path::new(a);
                 let shown = match &original {
-                    Some(o) if *o != arg => format!("'{o}' (entry {arg})"),
-                    _ => format!("'{arg}'"),
+                    Some(o) if o.as_path() != arg => {
+                        format!("{} (entry {})", quote(o), quote(arg))
+                    }
+                    _ => quote(arg),
                 };
-                eprintln!("reclaim: cannot restore {shown}: {e}");
-                errors.push(crate::report::ErrorEntry {
-                    path: original.unwrap_or(arg),
-                    error: e.to_string(),
-                });
+                if !json {
+                    eprintln!("reclaim: cannot restore {shown}: {e}");
+                }
+                report.errors.push(ErrorEntry::new(
+                    original.as_deref().unwrap_or(arg),
+                    e.to_string(),
+                ));
             }
         }
     }
+    let failed = !report.errors.is_empty();
+    finish(json, report);
+    u8::from(failed)
+}
+
+fn finish(json: bool, report: Report) {
     if json {
-        let v = serde_json::json!({ "restored": restored, "errors": errors });
-        println!("{v}");
+        println!(
+            "{}",
+            serde_json::to_string(&report).expect("report serializes")
+        );
     }
-    u8::from(!errors.is_empty())
 }

@@ -71,6 +71,7 @@ fn spawn(s: &Scratch, args: &[&str], piped: bool) -> Child {
     };
     StdCommand::new(util::reclaim_bin())
         .env("RECLAIM_CONFIG", "")
+        .env("RECLAIM_UNDER", s.root())
         .current_dir(s.root())
         .args(args)
         .env(NO_SPAWN, "1")
@@ -138,11 +139,8 @@ fn check_after_kill(
     targets: &[(String, Snapshot)],
     what: &str,
 ) -> usize {
-    let top = s.path("vol");
-    for dir in [top.join(".reclaim"), trash.to_path_buf()] {
-        if fs::symlink_metadata(&dir).is_ok() {
-            assert_eq!(mode_of(&dir), 0o700, "{what}: {}", dir.display());
-        }
+    if fs::symlink_metadata(trash).is_ok() {
+        assert_eq!(mode_of(trash), 0o700, "{what}: {}", trash.display());
     }
     let mut hidden: BTreeMap<String, String> = BTreeMap::new();
     for id in trash_entries(trash) {

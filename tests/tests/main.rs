@@ -5,6 +5,7 @@
 //! directory are the refusals of `/`, and those run in a private mount namespace in which
 //! everything but the scratch directory is read-only.
 
+mod adversary;
 mod crash;
 mod gentle;
 mod props;

@@ -71,7 +71,7 @@ fn names(s: &Scratch, rel: &str) -> Vec<String> {
 
 fn reap(s: &Scratch) {
     let o = s
-        .cmd(&["reap", "--trash", "vol/.reclaim/0"])
+        .cmd(&["reap", "--trash", "vol/.reclaim-0"])
         .env("RECLAIM_CONFIG", "")
         .output()
         .unwrap();
@@ -143,7 +143,7 @@ fn keep_last_and_older_than_remove_exactly_the_plan_through_the_trash() {
         [".hidden-old", "backup-03", "backup-04", "backup-05"]
     );
     reap(&s);
-    assert!(names(&s, "vol/.reclaim/0").iter().all(|n| n == "lock"));
+    assert!(names(&s, "vol/.reclaim-0").iter().all(|n| n == "lock"));
 }
 
 #[test]

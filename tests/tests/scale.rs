@@ -38,6 +38,7 @@ fn remove_completely_at(
             let script = format!("ulimit -n {n} && exec \"$0\" rm \"$@\"");
             assert_cmd::Command::new("sh")
                 .env("RECLAIM_CONFIG", "")
+                .env("RECLAIM_UNDER", s.root())
                 .current_dir(s.root())
                 .arg("-c")
                 .arg(script)

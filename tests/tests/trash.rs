@@ -240,7 +240,6 @@ fn background_hides_a_file_and_a_tree_at_once() {
     assert_same("the rest of vol", &rest, &snapshot_without_trash(&top));
 
     // The trash and its entries.
-    assert_eq!(mode_of(&top.join(".reclaim")), 0o700, ".reclaim");
     assert_eq!(mode_of(&t), 0o700, "{}", t.display());
     let ids = trash_entries(&t);
     assert_eq!(ids.len(), 2, "{ids:?}");
@@ -255,12 +254,15 @@ fn background_hides_a_file_and_a_tree_at_once() {
             .unwrap_or_else(|| panic!("no entry for {original}: {by:?}"));
         assert!(util::looks_like_entry_id(id), "entry id {id:?}");
         let m = entry_meta(&t, id);
-        assert_eq!(m["version"], 1, "{m}");
+        assert_eq!(m["version"], 2, "{m}");
         assert_eq!(m["id"], id.as_str(), "{m}");
         assert_eq!(m["kind"], kind, "{m}");
         assert_eq!(m["uid"], util::euid(), "{m}");
         assert_eq!(m["parent_dev"], parent.dev(), "{m}");
         assert_eq!(m["parent_ino"], parent.ino(), "{m}");
+        // The parent's lineage, which `restore` checks: owner, and birth time where known.
+        assert_eq!(m["parent"]["ino"], parent.ino(), "{m}");
+        assert_eq!(m["parent"]["uid"], parent.uid(), "{m}");
         assert!(
             m.get("original_hex").map_or(true, Value::is_null),
             "UTF-8 path: {m}"
@@ -820,45 +822,71 @@ fn entries_of_one_uid_are_invisible_to_another() {
 // No usable trash.
 
 #[test]
-fn falls_back_to_the_foreground_when_no_trash_can_be_made() {
+fn a_squatted_trash_name_is_passed_over_never_a_reason_to_remove_now() {
     let s = Scratch::new();
-    let Some(_vol) = vol(&s, "falls_back_to_the_foreground_when_no_trash_can_be_made") else {
+    let Some(_vol) = vol(
+        &s,
+        "a_squatted_trash_name_is_passed_over_never_a_reason_to_remove_now",
+    ) else {
         return;
     };
-    // The targets' parent is the top: there is no directory in between to hold a trash.
-    s.file("vol/.reclaim", "not a directory\n");
+    // Someone put a file where this user's trash would go (the name is squatted).
+    let squat = s.file(
+        format!("vol/.reclaim-{}", util::euid()),
+        "not a directory\n",
+    );
     s.file("vol/neighbour", "stays\n");
     let before = s.snapshot("vol");
     small_tree(&s, "vol/tree", 18);
     s.file("vol/f", "f\n");
-    let out = rm_ns(&s, &["-r", "--background", "--json", "vol/tree", "vol/f"]);
+    let out = rm_ns(
+        &s,
+        &[
+            "-r",
+            "--background",
+            "--grace",
+            "1h",
+            "--json",
+            "-v",
+            "vol/tree",
+            "vol/f",
+        ],
+    );
     util::assert_success(&out);
     assert!(!s.exists("vol/tree") && !s.exists("vol/f"));
-    assert_same("vol", &before, &s.snapshot("vol"));
-    let err = util::stderr_of(&out);
-    for rel in ["vol/tree", "vol/f"] {
-        let lines: Vec<&str> = err
-            .lines()
-            .filter(|l| l.contains("no usable trash") && l.contains(rel))
-            .collect();
-        assert_eq!(lines.len(), 1, "one line about {rel}:\n{err}");
-    }
+    assert_eq!(fs::read(&squat).unwrap(), b"not a directory\n");
     let v = util::json_object(&out.stdout);
-    let fallback: Vec<&str> = v["fallback"]
-        .as_array()
-        .unwrap_or_else(|| panic!("no fallback list: {v}"))
-        .iter()
-        .map(|p| p.as_str().unwrap())
-        .collect();
-    assert_eq!(fallback.len(), 2, "{v}");
-    for (p, rel) in fallback.iter().zip(["vol/tree", "vol/f"]) {
-        assert!(*p == rel || *p == abs(&s, rel), "{v}");
-    }
+    let hidden = v["hidden"].as_array().unwrap_or_else(|| panic!("{v}"));
+    assert_eq!(hidden.len(), 2, "{v}");
+    let trash = PathBuf::from(hidden[0]["trash"].as_str().unwrap());
+    let name = trash.file_name().unwrap().to_string_lossy().into_owned();
     assert!(
-        v.get("hidden")
-            .map_or(true, |h| h.as_array().is_some_and(|a| a.is_empty())),
-        "{v}"
+        name.starts_with(&format!(".reclaim-{}.", util::euid())) && name.len() > 18,
+        "another, random name: {name}"
     );
+    assert_eq!(mode_of(&trash), 0o700);
+    assert!(
+        util::stderr_of(&out).contains("not using"),
+        "-v says why: {}",
+        util::stderr_of(&out)
+    );
+    // Restorable as asked, and found again by the next run.
+    util::assert_success(&restore(&s, &[&abs(&s, "vol/f")]));
+    assert_eq!(fs::read(s.path("vol/f")).unwrap(), b"f\n");
+    let out = rm_ns(&s, &["--background", "--json", "vol/f"]);
+    util::assert_success(&out);
+    let v = util::json_object(&out.stdout);
+    assert_eq!(v["hidden"][0]["trash"], trash.to_str().unwrap(), "{v}");
+    util::assert_success(&reap(&s, &trash, &["--once"]));
+    let out = s.cmd(&["restore", &abs(&s, "vol/tree")]).output().unwrap();
+    util::assert_success(&out);
+    util::assert_success(&reap(&s, &trash, &[]));
+    assert_trash_empty(&trash);
+    let mut after = util::snapshot_without_trash(&s.path("vol"));
+    after.retain(|k, _| !k.starts_with("tree"));
+    let mut want = before.clone();
+    want.retain(|k, _| !util::in_trash(k));
+    assert_same("vol", &want, &after);
 }
 
 #[test]
@@ -881,10 +909,9 @@ fn uses_the_highest_writable_directory_when_the_top_is_not() {
     let out = rm_ns(&s, &["-r", "--background", "vol/sub/deeper/tree"]);
     util::assert_success(&out);
     assert!(!s.exists("vol/sub/deeper/tree"));
-    assert!(!s.exists("vol/.reclaim"));
+    assert!(!util::trash_dir(&s.path("vol")).exists());
     let id = id_of(&alt, &abs(&s, "vol/sub/deeper/tree"));
     assert_same("entry", &snap, &snapshot(&alt.join(&id).join("data")));
-    assert_eq!(mode_of(&s.path("vol/sub/.reclaim")), 0o700);
     assert_eq!(mode_of(&alt), 0o700);
     // Registered: status sees it.
     let st =
@@ -895,31 +922,36 @@ fn uses_the_highest_writable_directory_when_the_top_is_not() {
 }
 
 #[test]
-fn falls_back_when_the_top_is_immutable_and_nothing_below_can_hold_a_trash() {
+fn a_grace_window_that_cannot_be_kept_refuses_the_removal() {
     let s = Scratch::new();
-    let Some(_vol) = vol(
-        &s,
-        "falls_back_when_the_top_is_immutable_and_nothing_below_can_hold_a_trash",
-    ) else {
+    if util::skip_unless_root("a_grace_window_that_cannot_be_kept_refuses_the_removal") {
+        return;
+    }
+    // A tmpfs with no inode to spare: no trash (nor entry) can be made on it.
+    s.mkdir("vol");
+    let Some(_vol) = MountGuard::tmpfs_with(&s, "vol", "size=4m,nr_inodes=8") else {
+        eprintln!("skipped: cannot mount a small tmpfs");
         return;
     };
-    s.file("vol/sub/.reclaim", "not a directory\n");
-    s.file("vol/sub/neighbour", "stays\n");
+    s.file("vol/f", "f\n");
+    let mut n = 0;
+    while fs::write(s.path(format!("vol/fill{n}")), b"").is_ok() {
+        n += 1;
+        assert!(n < 100, "tmpfs nr_inodes not honoured");
+    }
     let before = s.snapshot("vol");
-    small_tree(&s, "vol/sub/tree", 20);
-    let Some(_immutable) = ImmutableGuard::new(&s, "vol") else {
-        eprintln!("skipped: chattr +i on a tmpfs failed");
-        return;
-    };
-    let out = rm_ns(&s, &["-r", "--background", "vol/sub/tree"]);
-    util::assert_success(&out);
-    assert!(!s.exists("vol/sub/tree"));
+    let out = rm_ns(&s, &["--background", "--grace", "1h", "vol/f"]);
+    assert_eq!(out.status.code(), Some(1), "{}", util::stderr_of(&out));
     let line = one_line(&out);
     assert!(
-        line.contains("vol/sub/tree") && line.contains("no usable trash"),
-        "{line}"
+        line.contains("vol/f") && line.contains("restorable"),
+        "one line naming the path and why: {line}"
     );
-    assert_same("vol", &before, &s.snapshot("vol"));
+    assert_same("vol (untouched)", &before, &s.snapshot("vol"));
+    // Without a grace window nothing is promised but removal: done in the foreground.
+    let out = rm_ns(&s, &["--background", "vol/f"]);
+    util::assert_success(&out);
+    assert!(!s.exists("vol/f"));
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -1245,6 +1277,7 @@ fn durable_syncs_each_directory_once_not_each_file() {
         let trace = s.path("strace.out");
         let out = StdCommand::new("strace")
             .env("RECLAIM_CONFIG", "")
+            .env("RECLAIM_UNDER", s.root())
             .args(["-f", "-qq", "-e", "trace=fsync,fdatasync,syncfs,sync", "-o"])
             .arg(&trace)
             .arg(util::reclaim_bin())
@@ -1339,6 +1372,7 @@ fn status_shows_the_running_reaper() {
     let _ = s.cmd(&["reap", "--trash", t.to_str().unwrap()]);
     let mut child = StdCommand::new(util::reclaim_bin())
         .env("RECLAIM_CONFIG", "")
+        .env("RECLAIM_UNDER", s.root())
         .current_dir(s.root())
         .args(["reap", "--trash", t.to_str().unwrap(), "--iops", "100"])
         .env(NO_SPAWN, "1")
@@ -1505,6 +1539,7 @@ fn reap_watch_frees_entries_as_they_arrive() {
     // Plain std Command: the watcher runs until killed below.
     let mut watcher = StdCommand::new(util::reclaim_bin())
         .env("RECLAIM_CONFIG", "")
+        .env("RECLAIM_UNDER", s.root())
         .current_dir(s.root())
         .args(["reap", "--watch", "--trash", t.to_str().unwrap()])
         .stdout(std::process::Stdio::null())
@@ -1535,7 +1570,11 @@ fn reap_watch_frees_entries_as_they_arrive() {
     );
     watcher.kill().unwrap();
     let out = watcher.wait_with_output().unwrap();
-    assert_eq!(String::from_utf8_lossy(&out.stderr), "", "no errors");
+    let log = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        !log.contains("cannot") && log.contains(": freed 1 entry"),
+        "one line per pass that freed something, no errors:\n{log}"
+    );
     assert!(
         util::wait_trash_idle(&t, Duration::from_secs(30), true),
         "the killed watcher left the lock or entries"
@@ -1573,4 +1612,53 @@ fn status_count_walks_pending_trees() {
     assert_eq!(counted["files"], 6, "{counted}");
     assert_eq!(counted["allocated"].as_u64(), Some(tree_bytes), "{counted}");
     util::assert_success(&run_ns(&s, &["reap", "--trash", t.to_str().unwrap()]));
+}
+
+/// Trashes of the first layout (`<top>/.reclaim/<uid>/`, records of version 1) keep working:
+/// `status` lists their entries, `restore` puts them back, `reap` frees them; nothing new is
+/// ever made there.
+#[test]
+fn trashes_of_the_first_layout_are_still_read() {
+    let s = Scratch::new();
+    let Some(_vol) = vol(&s, "trashes_of_the_first_layout_are_still_read") else {
+        return;
+    };
+    let uid = util::euid();
+    let old = s.mkdir(format!("vol/.reclaim/{uid}"));
+    fs::set_permissions(s.path("vol/.reclaim"), fs::Permissions::from_mode(0o755)).unwrap();
+    fs::set_permissions(&old, fs::Permissions::from_mode(0o700)).unwrap();
+    s.mkdir("vol/d");
+    let d = fs::metadata(s.path("vol/d")).unwrap();
+    // What the first version wrote: two entries, a file and a tree.
+    for (i, (name, tree)) in [("f", false), ("t", true)].iter().enumerate() {
+        let id = format!("20261101T000000.00000{i}Z-1-{i}");
+        let e = s.mkdir(format!("vol/.reclaim/{uid}/{id}"));
+        fs::set_permissions(&e, fs::Permissions::from_mode(0o700)).unwrap();
+        let original = abs(&s, &format!("vol/d/{name}"));
+        let meta = serde_json::json!({
+            "version": 1, "id": id, "original": original,
+            "parent_dev": d.dev(), "parent_ino": d.ino(), "uid": uid,
+            "created_unix": 1.0e9, "grace_until_unix": null,
+            "kind": if *tree { "dir" } else { "file" }, "allocated": null, "files": null,
+            "pacing": {"fast": false}
+        });
+        fs::write(e.join("meta.json"), meta.to_string()).unwrap();
+        if *tree {
+            small_tree(&s, &format!("vol/.reclaim/{uid}/{id}/data"), 40);
+        } else {
+            fs::write(e.join("data"), b"old file\n").unwrap();
+        }
+    }
+    let st = status_of(&s, &old).unwrap_or_else(|| panic!("status does not list {old:?}"));
+    assert_eq!(st["entries"], 2, "{st}");
+    util::assert_success(&restore(&s, &[&abs(&s, "vol/d/f")]));
+    assert_eq!(fs::read(s.path("vol/d/f")).unwrap(), b"old file\n");
+    assert_reaped_all(&reap(&s, &old, &["--json"]));
+    assert_trash_empty(&old);
+    assert!(!s.exists("vol/d/t"));
+    // New entries go to the current layout, never into the old one.
+    let out = rm_ns(&s, &["--background", "vol/d/f"]);
+    util::assert_success(&out);
+    assert_trash_empty(&old);
+    assert_eq!(trash_entries(&trash(&s)).len(), 1);
 }

@@ -268,8 +268,10 @@ impl Scratch {
             self.assert_inside(&cwd.join(a));
         }
         let mut c = Command::new(reclaim_bin());
-        // Hermetic (a test may set its own RECLAIM_CONFIG after this).
+        // Hermetic (a test may set its own RECLAIM_CONFIG after this): no config file, and
+        // only the trashes of file systems mounted in this test's scratch directory.
         c.env("RECLAIM_CONFIG", "");
+        c.env("RECLAIM_UNDER", &self.root);
         c.current_dir(&cwd)
             .args(args)
             .timeout(std::time::Duration::from_secs(120));
@@ -434,10 +436,15 @@ fn mount<S: AsRef<OsStr>>(what: &str, args: &[S], target: &Path) -> Option<()> {
 impl MountGuard {
     /// Mounts a fresh tmpfs on `root/rel` (which must exist). None if that fails.
     pub fn tmpfs(scratch: &Scratch, rel: &str) -> Option<MountGuard> {
+        MountGuard::tmpfs_with(scratch, rel, "size=16m")
+    }
+
+    /// Mounts a fresh tmpfs with mount `options` (e.g. `size=4m,nr_inodes=8`) on `root/rel`.
+    pub fn tmpfs_with(scratch: &Scratch, rel: &str, options: &str) -> Option<MountGuard> {
         let target = scratch.path(rel);
         mount(
             "mount tmpfs",
-            &["-t", "tmpfs", "-o", "size=16m", "reclaim-test"],
+            &["-t", "tmpfs", "-o", options, "reclaim-test"],
             &target,
         )?;
         Some(MountGuard { target })
@@ -820,9 +827,9 @@ pub fn euid() -> u32 {
     rustix::process::geteuid().as_raw()
 }
 
-/// `<top>/.reclaim/<euid>`: this process's trash on the file system mounted at `top`.
+/// `<top>/.reclaim-<euid>`: this process's trash on the file system mounted at `top`.
 pub fn trash_dir(top: &Path) -> PathBuf {
-    top.join(".reclaim").join(euid().to_string())
+    top.join(format!(".reclaim-{}", euid()))
 }
 
 /// Names of the entry directories of `trash` (sorted: oldest first), without following
@@ -958,10 +965,19 @@ pub fn free_bytes(p: &Path) -> u64 {
     st.f_bfree * st.f_frsize
 }
 
-/// Snapshot of `root` without its top-level `.reclaim` (the trash) and what lies under it.
+/// Whether the first component of a snapshot key is a trash (`.reclaim-<uid>[.suffix]`, or the
+/// first layout's `.reclaim`).
+pub fn in_trash(k: &Path) -> bool {
+    k.components().next().is_some_and(|c| {
+        let b = c.as_os_str().as_bytes();
+        b == b".reclaim" || b.starts_with(b".reclaim-")
+    })
+}
+
+/// Snapshot of `root` without its top-level trashes and what lies under them.
 pub fn snapshot_without_trash(root: &Path) -> Snapshot {
     let mut snap = snapshot(root);
-    snap.retain(|k, _| !k.starts_with(".reclaim"));
+    snap.retain(|k, _| !in_trash(k));
     snap
 }
 

@@ -1,0 +1,404 @@
+//! The small files of a trash (`meta.json`, `failed.json`, `reaper.json`, `lock`,
+//! `reaper.log`) read and written as hostile input: whoever owns the trash could have put a
+//! FIFO, a device node, a symlink, a hard link to someone else's file or a gigabyte under any
+//! of these names. A file is opened only after `fstat` of an `O_PATH` handle proved it is a
+//! regular file of the trash's owner with one link and at most `MAX_BYTES`; a name is never
+//! opened for writing if someone else could have created it first (new files are made with
+//! `O_EXCL` under a random name, then renamed over the old one).
+
+use std::ffi::{CStr, CString};
+use std::io::{Read, Write};
+use std::os::fd::{AsFd, AsRawFd, OwnedFd};
+
+use rustix::fs::{openat, renameat, unlinkat, AtFlags, FileType, Mode, OFlags};
+use rustix::io::Errno;
+
+/// The most a record or state file may hold.
+pub const MAX_BYTES: u64 = 64 << 10;
+
+/// Why a file of a trash cannot be used.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum Bad {
+    #[error("is missing")]
+    Missing,
+    #[error("{}", crate::error::errno_text(*.0))]
+    Os(Errno),
+    #[error("is a {0}, not a regular file")]
+    NotRegular(&'static str),
+    #[error("is owned by uid {found}, not by the trash's owner (uid {owner})")]
+    Owner { found: u32, owner: u32 },
+    #[error("has {0} hard links (a link to another file)")]
+    Links(u64),
+    #[error("is {0} bytes, more than a record may hold ({MAX_BYTES})")]
+    TooBig(u64),
+}
+
+impl Bad {
+    /// Whether the file is simply not there (not a sign of tampering).
+    pub fn is_missing(&self) -> bool {
+        matches!(self, Bad::Missing)
+    }
+}
+
+/// What a file type is called in messages.
+pub fn type_name(t: FileType) -> &'static str {
+    match t {
+        FileType::RegularFile => "regular file",
+        FileType::Directory => "directory",
+        FileType::Symlink => "symbolic link",
+        FileType::Fifo => "FIFO",
+        FileType::Socket => "socket",
+        FileType::CharacterDevice => "character device",
+        FileType::BlockDevice => "block device",
+        FileType::Unknown => "file of unknown type",
+    }
+}
+
+/// An `O_PATH` handle on `name` in `dir` (never following a symlink; opening it has no side
+/// effect whatever it is), checked to be a regular file of `owner` with one link and at most
+/// `max` bytes.
+fn checked_path(dir: impl AsFd, name: &CStr, owner: u32, max: u64) -> Result<OwnedFd, Bad> {
+    let fd = match openat(
+        dir,
+        name,
+        OFlags::PATH | OFlags::NOFOLLOW | OFlags::CLOEXEC,
+        Mode::empty(),
+    ) {
+        Ok(fd) => fd,
+        Err(Errno::NOENT) => return Err(Bad::Missing),
+        Err(e) => return Err(Bad::Os(e)),
+    };
+    let st = rustix::fs::fstat(&fd).map_err(Bad::Os)?;
+    let t = FileType::from_raw_mode(st.st_mode);
+    if t != FileType::RegularFile {
+        return Err(Bad::NotRegular(type_name(t)));
+    }
+    if st.st_uid != owner {
+        return Err(Bad::Owner {
+            found: st.st_uid,
+            owner,
+        });
+    }
+    if st.st_nlink != 1 {
+        return Err(Bad::Links(st.st_nlink));
+    }
+    if st.st_size as u64 > max {
+        return Err(Bad::TooBig(st.st_size as u64));
+    }
+    Ok(fd)
+}
+
+/// Opens the very inode `path_fd` refers to (through `/proc/self/fd`, so no name can be
+/// swapped in between), with `flags`.
+fn reopen(path_fd: &OwnedFd, flags: OFlags) -> Result<OwnedFd, Bad> {
+    let proc = format!("/proc/self/fd/{}", path_fd.as_raw_fd());
+    rustix::fs::open(
+        proc.as_str(),
+        flags | OFlags::NONBLOCK | OFlags::NOCTTY | OFlags::CLOEXEC,
+        Mode::empty(),
+    )
+    .map_err(Bad::Os)
+}
+
+/// The contents of `name` in `dir`, if it is a regular file of `owner` of at most `MAX_BYTES`.
+pub fn read(dir: impl AsFd, name: &CStr, owner: u32) -> Result<Vec<u8>, Bad> {
+    let path_fd = checked_path(dir, name, owner, MAX_BYTES)?;
+    let fd = reopen(&path_fd, OFlags::RDONLY)?;
+    let mut text = Vec::new();
+    std::fs::File::from(fd)
+        .take(MAX_BYTES + 1)
+        .read_to_end(&mut text)
+        .map_err(|e| Bad::Os(Errno::from_io_error(&e).unwrap_or(Errno::IO)))?;
+    if text.len() as u64 > MAX_BYTES {
+        return Err(Bad::TooBig(text.len() as u64));
+    }
+    Ok(text)
+}
+
+/// A JSON record from `name` in `dir` (see `read`); `Ok(None)` if it is a plain regular file
+/// that does not parse (empty after a crash, say): not tampering, just no record.
+pub fn read_json<T: serde::de::DeserializeOwned>(
+    dir: impl AsFd,
+    name: &CStr,
+    owner: u32,
+) -> Result<Option<T>, Bad> {
+    let text = read(dir, name, owner)?;
+    Ok(serde_json::from_slice(&text).ok())
+}
+
+/// Writes `bytes` as a new file `name` in `dir` (`O_EXCL`: fails if the name exists), mode
+/// 0600; `sync` fsyncs it.
+pub fn write_new(dir: impl AsFd, name: &CStr, bytes: &[u8], sync: bool) -> Result<(), Errno> {
+    let fd = openat(
+        dir,
+        name,
+        OFlags::WRONLY | OFlags::CREATE | OFlags::EXCL | OFlags::NOFOLLOW | OFlags::CLOEXEC,
+        Mode::from_raw_mode(0o600),
+    )?;
+    let mut f = std::fs::File::from(fd);
+    f.write_all(bytes)
+        .map_err(|e| Errno::from_io_error(&e).unwrap_or(Errno::IO))?;
+    if sync {
+        rustix::fs::fsync(&f)?;
+    }
+    Ok(())
+}
+
+/// Replaces `name` in `dir` with a file holding `bytes`: written under a fresh random name
+/// (`O_EXCL`), then renamed over `name`. Whatever `name` was (a hard link to another file, a
+/// FIFO) is only unlinked by the rename, never opened or written.
+pub fn replace(dir: impl AsFd, name: &CStr, bytes: &[u8]) -> Result<(), Errno> {
+    let dir = dir.as_fd();
+    let tmp = temp_name(name);
+    write_new(dir, &tmp, bytes, false).inspect_err(|_| {
+        let _ = unlinkat(dir, &tmp, AtFlags::empty());
+    })?;
+    renameat(dir, &tmp, dir, name).inspect_err(|_| {
+        let _ = unlinkat(dir, &tmp, AtFlags::empty());
+    })
+}
+
+/// `.<name>.<random>.tmp`: a name nobody can have made first.
+fn temp_name(name: &CStr) -> CString {
+    CString::new(format!(".{}.{}.tmp", name.to_string_lossy(), random_hex(8)))
+        .expect("no NUL in a temp name")
+}
+
+/// Whether `name` is one of `replace`'s temporary names (left by a process killed mid-write).
+pub fn is_temp_name(name: &[u8]) -> bool {
+    name.starts_with(b".") && name.ends_with(b".tmp")
+}
+
+/// `n` random bytes as lowercase hex (from the kernel's generator).
+pub fn random_hex(n: usize) -> String {
+    let mut buf = vec![0u8; n];
+    let mut filled = 0;
+    while filled < n {
+        match rustix::rand::getrandom(&mut buf[filled..], rustix::rand::GetRandomFlags::empty()) {
+            Ok(k) => filled += k,
+            Err(Errno::INTR) => {}
+            Err(_) => {
+                // No getrandom (very old kernels): time and pid still make a fresh name, and
+                // every use is O_EXCL or NOREPLACE, retried on a clash.
+                let t = std::time::SystemTime::now()
+                    .duration_since(std::time::UNIX_EPOCH)
+                    .map_or(0, |d| d.as_nanos());
+                let x = t ^ (u128::from(std::process::id()) << 64);
+                for (i, b) in buf.iter_mut().enumerate().skip(filled) {
+                    *b = (x >> ((i % 16) * 8)) as u8;
+                }
+                filled = n;
+            }
+        }
+    }
+    buf.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// Opens (creating it if missing) a lock file `name` in `dir` to `flock`: an existing one must
+/// be a regular file of `owner` (a FIFO, device or link someone planted is refused, never
+/// opened).
+pub fn open_lock(dir: impl AsFd, name: &CStr, owner: u32) -> Result<OwnedFd, Bad> {
+    let dir = dir.as_fd();
+    match openat(
+        dir,
+        name,
+        OFlags::RDONLY | OFlags::CREATE | OFlags::EXCL | OFlags::NOFOLLOW | OFlags::CLOEXEC,
+        Mode::from_raw_mode(0o600),
+    ) {
+        Ok(fd) => return Ok(fd),
+        Err(Errno::EXIST) => {}
+        Err(e) => return Err(Bad::Os(e)),
+    }
+    let path_fd = checked_path(dir, name, owner, MAX_BYTES)?;
+    reopen(&path_fd, OFlags::RDONLY)
+}
+
+/// Appends `line` to the log `name` in `dir` (made if missing; an existing one must be a
+/// regular file of `owner`; past `MAX_LOG` it is renamed to `<name>.1` first). Opened and
+/// closed for each line, so nothing stays open on the file system between lines.
+pub fn append_log(dir: impl AsFd, name: &CStr, owner: u32, line: &str) -> Result<(), Bad> {
+    const MAX_LOG: u64 = 1 << 20;
+    let dir = dir.as_fd();
+    let fd = match checked_path(dir, name, owner, MAX_LOG) {
+        Ok(path_fd) => reopen(&path_fd, OFlags::WRONLY | OFlags::APPEND)?,
+        Err(Bad::TooBig(_)) => {
+            let old = CString::new([name.to_bytes(), b".1"].concat()).expect("no NUL");
+            renameat(dir, name, dir, &old).map_err(Bad::Os)?;
+            return append_log(dir, name, owner, line);
+        }
+        Err(Bad::Missing) => match openat(
+            dir,
+            name,
+            OFlags::WRONLY
+                | OFlags::APPEND
+                | OFlags::CREATE
+                | OFlags::EXCL
+                | OFlags::NOFOLLOW
+                | OFlags::CLOEXEC,
+            Mode::from_raw_mode(0o600),
+        ) {
+            Ok(fd) => fd,
+            // Made by someone else just now: check it like any existing one.
+            Err(Errno::EXIST) => return append_log(dir, name, owner, line),
+            Err(e) => return Err(Bad::Os(e)),
+        },
+        Err(e) => return Err(e),
+    };
+    let mut text = line.trim_end_matches('\n').to_owned();
+    text.push('\n');
+    std::fs::File::from(fd)
+        .write_all(text.as_bytes())
+        .map_err(|e| Bad::Os(Errno::from_io_error(&e).unwrap_or(Errno::IO)))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn me() -> u32 {
+        rustix::process::geteuid().as_raw()
+    }
+
+    #[test]
+    fn reads_only_small_regular_files_of_the_owner() {
+        let d = tempfile::tempdir().unwrap();
+        let dir = crate::dirfd::open_dir_path(d.path()).unwrap();
+        std::fs::write(d.path().join("ok"), b"{\"a\":1}").unwrap();
+        assert_eq!(read(&dir, c"ok", me()).unwrap(), b"{\"a\":1}");
+        assert_eq!(read(&dir, c"nope", me()), Err(Bad::Missing));
+        assert!(matches!(
+            read(&dir, c"ok", me() + 1),
+            Err(Bad::Owner { .. })
+        ));
+        rustix::fs::mknodat(&dir, c"fifo", FileType::Fifo, Mode::from_raw_mode(0o600), 0).unwrap();
+        assert_eq!(read(&dir, c"fifo", me()), Err(Bad::NotRegular("FIFO")));
+        std::os::unix::fs::symlink("ok", d.path().join("link")).unwrap();
+        assert_eq!(
+            read(&dir, c"link", me()),
+            Err(Bad::NotRegular("symbolic link"))
+        );
+        std::fs::hard_link(d.path().join("ok"), d.path().join("hard")).unwrap();
+        assert_eq!(read(&dir, c"hard", me()), Err(Bad::Links(2)));
+        let big = std::fs::File::create(d.path().join("big")).unwrap();
+        big.set_len(1 << 30).unwrap();
+        assert_eq!(read(&dir, c"big", me()), Err(Bad::TooBig(1 << 30)));
+    }
+
+    #[test]
+    fn replace_never_writes_through_an_existing_name() {
+        let d = tempfile::tempdir().unwrap();
+        let dir = crate::dirfd::open_dir_path(d.path()).unwrap();
+        std::fs::write(d.path().join("precious"), b"keep").unwrap();
+        std::fs::hard_link(d.path().join("precious"), d.path().join("state")).unwrap();
+        replace(&dir, c"state", b"new").unwrap();
+        assert_eq!(std::fs::read(d.path().join("precious")).unwrap(), b"keep");
+        assert_eq!(std::fs::read(d.path().join("state")).unwrap(), b"new");
+        let left: Vec<_> = std::fs::read_dir(d.path()).unwrap().collect();
+        assert_eq!(left.len(), 2, "no temp file left behind");
+    }
+
+    #[test]
+    fn lock_and_log_refuse_planted_files() {
+        let d = tempfile::tempdir().unwrap();
+        let dir = crate::dirfd::open_dir_path(d.path()).unwrap();
+        assert!(open_lock(&dir, c"lock", me()).is_ok());
+        assert!(open_lock(&dir, c"lock", me()).is_ok(), "an existing one");
+        rustix::fs::mknodat(&dir, c"f", FileType::Fifo, Mode::from_raw_mode(0o600), 0).unwrap();
+        assert!(open_lock(&dir, c"f", me()).is_err());
+        assert!(append_log(&dir, c"f", me(), "x").is_err());
+        append_log(&dir, c"log", me(), "one").unwrap();
+        append_log(&dir, c"log", me(), "two\n").unwrap();
+        assert_eq!(std::fs::read(d.path().join("log")).unwrap(), b"one\ntwo\n");
+    }
+}
+
+/// The parsers of what a trash holds, fed arbitrary bytes: never a panic, and whatever parses
+/// is usable (paths come back, sums saturate, names quote on one line).
+#[cfg(test)]
+mod fuzz {
+    use proptest::prelude::*;
+
+    fn json_like() -> impl Strategy<Value = Vec<u8>> {
+        let leaf = prop_oneof![
+            Just("null".to_string()),
+            any::<bool>().prop_map(|b| b.to_string()),
+            any::<u64>().prop_map(|n| n.to_string()),
+            any::<f64>().prop_map(|f| format!("{f:e}")),
+            "[ -~]{0,12}".prop_map(|s| format!("{s:?}")),
+            Just("18446744073709551615".into()),
+            Just("1e400".into()),
+            Just("-1".into()),
+        ];
+        let keys = prop::sample::select(vec![
+            "version",
+            "id",
+            "original",
+            "original_hex",
+            "parent_dev",
+            "parent_ino",
+            "parent",
+            "uid",
+            "created_unix",
+            "grace_until_unix",
+            "kind",
+            "allocated",
+            "files",
+            "pacing",
+            "attempts",
+            "next_attempt_unix",
+            "errors",
+            "pid",
+            "state",
+            "trashes",
+            "items",
+        ]);
+        prop::collection::vec((keys, leaf), 0..14).prop_map(|kv| {
+            let body: Vec<String> = kv.iter().map(|(k, v)| format!("\"{k}\":{v}")).collect();
+            format!("{{{}}}", body.join(",")).into_bytes()
+        })
+    }
+
+    fn bytes() -> impl Strategy<Value = Vec<u8>> {
+        prop_oneof![prop::collection::vec(any::<u8>(), 0..300), json_like()]
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(400))]
+        #[test]
+        fn records_from_arbitrary_bytes(text in bytes()) {
+            let d = tempfile::tempdir().unwrap();
+            let dir = crate::dirfd::open_dir_path(d.path()).unwrap();
+            std::fs::write(d.path().join("meta.json"), &text).unwrap();
+            std::fs::write(d.path().join("failed.json"), &text).unwrap();
+            std::fs::write(d.path().join("reaper.json"), &text).unwrap();
+            let me = rustix::process::geteuid().as_raw();
+            if let Ok(Some(m)) = crate::trash::meta::Meta::read(&dir, me) {
+                let _ = m.original_path();
+                let _ = m.in_grace(0.0);
+                let _ = crate::quote::quote(m.original_path());
+            }
+            if let Ok(Some(f)) = crate::reaper::failure::FailedRecord::read(&dir, me) {
+                for e in &f.errors {
+                    let _ = e.to_string();
+                }
+            }
+            let _ = crate::reaper::state::read(&dir, me).map(|s| s.alive());
+            // What a child prints (hostile when it runs as another user).
+            let _ = serde_json::from_slice::<crate::reaper::ReapSummary>(&text);
+            if let Ok(st) = serde_json::from_slice::<crate::status::Status>(&text) {
+                let _ = st.human();
+            }
+            let _ = serde_json::from_slice::<crate::trash::restore::Report>(&text);
+        }
+
+        #[test]
+        fn names_quote_on_one_printable_line(name in prop::collection::vec(any::<u8>(), 0..40)) {
+            for utf8 in [false, true] {
+                let q = crate::quote::quote_bytes(&name, utf8);
+                prop_assert!(!q.chars().any(char::is_control), "{q:?}");
+            }
+            let _ = crate::trash::name_uid(&name);
+            let _ = crate::trash::meta::is_entry_name(&name);
+        }
+    }
+}
