@@ -25,7 +25,8 @@ use policy::{Candidate, Plan, Policy, SortBy, Space};
 /// One entry of a pruned directory.
 #[derive(Debug, Serialize)]
 pub struct Entry {
-    pub path: String,
+    #[serde(flatten)]
+    pub path: crate::quote::PathField,
     pub kind: &'static str,
     pub mtime_unix: f64,
     pub allocated: Option<u64>,
@@ -261,7 +262,7 @@ fn report_of(listed: &[Listed], plan: &Plan, dry_run: bool, sort: SortBy) -> Rep
         .iter()
         .zip(&plan.decisions)
         .map(|((c, (path, kind, files)), d)| Entry {
-            path: path.to_string_lossy().into_owned(),
+            path: crate::quote::PathField::new(path),
             kind,
             mtime_unix: c.mtime,
             allocated: c.allocated,

@@ -26,6 +26,7 @@ use rustix::io::Errno;
 
 use crate::cli::ScanArgs;
 use crate::error::errno_text;
+use crate::quote::PathField;
 use report::{ErrorEntry, Estimate, Progress, RootEntry, ScanReport, TopEntry};
 use tally::Counts;
 use walk::{Kind, Live, ScanError, Start, Stat};
@@ -99,7 +100,7 @@ pub fn command(a: &ScanArgs) -> u8 {
     let top = |list: Vec<walk::TopDir>| -> Vec<TopEntry> {
         list.into_iter()
             .map(|d| TopEntry {
-                path: lossy(&d.path),
+                path: PathField::new(&d.path),
                 files: d.files,
                 small_files: d.small_files,
             })
@@ -116,7 +117,7 @@ pub fn command(a: &ScanArgs) -> u8 {
             .iter()
             .zip(outcome.per_root)
             .map(|(p, counts)| RootEntry {
-                path: lossy(&p.2),
+                path: PathField::new(&p.2),
                 counts,
             })
             .collect(),
@@ -124,7 +125,7 @@ pub fn command(a: &ScanArgs) -> u8 {
         errors: errors
             .iter()
             .map(|e| ErrorEntry {
-                path: lossy(&e.path),
+                path: PathField::new(&e.path),
                 op: e.doing.to_string(),
                 error: e.reason.clone(),
             })

@@ -14,6 +14,7 @@ use super::estimate::Calibration;
 use super::histogram::{self, Bucket};
 use super::tally::Counts;
 use super::walk::Live;
+use crate::quote::PathField;
 use crate::report::{bytes, group};
 
 /// The whole result of one `reclaim scan`; `--json` prints exactly this.
@@ -45,21 +46,24 @@ pub struct ScanReport {
 
 #[derive(Debug, Serialize)]
 pub struct TopEntry {
-    pub path: String,
+    #[serde(flatten)]
+    pub path: PathField,
     pub files: u64,
     pub small_files: u64,
 }
 
 #[derive(Debug, Serialize)]
 pub struct RootEntry {
-    pub path: String,
+    #[serde(flatten)]
+    pub path: PathField,
     #[serde(flatten)]
     pub counts: Counts,
 }
 
 #[derive(Debug, Serialize)]
 pub struct ErrorEntry {
-    pub path: String,
+    #[serde(flatten)]
+    pub path: PathField,
     /// What failed: "cannot open directory", "cannot read directory", "cannot stat", ...
     pub op: String,
     pub error: String,
@@ -208,12 +212,7 @@ pub fn human(r: &ScanReport) -> String {
     let mut out = String::new();
     let t = &r.totals;
     for root in &r.roots {
-        let _ = writeln!(
-            out,
-            "'{}': {}",
-            shown(&root.path),
-            counts_line(&root.counts)
-        );
+        let _ = writeln!(out, "{}: {}", root.path, counts_line(&root.counts));
         if r.roots.len() > 1 {
             let _ = writeln!(
                 out,
@@ -383,13 +382,7 @@ fn top_table(out: &mut String, title: &str, list: &[TopEntry], small_first: bool
         } else {
             (e.files, e.small_files)
         };
-        let _ = writeln!(
-            out,
-            "  {:>w$}  {:>w$}  {}",
-            group(x),
-            group(y),
-            shown(&e.path)
-        );
+        let _ = writeln!(out, "  {:>w$}  {:>w$}  {}", group(x), group(y), e.path);
     }
 }
 
@@ -411,7 +404,7 @@ mod tests {
         ScanReport {
             paths: vec!["t".into()],
             roots: vec![RootEntry {
-                path: "t".into(),
+                path: PathField::new("t"),
                 counts: totals.clone(),
             }],
             totals,
@@ -424,7 +417,7 @@ mod tests {
                 allocated_bytes: 0,
             }],
             top_by_files: vec![TopEntry {
-                path: "t/a".into(),
+                path: PathField::new("t/a"),
                 files: 1500,
                 small_files: 1400,
             }],
@@ -452,7 +445,7 @@ mod tests {
             h.contains("small files (< 64 KiB): 1,400 (93.3% of the files)"),
             "{h}"
         );
-        assert!(h.contains("  1,500  1,400  t/a\n"), "{h}");
+        assert!(h.contains("  1,500  1,400  't/a'\n"), "{h}");
         assert!(h.contains("not entered: 1 mount points"), "{h}");
         assert!(
             h.contains("removal estimate: none (read-only file system)"),

@@ -346,7 +346,7 @@ fn top_lists_rank_directories_by_files_and_small_files() {
         .unwrap();
     util::assert_success(&out);
     let text = util::stdout_of(&out);
-    assert!(text.contains("     70     30  t/b\n"), "{text}");
+    assert!(text.contains("     70     30  't/b'\n"), "{text}");
     assert!(
         text.contains("directories with the most small files"),
         "{text}"
