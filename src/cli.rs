@@ -239,9 +239,6 @@ pub struct RmArgs {
     /// Most directory fds held at once (deep trees reopen evicted ones, verified)
     #[arg(long, hide = true, default_value_t = 256, value_parser = clap::value_parser!(u32).range(2..))]
     pub fd_budget: u32,
-    /// Unlink order inside large directories
-    #[arg(long, hide = true, value_enum, default_value_t = OrderArg::Inode)]
-    pub order: OrderArg,
     /// Stat every file before unlinking it (exact bytes freed per file; costs a syscall each)
     #[arg(long, hide = true)]
     pub stat_files: bool,
@@ -303,12 +300,6 @@ pub struct ReapArgs {
     /// Worker threads for trees [default: as `reclaim rm`]
     #[arg(long, value_parser = clap::value_parser!(u16).range(1..=1024))]
     pub threads: Option<u16>,
-}
-
-#[derive(Clone, Copy, Debug, ValueEnum)]
-pub enum OrderArg {
-    Readdir,
-    Inode,
 }
 
 #[derive(Clone, Copy, Debug, ValueEnum)]

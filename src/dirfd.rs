@@ -25,6 +25,8 @@ pub struct Facts {
     pub nlink: u32,
     /// Allocated bytes (`st_blocks * 512`).
     pub allocated: u64,
+    /// `st_size`.
+    pub size: u64,
 }
 
 impl Facts {
@@ -38,6 +40,7 @@ impl Facts {
             file_type: FileType::from_raw_mode(s.stx_mode.into()),
             nlink: s.stx_nlink,
             allocated: s.stx_blocks * 512,
+            size: s.stx_size,
         }
     }
 }
@@ -45,6 +48,7 @@ impl Facts {
 const MASK: StatxFlags = StatxFlags::TYPE
     .union(StatxFlags::INO)
     .union(StatxFlags::NLINK)
+    .union(StatxFlags::SIZE)
     .union(StatxFlags::BLOCKS)
     .union(StatxFlags::MNT_ID);
 

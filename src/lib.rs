@@ -28,4 +28,5 @@ pub mod status;
 pub mod target;
 pub mod trash;
 pub mod units;
+pub mod walk;
 pub mod workload;

@@ -2,9 +2,9 @@ use std::io::IsTerminal;
 use std::process::ExitCode;
 
 use clap::Parser;
-use reclaim::cli::{Cli, Command, OrderArg, PaceArgs};
+use reclaim::cli::{Cli, Command, PaceArgs};
 use reclaim::pace::Pacing;
-use reclaim::remove::{Options, Order};
+use reclaim::remove::Options;
 use reclaim::rm::{Mode, Request};
 
 /// The latency budget for other I/O when large files are freed and none is given.
@@ -45,10 +45,6 @@ fn main() -> ExitCode {
                 dry_run: a.dry_run,
                 stat_files: a.stat_files,
                 fd_budget: a.fd_budget as usize,
-                order: match a.order {
-                    OrderArg::Readdir => Order::Readdir,
-                    OrderArg::Inode => Order::Inode,
-                },
                 ..Options::default()
             };
             if let Some(t) = a.threads {
