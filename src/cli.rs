@@ -131,6 +131,10 @@ pub struct ScanArgs {
     /// Skip the removal-time estimate (it times a few thousand unlinks of scratch files)
     #[arg(long)]
     pub no_estimate: bool,
+    /// Assume this kind of file system instead of the detected one (its worker count):
+    /// local-ssd, rotational, memory, network, fuse
+    #[arg(long, value_name = "PROFILE", value_parser = parse_profile)]
+    pub profile: Option<crate::profile::Class>,
     /// Directories to scan
     #[arg(value_name = "PATH", required = true, value_parser = clap::builder::OsStringValueParser::new())]
     pub paths: Vec<std::ffi::OsString>,
@@ -150,6 +154,12 @@ pub struct ModeArgs {
     /// Hide each path at once, then stay until its space is free (with a progress bar)
     #[arg(long)]
     pub wait: bool,
+}
+
+fn parse_profile(s: &str) -> Result<crate::profile::Class, String> {
+    crate::profile::Class::parse(s).ok_or_else(|| {
+        format!("'{s}' is not a profile (use local-ssd, rotational, memory, network or fuse)")
+    })
 }
 
 /// Pacing flags shared by `rm` and `reap`.
@@ -222,6 +232,10 @@ pub struct RmArgs {
     /// Descend into other file systems mounted inside the tree (default: skip and report them)
     #[arg(long)]
     pub cross_mounts: bool,
+    /// Assume this kind of file system instead of the detected one (its defaults: workers,
+    /// governor, stats): local-ssd, rotational, memory, network, fuse
+    #[arg(long, value_name = "PROFILE", value_parser = parse_profile)]
+    pub profile: Option<crate::profile::Class>,
     #[command(flatten)]
     pub mode: ModeArgs,
     /// With --background: keep the entries restorable this long before freeing them (e.g. 10m)

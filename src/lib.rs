@@ -15,6 +15,7 @@ pub mod locks;
 pub mod mounts;
 pub mod pace;
 pub mod pool;
+pub mod profile;
 pub mod prune;
 pub mod quote;
 pub mod reaper;

@@ -77,6 +77,7 @@ fn main() -> ExitCode {
                 reaper_args: a.pace.to_args(),
                 known_sizes: Default::default(),
                 print_summary: true,
+                profile: a.profile,
                 engine,
             };
             let summary = reclaim::rm::run(&req);

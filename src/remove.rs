@@ -41,6 +41,11 @@ pub struct Options {
     /// Who frees the large regular files met in small directories (the shrinker, paced);
     /// `None`: everything is unlinked.
     pub large_files: Option<Arc<dyn LargeFiles>>,
+    /// `lstat` the entries of small directories to meet large files (off where a stat is a
+    /// round trip: network file systems).
+    pub stat_small_dirs: bool,
+    /// Active workers, steered by the governor while the walk runs.
+    pub gate: Option<Arc<crate::walk::Gate>>,
 }
 
 /// Directories with at most this many non-directory entries have each entry `lstat`ed, so
@@ -73,18 +78,25 @@ impl Default for Options {
             stat_files: false,
             throttle: None,
             large_files: None,
+            stat_small_dirs: true,
+            gate: None,
         }
     }
 }
 
-/// The measured best worker count for trees on the file system of `dir` (bench/RESULTS.md):
-/// ext2/3/4 gain from a second worker per CPU (it overlaps cold directory and inode-table
-/// reads); xfs loses (its per-allocation-group locks contend), as do others not measured.
+/// The best worker count for trees on the file system of `dir`, as its profile says.
 pub fn threads_for(dir: impl std::os::fd::AsFd) -> usize {
-    const EXT4_SUPER_MAGIC: u64 = 0xEF53;
-    match rustix::fs::fstatfs(dir) {
-        Ok(st) if st.f_type as u64 == EXT4_SUPER_MAGIC => 2 * cpus(),
-        _ => cpus(),
+    crate::profile::Profile::detect(dir).workers
+}
+
+impl Options {
+    /// Workers, workers per directory and stats as `profile` says (unless `threads_given`).
+    pub fn apply(&mut self, profile: &crate::profile::Profile, threads_given: bool) {
+        if !threads_given {
+            self.threads = profile.workers;
+        }
+        self.batch_threads = profile.batch_threads.min(self.threads).max(1);
+        self.stat_small_dirs = profile.stat_small_dirs;
     }
 }
 
@@ -188,7 +200,7 @@ pub fn remove_trees(
         sort_min: SORT_MIN,
         fd_budget: opts.fd_budget.max(2),
         cross_mounts: opts.cross_mounts,
-        gate: None,
+        gate: opts.gate.clone(),
     };
     walk::run(&remover, roots, &walk_opts);
     remover.outcome.into_inner().expect("outcome lock")
@@ -375,7 +387,10 @@ impl Visitor for Remover<'_> {
     ) -> Vec<CString> {
         // Directories with few entries have each one `lstat`ed, so that large files in them
         // (a backup directory with a few big dumps) are freed gently.
-        let few = few && names.len() <= LARGE_FILE_DIR_MAX && !self.opts.dry_run;
+        let few = few
+            && names.len() <= LARGE_FILE_DIR_MAX
+            && !self.opts.dry_run
+            && self.opts.stat_small_dirs;
         let mut dirs = Vec::new();
         for name in names.iter() {
             let result = match (&self.opts.large_files, few) {

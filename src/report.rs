@@ -39,6 +39,9 @@ pub struct Summary {
     /// The signal that stopped the run before the end, if one did.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub interrupted: Option<i32>,
+    /// The file system profile the trees were removed with.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub profile: Option<crate::profile::Profile>,
 }
 
 /// One large file freed by the shrinker.
@@ -139,6 +142,7 @@ impl Summary {
             hidden: Vec::new(),
             fallback: Vec::new(),
             interrupted: None,
+            profile: None,
         }
     }
 
@@ -174,8 +178,16 @@ impl Summary {
         if !self.errors.is_empty() {
             s.push_str(&format!("; {} paths not removed", self.errors.len()));
         }
-        if let Some(p) = self.pace.as_ref().filter(|p| p.windows > 0) {
-            s.push_str("\n  paced: ");
+        if let Some(p) = &self.profile {
+            s.push_str("\n  profile: ");
+            s.push_str(&p.human());
+        }
+        if let Some(p) = self
+            .pace
+            .as_ref()
+            .filter(|p| p.windows > 0 || p.not_governed.is_some())
+        {
+            s.push_str("\n  governed: ");
             s.push_str(&p.human());
         }
         for g in &self.gentle {

@@ -14,6 +14,7 @@ use crate::dirfd::Facts;
 use crate::error::{Failure, Reason};
 use crate::pace::throttle::Throttle;
 use crate::pace::Pacing;
+use crate::profile::{Class, Profile};
 use crate::quote::quote;
 use crate::remove::{self, Counters, Options, Sink};
 use crate::report::Gentle;
@@ -57,6 +58,8 @@ pub struct Request {
     pub known_sizes: std::collections::HashMap<PathBuf, (u64, u64)>,
     /// Print the summary / JSON object (a caller that reports itself turns it off).
     pub print_summary: bool,
+    /// `--profile`: the file system class to assume instead of the detected one.
+    pub profile: Option<Class>,
 }
 
 /// How `reclaim rm` frees space.
@@ -221,15 +224,34 @@ pub fn run(req: &Request) -> Summary {
         .join(", ");
     let done = AtomicBool::new(false);
     let mut engine = req.engine.clone();
-    if let (false, Some(first)) = (req.threads_given, trees.first()) {
-        engine.threads = remove::threads_for(&*first.base);
+    // The file system's profile decides the defaults (the first tree's).
+    let profile = trees.first().map(|t| match req.profile {
+        Some(class) => Profile::named(class, &*t.base),
+        None => Profile::detect(&*t.base),
+    });
+    if let Some(p) = &profile {
+        engine.apply(p, req.threads_given);
     }
-    // Trees are paced too: the workers share an unlink rate limit that a pacer thread lowers
-    // when the probe sees other I/O hurt (and `--iops` caps).
-    let paced = req.pace_trees && !trees.is_empty() && !req.engine.dry_run && !req.pacing.is_fast();
+    // Trees are governed when asked (`--max-latency`) or by the profile's default (rotational
+    // disks, network file systems): a governor thread halves the active workers when the
+    // probe sees other I/O hurt, then holds the unlink rate (which `--iops` caps).
+    let governed = profile.as_ref().is_some_and(|p| p.governed);
+    let paced = (req.pace_trees || governed)
+        && !trees.is_empty()
+        && !req.engine.dry_run
+        && !req.pacing.is_fast();
     if paced || (req.iops.is_some() && !trees.is_empty()) {
         engine.throttle = Some(Arc::new(Throttle::new(req.iops)));
     }
+    if paced {
+        engine.gate = Some(Arc::new(crate::walk::Gate::new(engine.threads)));
+    }
+    // A disk that only says it is rotational is governed once the probe confirms it is slow.
+    let only_if_slow = (!req.pace_trees
+        && profile
+            .as_ref()
+            .is_some_and(|p| p.class == Class::Rotational && p.source == "detected"))
+    .then_some(crate::profile::SLOW_DISK_P90);
     // Large files inside the trees are shrunk like named ones (when pacing is on).
     let tree_files = (!req.pacing.is_fast() && !req.engine.dry_run)
         .then(|| Arc::new(shrink::TreeFiles::new(req.pacing.clone(), false)));
@@ -239,13 +261,20 @@ pub fn run(req: &Request) -> Summary {
     let pace_dir = trees.first().map(|t| t.base.clone());
     let (outcome, tree_pace) = std::thread::scope(|s| {
         s.spawn(|| progress.tick_until(&counters, started, &done));
-        let pacer =
-            match (&engine.throttle, &pace_dir) {
-                (Some(throttle), Some(dir)) if paced => Some(s.spawn(|| {
-                    crate::pace::tree::run(&**dir, &req.pacing, throttle, &counters, &done)
-                })),
-                _ => None,
-            };
+        let pacer = match (&engine.throttle, &pace_dir) {
+            (Some(throttle), Some(dir)) if paced => {
+                let knobs = crate::pace::tree::Knobs {
+                    throttle,
+                    gate: engine.gate.as_deref(),
+                    only_if_slower_than: only_if_slow,
+                };
+                let (pacing, counters, done) = (&req.pacing, &counters, &done);
+                Some(
+                    s.spawn(move || crate::pace::tree::run(&**dir, pacing, &knobs, counters, done)),
+                )
+            }
+            _ => None,
+        };
         let outcome = if trees.is_empty() {
             remove::Outcome::default()
         } else {
@@ -349,6 +378,7 @@ pub fn run(req: &Request) -> Summary {
         hidden,
         fallback,
         interrupted: crate::interrupt::requested(),
+        profile,
         ..summary
     };
     if req.print_summary {

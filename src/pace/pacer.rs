@@ -55,6 +55,16 @@ pub struct PaceReport {
     /// Why there was no probe, if there was none.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub probe_error: Option<String>,
+    /// Trees: the workers the governor started with, went down to, and ended with.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub workers_max: Option<usize>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub workers_min: Option<usize>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub workers_final: Option<usize>,
+    /// Why a governor that could have run did not steer.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub not_governed: Option<String>,
 }
 
 impl PaceReport {
@@ -74,8 +84,14 @@ impl PaceReport {
         if let Some(t) = self.max_latency_ms {
             s.push_str(&format!(" (budget {t:.0} ms), {} back-offs", self.backoffs));
         }
+        if let (Some(max), Some(min)) = (self.workers_max, self.workers_min) {
+            s.push_str(&format!("; workers {max} -> lowest {min}"));
+        }
         if let Some(e) = &self.probe_error {
             s.push_str(&format!("; no latency probe: {e}"));
+        }
+        if let Some(why) = &self.not_governed {
+            s.push_str(&format!("; not governed: {why}"));
         }
         s
     }

@@ -62,6 +62,15 @@ impl Throttle {
         self.lock().rate
     }
 
+    /// Whether a limit below the cap (`--iops`) is set: the pacer is holding it down.
+    pub fn held_down(&self) -> bool {
+        match (self.lock().rate, self.cap) {
+            (Some(r), Some(c)) => r < c,
+            (Some(_), None) => true,
+            (None, _) => false,
+        }
+    }
+
     /// Sets the limit (`None` = unlimited), never above the cap.
     pub fn set_rate(&self, rate: Option<f64>) {
         let rate = match (rate, self.cap) {

@@ -1,8 +1,11 @@
-//! Pacing of tree removal (many small files): a thread watches the probe in windows of
-//! 250 ms while the engine's workers unlink, and moves the shared unlink rate limit: on a
-//! missed window, half of what was achieved in it; on good windows, up again by a sixteenth
-//! (additive). An idle disk never misses, so the limit never engages and the tree goes at
-//! full speed. It only reads the counters and sets the throttle.
+//! The governor of tree removal (many small files): a thread watches the probe in windows of
+//! 250 ms while the engine's workers unlink, and steers concurrency first, then the rate. On a
+//! missed window it halves the active workers (down to one); with one worker left, it holds the
+//! shared unlink rate to half of what the window achieved. On good windows it gives the rate
+//! back first (up by a sixteenth, additive), then one worker at a time. An idle disk never
+//! misses, so nothing engages and the tree goes at full speed. On a disk that only says it is
+//! rotational it governs once the probe's idle latency confirms a slow disk. It only reads the
+//! counters and sets the gate and the throttle.
 
 use std::os::fd::AsFd;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -14,19 +17,30 @@ use super::pacer::{baseline_until, percentile, sorted, LatencyStats, PaceReport,
 use super::probe::{Probe, Spacing};
 use super::throttle::Throttle;
 use crate::remove::Counters;
+use crate::walk::Gate;
 
 const WINDOW: Duration = Duration::from_millis(250);
 /// The limit never goes below this many unlinks per second.
 const MIN_RATE: f64 = 20.0;
 
-/// Watches the probe and steers `throttle` until `done` is set; returns the books.
+/// What the governor steers.
+pub struct Knobs<'a> {
+    pub throttle: &'a Throttle,
+    /// The walk's active workers (`None`: the rate only).
+    pub gate: Option<&'a Gate>,
+    /// Govern only if the idle probe shows a slow disk (p90 at least this).
+    pub only_if_slower_than: Option<Duration>,
+}
+
+/// Watches the probe and steers the knobs until `done` is set; returns the books.
 pub fn run(
     dir: impl AsFd,
     pacing: &Pacing,
-    throttle: &Throttle,
+    knobs: &Knobs<'_>,
     counters: &Counters,
     done: &AtomicBool,
 ) -> PaceReport {
+    let throttle = knobs.throttle;
     let mut report = PaceReport {
         max_latency_ms: pacing.max_latency.map(|d| d.as_secs_f64() * 1e3),
         rate_cap: None,
@@ -46,6 +60,19 @@ pub fn run(
     // are light, and holding the removal back for it would cost every small run.
     let base = baseline_until(&probe, target / 4, &|| done.load(Ordering::Relaxed));
     let base_p90 = percentile(&sorted(&base), 90.0);
+    if let (Some(slow), Some(p90)) = (knobs.only_if_slower_than, base_p90) {
+        if p90 < slow {
+            report.probe_before = LatencyStats::of(&base);
+            report.not_governed = Some(format!(
+                "the disk says it is rotational but answers like an SSD (idle p90 {:.2} ms)",
+                p90.as_secs_f64() * 1e3
+            ));
+            return report;
+        }
+    }
+    let max_workers = knobs.gate.map_or(1, Gate::limit);
+    report.workers_max = knobs.gate.map(|_| max_workers);
+    report.workers_min = report.workers_max;
     let ctl = Controller::new(Config {
         target,
         min_step: 1,
@@ -80,12 +107,32 @@ pub fn run(
         match verdict {
             Verdict::Miss => {
                 report.backoffs += 1;
-                let current = throttle.rate().unwrap_or(f64::INFINITY);
-                throttle.set_rate(Some((current.min(achieved) / 2.0).max(MIN_RATE)));
+                match knobs.gate.filter(|g| g.limit() > 1) {
+                    // Fewer operations in flight first: the harm is the queue they make.
+                    Some(g) => {
+                        let n = g.limit() / 2;
+                        g.set(n);
+                        report.workers_min = report.workers_min.map(|m| m.min(n));
+                    }
+                    None => {
+                        let current = throttle.rate().unwrap_or(f64::INFINITY);
+                        throttle.set_rate(Some((current.min(achieved) / 2.0).max(MIN_RATE)));
+                    }
+                }
             }
             Verdict::Good => {
-                if let Some(r) = throttle.rate() {
-                    throttle.set_rate(Some(r + (r / 16.0).max(MIN_RATE)));
+                if throttle.held_down() {
+                    if let Some(r) = throttle.rate() {
+                        let up = r + (r / 16.0).max(MIN_RATE);
+                        // Past what one worker achieved unthrottled: let it go entirely.
+                        throttle.set_rate(if up > 8.0 * achieved.max(MIN_RATE) {
+                            None
+                        } else {
+                            Some(up)
+                        });
+                    }
+                } else if let Some(g) = knobs.gate.filter(|g| g.limit() < max_workers) {
+                    g.set(g.limit() + 1);
                 }
             }
             Verdict::Unknown => {}
@@ -95,5 +142,6 @@ pub fn run(
     }
     report.probe_before = LatencyStats::of(&base);
     report.probe_during = LatencyStats::of(&during);
+    report.workers_final = knobs.gate.map(Gate::limit);
     report
 }

@@ -372,6 +372,7 @@ fn remove(plan: &[Entry], a: &PruneArgs, progress: bool) -> crate::report::Summa
         entry_pacing: crate::reaper::entry_pacing(&a.pace),
         reaper_args: a.pace.to_args(),
         known_sizes: known,
+        profile: None,
         print_summary: false,
     };
     crate::rm::run(&req)

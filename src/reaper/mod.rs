@@ -619,12 +619,11 @@ fn free_tree(
     gentle: &mut Vec<crate::report::Gentle>,
 ) -> Result<bool, Vec<Failure>> {
     let mut engine = engine.clone();
-    if engine.threads == 0 {
-        // Not given: as `reclaim rm -r` does on this file system (xfs loses with more).
-        engine.threads = remove::threads_for(&**probe_dir);
-        engine.batch_threads = engine.batch_threads.min(engine.threads);
-    }
-    let paced = pacing.pace_trees && !pacing.fast;
+    // As `reclaim rm -r` does on this file system: its profile's workers (unless given) and
+    // governor.
+    let profile = crate::profile::Profile::detect(&**probe_dir);
+    engine.apply(&profile, engine.threads != 0);
+    let paced = (pacing.pace_trees || profile.governed) && !pacing.fast;
     let tree_files =
         (!pacing.fast).then(|| Arc::new(shrink::TreeFiles::new(to_pacing(pacing), true)));
     if let Some(tf) = &tree_files {
@@ -633,6 +632,11 @@ fn free_tree(
     if paced || pacing.iops.is_some() {
         engine.throttle = Some(Arc::new(Throttle::new(pacing.iops)));
     }
+    if paced {
+        engine.gate = Some(Arc::new(crate::walk::Gate::new(engine.threads)));
+    }
+    let only_if_slow = (!pacing.pace_trees && profile.class == crate::profile::Class::Rotational)
+        .then_some(crate::profile::SLOW_DISK_P90);
     let done = AtomicBool::new(false);
     let sink = remove::Quiet;
     let outcome = std::thread::scope(|s| {
@@ -640,8 +644,16 @@ fn free_tree(
             let p = to_pacing(pacing);
             let dir = probe_dir.clone();
             let throttle = throttle.clone();
+            let gate = engine.gate.clone();
             let done = &done;
-            s.spawn(move || crate::pace::tree::run(&*dir, &p, &throttle, counters, done));
+            s.spawn(move || {
+                let knobs = crate::pace::tree::Knobs {
+                    throttle: &throttle,
+                    gate: gate.as_deref(),
+                    only_if_slower_than: only_if_slow,
+                };
+                crate::pace::tree::run(&*dir, &p, &knobs, counters, done)
+            });
         }
         let out = remove::remove_trees(vec![target], &engine, counters, &sink);
         done.store(true, Ordering::Relaxed);

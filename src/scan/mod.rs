@@ -61,9 +61,15 @@ pub fn command(a: &ScanArgs) -> u8 {
     }
 
     let first_dir = places.iter().find_map(|p| p.1.as_ref());
-    let threads = match (a.threads, first_dir) {
+    // The first directory's file system profile decides the workers (a stat is a round trip
+    // on a network file system: tens in flight).
+    let profile = first_dir.map(|fd| match a.profile {
+        Some(class) => crate::profile::Profile::named(class, fd),
+        None => crate::profile::Profile::detect(fd),
+    });
+    let threads = match (a.threads, &profile) {
         (Some(n), _) => usize::from(n),
-        (None, Some(fd)) => crate::remove::threads_for(fd),
+        (None, Some(p)) => p.workers,
         (None, None) => crate::remove::cpus(),
     };
     let nofile = crate::limits::raise_nofile();
@@ -133,6 +139,7 @@ pub fn command(a: &ScanArgs) -> u8 {
         estimate,
         elapsed_s: elapsed.as_secs_f64(),
         threads,
+        profile,
     };
     let text = if a.json {
         serde_json::to_string(&report).expect("scan report serializes") + "\n"

@@ -42,6 +42,9 @@ pub struct ScanReport {
     pub estimate: Option<Estimate>,
     pub elapsed_s: f64,
     pub threads: usize,
+    /// The file system profile of the first directory (it chose the workers).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub profile: Option<crate::profile::Profile>,
 }
 
 #[derive(Debug, Serialize)]
@@ -242,10 +245,14 @@ pub fn human(r: &ScanReport) -> String {
     let entries = t.names() + t.dirs;
     let _ = writeln!(
         out,
-        "  scanned in {} with {} threads ({} entries/s)",
+        "  scanned in {} with {} threads ({} entries/s){}",
         duration(r.elapsed_s),
         r.threads,
-        group((entries as f64 / r.elapsed_s.max(1e-6)) as u64)
+        group((entries as f64 / r.elapsed_s.max(1e-6)) as u64),
+        r.profile
+            .as_ref()
+            .map(|p| format!("; profile {} ({})", p.class.name(), p.fs_type))
+            .unwrap_or_default()
     );
 
     if !r.histogram.is_empty() {
@@ -431,6 +438,7 @@ mod tests {
             }),
             elapsed_s: 0.5,
             threads: 2,
+            profile: None,
         }
     }
 

@@ -51,14 +51,37 @@ fn iops_cap_applies_with_fast_too() {
 }
 
 #[test]
-fn tree_is_paced_only_with_an_explicit_budget() {
+fn tree_is_governed_only_when_asked_or_on_a_slow_or_shared_file_system() {
     let s = Scratch::new();
     tree(&s, 200);
-    // Trees are paced only when a latency budget is given explicitly.
-    let out = s.rm(&["-r", "--json", "t"]).output().unwrap();
+    // A local SSD is not governed by default (issue 2's speed).
+    let out = s
+        .rm(&["-r", "--json", "--profile", "local-ssd", "t"])
+        .output()
+        .unwrap();
     util::assert_success(&out);
     let v: Value = serde_json::from_slice(&out.stdout).unwrap();
     assert!(v.get("pace").is_none(), "{v}");
+    assert_eq!(v["profile"]["class"], "local-ssd", "{v}");
+    // Whatever this machine's disk is: a disk that only says it is rotational is governed
+    // once the probe confirms it is slow; otherwise nothing is steered.
+    tree(&s, 200);
+    let out = s.rm(&["-r", "--json", "t"]).output().unwrap();
+    util::assert_success(&out);
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    if v["profile"]["governed"] == false {
+        assert!(v.get("pace").is_none(), "{v}");
+    }
+    // A network file system is governed by default, from its many workers down.
+    tree(&s, 200);
+    let out = s
+        .rm(&["-r", "--json", "--profile", "network", "t"])
+        .output()
+        .unwrap();
+    util::assert_success(&out);
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["profile"]["workers"], 32, "{v}");
+    assert_eq!(v["pace"]["workers_max"], 32, "{v}");
     tree(&s, 200);
     let out = s
         .rm(&["-r", "--max-latency", "20ms", "--json", "t"])
