@@ -136,6 +136,14 @@ impl Hider {
                 "it cannot be renamed into the trash (EXDEV: another mount or quota project)"
                     .into(),
             ),
+            // The target itself is gone, or was swapped for another: say so.
+            Err(e @ (Reason::Os(rustix::io::Errno::NOENT) | Reason::Changed)) => Hide::Failed(e),
+            // Anything else went wrong making its entry (a network file system's client can
+            // answer mkdir or a rename oddly): the target is where it was.
+            Err(Reason::Os(e)) => fallback(format!(
+                "its trash entry could not be made ({})",
+                crate::error::errno_text(e)
+            )),
             Err(e) => Hide::Failed(e),
         }
     }

@@ -20,6 +20,7 @@ pub mod prune;
 pub mod quote;
 pub mod reaper;
 pub mod remove;
+pub mod rename;
 pub mod report;
 pub mod rm;
 pub mod scan;

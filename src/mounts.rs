@@ -18,9 +18,40 @@ pub struct Mount {
 }
 
 impl Mount {
-    /// A local file system with Unix permissions, where reclaim may keep a trash. Network and
-    /// pseudo file systems are never looked into (a hung NFS server or an automount point
-    /// must not stall `reclaim status`).
+    /// A file system where a trash may live: anything but the kernel's pseudo file systems
+    /// (and automount points, which a look would trigger).
+    pub fn may_hold_trash(&self) -> bool {
+        !matches!(
+            self.fstype.as_str(),
+            "proc"
+                | "sysfs"
+                | "cgroup"
+                | "cgroup2"
+                | "devpts"
+                | "devtmpfs"
+                | "mqueue"
+                | "debugfs"
+                | "tracefs"
+                | "securityfs"
+                | "pstore"
+                | "bpf"
+                | "configfs"
+                | "fusectl"
+                | "binfmt_misc"
+                | "autofs"
+                | "hugetlbfs"
+                | "nsfs"
+                | "rpc_pipefs"
+                | "efivarfs"
+                | "selinuxfs"
+                | "squashfs"
+                | "iso9660"
+                | "ramfs"
+        )
+    }
+
+    /// A local file system with Unix permissions: looking at it cannot hang on a server or a
+    /// daemon (network and FUSE file systems are looked at with a deadline).
     pub fn is_local(&self) -> bool {
         matches!(
             self.fstype.as_str(),

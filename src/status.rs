@@ -22,6 +22,9 @@ pub struct Status {
     /// Directories with a trash's name that are not used (another owner, a symlink, ...).
     #[serde(default)]
     pub unusable: Vec<Unusable>,
+    /// File systems that did not answer in time (their trashes were not looked at).
+    #[serde(default)]
+    pub unreachable: Vec<Unusable>,
     /// Trashes that could not be read (as their owner).
     #[serde(default)]
     pub errors: Vec<ErrorEntry>,
@@ -93,6 +96,7 @@ pub struct Item {
 pub fn collect(found: trash::Discovery, count: bool) -> Status {
     let mut st = Status {
         unusable: found.unusable,
+        unreachable: found.unreachable,
         ..Status::default()
     };
     for t in &found.trashes {
@@ -301,6 +305,9 @@ impl Status {
         for e in &self.errors {
             s.push_str(&format!("cannot read {e}\n"));
         }
+        for u in &self.unreachable {
+            s.push_str(&format!("warning: {} {}\n", quote(&u.path), u.reason));
+        }
         let busy: Vec<&TrashStatus> = self
             .trashes
             .iter()
@@ -434,7 +441,7 @@ pub fn command(json: bool, count: bool, only: Option<&std::path::Path>) -> u8 {
         Some(p) => match Trash::open_path(p) {
             Ok(t) => trash::Discovery {
                 trashes: vec![t],
-                unusable: Vec::new(),
+                ..Default::default()
             },
             Err(e) => {
                 let err = format!("cannot use trash {}: {e}", quote(p));

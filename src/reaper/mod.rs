@@ -20,7 +20,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-use rustix::fs::{fsync, renameat_with, unlinkat, AtFlags, FileType, RenameFlags};
+use rustix::fs::{fsync, unlinkat, AtFlags, FileType};
 use rustix::io::Errno;
 use serde::{Deserialize, Serialize};
 
@@ -373,7 +373,8 @@ fn reap_entry(
                 return Step::Grace(until);
             }
         }
-        match renameat_with(&entry, DATA, &entry, REAPING, RenameFlags::NOREPLACE) {
+        match crate::rename::noreplace(&entry, DATA, &entry, REAPING, crate::rename::Into::Private)
+        {
             Ok(()) => {}
             Err(Errno::NOENT) => return Step::Busy,
             Err(Errno::EXIST) => {
@@ -799,7 +800,13 @@ pub fn command(a: &ReapArgs) -> u8 {
             Some(p) => Trash::open_path(p)
                 .map(|t| vec![t])
                 .map_err(|e| format!("cannot use trash {}: {e}", quote(p))),
-            None => Ok(trash::discover(trash::uid()).trashes),
+            None => {
+                let found = trash::discover(trash::uid());
+                for u in &found.unreachable {
+                    eprintln!("reclaim reap: warning: {} {}", quote(&u.path), u.reason);
+                }
+                Ok(found.trashes)
+            }
         }
     };
     let mut engine = remove::Options {

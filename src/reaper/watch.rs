@@ -104,6 +104,13 @@ pub fn command(a: &ReapArgs) -> u8 {
             break;
         }
         let found = trash::discover(me);
+        for u in &found.unreachable {
+            // Once per mount until it answers again.
+            let k = known.entry(PathBuf::from(&u.path)).or_default();
+            if k.logged.insert(u.reason.clone()) {
+                eprintln!("reclaim reap: warning: {} {}", quote(&u.path), u.reason);
+            }
+        }
         for t in found.trashes {
             let k = known.entry(t.path.clone()).or_default();
             if k.running {

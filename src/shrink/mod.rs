@@ -13,14 +13,13 @@ use std::ffi::{CStr, CString};
 use std::os::fd::{AsFd, AsRawFd, OwnedFd};
 use std::path::{Path, PathBuf};
 
-use rustix::fs::{
-    fdatasync, fsync, ftruncate, openat, renameat_with, AtFlags, Mode, OFlags, RenameFlags,
-};
+use rustix::fs::{fdatasync, fsync, ftruncate, openat, AtFlags, Mode, OFlags};
 use rustix::io::Errno;
 
 use crate::dirfd::{self, Facts};
 use crate::error::Reason;
 use crate::pace::{PaceReport, Pacer, Pacing};
+use crate::rename::{noreplace, Into};
 use crate::trash::hide::HideOptions;
 use crate::trash::Trash;
 use layout::{Extent, Layout, Mapping};
@@ -308,7 +307,7 @@ fn hide_renamed(dir: &OwnedFd, name: &CStr, facts: &Facts) -> Result<CString, Re
     let mut tries = 0;
     let hidden = loop {
         let hidden = hidden_name(facts);
-        match renameat_with(dir, name, dir, &hidden, RenameFlags::NOREPLACE) {
+        match noreplace(dir, name, dir, &hidden, Into::Shared) {
             Ok(()) => break hidden,
             Err(Errno::EXIST) if tries < 16 => tries += 1,
             Err(e) => return Err(Reason::Os(e)),
@@ -318,7 +317,7 @@ fn hide_renamed(dir: &OwnedFd, name: &CStr, facts: &Facts) -> Result<CString, Re
         Ok(f) if f.ident == facts.ident => {}
         _ => {
             // Someone swapped the name between our open and the rename: put it back.
-            let _ = renameat_with(dir, &hidden, dir, name, RenameFlags::NOREPLACE);
+            let _ = noreplace(dir, &hidden, dir, name, Into::Shared);
             return Err(Reason::Changed);
         }
     }

@@ -9,7 +9,9 @@ use std::os::fd::OwnedFd;
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 
-use rustix::fs::{fsync, mkdirat, renameat_with, unlinkat, AtFlags, Mode, RenameFlags};
+use rustix::fs::{fsync, mkdirat, unlinkat, AtFlags, Mode};
+
+use crate::rename::{noreplace, Into};
 use rustix::io::Errno;
 
 use super::meta::{self, EntryPacing, Meta};
@@ -164,7 +166,7 @@ fn hide_once(
         discard(&entry);
         return Ok(Err(Reason::Os(e)));
     }
-    if let Err(e) = renameat_with(base, name, &entry, into, RenameFlags::NOREPLACE) {
+    if let Err(e) = noreplace(base, name, &entry, into, Into::Private) {
         if gone(&entry) {
             return Err(Vanished);
         }
@@ -175,7 +177,7 @@ fn hide_once(
         Ok(f) if f.ident == facts.ident => {}
         _ => {
             // Swapped between our lstat and the rename: put back whatever we moved.
-            if renameat_with(&entry, into, base, name, RenameFlags::NOREPLACE).is_ok() {
+            if noreplace(&entry, into, base, name, Into::Shared).is_ok() {
                 discard(&entry);
             }
             return Ok(Err(Reason::Changed));

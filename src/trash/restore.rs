@@ -8,7 +8,7 @@ use std::ffi::{CString, OsStr, OsString};
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 
-use rustix::fs::{fsync, renameat_with, unlinkat, AtFlags, RenameFlags};
+use rustix::fs::{fsync, unlinkat, AtFlags};
 use rustix::io::Errno;
 use serde::{Deserialize, Serialize};
 
@@ -130,12 +130,14 @@ fn restore_entry(trash: &Trash, id: &CString) -> Result<Restored, Failed> {
     if !same {
         return Err(gone());
     }
-    renameat_with(&entry, DATA, &pfd, &name, RenameFlags::NOREPLACE).map_err(|e| {
-        fail(match e {
-            Errno::EXIST | Errno::NOTEMPTY => RestoreError::Taken,
-            e => RestoreError::Os(e),
-        })
-    })?;
+    crate::rename::noreplace(&entry, DATA, &pfd, &name, crate::rename::Into::Shared).map_err(
+        |e| {
+            fail(match e {
+                Errno::EXIST | Errno::NOTEMPTY => RestoreError::Taken,
+                e => RestoreError::Os(e),
+            })
+        },
+    )?;
     // The target is back; what is left is an empty record (a crash here leaves a data-less
     // entry, which the reaper removes).
     let _ = fsync(&pfd);

@@ -734,8 +734,8 @@ fn kill_during_shrink_leaves_file_whole_or_in_the_trash() {
     let mut hidden_seen = 0;
     for trial in 0..5u64 {
         let big = written(&s, "vol/big", 96 * MIB, 100 + trial);
-        // Slow on purpose (4 MiB/s: ~24 s): steps of 1 MiB, each followed by a pause.
-        let mut child = spawn_rm(&s, &["--rate", "4M", "vol/big"]);
+        // Slow on purpose (16 MiB/s: ~6 s), and the same pacing when it is finished later.
+        let mut child = spawn_rm(&s, &["--rate", "16M", "vol/big"]);
         // Trials 0 and 1 are killed early (maybe before the move); the others some time
         // after the file was moved or started to shrink.
         let delay = if trial < 2 {
