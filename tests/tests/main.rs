@@ -8,6 +8,7 @@
 mod adversary;
 mod crash;
 mod gentle;
+mod netfs;
 mod props;
 mod prune;
 mod races;
