@@ -10,6 +10,7 @@
 //! (`default_permissions`), and whatever a caller creates is given the caller's
 //! uid/gid afterwards (like NFS with `no_root_squash` and AUTH_SYS).
 
+use std::collections::HashMap;
 use std::ffi::{CStr, OsStr};
 use std::fs::File;
 use std::os::fd::{AsRawFd, OwnedFd, RawFd};
@@ -17,7 +18,7 @@ use std::os::unix::ffi::OsStrExt;
 use std::os::unix::fs::FileExt;
 use std::path::Path;
 use std::sync::{Arc, Mutex};
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use fuser::{
     Errno, FileAttr, FileHandle, FileType, Filesystem, FopenFlags, Generation, INodeNo, InitFlags,
@@ -58,6 +59,49 @@ pub struct NetFs {
     sh: Arc<Shared>,
     pool: Arc<Pool>,
     opts: MountOpts,
+    wcc: Arc<Wcc>,
+}
+
+/// Post-op attributes ("wcc data"). An NFS reply to REMOVE, CREATE, MKDIR, RENAME,
+/// LINK or WRITE carries the changed directory's (or file's) new attributes, so the
+/// client needs no GETATTR afterwards. The FUSE kernel module instead invalidates the
+/// parent's attributes after every change, and with `default_permissions` the next
+/// permission check in that directory fetches them again: one more round trip per
+/// unlink or create than on NFS. So the first GETATTR of an inode that this mount's
+/// own RPC just changed (within the attribute TTL) is answered at once.
+pub struct Wcc {
+    ttl: Duration,
+    changed: Mutex<HashMap<u64, Instant>>,
+}
+
+impl Wcc {
+    pub fn new(ttl: Duration) -> Wcc {
+        Wcc {
+            ttl,
+            changed: Mutex::new(HashMap::new()),
+        }
+    }
+
+    /// This mount changed `ino` (its reply carried the new attributes).
+    pub fn note(&self, ino: u64) {
+        if self.ttl.is_zero() {
+            return;
+        }
+        let mut m = self.changed.lock().unwrap();
+        if m.len() >= 1 << 16 {
+            let ttl = self.ttl;
+            m.retain(|_, t| t.elapsed() < ttl);
+        }
+        m.insert(ino, Instant::now());
+    }
+
+    /// Whether a GETATTR of `ino` can be answered from post-op attributes (once).
+    pub fn take(&self, ino: u64) -> bool {
+        match self.changed.lock().unwrap().remove(&ino) {
+            Some(t) => t.elapsed() < self.ttl,
+            None => false,
+        }
+    }
 }
 
 impl Shared {
@@ -418,7 +462,13 @@ fn name_of(name: &OsStr) -> Res<std::ffi::CString> {
 
 impl NetFs {
     pub fn new(sh: Arc<Shared>, pool: Arc<Pool>, opts: MountOpts) -> NetFs {
-        NetFs { sh, pool, opts }
+        let wcc = Arc::new(Wcc::new(opts.ttl));
+        NetFs {
+            sh,
+            pool,
+            opts,
+            wcc,
+        }
     }
 
     /// Queue `f` as one RPC: it runs on a worker, its reply goes out after the RTT.
@@ -486,18 +536,23 @@ impl Filesystem for NetFs {
 
     fn getattr(&self, _req: &Request, ino: INodeNo, fh: Option<FileHandle>, reply: ReplyAttr) {
         let ttl = self.ttl();
-        self.rpc(Op::Getattr, move |sh| {
+        let stat = move |sh: &Shared| {
             // fstat of an open (maybe unlinked) file goes through its handle.
-            let r = match fh.and_then(|fh| sh.handles.file(fh.0).ok()) {
+            match fh.and_then(|fh| sh.handles.file(fh.0).ok()) {
                 Some(f) => sys::fstat(f.as_raw_fd()),
                 None => sh
                     .inodes
                     .get(ino.0)
                     .and_then(|fd| sys::fstat(fd.as_raw_fd())),
             }
-            .map(|st| sys::attr(&st, ino.0));
-            attr(reply, ttl, r)
-        });
+            .map(|st| sys::attr(&st, ino.0))
+        };
+        if self.wcc.take(ino.0) {
+            let ok = attr(reply, ttl, stat(&self.sh))();
+            self.sh.stats.record_free(Op::GetattrWcc, ok);
+            return;
+        }
+        self.rpc(Op::Getattr, move |sh| attr(reply, ttl, stat(sh)));
     }
 
     fn setattr(
@@ -555,12 +610,16 @@ impl Filesystem for NetFs {
         reply: ReplyEntry,
     ) {
         let (ttl, who, name) = (self.ttl(), Caller::of(req), name_of(name));
+        let wcc = self.wcc.clone();
         self.rpc(Op::Mknod, move |sh| {
             let r = name.and_then(|n| {
                 let dir = sh.inodes.get(parent.0)?;
                 sys::mknodat(dir.as_raw_fd(), &n, mode, rdev)?;
                 sh.finish_new(dir.as_raw_fd(), &n, who)
             });
+            if r.is_ok() {
+                wcc.note(parent.0);
+            }
             entry(reply, ttl, r)
         });
     }
@@ -575,34 +634,46 @@ impl Filesystem for NetFs {
         reply: ReplyEntry,
     ) {
         let (ttl, who, name) = (self.ttl(), Caller::of(req), name_of(name));
+        let wcc = self.wcc.clone();
         self.rpc(Op::Mkdir, move |sh| {
             let r = name.and_then(|n| {
                 let dir = sh.inodes.get(parent.0)?;
                 sys::mkdirat(dir.as_raw_fd(), &n, mode & 0o7777)?;
                 sh.finish_new(dir.as_raw_fd(), &n, who)
             });
+            if r.is_ok() {
+                wcc.note(parent.0);
+            }
             entry(reply, ttl, r)
         });
     }
 
     fn unlink(&self, _req: &Request, parent: INodeNo, name: &OsStr, reply: ReplyEmpty) {
         let name = name_of(name);
+        let wcc = self.wcc.clone();
         self.rpc(Op::Unlink, move |sh| {
             let r = name.and_then(|n| {
                 let dir = sh.inodes.get(parent.0)?;
                 sys::unlinkat(dir.as_raw_fd(), &n, 0)
             });
+            if r.is_ok() {
+                wcc.note(parent.0);
+            }
             empty(reply, r)
         });
     }
 
     fn rmdir(&self, _req: &Request, parent: INodeNo, name: &OsStr, reply: ReplyEmpty) {
         let name = name_of(name);
+        let wcc = self.wcc.clone();
         self.rpc(Op::Rmdir, move |sh| {
             let r = name.and_then(|n| {
                 let dir = sh.inodes.get(parent.0)?;
                 sys::unlinkat(dir.as_raw_fd(), &n, libc::AT_REMOVEDIR)
             });
+            if r.is_ok() {
+                wcc.note(parent.0);
+            }
             empty(reply, r)
         });
     }
@@ -617,6 +688,7 @@ impl Filesystem for NetFs {
     ) {
         let (ttl, who, name) = (self.ttl(), Caller::of(req), name_of(link_name));
         let target = name_of(target.as_os_str());
+        let wcc = self.wcc.clone();
         self.rpc(Op::Symlink, move |sh| {
             let r = name.and_then(|n| {
                 let t = target?;
@@ -624,6 +696,9 @@ impl Filesystem for NetFs {
                 sys::symlinkat(&t, dir.as_raw_fd(), &n)?;
                 sh.finish_new(dir.as_raw_fd(), &n, who)
             });
+            if r.is_ok() {
+                wcc.note(parent.0);
+            }
             entry(reply, ttl, r)
         });
     }
@@ -645,6 +720,7 @@ impl Filesystem for NetFs {
             return reply.error(Errno::EINVAL);
         }
         let (name, newname) = (name_of(name), name_of(newname));
+        let wcc = self.wcc.clone();
         self.rpc(Op::Rename, move |sh| {
             let r = (|| {
                 let (n, nn) = (name?, newname?);
@@ -652,6 +728,10 @@ impl Filesystem for NetFs {
                 let nd = sh.inodes.get(newparent.0)?;
                 sys::renameat(d.as_raw_fd(), &n, nd.as_raw_fd(), &nn)
             })();
+            if r.is_ok() {
+                wcc.note(parent.0);
+                wcc.note(newparent.0);
+            }
             empty(reply, r)
         });
     }
@@ -665,8 +745,13 @@ impl Filesystem for NetFs {
         reply: ReplyEntry,
     ) {
         let (ttl, name) = (self.ttl(), name_of(newname));
+        let wcc = self.wcc.clone();
         self.rpc(Op::Link, move |sh| {
             let r = name.and_then(|n| sh.link(ino.0, newparent.0, &n));
+            if r.is_ok() {
+                wcc.note(newparent.0);
+                wcc.note(ino.0);
+            }
             entry(reply, ttl, r)
         });
     }
@@ -704,7 +789,7 @@ impl Filesystem for NetFs {
     fn write(
         &self,
         _req: &Request,
-        _ino: INodeNo,
+        ino: INodeNo,
         fh: FileHandle,
         offset: u64,
         data: &[u8],
@@ -714,11 +799,15 @@ impl Filesystem for NetFs {
         reply: ReplyWrite,
     ) {
         let data = data.to_vec();
+        let wcc = self.wcc.clone();
         self.rpc(Op::Write, move |sh| {
             let r = sh
                 .handles
                 .file(fh.0)
                 .and_then(|f| f.write_all_at(&data, offset).map_err(|e| errno(&e)));
+            if r.is_ok() {
+                wcc.note(ino.0);
+            }
             let n = data.len() as u32;
             Box::new(move || match r {
                 Ok(()) => {
@@ -901,8 +990,12 @@ impl Filesystem for NetFs {
         reply: ReplyCreate,
     ) {
         let (ttl, who, name) = (self.ttl(), Caller::of(req), name_of(name));
+        let wcc = self.wcc.clone();
         self.rpc(Op::Create, move |sh| {
             let r = name.and_then(|n| sh.create(parent.0, &n, mode, flags, who));
+            if r.is_ok() {
+                wcc.note(parent.0);
+            }
             Box::new(move || match r {
                 Ok((a, fh)) => {
                     reply.created(&ttl, &a, Generation(0), FileHandle(fh), FopenFlags::empty());
@@ -933,5 +1026,25 @@ impl Filesystem for NetFs {
                 .and_then(|f| sys::fallocate(f.as_raw_fd(), mode, offset, length));
             empty(reply, r)
         });
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn wcc_answers_one_getattr_per_change_within_the_ttl() {
+        let w = Wcc::new(Duration::from_millis(50));
+        assert!(!w.take(7));
+        w.note(7);
+        assert!(w.take(7));
+        assert!(!w.take(7), "only the first GETATTR after a change");
+        w.note(8);
+        std::thread::sleep(Duration::from_millis(60));
+        assert!(!w.take(8), "expired with the TTL");
+        let off = Wcc::new(Duration::ZERO);
+        off.note(9);
+        assert!(!off.take(9), "attr TTL 0: every GETATTR is a round trip");
     }
 }

@@ -39,9 +39,12 @@ pub enum Op {
     Forget,
     /// `renameat2` with a flag: EINVAL at once, as the NFS client answers it.
     RenameFlags,
+    /// A GETATTR answered from the post-op attributes of this mount's own last change
+    /// of the inode (NFS wcc data), without a round trip.
+    GetattrWcc,
 }
 
-pub const OPS: [Op; 27] = [
+pub const OPS: [Op; 28] = [
     Op::Lookup,
     Op::Getattr,
     Op::Setattr,
@@ -69,6 +72,7 @@ pub const OPS: [Op; 27] = [
     Op::Releasedir,
     Op::Forget,
     Op::RenameFlags,
+    Op::GetattrWcc,
 ];
 
 impl Op {
@@ -101,6 +105,7 @@ impl Op {
             Op::Releasedir => "releasedir",
             Op::Forget => "forget",
             Op::RenameFlags => "rename_flags",
+            Op::GetattrWcc => "getattr_wcc",
         }
     }
 
@@ -108,7 +113,12 @@ impl Op {
     pub fn is_rpc(self) -> bool {
         !matches!(
             self,
-            Op::Flush | Op::Release | Op::Releasedir | Op::Forget | Op::RenameFlags
+            Op::Flush
+                | Op::Release
+                | Op::Releasedir
+                | Op::Forget
+                | Op::RenameFlags
+                | Op::GetattrWcc
         )
     }
 
