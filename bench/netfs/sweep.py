@@ -25,7 +25,36 @@ import time
 
 MARK = ".netfs-check-scratch"
 NOMINAL_RPCS = {"stat": 1, "create": 2, "unlink": 2}
-CPU_GUESS = 30000  # ops/s beyond which we do not prepare more names (the CPU binds first)
+CPU_GUESS = 26000  # ops/s beyond which we do not prepare more names (the CPU binds first)
+LIVE = []  # child processes to stop if we are stopped
+
+
+def spawn(argv, **kw):
+    p = subprocess.Popen(argv, **kw)
+    LIVE.append(p)
+    return p
+
+
+def reap(p):
+    p.wait()
+    if p in LIVE:
+        LIVE.remove(p)
+    return p.returncode
+
+
+def on_signal(sig, _frame):
+    """Stop the loaders and netfs (which unmounts on SIGTERM), then exit."""
+    for p in LIVE:
+        try:
+            p.terminate()
+        except ProcessLookupError:
+            pass
+    for p in LIVE:
+        try:
+            p.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            p.kill()
+    sys.exit(128 + sig)
 
 
 def die(msg):
@@ -63,7 +92,7 @@ class Netfs:
             cmd += ["--server-ops", str(server_ops)]
         cmd += list(extra)
         self.log = open(f"{s}/netfs-{n}.log", "w")
-        self.p = subprocess.Popen(cmd, stderr=self.log)
+        self.p = spawn(cmd, stderr=self.log)
         with open(self.pidfile, "w") as f:
             f.write(str(self.p.pid))
         for _ in range(100):
@@ -77,7 +106,7 @@ class Netfs:
         self.dumps = 0
 
     def snapshot(self):
-        """(rpcs so far, netfs CPU ticks)."""
+        """(rpcs so far, netfs CPU ticks, count per operation)."""
         self.dumps += 1
         os.kill(self.p.pid, signal.SIGUSR1)
         for _ in range(400):
@@ -85,7 +114,8 @@ class Netfs:
                 with open(self.stats) as f:
                     j = json.load(f)
                 if j["dumps"] >= self.dumps:
-                    return j["rpcs"], cpu_ticks(self.p.pid)
+                    counts = {k: v["count"] for k, v in j["ops"].items()}
+                    return j["rpcs"], cpu_ticks(self.p.pid), counts
             except (FileNotFoundError, json.JSONDecodeError):
                 pass
             time.sleep(0.005)
@@ -93,7 +123,7 @@ class Netfs:
 
     def stop(self):
         self.p.send_signal(signal.SIGTERM)
-        if self.p.wait(timeout=30) != 0:
+        if reap(self.p) != 0:
             die(f"netfs exited {self.p.returncode}")
         os.unlink(self.pidfile)
 
@@ -101,11 +131,12 @@ class Netfs:
 def load(args, cmd, op, d, threads, files, layout):
     argv = [f"{args.bin}/netfs-load", cmd, "--op", op, "--dir", d, "--threads", str(threads),
             "--files", str(files), "--layout", layout, "--duration", str(args.duration)]
-    return subprocess.Popen(argv, stdout=subprocess.PIPE, text=True)
+    return spawn(argv, stdout=subprocess.PIPE, text=True)
 
 
 def finish(p):
     out, _ = p.communicate()
+    reap(p)
     if p.returncode != 0:
         die(f"netfs-load failed: {p.args}")
     return json.loads(out) if out.strip() else None
@@ -121,16 +152,16 @@ class Runs:
         name = f"run{self.k}"
         per = math.ceil(min(expected, CPU_GUESS) * self.args.duration * 1.3 / threads) + 20
         files = per if op != "create" else 0
-        finish_ok = subprocess.run(
-            [f"{self.args.bin}/netfs-load", "prepare", "--dir", f"{self.args.scratch}/back/{name}",
-             "--threads", str(threads), "--files", str(files), "--layout", layout],
-            check=True)
-        assert finish_ok.returncode == 0
+        p = spawn([f"{self.args.bin}/netfs-load", "prepare", "--dir",
+                   f"{self.args.scratch}/back/{name}", "--threads", str(threads),
+                   "--files", str(files), "--layout", layout])
+        if reap(p) != 0:
+            die("netfs-load prepare failed")
         return name, per
 
     def drop(self, name):
-        subprocess.run(["rm", "-rf", "--one-file-system", f"{self.args.scratch}/back/{name}"],
-                       check=True)
+        if reap(spawn(["rm", "-rf", "--one-file-system", f"{self.args.scratch}/back/{name}"])):
+            die(f"removing {name} failed")
 
 
 def measure(args, runs, fs, op, layout, threads, rtt, slots, server_ops=None, mounts=None):
@@ -142,13 +173,13 @@ def measure(args, runs, fs, op, layout, threads, rtt, slots, server_ops=None, mo
         else min(len(mounts), server_ops or 10**9)
     expected = total_cap / (NOMINAL_RPCS[op] * rtt / 1e3)
     names = [runs.fresh(op, threads, layout, expected / len(mounts)) for _ in mounts]
-    rpc0, cpu0 = fs.snapshot()
+    rpc0, cpu0, mix0 = fs.snapshot()
     busy0 = system_busy()
     procs = [load(args, "run", op, f"{m}/{n}", threads, per, layout)
              for m, (n, per) in zip(mounts, names)]
     res = [finish(p) for p in procs]
     busy1 = system_busy()
-    rpc1, cpu1 = fs.snapshot()
+    rpc1, cpu1, mix1 = fs.snapshot()
     for n, _ in names:
         runs.drop(n)
     ops = sum(r["ops"] for r in res)
@@ -166,6 +197,8 @@ def measure(args, runs, fs, op, layout, threads, rtt, slots, server_ops=None, mo
         "netfs_cpu_pct": round(100 * (cpu1 - cpu0) / hz / secs / ncpu),
         "load_cpu_pct": round(100 * sum(r["cpu_s"] for r in res) / secs / ncpu),
         "system_busy_pct": round(100 * (busy1[0] - busy0[0]) / max(busy1[1] - busy0[1], 1)),
+        "per_op": {k: round((v - mix0.get(k, 0)) / max(ops, 1), 3)
+                   for k, v in mix1.items() if v != mix0.get(k, 0)},
     }
     if errors:
         print(f"  errors: {errors} (first errno {res[0]['first_errno']})", file=sys.stderr)
@@ -196,9 +229,11 @@ def main():
     ap.add_argument("--slots", default="64,16")
     ap.add_argument("--ops", default="stat,create,unlink")
     ap.add_argument("--layouts", default="shared,private")
-    ap.add_argument("--duration", type=float, default=1.5)
+    ap.add_argument("--duration", type=float, default=1.0)
     ap.add_argument("--no-server-case", action="store_true")
     args = ap.parse_args()
+    signal.signal(signal.SIGTERM, on_signal)
+    signal.signal(signal.SIGINT, on_signal)
     s = os.path.realpath(args.scratch)
     if not (os.path.basename(s).startswith("netfs-check.") and os.path.exists(f"{s}/{MARK}")):
         die(f"refusing scratch {s}: not a marked netfs-check directory")
@@ -218,13 +253,18 @@ def main():
     print(HEAD)
     print(SEP)
     n = 0
-    for slots in [int(x) for x in args.slots.split(",")]:
+    slot_list = [int(x) for x in args.slots.split(",")]
+    for slots in slot_list:
         for rtt in [float(x) for x in args.rtts.split(",")]:
             n += 1
             fs = Netfs(args, n, [f"{s}/mnt0"], rtt, slots)
             for op in args.ops.split(","):
                 for layout in args.layouts.split(","):
                     for t in [int(x) for x in args.threads.split(",")]:
+                        # With fewer slots than the first setting only T >= slots
+                        # differs (below, min(T, slots) is T either way).
+                        if slots != slot_list[0] and t < slots:
+                            continue
                         emit(measure(args, runs, fs, op, layout, t, rtt, slots))
             fs.stop()
     if not args.no_server_case:

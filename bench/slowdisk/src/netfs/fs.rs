@@ -130,14 +130,14 @@ impl Shared {
     }
 
     /// lstat `dir/name`, count the kernel's lookup, return the attributes.
-    fn lookup_at(&self, dir: RawFd, name: &CStr) -> Res<FileAttr> {
+    fn lookup_at(&self, dir: RawFd, name: &CStr) -> Res<Ent> {
         let fd = sys::open_path(dir, name)?;
         let st = sys::fstat(fd.as_raw_fd())?;
-        let id = self.inodes.register(fd, &st)?;
-        Ok(sys::attr(&st, id))
+        let (id, generation) = self.inodes.register(fd, &st)?;
+        Ok((sys::attr(&st, id), generation))
     }
 
-    fn lookup(&self, parent: u64, name: &CStr) -> Res<FileAttr> {
+    fn lookup(&self, parent: u64, name: &CStr) -> Res<Ent> {
         let dir = self.inodes.get(parent)?;
         self.lookup_at(dir.as_raw_fd(), name)
     }
@@ -166,11 +166,11 @@ impl Shared {
     }
 
     /// After mkdir/mknod/symlink of `dir/name`: open it, own it, count the lookup.
-    fn finish_new(&self, dir: RawFd, name: &CStr, who: Caller) -> Res<FileAttr> {
+    fn finish_new(&self, dir: RawFd, name: &CStr, who: Caller) -> Res<Ent> {
         let fd = sys::open_path(dir, name)?;
         let st = self.own(fd.as_raw_fd(), dir, who)?;
-        let id = self.inodes.register(fd, &st)?;
-        Ok(sys::attr(&st, id))
+        let (id, generation) = self.inodes.register(fd, &st)?;
+        Ok((sys::attr(&st, id), generation))
     }
 
     fn create(
@@ -180,17 +180,17 @@ impl Shared {
         mode: u32,
         flags: i32,
         who: Caller,
-    ) -> Res<(FileAttr, u64)> {
+    ) -> Res<(Ent, u64)> {
         let dir = self.inodes.get(parent)?;
         let flags = (flags | libc::O_CREAT) & !libc::O_NOCTTY;
         let file = sys::openat(dir.as_raw_fd(), name, flags, mode & 0o7777)?;
         let path = sys::reopen(self.proc(), file.as_raw_fd(), libc::O_PATH)?;
         let st = self.own(path.as_raw_fd(), dir.as_raw_fd(), who)?;
-        let id = self.inodes.register(path, &st)?;
+        let (id, generation) = self.inodes.register(path, &st)?;
         let fh = self
             .handles
             .insert(Handle::File(Arc::new(File::from(file))));
-        Ok((sys::attr(&st, id), fh))
+        Ok(((sys::attr(&st, id), generation), fh))
     }
 
     fn open(&self, ino: u64, flags: i32) -> Res<u64> {
@@ -257,7 +257,7 @@ impl Shared {
         Ok(sys::attr(&st, ino))
     }
 
-    fn link(&self, ino: u64, newparent: u64, newname: &CStr) -> Res<FileAttr> {
+    fn link(&self, ino: u64, newparent: u64, newname: &CStr) -> Res<Ent> {
         let fd = self.inodes.get(ino)?;
         let dir = self.inodes.get(newparent)?;
         sys::link_fd(fd.as_raw_fd(), dir.as_raw_fd(), newname)?;
@@ -329,7 +329,7 @@ impl Shared {
             let Some(e) = d.next_entry()? else { break };
             let name = OsStr::from_bytes(e.name.as_bytes());
             let dots = matches!(e.name.as_bytes(), b"." | b"..");
-            let attr = if dots {
+            let (attr, generation) = if dots {
                 // The kernel links neither; only the name and number are used.
                 let mut a = sys::negative_attr();
                 a.kind = FileType::Directory;
@@ -338,7 +338,7 @@ impl Shared {
                 } else {
                     self.inodes.nodeid(e.ino)
                 });
-                a
+                (a, 0)
             } else {
                 match self.lookup_at(d.fd(), &e.name) {
                     Ok(a) => a,
@@ -346,7 +346,14 @@ impl Shared {
                     Err(_) => continue,
                 }
             };
-            if reply.add(attr.ino, e.off as u64, name, &ttl, &attr, Generation(0)) {
+            if reply.add(
+                attr.ino,
+                e.off as u64,
+                name,
+                &ttl,
+                &attr,
+                Generation(generation),
+            ) {
                 if !dots {
                     self.inodes.forget(attr.ino.0, 1);
                 }
@@ -403,10 +410,13 @@ fn timespec(t: Option<TimeOrNow>) -> libc::timespec {
     libc::timespec { tv_sec, tv_nsec }
 }
 
-fn entry(reply: ReplyEntry, ttl: Duration, r: Res<FileAttr>) -> Done {
+/// Attributes and FUSE generation of a looked-up inode.
+type Ent = (FileAttr, u64);
+
+fn entry(reply: ReplyEntry, ttl: Duration, r: Res<Ent>) -> Done {
     Box::new(move || match r {
-        Ok(a) => {
-            reply.entry(&ttl, &a, Generation(0));
+        Ok((a, generation)) => {
+            reply.entry(&ttl, &a, Generation(generation));
             true
         }
         Err(e) => {
@@ -997,8 +1007,9 @@ impl Filesystem for NetFs {
                 wcc.note(parent.0);
             }
             Box::new(move || match r {
-                Ok((a, fh)) => {
-                    reply.created(&ttl, &a, Generation(0), FileHandle(fh), FopenFlags::empty());
+                Ok(((a, generation), fh)) => {
+                    let g = Generation(generation);
+                    reply.created(&ttl, &a, g, FileHandle(fh), FopenFlags::empty());
                     true
                 }
                 Err(e) => {

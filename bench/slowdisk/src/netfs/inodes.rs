@@ -87,6 +87,17 @@ impl FHandle {
     fn bytes(&self) -> &[u8] {
         &self.data[..(self.bytes as usize).min(MAX_HANDLE_SZ)]
     }
+
+    /// A generation number for FUSE: a hash of the handle (which holds the backing
+    /// file system's own generation), never 0. A reused inode number then comes with
+    /// another generation and the kernel drops its stale inode instead of aliasing it.
+    pub fn generation(&self) -> u64 {
+        let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+        for b in self.kind.to_le_bytes().iter().chain(self.bytes()) {
+            h = (h ^ *b as u64).wrapping_mul(0x0100_0000_01b3);
+        }
+        h.max(1)
+    }
 }
 
 /// Garbage for the closer thread.
@@ -188,25 +199,33 @@ impl Inodes {
     }
 
     /// Count one kernel lookup of the inode behind `fd` (whose lstat is `st`); returns
-    /// its FUSE inode number. Keeps the first fd seen for an inode.
-    pub fn register(&self, fd: OwnedFd, st: &libc::stat) -> Res<u64> {
+    /// its FUSE inode number and generation.
+    ///
+    /// Lookup counts are kept per number, summed over every kernel inode that had it:
+    /// when a backing inode number is reused, the kernel drops its stale inode (other
+    /// generation) and later forgets it under the same number, which then subtracts
+    /// only that inode's lookups.
+    pub fn register(&self, fd: OwnedFd, st: &libc::stat) -> Res<(u64, u64)> {
         if st.st_dev != self.root_dev {
             return Err(Errno::EXDEV);
         }
         let nodeid = self.nodeid(st.st_ino);
         if nodeid == fuser::INodeNo::ROOT.0 {
-            return Ok(nodeid);
+            return Ok((nodeid, 0));
         }
-        let obj = match FHandle::of(fd.as_raw_fd()) {
-            Ok(h) => Obj::Handle(Box::new(h)),
-            Err(_) => Obj::Fd(Arc::new(fd)),
+        let (obj, generation) = match FHandle::of(fd.as_raw_fd()) {
+            Ok(h) => {
+                let g = h.generation();
+                (Obj::Handle(Box::new(h)), g)
+            }
+            Err(_) => (Obj::Fd(Arc::new(fd)), 0),
         };
         let mut map = self.map.lock().unwrap();
         match map.get_mut(&nodeid) {
             Some(e) => {
                 e.nlookup += 1;
                 // Same number, other handle: the old inode is gone and its number was
-                // reused; the kernel still counts lookups under the number.
+                // reused; serve the new one.
                 if let (Obj::Handle(old), Obj::Handle(new)) = (&e.obj, &obj) {
                     if old.bytes() != new.bytes() || old.kind != new.kind {
                         e.obj = obj;
@@ -217,7 +236,7 @@ impl Inodes {
                 map.insert(nodeid, Entry { obj, nlookup: 1 });
             }
         }
-        Ok(nodeid)
+        Ok((nodeid, generation))
     }
 
     /// The kernel dropped `n` lookups of `nodeid`.
@@ -352,7 +371,7 @@ mod tests {
         for name in [c"a", c"b"] {
             let fd = sys::open_path(ino.root_fd(), name).unwrap();
             let st = sys::fstat(fd.as_raw_fd()).unwrap();
-            ids.push(ino.register(fd, &st).unwrap());
+            ids.push(ino.register(fd, &st).unwrap().0);
         }
         assert_eq!(ids[0], ids[1], "hard links share an inode number");
         assert_eq!(ino.len(), 1);
@@ -365,7 +384,8 @@ mod tests {
         // A removed inode is stale, as an NFS file handle is.
         let fd = sys::open_path(ino.root_fd(), c"a").unwrap();
         let st = sys::fstat(fd.as_raw_fd()).unwrap();
-        let id = ino.register(fd, &st).unwrap();
+        let (id, generation) = ino.register(fd, &st).unwrap();
+        assert!(!ino.uses_handles() || generation != 0);
         std::fs::remove_file(d.join("a")).unwrap();
         assert!(ino.get(id).is_ok(), "still linked as b");
         std::fs::remove_file(d.join("b")).unwrap();
