@@ -11,7 +11,7 @@ use std::process::{Child, Command};
 use std::sync::{Arc, Barrier};
 use std::time::{Duration, Instant};
 
-const RTT: Duration = Duration::from_millis(20);
+const RTT: Duration = Duration::from_millis(50);
 const USER: &str = "61001";
 
 /// The daemon and its tempdir; on drop (also on a failed assertion) it is stopped,
@@ -74,7 +74,7 @@ fn start() -> Netfs {
         .arg(&fs.back)
         .arg("--mount")
         .arg(&fs.mnt)
-        .args(["--rtt", "20ms", "--slots", "64", "--stats"])
+        .args(["--rtt", "50ms", "--slots", "64", "--stats"])
         .arg(fs.dir.join("stats.json"))
         .arg("--ready-file")
         .arg(&ready)

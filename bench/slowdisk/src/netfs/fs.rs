@@ -67,8 +67,10 @@ pub struct NetFs {
 /// client needs no GETATTR afterwards. The FUSE kernel module instead invalidates the
 /// parent's attributes after every change, and with `default_permissions` the next
 /// permission check in that directory fetches them again: one more round trip per
-/// unlink or create than on NFS. So the first GETATTR of an inode that this mount's
-/// own RPC just changed (within the attribute TTL) is answered at once.
+/// unlink or create than on NFS (more when several callers wait on the directory's
+/// lock). So a GETATTR of an inode that this mount's own RPC changed within the
+/// attribute TTL is answered at once: the NFS client would still hold those
+/// attributes in its cache.
 pub struct Wcc {
     ttl: Duration,
     changed: Mutex<HashMap<u64, Instant>>,
@@ -95,10 +97,15 @@ impl Wcc {
         m.insert(ino, Instant::now());
     }
 
-    /// Whether a GETATTR of `ino` can be answered from post-op attributes (once).
-    pub fn take(&self, ino: u64) -> bool {
-        match self.changed.lock().unwrap().remove(&ino) {
-            Some(t) => t.elapsed() < self.ttl,
+    /// Whether a GETATTR of `ino` can be answered from post-op attributes.
+    pub fn fresh(&self, ino: u64) -> bool {
+        let mut m = self.changed.lock().unwrap();
+        match m.get(&ino) {
+            Some(t) if t.elapsed() < self.ttl => true,
+            Some(_) => {
+                m.remove(&ino);
+                false
+            }
             None => false,
         }
     }
@@ -557,7 +564,7 @@ impl Filesystem for NetFs {
             }
             .map(|st| sys::attr(&st, ino.0))
         };
-        if self.wcc.take(ino.0) {
+        if self.wcc.fresh(ino.0) {
             let ok = attr(reply, ttl, stat(&self.sh))();
             self.sh.stats.record_free(Op::GetattrWcc, ok);
             return;
@@ -1045,17 +1052,18 @@ mod tests {
     use super::*;
 
     #[test]
-    fn wcc_answers_one_getattr_per_change_within_the_ttl() {
+    fn wcc_answers_getattrs_within_the_ttl_of_a_change() {
         let w = Wcc::new(Duration::from_millis(50));
-        assert!(!w.take(7));
+        assert!(!w.fresh(7));
         w.note(7);
-        assert!(w.take(7));
-        assert!(!w.take(7), "only the first GETATTR after a change");
+        assert!(w.fresh(7));
+        assert!(w.fresh(7), "every GETATTR until the TTL runs out");
         w.note(8);
         std::thread::sleep(Duration::from_millis(60));
-        assert!(!w.take(8), "expired with the TTL");
+        assert!(!w.fresh(8), "expired with the TTL");
+        assert!(!w.fresh(7));
         let off = Wcc::new(Duration::ZERO);
         off.note(9);
-        assert!(!off.take(9), "attr TTL 0: every GETATTR is a round trip");
+        assert!(!off.fresh(9), "attr TTL 0: every GETATTR is a round trip");
     }
 }
