@@ -308,7 +308,9 @@ fn main() -> Result<()> {
         let mut config = fuser::Config::default();
         config.mount_options = vec![
             fuser::MountOption::FSName(fsname.clone()),
-            fuser::MountOption::Subtype(cli.subtype.clone()),
+            // fuser mounts with type "fuse" and keeps `Subtype` for fusermount; the kernel
+            // takes `subtype=` as a mount option too, and then shows `fuse.SUBTYPE`.
+            fuser::MountOption::CUSTOM(format!("subtype={}", cli.subtype)),
             fuser::MountOption::RW,
             fuser::MountOption::DefaultPermissions,
         ];
