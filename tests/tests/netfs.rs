@@ -3,9 +3,9 @@
 //! (hide, restore, reap without `RENAME_NOREPLACE`), a large file's shrink, `scan`, and a
 //! stopped server (a SIGSTOPped daemon) that must not hang `status`.
 //!
-//! Root only, and the `netfs` binary must be built (`.ci/run` builds it:
-//! `cargo build --manifest-path bench/slowdisk/Cargo.toml --bin netfs`, or set
-//! `RECLAIM_NETFS_BIN`); otherwise each test says it is skipped.
+//! Root only. The `netfs` binary is built on first use (`cargo build --manifest-path
+//! bench/slowdisk/Cargo.toml --bin netfs`, as `.ci/run` does up front), or named by
+//! `RECLAIM_NETFS_BIN`; if that fails each test says it is skipped.
 
 use std::fs;
 use std::os::unix::fs::PermissionsExt;
@@ -17,16 +17,32 @@ use serde_json::Value;
 
 use crate::util::{self, Scratch};
 
-/// The emulator binary, if built.
+/// The emulator binary: given, built already, or built now (once per test run).
 fn netfs_bin() -> Option<PathBuf> {
     if let Some(p) = std::env::var_os("RECLAIM_NETFS_BIN") {
         return Some(PathBuf::from(p));
     }
-    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("bench/slowdisk/target");
-    ["release", "debug"]
-        .iter()
-        .map(|d| root.join(d).join("netfs"))
-        .find(|p| p.exists())
+    static BUILT: std::sync::OnceLock<Option<PathBuf>> = std::sync::OnceLock::new();
+    BUILT
+        .get_or_init(|| {
+            let crate_dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("bench/slowdisk");
+            let find = || {
+                ["release", "debug"]
+                    .iter()
+                    .map(|d| crate_dir.join("target").join(d).join("netfs"))
+                    .find(|p| p.exists())
+            };
+            if let Some(p) = find() {
+                return Some(p);
+            }
+            let built = StdCommand::new(env!("CARGO"))
+                .args(["build", "--quiet", "--bin", "netfs", "--manifest-path"])
+                .arg(crate_dir.join("Cargo.toml"))
+                .status()
+                .is_ok_and(|s| s.success());
+            built.then(find).flatten()
+        })
+        .clone()
 }
 
 /// A `netfs` daemon serving `root/back` at `root/vol`; stopped and unmounted on drop.
@@ -43,7 +59,7 @@ impl Net {
             return None;
         }
         let Some(bin) = netfs_bin() else {
-            eprintln!("{test}: skipped, netfs is not built (cargo build --manifest-path bench/slowdisk/Cargo.toml --bin netfs)");
+            eprintln!("{test}: skipped, netfs could not be built (cargo build --manifest-path bench/slowdisk/Cargo.toml --bin netfs)");
             return None;
         };
         let back = s.mkdir("back");
@@ -55,7 +71,15 @@ impl Net {
             .arg(&back)
             .arg("--mount")
             .arg(&vol)
-            .args(["--rtt", rtt, "--slots", "64", "--readdirplus", "--subtype", "nfs"])
+            .args([
+                "--rtt",
+                rtt,
+                "--slots",
+                "64",
+                "--readdirplus",
+                "--subtype",
+                "nfs",
+            ])
             .arg("--ready-file")
             .arg(&ready)
             .stdin(Stdio::null())
@@ -70,7 +94,14 @@ impl Net {
         let t0 = Instant::now();
         while !ready.exists() {
             if t0.elapsed() > Duration::from_secs(20)
-                || net.child.as_mut().unwrap().try_wait().ok().flatten().is_some()
+                || net
+                    .child
+                    .as_mut()
+                    .unwrap()
+                    .try_wait()
+                    .ok()
+                    .flatten()
+                    .is_some()
             {
                 eprintln!("{test}: skipped, netfs did not mount");
                 return None;
@@ -122,8 +153,11 @@ fn tree(s: &Scratch, rel: &str, dirs: usize, files: usize) {
 #[test]
 fn engine_removes_a_tree_on_a_network_file_system() {
     let s = Scratch::new();
-    let Some(_net) = Net::start(&s, "engine_removes_a_tree_on_a_network_file_system", "0.2ms")
-    else {
+    let Some(_net) = Net::start(
+        &s,
+        "engine_removes_a_tree_on_a_network_file_system",
+        "0.2ms",
+    ) else {
         return;
     };
     tree(&s, "vol/t", 20, 25);
@@ -147,7 +181,15 @@ fn trash_works_without_rename_flags() {
     s.file("vol/f", "file\n");
     tree(&s, "vol/t", 3, 5);
     let out = s
-        .rm(&["-r", "--background", "--grace", "1h", "--json", "vol/f", "vol/t"])
+        .rm(&[
+            "-r",
+            "--background",
+            "--grace",
+            "1h",
+            "--json",
+            "vol/f",
+            "vol/t",
+        ])
         .env(util::NO_SPAWN, "1")
         .output()
         .unwrap();
@@ -242,8 +284,11 @@ fn scan_counts_a_network_file_system() {
 #[test]
 fn a_stopped_server_delays_status_by_a_bounded_time() {
     let s = Scratch::new();
-    let Some(net) = Net::start(&s, "a_stopped_server_delays_status_by_a_bounded_time", "0.2ms")
-    else {
+    let Some(net) = Net::start(
+        &s,
+        "a_stopped_server_delays_status_by_a_bounded_time",
+        "0.2ms",
+    ) else {
         return;
     };
     s.file("vol/f", "f\n");
