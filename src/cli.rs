@@ -256,6 +256,10 @@ pub struct RmArgs {
     /// Stat every file before unlinking it (exact bytes freed per file; costs a syscall each)
     #[arg(long, hide = true)]
     pub stat_files: bool,
+    /// Whether small directories' entries are stated to meet large files [default: as the
+    /// file system's profile says] (for measurements)
+    #[arg(long, hide = true, value_name = "on|off", value_parser = ["on", "off"])]
+    pub small_dir_stats: Option<String>,
     /// Files and directories to remove
     #[arg(value_name = "PATH", value_parser = clap::builder::OsStringValueParser::new())]
     pub paths: Vec<std::ffi::OsString>,

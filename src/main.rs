@@ -78,6 +78,7 @@ fn main() -> ExitCode {
                 known_sizes: Default::default(),
                 print_summary: true,
                 profile: a.profile,
+                small_dir_stats: a.small_dir_stats.as_deref().map(|v| v == "on"),
                 engine,
             };
             let summary = reclaim::rm::run(&req);

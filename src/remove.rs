@@ -246,7 +246,8 @@ impl Remover<'_> {
         name: &CStr,
         node: &RNode,
     ) -> UnlinkResult {
-        let facts = match dirfd::lstat_at(dir, name) {
+        // As cached: the shrinker opens and checks the file itself before any step.
+        let facts = match dirfd::lstat_at_cached(dir, name) {
             Ok(f) => f,
             Err(Errno::NOENT) => return UnlinkResult::Done,
             Err(_) => return self.unlink_one(dir, name, || node.child_path(name)),

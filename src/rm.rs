@@ -60,6 +60,8 @@ pub struct Request {
     pub print_summary: bool,
     /// `--profile`: the file system class to assume instead of the detected one.
     pub profile: Option<Class>,
+    /// Stat small directories' entries or not, whatever the profile says (measurements).
+    pub small_dir_stats: Option<bool>,
 }
 
 /// How `reclaim rm` frees space.
@@ -231,6 +233,9 @@ pub fn run(req: &Request) -> Summary {
     });
     if let Some(p) = &profile {
         engine.apply(p, req.threads_given);
+    }
+    if let Some(on) = req.small_dir_stats {
+        engine.stat_small_dirs = on;
     }
     // Trees are governed when asked (`--max-latency`) or by the profile's default (rotational
     // disks, network file systems): a governor thread halves the active workers when the

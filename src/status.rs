@@ -4,6 +4,7 @@
 //! user's trash through a child running as that user (`asuser`), and trusts nothing it says
 //! beyond reporting it: sums saturate, names are quoted.
 
+use rustix::io::Errno;
 use serde::{Deserialize, Serialize};
 
 use crate::dirfd;
@@ -190,6 +191,8 @@ fn item(t: &Trash, name: &std::ffi::CStr, now: f64, count: bool) -> Option<Item>
     };
     let entry = match dirfd::open_dir_at(&t.dir, name) {
         Ok(fd) => fd,
+        // Freed or restored while this was listing: nothing to show.
+        Err(Errno::NOENT) => return None,
         Err(e) => {
             it.damage = Some(format!("cannot open it: {}", crate::error::errno_text(e)));
             return Some(it);

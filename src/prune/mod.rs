@@ -373,6 +373,7 @@ fn remove(plan: &[Entry], a: &PruneArgs, progress: bool) -> crate::report::Summa
         reaper_args: a.pace.to_args(),
         known_sizes: known,
         profile: None,
+        small_dir_stats: None,
         print_summary: false,
     };
     crate::rm::run(&req)

@@ -196,6 +196,13 @@ fn reap_trash(
 ) {
     let state = StateFile::new(&trash.dir, trash.uid);
     let done = AtomicBool::new(false);
+    // Set also if the work below panics: the ticker thread must end, or the scope never does.
+    struct Done<'a>(&'a AtomicBool);
+    impl Drop for Done<'_> {
+        fn drop(&mut self) {
+            self.0.store(true, Ordering::Relaxed);
+        }
+    }
     let files = Counters::default();
     // Names looked at and left this run (grace, back-off, failed, damaged, busy).
     let mut left: Vec<CString> = Vec::new();
@@ -218,6 +225,7 @@ fn reap_trash(
                 }
             }
         });
+        let _done = Done(&done);
         loop {
             let names: Vec<CString> = match &opts.only {
                 Some(ids) => ids
@@ -389,6 +397,7 @@ fn reap_entry(
         }
     }
     let shown_text = shown.to_string_lossy().into_owned();
+    state.activate();
     state.set(|st| {
         st.state = "freeing".into();
         st.entry = Some(shown_text.clone());
@@ -594,17 +603,19 @@ fn clear_entry(
     }
 }
 
-/// The pacing an entry asked for, as the shrinker takes it.
+/// The pacing an entry asked for, as the shrinker takes it. The record is the user's: a
+/// budget that is no duration (negative, not finite, beyond 100 years) counts as not given.
 pub fn to_pacing(p: &EntryPacing) -> Pacing {
     if p.fast {
         return Pacing::fast();
     }
+    let budget = p
+        .max_latency_ms
+        .filter(|ms| ms.is_finite() && *ms > 0.0 && *ms / 1e3 <= crate::units::MAX_DURATION_SECS)
+        .map_or(DEFAULT_MAX_LATENCY, |ms| Duration::from_secs_f64(ms / 1e3));
     Pacing {
-        max_latency: Some(
-            p.max_latency_ms
-                .map_or(DEFAULT_MAX_LATENCY, |ms| Duration::from_secs_f64(ms / 1e3)),
-        ),
-        rate: p.rate,
+        max_latency: Some(budget),
+        rate: p.rate.filter(|r| *r > 0),
         trace: None,
     }
 }

@@ -45,6 +45,10 @@ pub struct StateFile<'t> {
     dir: &'t OwnedFd,
     owner: u32,
     state: Mutex<Books>,
+    /// Whether there is anything to tell yet (an entry is being freed): a pass that finds
+    /// nothing to do leaves the trash untouched (the `--watch` supervisor would otherwise see
+    /// a changed trash after every pass and start another).
+    active: std::sync::atomic::AtomicBool,
 }
 
 /// The state, free-space samples of the last seconds, and free space at the start.
@@ -70,7 +74,14 @@ impl<'t> StateFile<'t> {
                 VecDeque::from([(Instant::now(), free)]),
                 free,
             )),
+            active: std::sync::atomic::AtomicBool::new(false),
         }
+    }
+
+    /// From now on the file is kept (the reaper started freeing something).
+    pub fn activate(&self) {
+        self.active
+            .store(true, std::sync::atomic::Ordering::Relaxed);
     }
 
     /// Changes what the reaper says it does, and writes the file.
@@ -87,8 +98,11 @@ impl<'t> StateFile<'t> {
         self.state.lock().expect("state lock").0.clone()
     }
 
-    /// Samples free space and writes the file (call about once a second).
+    /// Samples free space and writes the file (call about once a second), once active.
     pub fn write(&self) {
+        if !self.active.load(std::sync::atomic::Ordering::Relaxed) {
+            return;
+        }
         let free = free_bytes(self.dir);
         let text = {
             let mut g = self.state.lock().expect("state lock");
@@ -114,6 +128,9 @@ impl<'t> StateFile<'t> {
 
     /// Removes the file (the reaper is leaving), unless a newer reaper wrote it meanwhile.
     pub fn remove(&self) {
+        if !self.active.load(std::sync::atomic::Ordering::Relaxed) {
+            return;
+        }
         if read(self.dir, self.owner).is_some_and(|st| st.pid == std::process::id()) {
             let _ = rustix::fs::unlinkat(self.dir, STATUS, rustix::fs::AtFlags::empty());
         }
