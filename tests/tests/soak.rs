@@ -262,24 +262,34 @@ impl Drop for Mount {
     }
 }
 
-/// Sets a sysctl for the test and puts the old value back on drop.
+/// Sets a sysctl for the test and puts the old value back on drop, unless it already had the
+/// value: then someone else (a test of adversary.rs in this process) set it and puts it back,
+/// and writing its value back at the end of this long test would undo that.
 struct Sysctl {
     path: PathBuf,
-    old: String,
+    old: Option<String>,
 }
 
 impl Sysctl {
     fn set(name: &str, value: &str) -> Option<Sysctl> {
         let path = Path::new("/proc/sys").join(name);
         let old = fs::read_to_string(&path).ok()?;
+        if old.trim() == value {
+            return Some(Sysctl { path, old: None });
+        }
         fs::write(&path, value).ok()?;
-        Some(Sysctl { path, old })
+        Some(Sysctl {
+            path,
+            old: Some(old),
+        })
     }
 }
 
 impl Drop for Sysctl {
     fn drop(&mut self) {
-        let _ = fs::write(&self.path, self.old.trim());
+        if let Some(old) = &self.old {
+            let _ = fs::write(&self.path, old.trim());
+        }
     }
 }
 
