@@ -104,28 +104,33 @@ struct Settings {
     seed: u64,
 }
 
+/// An environment variable, unset if empty.
+fn env_var(name: &str) -> Option<String> {
+    std::env::var(name).ok().filter(|v| !v.trim().is_empty())
+}
+
 fn env_num(name: &str, default: f64) -> f64 {
-    match std::env::var(name) {
-        Ok(v) => v
+    match env_var(name) {
+        Some(v) => v
             .trim()
             .parse()
             .unwrap_or_else(|e| panic!("{name}={v:?} is not a number: {e}")),
-        Err(_) => default,
+        None => default,
     }
 }
 
 fn settings() -> Settings {
-    let fs = match std::env::var("SOAK_FS").as_deref() {
-        Err(_) | Ok("") | Ok("tmpfs") => Fs::Tmpfs,
-        Ok("ext4") => Fs::Ext4,
-        Ok(other) => panic!("SOAK_FS={other:?}: expected tmpfs or ext4"),
+    let fs = match env_var("SOAK_FS").as_deref() {
+        None | Some("tmpfs") => Fs::Tmpfs,
+        Some("ext4") => Fs::Ext4,
+        Some(other) => panic!("SOAK_FS={other:?}: expected tmpfs or ext4"),
     };
-    let seed = match std::env::var("SOAK_SEED") {
-        Ok(v) => v
+    let seed = match env_var("SOAK_SEED") {
+        Some(v) => v
             .trim()
             .parse()
             .unwrap_or_else(|e| panic!("SOAK_SEED={v:?}: {e}")),
-        Err(_) => {
+        None => {
             let t = SystemTime::now().duration_since(UNIX_EPOCH).unwrap();
             (t.as_nanos() as u64 ^ (u64::from(std::process::id()) << 32)) % 1_000_000_007
         }

@@ -15,7 +15,6 @@ import errno
 import json
 import os
 import random
-import shutil
 import stat
 import subprocess
 import sys
@@ -79,27 +78,29 @@ def exists(p):
 
 
 def rm_any(p):
-    """Removes whatever p is, as this user can (its own things only)."""
+    """Removes whatever p is, as this user can (its own things only), never following a
+    symlink; what a reaper removed meanwhile is fine."""
     try:
         st = os.lstat(p)
     except FileNotFoundError:
         return
-    if stat.S_ISDIR(st.st_mode):
-        def fix(func, path, _exc):
-            try:
-                os.chmod(os.path.dirname(path), 0o700)
-                os.chmod(path, 0o700)
-            except OSError:
-                pass
-            func(path)
-
+    if not stat.S_ISDIR(st.st_mode):
         try:
-            os.chmod(p, 0o700)
-        except OSError:
+            os.unlink(p)
+        except FileNotFoundError:
             pass
-        shutil.rmtree(p, onerror=fix)
-    else:
-        os.unlink(p)
+        return
+    try:
+        os.chmod(p, 0o700)
+        names = os.listdir(p)
+    except FileNotFoundError:
+        return
+    for n in names:
+        rm_any(os.path.join(p, n))
+    try:
+        os.rmdir(p)
+    except FileNotFoundError:
+        pass
 
 
 # ------------------------------------------------------------------------------------------
