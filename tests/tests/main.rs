@@ -16,6 +16,7 @@ mod rm_flags;
 mod safety;
 mod scale;
 mod scan;
+mod soak;
 mod trash;
 mod tree_pacing;
 mod util;
