@@ -1112,27 +1112,6 @@ fn shrink_names(dir: &Path) -> Vec<OsString> {
         .collect()
 }
 
-/// Restores a sysctl on drop (also when the test panics).
-struct Sysctl {
-    path: PathBuf,
-    old: String,
-}
-
-impl Sysctl {
-    fn set(name: &str, value: &str) -> Option<Sysctl> {
-        let path = Path::new("/proc/sys").join(name);
-        let old = fs::read_to_string(&path).ok()?;
-        fs::write(&path, value).ok()?;
-        Some(Sysctl { path, old })
-    }
-}
-
-impl Drop for Sysctl {
-    fn drop(&mut self) {
-        let _ = fs::write(&self.path, self.old.trim());
-    }
-}
-
 /// Clears the immutable flag of inode `ino` on drop, wherever on the volume it went.
 struct Unfreeze {
     top: PathBuf,
@@ -1777,7 +1756,7 @@ fn hard_linked_state_file_is_never_overwritten() {
     let Some(w) = World::new("hard_linked_state_file_is_never_overwritten", Vol::Tmpfs) else {
         return;
     };
-    let Some(_sysctl) = Sysctl::set("fs/protected_hardlinks", "0") else {
+    let Some(_sysctl) = util::Sysctl::set("fs/protected_hardlinks", "0") else {
         eprintln!("hard_linked_state_file_is_never_overwritten: skipped, cannot set the sysctl");
         return;
     };

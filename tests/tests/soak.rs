@@ -267,37 +267,6 @@ impl Drop for Mount {
     }
 }
 
-/// Sets a sysctl for the test and puts the old value back on drop, unless it already had the
-/// value: then someone else (a test of adversary.rs in this process) set it and puts it back,
-/// and writing its value back at the end of this long test would undo that.
-struct Sysctl {
-    path: PathBuf,
-    old: Option<String>,
-}
-
-impl Sysctl {
-    fn set(name: &str, value: &str) -> Option<Sysctl> {
-        let path = Path::new("/proc/sys").join(name);
-        let old = fs::read_to_string(&path).ok()?;
-        if old.trim() == value {
-            return Some(Sysctl { path, old: None });
-        }
-        fs::write(&path, value).ok()?;
-        Some(Sysctl {
-            path,
-            old: Some(old),
-        })
-    }
-}
-
-impl Drop for Sysctl {
-    fn drop(&mut self) {
-        if let Some(old) = &self.old {
-            let _ = fs::write(&self.path, old.trim());
-        }
-    }
-}
-
 /// Pids of the processes the soak started, directly or not: those whose command line names a
 /// path inside `root` (the scratch directory, a fresh random name), or whose cwd is there.
 fn processes_of(root: &Path) -> Vec<i32> {
@@ -1541,7 +1510,7 @@ fn hostile_soak() {
         stop: Arc::default(),
     };
     let _stop = StopOnDrop(ctx.stop.clone());
-    let sysctl = Sysctl::set("fs/protected_hardlinks", "0");
+    let sysctl = util::Sysctl::set("fs/protected_hardlinks", "0");
     if sysctl.is_none() {
         eprintln!("hostile_soak: cannot set fs.protected_hardlinks=0: the attacker's hard links to others' files will fail");
     }

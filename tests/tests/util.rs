@@ -1041,3 +1041,52 @@ pub fn snapshot_any(p: &Path) -> Snapshot {
 pub fn state_home(scratch: &Scratch) -> PathBuf {
     scratch.mkdir(".state")
 }
+
+/// A sysctl set for as long as any holder lives (tests of one process may overlap): the first
+/// holder saves the old value and sets the new one, the last puts the old one back, also when
+/// a test panics.
+pub struct Sysctl {
+    name: String,
+}
+
+/// Per sysctl: (holders, the value before the first).
+static SYSCTLS: std::sync::Mutex<BTreeMap<String, (usize, String)>> =
+    std::sync::Mutex::new(BTreeMap::new());
+
+impl Sysctl {
+    /// Sets `/proc/sys/<name>` to `value` while the guard lives; None if it cannot be read or
+    /// written (not root).
+    pub fn set(name: &str, value: &str) -> Option<Sysctl> {
+        let path = Path::new("/proc/sys").join(name);
+        let mut all = SYSCTLS.lock().unwrap_or_else(|e| e.into_inner());
+        match all.get_mut(name) {
+            Some((n, _)) => *n += 1,
+            None => {
+                let old = fs::read_to_string(&path).ok()?;
+                fs::write(&path, value).ok()?;
+                all.insert(name.to_string(), (1, old.trim().to_string()));
+            }
+        }
+        Some(Sysctl {
+            name: name.to_string(),
+        })
+    }
+}
+
+impl Drop for Sysctl {
+    fn drop(&mut self) {
+        let mut all = SYSCTLS.lock().unwrap_or_else(|e| e.into_inner());
+        let last = match all.get_mut(&self.name) {
+            Some((n, _)) => {
+                *n -= 1;
+                *n == 0
+            }
+            None => false,
+        };
+        if last {
+            if let Some((_, old)) = all.remove(&self.name) {
+                let _ = fs::write(Path::new("/proc/sys").join(&self.name), old);
+            }
+        }
+    }
+}
