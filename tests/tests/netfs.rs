@@ -278,7 +278,7 @@ fn scan_counts_a_network_file_system() {
     assert_eq!(v["files"], 300, "{v}");
     assert_eq!(v["dirs"], 11, "{v}");
     assert_eq!(v["profile"]["class"], "network", "{v}");
-    assert_eq!(v["threads"], 32, "{v}");
+    assert_eq!(v["threads"], 64, "{v}");
 }
 
 #[test]

@@ -80,8 +80,8 @@ fn tree_is_governed_only_when_asked_or_on_a_slow_or_shared_file_system() {
         .unwrap();
     util::assert_success(&out);
     let v: Value = serde_json::from_slice(&out.stdout).unwrap();
-    assert_eq!(v["profile"]["workers"], 32, "{v}");
-    assert_eq!(v["pace"]["workers_max"], 32, "{v}");
+    assert_eq!(v["profile"]["workers"], 64, "{v}");
+    assert_eq!(v["pace"]["workers_max"], 64, "{v}");
     tree(&s, 200);
     let out = s
         .rm(&["-r", "--max-latency", "20ms", "--json", "t"])
