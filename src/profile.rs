@@ -67,6 +67,9 @@ pub struct Profile {
     pub governed: bool,
     /// "detected", or "--profile" when given.
     pub source: &'static str,
+    /// What changed a default, and why (a disk that says rotational but is fast).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub note: Option<String>,
 }
 
 /// Operations a network file system keeps in flight by default: a Linux NFS client's slot
@@ -191,6 +194,7 @@ impl Profile {
             stat_small_dirs,
             governed,
             source,
+            note: None,
         }
     }
 
@@ -217,7 +221,11 @@ impl Profile {
             } else {
                 ", small directories not stated"
             }
-        )
+        ) + &self
+            .note
+            .as_ref()
+            .map(|n| format!("; {n}"))
+            .unwrap_or_default()
     }
 }
 

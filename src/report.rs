@@ -182,11 +182,7 @@ impl Summary {
             s.push_str("\n  profile: ");
             s.push_str(&p.human());
         }
-        if let Some(p) = self
-            .pace
-            .as_ref()
-            .filter(|p| p.windows > 0 || p.not_governed.is_some())
-        {
+        if let Some(p) = self.pace.as_ref().filter(|p| p.windows > 0) {
             s.push_str("\n  governed: ");
             s.push_str(&p.human());
         }

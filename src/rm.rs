@@ -227,7 +227,7 @@ pub fn run(req: &Request) -> Summary {
     let done = AtomicBool::new(false);
     let mut engine = req.engine.clone();
     // The file system's profile decides the defaults (the first tree's).
-    let profile = trees.first().map(|t| match req.profile {
+    let mut profile = trees.first().map(|t| match req.profile {
         Some(class) => Profile::named(class, &*t.base),
         None => Profile::detect(&*t.base),
     });
@@ -236,6 +236,30 @@ pub fn run(req: &Request) -> Summary {
     }
     if let Some(on) = req.small_dir_stats {
         engine.stat_small_dirs = on;
+    }
+    // A disk that only says it is rotational (virtio, loop devices do) is governed by default
+    // only if, idle, it answers like one: measured before the removal starts.
+    if let Some(p) = profile.as_mut().filter(|p| {
+        p.governed
+            && p.class == Class::Rotational
+            && p.source == "detected"
+            && !req.pace_trees
+            && !req.engine.dry_run
+            && !req.pacing.is_fast()
+    }) {
+        let idle = trees
+            .first()
+            .and_then(|t| crate::pace::tree::idle_p90(&*t.base));
+        if idle.map_or(true, |d| d < crate::profile::SLOW_DISK_P90) {
+            p.governed = false;
+            p.note = Some(match idle {
+                Some(d) => format!(
+                    "says rotational but answers like an SSD (idle p90 {:.2} ms): not governed",
+                    d.as_secs_f64() * 1e3
+                ),
+                None => "says rotational; no latency probe here: not governed".into(),
+            });
+        }
     }
     // Trees are governed when asked (`--max-latency`) or by the profile's default (rotational
     // disks, network file systems): a governor thread halves the active workers when the
@@ -251,12 +275,6 @@ pub fn run(req: &Request) -> Summary {
     if paced {
         engine.gate = Some(Arc::new(crate::walk::Gate::new(engine.threads)));
     }
-    // A disk that only says it is rotational is governed once the probe confirms it is slow.
-    let only_if_slow = (!req.pace_trees
-        && profile
-            .as_ref()
-            .is_some_and(|p| p.class == Class::Rotational && p.source == "detected"))
-    .then_some(crate::profile::SLOW_DISK_P90);
     // Large files inside the trees are shrunk like named ones (when pacing is on).
     let tree_files = (!req.pacing.is_fast() && !req.engine.dry_run)
         .then(|| Arc::new(shrink::TreeFiles::new(req.pacing.clone(), false)));
@@ -271,7 +289,6 @@ pub fn run(req: &Request) -> Summary {
                 let knobs = crate::pace::tree::Knobs {
                     throttle,
                     gate: engine.gate.as_deref(),
-                    only_if_slower_than: only_if_slow,
                 };
                 let (pacing, counters, done) = (&req.pacing, &counters, &done);
                 Some(

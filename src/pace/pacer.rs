@@ -62,9 +62,6 @@ pub struct PaceReport {
     pub workers_min: Option<usize>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub workers_final: Option<usize>,
-    /// Why a governor that could have run did not steer.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub not_governed: Option<String>,
 }
 
 impl PaceReport {
@@ -89,9 +86,6 @@ impl PaceReport {
         }
         if let Some(e) = &self.probe_error {
             s.push_str(&format!("; no latency probe: {e}"));
-        }
-        if let Some(why) = &self.not_governed {
-            s.push_str(&format!("; not governed: {why}"));
         }
         s
     }

@@ -3,9 +3,8 @@
 //! missed window it halves the active workers (down to one); with one worker left, it holds the
 //! shared unlink rate to half of what the window achieved. On good windows it gives the rate
 //! back first (up by a sixteenth, additive), then one worker at a time. An idle disk never
-//! misses, so nothing engages and the tree goes at full speed. On a disk that only says it is
-//! rotational it governs once the probe's idle latency confirms a slow disk. It only reads the
-//! counters and sets the gate and the throttle.
+//! misses, so nothing engages and the tree goes at full speed. It only reads the counters and
+//! sets the gate and the throttle.
 
 use std::os::fd::AsFd;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -23,13 +22,20 @@ const WINDOW: Duration = Duration::from_millis(250);
 /// The limit never goes below this many unlinks per second.
 const MIN_RATE: f64 = 20.0;
 
+/// The idle latency of the probe on the file system of `dir` (p90 of a few synchronous writes,
+/// taken before any removal starts): whether a disk that says it is rotational really answers
+/// like one. A removal's own journal traffic would inflate a baseline taken while it runs.
+pub fn idle_p90(dir: impl AsFd) -> Option<Duration> {
+    let probe = Probe::start(&dir, Spacing::default()).ok()?;
+    let samples = super::pacer::baseline(&probe, crate::profile::SLOW_DISK_P90);
+    percentile(&sorted(&samples), 90.0)
+}
+
 /// What the governor steers.
 pub struct Knobs<'a> {
     pub throttle: &'a Throttle,
     /// The walk's active workers (`None`: the rate only).
     pub gate: Option<&'a Gate>,
-    /// Govern only if the idle probe shows a slow disk (p90 at least this).
-    pub only_if_slower_than: Option<Duration>,
 }
 
 /// Watches the probe and steers the knobs until `done` is set; returns the books.
@@ -60,16 +66,6 @@ pub fn run(
     // are light, and holding the removal back for it would cost every small run.
     let base = baseline_until(&probe, target / 4, &|| done.load(Ordering::Relaxed));
     let base_p90 = percentile(&sorted(&base), 90.0);
-    if let (Some(slow), Some(p90)) = (knobs.only_if_slower_than, base_p90) {
-        if p90 < slow {
-            report.probe_before = LatencyStats::of(&base);
-            report.not_governed = Some(format!(
-                "the disk says it is rotational but answers like an SSD (idle p90 {:.2} ms)",
-                p90.as_secs_f64() * 1e3
-            ));
-            return report;
-        }
-    }
     let max_workers = knobs.gate.map_or(1, Gate::limit);
     report.workers_max = knobs.gate.map(|_| max_workers);
     report.workers_min = report.workers_max;

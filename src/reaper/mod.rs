@@ -635,7 +635,12 @@ fn free_tree(
     // governor.
     let profile = crate::profile::Profile::detect(&**probe_dir);
     engine.apply(&profile, engine.threads != 0);
-    let paced = (pacing.pace_trees || profile.governed) && !pacing.fast;
+    // A disk that only says it is rotational is governed only if, idle, it answers like one.
+    let slow_enough = profile.class != crate::profile::Class::Rotational
+        || pacing.pace_trees
+        || crate::pace::tree::idle_p90(&**probe_dir)
+            .is_some_and(|d| d >= crate::profile::SLOW_DISK_P90);
+    let paced = (pacing.pace_trees || (profile.governed && slow_enough)) && !pacing.fast;
     let tree_files =
         (!pacing.fast).then(|| Arc::new(shrink::TreeFiles::new(to_pacing(pacing), true)));
     if let Some(tf) = &tree_files {
@@ -647,8 +652,6 @@ fn free_tree(
     if paced {
         engine.gate = Some(Arc::new(crate::walk::Gate::new(engine.threads)));
     }
-    let only_if_slow = (!pacing.pace_trees && profile.class == crate::profile::Class::Rotational)
-        .then_some(crate::profile::SLOW_DISK_P90);
     let done = AtomicBool::new(false);
     let sink = remove::Quiet;
     let outcome = std::thread::scope(|s| {
@@ -662,7 +665,6 @@ fn free_tree(
                 let knobs = crate::pace::tree::Knobs {
                     throttle: &throttle,
                     gate: gate.as_deref(),
-                    only_if_slower_than: only_if_slow,
                 };
                 crate::pace::tree::run(&*dir, &p, &knobs, counters, done)
             });
