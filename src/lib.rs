@@ -9,6 +9,7 @@ pub mod dirfd;
 pub mod error;
 pub mod fdcache;
 pub mod generate;
+pub mod gnu;
 pub mod interrupt;
 pub mod limits;
 pub mod locks;

@@ -15,6 +15,11 @@ fn main() -> ExitCode {
     reclaim::quote::utf8_locale();
     // `reclaim` in ps/pgrep/top, also when started as /proc/self/exe (a reaper, a child).
     let _ = rustix::thread::set_name(c"reclaim");
+    // Through a link or copy named `rm`, reclaim is GNU rm (src/gnu/).
+    let mut argv = std::env::args_os();
+    if let Some(argv0) = argv.next().filter(|a| reclaim::gnu::invoked_as_rm(a)) {
+        return reclaim::gnu::main(&argv0, &argv.collect::<Vec<_>>());
+    }
     let cli = Cli::parse();
     let config = match reclaim::config::Config::load() {
         Ok(c) => c,

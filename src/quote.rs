@@ -14,6 +14,31 @@ pub fn quote(path: impl AsRef<OsStr>) -> String {
     quote_bytes(path.as_ref().as_bytes(), utf8_locale())
 }
 
+/// `path` as gnulib's `shell-escape` style shows it: as it is when a shell would read it
+/// back unchanged (`-foo`, `a.b`), otherwise as `quote` does (GNU's dash hint, `quotef`).
+pub fn quote_if_needed(path: impl AsRef<OsStr>) -> String {
+    let bytes = path.as_ref().as_bytes();
+    let Ok(s) = std::str::from_utf8(bytes) else {
+        return quote(path);
+    };
+    let utf8 = utf8_locale();
+    let plain = !s.is_empty()
+        && s.char_indices().all(|(i, c)| match c {
+            '#' | '~' => i != 0,
+            '{' | '}' => s.len() != 1,
+            '%' | '+' | ',' | '-' | '.' | '/' | ':' | '@' | ']' | '_' => true,
+            c if c.is_ascii_alphanumeric() => true,
+            c if c.is_ascii() => false,
+            // SAFETY: iswprint reads libc's locale tables; no memory of ours.
+            c => utf8 && unsafe { iswprint(c as u32) } != 0,
+        });
+    if plain {
+        s.to_string()
+    } else {
+        quote(path)
+    }
+}
+
 /// Whether the character set of the locale (LC_ALL, LC_CTYPE, LANG) is UTF-8: then printable
 /// non-ASCII characters are shown as they are; otherwise every byte above 0x7f is escaped.
 pub fn utf8_locale() -> bool {

@@ -358,6 +358,28 @@ impl Visitor for Remover<'_> {
                 self.fail(node.path(), Reason::Changed, parent_node);
                 Next::Keep
             }
+            // A directory that cannot be read may still be empty: rmdir needs only the
+            // parent (as GNU rm does for `mkdir -m0 d; rm -rf d`). If it is not empty, the
+            // reason to say is why it could not be read.
+            NotOpened::Os(e @ (Errno::ACCESS | Errno::PERM)) if !self.opts.dry_run => {
+                match unlinkat(parent, node.name(), AtFlags::REMOVEDIR) {
+                    Ok(()) | Err(Errno::NOENT) => {
+                        self.counters.dirs.fetch_add(1, Ordering::Relaxed);
+                        if self.sink.wants_removed() {
+                            self.sink.removed(&node.path(), true);
+                        }
+                        Next::Done
+                    }
+                    Err(r) => {
+                        let shown = match r {
+                            Errno::NOTEMPTY | Errno::ISDIR | Errno::NOTDIR | Errno::EXIST => e,
+                            r => r,
+                        };
+                        self.fail(node.path(), Reason::Os(shown), parent_node);
+                        Next::Keep
+                    }
+                }
+            }
             NotOpened::Os(e) => {
                 self.fail(node.path(), Reason::Os(e), parent_node);
                 Next::Keep

@@ -1,0 +1,40 @@
+//! Asking on the terminal as GNU `rm` does: the file type in gnulib's words, and an answer
+//! read as `yesno` reads it in the C locale (a line starting with `y` or `Y` is yes; anything
+//! else, or end of input, is no).
+
+use rustix::fs::FileType;
+
+use crate::dirfd::Facts;
+
+/// gnulib's `file_type`: what the prompt calls the file.
+pub fn file_type_name(f: &Facts) -> &'static str {
+    match f.file_type {
+        FileType::RegularFile if f.size == 0 => "regular empty file",
+        FileType::RegularFile => "regular file",
+        FileType::Directory => "directory",
+        FileType::Symlink => "symbolic link",
+        FileType::Fifo => "fifo",
+        FileType::Socket => "socket",
+        FileType::CharacterDevice => "character special file",
+        FileType::BlockDevice => "block special file",
+        FileType::Unknown => "weird file",
+    }
+}
+
+/// Reads one answer line from stdin, a byte at a time, so nothing after the line is consumed
+/// (a script's next command reads the rest of its input, as after GNU `rm`).
+pub fn yes_or_no() -> bool {
+    let mut line = Vec::new();
+    let stdin = std::io::stdin();
+    let mut byte = [0u8; 1];
+    loop {
+        match rustix::io::read(&stdin, &mut byte) {
+            Ok(0) => break,
+            Ok(_) if byte[0] == b'\n' => break,
+            Ok(_) => line.push(byte[0]),
+            Err(rustix::io::Errno::INTR) => {}
+            Err(_) => break,
+        }
+    }
+    matches!(line.first(), Some(b'y' | b'Y'))
+}
