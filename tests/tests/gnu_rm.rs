@@ -4,13 +4,14 @@
 //! uid, stdin (answers to prompts typed on a pseudo-terminal) and environment (`LC_ALL=C`),
 //! and stdout, stderr, the exit code and the resulting tree must be identical.
 //!
-//! - `generated_scenarios_match_gnu_rm`: proptest scenarios (`GNU_RM_CASES`, default 48);
+//! - `generated_scenarios_match_gnu_rm`: proptest scenarios (`GNU_RM_CASES`, default 400);
 //!   a difference is shrunk to a minimal one and printed as a shell reproduction with both
-//!   outputs side by side. `generated_scenarios_match_gnu_rm_thousands` (ignored) runs 3000.
-//! - `generated_scenarios_report`: `GNU_RM_REPORT_CASES` (default 150) scenarios from a fixed
+//!   outputs side by side. `generated_scenarios_match_gnu_rm_thousands` (ignored) runs 5000.
+//! - `generated_scenarios_report`: `GNU_RM_REPORT_CASES` (default 500) scenarios from a fixed
 //!   seed (`GNU_RM_SEED`), all run, then a summary: how many ran, how many matched, and the
 //!   categories that differ, with the smallest example of each.
-//! - `harness_gnu_against_itself_always_matches`: the harness's own check: with GNU on both
+//! - `harness_gnu_against_itself_always_matches` (`GNU_RM_SELF_CASES`, default 300): the
+//!   harness's own check: with GNU on both
 //!   sides every generated scenario must match (readdir order, prompts, paths are
 //!   deterministic), so a difference against reclaim is reclaim's.
 //! - One hand-written test per finding of issue 13; each first checks that GNU really does
@@ -32,8 +33,8 @@ use proptest::sample::{select, Index};
 use proptest::test_runner::{Config, RngAlgorithm, TestCaseError, TestError, TestRng, TestRunner};
 
 use harness::{
-    category, check, command_line, explain, gnu_available, weight, Attr, Caps, Fs, Kind, Node,
-    NotRun, Outcome, Scenario, SideSnapshot, Stdin, User, World, W,
+    category, check, command_line, explain, gnu_available, verdict, weight, Attr, Caps, Fs, Kind,
+    Node, NotRun, Outcome, Scenario, SideSnapshot, Stdin, User, World, W,
 };
 
 // ---------------------------------------------------------------------------------------------
@@ -55,6 +56,7 @@ fn name() -> impl Strategy<Value = Vec<u8>> {
         2 => Just(b"-foo".to_vec()),
         1 => Just(b"with space".to_vec()),
         1 => Just(b"it's".to_vec()),
+        1 => Just(b"q\"uote".to_vec()),
         1 => Just(b"new\nline".to_vec()),
         1 => Just(b"\xff\xferaw".to_vec()),
         1 => Just(b"-".to_vec()),
@@ -268,7 +270,7 @@ enum Tok {
     Opt(Vec<u8>),
     /// A path of the tree (or of the extras: missing names, `.`, `..`), spelled somehow.
     Operand(Index, Spelling),
-    /// `/`, `//`, `///` (only with symlinks to `/`, in the read-only world).
+    /// `/`, `//`, `///`, `/.`, `/..` (only with symlinks to `/`, in the read-only world).
     RootLike(&'static str),
 }
 
@@ -277,7 +279,7 @@ fn tokens(special: Special) -> BoxedStrategy<Vec<Tok>> {
     let operand = if special == Special::RootLinks {
         prop_oneof![
             8 => operand,
-            1 => select(vec!["/", "//", "///"]).prop_map(Tok::RootLike),
+            1 => select(vec!["/", "//", "///", "/.", "/.."]).prop_map(Tok::RootLike),
         ]
         .boxed()
     } else {
@@ -418,32 +420,36 @@ fn run_generated(test: &str, cases: u32) {
     let config = Config {
         cases,
         failure_persistence: None,
-        max_shrink_iters: 400,
-        max_shrink_time: 40_000,
+        max_shrink_iters: 4000,
+        max_shrink_time: 45_000,
         ..Config::default()
     };
     let mut runner = TestRunner::new(config);
     let world = std::cell::RefCell::new(&mut world);
-    let (mut ran, mut skipped) = (0u32, 0u32);
-    let counts = std::cell::RefCell::new((&mut ran, &mut skipped));
+    let (ran, skipped) = (std::cell::Cell::new(0u32), std::cell::Cell::new(0u32));
     let result = runner.run(&scenario(caps), |sc| {
         match world.borrow_mut().run(&sc) {
             Err(NotRun::Skipped(_)) => {
-                *counts.borrow_mut().1 += 1;
+                skipped.set(skipped.get() + 1);
                 Ok(())
             }
-            Err(NotRun::Refused(why)) => Err(TestCaseError::fail(why)),
+            // Never run: a spelling whose resolution leaves the side (a missing name below a
+            // symlink to `/`). Rare; proptest counts it as a rejected input.
+            Err(NotRun::Refused(why)) => Err(TestCaseError::reject(why)),
             Ok(c) => {
-                *counts.borrow_mut().0 += 1;
+                ran.set(ran.get() + 1);
                 if c.differs.is_empty() {
                     Ok(())
                 } else {
-                    Err(TestCaseError::fail(format!("differs in {}", c.differs.join(", "))))
+                    Err(TestCaseError::fail(format!(
+                        "differs in {}",
+                        c.differs.join(", ")
+                    )))
                 }
             }
         }
     });
-    drop(counts);
+    let (ran, skipped) = (ran.get(), skipped.get());
     match result {
         Ok(()) => eprintln!("{test}: {ran} scenarios matched GNU rm ({skipped} skipped)"),
         Err(TestError::Fail(why, sc)) => {
@@ -462,7 +468,10 @@ fn run_generated(test: &str, cases: u32) {
 
 #[test]
 fn generated_scenarios_match_gnu_rm() {
-    run_generated("generated_scenarios_match_gnu_rm", env_u32("GNU_RM_CASES", 48));
+    run_generated(
+        "generated_scenarios_match_gnu_rm",
+        env_u32("GNU_RM_CASES", 400),
+    );
 }
 
 #[test]
@@ -470,7 +479,7 @@ fn generated_scenarios_match_gnu_rm() {
 fn generated_scenarios_match_gnu_rm_thousands() {
     run_generated(
         "generated_scenarios_match_gnu_rm_thousands",
-        env_u32("GNU_RM_CASES", 3000),
+        env_u32("GNU_RM_CASES", 5000),
     );
 }
 
@@ -498,7 +507,11 @@ struct Tally {
 }
 
 fn first_line(o: &Outcome) -> String {
-    let b = if o.stderr.is_empty() { &o.stdout } else { &o.stderr };
+    let b = if o.stderr.is_empty() {
+        &o.stdout
+    } else {
+        &o.stderr
+    };
     let l = b.split(|&c| c == b'\n').next().unwrap_or(b"");
     let mut s = String::from_utf8_lossy(l).into_owned();
     if s.len() > 70 {
@@ -547,7 +560,11 @@ fn report(test: &str, world: &mut World, scenarios: &[Scenario]) -> (usize, usiz
         }
     }
     let mut s = String::new();
-    let pct = if ran > 0 { 100.0 * matched as f64 / ran as f64 } else { 0.0 };
+    let pct = if ran > 0 {
+        100.0 * matched as f64 / ran as f64
+    } else {
+        0.0
+    };
     let _ = writeln!(
         s,
         "GNU rm differential: {} scenarios generated, {ran} ran, {matched} matched ({pct:.1}%), {} differ",
@@ -558,13 +575,19 @@ fn report(test: &str, world: &mut World, scenarios: &[Scenario]) -> (usize, usiz
         let _ = writeln!(s, "  skipped {n}: {why}");
     }
     if refused > 0 {
-        let _ = writeln!(s, "  refused by the harness (outside the scratch): {refused}");
+        let _ = writeln!(
+            s,
+            "  refused by the harness (outside the scratch): {refused}"
+        );
     }
     if !matched_cats.is_empty() {
         let _ = writeln!(s, "matched by category: {matched_cats:?}");
     }
     if !cats.is_empty() {
-        let _ = writeln!(s, "differences by category (what GNU did; which outputs differ):");
+        let _ = writeln!(
+            s,
+            "differences by category (what GNU did; which outputs differ):"
+        );
     }
     let mut examples = String::new();
     for (cat, t) in &cats {
@@ -586,9 +609,11 @@ fn generated_scenarios_report() {
         return;
     }
     let mut world = World::new();
-    let scenarios = sample(world.caps, env_u32("GNU_RM_REPORT_CASES", 150));
+    let scenarios = sample(world.caps, env_u32("GNU_RM_REPORT_CASES", 500));
     let (ran, matched, summary) = report(test, &mut world, &scenarios);
-    eprintln!("{summary}");
+    if ran == matched {
+        eprintln!("{summary}");
+    }
     assert_eq!(ran, matched, "{test}:\n{summary}");
 }
 
@@ -602,7 +627,7 @@ fn harness_gnu_against_itself_always_matches() {
     }
     let mut world = World::new();
     world.program = Some(harness::gnu_rm());
-    let mut scenarios = sample(world.caps, env_u32("GNU_RM_SELF_CASES", 60));
+    let mut scenarios = sample(world.caps, env_u32("GNU_RM_SELF_CASES", 300));
     // Make sure prompts on a terminal are among them.
     for sc in scenarios.iter_mut().take(10) {
         sc.stdin = Stdin::Pty(vec![b"y".to_vec(), b"n".to_vec(), b"yes".to_vec()]);
@@ -645,22 +670,34 @@ fn gnu_does(
 ) -> impl FnOnce(&Outcome, &SideSnapshot) -> Result<(), String> {
     let (stdout, stderr) = (stdout.to_string(), stderr.to_string());
     move |o, _| {
-        let got = (o.code, String::from_utf8_lossy(&o.stdout), String::from_utf8_lossy(&o.stderr));
+        let got = (
+            o.code,
+            String::from_utf8_lossy(&o.stdout),
+            String::from_utf8_lossy(&o.stderr),
+        );
         if (got.0, got.1.as_ref(), got.2.as_ref()) == (code, stdout.as_str(), stderr.as_str()) {
             Ok(())
         } else {
-            Err(format!("expected exit {code}, stdout {stdout:?}, stderr {stderr:?}"))
+            Err(format!(
+                "expected exit {code}, stdout {stdout:?}, stderr {stderr:?}"
+            ))
         }
     }
 }
 
 /// GNU exits with `code` and leaves exactly these paths (relative to the side: `w/...`).
-fn gnu_leaves(code: i32, left: &[&str]) -> impl FnOnce(&Outcome, &SideSnapshot) -> Result<(), String> {
+fn gnu_leaves(
+    code: i32,
+    left: &[&str],
+) -> impl FnOnce(&Outcome, &SideSnapshot) -> Result<(), String> {
     let left: Vec<String> = left.iter().map(|s| s.to_string()).collect();
     gnu_leaves_owned(code, left)
 }
 
-fn gnu_leaves_owned(code: i32, left: Vec<String>) -> impl FnOnce(&Outcome, &SideSnapshot) -> Result<(), String> {
+fn gnu_leaves_owned(
+    code: i32,
+    left: Vec<String>,
+) -> impl FnOnce(&Outcome, &SideSnapshot) -> Result<(), String> {
     let mut want: Vec<Vec<u8>> = vec![b"".to_vec(), b"bin".to_vec(), b"bin/rm".to_vec()];
     want.extend(left.iter().map(|p| p.as_bytes().to_vec()));
     want.sort();
@@ -669,10 +706,7 @@ fn gnu_leaves_owned(code: i32, left: Vec<String>) -> impl FnOnce(&Outcome, &Side
         if o.code == code && got == want {
             Ok(())
         } else {
-            Err(format!(
-                "expected exit {code} and {:?} left",
-                left
-            ))
+            Err(format!("expected exit {code} and {:?} left", left))
         }
     }
 }
@@ -682,24 +716,15 @@ fn ok_any(_: &Outcome, _: &SideSnapshot) -> Result<(), String> {
 }
 
 /// Runs several scenarios of one test and reports every difference at once.
-fn check_all(test: &str, world: &mut World, cases: Vec<(Scenario, Box<dyn FnOnce(&Outcome, &SideSnapshot) -> Result<(), String>>)>) {
-    let mut failures = Vec::new();
-    for (scenario, expect) in cases {
-        let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-            check(world, test, &scenario, expect);
-        }));
-        if let Err(e) = r {
-            let msg = e
-                .downcast_ref::<String>()
-                .cloned()
-                .or_else(|| e.downcast_ref::<&str>().map(|s| s.to_string()))
-                .unwrap_or_default();
-            failures.push(msg);
-        }
-    }
+fn check_all(test: &str, world: &mut World, cases: Vec<(Scenario, Expect)>) {
+    let total = cases.len();
+    let failures: Vec<String> = cases
+        .into_iter()
+        .filter_map(|(scenario, expect)| verdict(world, test, &scenario, expect).err())
+        .collect();
     assert!(
         failures.is_empty(),
-        "{test}: {} of the scenarios failed:\n\n{}",
+        "{test}: {} of {total} scenarios failed:\n\n{}",
         failures.len(),
         failures.join("\n\n")
     );
@@ -732,7 +757,11 @@ fn gnu_force_ignores_enotdir() {
             (sc(t(), &["-rf", "f/x", "f/"]), bx(gnu_does(0, "", ""))),
             (
                 sc(t(), &["f/x"]),
-                bx(gnu_does(1, "", "rm: cannot remove 'f/x': Not a directory\n")),
+                bx(gnu_does(
+                    1,
+                    "",
+                    "rm: cannot remove 'f/x': Not a directory\n",
+                )),
             ),
         ],
     );
@@ -759,10 +788,13 @@ fn gnu_rf_removes_unreadable_empty_directories() {
         test,
         &mut w,
         vec![
-            (sc(tree(), &["-rf", "d", "d2", "t"]).as_other(), bx(gnu_leaves(0, &["w"]))),
-            (sc(tree(), &["-r", "d"]).as_other(), bx(gnu_does(0, "", ""))),
             (
-                sc(tree(), &["-rv", "t"]).as_other(),
+                sc(tree(), &["-rf", "d", "d2", "t"]).by_other(),
+                bx(gnu_leaves(0, &["w"])),
+            ),
+            (sc(tree(), &["-r", "d"]).by_other(), bx(gnu_does(0, "", ""))),
+            (
+                sc(tree(), &["-rv", "t"]).by_other(),
                 bx(gnu_leaves(0, &["w", "w/d", "w/d2"])),
             ),
         ],
@@ -782,20 +814,24 @@ fn gnu_search_only_parent_directories() {
         vec![
             // chmod 0300 p; rm p/f
             (
-                sc(vec![dm("p", 0o300), f("p/f")], &["p/f"]).as_other(),
+                sc(vec![dm("p", 0o300), f("p/f")], &["p/f"]).by_other(),
                 bx(gnu_leaves(0, &["w", "w/p"])),
             ),
             (
-                sc(vec![dm("p", 0o100), d("p/q"), f("p/q/f")], &["-r", "p/q"]).as_other(),
+                sc(vec![dm("p", 0o100), d("p/q"), f("p/q/f")], &["-r", "p/q"]).by_other(),
                 bx(ok_any),
             ),
             // A tree whose top directory is only searchable.
             (
-                sc(vec![dm("t", 0o300), f("t/f"), d("t/s"), f("t/s/g")], &["-r", "t"]).as_other(),
+                sc(
+                    vec![dm("t", 0o300), f("t/f"), d("t/s"), f("t/s/g")],
+                    &["-r", "t"],
+                )
+                .by_other(),
                 bx(ok_any),
             ),
             (
-                sc(vec![dm("t", 0o311), d("t/s"), f("t/s/g")], &["-rf", "t/s"]).as_other(),
+                sc(vec![dm("t", 0o311), d("t/s"), f("t/s/g")], &["-rf", "t/s"]).by_other(),
                 bx(gnu_leaves(0, &["w", "w/t"])),
             ),
         ],
@@ -815,8 +851,14 @@ fn gnu_symlink_to_root_is_removed_as_a_link() {
         vec![
             (sc(vec![l("l", "/")], &["l"]), bx(gnu_does(0, "", ""))),
             (sc(vec![l("l", "/")], &["-r", "l"]), bx(gnu_does(0, "", ""))),
-            (sc(vec![l("l", "/")], &["-rfv", "l"]), bx(gnu_does(0, "removed 'l'\n", ""))),
-            (sc(vec![l("l", "//")], &["-d", "l"]), bx(gnu_does(0, "", ""))),
+            (
+                sc(vec![l("l", "/")], &["-rfv", "l"]),
+                bx(gnu_does(0, "removed 'l'\n", "")),
+            ),
+            (
+                sc(vec![l("l", "//")], &["-d", "l"]),
+                bx(gnu_does(0, "", "")),
+            ),
             (
                 sc(vec![d("t"), l("t/root", "/"), f("t/f")], &["-r", "t"]),
                 bx(gnu_leaves(0, &["w"])),
@@ -848,17 +890,31 @@ fn gnu_verbose_order_and_paths() {
         test,
         &mut w,
         vec![
-            (sc(vec![d("a"), f("a/x")], &["-rv", "a///"]), bx(gnu_does(
-                0,
-                "removed 'a/x'\nremoved directory 'a/'\n",
-                "",
-            ))),
-            (sc(tree(), &["-rv", "a//", "c/", "e"]), bx(gnu_leaves(0, &["w"]))),
-            (sc(tree(), &["-rv", "e", "c", "a"]), bx(gnu_leaves(0, &["w"]))),
+            (
+                sc(vec![d("a"), f("a/x")], &["-rv", "a///"]),
+                bx(gnu_does(0, "removed 'a/x'\nremoved directory 'a/'\n", "")),
+            ),
+            (
+                sc(tree(), &["-rv", "a//", "c/", "e"]),
+                bx(gnu_leaves(0, &["w"])),
+            ),
+            (
+                sc(tree(), &["-rv", "e", "c", "a"]),
+                bx(gnu_leaves(0, &["w"])),
+            ),
             (sc(tree(), &["-rv", "./c", "a/b/"]), bx(ok_any)),
-            (sc(tree(), &["-v", "e", "missing", "a", "c/z"]), bx(gnu_leaves(1, &["w", "w/a", "w/a/b", "w/a/b/y", "w/a/l", "w/a/x", "w/c"]))),
+            (
+                sc(tree(), &["-v", "e", "missing", "a", "c/z"]),
+                bx(gnu_leaves(
+                    1,
+                    &["w", "w/a", "w/a/b", "w/a/b/y", "w/a/l", "w/a/x", "w/c"],
+                )),
+            ),
             (sc(tree(), &["-dv", "c/z", "c", "e"]), bx(ok_any)),
-            (sc(tree(), &["-rv", &format!("{W}/a"), "c"]), bx(gnu_leaves(0, &["w", "w/e"]))),
+            (
+                sc(tree(), &["-rv", &format!("{W}/a"), "c"]),
+                bx(gnu_leaves(0, &["w", "w/e"])),
+            ),
         ],
     );
 }
@@ -900,10 +956,17 @@ fn gnu_errors_once_in_order_without_recap() {
             &mut w,
             vec![(
                 sc(
-                    vec![d("t"), dm("t/ro", 0o555), f("t/ro/f"), f("t/g"), d("u"), f("u/h")],
+                    vec![
+                        d("t"),
+                        dm("t/ro", 0o555),
+                        f("t/ro/f"),
+                        f("t/g"),
+                        d("u"),
+                        f("u/h"),
+                    ],
                     &["-r", "t", "u", "missing"],
                 )
-                .as_other(),
+                .by_other(),
                 bx(gnu_does(
                     1,
                     "",
@@ -929,11 +992,22 @@ fn gnu_repeated_argument_is_missing_the_second_time() {
         vec![
             (
                 sc(t(), &["-r", "t", "t"]),
-                bx(gnu_does(1, "", "rm: cannot remove 't': No such file or directory\n")),
+                bx(gnu_does(
+                    1,
+                    "",
+                    "rm: cannot remove 't': No such file or directory\n",
+                )),
             ),
             (sc(t(), &["-rf", "t", "t"]), bx(gnu_does(0, "", ""))),
             (sc(t(), &["-rv", "t", "t/"]), bx(ok_any)),
-            (sc(vec![f("a")], &["a", "./a"]), bx(gnu_does(1, "", "rm: cannot remove './a': No such file or directory\n"))),
+            (
+                sc(vec![f("a")], &["a", "./a"]),
+                bx(gnu_does(
+                    1,
+                    "",
+                    "rm: cannot remove './a': No such file or directory\n",
+                )),
+            ),
         ],
     );
 }
@@ -947,20 +1021,61 @@ fn gnu_every_listed_option_is_accepted() {
     let mut w = World::new();
     let mut cases = Vec::new();
     for opt in [
-        "-f", "-i", "-I", "-r", "-R", "-d", "-v", "--recursive", "--dir", "--verbose", "--force",
-        "--interactive", "--interactive=never", "--interactive=no", "--interactive=none",
-        "--interactive=once", "--interactive=always", "--interactive=yes", "--one-file-system",
-        "--preserve-root", "--preserve-root=all", "--no-preserve-root", "--rec", "--verb",
-        "--no-preserve-root", "-rf", "-fv", "-Rdv", "--help", "--version",
+        "-f",
+        "-i",
+        "-I",
+        "-r",
+        "-R",
+        "-d",
+        "-v",
+        "--recursive",
+        "--dir",
+        "--verbose",
+        "--force",
+        "--interactive",
+        "--interactive=never",
+        "--interactive=no",
+        "--interactive=none",
+        "--interactive=once",
+        "--interactive=always",
+        "--interactive=yes",
+        "--one-file-system",
+        "--preserve-root",
+        "--preserve-root=all",
+        "--no-preserve-root",
+        "--rec",
+        "--verb",
+        "--no-preserve-root",
+        "-rf",
+        "-fv",
+        "-Rdv",
+        "--help",
+        "--version",
     ] {
         cases.push((sc(vec![fc("f", "x"), d("d")], &[opt, "f", "d"]), bx(ok_any)));
-        cases.push((sc(vec![fc("f", "x"), d("d")], &["f", opt, "--", "d"]), bx(ok_any)));
+        cases.push((
+            sc(vec![fc("f", "x"), d("d")], &["f", opt, "--", "d"]),
+            bx(ok_any),
+        ));
     }
     // Prompting options on a terminal, answered.
-    for opt in ["-i", "-I", "--interactive", "--interactive=once", "--interactive=always"] {
+    for opt in [
+        "-i",
+        "-I",
+        "--interactive",
+        "--interactive=once",
+        "--interactive=always",
+    ] {
         cases.push((
-            sc(vec![f("f"), f("g"), f("h"), f("k"), d("d"), f("d/x")], &[opt, "-r", "f", "g", "h", "k", "d"])
-                .stdin(Stdin::Pty(vec![b"y".to_vec(), b"n".to_vec(), b"y".to_vec()])),
+            sc(
+                vec![f("f"), f("g"), f("h"), f("k"), d("d"), f("d/x")],
+                &[opt, "-r", "f", "g", "h", "k", "d"],
+            )
+            .stdin(Stdin::Pty(vec![
+                b"y".to_vec(),
+                b"n".to_vec(),
+                b"y".to_vec(),
+            ])),
             bx(ok_any),
         ));
     }
@@ -1055,12 +1170,24 @@ fn gnu_refuses_root_with_its_messages() {
         &mut w,
         vec![
             (sc(vec![f("a")], &["-r", "/"]), bx(gnu_does(1, "", danger))),
-            (sc(vec![f("a")], &["-rf", "/", "a"]), bx(gnu_leaves(1, &["w"]))),
-            (sc(vec![f("a")], &["-r", "--preserve-root=all", "//"]), bx(ok_any)),
-            (sc(vec![f("a")], &["-R", "--preserve-root", "///"]), bx(ok_any)),
+            (
+                sc(vec![f("a")], &["-rf", "/", "a"]),
+                bx(gnu_leaves(1, &["w"])),
+            ),
+            (
+                sc(vec![f("a")], &["-r", "--preserve-root=all", "//"]),
+                bx(ok_any),
+            ),
+            (
+                sc(vec![f("a")], &["-R", "--preserve-root", "///"]),
+                bx(ok_any),
+            ),
             (sc(vec![l("l", "/")], &["-r", "l/"]), bx(ok_any)),
             (sc(vec![l("l", "/")], &["-rf", "l/."]), bx(ok_any)),
-            (sc(vec![f("a")], &["/"]), bx(gnu_does(1, "", "rm: cannot remove '/': Is a directory\n"))),
+            (
+                sc(vec![f("a")], &["/"]),
+                bx(gnu_does(1, "", "rm: cannot remove '/': Is a directory\n")),
+            ),
             (sc(vec![f("a")], &["-d", "/"]), bx(ok_any)),
         ],
     );
@@ -1081,9 +1208,16 @@ fn gnu_refuses_dot_and_dotdot() {
         vec![
             (
                 sc(t(), &["-r", ".", "..", "a/.", "a/.."]),
-                bx(gnu_does(1, "", &(msg(".") + &msg("..") + &msg("a/.") + &msg("a/..")))),
+                bx(gnu_does(
+                    1,
+                    "",
+                    &(msg(".") + &msg("..") + &msg("a/.") + &msg("a/..")),
+                )),
             ),
-            (sc(t(), &["-rf", "./", "a/./", "a//.", "a/x/.."]), bx(ok_any)),
+            (
+                sc(t(), &["-rf", "./", "a/./", "a//.", "a/x/.."]),
+                bx(ok_any),
+            ),
             (sc(t(), &["-d", ".", "a/.."]), bx(ok_any)),
             (sc(t(), &["-rv", "a/..", "a"]), bx(ok_any)),
             (sc(t(), &[".", "a/x"]), bx(ok_any)),
@@ -1114,7 +1248,11 @@ fn gnu_one_file_system_and_mount_points() {
         vec![
             (
                 sc(t(), &["-r", "--one-file-system", "t"]),
-                bx(gnu_does(1, "", "rm: skipping 't/m', since it's on a different device\n")),
+                bx(gnu_does(
+                    1,
+                    "",
+                    "rm: skipping 't/m', since it's on a different device\n",
+                )),
             ),
             (
                 sc(t(), &["-rv", "t"]),
@@ -1129,7 +1267,13 @@ fn gnu_one_file_system_and_mount_points() {
                      rm: and --preserve-root=all is in effect\n",
                 )),
             ),
-            (sc(t(), &["-rf", "--one-file-system", "--preserve-root=all", "t"]), bx(ok_any)),
+            (
+                sc(
+                    t(),
+                    &["-rf", "--one-file-system", "--preserve-root=all", "t"],
+                ),
+                bx(ok_any),
+            ),
         ],
     );
 }
@@ -1143,7 +1287,17 @@ fn gnu_prompts_on_a_terminal() {
     let y = || b"y".to_vec();
     let n = || b"n".to_vec();
     let mut w = World::new();
-    let t = || vec![d("d"), f("d/x"), fc("d/y", "data"), f("a"), f("b"), f("c"), f("e")];
+    let t = || {
+        vec![
+            d("d"),
+            f("d/x"),
+            fc("d/y", "data"),
+            f("a"),
+            f("b"),
+            f("c"),
+            f("e"),
+        ]
+    };
     let mut cases: Vec<(Scenario, Expect)> = vec![
         (
             sc(t(), &["-i", "a", "b"]).stdin(Stdin::Pty(vec![y(), n()])),
@@ -1165,20 +1319,57 @@ fn gnu_prompts_on_a_terminal() {
             sc(t(), &["-rI", "d"]).stdin(Stdin::Pty(vec![b"yes".to_vec()])),
             bx(gnu_does(0, "", "rm: remove 1 argument recursively? yes\n")),
         ),
-        (sc(t(), &["-ri", "d"]).stdin(Stdin::Pty(vec![y(), y(), n(), y()])), bx(ok_any)),
-        (sc(t(), &["-riv", "d", "a"]).stdin(Stdin::Pty(vec![y(), n(), y(), y()])), bx(ok_any)),
-        (sc(t(), &["--interactive=once", "-r", "d", "a"]).stdin(Stdin::Pty(vec![y()])), bx(ok_any)),
+        (
+            sc(t(), &["-ri", "d"]).stdin(Stdin::Pty(vec![y(), y(), n(), y()])),
+            bx(ok_any),
+        ),
+        (
+            sc(t(), &["-riv", "d", "a"]).stdin(Stdin::Pty(vec![y(), n(), y(), y()])),
+            bx(ok_any),
+        ),
+        (
+            sc(t(), &["--interactive=once", "-r", "d", "a"]).stdin(Stdin::Pty(vec![y()])),
+            bx(ok_any),
+        ),
         (sc(t(), &["-i", "a"]).stdin(Stdin::Pty(vec![])), bx(ok_any)),
-        (sc(t(), &["-if", "a"]).stdin(Stdin::Pty(vec![n()])), bx(gnu_leaves(0, &["w", "w/b", "w/c", "w/d", "w/d/x", "w/d/y", "w/e"]))),
-        (sc(t(), &["-fi", "a"]).stdin(Stdin::Pty(vec![n()])), bx(ok_any)),
-        (sc(t(), &["-i", "a", "b"]).stdin(Stdin::Terminal(vec![y(), n()])), bx(ok_any)),
-        (sc(t(), &["-i", "a", "b"]), bx(gnu_does(0, "", "rm: remove regular empty file 'a'? rm: remove regular empty file 'b'? "))),
+        (
+            sc(t(), &["-if", "a"]).stdin(Stdin::Pty(vec![n()])),
+            bx(gnu_leaves(
+                0,
+                &["w", "w/b", "w/c", "w/d", "w/d/x", "w/d/y", "w/e"],
+            )),
+        ),
+        (
+            sc(t(), &["-fi", "a"]).stdin(Stdin::Pty(vec![n()])),
+            bx(ok_any),
+        ),
+        (
+            sc(t(), &["-i", "a", "b"]).stdin(Stdin::Terminal(vec![y(), n()])),
+            bx(ok_any),
+        ),
+        (
+            sc(t(), &["-i", "a", "b"]),
+            bx(gnu_does(
+                0,
+                "",
+                "rm: remove regular empty file 'a'? rm: remove regular empty file 'b'? ",
+            )),
+        ),
     ];
     if crate::util::is_root() {
         // Write-protected files prompt only when stdin is a terminal (and not as root).
-        let wp = || vec![Node::file(b"p", b"", 0o444), Node::file(b"q", b"x", 0o444), d("d"), Node::file(b"d/r", b"", 0o444)];
+        let wp = || {
+            vec![
+                Node::file(b"p", b"", 0o444),
+                Node::file(b"q", b"x", 0o444),
+                d("d"),
+                Node::file(b"d/r", b"", 0o444),
+            ]
+        };
         cases.push((
-            sc(wp(), &["p", "q"]).as_other().stdin(Stdin::Pty(vec![y(), n()])),
+            sc(wp(), &["p", "q"])
+                .by_other()
+                .stdin(Stdin::Pty(vec![y(), n()])),
             bx(gnu_does(
                 0,
                 "",
@@ -1186,10 +1377,26 @@ fn gnu_prompts_on_a_terminal() {
                  rm: remove write-protected regular file 'q'? n\n",
             )),
         ));
-        cases.push((sc(wp(), &["p", "q"]).as_other(), bx(gnu_leaves(0, &["w", "w/d", "w/d/r"]))));
-        cases.push((sc(wp(), &["-r", "d"]).as_other().stdin(Stdin::Pty(vec![n()])), bx(ok_any)));
-        cases.push((sc(wp(), &["-f", "p", "q"]).as_other().stdin(Stdin::Pty(vec![n()])), bx(gnu_does(0, "", ""))));
-        cases.push((sc(wp(), &["p"]).stdin(Stdin::Pty(vec![n()])), bx(gnu_does(0, "", ""))));
+        cases.push((
+            sc(wp(), &["p", "q"]).by_other(),
+            bx(gnu_leaves(0, &["w", "w/d", "w/d/r"])),
+        ));
+        cases.push((
+            sc(wp(), &["-r", "d"])
+                .by_other()
+                .stdin(Stdin::Pty(vec![n()])),
+            bx(ok_any),
+        ));
+        cases.push((
+            sc(wp(), &["-f", "p", "q"])
+                .by_other()
+                .stdin(Stdin::Pty(vec![n()])),
+            bx(gnu_does(0, "", "")),
+        ));
+        cases.push((
+            sc(wp(), &["p"]).stdin(Stdin::Pty(vec![n()])),
+            bx(gnu_does(0, "", "")),
+        ));
     }
     check_all(test, &mut w, cases);
 }
@@ -1221,10 +1428,18 @@ fn gnu_immutable_and_append_only_files() {
         test,
         &mut w,
         vec![
-            (sc(t(), &["-rf", "d", "i", "frozen"]).on(Fs::Ext4), bx(ok_any)),
+            (
+                sc(t(), &["-rf", "d", "i", "frozen"]).on(Fs::Ext4),
+                bx(ok_any),
+            ),
             (sc(t(), &["-rv", "d"]).on(Fs::Ext4), bx(ok_any)),
-            (sc(t(), &["i"]).on(Fs::Ext4).stdin(Stdin::Pty(vec![b"y".to_vec()])), bx(ok_any)),
-            (sc(t(), &["-rf", "d"]).on(Fs::Ext4).as_other(), bx(ok_any)),
+            (
+                sc(t(), &["i"])
+                    .on(Fs::Ext4)
+                    .stdin(Stdin::Pty(vec![b"y".to_vec()])),
+                bx(ok_any),
+            ),
+            (sc(t(), &["-rf", "d"]).on(Fs::Ext4).by_other(), bx(ok_any)),
         ],
     );
 }
@@ -1238,11 +1453,16 @@ fn gnu_argv0_is_the_program_name_in_messages() {
     let mut w = World::new();
     let mut s = sc(vec![], &["missing"]);
     s.argv0_path = true;
-    check(&mut w, test, &s, gnu_does(
-        1,
-        "",
-        "<S>/bin/rm: cannot remove 'missing': No such file or directory\n",
-    ));
+    check(
+        &mut w,
+        test,
+        &s,
+        gnu_does(
+            1,
+            "",
+            "<S>/bin/rm: cannot remove 'missing': No such file or directory\n",
+        ),
+    );
 }
 
 #[test]
@@ -1267,7 +1487,11 @@ fn gnu_odd_names() {
     let mut missing = sc(t(), &["with space/nope"]);
     missing.args.push(b"new\nline/x".to_vec());
     missing.args.push(b"\xff\xfe/x".to_vec());
-    check_all(test, &mut w, vec![(all, bx(gnu_leaves(0, &["w"]))), (missing, bx(ok_any))]);
+    check_all(
+        test,
+        &mut w,
+        vec![(all, bx(gnu_leaves(0, &["w"]))), (missing, bx(ok_any))],
+    );
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -1277,7 +1501,12 @@ fn gnu_odd_names() {
 #[should_panic(expected = "refusing")]
 fn harness_refuses_an_operand_outside_its_side() {
     let mut w = World::new();
-    check(&mut w, "harness_refuses_an_operand_outside_its_side", &sc(vec![], &["-r", "../.."]), ok_any);
+    check(
+        &mut w,
+        "harness_refuses_an_operand_outside_its_side",
+        &sc(vec![], &["-r", "../.."]),
+        ok_any,
+    );
 }
 
 #[test]

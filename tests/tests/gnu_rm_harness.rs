@@ -193,7 +193,7 @@ impl Scenario {
             argv0_path: false,
         }
     }
-    pub fn as_other(mut self) -> Scenario {
+    pub fn by_other(mut self) -> Scenario {
         self.user = User::Other;
         self
     }
@@ -207,9 +207,9 @@ impl Scenario {
     }
 
     pub fn has_root_link(&self) -> bool {
-        self.nodes
-            .iter()
-            .any(|n| matches!(&n.kind, Kind::Link(t) if t.as_slice() == b"/" || t.as_slice() == b"//"))
+        self.nodes.iter().any(
+            |n| matches!(&n.kind, Kind::Link(t) if t.as_slice() == b"/" || t.as_slice() == b"//"),
+        )
     }
     pub fn has_mounts(&self) -> bool {
         self.nodes.iter().any(|n| n.kind == Kind::Mount)
@@ -224,7 +224,10 @@ impl Scenario {
 
     /// What this scenario needs that the machine may not give (None: it can run here).
     pub fn unmet_need(&self, caps: &Caps) -> Option<&'static str> {
-        if (self.fs != Fs::Host || self.user == User::Other || self.has_mounts() || self.has_attrs())
+        if (self.fs != Fs::Host
+            || self.user == User::Other
+            || self.has_mounts()
+            || self.has_attrs())
             && !caps.root
         {
             return Some("needs root");
@@ -372,9 +375,7 @@ impl Side {
                         Err(std::io::Error::other("mount tmpfs failed"))
                     }
                 }),
-                Kind::Link(t) => {
-                    std::os::unix::fs::symlink(OsStr::from_bytes(&self.subst(t)), &p)
-                }
+                Kind::Link(t) => std::os::unix::fs::symlink(OsStr::from_bytes(&self.subst(t)), &p),
             }
             .unwrap_or_else(|e| panic!("build {}: {e}", p.display()));
         }
@@ -495,7 +496,9 @@ fn snapshot_side(side: &Path) -> SideSnapshot {
         let mode = md.permissions().mode() & 0o7777;
         let ft = md.file_type();
         if ft.is_symlink() {
-            let t = fs::read_link(p).map(|t| t.into_os_string().into_vec()).unwrap_or_default();
+            let t = fs::read_link(p)
+                .map(|t| t.into_os_string().into_vec())
+                .unwrap_or_default();
             let t = if rel == b"bin/rm" {
                 b"<program>".to_vec()
             } else {
@@ -631,7 +634,7 @@ fn openpty() -> (OwnedFd, OwnedFd) {
     unsafe { (OwnedFd::from_raw_fd(m), OwnedFd::from_raw_fd(s)) }
 }
 
-const RUN_TIMEOUT: Duration = Duration::from_secs(30);
+const RUN_TIMEOUT: Duration = Duration::from_secs(15);
 
 /// Runs `cmd` with `stdin`, feeding answers when it waits for input; collects everything.
 pub fn run_process(cmd: &mut Command, stdin: &Stdin) -> Outcome {
@@ -824,7 +827,8 @@ impl World {
             Fs::Tmpfs => {
                 if self.tmpfs.is_none() {
                     self.scratch.mkdir("tmpfs");
-                    self.tmpfs = util::MountGuard::tmpfs_with(&self.scratch, "tmpfs", "size=64m,mode=0755");
+                    self.tmpfs =
+                        util::MountGuard::tmpfs_with(&self.scratch, "tmpfs", "size=64m,mode=0755");
                 }
                 self.tmpfs.as_ref().map(|_| self.scratch.path("tmpfs"))
             }
@@ -875,7 +879,9 @@ impl World {
         let gnu = self.run_side(sc, &g, ro_world);
         let rec = self.run_side(sc, &r, ro_world);
         if gnu.no_namespace || rec.no_namespace {
-            return Err(NotRun::Skipped("the read-only namespace cannot be set up".into()));
+            return Err(NotRun::Skipped(
+                "the read-only namespace cannot be set up".into(),
+            ));
         }
         let gnu_tree = snapshot_side(&g.root);
         let reclaim_tree = snapshot_side(&r.root);
@@ -883,7 +889,8 @@ impl World {
         drop(r);
         let _ = fs::remove_dir(&dir);
         let loose_stdout = gnu.code == 0
-            && (gnu.stdout.starts_with(b"Usage: rm") || gnu.stdout.starts_with(b"rm (GNU coreutils)"));
+            && (gnu.stdout.starts_with(b"Usage: rm")
+                || gnu.stdout.starts_with(b"rm (GNU coreutils)"));
         let mut differs = Vec::new();
         if gnu.code != rec.code || gnu.timed_out != rec.timed_out {
             differs.push("exit");
@@ -969,16 +976,27 @@ impl World {
         let mut cmd;
         if ro_world {
             cmd = Command::new("unshare");
-            cmd.args(["--mount", "--propagation", "private", "bash", "-c", READONLY_WORLD, "bash"])
-                .arg(&argv0)
-                .arg(&prog)
-                .args(&args);
+            cmd.args([
+                "--mount",
+                "--propagation",
+                "private",
+                "bash",
+                "-c",
+                READONLY_WORLD,
+                "bash",
+            ])
+            .arg(&argv0)
+            .arg(&prog)
+            .args(&args);
         } else {
             cmd = Command::new(&prog);
             cmd.arg0(&argv0).args(&args).current_dir(side.w());
         }
         cmd.env_clear()
-            .env("PATH", "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin")
+            .env(
+                "PATH",
+                "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
+            )
             .env("LC_ALL", "C")
             .env("RECLAIM_CONFIG", "")
             .env("RECLAIM_UNDER", &side.root)
@@ -1010,8 +1028,7 @@ impl World {
 /// A byte string as a shell word (`$'…'` when it holds bytes that are not plain text).
 pub fn sh_quote(b: &[u8]) -> String {
     if !b.is_empty()
-        && b
-            .iter()
+        && b.iter()
             .all(|c| c.is_ascii_alphanumeric() || b"-_./=@%+,:".contains(c))
     {
         return String::from_utf8_lossy(b).into_owned();
@@ -1048,13 +1065,13 @@ pub fn repro(sc: &Scenario) -> String {
         },
         match &sc.stdin {
             Stdin::Null => "/dev/null".to_string(),
-            Stdin::Pty(a) => format!(
-                "a pty (stdout, stderr pipes), answers {}",
-                answers_text(a)
-            ),
+            Stdin::Pty(a) => format!("a pty (stdout, stderr pipes), answers {}", answers_text(a)),
             Stdin::Terminal(a) => format!("a pty for all three, answers {}", answers_text(a)),
         }
     );
+    if sc.argv0_path {
+        s.push_str("mkdir bin && ln -s /usr/bin/rm bin/rm\n");
+    }
     s.push_str("mkdir w && cd w\n");
     for n in &sc.nodes {
         let p = sh_quote(&n.path);
@@ -1111,15 +1128,7 @@ pub fn repro(sc: &Scenario) -> String {
             "setpriv --reuid={OTHER_UID} --regid={OTHER_UID} --clear-groups -- "
         );
     }
-    cmd.push_str(if sc.argv0_path { "\"$(dirname \"$PWD\")\"/bin/rm" } else { "rm" });
-    for a in &sc.args {
-        let a = replace(a, W.as_bytes(), b"$PWD");
-        if a.windows(4).any(|w| w == b"$PWD") {
-            let _ = write!(cmd, " \"{}\"", String::from_utf8_lossy(&a));
-        } else {
-            let _ = write!(cmd, " {}", sh_quote(&a));
-        }
-    }
+    cmd.push_str(&command_line(sc));
     match sc.stdin {
         Stdin::Null => {
             let _ = writeln!(s, "LC_ALL=C {cmd} < /dev/null; echo \"exit $?\"");
@@ -1137,12 +1146,22 @@ fn answers_text(a: &[Vec<u8>]) -> String {
     v.join(" ")
 }
 
-/// The command line as one line (for summaries).
+/// The command line as a shell command run in `w` (`@W@` written as `$PWD`).
 pub fn command_line(sc: &Scenario) -> String {
-    let mut s = String::from("rm");
+    let mut s = String::from(if sc.argv0_path {
+        "\"$(dirname \"$PWD\")\"/bin/rm"
+    } else {
+        "rm"
+    });
     for a in &sc.args {
         s.push(' ');
-        s.push_str(&sh_quote(a));
+        match a.strip_prefix(W.as_bytes()) {
+            Some(rest) => {
+                s.push_str("\"$PWD\"");
+                s.push_str(&sh_quote(rest));
+            }
+            None => s.push_str(&sh_quote(a)),
+        }
     }
     s
 }
@@ -1178,10 +1197,15 @@ fn visible_lines(b: &[u8]) -> Vec<String> {
 
 fn side_by_side(out: &mut String, title: &str, a: &[u8], b: &[u8]) {
     let (la, lb) = (visible_lines(a), visible_lines(b));
-    let width = la.iter().map(|l| l.chars().count()).max().unwrap_or(0).clamp(20, 70);
+    let width = la
+        .iter()
+        .map(|l| l.chars().count())
+        .max()
+        .unwrap_or(0)
+        .clamp(20, 70);
     let mark = if a == b { "same" } else { "DIFFERENT" };
     let _ = writeln!(out, "--- {title} ({mark})");
-    let _ = writeln!(out, "  {:<width$} | {}", "GNU rm", "reclaim as rm");
+    let _ = writeln!(out, "  {:<width$} | reclaim as rm", "GNU rm");
     for i in 0..la.len().max(lb.len()) {
         let l = la.get(i).map(String::as_str).unwrap_or("");
         let r = lb.get(i).map(String::as_str).unwrap_or("");
@@ -1203,14 +1227,21 @@ fn snap_text(s: &Snap) -> String {
 /// A full report of one scenario: the reproduction, both outputs side by side, the trees.
 pub fn explain(sc: &Scenario, c: &Compared) -> String {
     let mut s = String::new();
-    let _ = writeln!(s, "=== scenario (reproduce with sh, as root, in an empty directory):");
+    let _ = writeln!(
+        s,
+        "=== scenario (reproduce with sh, as root, in an empty directory):"
+    );
     for l in repro(sc).lines() {
         let _ = writeln!(s, "    {l}");
     }
     let _ = writeln!(
         s,
         "=== differs in: {}",
-        if c.differs.is_empty() { "nothing".to_string() } else { c.differs.join(", ") }
+        if c.differs.is_empty() {
+            "nothing".to_string()
+        } else {
+            c.differs.join(", ")
+        }
     );
     let code = |o: &Outcome| {
         if o.timed_out {
@@ -1229,17 +1260,29 @@ pub fn explain(sc: &Scenario, c: &Compared) -> String {
         let _ = writeln!(s, "    (--help/--version: stdout only has to be non-empty)");
     }
     side_by_side(&mut s, "stdout", &c.gnu.stdout, &c.reclaim.stdout);
-    side_by_side(&mut s, "stderr (answers typed shown where they were read)", &c.gnu.stderr, &c.reclaim.stderr);
+    side_by_side(
+        &mut s,
+        "stderr (answers typed shown where they were read)",
+        &c.gnu.stderr,
+        &c.reclaim.stderr,
+    );
     if matches!(sc.stdin, Stdin::Terminal(_)) {
         side_by_side(&mut s, "terminal", &c.gnu.terminal, &c.reclaim.terminal);
     }
-    let _ = writeln!(s, "--- tree after (w/ and bin/, <S> = the side's directory)");
+    let _ = writeln!(
+        s,
+        "--- tree after (w/ and bin/, <S> = the side's directory)"
+    );
     let keys: std::collections::BTreeSet<&Vec<u8>> =
         c.gnu_tree.keys().chain(c.reclaim_tree.keys()).collect();
     for k in keys {
         let (a, b) = (c.gnu_tree.get(k), c.reclaim_tree.get(k));
         let show = |x: Option<&Snap>| x.map(snap_text).unwrap_or_else(|| "(absent)".into());
-        let name = if k.is_empty() { ".".to_string() } else { String::from_utf8_lossy(k).into_owned() };
+        let name = if k.is_empty() {
+            ".".to_string()
+        } else {
+            String::from_utf8_lossy(k).into_owned()
+        };
         if a == b {
             let _ = writeln!(s, "  {name}: {}", show(a));
         } else {
@@ -1250,14 +1293,17 @@ pub fn explain(sc: &Scenario, c: &Compared) -> String {
 }
 
 /// The kind of behaviour a scenario exercises, judged from what GNU did (for the summary).
-pub fn category(sc: &Scenario, c: &Compared) -> &'static str {
+pub fn category(_sc: &Scenario, c: &Compared) -> &'static str {
     let e = &c.gnu.stderr;
     let has = |needle: &[u8]| e.windows(needle.len()).any(|w| w == needle);
     if c.loose_stdout {
         "--help/--version"
-    } else if has(b"Try 'rm --help'") || has(b"you may not abbreviate") || has(b"unrecognized --preserve-root") {
+    } else if has(b"Try 'rm --help'")
+        || has(b"you may not abbreviate")
+        || has(b"unrecognized --preserve-root")
+    {
         "usage error"
-    } else if !matches!(sc.stdin, Stdin::Null) || has(b"? ") {
+    } else if has(b"? ") || (c.gnu.terminal.windows(2).any(|w| w == b"? ")) {
         "prompts"
     } else if has(b"dangerous to operate recursively") {
         "refusing /"
@@ -1282,8 +1328,39 @@ pub fn weight(sc: &Scenario) -> usize {
 }
 
 /// Runs `sc`, checks with `expect` that GNU behaves as the scenario is meant to show (the
-/// target), then panics with the full report unless reclaim as `rm` agrees. None (after saying
-/// why) if it cannot run here.
+/// target), then that reclaim as `rm` agrees. Ok(None) (after saying why) if it cannot run
+/// here; Err: the full report of what went wrong.
+pub fn verdict(
+    world: &mut World,
+    test: &str,
+    sc: &Scenario,
+    expect: impl FnOnce(&Outcome, &SideSnapshot) -> Result<(), String>,
+) -> Result<Option<Compared>, String> {
+    match world.run(sc) {
+        Err(NotRun::Skipped(why)) => {
+            eprintln!("{test}: skipped, {why}");
+            Ok(None)
+        }
+        Err(NotRun::Refused(why)) => Err(format!("{test}: {why}")),
+        Ok(c) => {
+            if let Err(e) = expect(&c.gnu, &c.gnu_tree) {
+                return Err(format!(
+                    "{test}: GNU rm itself does not do what this scenario expects ({e})\n{}",
+                    explain(sc, &c)
+                ));
+            }
+            if !c.differs.is_empty() {
+                return Err(format!(
+                    "{test}: reclaim as rm differs from GNU rm\n{}",
+                    explain(sc, &c)
+                ));
+            }
+            Ok(Some(c))
+        }
+    }
+}
+
+/// `verdict`, panicking on a difference.
 #[track_caller]
 pub fn check(
     world: &mut World,
@@ -1291,25 +1368,7 @@ pub fn check(
     sc: &Scenario,
     expect: impl FnOnce(&Outcome, &SideSnapshot) -> Result<(), String>,
 ) -> Option<Compared> {
-    match world.run(sc) {
-        Err(NotRun::Skipped(why)) => {
-            eprintln!("{test}: skipped, {why}");
-            None
-        }
-        Err(NotRun::Refused(why)) => panic!("{test}: {why}"),
-        Ok(c) => {
-            if let Err(e) = expect(&c.gnu, &c.gnu_tree) {
-                panic!(
-                    "{test}: GNU rm itself does not do what this scenario expects ({e})\n{}",
-                    explain(sc, &c)
-                );
-            }
-            if !c.differs.is_empty() {
-                panic!("{test}: reclaim as rm differs from GNU rm\n{}", explain(sc, &c));
-            }
-            Some(c)
-        }
-    }
+    verdict(world, test, sc, expect).unwrap_or_else(|e| panic!("{e}"))
 }
 
 /// Why a scenario did not run.
