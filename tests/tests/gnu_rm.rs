@@ -278,8 +278,8 @@ fn tokens(special: Special) -> BoxedStrategy<Vec<Tok>> {
     let operand = (any::<Index>(), spelling()).prop_map(|(i, s)| Tok::Operand(i, s));
     let operand = if special == Special::RootLinks {
         prop_oneof![
-            8 => operand,
-            1 => select(vec!["/", "//", "///", "/.", "/.."]).prop_map(Tok::RootLike),
+            6 => operand,
+            2 => select(vec!["/", "//", "///", "/.", "/.."]).prop_map(Tok::RootLike),
         ]
         .boxed()
     } else {
@@ -364,7 +364,7 @@ fn scenario(caps: Caps) -> BoxedStrategy<Scenario> {
     } else {
         Just(User::Me).boxed()
     };
-    (fs, user, 0..8u8)
+    (fs, user, 0..6u8)
         .prop_flat_map(move |(fs, user, sp)| {
             let special = match sp {
                 0 if caps.root && user == User::Me && fs == Fs::Host => Special::RootLinks,
