@@ -17,7 +17,14 @@
 //! - One hand-written test per finding of issue 13; each first checks that GNU really does
 //!   what the issue says (on this system's coreutils), then that reclaim does the same.
 //!
-//! `RECLAIM_TEST_BIN=/path/to/binary` runs the same tests against any binary (util.rs).
+//! Run (as root for all of it):
+//!   cargo test --test tests gnu_rm::                                   # everything here
+//!   cargo test --test tests gnu_rm::generated_scenarios_report -- --nocapture   # the summary
+//!   GNU_RM_CASES=5000 cargo test --test tests gnu_rm::generated_scenarios_match_gnu_rm_thousands -- --ignored
+//!   RECLAIM_TEST_BIN=/usr/bin/rm cargo test --test tests gnu_rm::     # GNU vs GNU: must pass
+//!
+//! `RECLAIM_TEST_BIN=/path/to/binary` runs the same tests against any binary (util.rs); the
+//! link `bin/rm` in the second side points to it, and it runs with argv[0] `rm`.
 //! Root is needed for other uids, tmpfs/ext4, mount points, `chattr`, and for everything that
 //! names `/`, which runs only in a mount namespace where all but the scratch directory is
 //! read-only; without root those scenarios say "skipped".
