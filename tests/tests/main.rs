@@ -8,6 +8,7 @@
 mod adversary;
 mod crash;
 mod gentle;
+mod gnu_rm;
 mod netfs;
 mod props;
 mod prune;
