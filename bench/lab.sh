@@ -305,6 +305,12 @@ up_device() { # model image
     fi
     DEV=$(losetup --direct-io=on -f --show -- "$file")
     LOOPS+=("$DEV")
+    # The emulated disk is an HDD: say so, as a real one's driver does (a loop device over a
+    # FUSE file reports rotational=0), so what reads queue/rotational sees what it would.
+    if [[ $1 == hdd-* ]]; then
+        echo 1 >"/sys/block/${DEV#/dev/}/queue/rotational" 2>/dev/null ||
+            echo "lab: cannot mark $DEV rotational" >&2
+    fi
 }
 
 drop_caches() { sync; echo 3 >/proc/sys/vm/drop_caches; }

@@ -238,7 +238,9 @@ pub fn run(req: &Request) -> Summary {
         engine.stat_small_dirs = on;
     }
     // A disk that only says it is rotational (virtio, loop devices do) is governed by default
-    // only if, idle, it answers like one: measured before the removal starts.
+    // only if, idle, it answers like one: measured before the removal starts (and then the
+    // governor's baseline).
+    let mut idle: Vec<std::time::Duration> = Vec::new();
     if let Some(p) = profile.as_mut().filter(|p| {
         p.governed
             && p.class == Class::Rotational
@@ -247,12 +249,14 @@ pub fn run(req: &Request) -> Summary {
             && !req.engine.dry_run
             && !req.pacing.is_fast()
     }) {
-        let idle = trees
+        idle = trees
             .first()
-            .and_then(|t| crate::pace::tree::idle_p90(&*t.base));
-        if idle.map_or(true, |d| d < crate::profile::SLOW_DISK_P90) {
+            .map(|t| crate::pace::tree::idle_samples(&*t.base))
+            .unwrap_or_default();
+        let p90 = crate::pace::pacer::percentile(&crate::pace::pacer::sorted(&idle), 90.0);
+        if p90.map_or(true, |d| d < crate::profile::SLOW_DISK_P90) {
             p.governed = false;
-            p.note = Some(match idle {
+            p.note = Some(match p90 {
                 Some(d) => format!(
                     "says rotational but answers like an SSD (idle p90 {:.2} ms): not governed",
                     d.as_secs_f64() * 1e3
@@ -289,6 +293,7 @@ pub fn run(req: &Request) -> Summary {
                 let knobs = crate::pace::tree::Knobs {
                     throttle,
                     gate: engine.gate.as_deref(),
+                    idle: &idle,
                 };
                 let (pacing, counters, done) = (&req.pacing, &counters, &done);
                 Some(

@@ -7,7 +7,7 @@
 
 use std::collections::HashMap;
 use std::ffi::{CStr, CString, OsStr};
-use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
+use std::os::fd::{AsFd, AsRawFd, BorrowedFd, OwnedFd};
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -29,8 +29,26 @@ pub fn remover<'o>(
     program: &'o str,
 ) -> impl FnMut(BorrowedFd<'_>, &CStr, &[u8], Ident) -> Status + 'o {
     move |parent, name, path, ident| {
-        let Ok(base) = rustix::io::fcntl_dupfd_cloexec(parent, 3) else {
-            return Status::Error;
+        // The engine holds its own fd of the parent (the current directory for an operand).
+        let base = if parent.as_raw_fd() == rustix::fs::CWD.as_raw_fd() {
+            rustix::fs::open(
+                ".",
+                OFlags::PATH | OFlags::DIRECTORY | OFlags::CLOEXEC,
+                Mode::empty(),
+            )
+        } else {
+            rustix::io::fcntl_dupfd_cloexec(parent, 3)
+        };
+        let base = match base {
+            Ok(fd) => fd,
+            Err(e) => {
+                eprintln!(
+                    "{program}: cannot remove {}: {}",
+                    crate::quote::quote(OsStr::from_bytes(path)),
+                    crate::error::errno_text(e)
+                );
+                return Status::Error;
+            }
         };
         let base = Arc::new(base);
         let mut opts = remove::Options {

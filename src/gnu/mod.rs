@@ -110,7 +110,11 @@ fn remove(program: &str, o: &args::Options) -> ExitCode {
         Box::new(std::io::BufWriter::with_capacity(4096, std::io::stdout()))
     };
     let mut r = Remover::new(o, program, out, root);
-    if !o.verbose && !Remover::<Box<dyn Write>>::may_prompt(o, r.stdin_tty(), r.superuser()) {
+    // --one-file-system keeps GNU's own walk: it looks at each mount point on its way.
+    if !o.verbose
+        && !o.one_file_system
+        && !Remover::<Box<dyn Write>>::may_prompt(o, r.stdin_tty(), r.superuser())
+    {
         r.fast = Some(Box::new(fast::remover(o, program)));
     }
     let mut status = Status::Ok;

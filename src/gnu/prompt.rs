@@ -2,6 +2,8 @@
 //! read as `yesno` reads it in the C locale (a line starting with `y` or `Y` is yes; anything
 //! else, or end of input, is no).
 
+use std::sync::atomic::{AtomicBool, Ordering};
+
 use rustix::fs::FileType;
 
 use crate::dirfd::Facts;
@@ -24,12 +26,21 @@ pub fn file_type_name(f: &Facts) -> &'static str {
 /// Reads one answer line from stdin, a byte at a time, so nothing after the line is consumed
 /// (a script's next command reads the rest of its input, as after GNU `rm`).
 pub fn yes_or_no() -> bool {
+    // stdio's end-of-file is sticky: after one, every later question is answered no without
+    // reading (a terminal's ^D ends all the answers, as with GNU rm).
+    static EOF: AtomicBool = AtomicBool::new(false);
+    if EOF.load(Ordering::Relaxed) {
+        return false;
+    }
     let mut line = Vec::new();
     let stdin = std::io::stdin();
     let mut byte = [0u8; 1];
     loop {
         match rustix::io::read(&stdin, &mut byte) {
-            Ok(0) => break,
+            Ok(0) => {
+                EOF.store(true, Ordering::Relaxed);
+                break;
+            }
             Ok(_) if byte[0] == b'\n' => break,
             Ok(_) => line.push(byte[0]),
             Err(rustix::io::Errno::INTR) => {}

@@ -26,9 +26,16 @@ const MIN_RATE: f64 = 20.0;
 /// taken before any removal starts): whether a disk that says it is rotational really answers
 /// like one. A removal's own journal traffic would inflate a baseline taken while it runs.
 pub fn idle_p90(dir: impl AsFd) -> Option<Duration> {
-    let probe = Probe::start(&dir, Spacing::default()).ok()?;
-    let samples = super::pacer::baseline(&probe, crate::profile::SLOW_DISK_P90);
-    percentile(&sorted(&samples), 90.0)
+    percentile(&sorted(&idle_samples(dir)), 90.0)
+}
+
+/// A few probe latencies on the file system of `dir` before any removal starts (empty when
+/// it cannot be probed): the governor's baseline where they were taken anyway.
+pub fn idle_samples(dir: impl AsFd) -> Vec<Duration> {
+    match Probe::start(&dir, Spacing::default()) {
+        Ok(probe) => super::pacer::baseline(&probe, crate::profile::SLOW_DISK_P90),
+        Err(_) => Vec::new(),
+    }
 }
 
 /// What the governor steers.
@@ -36,6 +43,10 @@ pub struct Knobs<'a> {
     pub throttle: &'a Throttle,
     /// The walk's active workers (`None`: the rate only).
     pub gate: Option<&'a Gate>,
+    /// Probe latencies measured before the removal started (`idle_samples`): the baseline,
+    /// when there are some. One taken while the workers run sees their own load: on the
+    /// emulated HDD it read 312 ms against 130 ms idle, so nothing ever counted as a miss.
+    pub idle: &'a [Duration],
 }
 
 /// Watches the probe and steers the knobs until `done` is set; returns the books.
@@ -62,9 +73,14 @@ pub fn run(
             return report;
         }
     };
-    // The baseline is taken while the workers already run: a tree's first directory reads
-    // are light, and holding the removal back for it would cost every small run.
-    let base = baseline_until(&probe, target / 4, &|| done.load(Ordering::Relaxed));
+    // Without an idle measurement the baseline is taken while the workers already run: a
+    // tree's first directory reads are light, and holding the removal back for it would cost
+    // every small run.
+    let base = if knobs.idle.is_empty() {
+        baseline_until(&probe, target / 4, &|| done.load(Ordering::Relaxed))
+    } else {
+        knobs.idle.to_vec()
+    };
     let base_p90 = percentile(&sorted(&base), 90.0);
     let max_workers = knobs.gate.map_or(1, Gate::limit);
     report.workers_max = knobs.gate.map(|_| max_workers);

@@ -636,9 +636,14 @@ fn free_tree(
     let profile = crate::profile::Profile::detect(&**probe_dir);
     engine.apply(&profile, engine.threads != 0);
     // A disk that only says it is rotational is governed only if, idle, it answers like one.
+    let idle = if profile.class == crate::profile::Class::Rotational && !pacing.pace_trees {
+        crate::pace::tree::idle_samples(&**probe_dir)
+    } else {
+        Vec::new()
+    };
     let slow_enough = profile.class != crate::profile::Class::Rotational
         || pacing.pace_trees
-        || crate::pace::tree::idle_p90(&**probe_dir)
+        || crate::pace::pacer::percentile(&crate::pace::pacer::sorted(&idle), 90.0)
             .is_some_and(|d| d >= crate::profile::SLOW_DISK_P90);
     let paced = (pacing.pace_trees || (profile.governed && slow_enough)) && !pacing.fast;
     let tree_files =
@@ -665,6 +670,7 @@ fn free_tree(
                 let knobs = crate::pace::tree::Knobs {
                     throttle: &throttle,
                     gate: gate.as_deref(),
+                    idle: &idle,
                 };
                 crate::pace::tree::run(&*dir, &p, &knobs, counters, done)
             });
