@@ -60,7 +60,7 @@ usage: bench/run.sh [options]
   -h, --help            this help
 
 Placeholders in method commands: {dir} the directory to remove, {reclaim} {floor} {rmz}
-binaries, {spec} the workload's floor arguments (--shape ... --files ...), {nproc} CPUs,
+binaries, {reclaim_rm} reclaim through a link named rm (GNU rm mode), {spec} the workload's floor arguments (--shape ... --files ...), {nproc} CPUs,
 {empty} an empty directory (for rsync). Values are shell-quoted.
 EOF
 }
@@ -160,6 +160,7 @@ def_method rsync   'rsync -a --delete {empty}/ {dir}/ && rmdir {dir}'
 def_method rmz     '{rmz} {dir}'
 def_method floor   '{floor} {spec} --threads {nproc} {dir}'
 def_method reclaim '{reclaim} rm -r {dir}'
+def_method reclaim-as-rm '{reclaim_rm} -rf {dir}'
 
 def_method_line() { # "NAME = CMD" or "NAME=CMD"
     local line=$1 name cmd
@@ -279,7 +280,9 @@ make_scratch() {
     SCRATCH=$(realpath -e -- "$SCRATCH")
     TOKEN="reclaim-bench $$ $(date +%s%N) $RANDOM$RANDOM $SCRATCH"
     printf '%s' "$TOKEN" >"$SCRATCH/$MARKER"
-    mkdir "$SCRATCH/mnt" "$SCRATCH/root" "$SCRATCH/empty" "$SCRATCH/preflight"
+    mkdir "$SCRATCH/mnt" "$SCRATCH/root" "$SCRATCH/empty" "$SCRATCH/preflight" "$SCRATCH/bin"
+    # reclaim as GNU rm: a link named rm (issue 13).
+    ln -s "$RECLAIM" "$SCRATCH/bin/rm"
     log "scratch dir: $SCRATCH ($(findmnt -no SOURCE,FSTYPE -T "$SCRATCH" | tr -s ' '))"
 }
 
@@ -390,6 +393,7 @@ expand() { # template dir workload -> command line
     c=${c//\{spec\}/$3}
     c=${c//\{nproc\}/$NPROC}
     c=${c//\{empty\}/$(q "$SCRATCH/empty")}
+    c=${c//\{reclaim_rm\}/$(q "$SCRATCH/bin/rm")}
     printf '%s' "$c"
 }
 

@@ -106,7 +106,7 @@ impl Hider {
             match rustix::fs::statat(base, name, rustix::fs::AtFlags::SYMLINK_NOFOLLOW) {
                 Ok(st) if st.st_uid != self.uid => {
                     return Hide::Refused(format!(
-                        "it is owned by uid {}, and only a user's own files can be restored                          from their trash (remove it without --grace, or as its owner)",
+                        "it is owned by uid {}, and only a user's own files can be restored from their trash (remove it without --grace, or as its owner)",
                         st.st_uid
                     ))
                 }

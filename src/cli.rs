@@ -21,6 +21,7 @@ pub struct Cli {
 #[derive(Subcommand, Debug)]
 pub enum Command {
     /// Remove files and directory trees (GNU rm flags; never follows symlinks; one file system)
+    #[command(args_override_self = true, infer_long_args = true)]
     Rm(RmArgs),
     /// Show what is waiting in the trashes to be freed, and the reapers freeing it
     Status(StatusArgs),
@@ -156,6 +157,42 @@ pub struct ModeArgs {
     pub wait: bool,
 }
 
+/// `--interactive=WHEN`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum When {
+    Never,
+    Once,
+    Always,
+}
+
+/// GNU's argmatch: `never`/`no`/`none`, `once`, `always`/`yes`, or an unambiguous prefix.
+fn parse_when(s: &str) -> Result<When, String> {
+    const WORDS: &[(&str, When)] = &[
+        ("never", When::Never),
+        ("no", When::Never),
+        ("none", When::Never),
+        ("once", When::Once),
+        ("always", When::Always),
+        ("yes", When::Always),
+    ];
+    if let Some((_, w)) = WORDS.iter().find(|(n, _)| *n == s) {
+        return Ok(*w);
+    }
+    let mut found = WORDS
+        .iter()
+        .filter(|(n, _)| n.starts_with(s))
+        .map(|(_, w)| *w);
+    match found.next() {
+        Some(w) if found.all(|o| o == w) => Ok(w),
+        Some(_) => Err(format!(
+            "ambiguous argument '{s}' (use never, once or always)"
+        )),
+        None => Err(format!(
+            "invalid argument '{s}' (use never, once or always)"
+        )),
+    }
+}
+
 fn parse_profile(s: &str) -> Result<crate::profile::Class, String> {
     crate::profile::Class::parse(s).ok_or_else(|| {
         format!("'{s}' is not a profile (use local-ssd, rotational, memory, network or fuse)")
@@ -214,6 +251,28 @@ pub struct RmArgs {
     /// Ignore nonexistent files and arguments; never prompt
     #[arg(short, long)]
     pub force: bool,
+    /// Prompt before every removal (entries one at a time, in GNU rm's order)
+    #[arg(short = 'i')]
+    pub prompt_always: bool,
+    /// Prompt once before removing more than three arguments, or when removing recursively
+    #[arg(short = 'I')]
+    pub prompt_once: bool,
+    /// Prompt according to WHEN: never, once (-I), or always (-i); without WHEN, always.
+    /// The last of -f, -i, -I and --interactive counts
+    #[arg(long, value_name = "WHEN", num_args = 0..=1, require_equals = true,
+          default_missing_value = "always", value_parser = parse_when)]
+    pub interactive: Option<When>,
+    /// Never leave an argument's file system (reclaim's default; see --cross-mounts)
+    #[arg(long, conflicts_with = "cross_mounts")]
+    pub one_file_system: bool,
+    /// Do not remove '/' (always in effect); with 'all', also refuse an argument on another
+    /// device than its parent (a mount point)
+    #[arg(long, value_name = "all", num_args = 0..=1, require_equals = true,
+          default_missing_value = "", value_parser = ["", "all"])]
+    pub preserve_root: Option<String>,
+    /// Accepted for GNU rm's scripts; reclaim still refuses '/'
+    #[arg(long)]
+    pub no_preserve_root: bool,
     /// Remove empty directories
     #[arg(short, long)]
     pub dir: bool,

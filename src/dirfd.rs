@@ -10,7 +10,7 @@ use rustix::fs::{openat, statx, AtFlags, FileType, Mode, OFlags, RawDir, Statx, 
 use rustix::io::Errno;
 
 /// What identifies a directory on a running system.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct Ident {
     pub dev: u64,
     pub ino: u64,
@@ -98,6 +98,16 @@ pub fn open_dir_path(path: &std::path::Path) -> Result<OwnedFd, Errno> {
     rustix::fs::open(
         path,
         OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC,
+        Mode::empty(),
+    )
+}
+
+/// Opens a directory by path as `O_PATH` (search permission is enough): for use as the base
+/// of `*at` calls only, never to read it.
+pub fn open_dir_path_only(path: &std::path::Path) -> Result<OwnedFd, Errno> {
+    rustix::fs::open(
+        path,
+        OFlags::PATH | OFlags::DIRECTORY | OFlags::CLOEXEC,
         Mode::empty(),
     )
 }

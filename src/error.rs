@@ -29,6 +29,9 @@ pub enum Reason {
     /// A mount point of another file system inside the tree (not entered).
     #[error("is a mount point of another file system; skipped (use --cross-mounts to enter it)")]
     MountPoint,
+    /// `--preserve-root=all` and a mount point as the argument.
+    #[error("it is on a different device than its parent, and --preserve-root=all is in effect")]
+    OtherDevice,
     /// Hidden into the trash, but freeing it failed (it stays there for the next reaper).
     #[error("hidden, but freeing it failed: {0}")]
     Freeing(String),

@@ -1,14 +1,11 @@
 use std::io::IsTerminal;
 use std::process::ExitCode;
 
-use clap::Parser;
-use reclaim::cli::{Cli, Command, PaceArgs};
+use clap::{CommandFactory, FromArgMatches};
+use reclaim::cli::{Cli, Command, PaceArgs, RmArgs, When};
 use reclaim::pace::Pacing;
 use reclaim::remove::Options;
 use reclaim::rm::{Mode, Request};
-
-/// The latency budget for other I/O when large files are freed and none is given.
-const DEFAULT_MAX_LATENCY: std::time::Duration = std::time::Duration::from_millis(20);
 
 fn main() -> ExitCode {
     // Before any thread starts: the locale's character set decides how names are quoted.
@@ -20,7 +17,37 @@ fn main() -> ExitCode {
     if let Some(argv0) = argv.next().filter(|a| reclaim::gnu::invoked_as_rm(a)) {
         return reclaim::gnu::main(&argv0, &argv.collect::<Vec<_>>());
     }
-    let cli = Cli::parse();
+    // GNU rm's one option that may not be abbreviated (`reclaim rm` infers the others).
+    if let Some(a) = std::env::args_os()
+        .skip(2)
+        .take_while(|a| a != "--")
+        .find(|a| {
+            a.len() > 4
+                && a != "--no-preserve-root"
+                && "--no-preserve-root"
+                    .as_bytes()
+                    .starts_with(a.as_encoded_bytes())
+        })
+    {
+        if std::env::args_os().nth(1).is_some_and(|c| c == "rm") {
+            eprintln!(
+                "reclaim rm: you may not abbreviate the --no-preserve-root option ({})\nTry 'reclaim rm --help' for more information.",
+                a.to_string_lossy()
+            );
+            return ExitCode::from(2);
+        }
+    }
+    let matches = Cli::command().get_matches();
+    let cli = match Cli::from_arg_matches(&matches) {
+        Ok(c) => c,
+        Err(e) => e.exit(),
+    };
+    // A closed stdout (`reclaim status | head -1`) ends the command quietly, as for any Unix
+    // filter, instead of a panic on EPIPE. Not for a reaper: its work must not stop because
+    // whoever read its output went away (it stops at consistent points on SIGTERM).
+    if !matches!(cli.command, Command::Reap(_)) {
+        reclaim::gnu::default_sigpipe();
+    }
     let config = match reclaim::config::Config::load() {
         Ok(c) => c,
         Err(e) => {
@@ -31,6 +58,44 @@ fn main() -> ExitCode {
     match cli.command {
         Command::Rm(mut a) => {
             config.apply_rm(&mut a);
+            let asked = prompting(&a, matches.subcommand_matches("rm"));
+            a.force = asked.ignore_missing;
+            match asked.when {
+                When::Always => {
+                    if a.mode.background || a.mode.wait || a.json || a.dry_run {
+                        eprintln!(
+                            "reclaim rm: -i asks about each entry in turn; it does not combine with --background, --wait, --json or --dry-run\nTry 'reclaim rm --help' for more information."
+                        );
+                        return ExitCode::from(2);
+                    }
+                    let o = reclaim::gnu::args::Options {
+                        ignore_missing: a.force,
+                        interactive: reclaim::gnu::args::Interactive::Always,
+                        one_file_system: !a.cross_mounts,
+                        remove_empty_dirs: a.dir,
+                        recursive: a.recursive,
+                        preserve_all_root: a.preserve_root.as_deref() == Some("all"),
+                        verbose: a.verbose,
+                        operands: a.paths.clone(),
+                        ..Default::default()
+                    };
+                    if o.operands.is_empty() {
+                        eprintln!(
+                            "reclaim rm: missing operand\nTry 'reclaim rm --help' for more information."
+                        );
+                        return ExitCode::from(2);
+                    }
+                    reclaim::interrupt::install(true);
+                    return reclaim::gnu::remove("reclaim", &o);
+                }
+                When::Once
+                    if !a.paths.is_empty()
+                        && !reclaim::gnu::confirm_once("reclaim", a.paths.len(), a.recursive) =>
+                {
+                    return ExitCode::SUCCESS;
+                }
+                _ => {}
+            }
             if a.paths.is_empty() && !a.force {
                 eprintln!(
                     "reclaim rm: missing operand\nTry 'reclaim rm --help' for more information."
@@ -84,6 +149,7 @@ fn main() -> ExitCode {
                 print_summary: true,
                 profile: a.profile,
                 small_dir_stats: a.small_dir_stats.as_deref().map(|v| v == "on"),
+                preserve_all_root: a.preserve_root.as_deref() == Some("all"),
                 engine,
             };
             let summary = reclaim::rm::run(&req);
@@ -151,12 +217,53 @@ fn main() -> ExitCode {
     }
 }
 
+/// What `-f`, `-i`, `-I` and `--interactive` add up to: the last one given decides when to
+/// ask; `-f` ignores missing files unless `-i`, `-I` or `--interactive=once|always` follow it
+/// (GNU rm's rules).
+struct Asked {
+    when: When,
+    ignore_missing: bool,
+}
+
+fn prompting(a: &RmArgs, m: Option<&clap::ArgMatches>) -> Asked {
+    let last = |id: &str| {
+        m.filter(|m| m.value_source(id) == Some(clap::parser::ValueSource::CommandLine))
+            .and_then(|m| m.indices_of(id))
+            .and_then(|i| i.max())
+    };
+    let force = last("force");
+    let always = last("prompt_always");
+    let once = last("prompt_once");
+    let interactive = last("interactive");
+    let mut moves: Vec<(usize, When)> = Vec::new();
+    moves.extend(force.map(|i| (i, When::Never)));
+    moves.extend(always.map(|i| (i, When::Always)));
+    moves.extend(once.map(|i| (i, When::Once)));
+    moves.extend(interactive.map(|i| (i, a.interactive.unwrap_or(When::Always))));
+    moves.sort_by_key(|m| m.0);
+    // Forced by the configuration (no index) unless an explicit question came after.
+    let mut ignore_missing = a.force;
+    let mut when = When::Never;
+    for (i, w) in moves {
+        match w {
+            When::Never if Some(i) == force => ignore_missing = true,
+            When::Never => {}
+            _ => ignore_missing = false,
+        }
+        when = w;
+    }
+    Asked {
+        when,
+        ignore_missing,
+    }
+}
+
 fn pacing(p: &PaceArgs, trace: Option<std::path::PathBuf>) -> Pacing {
     if p.fast {
         Pacing::fast()
     } else {
         Pacing {
-            max_latency: Some(p.max_latency.unwrap_or(DEFAULT_MAX_LATENCY)),
+            max_latency: Some(p.max_latency.unwrap_or(reclaim::pace::DEFAULT_MAX_LATENCY)),
             rate: p.rate,
             trace,
         }

@@ -46,6 +46,9 @@ pub struct Options {
     pub stat_small_dirs: bool,
     /// Active workers, steered by the governor while the walk runs.
     pub gate: Option<Arc<crate::walk::Gate>>,
+    /// An entry already gone when it is unlinked is a failure (ENOENT), as GNU rm reports it
+    /// (rm mode; its `-f` drops them), rather than done.
+    pub report_vanished: bool,
 }
 
 /// Directories with at most this many non-directory entries have each entry `lstat`ed, so
@@ -80,6 +83,7 @@ impl Default for Options {
             large_files: None,
             stat_small_dirs: true,
             gate: None,
+            report_vanished: false,
         }
     }
 }
@@ -300,7 +304,7 @@ impl Remover<'_> {
             }
             match unlinkat(dir, name, AtFlags::empty()) {
                 Ok(()) => {}
-                Err(Errno::NOENT) => return UnlinkResult::Done,
+                Err(Errno::NOENT) if !self.opts.report_vanished => return UnlinkResult::Done,
                 Err(Errno::ISDIR) => return UnlinkResult::IsDir,
                 Err(e) => return UnlinkResult::Failed(e),
             }
@@ -454,7 +458,7 @@ impl Visitor for Remover<'_> {
         if !self.opts.dry_run {
             match unlinkat(&*parent, node.name(), AtFlags::REMOVEDIR) {
                 Ok(()) => {}
-                Err(Errno::NOENT) => return,
+                Err(Errno::NOENT) if !self.opts.report_vanished => return,
                 Err(e) => {
                     return self.fail(node.path(), Reason::Os(e), node.parent().map(|p| &**p))
                 }

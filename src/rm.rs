@@ -62,6 +62,8 @@ pub struct Request {
     pub profile: Option<Class>,
     /// Stat small directories' entries or not, whatever the profile says (measurements).
     pub small_dir_stats: Option<bool>,
+    /// `--preserve-root=all`: refuse directory arguments that are mount points.
+    pub preserve_all_root: bool,
 }
 
 /// How `reclaim rm` frees space.
@@ -88,6 +90,7 @@ pub fn run(req: &Request) -> Summary {
     let mut not_started = 0usize;
 
     let mut resolver = Resolver::new(req.recursive, req.dir);
+    resolver.preserve_all_root = req.preserve_all_root;
     let mut trees = Vec::new();
     let hiding = req.mode != Mode::Now && !req.engine.dry_run;
     let mut hider = Hider::new(HideOptions {
@@ -100,12 +103,28 @@ pub fn run(req: &Request) -> Summary {
     let mut fallback = Vec::new();
     // Directories whose entries were removed here: fsynced once each at the end (--durable).
     let mut touched: Vec<Arc<std::os::fd::OwnedFd>> = Vec::new();
+    let mut seen = std::collections::HashSet::new();
     for (i, path) in req.paths.iter().enumerate() {
         if crate::interrupt::stopping() {
             not_started = req.paths.len() - i;
             break;
         }
         let resolved = resolver.resolve(path);
+        // The same directory entry named twice (`rm -r t t`): gone by the second time, as
+        // for GNU rm.
+        if let Ok(t) = &resolved {
+            if !seen.insert(entry_key(t)) {
+                if !req.force {
+                    fail(
+                        &printer,
+                        &mut failures,
+                        path.clone(),
+                        Reason::Os(Errno::NOENT),
+                    );
+                }
+                continue;
+            }
+        }
         if let (true, Ok(t)) = (hiding, &resolved) {
             let (base, name, display) = match t {
                 Target::Tree(d) => (&d.base, &d.name, &d.display),
@@ -214,6 +233,9 @@ pub fn run(req: &Request) -> Summary {
                     Reason::Os(Errno::NOENT),
                 ),
             },
+            // `-f` says nothing about what cannot exist (GNU: ENOTDIR for `file/x` too).
+            Err(Rejection::Refused(Reason::Os(Errno::NOTDIR | Errno::INVAL | Errno::ILSEQ)))
+                if req.force => {}
             Err(Rejection::Refused(reason)) => fail(&printer, &mut failures, path.clone(), reason),
         }
     }
@@ -277,7 +299,18 @@ pub fn run(req: &Request) -> Summary {
         engine.throttle = Some(Arc::new(Throttle::new(req.iops)));
     }
     if paced {
-        engine.gate = Some(Arc::new(crate::walk::Gate::new(engine.threads)));
+        // A rotational disk starts with one worker and earns more after good windows: the
+        // four that ext4's profile allows hurt a busy HDD before the first miss was seen
+        // (bench/RESULTS.md, 2026-11-23).
+        let start = if profile
+            .as_ref()
+            .is_some_and(|p| p.class == Class::Rotational)
+        {
+            1
+        } else {
+            engine.threads
+        };
+        engine.gate = Some(Arc::new(crate::walk::Gate::new(start)));
     }
     // Large files inside the trees are shrunk like named ones (when pacing is on).
     let tree_files = (!req.pacing.is_fast() && !req.engine.dry_run)
@@ -293,6 +326,8 @@ pub fn run(req: &Request) -> Summary {
                 let knobs = crate::pace::tree::Knobs {
                     throttle,
                     gate: engine.gate.as_deref(),
+                    max_workers: engine.threads,
+                    rate: req.pace_trees,
                     idle: &idle,
                 };
                 let (pacing, counters, done) = (&req.pacing, &counters, &done);
@@ -304,6 +339,15 @@ pub fn run(req: &Request) -> Summary {
         };
         let outcome = if trees.is_empty() {
             remove::Outcome::default()
+        } else if req.verbose {
+            // One argument after the other, so -v lists them in the order given.
+            let mut all = remove::Outcome::default();
+            for t in trees {
+                let o = remove::remove_trees(vec![t], &engine, &counters, &printer);
+                all.failures.extend(o.failures);
+                all.skipped_mounts.extend(o.skipped_mounts);
+            }
+            all
         } else {
             remove::remove_trees(trees, &engine, &counters, &printer)
         };
@@ -540,8 +584,8 @@ fn resume_interrupted(
     }))
 }
 
-/// The closing report: the JSON object, or a paragraph on stderr (on a terminal, or when there
-/// is something to say), and the recap of failures when there were several.
+/// The closing report: the JSON object, or a paragraph on stderr (on a terminal, with -v or
+/// for a dry run), and on a terminal the recap of failures when there were several.
 fn print_summary(req: &Request, summary: &Summary, printer: &Printer, failures: &[Failure]) {
     if req.json {
         println!(
@@ -552,20 +596,30 @@ fn print_summary(req: &Request, summary: &Summary, printer: &Printer, failures: 
         if req.progress || req.verbose {
             eprintln!("{}", summary.human_hidden());
         }
-    } else if req.progress
-        || req.verbose
-        || req.engine.dry_run
-        || summary.gentle.iter().any(|g| g.outcome.steps > 0)
-    {
+    } else if req.progress || req.verbose || req.engine.dry_run {
+        // Off a terminal (cron, scripts) nothing but the errors, as GNU rm.
         eprintln!("{}", summary.human());
     }
-    // Recap when the lines may have scrolled away; one failure was already said once.
-    if failures.len() > 1 {
+    // Recap on a terminal, where the lines may have scrolled away (never in scripts' output:
+    // each failure was said once already).
+    if failures.len() > 1 && req.progress && !req.json {
         printer.error_line(&format!("{} paths could not be removed:", failures.len()));
         for f in failures {
             eprintln!("  {f}");
         }
     }
+}
+
+/// What identifies a resolved argument's directory entry: its parent directory and name.
+fn entry_key(t: &Target) -> (Option<crate::dirfd::Ident>, std::ffi::CString) {
+    let (base, name) = match t {
+        Target::Tree(d) => (&d.base, &d.name),
+        Target::Entry { base, name, .. } => (base, name),
+    };
+    (
+        crate::dirfd::fstat(&**base).ok().map(|f| f.ident),
+        name.clone(),
+    )
 }
 
 /// A regular file big enough that freeing it may hurt others, and pacing is on.

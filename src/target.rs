@@ -49,6 +49,8 @@ pub struct Resolver {
     pub space_before: FreeSpace,
     pub recursive: bool,
     pub dir_ok: bool,
+    /// `--preserve-root=all`: refuse a directory argument on another device than its parent.
+    pub preserve_all_root: bool,
 }
 
 impl Resolver {
@@ -59,6 +61,7 @@ impl Resolver {
             space_before: FreeSpace::default(),
             recursive,
             dir_ok,
+            preserve_all_root: false,
         }
     }
 
@@ -71,24 +74,33 @@ impl Resolver {
         let trimmed = trim_trailing_slashes(bytes);
         let slash = trimmed.len() != bytes.len();
         // Compare with "/" by identity: "/", "//", "/tmp/..", a symlink to "/", a bind mount.
-        if trimmed.is_empty() || self.resolves_to_root(arg) {
+        if trimmed.is_empty() || self.resolves_to_root(arg, slash) {
             return Err(Rejection::Refused(Reason::Root));
         }
         let (parent, name) = match trimmed.iter().rposition(|&b| b == b'/') {
             Some(i) => (&trimmed[..i.max(1)], &trimmed[i + 1..]),
             None => (&b"."[..], trimmed),
         };
-        if name == b"." || name == b".." {
+        let dot = name == b"." || name == b"..";
+        let name = CString::new(name).map_err(|_| Rejection::Refused(Reason::Os(Errno::INVAL)))?;
+        // The parent first: `file/.` names nothing (ENOTDIR, which -f ignores, as GNU's).
+        let base = self.parent_fd(Path::new(OsStr::from_bytes(parent)))?;
+        if dot {
             return Err(Rejection::Refused(Reason::DotOrDotDot));
         }
-        let name = CString::new(name).map_err(|_| Rejection::Refused(Reason::Os(Errno::INVAL)))?;
-        let base = self.parent_fd(Path::new(OsStr::from_bytes(parent)))?;
         let facts = match dirfd::lstat_at(&*base, &name) {
             Ok(f) => f,
             Err(Errno::NOENT) => return Err(Rejection::Missing),
             Err(e) => return Err(Rejection::Refused(Reason::Os(e))),
         };
-        let display = arg.to_path_buf();
+        // As GNU rm shows it: `a///` is `a/`, so its entries are `a/x`.
+        let display = PathBuf::from(OsStr::from_bytes(crate::gnu::walk::trim_slashes(bytes)));
+        if self.preserve_all_root
+            && facts.file_type == FileType::Directory
+            && dirfd::fstat(&*base).is_ok_and(|p| p.ident.dev != facts.ident.dev)
+        {
+            return Err(Rejection::Refused(Reason::OtherDevice));
+        }
         match facts.file_type {
             FileType::Directory if self.recursive => Ok(Target::Tree(DirTarget {
                 base,
@@ -118,8 +130,17 @@ impl Resolver {
         }
     }
 
-    fn resolves_to_root(&self, arg: &Path) -> bool {
-        match (self.root, dirfd::stat_path(arg)) {
+    /// Whether `arg` is `/` itself: a symlink to `/` is only a link (removing it removes the
+    /// link), unless a trailing slash names what it points to.
+    fn resolves_to_root(&self, arg: &Path, slash: bool) -> bool {
+        let facts = if slash {
+            dirfd::stat_path(arg)
+        } else {
+            CString::new(arg.as_os_str().as_bytes())
+                .map_err(|_| Errno::INVAL)
+                .and_then(|c| dirfd::lstat_at(rustix::fs::CWD, &c))
+        };
+        match (self.root, facts) {
             (Some(root), Ok(f)) => f.ident == root,
             _ => false,
         }
@@ -129,7 +150,13 @@ impl Resolver {
         if let Some(fd) = self.parents.get(parent) {
             return Ok(fd.clone());
         }
-        let fd = match dirfd::open_dir_path(parent) {
+        // A parent that may be searched but not read (`chmod 0300`) is still a parent: an
+        // O_PATH fd is enough for unlinkat, openat and rename in it.
+        let opened = match dirfd::open_dir_path(parent) {
+            Err(Errno::ACCESS) => dirfd::open_dir_path_only(parent),
+            other => other,
+        };
+        let fd = match opened {
             Ok(fd) => Arc::new(fd),
             Err(Errno::NOENT) => return Err(Rejection::Missing),
             Err(e) => return Err(Rejection::Refused(Reason::Os(e))),
@@ -176,7 +203,18 @@ mod tests {
     #[test]
     fn refuses_dot_and_dotdot_as_last_component() {
         let dir = tempfile::tempdir().unwrap();
+        std::fs::create_dir(dir.path().join("a")).unwrap();
+        std::fs::write(dir.path().join("f"), "").unwrap();
         let mut r = Resolver::new(true, false);
+        // As GNU rm: what names nothing is missing (`b/..`) or not a directory (`f/.`).
+        assert!(matches!(
+            r.resolve(&dir.path().join("b/..")),
+            Err(Rejection::Missing)
+        ));
+        assert_eq!(
+            refused(r.resolve(&dir.path().join("f/."))),
+            Some(Reason::Os(Errno::NOTDIR))
+        );
         for p in [".", "..", "./.", "a/.."] {
             let p = dir.path().join(p);
             let got = refused(r.resolve(&p));

@@ -27,6 +27,7 @@ use crate::remove::{self, Counters, DirTarget, Quiet};
 pub fn remover<'o>(
     o: &'o Options,
     program: &'o str,
+    large: Arc<crate::shrink::TreeFiles>,
 ) -> impl FnMut(BorrowedFd<'_>, &CStr, &[u8], Ident) -> Status + 'o {
     move |parent, name, path, ident| {
         // The engine holds its own fd of the parent (the current directory for an operand).
@@ -53,6 +54,8 @@ pub fn remover<'o>(
         let base = Arc::new(base);
         let mut opts = remove::Options {
             cross_mounts: true,
+            large_files: Some(large.clone()),
+            report_vanished: true,
             ..remove::Options::default()
         };
         if let Ok(fd) = dirfd::open_dir_at(&*base, name) {

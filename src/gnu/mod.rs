@@ -24,14 +24,23 @@ pub fn invoked_as_rm(argv0: &OsStr) -> bool {
     base == b"rm"
 }
 
+/// Restores SIGPIPE's default action (Rust ignores it, so a write to a closed pipe would be
+/// an error, and `println!` panics on it): a closed stdout then ends the process silently.
+pub fn default_sigpipe() {
+    // SAFETY: sets the disposition of one signal to its default; called before any thread
+    // starts, and no handler of ours is replaced.
+    unsafe {
+        libc::signal(libc::SIGPIPE, libc::SIG_DFL);
+    }
+}
+
 /// Runs `rm` with `args` (without argv[0]); `program` is argv[0] as given, the prefix of
 /// every message (as GNU prints it).
 pub fn main(program: &OsStr, args: &[OsString]) -> ExitCode {
     // `rm -v | head` ends as GNU's does: killed by SIGPIPE, silently.
-    // SAFETY: restoring the default disposition of a signal before any thread starts.
-    unsafe {
-        libc::signal(libc::SIGPIPE, libc::SIG_DFL);
-    }
+    default_sigpipe();
+    // Ctrl-C stops between two entries (and a large file's shrink at a consistent point).
+    crate::interrupt::install(true);
     let program = program.to_string_lossy().into_owned();
     match args::parse(args) {
         Parsed::Help => {
@@ -79,7 +88,21 @@ fn usage_error(program: &str, e: &UsageError, args: &[OsString]) {
     }
 }
 
-fn remove(program: &str, o: &args::Options) -> ExitCode {
+/// `-I`'s one question (before more than three arguments, or any recursive removal); true
+/// when the answer is yes or there is nothing to ask.
+pub fn confirm_once(program: &str, n: usize, recursive: bool) -> bool {
+    if !(recursive || n > 3) {
+        return true;
+    }
+    let plural = if n == 1 { "" } else { "s" };
+    let how = if recursive { " recursively" } else { "" };
+    eprint!("{program}: remove {n} argument{plural}{how}? ");
+    let _ = std::io::stderr().flush();
+    prompt::yes_or_no()
+}
+
+/// Removes `o.operands` as GNU rm does (also `reclaim rm -i`, with `program` "reclaim").
+pub fn remove(program: &str, o: &args::Options) -> ExitCode {
     let root = if o.recursive {
         match crate::dirfd::lstat_at(rustix::fs::CWD, c"/") {
             Ok(f) => Some(f.ident),
@@ -94,15 +117,8 @@ fn remove(program: &str, o: &args::Options) -> ExitCode {
     } else {
         None
     };
-    let n = o.operands.len();
-    if o.prompt_once && (o.recursive || n > 3) {
-        let plural = if n == 1 { "" } else { "s" };
-        let how = if o.recursive { " recursively" } else { "" };
-        eprint!("{program}: remove {n} argument{plural}{how}? ");
-        let _ = std::io::stderr().flush();
-        if !prompt::yes_or_no() {
-            return ExitCode::SUCCESS;
-        }
+    if o.prompt_once && !confirm_once(program, o.operands.len(), o.recursive) {
+        return ExitCode::SUCCESS;
     }
     let out: Box<dyn Write> = if std::io::stdout().is_terminal() {
         Box::new(std::io::LineWriter::new(std::io::stdout()))
@@ -110,22 +126,57 @@ fn remove(program: &str, o: &args::Options) -> ExitCode {
         Box::new(std::io::BufWriter::with_capacity(4096, std::io::stdout()))
     };
     let mut r = Remover::new(o, program, out, root);
+    // Large files are freed gently, as by `reclaim rm` (paced by the latency other I/O sees).
+    let large = std::sync::Arc::new(crate::shrink::TreeFiles::new(
+        crate::pace::Pacing {
+            max_latency: Some(crate::pace::DEFAULT_MAX_LATENCY),
+            rate: None,
+            trace: None,
+        },
+        false,
+    ));
+    r.large = Some(large.clone());
     // --one-file-system keeps GNU's own walk: it looks at each mount point on its way.
     if !o.verbose
         && !o.one_file_system
         && !Remover::<Box<dyn Write>>::may_prompt(o, r.stdin_tty(), r.superuser())
     {
-        r.fast = Some(Box::new(fast::remover(o, program)));
+        r.fast = Some(Box::new(fast::remover(o, program, large)));
     }
     let mut status = Status::Ok;
-    for a in &o.operands {
+    let mut stopped_in: Option<(usize, &OsString)> = None;
+    for (i, a) in o.operands.iter().enumerate() {
+        if crate::interrupt::stopping() {
+            stopped_in = Some((i, a));
+            break;
+        }
         status.update(r.operand(a));
+        if crate::interrupt::stopping() {
+            stopped_in = Some((i + 1, a));
+            break;
+        }
     }
     let mut out = r.into_output();
     if let Err(e) = out.flush() {
         return write_error(program, &e);
     }
     drop(out);
+    if let (Some(sig), Some((next, current))) = (crate::interrupt::requested(), stopped_in) {
+        // Unlike GNU rm (which dies), say what is left: a large file being shrunk stops at a
+        // consistent point too.
+        let rest = o.operands.len() - next;
+        let not_started = match rest {
+            0 => String::new(),
+            1 => "; 1 more argument not started".into(),
+            n => format!("; {n} more arguments not started"),
+        };
+        eprintln!(
+            "{program}: interrupted by {}: {} may be partly removed{not_started}",
+            crate::interrupt::name(sig),
+            crate::quote::quote(current)
+        );
+        return ExitCode::from(crate::interrupt::exit_code(sig));
+    }
     finish_stdout(
         program,
         if status == Status::Error {
@@ -198,11 +249,14 @@ This is reclaim {version} invoked as rm: GNU coreutils' rm options, prompts,
 messages, order and exit status, with reclaim's parallel engine underneath
 when neither -v nor a prompt needs GNU's order.  Differences from GNU rm:
   - '/' is refused even with --no-preserve-root.
-  - Directories are never changed into and symlinks never followed while
-    removing; a directory replaced while it is being removed is skipped with
+  - Files of 64 MiB and more are freed gently: renamed away at once, then
+    shrunk in steps paced by the latency other I/O sees (as reclaim rm).
+  - Ctrl-C stops between two entries and says what is left (exit 130).
+  - Symlinks are never followed and directories never changed into; a
+    directory replaced while it is being removed is skipped with
     \"traversal failed\".
-  - Large directories (over 10,000 entries) may be listed in another order by
-    -v when they are read in more than one batch.
+  - -v in a directory of over 100,000 entries may list them in another order
+    (GNU reads and sorts such a directory in batches).
 For reclaim's own options (--background, --wait, pacing, --json), run
 'reclaim rm --help'.
 ",

@@ -35,6 +35,11 @@ pub fn yes_or_no() -> bool {
     let mut line = Vec::new();
     let stdin = std::io::stdin();
     let mut byte = [0u8; 1];
+    if crate::interrupt::stopping() {
+        return false;
+    }
+    // Waiting for an answer nothing is half done: a stop signal ends rm here, as GNU's does.
+    let _default = DefaultSignals::install();
     loop {
         match rustix::io::read(&stdin, &mut byte) {
             Ok(0) => {
@@ -48,4 +53,39 @@ pub fn yes_or_no() -> bool {
         }
     }
     matches!(line.first(), Some(b'y' | b'Y'))
+}
+
+/// While it lives, SIGINT, SIGTERM and SIGHUP have their default action (the process ends);
+/// the handlers that were there come back when it is dropped.
+struct DefaultSignals {
+    old: Vec<(libc::c_int, libc::sigaction)>,
+}
+
+impl DefaultSignals {
+    fn install() -> Self {
+        let mut old = Vec::new();
+        for sig in [libc::SIGINT, libc::SIGTERM, libc::SIGHUP] {
+            // SAFETY: sigaction with valid pointers to zeroed (SIG_DFL) and output structs.
+            unsafe {
+                let mut dfl: libc::sigaction = std::mem::zeroed();
+                dfl.sa_sigaction = libc::SIG_DFL;
+                let mut prev: libc::sigaction = std::mem::zeroed();
+                if libc::sigaction(sig, &dfl, &mut prev) == 0 {
+                    old.push((sig, prev));
+                }
+            }
+        }
+        DefaultSignals { old }
+    }
+}
+
+impl Drop for DefaultSignals {
+    fn drop(&mut self) {
+        for (sig, prev) in &self.old {
+            // SAFETY: restores the disposition saved by `install`.
+            unsafe {
+                libc::sigaction(*sig, prev, std::ptr::null_mut());
+            }
+        }
+    }
 }

@@ -14,6 +14,7 @@ use std::ffi::{CStr, CString, OsStr};
 use std::io::Write;
 use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
 use std::os::unix::ffi::OsStrExt;
+use std::path::Path;
 
 use rustix::fs::{openat, unlinkat, AtFlags, FileType, Mode, OFlags, CWD};
 use rustix::io::Errno;
@@ -97,6 +98,8 @@ pub struct Remover<'o, W: Write> {
     /// Hands whole directories to a faster engine when nothing needs GNU's order (no `-v`,
     /// no prompts): returns the status, having printed errors in GNU's order.
     pub fast: Option<Box<FastPath<'o>>>,
+    /// Frees large regular files gently (paced shrinking) instead of unlinking them at once.
+    pub large: Option<std::sync::Arc<crate::shrink::TreeFiles>>,
 }
 
 impl<'o, W: Write> Remover<'o, W> {
@@ -115,6 +118,7 @@ impl<'o, W: Write> Remover<'o, W> {
             open_fds: 0,
             dev: 0,
             fast: None,
+            large: None,
         }
     }
 
@@ -175,6 +179,12 @@ impl<'o, W: Write> Remover<'o, W> {
     fn run(&mut self) -> Status {
         let mut status = Status::Ok;
         while let Some(top) = self.frames.last_mut() {
+            if crate::interrupt::stopping() {
+                // Ctrl-C: stop between two entries; what is left stays as it is.
+                self.frames.clear();
+                self.open_fds = 0;
+                return Status::Error;
+            }
             if top.next < top.entries.len() {
                 let i = top.next;
                 top.next += 1;
@@ -220,7 +230,8 @@ impl<'o, W: Write> Remover<'o, W> {
     /// A directory's first visit (fts' `FTS_D`).
     fn pre(&mut self, at: At<'_>, path: &[u8], f: &Facts, top: bool) -> Pre {
         let o = self.o;
-        if !o.recursive && !(o.remove_empty_dirs && is_empty_dir(at)) {
+        let removable = o.recursive || (o.remove_empty_dirs && is_empty_dir(at));
+        if !removable {
             let e = if o.remove_empty_dirs {
                 Errno::NOTEMPTY
             } else {
@@ -419,7 +430,64 @@ impl<'o, W: Write> Remover<'o, W> {
         if s != Status::Ok {
             return s;
         }
+        if !is_dir {
+            if let Some(s) = self.gently(at, path) {
+                return s;
+            }
+        }
         self.excise(at, path, is_dir, dnr)
+    }
+
+    /// A large regular file (an operand, or in a small directory, as the engine decides) is
+    /// freed by the shrinker, paced; `None` for everything else (then it is unlinked).
+    fn gently(&mut self, at: At<'_>, path: &[u8]) -> Option<Status> {
+        let large = self.large.clone()?;
+        let small_dir = self.frames.last().map_or(true, |f| {
+            f.entries.len() <= crate::remove::LARGE_FILE_DIR_MAX
+        });
+        if !small_dir {
+            return None;
+        }
+        let facts = dirfd::lstat_at(at.dir, at.name).ok()?;
+        if facts.file_type != FileType::RegularFile
+            || facts.nlink != 1
+            || facts.allocated < crate::shrink::GENTLE_MIN_BYTES
+        {
+            return None;
+        }
+        // The shrinker hides the file under a name in its own directory first: an operand's
+        // directory is opened by its path (as rm reaches it), a child's is the frame's fd.
+        let (dir, name) = if self.frames.is_empty() {
+            let bytes = at.name.to_bytes();
+            let (parent, base) = match bytes.iter().rposition(|&b| b == b'/') {
+                Some(i) => (&bytes[..i.max(1)], &bytes[i + 1..]),
+                None => (&b"."[..], bytes),
+            };
+            let fd = crate::dirfd::open_dir_path_only(Path::new(OsStr::from_bytes(parent))).ok()?;
+            (fd, CString::new(base).ok()?)
+        } else {
+            (
+                rustix::io::fcntl_dupfd_cloexec(at.dir, 3).ok()?,
+                at.name.to_owned(),
+            )
+        };
+        use crate::remove::LargeFiles;
+        match large.remove(&dir, &name, &facts, Path::new(OsStr::from_bytes(path))) {
+            Ok(()) => {
+                if self.o.verbose {
+                    let _ = writeln!(self.out, "removed {}", q(path));
+                }
+                Some(Status::Ok)
+            }
+            Err(crate::error::Reason::Os(e)) if self.o.ignore_missing && nonexistent(e) => {
+                Some(Status::Ok)
+            }
+            Err(reason) => {
+                self.say(&format!("cannot remove {}: {reason}", q(path)));
+                self.mark_ancestors();
+                Some(Status::Error)
+            }
+        }
     }
 
     /// coreutils' `prompt`: whether to go on with `at` (descend into it when `descend`).
@@ -711,7 +779,7 @@ fn dot_or_dotdot(c: &[u8]) -> bool {
         return false;
     }
     let next = if c.get(1) == Some(&b'.') { 2 } else { 1 };
-    c.get(next).is_none_or(|&b| b == b'/')
+    c.get(next).map_or(true, |&b| b == b'/')
 }
 
 /// Errors that mean the file is not there (`rm -f` says nothing about them).

@@ -1,9 +1,10 @@
 //! The governor of tree removal (many small files): a thread watches the probe in windows of
-//! 250 ms while the engine's workers unlink, and steers concurrency first, then the rate. On a
-//! missed window it halves the active workers (down to one); with one worker left, it holds the
-//! shared unlink rate to half of what the window achieved. On good windows it gives the rate
-//! back first (up by a sixteenth, additive), then one worker at a time. An idle disk never
-//! misses, so nothing engages and the tree goes at full speed. It only reads the counters and
+//! 250 ms while the engine's workers unlink, and steers concurrency first, then (when asked
+//! with `--max-latency`) the rate. On a missed window it halves the active workers (down to
+//! one); with one worker left, it holds the shared unlink rate to half of what the window
+//! achieved. On good windows it gives the rate back first (up by a sixteenth, additive), then
+//! one worker after every 2 s without a miss. An idle disk never misses, so nothing engages
+//! and the tree goes at full speed. It only reads the counters and
 //! sets the gate and the throttle.
 
 use std::os::fd::AsFd;
@@ -21,6 +22,8 @@ use crate::walk::Gate;
 const WINDOW: Duration = Duration::from_millis(250);
 /// The limit never goes below this many unlinks per second.
 const MIN_RATE: f64 = 20.0;
+/// Good windows in a row before one more worker (2 s).
+const GROW_AFTER: u32 = 8;
 
 /// The idle latency of the probe on the file system of `dir` (p90 of a few synchronous writes,
 /// taken before any removal starts): whether a disk that says it is rotational really answers
@@ -43,6 +46,14 @@ pub struct Knobs<'a> {
     pub throttle: &'a Throttle,
     /// The walk's active workers (`None`: the rate only).
     pub gate: Option<&'a Gate>,
+    /// The most workers the gate may let in (it may start lower: a rotational disk starts
+    /// with one and earns more).
+    pub max_workers: usize,
+    /// Hold the unlink rate down too once one worker is left (`--max-latency` given). Not by
+    /// default: on the emulated HDD one worker already hurt others no more than `rm -rf`
+    /// (probe p99 1.6x idle vs 2.0x), and holding its rate down as well only made the removal
+    /// 2.7x longer (105 s against 38 s) without lowering the p99 (bench/RESULTS.md).
+    pub rate: bool,
     /// Probe latencies measured before the removal started (`idle_samples`): the baseline,
     /// when there are some. One taken while the workers run sees their own load: on the
     /// emulated HDD it read 312 ms against 130 ms idle, so nothing ever counted as a miss.
@@ -82,7 +93,7 @@ pub fn run(
         knobs.idle.to_vec()
     };
     let base_p90 = percentile(&sorted(&base), 90.0);
-    let max_workers = knobs.gate.map_or(1, Gate::limit);
+    let max_workers = knobs.max_workers.max(1);
     report.workers_max = knobs.gate.map(|_| max_workers);
     report.workers_min = report.workers_max;
     let ctl = Controller::new(Config {
@@ -97,6 +108,7 @@ pub fn run(
     });
     let ops = || counters.files.load(Ordering::Relaxed) + counters.dirs.load(Ordering::Relaxed);
     let mut during = Vec::new();
+    let mut good_streak = 0u32;
     let mut start = Instant::now();
     let mut last_ops = ops();
     while !done.load(Ordering::Relaxed) {
@@ -119,6 +131,7 @@ pub fn run(
         match verdict {
             Verdict::Miss => {
                 report.backoffs += 1;
+                good_streak = 0;
                 match knobs.gate.filter(|g| g.limit() > 1) {
                     // Fewer operations in flight first: the harm is the queue they make.
                     Some(g) => {
@@ -126,6 +139,7 @@ pub fn run(
                         g.set(n);
                         report.workers_min = report.workers_min.map(|m| m.min(n));
                     }
+                    None if !knobs.rate => {}
                     None => {
                         let current = throttle.rate().unwrap_or(f64::INFINITY);
                         throttle.set_rate(Some((current.min(achieved) / 2.0).max(MIN_RATE)));
@@ -144,7 +158,15 @@ pub fn run(
                         });
                     }
                 } else if let Some(g) = knobs.gate.filter(|g| g.limit() < max_workers) {
-                    g.set(g.limit() + 1);
+                    // A worker back only after GROW_AFTER good windows in a row: growing on
+                    // every good one kept the emulated HDD oscillating between one and four
+                    // workers (48 misses in 118 windows, probe p99 3.0x idle against rm's
+                    // 1.7x; bench/RESULTS.md).
+                    good_streak += 1;
+                    if good_streak >= GROW_AFTER {
+                        g.set(g.limit() + 1);
+                        good_streak = 0;
+                    }
                 }
             }
             Verdict::Unknown => {}

@@ -655,21 +655,31 @@ fn free_tree(
         engine.throttle = Some(Arc::new(Throttle::new(pacing.iops)));
     }
     if paced {
-        engine.gate = Some(Arc::new(crate::walk::Gate::new(engine.threads)));
+        // A rotational disk starts with one worker and earns more (as `reclaim rm`).
+        let start = if profile.class == crate::profile::Class::Rotational {
+            1
+        } else {
+            engine.threads
+        };
+        engine.gate = Some(Arc::new(crate::walk::Gate::new(start)));
     }
     let done = AtomicBool::new(false);
     let sink = remove::Quiet;
     let outcome = std::thread::scope(|s| {
         if let (true, Some(throttle)) = (paced, &engine.throttle) {
             let p = to_pacing(pacing);
+            let pace_trees = pacing.pace_trees;
             let dir = probe_dir.clone();
             let throttle = throttle.clone();
             let gate = engine.gate.clone();
+            let max_workers = engine.threads;
             let done = &done;
             s.spawn(move || {
                 let knobs = crate::pace::tree::Knobs {
                     throttle: &throttle,
                     gate: gate.as_deref(),
+                    max_workers,
+                    rate: pace_trees,
                     idle: &idle,
                 };
                 crate::pace::tree::run(&*dir, &p, &knobs, counters, done)

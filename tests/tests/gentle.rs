@@ -360,9 +360,10 @@ fn prints_a_gentle_summary_line_without_json() {
     };
     let before = vol_snapshot(&s);
     fallocated(&s, "vol/big", 1 << 30, 3);
-    let out = rm(&s, &["vol/big"]);
+    // Off a terminal the summary comes with -v only (cron mail stays empty).
+    let out = rm(&s, &["-v", "vol/big"]);
     util::assert_success(&out);
-    assert_eq!(util::stdout_of(&out), "");
+    assert_eq!(util::stdout_of(&out), "removed 'vol/big'\n");
     let err = util::stderr_of(&out);
     let line = err
         .lines()

@@ -1551,3 +1551,106 @@ fn harness_refuses_root_without_the_failsafe() {
         ok_any,
     );
 }
+
+// ---------------------------------------------------------------------------------------------
+// `reclaim rm` (the subcommand) against GNU rm, where its documented differences allow.
+
+/// Whether `reclaim rm` is documented to differ from GNU rm in this scenario (README, "As
+/// `rm`"): it asks only when told to (`-i`/`-I`, not about write-protected files on a
+/// terminal), does not enter mount points unless `--cross-mounts`, refuses a symlink named
+/// with a trailing slash (GNU empties what it points to), and usage errors exit 2.
+fn reclaim_rm_documented_difference(sc: &Scenario, gnu: &Outcome) -> Option<&'static str> {
+    let has = |needle: &[u8]| {
+        gnu.stderr.windows(needle.len()).any(|w| w == needle)
+            || gnu.terminal.windows(needle.len()).any(|w| w == needle)
+    };
+    if !matches!(sc.stdin, Stdin::Null) && has(b"? ") {
+        return Some("prompts");
+    }
+    if has(b"Try '") || gnu.stdout.starts_with(b"Usage: ") || gnu.stdout.starts_with(b"rm (") {
+        return Some("usage, --help, --version");
+    }
+    if sc.nodes.iter().any(|n| matches!(n.kind, Kind::Mount)) {
+        return Some("mount points");
+    }
+    if sc.args.iter().any(|a| a.ends_with(b"/"))
+        && sc.nodes.iter().any(|n| matches!(n.kind, Kind::Link(_)))
+    {
+        return Some("trailing slashes with symlinks");
+    }
+    None
+}
+
+#[test]
+fn reclaim_rm_outcomes_match_gnu_rm() {
+    let test = "reclaim_rm_outcomes_match_gnu_rm";
+    if !gnu_available(test) {
+        return;
+    }
+    let mut world = World::new();
+    // `bin/rm` runs `reclaim rm "$@"`: a script any uid can run.
+    let dir = tempfile::Builder::new()
+        .prefix("reclaim-rm-")
+        .tempdir()
+        .unwrap();
+    let script = dir.path().join("reclaim-rm");
+    let bin = std::fs::canonicalize(crate::util::reclaim_bin()).unwrap();
+    std::fs::write(
+        &script,
+        format!("#!/bin/sh\nexec '{}' rm \"$@\"\n", bin.display()),
+    )
+    .unwrap();
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(&script, std::fs::Permissions::from_mode(0o755)).unwrap();
+    std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
+    world.program = Some(script);
+    let caps = world.caps;
+    let n = env_u32("GNU_RM_SUBCOMMAND_CASES", 300);
+    let (mut compared, mut excused) = (0, BTreeMap::<&str, usize>::new());
+    let mut differ = Vec::new();
+    for sc in sample(caps, n) {
+        let Ok(c) = world.run(&sc) else { continue };
+        if let Some(why) = reclaim_rm_documented_difference(&sc, &c.gnu) {
+            *excused.entry(why).or_default() += 1;
+            continue;
+        }
+        // A usage error on both sides: reclaim's exit status for those is 2, GNU's 1.
+        let gnu_said = first_line(&c.gnu);
+        let usage = [
+            "unrecognized",
+            "invalid",
+            "ambiguous",
+            "abbreviate",
+            "doesn't allow",
+            "missing operand",
+        ];
+        if c.reclaim.code == 2
+            && c.gnu.code == 1
+            && c.gnu_tree == c.reclaim_tree
+            && usage.iter().any(|u| gnu_said.contains(u))
+        {
+            *excused.entry("usage error: exit 2").or_default() += 1;
+            continue;
+        }
+        compared += 1;
+        if c.gnu.code != c.reclaim.code || c.gnu_tree != c.reclaim_tree {
+            differ.push(format!(
+                "{}\n  GNU: {} | reclaim rm: {}",
+                command_line(&sc),
+                first_line(&c.gnu),
+                first_line(&c.reclaim)
+            ));
+        }
+    }
+    eprintln!(
+        "{test}: {compared} scenarios compared (exit status and tree), {} differ; not compared \
+         (documented differences): {excused:?}",
+        differ.len()
+    );
+    assert!(
+        differ.is_empty(),
+        "{test}: {} of {compared} differ:\n{}",
+        differ.len(),
+        differ.join("\n")
+    );
+}

@@ -14,6 +14,7 @@ mod props;
 mod prune;
 mod races;
 mod rm_flags;
+mod rm_gnu;
 mod safety;
 mod scale;
 mod scan;

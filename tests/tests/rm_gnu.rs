@@ -1,0 +1,324 @@
+//! GNU rm's behaviour in `reclaim rm` (issue 13): the cases reclaim got wrong, GNU's prompting
+//! options with reclaim's prefix, no recap off a terminal; and in `rm` mode, the golden
+//! `--help` and a closed stdout. (The byte-for-byte comparison with GNU rm is gnu_rm.rs.)
+
+use std::ffi::OsStr;
+use std::os::unix::fs::PermissionsExt;
+use std::path::Path;
+use std::process::Stdio;
+
+use assert_cmd::Command;
+use predicates::prelude::*;
+
+use crate::util::{self, Scratch};
+
+/// A second uid for the permission cases (root bypasses them).
+const USER: u32 = 61_013;
+
+/// `reclaim rm ARGS` in `s`'s root as `USER` (paths are relative to the root).
+fn rm_as_user(s: &Scratch, args: &[&str]) -> std::process::Output {
+    for a in args.iter().filter(|a| !a.starts_with('-')) {
+        s.assert_inside(&s.path(a));
+    }
+    std::process::Command::new("setpriv")
+        .arg(format!("--reuid={USER}"))
+        .arg(format!("--regid={USER}"))
+        .args(["--clear-groups", "--"])
+        .arg(util::reclaim_bin())
+        .arg("rm")
+        .args(args)
+        .current_dir(s.root())
+        .env("RECLAIM_CONFIG", "")
+        .env("RECLAIM_UNDER", s.root())
+        .stdin(Stdio::null())
+        .output()
+        .unwrap()
+}
+
+/// Gives `rel` (and the scratch root's search permission) to `USER`.
+fn give(s: &Scratch, rel: &str) {
+    std::fs::set_permissions(s.root(), std::fs::Permissions::from_mode(0o755)).unwrap();
+    let out = std::process::Command::new("chown")
+        .args(["-R", &format!("{USER}:{USER}")])
+        .arg(s.path(rel))
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "chown: {out:?}");
+}
+
+fn chmod(p: &Path, mode: u32) {
+    std::fs::set_permissions(p, std::fs::Permissions::from_mode(mode)).unwrap();
+}
+
+#[test]
+fn force_ignores_a_path_below_a_file() {
+    let s = Scratch::new();
+    s.file("f", "x");
+    s.rm(&["-f", "f/x"])
+        .assert()
+        .success()
+        .stdout("")
+        .stderr("");
+    s.rm(&["f/x"])
+        .assert()
+        .code(1)
+        .stderr("reclaim: cannot remove 'f/x': Not a directory\n");
+    assert!(s.exists("f"));
+}
+
+#[test]
+fn unreadable_empty_directories_are_removed() {
+    let test = "unreadable_empty_directories_are_removed";
+    if util::skip_unless_root(test) {
+        return;
+    }
+    let s = Scratch::new();
+    s.mkdir("w/d");
+    s.mkdir("w/t/e");
+    s.file("w/t/f", "x");
+    s.mkdir("w/full");
+    s.file("w/full/keep", "x");
+    give(&s, "w");
+    chmod(&s.path("w/d"), 0o000);
+    chmod(&s.path("w/t/e"), 0o100);
+    chmod(&s.path("w/full"), 0o300);
+    let out = rm_as_user(&s, &["-rf", "w/d", "w/t", "w/full"]);
+    assert_eq!(out.status.code(), Some(1), "{out:?}");
+    assert_eq!(
+        String::from_utf8_lossy(&out.stderr),
+        "reclaim: cannot remove 'w/full': Permission denied\n"
+    );
+    assert!(!s.exists("w/d") && !s.exists("w/t"));
+    assert!(s.exists("w/full/keep"));
+}
+
+#[test]
+fn a_search_only_parent_is_enough() {
+    let test = "a_search_only_parent_is_enough";
+    if util::skip_unless_root(test) {
+        return;
+    }
+    let s = Scratch::new();
+    s.file("p/f", "x");
+    s.file("p/g", "x");
+    give(&s, "p");
+    chmod(&s.path("p"), 0o300);
+    let out = rm_as_user(&s, &["p/f", "p/g"]);
+    assert!(out.status.success(), "{out:?}");
+    chmod(&s.path("p"), 0o755);
+    assert!(!s.exists("p/f") && !s.exists("p/g"));
+}
+
+#[test]
+fn a_symlink_to_root_is_an_ordinary_symlink() {
+    let s = Scratch::new();
+    s.symlink("l", "/");
+    s.rm(&["l"]).assert().success().stderr("");
+    assert!(std::fs::symlink_metadata(s.path("l")).is_err());
+}
+
+#[test]
+fn verbose_paths_lose_extra_trailing_slashes() {
+    let s = Scratch::new();
+    s.file("a/x", "x");
+    s.rm(&["-rv", "a///"])
+        .assert()
+        .success()
+        .stdout("removed 'a/x'\nremoved directory 'a/'\n");
+}
+
+#[test]
+fn verbose_lists_arguments_in_the_order_given() {
+    let s = Scratch::new();
+    for t in ["t1", "t2", "t3"] {
+        s.file(format!("{t}/x"), "x");
+    }
+    s.rm(&["-rv", "t3", "t1", "t2"]).assert().success().stdout(
+        "removed 't3/x'\nremoved directory 't3'\nremoved 't1/x'\nremoved directory 't1'\n\
+         removed 't2/x'\nremoved directory 't2'\n",
+    );
+}
+
+#[test]
+fn a_repeated_argument_is_missing_the_second_time() {
+    let s = Scratch::new();
+    s.file("t/x", "x");
+    s.rm(&["-r", "t", "t"])
+        .assert()
+        .code(1)
+        .stderr("reclaim: cannot remove 't': No such file or directory\n");
+    s.file("u/x", "x");
+    s.rm(&["-rf", "u", "u"]).assert().success().stderr("");
+}
+
+#[test]
+fn errors_are_said_once_off_a_terminal() {
+    let s = Scratch::new();
+    s.rm(&["m1", "m2"]).assert().code(1).stderr(
+        "reclaim: cannot remove 'm1': No such file or directory\n\
+         reclaim: cannot remove 'm2': No such file or directory\n",
+    );
+}
+
+#[test]
+fn interactive_asks_about_each_entry() {
+    let s = Scratch::new();
+    s.file("f", "x");
+    s.file("g", "x");
+    s.file("d/h", "x");
+    s.rm(&["-i", "-r", "f", "g", "d"])
+        .write_stdin("y\nn\ny\ny\n")
+        .assert()
+        .success()
+        .stdout("")
+        .stderr(
+            "reclaim: remove regular file 'f'? reclaim: remove regular file 'g'? \
+             reclaim: descend into directory 'd'? reclaim: remove regular file 'd/h'? \
+             reclaim: remove directory 'd'? ",
+        );
+    assert!(!s.exists("f") && s.exists("g") && s.exists("d") && !s.exists("d/h"));
+}
+
+#[test]
+fn the_last_of_force_and_interactive_counts() {
+    let s = Scratch::new();
+    s.file("f", "x");
+    // -i last: asks, reads end of input: no.
+    s.rm(&["-f", "-i", "f"])
+        .write_stdin("")
+        .assert()
+        .success()
+        .stderr("reclaim: remove regular file 'f'? ");
+    assert!(s.exists("f"));
+    s.rm(&["--interactive", "-f", "f", "missing"])
+        .write_stdin("")
+        .assert()
+        .success()
+        .stderr("");
+    assert!(!s.exists("f"));
+    s.file("g", "x");
+    s.rm(&["-f", "--interactive=never", "g", "missing"])
+        .assert()
+        .success()
+        .stderr("");
+}
+
+#[test]
+fn prompt_once_asks_one_question() {
+    let s = Scratch::new();
+    s.file("t/x", "x");
+    s.rm(&["-I", "-r", "t"])
+        .write_stdin("n\n")
+        .assert()
+        .success()
+        .stderr("reclaim: remove 1 argument recursively? ");
+    assert!(s.exists("t/x"));
+    s.rm(&["-I", "-r", "t"])
+        .write_stdin("y\n")
+        .assert()
+        .success();
+    assert!(!s.exists("t"));
+    // Three files: no question.
+    for f in ["a", "b", "c"] {
+        s.file(f, "x");
+    }
+    s.rm(&["-I", "a", "b", "c"]).assert().success().stderr("");
+}
+
+#[test]
+fn interactive_does_not_combine_with_background() {
+    let s = Scratch::new();
+    s.file("f", "x");
+    s.rm(&["-i", "--background", "f"])
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains("-i asks about each entry"));
+    s.rm(&["--interactive=maybe", "f"]).assert().code(2);
+    assert!(s.exists("f"));
+}
+
+#[test]
+fn preserve_root_all_refuses_a_mount_point() {
+    let test = "preserve_root_all_refuses_a_mount_point";
+    if util::skip_unless_root(test) {
+        return;
+    }
+    let s = Scratch::new();
+    let Some(_m) = util::MountGuard::tmpfs(&s, "m") else {
+        eprintln!("{test}: skipped: no tmpfs mount");
+        return;
+    };
+    s.file("m/x", "x");
+    s.rm(&["-r", "--preserve-root=all", "m"])
+        .assert()
+        .code(1)
+        .stderr(predicate::str::contains("--preserve-root=all is in effect"));
+    assert!(s.exists("m/x"));
+}
+
+/// `rm` mode: a link named `rm` in the scratch directory.
+fn rm_mode(s: &Scratch) -> Command {
+    let link = s.path("bin/rm");
+    if !link.exists() {
+        s.mkdir("bin");
+        std::os::unix::fs::symlink(std::fs::canonicalize(util::reclaim_bin()).unwrap(), &link)
+            .unwrap();
+    }
+    let mut c = Command::new(&link);
+    c.current_dir(s.root()).env("LC_ALL", "C");
+    c
+}
+
+#[test]
+fn rm_mode_help_is_golden() {
+    let s = Scratch::new();
+    let out = rm_mode(&s).arg("--help").output().unwrap();
+    assert!(out.status.success());
+    let text = String::from_utf8(out.stdout)
+        .unwrap()
+        .replace(s.path("bin/rm").to_str().unwrap(), "rm")
+        .replace(env!("CARGO_PKG_VERSION"), "VERSION");
+    let golden = include_str!("../golden/rm-help.txt");
+    assert_eq!(
+        text, golden,
+        "rm --help changed; if on purpose, update tests/golden/rm-help.txt"
+    );
+    let v = rm_mode(&s).arg("--version").output().unwrap();
+    assert!(String::from_utf8_lossy(&v.stdout).starts_with("rm (reclaim) "));
+}
+
+#[test]
+fn rm_mode_ends_quietly_on_a_closed_stdout() {
+    let s = Scratch::new();
+    for i in 0..2000 {
+        s.file(format!("t/{i:04}"), "");
+    }
+    let link = rm_mode(&s); // creates bin/rm
+    drop(link);
+    // The reader is gone before the first write.
+    let script = "{ sleep 0.3; \"$0\" -rv t; } | true; echo \"${PIPESTATUS[0]}\"";
+    let out = std::process::Command::new("bash")
+        .args(["-c", script])
+        .arg(s.path("bin/rm"))
+        .current_dir(s.root())
+        .output()
+        .unwrap();
+    assert_eq!(String::from_utf8_lossy(&out.stderr), "", "{out:?}");
+    // Killed by SIGPIPE, as GNU rm is (128 + 13).
+    assert_eq!(String::from_utf8_lossy(&out.stdout).trim(), "141");
+}
+
+#[test]
+fn closed_stdout_ends_subcommands_quietly() {
+    let reclaim = util::reclaim_bin();
+    let out = std::process::Command::new("bash")
+        .args(["-c", "{ sleep 0.3; \"$0\" completions bash; } | true"])
+        .arg(OsStr::new(&reclaim))
+        .output()
+        .unwrap();
+    assert!(
+        !String::from_utf8_lossy(&out.stderr).contains("panicked"),
+        "{out:?}"
+    );
+    assert_eq!(String::from_utf8_lossy(&out.stderr), "");
+}
