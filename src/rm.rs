@@ -1,10 +1,13 @@
 //! The `reclaim rm` command: resolves arguments, removes single entries directly and trees with
 //! the parallel engine, and reports. Owns the mapping from what happened to the exit code.
 
-use std::path::PathBuf;
+use std::collections::HashSet;
+use std::ffi::CStr;
+use std::os::fd::OwnedFd;
+use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use rustix::fs::{unlinkat, AtFlags};
 use rustix::io::Errno;
@@ -16,12 +19,12 @@ use crate::pace::throttle::Throttle;
 use crate::pace::Pacing;
 use crate::profile::{Class, Profile};
 use crate::quote::quote;
-use crate::remove::{self, Counters, Options, Sink};
+use crate::remove::{self, Counters, DirTarget, Options, Sink};
 use crate::report::Gentle;
 use crate::report::{Printer, Progress, Summary};
 use crate::shrink;
 use crate::target::{Rejection, Resolver, Target};
-use crate::trash::hide::HideOptions;
+use crate::trash::hide::{Hidden, HideOptions};
 
 /// What the user asked for.
 #[derive(Clone, Debug)]
@@ -79,176 +82,496 @@ pub enum Mode {
 
 /// Runs `reclaim rm`; returns the summary (already printed) for the exit code.
 pub fn run(req: &Request) -> Summary {
-    let started = Instant::now();
-    let counters = Counters::default();
-    let progress = Progress::start(req.progress && !req.json);
-    let printer = Printer::new(req.verbose, req.engine.dry_run, req.json, progress.bar());
-    let mut failures: Vec<Failure> = Vec::new();
-    let mut gentle: Vec<Gentle> = Vec::new();
-    // What a stop signal left, in one line each (said at the end).
-    let mut left: Vec<String> = Vec::new();
-    let mut not_started = 0usize;
+    let mut run = Run::new(req);
+    let trees = run.arguments();
+    let trees = run.remove_trees(trees);
+    run.sync_directories();
+    if crate::interrupt::stopping() {
+        if let Some(shown) = &trees.shown {
+            run.left.push(format!(
+                "{shown} partly removed (run the same command again to finish)"
+            ));
+        }
+    }
+    run.hand_over();
+    run.report(trees)
+}
 
-    let mut resolver = Resolver::new(req.recursive, req.dir);
-    resolver.preserve_all_root = req.preserve_all_root;
-    let mut trees = Vec::new();
-    let hiding = req.mode != Mode::Now && !req.engine.dry_run;
-    let mut hider = Hider::new(HideOptions {
-        grace: req.grace,
-        known: None,
-        durable: req.durable,
-        pacing: req.entry_pacing.clone(),
-    });
-    let mut hidden = Vec::new();
-    let mut fallback = Vec::new();
-    // Directories whose entries were removed here: fsynced once each at the end (--durable).
-    let mut touched: Vec<Arc<std::os::fd::OwnedFd>> = Vec::new();
-    let mut seen = std::collections::HashSet::new();
-    for (i, path) in req.paths.iter().enumerate() {
-        if crate::interrupt::stopping() {
-            not_started = req.paths.len() - i;
-            break;
-        }
-        let resolved = resolver.resolve(path);
-        // The same directory entry named twice (`rm -r t t`): gone by the second time, as
-        // for GNU rm.
-        if let Ok(t) = &resolved {
-            if !seen.insert(entry_key(t)) {
-                if !req.force {
-                    fail(
-                        &printer,
-                        &mut failures,
-                        path.clone(),
-                        Reason::Os(Errno::NOENT),
-                    );
-                }
-                continue;
-            }
-        }
-        if let (true, Ok(t)) = (hiding, &resolved) {
-            let (base, name, display) = match t {
-                Target::Tree(d) => (&d.base, &d.name, &d.display),
-                Target::Entry {
-                    base,
-                    name,
-                    display,
-                    ..
-                } => (base, name, display),
-            };
-            match hider.hide(base, name, req.known_sizes.get(path).copied()) {
-                Hide::Hidden(h) => {
-                    if req.verbose {
-                        let passed = std::mem::take(
-                            &mut *hider.passed_over.lock().unwrap_or_else(|e| e.into_inner()),
-                        );
-                        for u in passed {
-                            printer.note(&format!("not using {}: it {}", quote(&u.path), u.reason));
-                        }
-                        printer.note(&format!("hidden {} (entry {})", quote(display), h.id));
-                    }
-                    hidden.push(h);
-                    continue;
-                }
-                Hide::Fallback(why) => {
-                    printer.error_line(&format!(
-                        "{}: {why}; removing it now instead",
-                        quote(display)
-                    ));
-                    fallback.push(display.to_string_lossy().into_owned());
-                }
-                Hide::Refused(why) => {
-                    fail(
-                        &printer,
-                        &mut failures,
-                        display.clone(),
-                        Reason::GraceRefused(why),
-                    );
-                    continue;
-                }
-                Hide::Failed(Reason::Os(Errno::NOENT)) if req.force => continue,
-                Hide::Failed(reason) => {
-                    fail(&printer, &mut failures, display.clone(), reason);
-                    continue;
-                }
-            }
-        }
-        if req.durable {
-            match &resolved {
-                Ok(Target::Tree(d)) => touch(&mut touched, &d.base),
-                Ok(Target::Entry { base, .. }) => touch(&mut touched, base),
-                Err(_) => {}
-            }
-        }
-        match resolved {
-            Ok(Target::Tree(tree)) => trees.push(tree),
-            Ok(Target::Entry {
-                base,
-                name,
-                display,
-                is_dir,
-                allocated,
-                facts,
-            }) => {
-                let result = if req.engine.dry_run {
-                    Ok(())
-                } else if is_dir {
-                    unlinkat(&*base, &name, AtFlags::REMOVEDIR).map_err(Reason::Os)
-                } else if gentle_candidate(req, &facts) {
-                    remove_gently(req, &hider, &base, &name, &display, &facts, &progress).map(|g| {
-                        if let Some(l) = &g.outcome.left {
-                            left.push(left_of_file(req, &g, l));
-                        }
-                        gentle.push(g);
-                    })
-                } else {
-                    unlinkat(&*base, &name, AtFlags::empty()).map_err(Reason::Os)
-                };
-                match result {
-                    Ok(()) => {
-                        let counter = if is_dir {
-                            &counters.dirs
-                        } else {
-                            &counters.files
-                        };
-                        counter.fetch_add(1, Ordering::Relaxed);
-                        counters.bytes.fetch_add(allocated, Ordering::Relaxed);
-                        if req.verbose {
-                            printer.removed(&display, is_dir);
-                        }
-                    }
-                    Err(Reason::Os(Errno::NOENT)) if req.force => {}
-                    Err(reason) => fail(&printer, &mut failures, display, reason),
-                }
-            }
-            // Gone from its path: maybe a removal of it was interrupted (kill -9 during its
-            // shrink) and waits in the trash; finish that instead of saying "No such file".
-            Err(Rejection::Missing) => match resume_interrupted(req, path, &progress) {
-                Some(Ok(g)) => gentle.push(g),
-                Some(Err(reason)) => fail(&printer, &mut failures, path.clone(), reason),
-                None if req.force => {}
-                None => fail(
-                    &printer,
-                    &mut failures,
-                    path.clone(),
-                    Reason::Os(Errno::NOENT),
-                ),
-            },
-            // `-f` says nothing about what cannot exist (GNU: ENOTDIR for `file/x` too).
-            Err(Rejection::Refused(Reason::Os(Errno::NOTDIR | Errno::INVAL | Errno::ILSEQ)))
-                if req.force => {}
-            Err(Rejection::Refused(reason)) => fail(&printer, &mut failures, path.clone(), reason),
+/// One run of `reclaim rm`, phase by phase: the arguments one at a time (hidden, or removed if
+/// single entries), then the trees with the engine, the fsyncs of `--durable`, the hand-over
+/// to a reaper (`--background`, `--wait`) and the report. What every phase adds to lives here.
+struct Run<'r> {
+    req: &'r Request,
+    started: Instant,
+    counters: Counters,
+    progress: Progress,
+    printer: Printer,
+    resolver: Resolver,
+    hider: Hider,
+    /// Arguments hidden into a trash (`--background`, `--wait`).
+    hidden: Vec<Hidden>,
+    /// Arguments that could not be hidden, removed in the foreground instead.
+    fallback: Vec<String>,
+    /// Directories whose entries were removed here: fsynced once each at the end (--durable).
+    touched: Vec<Arc<OwnedFd>>,
+    failures: Vec<Failure>,
+    gentle: Vec<Gentle>,
+    /// What a stop signal left, in one line each (said at the end).
+    left: Vec<String>,
+    /// Arguments a stop signal came before.
+    not_started: usize,
+    /// The directory entries of the arguments so far (see `entry_key`).
+    seen: HashSet<EntryKey>,
+}
+
+/// What the tree phase leaves for the report.
+struct Trees {
+    /// The trees, quoted and joined (for the line after a stop signal); `None`: there were none.
+    shown: Option<String>,
+    skipped_mounts: Vec<PathBuf>,
+    pace: Option<crate::pace::PaceReport>,
+    profile: Option<Profile>,
+}
+
+impl<'r> Run<'r> {
+    fn new(req: &'r Request) -> Self {
+        let started = Instant::now();
+        let progress = Progress::start(req.progress && !req.json);
+        let printer = Printer::new(req.verbose, req.engine.dry_run, req.json, progress.bar());
+        let mut resolver = Resolver::new(req.recursive, req.dir);
+        resolver.preserve_all_root = req.preserve_all_root;
+        Run {
+            req,
+            started,
+            counters: Counters::default(),
+            progress,
+            printer,
+            resolver,
+            hider: Hider::new(HideOptions {
+                grace: req.grace,
+                known: None,
+                durable: req.durable,
+                pacing: req.entry_pacing.clone(),
+            }),
+            hidden: Vec::new(),
+            fallback: Vec::new(),
+            touched: Vec::new(),
+            failures: Vec::new(),
+            gentle: Vec::new(),
+            left: Vec::new(),
+            not_started: 0,
+            seen: HashSet::new(),
         }
     }
 
-    let had_trees = !trees.is_empty();
-    let trees_shown = trees
-        .iter()
-        .map(|t| quote(&t.display))
-        .collect::<Vec<_>>()
-        .join(", ");
-    let done = AtomicBool::new(false);
+    /// The arguments in order, until a stop signal: each is resolved, then hidden
+    /// (`--background`, `--wait`), removed here if it is a single entry, or kept for the
+    /// engine if it is a tree. Returns the trees.
+    fn arguments(&mut self) -> Vec<DirTarget> {
+        let req = self.req;
+        let hiding = req.mode != Mode::Now && !req.engine.dry_run;
+        let mut trees = Vec::new();
+        for (i, path) in req.paths.iter().enumerate() {
+            if crate::interrupt::stopping() {
+                self.not_started = req.paths.len() - i;
+                break;
+            }
+            let resolved = self.resolver.resolve(path);
+            // The same directory entry named twice (`rm -r t t`): gone by the second time, as
+            // for GNU rm.
+            if let Ok(t) = &resolved {
+                if !self.seen.insert(entry_key(t)) {
+                    if !req.force {
+                        self.fail(path.clone(), Reason::Os(Errno::NOENT));
+                    }
+                    continue;
+                }
+            }
+            if let (true, Ok(t)) = (hiding, &resolved) {
+                if self.hide(path, t) {
+                    continue;
+                }
+            }
+            if req.durable {
+                match &resolved {
+                    Ok(Target::Tree(d)) => touch(&mut self.touched, &d.base),
+                    Ok(Target::Entry { base, .. }) => touch(&mut self.touched, base),
+                    Err(_) => {}
+                }
+            }
+            match resolved {
+                Ok(Target::Tree(tree)) => trees.push(tree),
+                Ok(Target::Entry {
+                    base,
+                    name,
+                    display,
+                    is_dir,
+                    allocated,
+                    facts,
+                }) => self.remove_entry(&base, &name, display, is_dir, allocated, &facts),
+                Err(Rejection::Missing) => self.missing(path),
+                // `-f` says nothing about what cannot exist (GNU: ENOTDIR for `file/x` too).
+                Err(Rejection::Refused(Reason::Os(
+                    Errno::NOTDIR | Errno::INVAL | Errno::ILSEQ,
+                ))) if req.force => {}
+                Err(Rejection::Refused(reason)) => self.fail(path.clone(), reason),
+            }
+        }
+        trees
+    }
+
+    /// Hides one resolved argument into its trash. False if it is to be removed here instead
+    /// (no trash could take it, and no grace window was asked for).
+    fn hide(&mut self, path: &Path, target: &Target) -> bool {
+        let (base, name, display) = match target {
+            Target::Tree(d) => (&d.base, &d.name, &d.display),
+            Target::Entry {
+                base,
+                name,
+                display,
+                ..
+            } => (base, name, display),
+        };
+        match self
+            .hider
+            .hide(base, name, self.req.known_sizes.get(path).copied())
+        {
+            Hide::Hidden(h) => {
+                if self.req.verbose {
+                    let passed = std::mem::take(
+                        &mut *self
+                            .hider
+                            .passed_over
+                            .lock()
+                            .unwrap_or_else(|e| e.into_inner()),
+                    );
+                    for u in passed {
+                        self.printer.note(&format!(
+                            "not using {}: it {}",
+                            quote(&u.path),
+                            u.reason
+                        ));
+                    }
+                    self.printer
+                        .note(&format!("hidden {} (entry {})", quote(display), h.id));
+                }
+                self.hidden.push(h);
+                true
+            }
+            Hide::Fallback(why) => {
+                self.printer.error_line(&format!(
+                    "{}: {why}; removing it now instead",
+                    quote(display)
+                ));
+                self.fallback.push(display.to_string_lossy().into_owned());
+                false
+            }
+            Hide::Refused(why) => {
+                self.fail(display.clone(), Reason::GraceRefused(why));
+                true
+            }
+            Hide::Failed(Reason::Os(Errno::NOENT)) if self.req.force => true,
+            Hide::Failed(reason) => {
+                self.fail(display.clone(), reason);
+                true
+            }
+        }
+    }
+
+    /// Removes one single entry (a file, a symlink, an empty directory with `-d`) at once; a
+    /// large file gently.
+    fn remove_entry(
+        &mut self,
+        base: &Arc<OwnedFd>,
+        name: &CStr,
+        display: PathBuf,
+        is_dir: bool,
+        allocated: u64,
+        facts: &Facts,
+    ) {
+        let req = self.req;
+        let result = if req.engine.dry_run {
+            Ok(())
+        } else if is_dir {
+            unlinkat(&**base, name, AtFlags::REMOVEDIR).map_err(Reason::Os)
+        } else if gentle_candidate(req, facts) {
+            remove_gently(
+                req,
+                &self.hider,
+                base,
+                name,
+                &display,
+                facts,
+                &self.progress,
+            )
+            .map(|g| {
+                if let Some(l) = &g.outcome.left {
+                    self.left.push(left_of_file(req, &g, l));
+                }
+                self.gentle.push(g);
+            })
+        } else {
+            unlinkat(&**base, name, AtFlags::empty()).map_err(Reason::Os)
+        };
+        match result {
+            Ok(()) => {
+                let counter = if is_dir {
+                    &self.counters.dirs
+                } else {
+                    &self.counters.files
+                };
+                counter.fetch_add(1, Ordering::Relaxed);
+                self.counters.bytes.fetch_add(allocated, Ordering::Relaxed);
+                if req.verbose {
+                    self.printer.removed(&display, is_dir);
+                }
+            }
+            Err(Reason::Os(Errno::NOENT)) if req.force => {}
+            Err(reason) => self.fail(display, reason),
+        }
+    }
+
+    /// An argument gone from its path: maybe a removal of it was interrupted (kill -9 during
+    /// its shrink) and waits in the trash; finish that instead of saying "No such file".
+    fn missing(&mut self, path: &Path) {
+        match resume_interrupted(self.req, path, &self.progress) {
+            Some(Ok(g)) => self.gentle.push(g),
+            Some(Err(reason)) => self.fail(path.to_path_buf(), reason),
+            None if self.req.force => {}
+            None => self.fail(path.to_path_buf(), Reason::Os(Errno::NOENT)),
+        }
+    }
+
+    /// Removes the trees with the parallel engine, set up by the file system's profile and
+    /// paced when asked or governed; large files in them are shrunk like named ones. The
+    /// progress line ends here (also without trees).
+    fn remove_trees(&mut self, trees: Vec<DirTarget>) -> Trees {
+        let req = self.req;
+        let shown = (!trees.is_empty()).then(|| {
+            trees
+                .iter()
+                .map(|t| quote(&t.display))
+                .collect::<Vec<_>>()
+                .join(", ")
+        });
+        let TreePlan {
+            mut engine,
+            profile,
+            paced,
+            idle,
+        } = plan_trees(req, &trees);
+        // Large files inside the trees are shrunk like named ones (when pacing is on).
+        let tree_files = (!req.pacing.is_fast() && !req.engine.dry_run)
+            .then(|| Arc::new(shrink::TreeFiles::new(req.pacing.clone(), false)));
+        if let Some(tf) = &tree_files {
+            engine.large_files = Some(tf.clone());
+        }
+        let pace_dir = trees.first().map(|t| t.base.clone());
+        let done = AtomicBool::new(false);
+        let (counters, progress, printer) = (&self.counters, &self.progress, &self.printer);
+        let started = self.started;
+        let (outcome, pace) = std::thread::scope(|s| {
+            s.spawn(|| progress.tick_until(counters, started, &done));
+            let pacer = match (&engine.throttle, &pace_dir) {
+                (Some(throttle), Some(dir)) if paced => {
+                    let knobs = crate::pace::tree::Knobs {
+                        throttle,
+                        gate: engine.gate.as_deref(),
+                        max_workers: engine.threads,
+                        rate: req.pace_trees,
+                        idle: &idle,
+                    };
+                    let (pacing, done) = (&req.pacing, &done);
+                    Some(s.spawn(move || {
+                        crate::pace::tree::run(&**dir, pacing, &knobs, counters, done)
+                    }))
+                }
+                _ => None,
+            };
+            let outcome = if trees.is_empty() {
+                remove::Outcome::default()
+            } else if req.verbose {
+                // One argument after the other, so -v lists them in the order given.
+                let mut all = remove::Outcome::default();
+                for t in trees {
+                    let o = remove::remove_trees(vec![t], &engine, counters, printer);
+                    all.failures.extend(o.failures);
+                    all.skipped_mounts.extend(o.skipped_mounts);
+                }
+                all
+            } else {
+                remove::remove_trees(trees, &engine, counters, printer)
+            };
+            done.store(true, Ordering::Relaxed);
+            (outcome, pacer.and_then(|p| p.join().ok()))
+        });
+        self.failures.extend(outcome.failures);
+        for (path, outcome, took) in tree_files.map(|tf| tf.take()).unwrap_or_default() {
+            self.gentle.push(Gentle {
+                path: crate::quote::PathField::new(path),
+                elapsed_s: took.as_secs_f64(),
+                outcome,
+            });
+        }
+        Trees {
+            shown,
+            skipped_mounts: outcome.skipped_mounts,
+            pace,
+            profile,
+        }
+    }
+
+    /// `--durable`: one fsync per directory entries were removed from here.
+    fn sync_directories(&mut self) {
+        if !self.req.durable || self.req.engine.dry_run {
+            return;
+        }
+        for dir in std::mem::take(&mut self.touched) {
+            if let Err(e) = rustix::fs::fsync(&*dir) {
+                let shown = crate::mounts::fd_path(&*dir).unwrap_or_default();
+                self.fail(shown, Reason::Os(e));
+            }
+        }
+    }
+
+    /// What was hidden goes on: a detached reaper frees it (`--background`), or it is freed
+    /// here before returning (`--wait`).
+    fn hand_over(&mut self) {
+        match self.req.mode {
+            Mode::Background => {
+                self.hider.start_reapers(&self.req.reaper_args);
+                if crate::interrupt::stopping() && self.not_started > 0 {
+                    self.left.push(format!(
+                        "hid {} of {} paths; the other {} are untouched",
+                        self.hidden.len(),
+                        self.req.paths.len(),
+                        self.not_started
+                    ));
+                    self.not_started = 0;
+                }
+            }
+            Mode::Wait if !self.hider.used.is_empty() => self.wait(),
+            _ => {}
+        }
+    }
+
+    /// `--wait`: frees the entries hidden by this run here, with their progress on the
+    /// terminal.
+    fn wait(&mut self) {
+        let req = self.req;
+        let bar = self.progress.bar();
+        let on_progress = |what: &str, freed: u64, total: u64| {
+            if let Some(bar) = &bar {
+                bar.set_message(crate::report::freeing(what, freed, total));
+                bar.tick();
+            }
+        };
+        let mut engine = req.engine.clone();
+        if !req.threads_given {
+            engine.threads = 0; // per file system, as for trees here
+        }
+        let reaped = self.hider.wait(&engine, &req.reaper_args, &on_progress);
+        if reaped.interrupted || (crate::interrupt::stopping() && reaped.remaining > 0) {
+            self.left.push(format!(
+                "{} left in the trash; {}",
+                plural(reaped.remaining, "entry", "entries"),
+                reaper_note()
+            ));
+        }
+        self.counters
+            .files
+            .fetch_add(reaped.files, Ordering::Relaxed);
+        self.counters
+            .bytes
+            .fetch_add(reaped.bytes_freed, Ordering::Relaxed);
+        self.gentle.extend(reaped.gentle);
+        for e in reaped.errors {
+            self.fail(e.path.exact(), Reason::Freeing(e.error));
+        }
+    }
+
+    /// The summary: printed (unless the caller reports itself), and after a stop signal one
+    /// line on what was done and what was left.
+    fn report(mut self, trees: Trees) -> Summary {
+        let req = self.req;
+        self.printer.flush();
+        // Counting bytes per file costs a stat each; otherwise ask the file systems what they
+        // got back; it is never less than what reclaim knows exactly (directories' st_blocks,
+        // from the statx it does anyway, and the single entries it resolved).
+        let known = self.counters.bytes.load(Ordering::Relaxed);
+        let bytes_freed = if req.engine.dry_run || req.engine.stat_files {
+            known
+        } else {
+            known.max(
+                self.resolver
+                    .space_before
+                    .freed_since(&self.resolver.space_now()),
+            )
+        };
+        let summary = Summary::new(
+            &self.counters,
+            bytes_freed,
+            self.started.elapsed(),
+            &self.failures,
+            &trees.skipped_mounts,
+            req.engine.dry_run,
+            std::mem::take(&mut self.gentle),
+        );
+        let summary = Summary {
+            pace: trees.pace,
+            hidden: std::mem::take(&mut self.hidden),
+            fallback: std::mem::take(&mut self.fallback),
+            interrupted: crate::interrupt::requested(),
+            profile: trees.profile,
+            ..summary
+        };
+        if req.print_summary {
+            print_summary(req, &summary, &self.printer, &self.failures);
+        }
+        if let Some(sig) = summary.interrupted {
+            if self.not_started > 0 {
+                self.left.push(format!(
+                    "{} not started",
+                    plural(self.not_started as u64, "argument", "arguments")
+                ));
+            }
+            if self.left.is_empty() {
+                self.left.push("everything asked for was done".into());
+            }
+            self.printer.error_line(&format!(
+                "interrupted by {}: removed {} and {}; {}",
+                crate::interrupt::name(sig),
+                plural(summary.files, "file", "files"),
+                plural(summary.dirs, "directory", "directories"),
+                self.left.join("; ")
+            ));
+        }
+        summary
+    }
+
+    fn fail(&mut self, path: PathBuf, reason: Reason) {
+        let f = Failure { path, reason };
+        self.printer.failed(&f);
+        self.failures.push(f);
+    }
+}
+
+/// How the trees are removed.
+struct TreePlan {
+    engine: Options,
+    /// The profile of the first tree's file system: it decides the defaults.
+    profile: Option<Profile>,
+    /// A governor paces the trees.
+    paced: bool,
+    /// Probe latencies taken before the removal started (see `confirm_rotational`): the
+    /// governor's baseline when there are some.
+    idle: Vec<Duration>,
+}
+
+/// The engine's options for `trees`, the profile of the first tree's file system and whether
+/// (and from what baseline) the trees are paced.
+fn plan_trees(req: &Request, trees: &[DirTarget]) -> TreePlan {
     let mut engine = req.engine.clone();
-    // The file system's profile decides the defaults (the first tree's).
     let mut profile = trees.first().map(|t| match req.profile {
         Some(class) => Profile::named(class, &*t.base),
         None => Profile::detect(&*t.base),
@@ -259,34 +582,10 @@ pub fn run(req: &Request) -> Summary {
     if let Some(on) = req.small_dir_stats {
         engine.stat_small_dirs = on;
     }
-    // A disk that only says it is rotational (virtio, loop devices do) is governed by default
-    // only if, idle, it answers like one: measured before the removal starts (and then the
-    // governor's baseline).
-    let mut idle: Vec<std::time::Duration> = Vec::new();
-    if let Some(p) = profile.as_mut().filter(|p| {
-        p.governed
-            && p.class == Class::Rotational
-            && p.source == "detected"
-            && !req.pace_trees
-            && !req.engine.dry_run
-            && !req.pacing.is_fast()
-    }) {
-        idle = trees
-            .first()
-            .map(|t| crate::pace::tree::idle_samples(&*t.base))
-            .unwrap_or_default();
-        let p90 = crate::pace::pacer::percentile(&crate::pace::pacer::sorted(&idle), 90.0);
-        if p90.map_or(true, |d| d < crate::profile::SLOW_DISK_P90) {
-            p.governed = false;
-            p.note = Some(match p90 {
-                Some(d) => format!(
-                    "says rotational but answers like an SSD (idle p90 {:.2} ms): not governed",
-                    d.as_secs_f64() * 1e3
-                ),
-                None => "says rotational; no latency probe here: not governed".into(),
-            });
-        }
-    }
+    let idle = match (profile.as_mut(), trees.first()) {
+        (Some(p), Some(first)) => confirm_rotational(req, p, first),
+        _ => Vec::new(),
+    };
     // Trees are governed when asked (`--max-latency`) or by the profile's default (rotational
     // disks, network file systems): a governor thread halves the active workers when the
     // probe sees other I/O hurt, then holds the unlink rate (which `--iops` caps).
@@ -312,168 +611,40 @@ pub fn run(req: &Request) -> Summary {
         };
         engine.gate = Some(Arc::new(crate::walk::Gate::new(start)));
     }
-    // Large files inside the trees are shrunk like named ones (when pacing is on).
-    let tree_files = (!req.pacing.is_fast() && !req.engine.dry_run)
-        .then(|| Arc::new(shrink::TreeFiles::new(req.pacing.clone(), false)));
-    if let Some(tf) = &tree_files {
-        engine.large_files = Some(tf.clone());
+    TreePlan {
+        engine,
+        profile,
+        paced,
+        idle,
     }
-    let pace_dir = trees.first().map(|t| t.base.clone());
-    let (outcome, tree_pace) = std::thread::scope(|s| {
-        s.spawn(|| progress.tick_until(&counters, started, &done));
-        let pacer = match (&engine.throttle, &pace_dir) {
-            (Some(throttle), Some(dir)) if paced => {
-                let knobs = crate::pace::tree::Knobs {
-                    throttle,
-                    gate: engine.gate.as_deref(),
-                    max_workers: engine.threads,
-                    rate: req.pace_trees,
-                    idle: &idle,
-                };
-                let (pacing, counters, done) = (&req.pacing, &counters, &done);
-                Some(
-                    s.spawn(move || crate::pace::tree::run(&**dir, pacing, &knobs, counters, done)),
-                )
-            }
-            _ => None,
-        };
-        let outcome = if trees.is_empty() {
-            remove::Outcome::default()
-        } else if req.verbose {
-            // One argument after the other, so -v lists them in the order given.
-            let mut all = remove::Outcome::default();
-            for t in trees {
-                let o = remove::remove_trees(vec![t], &engine, &counters, &printer);
-                all.failures.extend(o.failures);
-                all.skipped_mounts.extend(o.skipped_mounts);
-            }
-            all
-        } else {
-            remove::remove_trees(trees, &engine, &counters, &printer)
-        };
-        done.store(true, Ordering::Relaxed);
-        (outcome, pacer.and_then(|p| p.join().ok()))
-    });
-    failures.extend(outcome.failures);
-    for (path, outcome, took) in tree_files.map(|tf| tf.take()).unwrap_or_default() {
-        gentle.push(Gentle {
-            path: crate::quote::PathField::new(path),
-            elapsed_s: took.as_secs_f64(),
-            outcome,
+}
+
+/// A disk that only says it is rotational (virtio, loop devices do) is governed by default
+/// only if, idle, it answers like one: measured before the removal starts (in `first`).
+/// Returns the probe latencies measured (then the governor's baseline), if any.
+fn confirm_rotational(req: &Request, p: &mut Profile, first: &DirTarget) -> Vec<Duration> {
+    let applies = p.governed
+        && p.class == Class::Rotational
+        && p.source == "detected"
+        && !req.pace_trees
+        && !req.engine.dry_run
+        && !req.pacing.is_fast();
+    if !applies {
+        return Vec::new();
+    }
+    let idle = crate::pace::tree::idle_samples(&*first.base);
+    let p90 = crate::pace::pacer::percentile(&crate::pace::pacer::sorted(&idle), 90.0);
+    if p90.map_or(true, |d| d < crate::profile::SLOW_DISK_P90) {
+        p.governed = false;
+        p.note = Some(match p90 {
+            Some(d) => format!(
+                "says rotational but answers like an SSD (idle p90 {:.2} ms): not governed",
+                d.as_secs_f64() * 1e3
+            ),
+            None => "says rotational; no latency probe here: not governed".into(),
         });
     }
-    if req.durable && !req.engine.dry_run {
-        for dir in &touched {
-            if let Err(e) = rustix::fs::fsync(&**dir) {
-                let shown = crate::mounts::fd_path(&**dir).unwrap_or_default();
-                fail(&printer, &mut failures, shown, Reason::Os(e));
-            }
-        }
-    }
-    if crate::interrupt::stopping() && had_trees {
-        left.push(format!(
-            "{} partly removed (run the same command again to finish)",
-            trees_shown
-        ));
-    }
-    match req.mode {
-        Mode::Background => {
-            hider.start_reapers(&req.reaper_args);
-            if crate::interrupt::stopping() && not_started > 0 {
-                left.push(format!(
-                    "hid {} of {} paths; the other {not_started} are untouched",
-                    hidden.len(),
-                    req.paths.len()
-                ));
-                not_started = 0;
-            }
-        }
-        Mode::Wait if !hider.used.is_empty() => {
-            let bar = progress.bar();
-            let on_progress = |what: &str, freed: u64, total: u64| {
-                if let Some(bar) = &bar {
-                    bar.set_message(crate::report::freeing(what, freed, total));
-                    bar.tick();
-                }
-            };
-            let mut engine = req.engine.clone();
-            if !req.threads_given {
-                engine.threads = 0; // per file system, as for trees here
-            }
-            let reaped = hider.wait(&engine, &req.reaper_args, &on_progress);
-            if reaped.interrupted || (crate::interrupt::stopping() && reaped.remaining > 0) {
-                left.push(format!(
-                    "{} left in the trash; {}",
-                    plural(reaped.remaining, "entry", "entries"),
-                    reaper_note()
-                ));
-            }
-            counters.files.fetch_add(reaped.files, Ordering::Relaxed);
-            counters
-                .bytes
-                .fetch_add(reaped.bytes_freed, Ordering::Relaxed);
-            gentle.extend(reaped.gentle);
-            for e in reaped.errors {
-                fail(
-                    &printer,
-                    &mut failures,
-                    e.path.exact(),
-                    Reason::Freeing(e.error),
-                );
-            }
-        }
-        _ => {}
-    }
-    printer.flush();
-
-    // Counting bytes per file costs a stat each; otherwise ask the file systems what they got
-    // back; it is never less than what reclaim knows exactly (directories' st_blocks, from the
-    // statx it does anyway, and the single entries it resolved).
-    let known = counters.bytes.load(Ordering::Relaxed);
-    let bytes_freed = if req.engine.dry_run || req.engine.stat_files {
-        known
-    } else {
-        known.max(resolver.space_before.freed_since(&resolver.space_now()))
-    };
-    let summary = Summary::new(
-        &counters,
-        bytes_freed,
-        started.elapsed(),
-        &failures,
-        &outcome.skipped_mounts,
-        req.engine.dry_run,
-        gentle,
-    );
-    let summary = Summary {
-        pace: tree_pace,
-        hidden,
-        fallback,
-        interrupted: crate::interrupt::requested(),
-        profile,
-        ..summary
-    };
-    if req.print_summary {
-        print_summary(req, &summary, &printer, &failures);
-    }
-    if let Some(sig) = summary.interrupted {
-        if not_started > 0 {
-            left.push(format!(
-                "{} not started",
-                plural(not_started as u64, "argument", "arguments")
-            ));
-        }
-        if left.is_empty() {
-            left.push("everything asked for was done".into());
-        }
-        printer.error_line(&format!(
-            "interrupted by {}: removed {} and {}; {}",
-            crate::interrupt::name(sig),
-            plural(summary.files, "file", "files"),
-            plural(summary.dirs, "directory", "directories"),
-            left.join("; ")
-        ));
-    }
-    summary
+    idle
 }
 
 /// `n thing` or `n things`.
@@ -499,7 +670,7 @@ fn reaper_note() -> String {
 fn left_of_file(req: &Request, g: &Gentle, l: &shrink::Left) -> String {
     match (&l.trash, &l.entry) {
         (Some(trash), Some(id)) => {
-            if let Ok(t) = crate::trash::Trash::open_path(std::path::Path::new(trash)) {
+            if let Ok(t) = crate::trash::Trash::open_path(Path::new(trash)) {
                 crate::background::start_reaper(&t, &req.reaper_args);
             }
             format!(
@@ -525,7 +696,7 @@ fn left_of_file(req: &Request, g: &Gentle, l: &shrink::Left) -> String {
 /// as it was asked. `None` if there is none.
 fn resume_interrupted(
     req: &Request,
-    path: &std::path::Path,
+    path: &Path,
     progress: &Progress,
 ) -> Option<Result<Gentle, Reason>> {
     if req.engine.dry_run {
@@ -610,8 +781,11 @@ fn print_summary(req: &Request, summary: &Summary, printer: &Printer, failures: 
     }
 }
 
+/// A directory entry: its parent directory's identity and its name.
+type EntryKey = (Option<crate::dirfd::Ident>, std::ffi::CString);
+
 /// What identifies a resolved argument's directory entry: its parent directory and name.
-fn entry_key(t: &Target) -> (Option<crate::dirfd::Ident>, std::ffi::CString) {
+fn entry_key(t: &Target) -> EntryKey {
     let (base, name) = match t {
         Target::Tree(d) => (&d.base, &d.name),
         Target::Entry { base, name, .. } => (base, name),
@@ -635,9 +809,9 @@ fn gentle_candidate(req: &Request, facts: &Facts) -> bool {
 fn remove_gently(
     req: &Request,
     hider: &Hider,
-    base: &std::os::fd::OwnedFd,
-    name: &std::ffi::CStr,
-    display: &std::path::Path,
+    base: &OwnedFd,
+    name: &CStr,
+    display: &Path,
     facts: &Facts,
     progress: &Progress,
 ) -> Result<Gentle, Reason> {
@@ -696,14 +870,8 @@ fn remove_gently(
 }
 
 /// Remembers a directory to fsync at the end (once, however many entries left it).
-fn touch(dirs: &mut Vec<Arc<std::os::fd::OwnedFd>>, dir: &Arc<std::os::fd::OwnedFd>) {
+fn touch(dirs: &mut Vec<Arc<OwnedFd>>, dir: &Arc<OwnedFd>) {
     if !dirs.iter().any(|d| Arc::ptr_eq(d, dir)) {
         dirs.push(dir.clone());
     }
-}
-
-fn fail(printer: &Printer, failures: &mut Vec<Failure>, path: PathBuf, reason: Reason) {
-    let f = Failure { path, reason };
-    printer.failed(&f);
-    failures.push(f);
 }
