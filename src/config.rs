@@ -31,6 +31,7 @@ use std::path::{Path, PathBuf};
 use serde::Deserialize;
 
 use crate::cli::{PaceArgs, PruneArgs, RmArgs, SortArg};
+use crate::units::QuantityError;
 
 /// `[rm]`: defaults for `reclaim rm` (and the pacing of `prune`).
 #[derive(Clone, Debug, Default, Deserialize, PartialEq)]
@@ -80,6 +81,51 @@ pub enum ConfigError {
     Read(PathBuf, std::io::Error),
     #[error("'{0}': {1}")]
     Parse(PathBuf, String),
+    #[error("'{0}': {1}")]
+    Value(PathBuf, ValueError),
+}
+
+/// A value in the configuration that cannot be used (checked when read).
+#[derive(Debug, thiserror::Error)]
+pub enum ValueError {
+    #[error("[rm] mode = '{0}': use now, background or wait")]
+    Mode(String),
+    /// A duration, size or free-space target that does not parse, in `[section]` (`rm`,
+    /// `prune.NAME`) at `key`.
+    #[error("[{section}] {key}: {error}")]
+    Quantity {
+        section: String,
+        key: &'static str,
+        error: QuantityError,
+    },
+    /// As `--iops`: at least one unlink per second (0 would stop every tree).
+    #[error("[rm] iops = 0: must be at least 1")]
+    ZeroIops,
+    #[error("[prune.{policy}] sort: '{value}': use mtime or name")]
+    Sort { policy: String, value: String },
+}
+
+/// Why `reclaim prune --policy NAME` cannot be filled from the configuration.
+#[derive(Debug, thiserror::Error)]
+pub enum PolicyError {
+    /// No `[prune.NAME]` in the files read (`files`), which define the policies `known`.
+    #[error(
+        "no policy [prune.{name}] in {} (known: {})",
+        .files.iter().map(|f| f.display().to_string()).collect::<Vec<_>>().join(", "),
+        if .known.is_empty() { "none".to_string() } else { .known.join(", ") }
+    )]
+    Unknown {
+        name: String,
+        files: Vec<PathBuf>,
+        known: Vec<String>,
+    },
+    #[error("[prune.{0}] has no dirs and none were given")]
+    NoDirs(String),
+    #[error("[prune.{policy}]: {error}")]
+    Quantity {
+        policy: String,
+        error: QuantityError,
+    },
 }
 
 impl Config {
@@ -141,7 +187,7 @@ impl Config {
             prune: BTreeMap::new(),
         };
         cfg.check()
-            .map_err(|e| ConfigError::Parse("environment".into(), e))?;
+            .map_err(|e| ConfigError::Value("environment".into(), e))?;
         Ok(cfg)
     }
 
@@ -149,45 +195,61 @@ impl Config {
         let cfg: Config =
             toml::from_str(text).map_err(|e| ConfigError::Parse(file.into(), e.to_string()))?;
         cfg.check()
-            .map_err(|e| ConfigError::Parse(file.into(), e))?;
+            .map_err(|e| ConfigError::Value(file.into(), e))?;
         Ok(cfg)
     }
 
     /// Values are checked when read, so a typo fails every command at once, not the nightly
     /// prune alone.
-    fn check(&self) -> Result<(), String> {
+    fn check(&self) -> Result<(), ValueError> {
         let r = &self.rm;
         if let Some(m) = &r.mode {
             if !["now", "background", "wait"].contains(&m.as_str()) {
-                return Err(format!("[rm] mode = '{m}': use now, background or wait"));
+                return Err(ValueError::Mode(m.clone()));
             }
         }
+        let rm = |key: &'static str| {
+            move |error| ValueError::Quantity {
+                section: "rm".into(),
+                key,
+                error,
+            }
+        };
         for (k, v) in [("max_latency", &r.max_latency), ("grace", &r.grace)] {
             if let Some(v) = v {
-                crate::units::parse_duration(v).map_err(|e| format!("[rm] {k}: {e}"))?;
+                crate::units::parse_duration(v).map_err(rm(k))?;
             }
         }
         if let Some(v) = &r.rate {
-            crate::units::parse_bytes(v).map_err(|e| format!("[rm] rate: {e}"))?;
+            crate::units::parse_bytes(v).map_err(rm("rate"))?;
         }
         // As `--iops`: at least one unlink per second (0 would stop every tree).
         if r.iops == Some(0) {
-            return Err("[rm] iops = 0: must be at least 1".into());
+            return Err(ValueError::ZeroIops);
         }
         for (name, p) in &self.prune {
-            let at = |k: &str, e: String| format!("[prune.{name}] {k}: {e}");
+            let at = |key: &'static str| {
+                move |error| ValueError::Quantity {
+                    section: format!("prune.{name}"),
+                    key,
+                    error,
+                }
+            };
             if let Some(v) = &p.older_than {
-                crate::units::parse_duration(v).map_err(|e| at("older_than", e))?;
+                crate::units::parse_duration(v).map_err(at("older_than"))?;
             }
             if let Some(v) = &p.keep_free {
-                crate::units::parse_free_target(v).map_err(|e| at("keep_free", e))?;
+                crate::units::parse_free_target(v).map_err(at("keep_free"))?;
             }
             if let Some(v) = &p.max_total {
-                crate::units::parse_size_or_zero(v).map_err(|e| at("max_total", e))?;
+                crate::units::parse_size_or_zero(v).map_err(at("max_total"))?;
             }
             if let Some(s) = &p.sort {
                 if s != "mtime" && s != "name" {
-                    return Err(at("sort", format!("'{s}': use mtime or name")));
+                    return Err(ValueError::Sort {
+                        policy: name.clone(),
+                        value: s.clone(),
+                    });
                 }
             }
         }
@@ -229,38 +291,30 @@ impl Config {
     }
 
     /// Fills `reclaim prune`'s open flags from `[prune.NAME]` (`--policy NAME`) and `[rm]`.
-    pub fn apply_prune(&self, a: &mut PruneArgs) -> Result<(), String> {
+    pub fn apply_prune(&self, a: &mut PruneArgs) -> Result<(), PolicyError> {
         apply_pace(&self.rm, &mut a.pace);
         let Some(name) = &a.policy else {
             return Ok(());
         };
-        let p = self.prune.get(name).ok_or_else(|| {
-            let known: Vec<&str> = self.prune.keys().map(String::as_str).collect();
-            format!(
-                "no policy [prune.{name}] in {} (known: {})",
-                Config::files()
-                    .iter()
-                    .map(|f| f.display().to_string())
-                    .collect::<Vec<_>>()
-                    .join(", "),
-                if known.is_empty() {
-                    "none".into()
-                } else {
-                    known.join(", ")
-                }
-            )
+        let p = self.prune.get(name).ok_or_else(|| PolicyError::Unknown {
+            name: name.clone(),
+            files: Config::files(),
+            known: self.prune.keys().cloned().collect(),
         })?;
         if a.dirs.is_empty() {
             a.dirs = p.dirs.iter().map(|d| d.clone().into_os_string()).collect();
         }
         if a.dirs.is_empty() {
-            return Err(format!("[prune.{name}] has no dirs and none were given"));
+            return Err(PolicyError::NoDirs(name.clone()));
         }
         a.pattern = a.pattern.take().or_else(|| p.pattern.clone());
         a.keep_last = a.keep_last.or(p.keep_last);
         a.keep_daily = a.keep_daily.or(p.keep_daily);
         a.keep_weekly = a.keep_weekly.or(p.keep_weekly);
-        let u = |e: String| format!("[prune.{name}]: {e}");
+        let u = |error| PolicyError::Quantity {
+            policy: name.clone(),
+            error,
+        };
         if a.older_than.is_none() {
             a.older_than = p
                 .older_than
@@ -360,6 +414,65 @@ mod tests {
         ] {
             assert!(Config::parse(Path::new("t"), bad).is_err(), "{bad}");
         }
+    }
+
+    #[test]
+    fn errors_name_the_file_section_and_key() {
+        let err = |text: &str| Config::parse(Path::new("t"), text).unwrap_err().to_string();
+        assert_eq!(
+            err("[rm]\nmode = \"later\""),
+            "'t': [rm] mode = 'later': use now, background or wait"
+        );
+        assert_eq!(
+            err("[rm]\ngrace = \"fast\""),
+            "'t': [rm] grace: 'fast' is not a duration (try 20ms, 1.5s, 3d12h)"
+        );
+        assert_eq!(
+            err("[rm]\niops = 0"),
+            "'t': [rm] iops = 0: must be at least 1"
+        );
+        assert_eq!(
+            err("[prune.x]\nkeep_free = \"150%\""),
+            "'t': [prune.x] keep_free: '150%' is not a percentage from 0% to 100%"
+        );
+        assert_eq!(
+            err("[prune.x]\nsort = \"size\""),
+            "'t': [prune.x] sort: 'size': use mtime or name"
+        );
+    }
+
+    #[test]
+    fn policy_errors_read_as_before() {
+        let unknown = PolicyError::Unknown {
+            name: "x".into(),
+            files: vec!["/etc/reclaim.toml".into(), "/h/.config/reclaim.toml".into()],
+            known: vec![],
+        };
+        assert_eq!(
+            unknown.to_string(),
+            "no policy [prune.x] in /etc/reclaim.toml, /h/.config/reclaim.toml (known: none)"
+        );
+        let unknown = PolicyError::Unknown {
+            name: "x".into(),
+            files: vec!["/etc/reclaim.toml".into()],
+            known: vec!["a".into(), "b".into()],
+        };
+        assert_eq!(
+            unknown.to_string(),
+            "no policy [prune.x] in /etc/reclaim.toml (known: a, b)"
+        );
+        let quantity = PolicyError::Quantity {
+            policy: "x".into(),
+            error: crate::units::parse_duration("3d12").unwrap_err(),
+        };
+        assert_eq!(
+            quantity.to_string(),
+            "[prune.x]: '3d12': a number without a unit inside a duration"
+        );
+        assert_eq!(
+            PolicyError::NoDirs("x".into()).to_string(),
+            "[prune.x] has no dirs and none were given"
+        );
     }
 
     #[test]

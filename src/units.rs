@@ -7,12 +7,40 @@ use std::time::Duration;
 /// or an age is a typo, and `Duration` arithmetic on `SystemTime` could overflow.
 pub const MAX_DURATION_SECS: f64 = 100.0 * 365.25 * 86_400.0;
 
+/// Why a quantity given on the command line or in the config file is not one. Each variant
+/// carries the text as given.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum QuantityError {
+    #[error("'{0}' is not a duration (try 20ms, 1.5s, 3d12h)")]
+    NotADuration(String),
+    /// A number without a unit after another part (`3d12`): a guess at what was meant.
+    #[error("'{0}': a number without a unit inside a duration")]
+    BareNumberInDuration(String),
+    #[error("'{input}': unknown unit '{unit}' (use us, ms, s, m, h, d, w)")]
+    DurationUnit { input: String, unit: String },
+    /// Adds up to no finite, non-negative number of seconds.
+    #[error("'{0}' is not a duration")]
+    InvalidDuration(String),
+    #[error("'{0}' is out of range (at most {days} days)", days = MAX_DURATION_SECS / 86_400.0)]
+    DurationOutOfRange(String),
+    #[error("'{0}' is not a size (try 200M, 1G)")]
+    NotASize(String),
+    #[error("'{input}': unknown unit '{unit}' (use K, M, G, T)")]
+    SizeUnit { input: String, unit: String },
+    #[error("'{0}' must be at least one byte")]
+    LessThanAByte(String),
+    #[error("'{0}' is out of range (at most 16 EiB)")]
+    SizeOutOfRange(String),
+    #[error("'{0}' is not a percentage from 0% to 100%")]
+    NotAPercentage(String),
+}
+
 /// `20ms`, `1.5s`, `500us`, `2m`, `3d`, `1w`, or a sum of such parts (`3d12h`, `1h30m`); a
 /// bare number is milliseconds.
-pub fn parse_duration(s: &str) -> Result<Duration, String> {
+pub fn parse_duration(s: &str) -> Result<Duration, QuantityError> {
     let mut rest = s.trim();
     if rest.is_empty() {
-        return Err(format!("'{s}' is not a duration (try 20ms, 1.5s, 3d12h)"));
+        return Err(QuantityError::NotADuration(s.into()));
     }
     let mut secs = 0.0;
     while !rest.is_empty() {
@@ -23,12 +51,12 @@ pub fn parse_duration(s: &str) -> Result<Duration, String> {
         let unit_end = rest[num_end..]
             .find(|c: char| c.is_ascii_digit())
             .map_or(rest.len(), |i| num_end + i);
-        let (v, unit) = number_and_unit(&rest[..unit_end], "a duration (try 20ms, 1.5s, 3d12h)")
-            .map_err(|_| format!("'{s}' is not a duration (try 20ms, 1.5s, 3d12h)"))?;
+        let (v, unit) = number_and_unit(&rest[..unit_end])
+            .map_err(|_| QuantityError::NotADuration(s.into()))?;
         // A bare number (milliseconds) only on its own: in `3d12` it would be a guess.
         let alone = rest.len() == s.trim().len() && unit_end == rest.len();
         if unit.is_empty() && !alone {
-            return Err(format!("'{s}': a number without a unit inside a duration"));
+            return Err(QuantityError::BareNumberInDuration(s.into()));
         }
         secs += v * match unit {
             "" | "ms" => 1e-3,
@@ -39,39 +67,37 @@ pub fn parse_duration(s: &str) -> Result<Duration, String> {
             "d" => 86_400.0,
             "w" => 7.0 * 86_400.0,
             u => {
-                return Err(format!(
-                    "'{s}': unknown unit '{u}' (use us, ms, s, m, h, d, w)"
-                ))
+                return Err(QuantityError::DurationUnit {
+                    input: s.into(),
+                    unit: u.into(),
+                })
             }
         };
         rest = &rest[unit_end..];
     }
     if !secs.is_finite() || secs < 0.0 {
-        return Err(format!("'{s}' is not a duration"));
+        return Err(QuantityError::InvalidDuration(s.into()));
     }
     if secs > MAX_DURATION_SECS {
-        return Err(format!(
-            "'{s}' is out of range (at most {} days)",
-            MAX_DURATION_SECS / 86_400.0
-        ));
+        return Err(QuantityError::DurationOutOfRange(s.into()));
     }
     Ok(Duration::from_secs_f64(secs))
 }
 
 /// `15%` of the file system, or a size (`200G`).
-pub fn parse_free_target(s: &str) -> Result<crate::prune::policy::FreeTarget, String> {
+pub fn parse_free_target(s: &str) -> Result<crate::prune::policy::FreeTarget, QuantityError> {
     use crate::prune::policy::FreeTarget;
     match s.strip_suffix('%') {
         Some(p) => match p.trim().parse::<f64>() {
             Ok(v) if (0.0..=100.0).contains(&v) => Ok(FreeTarget::Percent(v)),
-            _ => Err(format!("'{s}' is not a percentage from 0% to 100%")),
+            _ => Err(QuantityError::NotAPercentage(s.into())),
         },
         None => parse_bytes(s).map(FreeTarget::Bytes),
     }
 }
 
 /// A size that may be 0 (`--max-total 0` with `--allow-empty` removes everything).
-pub fn parse_size_or_zero(s: &str) -> Result<u64, String> {
+pub fn parse_size_or_zero(s: &str) -> Result<u64, QuantityError> {
     if s.trim() == "0" {
         Ok(0)
     } else {
@@ -80,8 +106,8 @@ pub fn parse_size_or_zero(s: &str) -> Result<u64, String> {
 }
 
 /// `200M`, `1.5G`, `64KiB`, `4096` (binary multiples: K = 1024).
-pub fn parse_bytes(s: &str) -> Result<u64, String> {
-    let (v, unit) = number_and_unit(s, "a size (try 200M, 1G)")?;
+pub fn parse_bytes(s: &str) -> Result<u64, QuantityError> {
+    let (v, unit) = number_and_unit(s).map_err(|_| QuantityError::NotASize(s.into()))?;
     let unit = unit.trim_end_matches("/s");
     let mult: u64 = match unit
         .to_ascii_uppercase()
@@ -93,28 +119,33 @@ pub fn parse_bytes(s: &str) -> Result<u64, String> {
         "M" => 1 << 20,
         "G" => 1 << 30,
         "T" => 1 << 40,
-        _ => return Err(format!("'{s}': unknown unit '{unit}' (use K, M, G, T)")),
+        _ => {
+            return Err(QuantityError::SizeUnit {
+                input: s.into(),
+                unit: unit.into(),
+            })
+        }
     };
     let bytes = v * mult as f64;
     if !bytes.is_finite() || bytes < 1.0 {
-        return Err(format!("'{s}' must be at least one byte"));
+        return Err(QuantityError::LessThanAByte(s.into()));
     }
     // 2^64 as f64: anything at or above it does not fit (`as` would saturate silently).
     if bytes >= 18_446_744_073_709_551_616.0 {
-        return Err(format!("'{s}' is out of range (at most 16 EiB)"));
+        return Err(QuantityError::SizeOutOfRange(s.into()));
     }
     Ok(bytes as u64)
 }
 
-/// `"1.5 ms"` -> (1.5, "ms"); an error says `s` is not `what`.
-fn number_and_unit<'a>(s: &'a str, what: &str) -> Result<(f64, &'a str), String> {
+/// `"1.5 ms"` -> (1.5, "ms"); an error if it does not start with a number (the caller says
+/// what it is not).
+fn number_and_unit(s: &str) -> Result<(f64, &str), std::num::ParseFloatError> {
     let t = s.trim();
     let split = t
         .find(|c: char| !(c.is_ascii_digit() || c == '.'))
         .unwrap_or(t.len());
     let (num, unit) = t.split_at(split);
-    let v = num.parse().map_err(|_| format!("'{s}' is not {what}"))?;
-    Ok((v, unit.trim()))
+    Ok((num.parse()?, unit.trim()))
 }
 
 #[cfg(test)]
@@ -148,13 +179,49 @@ mod tests {
     #[test]
     fn out_of_range_is_an_error_not_a_panic() {
         let e = parse_duration("99999999999999999999d").unwrap_err();
-        assert!(e.contains("out of range"), "{e}");
+        assert!(e.to_string().contains("out of range"), "{e}");
         assert!(parse_duration("36525d").is_ok());
         assert!(parse_duration("36526d").is_err());
         let e = parse_bytes("99999999999999999999T").unwrap_err();
-        assert!(e.contains("out of range"), "{e}");
+        assert!(e.to_string().contains("out of range"), "{e}");
         assert!(parse_bytes("17179869184G").is_err());
         assert!(parse_bytes("17179869183G").is_ok());
+    }
+
+    #[test]
+    fn messages_name_what_was_wrong() {
+        let duration = |s: &str| parse_duration(s).unwrap_err().to_string();
+        let size = |s: &str| parse_bytes(s).unwrap_err().to_string();
+        assert_eq!(duration(""), "'' is not a duration (try 20ms, 1.5s, 3d12h)");
+        assert_eq!(
+            duration("fast"),
+            "'fast' is not a duration (try 20ms, 1.5s, 3d12h)"
+        );
+        assert_eq!(
+            duration("3d12"),
+            "'3d12': a number without a unit inside a duration"
+        );
+        assert_eq!(
+            duration("3 parsecs"),
+            "'3 parsecs': unknown unit 'parsecs' (use us, ms, s, m, h, d, w)"
+        );
+        let huge = format!("{}ms", "9".repeat(400));
+        assert_eq!(duration(&huge), format!("'{huge}' is not a duration"));
+        assert_eq!(
+            duration("36526d"),
+            "'36526d' is out of range (at most 36525 days)"
+        );
+        assert_eq!(size("lots"), "'lots' is not a size (try 200M, 1G)");
+        assert_eq!(size("5Q/s"), "'5Q/s': unknown unit 'Q' (use K, M, G, T)");
+        assert_eq!(size("0"), "'0' must be at least one byte");
+        assert_eq!(
+            size("17179869184G"),
+            "'17179869184G' is out of range (at most 16 EiB)"
+        );
+        assert_eq!(
+            parse_free_target("150%").unwrap_err().to_string(),
+            "'150%' is not a percentage from 0% to 100%"
+        );
     }
 
     #[test]
