@@ -25,8 +25,18 @@ pub enum Hide {
     Failed(Reason),
 }
 
+/// Why targets in a directory cannot go to a trash.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum NoTrash {
+    /// The directory itself could not be examined.
+    #[error("{}", crate::error::errno_text(*.0))]
+    Os(rustix::io::Errno),
+    #[error("no usable trash on its file system ({0})")]
+    Unusable(trash::TrashError),
+}
+
 /// The trash found for a parent directory, or why there is none.
-type Located = Result<Arc<Trash>, String>;
+type Located = Result<Arc<Trash>, NoTrash>;
 
 /// Hides targets, one trash per parent directory's file system, opened once.
 pub struct Hider {
@@ -52,8 +62,8 @@ impl Hider {
     }
 
     /// The trash for targets in `base` (located once per parent directory).
-    pub fn trash_for(&self, base: &OwnedFd) -> Result<Arc<Trash>, String> {
-        let parent = dirfd::fstat(base).map_err(crate::error::errno_text)?;
+    pub fn trash_for(&self, base: &OwnedFd) -> Located {
+        let parent = dirfd::fstat(base).map_err(NoTrash::Os)?;
         let key = (parent.ident.dev, parent.ident.ino);
         let uid = self.uid;
         let mut passed = self.passed_over.lock().unwrap_or_else(|e| e.into_inner());
@@ -66,7 +76,7 @@ impl Hider {
                     passed.extend(p);
                     Ok(Arc::new(t))
                 }
-                Err(e) => Err(format!("no usable trash on its file system ({e})")),
+                Err(e) => Err(NoTrash::Unusable(e)),
             })
             .clone()
     }
@@ -99,7 +109,7 @@ impl Hider {
         }
         let trash = match self.trash_for(base) {
             Ok(t) => t,
-            Err(why) => return fallback(why),
+            Err(why) => return fallback(why.to_string()),
         };
         if graced && self.uid != 0 {
             // `restore` gives back only what the trash's owner owns.
