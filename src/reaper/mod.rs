@@ -15,7 +15,7 @@ pub mod watch;
 
 use std::ffi::{CStr, CString, OsString};
 use std::os::fd::OwnedFd;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
@@ -114,16 +114,36 @@ pub type OnProgress<'a> = &'a (dyn Fn(&str, u64, u64) + Sync);
 /// Holds a trash's lock while alive.
 pub struct TrashLock(#[allow(dead_code)] OwnedFd);
 
+/// Why a trash's lock cannot be taken.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum LockError {
+    /// The `lock` is not a plain file of the trash's owner (it was not opened).
+    #[error("damaged: lock {0}")]
+    Damaged(safefile::Bad),
+    #[error("{}", crate::error::errno_text(*.0))]
+    Os(Errno),
+}
+
+/// Why the trashes to reap cannot be opened.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum OpenError {
+    /// The trash named with `--trash` cannot be used.
+    #[error("cannot use trash {}: {error}", quote(.path))]
+    Named {
+        path: PathBuf,
+        error: trash::TrashError,
+    },
+}
+
 impl TrashLock {
     /// Takes the trash's lock if no other reaper holds it. A `lock` that is not a plain file
     /// of the trash's owner is refused (never opened).
-    pub fn try_take(trash: &Trash) -> Result<Option<TrashLock>, String> {
-        let fd = safefile::open_lock(&trash.dir, LOCK, trash.uid)
-            .map_err(|bad| format!("damaged: lock {bad}"))?;
+    pub fn try_take(trash: &Trash) -> Result<Option<TrashLock>, LockError> {
+        let fd = safefile::open_lock(&trash.dir, LOCK, trash.uid).map_err(LockError::Damaged)?;
         match locks::try_exclusive(&fd) {
             Ok(true) => Ok(Some(TrashLock(fd))),
             Ok(false) => Ok(None),
-            Err(e) => Err(crate::error::errno_text(e)),
+            Err(e) => Err(LockError::Os(e)),
         }
     }
 }
@@ -174,7 +194,9 @@ pub fn run(trashes: &[Trash], opts: &ReapOptions, on_progress: OnProgress<'_>) -
             Ok(None) => sum
                 .skipped_locked
                 .push(t.path.to_string_lossy().into_owned()),
-            Err(e) => sum.errors.push(ErrorEntry::new(t.path.join("lock"), e)),
+            Err(e) => sum
+                .errors
+                .push(ErrorEntry::new(t.path.join("lock"), e.to_string())),
         }
     }
     sum.remaining = trashes
@@ -329,7 +351,26 @@ enum Step {
     /// Could not be fully freed this time (what failed, and when to try again).
     Failed(FailedRecord),
     /// Not something a reaper made (the reason); skipped.
-    Damaged(String),
+    Damaged(Damage),
+}
+
+/// Why an entry is not something a reaper made: it is reported and skipped, never freed.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+enum Damage {
+    #[error("is not a directory (not an entry reclaim made)")]
+    NotADirectory,
+    #[error("{}", crate::error::errno_text(*.0))]
+    Os(Errno),
+    #[error("the entry is owned by uid {found}, not by the trash's owner (uid {owner})")]
+    Owner { found: u32, owner: u32 },
+    #[error("meta.json {0}")]
+    Record(safefile::Bad),
+    #[error("its record names uid {found}, not the trash's owner (uid {owner})")]
+    RecordOwner { found: u32, owner: u32 },
+    #[error("failed.json {0}")]
+    FailureRecord(safefile::Bad),
+    #[error("holds both 'data' and 'reaping'")]
+    DataAndReaping,
 }
 
 /// Frees one entry: claims `data` as `reaping` (restore no longer possible), frees it (a tree
@@ -347,15 +388,13 @@ fn reap_entry(
     let entry = match dirfd::open_dir_at(&trash.dir, name) {
         Ok(fd) => fd,
         Err(Errno::NOENT) => return Step::Busy,
-        Err(Errno::LOOP | Errno::NOTDIR) => {
-            return Step::Damaged("is not a directory (not an entry reclaim made)".into())
-        }
-        Err(e) => return Step::Damaged(crate::error::errno_text(e)),
+        Err(Errno::LOOP | Errno::NOTDIR) => return Step::Damaged(Damage::NotADirectory),
+        Err(e) => return Step::Damaged(Damage::Os(e)),
     };
     match locks::try_exclusive(&entry) {
         Ok(true) => {}
         Ok(false) => return Step::Busy,
-        Err(e) => return Step::Damaged(crate::error::errno_text(e)),
+        Err(e) => return Step::Damaged(Damage::Os(e)),
     }
     let meta = match check_entry(trash, &entry) {
         Ok(m) => m,
@@ -363,7 +402,7 @@ fn reap_entry(
     };
     let failed = match FailedRecord::read(&entry, trash.uid) {
         Ok(f) => f,
-        Err(bad) => return Step::Damaged(format!("failed.json {bad}")),
+        Err(bad) => return Step::Damaged(Damage::FailureRecord(bad)),
     };
     if let Some(f) = &failed {
         if !opts.retry_failed && f.next_attempt_unix > now_unix() {
@@ -386,9 +425,9 @@ fn reap_entry(
             Ok(()) => {}
             Err(Errno::NOENT) => return Step::Busy,
             Err(Errno::EXIST) => {
-                return Step::Damaged("holds both 'data' and 'reaping'".into());
+                return Step::Damaged(Damage::DataAndReaping);
             }
-            Err(e) => return Step::Damaged(crate::error::errno_text(e)),
+            Err(e) => return Step::Damaged(Damage::Os(e)),
         }
         // Durable before the first byte is freed: after a crash a partly freed target must
         // never look whole (restorable).
@@ -438,21 +477,21 @@ fn reap_entry(
 
 /// Checks an open entry: the trash owner's directory, its record (if any) a plain file naming
 /// the same owner. Returns the record.
-fn check_entry(trash: &Trash, entry: &OwnedFd) -> Result<Option<Meta>, String> {
-    let st = rustix::fs::fstat(entry).map_err(crate::error::errno_text)?;
+fn check_entry(trash: &Trash, entry: &OwnedFd) -> Result<Option<Meta>, Damage> {
+    let st = rustix::fs::fstat(entry).map_err(Damage::Os)?;
     if st.st_uid != trash.uid {
-        return Err(format!(
-            "the entry is owned by uid {}, not by the trash's owner (uid {})",
-            st.st_uid, trash.uid
-        ));
+        return Err(Damage::Owner {
+            found: st.st_uid,
+            owner: trash.uid,
+        });
     }
-    let meta = Meta::read(entry, trash.uid).map_err(|bad| format!("meta.json {bad}"))?;
+    let meta = Meta::read(entry, trash.uid).map_err(Damage::Record)?;
     if let Some(m) = &meta {
         if m.uid != trash.uid {
-            return Err(format!(
-                "its record names uid {}, not the trash's owner (uid {})",
-                m.uid, trash.uid
-            ));
+            return Err(Damage::RecordOwner {
+                found: m.uid,
+                owner: trash.uid,
+            });
         }
     }
     Ok(meta)
@@ -717,7 +756,7 @@ pub fn entry_pacing(p: &PaceArgs) -> EntryPacing {
 /// users' (when root) each in a child running as that user. With `Until::Empty`, grace windows
 /// are waited out holding nothing open (trashes are opened again after each wait).
 pub fn reap_all(
-    open: &dyn Fn() -> Result<Vec<Trash>, String>,
+    open: &dyn Fn() -> Result<Vec<Trash>, OpenError>,
     opts: &ReapOptions,
     child_args: &[OsString],
     on_progress: OnProgress<'_>,
@@ -732,7 +771,7 @@ pub fn reap_all(
         let trashes = match open() {
             Ok(t) => t,
             Err(e) => {
-                sum.error = Some(e);
+                sum.error = Some(e.to_string());
                 return sum;
             }
         };
@@ -824,11 +863,14 @@ pub fn command(a: &ReapArgs) -> u8 {
         return watch::command(a);
     }
     let trash_arg = a.trash.clone();
-    let open = move || -> Result<Vec<Trash>, String> {
+    let open = move || -> Result<Vec<Trash>, OpenError> {
         match &trash_arg {
             Some(p) => Trash::open_path(p)
                 .map(|t| vec![t])
-                .map_err(|e| format!("cannot use trash {}: {e}", quote(p))),
+                .map_err(|error| OpenError::Named {
+                    path: p.clone(),
+                    error,
+                }),
             None => {
                 let found = trash::discover(trash::uid());
                 for u in &found.unreachable {

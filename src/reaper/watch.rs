@@ -12,7 +12,7 @@ use std::sync::mpsc;
 use std::time::Duration;
 
 use super::{ReapSummary, Trash};
-use crate::asuser::{self, Identity};
+use crate::asuser::{self, ChildError, Identity};
 use crate::cli::ReapArgs;
 use crate::interrupt;
 use crate::quote::quote;
@@ -56,7 +56,7 @@ pub fn command(a: &ReapArgs) -> u8 {
     }
     let me = trash::uid();
     let mut known: HashMap<PathBuf, Known> = HashMap::new();
-    let (tx, rx) = mpsc::channel::<(PathBuf, Result<ReapSummary, String>)>();
+    let (tx, rx) = mpsc::channel::<(PathBuf, Result<ReapSummary, ChildError>)>();
     let mut running = 0usize;
     // For the hostile soak (bench): one line per pass, with how long the pass took.
     let trace = std::env::var_os(TRACE_ENV).map(PathBuf::from);
@@ -93,6 +93,7 @@ pub fn command(a: &ReapArgs) -> u8 {
                     k.logged = now_logged;
                 }
                 Err(e) => {
+                    let e = e.to_string();
                     if k.logged.insert(e.clone()) {
                         eprintln!("reclaim reap: {}: {e}", quote(&path));
                     }
@@ -167,7 +168,11 @@ pub fn command(a: &ReapArgs) -> u8 {
 }
 
 /// Runs one `reap --once` pass over `path` as its owner `uid` in a child process.
-fn reap_child(path: &std::path::Path, uid: u32, args: &[OsString]) -> Result<ReapSummary, String> {
+fn reap_child(
+    path: &std::path::Path,
+    uid: u32,
+    args: &[OsString],
+) -> Result<ReapSummary, ChildError> {
     let mut argv: Vec<OsString> = vec![
         "reap".into(),
         "--trash".into(),
@@ -182,7 +187,5 @@ fn reap_child(path: &std::path::Path, uid: u32, args: &[OsString]) -> Result<Rea
         None
     };
     let mut lines = |l: &str| eprintln!("reclaim reap: {l}");
-    asuser::run_json::<ReapSummary>(who.as_ref(), &argv, &mut lines)
-        .map(|(s, _)| s)
-        .map_err(|e| e.to_string())
+    asuser::run_json::<ReapSummary>(who.as_ref(), &argv, &mut lines).map(|(s, _)| s)
 }
