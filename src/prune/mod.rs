@@ -13,6 +13,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use rustix::fs::{AtFlags, FileType};
+use rustix::io::Errno;
 use serde::Serialize;
 
 use crate::cli::{PruneArgs, SortArg};
@@ -145,22 +146,31 @@ pub fn command(a: &PruneArgs, progress: bool) -> u8 {
 
 type Listed = (Candidate, (PathBuf, &'static str, Option<u64>));
 
+/// Why a directory could not be listed (then nothing is removed).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ListError {
+    /// Opening, examining or reading the directory itself failed.
+    #[error("{}", crate::error::errno_text(*.0))]
+    Os(Errno),
+    /// One of its entries could not be examined.
+    #[error("{}: {}", crate::quote::quote(.path), crate::error::errno_text(*.error))]
+    Entry { path: PathBuf, error: Errno },
+}
+
 /// The entries of `dir` (filtered by name), with their times and (if `sizes`) allocated
 /// bytes; the file system's device and space.
-fn list(dir: &Path, a: &PruneArgs, sizes: bool) -> Result<(Vec<Listed>, u64, Space), String> {
-    let fd = dirfd::open_dir_path(dir).map_err(crate::error::errno_text)?;
+fn list(dir: &Path, a: &PruneArgs, sizes: bool) -> Result<(Vec<Listed>, u64, Space), ListError> {
+    let fd = dirfd::open_dir_path(dir).map_err(ListError::Os)?;
     let fd = Arc::new(fd);
-    let dev = rustix::fs::fstat(&*fd)
-        .map_err(crate::error::errno_text)?
-        .st_dev;
-    let vfs = rustix::fs::fstatvfs(&*fd).map_err(crate::error::errno_text)?;
+    let dev = rustix::fs::fstat(&*fd).map_err(ListError::Os)?.st_dev;
+    let vfs = rustix::fs::fstatvfs(&*fd).map_err(ListError::Os)?;
     let sp = Space {
         total: vfs.f_blocks * vfs.f_frsize,
         avail: vfs.f_bavail * vfs.f_frsize,
         pending: 0,
     };
     let mut names = Vec::new();
-    let list = dirfd::open_dir_at(&*fd, c".").map_err(crate::error::errno_text)?;
+    let list = dirfd::open_dir_at(&*fd, c".").map_err(ListError::Os)?;
     let mut buf = dirfd::DirBuf::new(256 << 10);
     dirfd::for_each_entry(&list, &mut buf, |name, _, _| {
         let b = name.to_bytes();
@@ -174,18 +184,17 @@ fn list(dir: &Path, a: &PruneArgs, sizes: bool) -> Result<(Vec<Listed>, u64, Spa
         }
         names.push(name.to_owned());
     })
-    .map_err(crate::error::errno_text)?;
+    .map_err(ListError::Os)?;
     let mut out = Vec::new();
     for name in names {
         let st = match rustix::fs::statat(&*fd, &name, AtFlags::SYMLINK_NOFOLLOW) {
             Ok(st) => st,
-            Err(rustix::io::Errno::NOENT) => continue,
-            Err(e) => {
-                return Err(format!(
-                    "{}: {}",
-                    show(dir, &name),
-                    crate::error::errno_text(e)
-                ))
+            Err(Errno::NOENT) => continue,
+            Err(error) => {
+                return Err(ListError::Entry {
+                    path: dir.join(OsStr::from_bytes(name.to_bytes())),
+                    error,
+                })
             }
         };
         let ft = FileType::from_raw_mode(st.st_mode);
@@ -221,10 +230,6 @@ fn list(dir: &Path, a: &PruneArgs, sizes: bool) -> Result<(Vec<Listed>, u64, Spa
         ));
     }
     Ok((out, dev, sp))
-}
-
-fn show(dir: &Path, name: &CStr) -> String {
-    crate::quote::quote(dir.join(OsStr::from_bytes(name.to_bytes())))
 }
 
 /// `fnmatch(3)` on a name (no `FNM_PATHNAME` needed: names have no slash).
