@@ -10,7 +10,7 @@
 
 use std::ffi::CString;
 use std::os::fd::{AsFd, OwnedFd};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::Barrier;
 use std::time::{Duration, Instant};
 
@@ -52,6 +52,39 @@ pub struct Calibration {
     pub took_s: f64,
 }
 
+/// Why a file system could not be calibrated.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum CalibrationError {
+    #[error("cannot make a calibration directory in {}: {error}", crate::quote::quote(.shown))]
+    Create {
+        shown: PathBuf,
+        error: PrivateDirError,
+    },
+    /// A step of the measurement failed (`mkdir`, `create`, `unlink`, `rmdir`).
+    #[error("{step}: {}", errno_text(*.error))]
+    Step { step: &'static str, error: Errno },
+    #[error(
+        "could not remove its calibration directory in {}: {error}",
+        crate::quote::quote(.shown)
+    )]
+    Cleanup { shown: PathBuf, error: Errno },
+}
+
+/// Why the private calibration directory could not be made.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum PrivateDirError {
+    #[error("{}", errno_text(*.0))]
+    Os(Errno),
+    /// What was opened is not the directory made here (replaced under us).
+    #[error("the new directory changed under us; left alone")]
+    Changed,
+    #[error("it is on another file system")]
+    OtherFileSystem,
+    /// Every random name tried was taken.
+    #[error("no free name")]
+    NoFreeName,
+}
+
 /// What a removal of the scanned tree would do.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct Work {
@@ -84,25 +117,21 @@ pub fn calibrate(
     shown: &Path,
     dev: u64,
     threads: usize,
-) -> Result<Calibration, String> {
+) -> Result<Calibration, CalibrationError> {
     let started = Instant::now();
     let threads = threads.max(1);
     // A Ctrl-C from here on ends the process only once the directory is cleaned up.
     let _deferred = DeferSignals::new();
-    let mut private = Private::create(base, dev).map_err(|e| {
-        format!(
-            "cannot make a calibration directory in {}: {e}",
-            crate::quote::quote(shown)
-        )
+    let mut private = Private::create(base, dev).map_err(|error| CalibrationError::Create {
+        shown: shown.to_path_buf(),
+        error,
     })?;
     let measured = measure(&mut private, threads);
     let cleaned = private.cleanup();
     let (files, one, par, dirs) = measured?;
-    cleaned.map_err(|e| {
-        format!(
-            "could not remove its calibration directory in {}: {e}",
-            crate::quote::quote(shown)
-        )
+    cleaned.map_err(|error| CalibrationError::Cleanup {
+        shown: shown.to_path_buf(),
+        error,
     })?;
     Ok(Calibration {
         path: shown.to_string_lossy().into_owned(),
@@ -117,8 +146,8 @@ pub fn calibrate(
 
 /// Creates the files and directories, times their removal; returns (files, unlinks/s in one
 /// directory, unlinks/s across workers, directories/s).
-fn measure(p: &mut Private, threads: usize) -> Result<(u64, f64, f64, f64), String> {
-    let fail = |what: &str, e: Errno| format!("{what}: {}", errno_text(e));
+fn measure(p: &mut Private, threads: usize) -> Result<(u64, f64, f64, f64), CalibrationError> {
+    let fail = |step: &'static str, error: Errno| CalibrationError::Step { step, error };
     // One directory, one worker.
     let one = p.add_sub(c"one").map_err(|e| fail("mkdir", e))?;
     let deadline = Instant::now() + CREATE_BUDGET;
@@ -289,7 +318,7 @@ struct Private<'a> {
 impl<'a> Private<'a> {
     /// `mkdirat` under a fresh random name, then opened without following symlinks and
     /// checked: a directory owned by us, mode 0700, on device `dev`, empty.
-    fn create(base: &'a OwnedFd, dev: u64) -> Result<Private<'a>, String> {
+    fn create(base: &'a OwnedFd, dev: u64) -> Result<Private<'a>, PrivateDirError> {
         let pid = std::process::id();
         for attempt in 0..16u32 {
             let nonce = std::time::SystemTime::now()
@@ -301,29 +330,30 @@ impl<'a> Private<'a> {
             match mkdirat(base, &name, Mode::from_raw_mode(0o700)) {
                 Ok(()) => {}
                 Err(Errno::EXIST) => continue,
-                Err(e) => return Err(errno_text(e)),
+                Err(e) => return Err(PrivateDirError::Os(e)),
             }
-            let fd = dirfd::open_dir_at(base, &name).map_err(errno_text)?;
+            let fd = dirfd::open_dir_at(base, &name).map_err(PrivateDirError::Os)?;
             let st = statx(
                 &fd,
                 c"",
                 AtFlags::EMPTY_PATH,
                 StatxFlags::TYPE | StatxFlags::MODE | StatxFlags::UID,
             )
-            .map_err(errno_text)?;
+            .map_err(PrivateDirError::Os)?;
             let ours = st.stx_uid == rustix::process::geteuid().as_raw()
                 && u32::from(st.stx_mode) & 0o7777 == 0o700;
             let mut entries = 0;
             let mut buf = DirBuf::new(4096);
-            dirfd::for_each_entry(&fd, &mut buf, |_, _, _| entries += 1).map_err(errno_text)?;
+            dirfd::for_each_entry(&fd, &mut buf, |_, _, _| entries += 1)
+                .map_err(PrivateDirError::Os)?;
             if !ours || entries != 0 {
                 // Not the directory we made (replaced under us): leave it alone.
-                return Err("the new directory changed under us; left alone".into());
+                return Err(PrivateDirError::Changed);
             }
             if rustix::fs::makedev(st.stx_dev_major, st.stx_dev_minor) != dev {
                 drop(fd);
                 let _ = unlinkat(base, &name, AtFlags::REMOVEDIR);
-                return Err("it is on another file system".into());
+                return Err(PrivateDirError::OtherFileSystem);
             }
             return Ok(Private {
                 base,
@@ -332,7 +362,7 @@ impl<'a> Private<'a> {
                 subs: Vec::new(),
             });
         }
-        Err("no free name".into())
+        Err(PrivateDirError::NoFreeName)
     }
 
     fn dir(&self) -> &OwnedFd {

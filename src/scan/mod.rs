@@ -244,7 +244,7 @@ fn estimate_all(
                 seconds += estimate::seconds(&work, &c);
                 calibrations.push(c);
             }
-            Err(why) => unavailable.push(why),
+            Err(why) => unavailable.push(why.to_string()),
         }
     }
     Estimate {
@@ -261,7 +261,7 @@ fn calibrate_near(
     shown: &Path,
     dev: u64,
     progress: &Progress,
-) -> Result<estimate::Calibration, String> {
+) -> Result<estimate::Calibration, Uncalibrated> {
     let threads = crate::remove::threads_for(root);
     let mut why = Vec::new();
     let tmp = std::env::temp_dir();
@@ -285,7 +285,12 @@ fn calibrate_near(
         Ok(c) => Ok(c),
         Err(e) => {
             why.push(e);
-            Err(why.join("; "))
+            Err(Uncalibrated(why))
         }
     }
 }
+
+/// Why no place near a PATH could be calibrated: what went wrong at each place tried, in order.
+#[derive(Debug, thiserror::Error)]
+#[error("{}", .0.iter().map(ToString::to_string).collect::<Vec<_>>().join("; "))]
+struct Uncalibrated(Vec<estimate::CalibrationError>);
