@@ -109,7 +109,7 @@ pub fn collect(found: trash::Discovery, count: bool) -> Status {
                         .extend(s.trashes.drain(..).filter(|x| x.uid == t.uid).take(1));
                     st.errors.extend(s.errors);
                 }
-                Err(e) => st.errors.push(ErrorEntry::new(&t.path, e)),
+                Err(e) => st.errors.push(ErrorEntry::new(&t.path, e.to_string())),
             }
         } else {
             st.trashes.push(of_trash(t, count));
@@ -119,7 +119,7 @@ pub fn collect(found: trash::Discovery, count: bool) -> Status {
 }
 
 /// `reclaim status --trash T --json` as the owner of `t`.
-fn as_owner(t: &Trash, count: bool) -> Result<Status, String> {
+fn as_owner(t: &Trash, count: bool) -> Result<Status, crate::asuser::ChildError> {
     let who = crate::asuser::Identity::of(t.uid);
     let mut argv: Vec<std::ffi::OsString> = vec![
         "status".into(),
@@ -131,9 +131,7 @@ fn as_owner(t: &Trash, count: bool) -> Result<Status, String> {
         argv.push("--count".into());
     }
     let mut lines = |l: &str| eprintln!("reclaim status: {l}");
-    crate::asuser::run_json::<Status>(Some(&who), &argv, &mut lines)
-        .map(|(s, _)| s)
-        .map_err(|e| e.to_string())
+    crate::asuser::run_json::<Status>(Some(&who), &argv, &mut lines).map(|(s, _)| s)
 }
 
 fn of_trash(t: &Trash, count: bool) -> TrashStatus {

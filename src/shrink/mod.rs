@@ -184,7 +184,7 @@ pub fn remove_file(
     }
     if let Err(why) = take_write_lease(&fd) {
         drop(fd);
-        whole(&mut out, why)?;
+        whole(&mut out, why.to_string())?;
         return Ok(out);
     }
     // Cheap to free (a few extents) or no pacing asked for: plain unlink, no hide, no fsync.
@@ -473,9 +473,20 @@ fn hidden_name(facts: &Facts) -> CString {
     .expect("no NUL in a hex name")
 }
 
+/// Why no write lease was granted (the file is then unlinked whole, not shrunk).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+enum NoLease {
+    #[error("another process has it open")]
+    OpenElsewhere,
+    #[error("this file system cannot prove nobody else has it open (no leases)")]
+    Unsupported,
+    #[error("no write lease ({})", crate::error::errno_text(*.0))]
+    Os(Errno),
+}
+
 /// Takes a write lease on `fd`: granted only when no other file description has the file
 /// open. Lease-break notices (SIGIO) are ignored; `still_leased` polls instead.
-fn take_write_lease(fd: &OwnedFd) -> Result<(), String> {
+fn take_write_lease(fd: &OwnedFd) -> Result<(), NoLease> {
     // SAFETY: setting SIGIO to SIG_IGN has no memory-safety preconditions.
     unsafe { libc::signal(libc::SIGIO, libc::SIG_IGN) };
     // SAFETY: F_SETLEASE takes an int argument and touches no memory of ours.
@@ -485,14 +496,9 @@ fn take_write_lease(fd: &OwnedFd) -> Result<(), String> {
     }
     let e = std::io::Error::last_os_error().raw_os_error().unwrap_or(0);
     Err(match e {
-        libc::EAGAIN | libc::EBUSY => "another process has it open".into(),
-        libc::EINVAL | libc::ENOLCK | libc::EOPNOTSUPP => {
-            "this file system cannot prove nobody else has it open (no leases)".into()
-        }
-        _ => format!(
-            "no write lease ({})",
-            crate::error::errno_text(Errno::from_raw_os_error(e))
-        ),
+        libc::EAGAIN | libc::EBUSY => NoLease::OpenElsewhere,
+        libc::EINVAL | libc::ENOLCK | libc::EOPNOTSUPP => NoLease::Unsupported,
+        _ => NoLease::Os(Errno::from_raw_os_error(e)),
     })
 }
 
