@@ -200,8 +200,12 @@ fn main() -> ExitCode {
                 ExitCode::SUCCESS
             }
             Err(e) => {
+                let why = match e.raw_os_error() {
+                    Some(n) => reclaim::error::errno_text(rustix::io::Errno::from_raw_os_error(n)),
+                    None => e.to_string(),
+                };
                 eprintln!(
-                    "reclaim man: cannot write into {}: {e}",
+                    "reclaim man: cannot write into {}: {why} (give an existing directory)",
                     reclaim::quote::quote(&dir)
                 );
                 ExitCode::from(1)

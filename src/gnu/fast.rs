@@ -63,6 +63,11 @@ pub fn remover<'o>(
         }
         opts.fd_budget =
             crate::limits::fd_budget(opts.fd_budget, crate::limits::raise_nofile(), opts.threads);
+        // The operand's directory, held open for reading the order back afterwards: its
+        // path may name it through a symlink inside it (`a/` with `a -> .`), gone by then.
+        let root = dirfd::open_dir_at(&*base, name)
+            .ok()
+            .filter(|fd| dirfd::fstat(fd).is_ok_and(|f| f.ident == ident));
         let display = PathBuf::from(OsStr::from_bytes(path));
         let target = DirTarget {
             base: base.clone(),
@@ -79,7 +84,7 @@ pub fn remover<'o>(
         if failures.is_empty() {
             return Status::Ok;
         }
-        in_gnu_order(&base, name, &display, &mut failures);
+        in_gnu_order(root.as_ref(), &display, &mut failures);
         for f in &failures {
             eprintln!("{program}: {}", message(f));
         }
@@ -107,11 +112,10 @@ fn message(f: &Failure) -> String {
     }
 }
 
-/// Sorts `failures` (paths under `display`, the tree `name` in `base`) into fts' order.
-fn in_gnu_order(base: &OwnedFd, name: &CStr, display: &Path, failures: &mut [Failure]) {
+/// Sorts `failures` (paths under `display`, the tree opened as `root`) into fts' order.
+fn in_gnu_order(root: Option<&OwnedFd>, display: &Path, failures: &mut [Failure]) {
     let mut order = Positions {
-        base,
-        name,
+        root,
         display,
         known: HashMap::new(),
         buf: DirBuf::new(64 * 1024),
@@ -135,8 +139,7 @@ fn in_gnu_order(base: &OwnedFd, name: &CStr, display: &Path, failures: &mut [Fai
 
 /// Listing positions of names, per directory below the operand.
 struct Positions<'a> {
-    base: &'a OwnedFd,
-    name: &'a CStr,
+    root: Option<&'a OwnedFd>,
     display: &'a Path,
     known: HashMap<Vec<u8>, HashMap<Vec<u8>, usize>>,
     buf: DirBuf,
@@ -173,7 +176,14 @@ impl Positions<'_> {
 
     /// Opens the directory `comps` below the operand (never following a symlink) and lists it.
     fn list(&mut self, comps: &[Vec<u8>]) -> Option<HashMap<Vec<u8>, usize>> {
-        let mut fd: OwnedFd = dirfd::open_dir_at(self.base, self.name).ok()?;
+        // A fresh open of the same directory (a dup would share the read position).
+        let mut fd: OwnedFd = openat(
+            self.root?,
+            c".",
+            OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC,
+            Mode::empty(),
+        )
+        .ok()?;
         for c in comps {
             let name = CString::new(c.clone()).ok()?;
             fd = openat(
