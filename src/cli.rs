@@ -345,6 +345,10 @@ pub struct RestoreArgs {
     /// Only look in this trash (a `<dir>/.reclaim-<uid>` directory)
     #[arg(long, value_name = "DIR")]
     pub trash: Option<PathBuf>,
+    /// Put it at PATH instead of its original path (one entry; a new name on the same file
+    /// system; never over an existing one)
+    #[arg(long, value_name = "PATH")]
+    pub to: Option<PathBuf>,
     /// Entry ids (from `reclaim status`) or original paths (the newest entry of that path
     /// among your own; root names another user's entry by its id)
     #[arg(value_name = "ID|PATH", required = true, value_parser = clap::builder::OsStringValueParser::new())]

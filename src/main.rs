@@ -163,11 +163,20 @@ fn main() -> ExitCode {
             a.count,
             a.trash.as_deref(),
         )),
-        Command::Restore(a) => ExitCode::from(reclaim::trash::restore::command(
-            &a.entries,
-            a.json,
-            a.trash.as_deref(),
-        )),
+        Command::Restore(a) => {
+            if a.to.is_some() && a.entries.len() != 1 {
+                eprintln!(
+                    "reclaim restore: --to takes one entry\nTry 'reclaim restore --help' for more information."
+                );
+                return ExitCode::from(2);
+            }
+            ExitCode::from(reclaim::trash::restore::command(
+                &a.entries,
+                a.json,
+                a.trash.as_deref(),
+                a.to.as_deref(),
+            ))
+        }
         Command::Reap(a) => {
             reclaim::limits::raise_nofile();
             // A detached reaper ignores the terminal's hangup; the rest stop at a consistent

@@ -36,6 +36,12 @@ pub enum RestoreError {
     NoMeta,
     #[error("the entry is damaged ({0}); not restoring it")]
     Damaged(String),
+    #[error("{} exists; --to never overwrites", quote(.0))]
+    DestinationTaken(PathBuf),
+    #[error("{} is on another file system than the entry (a restore is a rename)", quote(.0))]
+    OtherFileSystem(PathBuf),
+    #[error("cannot restore to {}: {}", quote(.0), crate::error::errno_text(*.1))]
+    Destination(PathBuf, Errno),
     #[error("{0}")]
     Os(Errno),
     #[error("{0}")]
@@ -61,16 +67,23 @@ type Failed = (Option<PathBuf>, RestoreError);
 
 /// Restores the entry named by `arg`: an entry id (in any of `trashes`), or an original path
 /// (then the newest entry from that path among the trashes of `me`).
-pub fn restore(trashes: &[Trash], arg: &OsStr, me: u32) -> Result<Restored, Failed> {
+/// With `to`, the entry goes there instead (a new name on the same file system, never over an
+/// existing one).
+pub fn restore(
+    trashes: &[Trash],
+    arg: &OsStr,
+    me: u32,
+    to: Option<&Path>,
+) -> Result<Restored, Failed> {
     let (trash, id) = find(trashes, arg, me).ok_or((None, RestoreError::NotFound))?;
     if crate::asuser::needed(trash.uid) {
-        return as_owner(trash, &id);
+        return as_owner(trash, &id, to);
     }
-    restore_entry(trash, &id)
+    restore_entry(trash, &id, to)
 }
 
 /// Restores entry `id` of `trash`, in this process (which is its owner, or root for root's).
-fn restore_entry(trash: &Trash, id: &CString) -> Result<Restored, Failed> {
+fn restore_entry(trash: &Trash, id: &CString, to: Option<&Path>) -> Result<Restored, Failed> {
     let entry = dirfd::open_dir_at(&trash.dir, id).map_err(|e| match e {
         Errno::NOENT => (None, RestoreError::NotFound),
         e => (None, RestoreError::Os(e)),
@@ -117,6 +130,9 @@ fn restore_entry(trash: &Trash, id: &CString) -> Result<Restored, Failed> {
         ))));
     }
     let _ = data;
+    if let Some(to) = to {
+        return restore_to(trash, id, &entry, &m, to).map_err(fail);
+    }
     let path = m.original_path();
     let (parent, name) = split(&path).ok_or_else(|| fail(RestoreError::NoMeta))?;
     let gone = || fail(RestoreError::ParentGone(parent.to_path_buf()));
@@ -150,16 +166,58 @@ fn restore_entry(trash: &Trash, id: &CString) -> Result<Restored, Failed> {
     })
 }
 
+/// `restore --to`: the entry's data renamed to `to` (its directory as the caller names it,
+/// symlinks in it followed as any command would; the caller's permissions decide), never over
+/// an existing name, only on the same file system. The entry, locked by the caller, goes.
+fn restore_to(
+    trash: &Trash,
+    id: &CString,
+    entry: &std::os::fd::OwnedFd,
+    m: &Meta,
+    to: &Path,
+) -> Result<Restored, RestoreError> {
+    let dest = absolute(to).ok_or_else(|| RestoreError::Destination(to.into(), Errno::INVAL))?;
+    let (parent, name) =
+        split(&dest).ok_or_else(|| RestoreError::Destination(to.into(), Errno::INVAL))?;
+    let pfd = dirfd::open_dir_path(parent)
+        .or_else(|e| match e {
+            Errno::ACCESS => dirfd::open_dir_path_only(parent),
+            e => Err(e),
+        })
+        .map_err(|e| RestoreError::Destination(parent.into(), e))?;
+    crate::rename::noreplace(entry, DATA, &pfd, &name, crate::rename::Into::Shared).map_err(
+        |e| match e {
+            Errno::EXIST | Errno::NOTEMPTY => RestoreError::DestinationTaken(dest.clone()),
+            Errno::XDEV => RestoreError::OtherFileSystem(dest.clone()),
+            e => RestoreError::Destination(dest.clone(), e),
+        },
+    )?;
+    let _ = fsync(&pfd);
+    let _ = unlinkat(entry, meta::META, AtFlags::empty());
+    let _ = unlinkat(entry, super::FAILED, AtFlags::empty());
+    let _ = unlinkat(&trash.dir, id, AtFlags::REMOVEDIR);
+    Ok(Restored {
+        id: m.id.clone(),
+        path: PathField::new(&dest),
+    })
+}
+
 /// Restores entry `id` of another user's `trash` in a child running as that user.
-fn as_owner(trash: &Trash, id: &CString) -> Result<Restored, Failed> {
+fn as_owner(trash: &Trash, id: &CString, to: Option<&Path>) -> Result<Restored, Failed> {
     let who = crate::asuser::Identity::of(trash.uid);
-    let argv: Vec<OsString> = vec![
+    let mut argv: Vec<OsString> = vec![
         "restore".into(),
         "--json".into(),
         "--trash".into(),
         trash.path.clone().into_os_string(),
-        OsStr::from_bytes(id.to_bytes()).to_owned(),
     ];
+    if let Some(to) = to {
+        // Absolute: the child runs in the same directory, but say exactly what was asked.
+        let dest = absolute(to).unwrap_or_else(|| to.to_path_buf());
+        argv.push("--to".into());
+        argv.push(dest.into_os_string());
+    }
+    argv.push(OsStr::from_bytes(id.to_bytes()).to_owned());
     let mut lines = |_: &str| {};
     match crate::asuser::run_json::<Report>(Some(&who), &argv, &mut lines) {
         Ok((mut r, _)) => {
@@ -246,8 +304,8 @@ fn lexical_absolute(p: &Path) -> Option<PathBuf> {
     Some(out)
 }
 
-/// `reclaim restore [--json] [--trash DIR] ID|PATH...`; returns the exit code.
-pub fn command(args: &[OsString], json: bool, only: Option<&Path>) -> u8 {
+/// `reclaim restore [--json] [--trash DIR] [--to PATH] ID|PATH...`; returns the exit code.
+pub fn command(args: &[OsString], json: bool, only: Option<&Path>, to: Option<&Path>) -> u8 {
     let me = super::uid();
     let trashes = match only {
         Some(p) => match Trash::open_path(p) {
@@ -269,7 +327,7 @@ pub fn command(args: &[OsString], json: bool, only: Option<&Path>) -> u8 {
     };
     let mut report = Report::default();
     for a in args {
-        match restore(&trashes, a, me) {
+        match restore(&trashes, a, me, to) {
             Ok(r) => {
                 if !json {
                     println!("restored {} (entry {})", r.path, quote(&r.id));

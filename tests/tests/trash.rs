@@ -591,6 +591,57 @@ fn restore_refuses_when_the_original_path_is_taken() {
 }
 
 #[test]
+fn restore_to_puts_an_entry_elsewhere_on_the_same_file_system() {
+    let s = Scratch::new();
+    let Some(_vol) = vol(
+        &s,
+        "restore_to_puts_an_entry_elsewhere_on_the_same_file_system",
+    ) else {
+        return;
+    };
+    let t = trash(&s);
+    small_tree(&s, "vol/d/tree", 16);
+    let snap = s.snapshot("vol/d/tree");
+    s.mkdir("vol/elsewhere");
+    s.file("vol/elsewhere/taken", "mine\n");
+    util::assert_success(&rm_ns(&s, &["-r", "--background", "vol/d/tree"]));
+    let id = id_of(&t, &abs(&s, "vol/d/tree"));
+    // Never over an existing name; not across file systems (a restore is a rename).
+    let out = restore(&s, &["--to", &abs(&s, "vol/elsewhere/taken"), &id]);
+    assert_eq!(out.status.code(), Some(1), "{}", util::stderr_of(&out));
+    assert!(
+        one_line(&out).contains("--to never overwrites"),
+        "{}",
+        one_line(&out)
+    );
+    assert_eq!(fs::read(s.path("vol/elsewhere/taken")).unwrap(), b"mine\n");
+    let out = restore(&s, &["--to", &abs(&s, "outside-vol"), &id]);
+    assert_eq!(out.status.code(), Some(1), "{}", util::stderr_of(&out));
+    assert!(
+        one_line(&out).contains("another file system"),
+        "{}",
+        one_line(&out)
+    );
+    assert!(!s.exists("outside-vol"));
+    // One entry only.
+    let out = restore(&s, &["--to", &abs(&s, "vol/x"), &id, &id]);
+    assert_eq!(out.status.code(), Some(2));
+    // By its original path, to a new name.
+    let out = restore(
+        &s,
+        &[
+            "--to",
+            &abs(&s, "vol/elsewhere/tree"),
+            &abs(&s, "vol/d/tree"),
+        ],
+    );
+    util::assert_success(&out);
+    assert_same("restored to", &snap, &s.snapshot("vol/elsewhere/tree"));
+    assert!(!s.exists("vol/d/tree"));
+    assert_trash_empty(&t);
+}
+
+#[test]
 fn restore_refuses_an_entry_already_being_freed() {
     let s = Scratch::new();
     let Some(_vol) = vol(&s, "restore_refuses_an_entry_already_being_freed") else {
