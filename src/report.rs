@@ -168,15 +168,22 @@ impl Summary {
         };
         let freed = if self.dry_run { "to free" } else { "freed" };
         let mut s = format!(
-            "{verb} {} files and {} directories, {} {freed}, in {:.2} s ({} files/s)",
-            group(self.files),
-            group(self.dirs),
+            "{verb} {} and {}, {} {freed}, in {:.2} s",
+            crate::rm::plural(self.files, "file", "files"),
+            crate::rm::plural(self.dirs, "directory", "directories"),
             bytes(self.bytes_freed),
             self.elapsed_s,
-            group(self.files_per_s as u64),
         );
+        // A rate says something about many files, not about one.
+        if self.files >= 100 {
+            s.push_str(&format!(" ({} files/s)", group(self.files_per_s as u64)));
+        }
         if !self.errors.is_empty() {
-            s.push_str(&format!("; {} paths not removed", self.errors.len()));
+            let n = self.errors.len() as u64;
+            s.push_str(&format!(
+                "; {} not removed",
+                crate::rm::plural(n, "path", "paths")
+            ));
         }
         if let Some(p) = &self.profile {
             s.push_str("\n  profile: ");
@@ -336,9 +343,13 @@ impl Progress {
             let files = counters.files.load(Ordering::Relaxed);
             let secs = started.elapsed().as_secs_f64();
             bar.set_message(format!(
-                "{} files, {} dirs removed, {} files/s, {:.1} s",
-                group(files),
-                group(counters.dirs.load(Ordering::Relaxed)),
+                "{}, {} removed, {} files/s, {:.1} s",
+                crate::rm::plural(files, "file", "files"),
+                crate::rm::plural(
+                    counters.dirs.load(Ordering::Relaxed),
+                    "directory",
+                    "directories"
+                ),
                 group((files as f64 / secs.max(1e-3)) as u64),
                 secs
             ));
