@@ -207,6 +207,11 @@ pub fn group(n: u64) -> String {
     out
 }
 
+/// `n thing` or `n things`, `n` with thousands separators.
+pub fn plural(n: u64, one: &str, many: &str) -> String {
+    format!("{} {}", group(n), if n == 1 { one } else { many })
+}
+
 /// Binary units: 1536 -> "1.5 KiB".
 pub fn bytes(n: u64) -> String {
     const UNITS: [&str; 6] = ["B", "KiB", "MiB", "GiB", "TiB", "PiB"];

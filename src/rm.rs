@@ -20,6 +20,7 @@ use crate::pace::Pacing;
 use crate::profile::{Class, Profile};
 use crate::quote::quote;
 use crate::remove::{self, Counters, DirTarget, Options, Sink};
+use crate::report::plural;
 use crate::report::Gentle;
 use crate::report::{Printer, Progress, Summary};
 use crate::shrink;
@@ -645,15 +646,6 @@ fn confirm_rotational(req: &Request, p: &mut Profile, first: &DirTarget) -> Vec<
         });
     }
     idle
-}
-
-/// `n thing` or `n things`.
-pub fn plural(n: u64, one: &str, many: &str) -> String {
-    format!(
-        "{} {}",
-        crate::report::group(n),
-        if n == 1 { one } else { many }
-    )
 }
 
 /// How what is left in a trash gets freed, for the line after a stop signal.
