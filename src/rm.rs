@@ -722,6 +722,7 @@ fn resume_interrupted(
     };
     let opts = crate::reaper::ReapOptions {
         until: crate::reaper::Until::Empty,
+        locked: crate::reaper::Locked::Skip,
         pacing: None,
         engine: req.engine.clone(),
         only: Some(vec![id]),
