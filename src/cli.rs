@@ -149,8 +149,9 @@ pub struct ModeArgs {
     /// Remove in the foreground, paced (the default)
     #[arg(long)]
     pub now: bool,
-    /// Hide each path at once (a rename into its file system's trash, `<mount>/.reclaim/`) and
-    /// free the space in the background with a detached reaper; see `reclaim status`
+    /// Hide each path at once (a rename into its file system's trash, `<mount>/.reclaim-<uid>/`)
+    /// and free the space in the background with a detached reaper; says each entry's ID (on a
+    /// terminal, or with -v) and, with --grace, the `reclaim restore ID` that undoes it
     #[arg(long)]
     pub background: bool,
     /// Hide each path at once, then stay until its space is free (with a progress bar)

@@ -146,17 +146,35 @@ impl Summary {
         }
     }
 
-    /// What `--background` did, in one line.
+    /// What `--background` did: one line, then each hidden path with its entry ID, and the
+    /// exact `reclaim restore` command for an entry a grace window keeps restorable (without
+    /// one a reaper may free it at once: no undo is promised).
     pub fn human_hidden(&self) -> String {
-        let mut trashes: Vec<&str> = self.hidden.iter().map(|h| h.trash.as_str()).collect();
-        trashes.dedup();
-        format!(
-            "hid {} paths in {:.1} ms into {}; the space is freed in the background \
-             (`reclaim status` shows it, `reclaim restore ID` undoes while pending)",
-            self.hidden.len(),
+        let mut trashes: Vec<String> = Vec::new();
+        for h in &self.hidden {
+            let t = quote(Path::new(&h.trash));
+            if !trashes.contains(&t) {
+                trashes.push(t);
+            }
+        }
+        let mut s = format!(
+            "hid {} in {:.1} ms into {}; the space is freed in the background \
+             (`reclaim status` shows it)",
+            plural(self.hidden.len() as u64, "path", "paths"),
             self.elapsed_s * 1e3,
             trashes.join(", ")
-        )
+        );
+        for h in &self.hidden {
+            s.push_str(&format!("\n  {}: entry {}", h.path, h.id));
+            if let Some(until) = h.restorable_until_unix {
+                s.push_str(&format!(
+                    "; `reclaim restore {}` undoes it until {}",
+                    h.id,
+                    local_time(until)
+                ));
+            }
+        }
+        s
     }
 
     /// One human paragraph.

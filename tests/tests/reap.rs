@@ -1,6 +1,7 @@
 //! `reclaim reap` frees what can be freed now and exits: it waits for a reaper that holds a
 //! trash instead of skipping it, leaves entries in their grace window (and says until when),
-//! and `--json` is one object whatever happened.
+//! and `--json` is one object whatever happened. `reclaim rm --background` says each entry's
+//! ID, and the `reclaim restore` command only where a grace window keeps it restorable.
 //!
 //! As in trash.rs: a tmpfs mounted in the test's scratch directory (root only; skipped
 //! otherwise), `RECLAIM_NO_SPAWN=1` so that no detached reaper starts behind the test's back.
@@ -55,6 +56,22 @@ fn tree(s: &Scratch, rel: &str) {
     for i in 0..12 {
         s.file(format!("{rel}/d{}/f{i}", i % 3), format!("{i}\n"));
     }
+}
+
+/// The entry ids of `--json`'s `hidden` list, by path.
+fn hidden(v: &Value) -> Vec<(String, String, Option<f64>)> {
+    v["hidden"]
+        .as_array()
+        .unwrap_or_else(|| panic!("no hidden list: {v}"))
+        .iter()
+        .map(|h| {
+            (
+                h["path"].as_str().unwrap().to_owned(),
+                h["id"].as_str().unwrap().to_owned(),
+                h["restorable_until_unix"].as_f64(),
+            )
+        })
+        .collect()
 }
 
 #[test]
@@ -206,4 +223,111 @@ fn reap_json_is_one_object_on_success_and_on_failure() {
     assert_eq!(out.status.code(), Some(1), "{}", util::stderr_of(&out));
     let r = util::parse_reap_report(&out.stdout);
     assert!(r["error"].as_str().is_some_and(|e| !e.is_empty()), "{r}");
+}
+
+#[test]
+fn background_says_entry_ids_and_restore_only_with_grace() {
+    let s = Scratch::new();
+    let Some(_vol) = vol(&s, "background_says_entry_ids_and_restore_only_with_grace") else {
+        return;
+    };
+    let t = trash(&s);
+    for f in ["a", "b", "c", "d", "e", "f"] {
+        s.file(format!("vol/{f}"), format!("{f}\n"));
+    }
+    // Off a terminal and without -v: nothing on stderr (scripts, cron).
+    let o = rm_ok(&s, &["--background", "vol/a"]);
+    assert_eq!(util::stderr_of(&o), "", "silent off a terminal");
+
+    // -v: each entry ID; no grace window, so no restore command is promised.
+    let o = rm_ok(&s, &["--background", "-v", "vol/b", "vol/c"]);
+    let err = util::stderr_of(&o);
+    let ids = trash_entries(&t);
+    assert_eq!(ids.len(), 3);
+    for (path, id) in [("vol/b", &ids[1]), ("vol/c", &ids[2])] {
+        assert!(
+            err.lines()
+                .any(|l| l.contains(path) && l.contains(id.as_str())),
+            "{path}'s entry {id} not said: {err}"
+        );
+    }
+    assert!(err.contains("hid 2 paths"), "{err}");
+    assert!(
+        !err.contains("restore"),
+        "no restore promised without --grace: {err}"
+    );
+
+    // With a grace window: the exact command, and it works.
+    let o = rm_ok(&s, &["--background", "-v", "--grace", "10m", "vol/d"]);
+    let err = util::stderr_of(&o);
+    let id = trash_entries(&t)
+        .into_iter()
+        .find(|i| !ids.contains(i))
+        .unwrap();
+    let command = format!("`reclaim restore {id}` undoes it until 20");
+    assert!(err.contains(&command), "{command} not in: {err}");
+    assert!(err.contains("hid 1 path in"), "{err}");
+    util::assert_success(&run_ns(&s, &["restore", &id]));
+    assert_eq!(std::fs::read(s.path("vol/d")).unwrap(), b"d\n");
+
+    // --json: the IDs in `hidden`, a restorable time only with a grace window.
+    let o = rm_ok(&s, &["--background", "--json", "vol/e"]);
+    let h = hidden(&util::json_object(&o.stdout));
+    assert_eq!(h.len(), 1);
+    assert!(
+        h[0].0.ends_with("vol/e") && util::looks_like_entry_id(&h[0].1),
+        "{h:?}"
+    );
+    assert_eq!(h[0].2, None, "{h:?}");
+    assert!(trash_entries(&t).contains(&h[0].1));
+    let o = rm_ok(&s, &["--background", "--json", "--grace", "10m", "vol/f"]);
+    let h = hidden(&util::json_object(&o.stdout));
+    assert!(h[0].2.is_some(), "{h:?}");
+    assert_eq!(util::stderr_of(&o), "");
+
+    // On a terminal, without -v: said too.
+    s.file("vol/g", "g\n");
+    if let Some(screen) = on_a_terminal(&s, &["rm", "--background", "--grace", "5m", "vol/g"]) {
+        assert!(
+            screen.contains("hid 1 path in") && screen.contains("`reclaim restore 20"),
+            "{screen}"
+        );
+    }
+}
+
+/// What `reclaim ARGS` (no reaper spawned) writes on a pseudo-terminal, through `script(1)`;
+/// None (after saying why) if there is no `script`.
+fn on_a_terminal(s: &Scratch, args: &[&str]) -> Option<String> {
+    let mut line = shell_word(util::reclaim_bin().to_str().unwrap());
+    for a in args {
+        line.push(' ');
+        line.push_str(&shell_word(a));
+    }
+    let o = StdCommand::new("script")
+        .args(["-q", "-e", "-c", &line, "/dev/null"])
+        .current_dir(s.root())
+        .env("RECLAIM_CONFIG", "")
+        .env("RECLAIM_UNDER", s.root())
+        .env(NO_SPAWN, "1")
+        .env("XDG_STATE_HOME", util::state_home(s))
+        .stdin(Stdio::null())
+        .output();
+    match o {
+        Ok(o) if o.status.success() => Some(String::from_utf8_lossy(&o.stdout).into_owned()),
+        Ok(o) => panic!(
+            "script {line}: {}\n{}{}",
+            o.status,
+            util::stdout_of(&o),
+            util::stderr_of(&o)
+        ),
+        Err(e) => {
+            eprintln!("no terminal check: script(1): {e}");
+            None
+        }
+    }
+}
+
+/// `w` quoted for sh.
+fn shell_word(w: &str) -> String {
+    format!("'{}'", w.replace('\'', r"'\''"))
 }
