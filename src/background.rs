@@ -178,6 +178,8 @@ impl Hider {
         for (t, ids) in &self.used {
             let opts = ReapOptions {
                 until: Until::Once,
+                // Waited for below, where this run's entries are watched.
+                locked: reaper::Locked::Skip,
                 pacing: None,
                 engine: engine.clone(),
                 only: Some(ids.clone()),

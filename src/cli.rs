@@ -27,7 +27,8 @@ pub enum Command {
     Status(StatusArgs),
     /// Put a trashed entry back at its original path (while no reaper has started on it)
     Restore(RestoreArgs),
-    /// Free what is in the trashes now, in the foreground (`--watch`: keep running, for systemd)
+    /// Free what can be freed in the trashes now, in the foreground, and exit (entries in their
+    /// grace window stay; a reaper at work is waited for) (`--watch`: keep running, for systemd)
     Reap(ReapArgs),
     /// Retention: remove the oldest entries of directories by rules (keep last N, older than,
     /// keep X free); always prints the plan first
@@ -148,8 +149,9 @@ pub struct ModeArgs {
     /// Remove in the foreground, paced (the default)
     #[arg(long)]
     pub now: bool,
-    /// Hide each path at once (a rename into its file system's trash, `<mount>/.reclaim/`) and
-    /// free the space in the background with a detached reaper; see `reclaim status`
+    /// Hide each path at once (a rename into its file system's trash, `<mount>/.reclaim-<uid>/`)
+    /// and free the space in the background with a detached reaper; says each entry's ID (on a
+    /// terminal, or with -v) and, with --grace, the `reclaim restore ID` that undoes it
     #[arg(long)]
     pub background: bool,
     /// Hide each path at once, then stay until its space is free (with a progress bar)
@@ -360,7 +362,8 @@ pub struct ReapArgs {
     /// Keep running: free new entries as they come (for a systemd service)
     #[arg(long, conflicts_with = "once")]
     pub watch: bool,
-    /// One pass over what is due now (entries in their grace window stay), then exit
+    /// One pass over what is due now, then exit: a trash another reaper holds is skipped (it
+    /// frees that), and failed entries wait for their back-off (the service's passes)
     #[arg(long)]
     pub once: bool,
     /// Only this trash (a `<dir>/.reclaim-<uid>` directory) [default: every trash this user may see]

@@ -146,17 +146,35 @@ impl Summary {
         }
     }
 
-    /// What `--background` did, in one line.
+    /// What `--background` did: one line, then each hidden path with its entry ID, and the
+    /// exact `reclaim restore` command for an entry a grace window keeps restorable (without
+    /// one a reaper may free it at once: no undo is promised).
     pub fn human_hidden(&self) -> String {
-        let mut trashes: Vec<&str> = self.hidden.iter().map(|h| h.trash.as_str()).collect();
-        trashes.dedup();
-        format!(
-            "hid {} paths in {:.1} ms into {}; the space is freed in the background \
-             (`reclaim status` shows it, `reclaim restore ID` undoes while pending)",
-            self.hidden.len(),
+        let mut trashes: Vec<String> = Vec::new();
+        for h in &self.hidden {
+            let t = quote(Path::new(&h.trash));
+            if !trashes.contains(&t) {
+                trashes.push(t);
+            }
+        }
+        let mut s = format!(
+            "hid {} in {:.1} ms into {}; the space is freed in the background \
+             (`reclaim status` shows it)",
+            plural(self.hidden.len() as u64, "path", "paths"),
             self.elapsed_s * 1e3,
             trashes.join(", ")
-        )
+        );
+        for h in &self.hidden {
+            s.push_str(&format!("\n  {}: entry {}", h.path, h.id));
+            if let Some(until) = h.restorable_until_unix {
+                s.push_str(&format!(
+                    "; `reclaim restore {}` undoes it until {}",
+                    h.id,
+                    local_time(until)
+                ));
+            }
+        }
+        s
     }
 
     /// One human paragraph.
@@ -169,8 +187,8 @@ impl Summary {
         let freed = if self.dry_run { "to free" } else { "freed" };
         let mut s = format!(
             "{verb} {} and {}, {} {freed}, in {:.2} s",
-            crate::rm::plural(self.files, "file", "files"),
-            crate::rm::plural(self.dirs, "directory", "directories"),
+            plural(self.files, "file", "files"),
+            plural(self.dirs, "directory", "directories"),
             bytes(self.bytes_freed),
             self.elapsed_s,
         );
@@ -180,10 +198,7 @@ impl Summary {
         }
         if !self.errors.is_empty() {
             let n = self.errors.len() as u64;
-            s.push_str(&format!(
-                "; {} not removed",
-                crate::rm::plural(n, "path", "paths")
-            ));
+            s.push_str(&format!("; {} not removed", plural(n, "path", "paths")));
         }
         if let Some(p) = &self.profile {
             s.push_str("\n  profile: ");
@@ -214,6 +229,11 @@ pub fn group(n: u64) -> String {
     out
 }
 
+/// `n thing` or `n things`, `n` with thousands separators.
+pub fn plural(n: u64, one: &str, many: &str) -> String {
+    format!("{} {}", group(n), if n == 1 { one } else { many })
+}
+
 /// Binary units: 1536 -> "1.5 KiB".
 pub fn bytes(n: u64) -> String {
     const UNITS: [&str; 6] = ["B", "KiB", "MiB", "GiB", "TiB", "PiB"];
@@ -228,6 +248,23 @@ pub fn bytes(n: u64) -> String {
     } else {
         format!("{v:.1} {}", UNITS[unit])
     }
+}
+
+/// A moment in local time to the second, `2026-11-23 01:45:12` (`@SECONDS` if the C library
+/// has no local time for it).
+pub fn local_time(t: f64) -> String {
+    let Some(tm) = crate::prune::policy::local_tm(t) else {
+        return format!("@{}", t.floor());
+    };
+    format!(
+        "{:04}-{:02}-{:02} {:02}:{:02}:{:02}",
+        tm.tm_year + 1900,
+        tm.tm_mon + 1,
+        tm.tm_mday,
+        tm.tm_hour,
+        tm.tm_min,
+        tm.tm_sec
+    )
 }
 
 /// Prints `-v` lines on stdout and error lines on stderr as they happen.
@@ -344,8 +381,8 @@ impl Progress {
             let secs = started.elapsed().as_secs_f64();
             bar.set_message(format!(
                 "{}, {} removed, {} files/s, {:.1} s",
-                crate::rm::plural(files, "file", "files"),
-                crate::rm::plural(
+                plural(files, "file", "files"),
+                plural(
                     counters.dirs.load(Ordering::Relaxed),
                     "directory",
                     "directories"

@@ -20,6 +20,7 @@ use crate::pace::Pacing;
 use crate::profile::{Class, Profile};
 use crate::quote::quote;
 use crate::remove::{self, Counters, DirTarget, Options, Sink};
+use crate::report::plural;
 use crate::report::Gentle;
 use crate::report::{Printer, Progress, Summary};
 use crate::shrink;
@@ -647,15 +648,6 @@ fn confirm_rotational(req: &Request, p: &mut Profile, first: &DirTarget) -> Vec<
     idle
 }
 
-/// `n thing` or `n things`.
-pub fn plural(n: u64, one: &str, many: &str) -> String {
-    format!(
-        "{} {}",
-        crate::report::group(n),
-        if n == 1 { one } else { many }
-    )
-}
-
 /// How what is left in a trash gets freed, for the line after a stop signal.
 fn reaper_note() -> String {
     if std::env::var_os(crate::reaper::spawn::NO_SPAWN_ENV).is_some_and(|v| v == "1") {
@@ -730,6 +722,7 @@ fn resume_interrupted(
     };
     let opts = crate::reaper::ReapOptions {
         until: crate::reaper::Until::Empty,
+        locked: crate::reaper::Locked::Skip,
         pacing: None,
         engine: req.engine.clone(),
         only: Some(vec![id]),

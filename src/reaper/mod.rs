@@ -1,7 +1,8 @@
 //! The reaper: frees what is in a trash, oldest entry first, paced as the `reclaim rm` that
 //! hid it asked, and removes each entry when its data is gone. One reaper per trash (an
-//! exclusive `flock` on `<trash>/lock`); a killed reaper's work is finished by the next one
-//! (a claimed entry is `reaping`). It works only inside the trash, through dirfds, never
+//! exclusive `flock` on `<trash>/lock`: `reclaim reap` waits for the one at work, the others
+//! leave the trash to it); a killed reaper's work is finished by the next one (a claimed entry
+//! is `reaping`). It works only inside the trash, through dirfds, never
 //! follows a symlink, and runs with the trash owner's authority: root's reaper frees another
 //! user's trash in a child that is that user (`asuser`), so it removes exactly what the user
 //! could. Every file of a trash is hostile input: a damaged entry is reported and skipped,
@@ -33,6 +34,7 @@ use crate::pace::throttle::Throttle;
 use crate::pace::Pacing;
 use crate::quote::quote;
 use crate::remove::{self, Counters, DirTarget};
+use crate::report::plural;
 use crate::report::ErrorEntry;
 use crate::shrink;
 use crate::trash::meta::{now_unix, EntryPacing, Meta};
@@ -47,16 +49,28 @@ pub const DEFAULT_MAX_LATENCY: Duration = Duration::from_millis(20);
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Until {
     /// The trash is empty but for entries that failed or are damaged: grace windows are waited
-    /// out (holding nothing open meanwhile).
+    /// out (holding nothing open meanwhile). Only a detached reaper waits so.
     Empty,
     /// One pass over what is due now: entries in a grace window, or whose last failure's
     /// back-off has not passed, stay.
     Once,
 }
 
+/// What a run does with a trash whose lock another reaper holds.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Locked {
+    /// Skips it and says so (`skipped_locked`): that reaper frees what is due, and lists the
+    /// trash again before it leaves (a detached reaper, the service's `--once` passes).
+    Skip,
+    /// Waits for that reaper to finish, then makes its own pass (`reclaim reap`: everything
+    /// that can be freed now is freed before it exits).
+    Wait,
+}
+
 #[derive(Clone, Debug)]
 pub struct ReapOptions {
     pub until: Until,
+    pub locked: Locked,
     /// Pacing for every entry instead of each entry's own.
     pub pacing: Option<EntryPacing>,
     pub engine: remove::Options,
@@ -89,6 +103,12 @@ pub struct ReapSummary {
     pub errors: Vec<ErrorEntry>,
     /// Entries left in the trashes it worked on (in grace, failed, damaged, or another's).
     pub remaining: u64,
+    /// Of those, entries in their grace window (still restorable; not freed before it ends).
+    #[serde(default)]
+    pub waiting: u64,
+    /// Of those, entries that could not be freed (failed or damaged; see `errors`).
+    #[serde(default)]
+    pub entries_failed: u64,
     /// Trashes another reaper was working on.
     pub skipped_locked: Vec<String>,
     /// Large files shrunk in steps (resumed ones say so).
@@ -97,6 +117,10 @@ pub struct ReapSummary {
     /// When the earliest grace window of what is left ends.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub next_grace_unix: Option<f64>,
+    /// When the latest grace window of what is left ends (the last entry stops being
+    /// restorable).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub last_grace_unix: Option<f64>,
     /// When the earliest failed entry is due for another attempt.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub next_retry_unix: Option<f64>,
@@ -161,6 +185,13 @@ fn min_opt(a: Option<f64>, b: Option<f64>) -> Option<f64> {
     }
 }
 
+fn max_opt(a: Option<f64>, b: Option<f64>) -> Option<f64> {
+    match (a, b) {
+        (Some(a), Some(b)) => Some(a.max(b)),
+        (a, b) => a.or(b),
+    }
+}
+
 impl ReapSummary {
     /// Adds what another run did.
     pub fn merge(&mut self, s: ReapSummary) {
@@ -169,9 +200,12 @@ impl ReapSummary {
         self.bytes_freed = self.bytes_freed.saturating_add(s.bytes_freed);
         self.errors.extend(s.errors);
         self.remaining = self.remaining.saturating_add(s.remaining);
+        self.waiting = self.waiting.saturating_add(s.waiting);
+        self.entries_failed = self.entries_failed.saturating_add(s.entries_failed);
         self.skipped_locked.extend(s.skipped_locked);
         self.gentle.extend(s.gentle);
         self.next_grace_unix = min_opt(self.next_grace_unix, s.next_grace_unix);
+        self.last_grace_unix = max_opt(self.last_grace_unix, s.last_grace_unix);
         self.next_retry_unix = min_opt(self.next_retry_unix, s.next_retry_unix);
         self.interrupted |= s.interrupted;
         if self.error.is_none() {
@@ -271,6 +305,8 @@ fn reap_trash(
                     }
                     Step::Grace(until) => {
                         sum.next_grace_unix = min_opt(sum.next_grace_unix, Some(until));
+                        sum.last_grace_unix = max_opt(sum.last_grace_unix, Some(until));
+                        sum.waiting += 1;
                         left.push(name.clone());
                     }
                     Step::Backoff(until) => {
@@ -284,6 +320,7 @@ fn reap_trash(
                     }
                     Step::Failed(record) => {
                         left.push(name.clone());
+                        sum.entries_failed += 1;
                         sum.next_retry_unix =
                             min_opt(sum.next_retry_unix, Some(record.next_attempt_unix));
                         for e in &record.errors {
@@ -293,6 +330,7 @@ fn reap_trash(
                     }
                     Step::Damaged(why) => {
                         left.push(name.clone());
+                        sum.entries_failed += 1;
                         let path = trash.shown(name, None);
                         log(
                             trash,
@@ -753,13 +791,17 @@ pub fn entry_pacing(p: &PaceArgs) -> EntryPacing {
 }
 
 /// Frees every trash this process may act on as `opts` says: its own in this process, other
-/// users' (when root) each in a child running as that user. With `Until::Empty`, grace windows
-/// are waited out holding nothing open (trashes are opened again after each wait).
+/// users' (when root) each in a child running as that user. With `Locked::Wait`, a trash
+/// another reaper holds is taken up after all the others: this waits for that reaper to
+/// finish (telling `on_wait` what it does), then makes its own pass. With `Until::Empty`,
+/// grace windows are waited out holding nothing open (trashes are opened again after each
+/// wait).
 pub fn reap_all(
     open: &dyn Fn() -> Result<Vec<Trash>, OpenError>,
     opts: &ReapOptions,
     child_args: &[OsString],
     on_progress: OnProgress<'_>,
+    on_wait: &dyn Fn(&str),
     on_line: &mut dyn FnMut(&str),
 ) -> ReapSummary {
     let mut sum = ReapSummary::default();
@@ -775,35 +817,52 @@ pub fn reap_all(
                 return sum;
             }
         };
-        let (own, others): (Vec<Trash>, Vec<Trash>) = trashes
-            .into_iter()
-            .partition(|t| !crate::asuser::needed(t.uid));
         let pass_opts = if first { opts } else { &later };
-        let mut pass = run(&own, pass_opts, on_progress);
-        let mut args = child_args.to_vec();
-        if pass_opts.retry_failed {
-            args.push("--retry-failed".into());
-        }
-        for t in &others {
+        let mut pass = ReapSummary::default();
+        let mut held: Vec<(&Trash, ReapSummary)> = Vec::new();
+        for t in &trashes {
             if interrupt::stopping() {
                 pass.interrupted = true;
                 break;
             }
-            pass.merge(as_owner(t, &args, on_line));
+            let s = pass_over(t, pass_opts, child_args, on_progress, on_line);
+            if opts.locked == Locked::Wait && !s.skipped_locked.is_empty() && !s.interrupted {
+                held.push((t, s));
+            } else {
+                pass.merge(s);
+            }
+        }
+        for (t, skipped) in held {
+            let s = after_reaper(
+                t,
+                skipped,
+                pass_opts,
+                child_args,
+                on_progress,
+                on_wait,
+                on_line,
+            );
+            pass.merge(s);
         }
         let next = pass.next_grace_unix;
-        let remaining = pass.remaining;
+        let (remaining, waiting, last_grace) = (pass.remaining, pass.waiting, pass.last_grace_unix);
         sum.merge(pass);
         // What is left after the last pass (not a sum over passes).
         sum.remaining = remaining;
+        sum.waiting = waiting;
+        sum.last_grace_unix = last_grace;
         first = false;
         let Some(next) = next.filter(|_| opts.until == Until::Empty && !sum.interrupted) else {
             break;
         };
         // Say that this process waits (status shows it), unless another live one already
         // waits for these trashes at least as early: then it is theirs, and this one leaves.
+        let own: Vec<&Trash> = trashes
+            .iter()
+            .filter(|t| !crate::asuser::needed(t.uid))
+            .collect();
         let covered = !own.is_empty()
-            && others.is_empty()
+            && own.len() == trashes.len()
             && own.iter().all(|t| {
                 state::read(&t.dir, t.uid).is_some_and(|st| {
                     st.pid != std::process::id()
@@ -819,7 +878,7 @@ pub fn reap_all(
             state::write_waiting(&t.dir, next);
         }
         drop(own);
-        drop(others);
+        drop(trashes);
         // Waiting: nothing of the file system is held (a `umount` can go ahead meanwhile).
         if !interrupt::sleep(Duration::from_secs_f64(
             (next - now_unix()).clamp(0.05, 3600.0),
@@ -830,6 +889,100 @@ pub fn reap_all(
         sum.next_grace_unix = None;
     }
     sum
+}
+
+/// One pass over `t`: here if it is this process's own trash, else in a child running as its
+/// owner.
+fn pass_over(
+    t: &Trash,
+    opts: &ReapOptions,
+    child_args: &[OsString],
+    on_progress: OnProgress<'_>,
+    on_line: &mut dyn FnMut(&str),
+) -> ReapSummary {
+    if !crate::asuser::needed(t.uid) {
+        return run(std::slice::from_ref(t), opts, on_progress);
+    }
+    let mut args = child_args.to_vec();
+    if opts.retry_failed {
+        args.push("--retry-failed".into());
+    }
+    as_owner(t, &args, on_line)
+}
+
+/// How often a reaper waiting for another one looks whether it finished.
+const WAIT_POLL: Duration = Duration::from_millis(200);
+
+/// `Locked::Wait` for the trash `t` that `skipped` found held: waits until no process holds
+/// its lock (read from `/proc/locks`, so root opens nothing of another user's trash), then
+/// makes a pass over it, and again if another reaper took the lock first. Stopped by a
+/// signal while waiting: `skipped`, marked interrupted. In another user's trash only a
+/// `reclaim` process is waited for: a lock that user holds with anything else would hold up
+/// root's `reap` for as long as they like; it is skipped, and said.
+fn after_reaper(
+    t: &Trash,
+    mut skipped: ReapSummary,
+    opts: &ReapOptions,
+    child_args: &[OsString],
+    on_progress: OnProgress<'_>,
+    on_wait: &dyn Fn(&str),
+    on_line: &mut dyn FnMut(&str),
+) -> ReapSummary {
+    loop {
+        while let Some(pid) = holder(t) {
+            if crate::asuser::needed(t.uid) && !runs_this_program(pid) {
+                on_line(&format!(
+                    "reclaim reap: not waiting for {}: its lock is held by process {pid}, which is not reclaim",
+                    quote(&t.path)
+                ));
+                return skipped;
+            }
+            on_wait(&waiting_for(t, pid));
+            if !interrupt::sleep(WAIT_POLL) {
+                skipped.interrupted = true;
+                return skipped;
+            }
+        }
+        let s = pass_over(t, opts, child_args, on_progress, on_line);
+        if s.skipped_locked.is_empty() || s.interrupted {
+            return s;
+        }
+        // Taken again before this pass could (or its holder is not in /proc/locks): look
+        // again a moment later.
+        skipped = s;
+        if !interrupt::sleep(WAIT_POLL) {
+            skipped.interrupted = true;
+            return skipped;
+        }
+    }
+}
+
+/// Whether process `pid` runs the same executable as this one.
+fn runs_this_program(pid: u32) -> bool {
+    let theirs = std::fs::read_link(format!("/proc/{pid}/exe"));
+    matches!((theirs, std::fs::read_link("/proc/self/exe")), (Ok(a), Ok(b)) if a == b)
+}
+
+/// What a reaper waiting for reaper `pid` on `t` shows: the trash, and (in one's own trash,
+/// from its `reaper.json`) what that reaper is freeing and how fast.
+fn waiting_for(t: &Trash, pid: u32) -> String {
+    let mut s = format!("waiting for reaper {pid} to finish with {}", quote(&t.path));
+    // Another user's trash is read only as that user: root shows the pid alone.
+    let st = (!crate::asuser::needed(t.uid))
+        .then(|| state::read(&t.dir, t.uid))
+        .flatten()
+        .filter(|st| st.pid == pid);
+    if let Some(st) = st {
+        if let Some(e) = &st.entry {
+            s.push_str(&format!(
+                ": freeing {}, {} freed so far ({}/s)",
+                quote(e),
+                crate::report::bytes(st.freed_bytes),
+                crate::report::bytes(st.rate_bps as u64)
+            ));
+        }
+    }
+    s
 }
 
 /// Reaps another user's trash in a child running as that user (`reclaim reap --trash T
@@ -890,7 +1043,20 @@ pub fn command(a: &ReapArgs) -> u8 {
         engine.batch_threads = engine.batch_threads.min(engine.threads);
     }
     let opts = ReapOptions {
-        until: if a.once { Until::Once } else { Until::Empty },
+        // Only a detached reaper waits out grace windows (`reap` frees what it can now and
+        // exits; `--watch` starts a pass when a window ends).
+        until: if a.detached {
+            Until::Empty
+        } else {
+            Until::Once
+        },
+        // `reap` waits for a reaper at work to finish, then frees what it left; a detached
+        // reaper and the service's passes leave the trash to it.
+        locked: if a.once || a.detached {
+            Locked::Skip
+        } else {
+            Locked::Wait
+        },
         pacing: a.pace.given().then(|| entry_pacing(&a.pace)),
         engine,
         only: None,
@@ -920,7 +1086,20 @@ pub fn command(a: &ReapArgs) -> u8 {
         Some(b) => b.suspend(|| eprintln!("{line}")),
         None => eprintln!("{line}"),
     };
-    let sum = reap_all(&open, &opts, &child_args, &on_progress, &mut relay);
+    let on_wait = |what: &str| {
+        if let Some(bar) = &bar {
+            bar.set_message(what.to_string());
+            bar.tick();
+        }
+    };
+    let sum = reap_all(
+        &open,
+        &opts,
+        &child_args,
+        &on_progress,
+        &on_wait,
+        &mut relay,
+    );
     if let Some(bar) = &bar {
         bar.finish_and_clear();
     }
@@ -944,9 +1123,9 @@ pub fn command(a: &ReapArgs) -> u8 {
     if let Some(sig) = interrupt::requested() {
         if !a.json && !a.detached {
             eprintln!(
-                "reclaim: interrupted by {}: {} entries left in the trash; `reclaim reap` continues",
+                "reclaim: interrupted by {}: {} left in the trash; `reclaim reap` continues",
                 interrupt::name(sig),
-                crate::report::group(sum.remaining)
+                plural(sum.remaining, "entry", "entries")
             );
         }
         return interrupt::exit_code(sig);
@@ -958,16 +1137,43 @@ impl ReapSummary {
     /// One paragraph for the terminal.
     pub fn human(&self, took: Duration) -> String {
         let mut s = format!(
-            "freed {} entries ({} files, {}) in {:.2} s",
-            crate::report::group(self.entries_freed),
-            crate::report::group(self.files),
+            "freed {} ({}, {}) in {:.2} s",
+            plural(self.entries_freed, "entry", "entries"),
+            plural(self.files, "file", "files"),
             crate::report::bytes(self.bytes_freed),
             took.as_secs_f64()
         );
-        if self.remaining > 0 {
+        if self.waiting > 0 {
+            let until = match (self.next_grace_unix, self.last_grace_unix) {
+                (Some(a), Some(b)) if b - a >= 1.0 => format!(
+                    "{} to {}",
+                    crate::report::local_time(a),
+                    crate::report::local_time(b)
+                ),
+                (Some(t), _) | (None, Some(t)) => crate::report::local_time(t),
+                (None, None) => "its grace window ends".into(),
+            };
             s.push_str(&format!(
-                "; {} entries remain (in their grace window, failed, or being hidden)",
-                self.remaining
+                "; {} waiting, restorable until {until} (then freed by a reaper that waits \
+                 for {}, or by the next `reclaim reap`)",
+                plural(self.waiting, "entry", "entries"),
+                if self.waiting == 1 { "it" } else { "them" }
+            ));
+        }
+        if self.entries_failed > 0 {
+            s.push_str(&format!(
+                "; {} could not be freed",
+                plural(self.entries_failed, "entry", "entries")
+            ));
+        }
+        let other = self
+            .remaining
+            .saturating_sub(self.waiting)
+            .saturating_sub(self.entries_failed);
+        if other > 0 {
+            s.push_str(&format!(
+                "; {} left (being hidden or restored, waiting for a retry, or another reaper's)",
+                plural(other, "entry", "entries")
             ));
         }
         for t in &self.skipped_locked {

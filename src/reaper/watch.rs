@@ -16,7 +16,7 @@ use crate::asuser::{self, ChildError, Identity};
 use crate::cli::ReapArgs;
 use crate::interrupt;
 use crate::quote::quote;
-use crate::rm::plural;
+use crate::report::plural;
 use crate::trash;
 use crate::trash::meta::now_unix;
 

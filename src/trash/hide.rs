@@ -27,6 +27,10 @@ pub struct Hidden {
     pub path: crate::quote::PathField,
     pub id: String,
     pub trash: String,
+    /// When its grace window ends (`--grace`): until then `reclaim restore ID` puts it back.
+    /// Absent without a grace window (a reaper may free it at once: no restore to promise).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub restorable_until_unix: Option<f64>,
 }
 
 /// What `hide` needs to know besides the target.
@@ -193,6 +197,7 @@ fn hide_once(
             path: crate::quote::PathField::new(original),
             id,
             trash: trash.path.to_string_lossy().into_owned(),
+            restorable_until_unix: m.grace_until_unix.filter(|g| *g > now),
         },
         entry,
     )))

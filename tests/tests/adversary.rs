@@ -1281,6 +1281,16 @@ fn fifo_meta_never_hangs_root_commands() {
     make(&t.join("reaper.json"), &Node::Fifo, ATTACKER);
     status_json(&w, ROOT);
     w.reclaim(ROOT, args!["status"]).ok();
+    // Root's plain `reap` waits for a reaper at work, but not for a lock the attacker holds
+    // with something else (for as long as it likes): it says so and leaves.
+    let o = w
+        .reclaim(ROOT, args!["reap", "--trash", t])
+        .output_within(Duration::from_secs(30));
+    let err = util::stderr_of(&o);
+    assert!(
+        err.contains("not waiting for") && err.contains("not reclaim"),
+        "root's reap does not say why it left the trash:\n{err}"
+    );
     holder.stop();
 
     // Nothing outside the trashes changed but what was asked: the attacker's files are freed.

@@ -13,6 +13,7 @@ mod netfs;
 mod props;
 mod prune;
 mod races;
+mod reap;
 mod rm_flags;
 mod rm_gnu;
 mod safety;

@@ -1196,9 +1196,9 @@ fn a_trash_reached_through_a_symlink_is_refused() {
 // Reapers.
 
 #[test]
-fn a_second_reaper_skips_a_locked_trash() {
+fn reap_once_skips_a_locked_trash() {
     let s = Scratch::new();
-    let Some(_vol) = vol(&s, "a_second_reaper_skips_a_locked_trash") else {
+    let Some(_vol) = vol(&s, "reap_once_skips_a_locked_trash") else {
         return;
     };
     let t = trash(&s);
@@ -1229,8 +1229,8 @@ fn a_second_reaper_skips_a_locked_trash() {
             .collect();
         assert_eq!(skipped, [t.to_str().unwrap()], "{r}");
         assert_same("locked trash", &before, &entries_snap(&t));
-        // Without --once or --json, it says so too.
-        let out = reap(&s, &t, &[]);
+        // Without --json, it says so too.
+        let out = reap(&s, &t, &["--once"]);
         util::assert_success(&out);
         let said = format!("{}{}", util::stdout_of(&out), util::stderr_of(&out));
         assert!(
@@ -1364,8 +1364,8 @@ fn durable_syncs_each_directory_once_not_each_file() {
 }
 
 // ---------------------------------------------------------------------------------------------
-// More of the contract: names that are not UTF-8, the running reaper in `status`, grace in a
-// plain `reap`.
+// More of the contract: names that are not UTF-8, the running reaper in `status` (a plain
+// `reap` with grace entries: reap.rs).
 
 #[test]
 fn a_name_that_is_not_utf8_is_recorded_exactly_and_restored() {
@@ -1460,28 +1460,6 @@ fn status_shows_the_running_reaper() {
     assert!(r.get("entry").is_some(), "{seen}");
     util::assert_success(&reap(&s, &t, &["--fast"]));
     assert_trash_empty(&t);
-}
-
-#[test]
-fn plain_reap_waits_out_a_grace_window() {
-    let s = Scratch::new();
-    let Some(_vol) = vol(&s, "plain_reap_waits_out_a_grace_window") else {
-        return;
-    };
-    let t = trash(&s);
-    small_tree(&s, "vol/tree", 40);
-    let out = rm_ns(&s, &["-r", "--background", "--grace", "2s", "vol/tree"]);
-    util::assert_success(&out);
-    let t0 = std::time::Instant::now();
-    let out = reap(&s, &t, &["--json"]);
-    let took = t0.elapsed();
-    let r = assert_reaped_all(&out);
-    assert_eq!(r["entries_freed"], 1, "{r}");
-    assert_trash_empty(&t);
-    assert!(
-        took >= Duration::from_millis(1000),
-        "freed an entry in its grace window ({took:?})"
-    );
 }
 
 // ---------------------------------------------------------------------------------------------
