@@ -86,7 +86,7 @@ pub fn command(a: &PruneArgs, progress: bool) -> u8 {
     let mut listed = Vec::new();
     let mut space: HashMap<u64, Space> = HashMap::new();
     for dir in &a.dirs {
-        match list(Path::new(dir), a, pol.needs_sizes()) {
+        match list(Path::new(dir), a) {
             Ok((entries, dev, sp)) => {
                 listed.extend(entries);
                 space.entry(dev).or_insert(sp);
@@ -118,7 +118,7 @@ pub fn command(a: &PruneArgs, progress: bool) -> u8 {
     };
     let mut report = report_of(&listed, &plan, a.dry_run, pol.sort);
     if !a.json {
-        print!("{}", human(&report, &pol));
+        print!("{}", human(&report));
     }
     // Not an error (everything removable goes), but the operator must hear of it.
     for u in &report.unmet {
@@ -157,9 +157,10 @@ pub enum ListError {
     Entry { path: PathBuf, error: Errno },
 }
 
-/// The entries of `dir` (filtered by name), with their times and (if `sizes`) allocated
-/// bytes; the file system's device and space.
-fn list(dir: &Path, a: &PruneArgs, sizes: bool) -> Result<(Vec<Listed>, u64, Space), ListError> {
+/// The entries of `dir` (filtered by name), with their times and allocated bytes (a
+/// directory's as the engine's dry run counts them, one walk each); the file system's device
+/// and space.
+fn list(dir: &Path, a: &PruneArgs) -> Result<(Vec<Listed>, u64, Space), ListError> {
     let fd = dirfd::open_dir_path(dir).map_err(ListError::Os)?;
     let fd = Arc::new(fd);
     let dev = rustix::fs::fstat(&*fd).map_err(ListError::Os)?.st_dev;
@@ -199,9 +200,7 @@ fn list(dir: &Path, a: &PruneArgs, sizes: bool) -> Result<(Vec<Listed>, u64, Spa
         };
         let ft = FileType::from_raw_mode(st.st_mode);
         let mtime = st.st_mtime as f64 + st.st_mtime_nsec as f64 * 1e-9;
-        let (allocated, files) = if !sizes {
-            (None, None)
-        } else if ft == FileType::Directory {
+        let (allocated, files) = if ft == FileType::Directory {
             let (b, f) = remove::measure(&fd, &name, &dir.join(OsStr::from_bytes(name.to_bytes())));
             (Some(b), Some(f))
         } else {
@@ -296,10 +295,10 @@ fn report_of(listed: &[Listed], plan: &Plan, dry_run: bool, sort: SortBy) -> Rep
     }
 }
 
-fn human(r: &Report, pol: &Policy) -> String {
+fn human(r: &Report) -> String {
     let mut s = String::new();
     for e in &r.plan {
-        let size = e.allocated.map_or_else(|| "".into(), bytes);
+        let size = e.allocated.map_or_else(|| "?".into(), bytes);
         s.push_str(&format!(
             "{:<6}  {}  {:>10}  {}  ({})\n",
             if e.remove { "REMOVE" } else { "keep" },
@@ -309,16 +308,11 @@ fn human(r: &Report, pol: &Policy) -> String {
             e.reasons.join("; ")
         ));
     }
-
-    let sizes = if pol.needs_sizes() {
-        format!(" ({})", bytes(r.remove_bytes))
-    } else {
-        String::new()
-    };
     s.push_str(&format!(
-        "plan: remove {} of {} entries{sizes}{}\n",
+        "plan: remove {} of {} entries ({}){}\n",
         r.remove_count,
         r.plan.len(),
+        bytes(r.remove_bytes),
         if r.dry_run {
             "; dry run, nothing removed"
         } else {

@@ -80,11 +80,6 @@ impl Policy {
     pub fn has_keep_rule(&self) -> bool {
         self.keep_last.is_some() || self.keep_daily.is_some() || self.keep_weekly.is_some()
     }
-
-    /// Whether the rules need entry sizes.
-    pub fn needs_sizes(&self) -> bool {
-        self.keep_free.is_some() || self.max_total.is_some()
-    }
 }
 
 /// The decision about one candidate (same index as the input).

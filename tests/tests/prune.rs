@@ -304,3 +304,69 @@ fn keep_free_counts_space_still_pending_in_the_trash() {
         util::stderr_of(&o)
     );
 }
+
+/// `n` backups `rel/backup-NN` as [`backups`] makes them, in any directory (no volume: for
+/// dry runs, which remove nothing and need no trash).
+fn backups_in(s: &Scratch, rel: &str, ages_days: &[f64], size: usize) {
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_secs() as i64;
+    for (i, age) in ages_days.iter().enumerate() {
+        let d = format!("{rel}/backup-{i:02}");
+        s.mkdir(&d);
+        s.file(format!("{d}/data"), vec![7u8; size]);
+        set_mtime(&s.path(&d), now - (age * DAY as f64) as i64);
+    }
+}
+
+/// Sizes are measured and shown whatever the rules (before, the column was blank unless a size
+/// rule was given): a directory as the engine's dry run counts it, a file by its blocks.
+#[test]
+fn the_plan_shows_every_size_without_a_size_rule() {
+    let s = Scratch::new();
+    backups_in(&s, "b", &[3.0, 2.0, 1.0], 256 << 10);
+    s.file("b/single.tar", vec![1u8; 128 << 10]);
+    set_mtime(&s.path("b/single.tar"), 1_000_000_000);
+    let o = prune(&s, &["--keep-last", "2", "--dry-run", "--json", "b"]);
+    util::assert_success(&o);
+    let v = json(&o);
+    let plan = v["plan"].as_array().unwrap();
+    assert_eq!(plan.len(), 4, "{v}");
+    let mut removing = 0;
+    for e in plan {
+        let allocated = e["allocated"].as_u64().unwrap_or_else(|| panic!("{e}"));
+        let want = if e["kind"] == "file" {
+            128 << 10
+        } else {
+            256 << 10
+        };
+        assert!(allocated >= want, "{e}");
+        if e["remove"] == true {
+            removing += allocated;
+        }
+    }
+    assert_eq!(v["remove_bytes"].as_u64(), Some(removing), "{v}");
+    // The human plan: a size in every line's column, and the total in the last line.
+    let o = prune(&s, &["--keep-last", "2", "--dry-run", "b"]);
+    util::assert_success(&o);
+    let out = util::stdout_of(&o);
+    let lines: Vec<&str> = out
+        .lines()
+        .filter(|l| l.starts_with("REMOVE") || l.starts_with("keep"))
+        .collect();
+    assert_eq!(lines.len(), 4, "{out}");
+    for l in &lines {
+        // REMOVE  2026-11-22 08:15    256.0 KiB  b/backup-02  (kept: ...)
+        let size: Vec<&str> = l.split_whitespace().skip(3).take(2).collect();
+        assert!(
+            size[0].parse::<f64>().is_ok() && ["B", "KiB", "MiB"].contains(&size[1]),
+            "no size in {l:?}"
+        );
+    }
+    assert!(
+        out.lines()
+            .any(|l| l.starts_with("plan: remove 2 of 4 entries (") && l.contains("iB)")),
+        "{out}"
+    );
+}
