@@ -21,7 +21,7 @@ use crate::dirfd;
 use crate::remove;
 use crate::report::bytes;
 use crate::rm::{Mode, Request};
-use policy::{Candidate, Plan, Policy, SortBy, Space};
+use policy::{Candidate, LocalZone, Plan, Policy, SortBy, Space, Zone};
 
 /// One entry of a pruned directory.
 #[derive(Debug, Serialize)]
@@ -56,8 +56,12 @@ struct Report {
 pub fn command(a: &PruneArgs, progress: bool) -> u8 {
     let pol = Policy {
         keep_last: a.keep_last,
+        keep_hourly: a.keep_hourly,
         keep_daily: a.keep_daily,
         keep_weekly: a.keep_weekly,
+        keep_monthly: a.keep_monthly,
+        keep_yearly: a.keep_yearly,
+        keep_within: a.keep_within,
         older_than: a.older_than.map(|d| d.as_secs_f64()),
         keep_free: a.keep_free,
         max_total: a.max_total,
@@ -112,7 +116,8 @@ pub fn command(a: &PruneArgs, progress: bool) -> u8 {
         sp.pending = pending.get(dev).copied().unwrap_or(0);
     }
     let cands: Vec<Candidate> = listed.iter().map(|(c, _)| c.clone()).collect();
-    let plan = match policy::plan(&cands, &pol, crate::trash::meta::now_unix(), &space) {
+    let now = crate::trash::meta::now_unix();
+    let plan = match policy::plan(&cands, &pol, now, &space, &LocalZone) {
         Ok(p) => p,
         Err(e) => return failed(e.to_string(), 1),
     };
@@ -211,15 +216,12 @@ fn list(dir: &Path, a: &PruneArgs) -> Result<(Vec<Listed>, u64, Space), ListErro
             };
             (Some(own), Some(1))
         };
-        let (day, week) = policy::local_day_week(mtime);
         out.push((
             Candidate {
                 name: String::from_utf8_lossy(name.to_bytes()).into_owned(),
                 mtime,
                 allocated,
                 dev,
-                day,
-                week,
             },
             (
                 dir.join(OsStr::from_bytes(name.to_bytes())),
@@ -403,15 +405,5 @@ fn outcome_line(s: &crate::report::Summary, a: &PruneArgs) -> String {
 
 /// `2026-11-22 08:15`, local time.
 fn local_time(t: f64) -> String {
-    let Some(tm) = policy::local_tm(t) else {
-        return format!("@{}", t.floor());
-    };
-    format!(
-        "{:04}-{:02}-{:02} {:02}:{:02}",
-        tm.tm_year + 1900,
-        tm.tm_mon + 1,
-        tm.tm_mday,
-        tm.tm_hour,
-        tm.tm_min
-    )
+    LocalZone.civil(t).to_string()
 }

@@ -370,3 +370,54 @@ fn the_plan_shows_every_size_without_a_size_rule() {
         "{out}"
     );
 }
+
+/// restic's vocabulary on the command line: `--keep-within` in restic's form (m is months)
+/// keeps what is newer than the newest entry minus the span; the calendar rules count
+/// periods that have an entry.
+#[test]
+fn restic_keep_rules_on_the_command_line() {
+    let s = Scratch::new();
+    // Ages in days: backup-00 is the oldest.
+    backups_in(&s, "b", &[40.0, 5.0, 3.5, 2.0, 1.0], 10);
+    let removed = |args: &[&str]| -> Vec<String> {
+        let mut all = vec!["--dry-run", "--json"];
+        all.extend_from_slice(args);
+        all.push("b");
+        let o = prune(&s, &all);
+        util::assert_success(&o);
+        json(&o)["plan"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|e| e["remove"] == true)
+            .map(|e| e["path"].as_str().unwrap().to_string())
+            .collect()
+    };
+    // Newer than (1 day old) minus 2 days: ages 1 and 2 stay.
+    assert_eq!(
+        removed(&["--keep-within", "2d"]),
+        ["b/backup-02", "b/backup-01", "b/backup-00"]
+    );
+    // One month back from the newest keeps everything but the 40-day-old one.
+    assert_eq!(removed(&["--keep-within", "1m"]), ["b/backup-00"]);
+    // Five distinct days; three daily keepers, and the oldest is not kept (counts used up).
+    assert_eq!(
+        removed(&["--keep-daily", "3"]),
+        ["b/backup-01", "b/backup-00"]
+    );
+    // Fewer months with an entry than asked: the oldest entry is kept too, as restic does.
+    let r = removed(&["--keep-monthly", "12"]);
+    assert!(!r.contains(&"b/backup-00".to_string()), "{r:?}");
+    // Not restic's form: a usage error that says what the form is.
+    let o = prune(&s, &["--dry-run", "--keep-within", "30min", "b"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(
+        util::stderr_of(&o).contains("restic's form: 1y5m7d2h; m is months"),
+        "{}",
+        util::stderr_of(&o)
+    );
+    for flag in ["--keep-hourly", "--keep-weekly", "--keep-yearly"] {
+        let o = prune(&s, &["--dry-run", flag, "2", "b"]);
+        util::assert_success(&o);
+    }
+}
