@@ -113,7 +113,7 @@ pub struct PruneArgs {
     #[arg(long)]
     pub allow_empty: bool,
     /// Print the plan and stop
-    #[arg(long)]
+    #[arg(short = 'n', long)]
     pub dry_run: bool,
     /// Print one JSON object (the plan and what was done) on stdout
     #[arg(long)]

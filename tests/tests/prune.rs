@@ -320,6 +320,32 @@ fn backups_in(s: &Scratch, rel: &str, ages_days: &[f64], size: usize) {
     }
 }
 
+#[test]
+fn dash_n_is_dry_run() {
+    let s = Scratch::new();
+    backups_in(&s, "b", &[3.0, 2.0, 1.0], 10);
+    let before = s.snapshot("b");
+    let o = prune(&s, &["-n", "--keep-last", "1", "b"]);
+    util::assert_success(&o);
+    let out = util::stdout_of(&o);
+    assert!(
+        out.contains("plan: remove 2 of 3 entries") && out.contains("dry run, nothing removed"),
+        "{out}"
+    );
+    util::assert_same("-n", &before, &s.snapshot("b"));
+    let o = prune(&s, &["-n", "--json", "--keep-last", "1", "b"]);
+    util::assert_success(&o);
+    assert_eq!(json(&o)["dry_run"], true);
+    util::assert_same("-n --json", &before, &s.snapshot("b"));
+    // The help names it, next to --dry-run.
+    let o = util::reclaim().args(["prune", "--help"]).output().unwrap();
+    assert!(
+        util::stdout_of(&o).contains("-n, --dry-run"),
+        "{}",
+        util::stdout_of(&o)
+    );
+}
+
 /// Sizes are measured and shown whatever the rules (before, the column was blank unless a size
 /// rule was given): a directory as the engine's dry run counts it, a file by its blocks.
 #[test]
