@@ -20,6 +20,7 @@ use crate::cli::{PruneArgs, SortArg};
 use crate::dirfd;
 use crate::remove;
 use crate::report::bytes;
+use crate::rm::plural;
 use crate::rm::{Mode, Request};
 use policy::{Candidate, LocalZone, Plan, Policy, SortBy, Space, Zone};
 
@@ -311,9 +312,9 @@ fn human(r: &Report) -> String {
         ));
     }
     s.push_str(&format!(
-        "plan: remove {} of {} entries ({}){}\n",
-        r.remove_count,
-        r.plan.len(),
+        "plan: remove {} of {} ({}){}\n",
+        crate::report::group(r.remove_count as u64),
+        plural(r.plan.len() as u64, "entry", "entries"),
         bytes(r.remove_bytes),
         if r.dry_run {
             "; dry run, nothing removed"
@@ -389,14 +390,14 @@ fn outcome_line(s: &crate::report::Summary, a: &PruneArgs) -> String {
     };
     if !s.hidden.is_empty() && !a.wait {
         format!(
-            "hid {} entries into the trash; a reaper frees the space in the background (`reclaim status`){failed}",
-            s.hidden.len()
+            "hid {} into the trash; a reaper frees the space in the background (`reclaim status`){failed}",
+            plural(s.hidden.len() as u64, "entry", "entries")
         )
     } else {
         format!(
-            "removed {} files and {} directories, {} freed, in {:.2} s{failed}",
-            crate::report::group(s.files),
-            crate::report::group(s.dirs),
+            "removed {} and {}, {} freed, in {:.2} s{failed}",
+            plural(s.files, "file", "files"),
+            plural(s.dirs, "directory", "directories"),
             bytes(s.bytes_freed),
             s.elapsed_s
         )

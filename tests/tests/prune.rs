@@ -397,6 +397,55 @@ fn the_plan_shows_every_size_without_a_size_rule() {
     );
 }
 
+#[test]
+fn plan_messages_count_in_singular_and_plural() {
+    let s = Scratch::new();
+    backups_in(&s, "one", &[1.0], 10);
+    let o = prune(&s, &["--keep-last", "1", "-n", "one"]);
+    util::assert_success(&o);
+    let out = util::stdout_of(&o);
+    assert!(
+        out.contains("plan: remove 0 of 1 entry (0 B); dry run"),
+        "{out}"
+    );
+    assert!(out.contains("(kept: the newest (--keep-last 1))"), "{out}");
+    let o = prune(&s, &["--max-total", "0", "-n", "one"]);
+    assert_eq!(o.status.code(), Some(1));
+    assert!(
+        util::stderr_of(&o).contains("would remove the only entry;"),
+        "{}",
+        util::stderr_of(&o)
+    );
+    // What was done: one file and one directory removed in the foreground.
+    backups_in(&s, "two", &[2.0, 1.0], 10);
+    let o = prune(&s, &["--keep-last", "1", "--now", "two"]);
+    util::assert_success(&o);
+    let out = util::stdout_of(&o);
+    assert!(
+        out.contains("plan: remove 1 of 2 entries (")
+            && out.contains("removed 1 file and 1 directory, "),
+        "{out}"
+    );
+    assert_eq!(names(&s, "two"), ["backup-01"]);
+}
+
+#[test]
+fn hiding_one_entry_says_one_entry() {
+    let s = Scratch::new();
+    let Some(_vol) = tmpfs_vol(&s, "hiding_one_entry_says_one_entry") else {
+        return;
+    };
+    backups(&s, 2, 10);
+    let o = prune(&s, &["--keep-last", "1", "vol/b"]);
+    util::assert_success(&o);
+    assert!(
+        util::stdout_of(&o).contains("hid 1 entry into the trash;"),
+        "{}",
+        util::stdout_of(&o)
+    );
+    reap(&s);
+}
+
 /// restic's vocabulary on the command line: `--keep-within` in restic's form (m is months)
 /// keeps what is newer than the newest entry minus the span; the calendar rules count
 /// periods that have an entry.
@@ -406,7 +455,7 @@ fn restic_keep_rules_on_the_command_line() {
     // Ages in days: backup-00 is the oldest.
     backups_in(&s, "b", &[40.0, 5.0, 3.5, 2.0, 1.0], 10);
     let removed = |args: &[&str]| -> Vec<String> {
-        let mut all = vec!["--dry-run", "--json"];
+        let mut all = vec!["-n", "--json"];
         all.extend_from_slice(args);
         all.push("b");
         let o = prune(&s, &all);
@@ -435,7 +484,7 @@ fn restic_keep_rules_on_the_command_line() {
     let r = removed(&["--keep-monthly", "12"]);
     assert!(!r.contains(&"b/backup-00".to_string()), "{r:?}");
     // Not restic's form: a usage error that says what the form is.
-    let o = prune(&s, &["--dry-run", "--keep-within", "30min", "b"]);
+    let o = prune(&s, &["-n", "--keep-within", "30min", "b"]);
     assert_eq!(o.status.code(), Some(2));
     assert!(
         util::stderr_of(&o).contains("restic's form: 1y5m7d2h; m is months"),
@@ -443,7 +492,7 @@ fn restic_keep_rules_on_the_command_line() {
         util::stderr_of(&o)
     );
     for flag in ["--keep-hourly", "--keep-weekly", "--keep-yearly"] {
-        let o = prune(&s, &["--dry-run", flag, "2", "b"]);
+        let o = prune(&s, &["-n", flag, "2", "b"]);
         util::assert_success(&o);
     }
 }
