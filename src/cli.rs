@@ -30,8 +30,8 @@ pub enum Command {
     /// Free what can be freed in the trashes now, in the foreground, and exit (entries in their
     /// grace window stay; a reaper at work is waited for) (`--watch`: keep running, for systemd)
     Reap(ReapArgs),
-    /// Retention: remove the oldest entries of directories by rules (keep last N, older than,
-    /// keep X free); always prints the plan first
+    /// Retention: remove the oldest entries of directories by rules (restic's --keep-last,
+    /// --keep-daily, ..., --keep-within; older than; keep X free); always prints the plan first
     Prune(PruneArgs),
     /// Where the files are: totals, size histogram, small-file hotspots, estimated removal time
     Scan(ScanArgs),
@@ -59,16 +59,35 @@ pub enum SortArg {
 }
 
 #[derive(Args, Debug)]
+#[command(
+    after_help = "Keep rules are restic's: each counts on its own, and an entry is kept if any \
+    rule keeps it. Calendar periods are local time; only periods that have an entry count; when \
+    fewer than N have one, the oldest entry is kept too. With keep rules alone, everything they do \
+    not keep is removed."
+)]
 pub struct PruneArgs {
     /// Keep the N newest entries
     #[arg(long, value_name = "N")]
     pub keep_last: Option<usize>,
-    /// Keep the newest entry of each of the N newest days that have one (local time)
+    /// For the last N hours that have an entry, keep the newest entry of each
+    #[arg(long, value_name = "N")]
+    pub keep_hourly: Option<usize>,
+    /// For the last N days that have an entry, keep the newest entry of each
     #[arg(long, value_name = "N")]
     pub keep_daily: Option<usize>,
-    /// Keep the newest entry of each of the N newest weeks (Monday to Sunday, local time)
+    /// For the last N weeks (ISO: Monday to Sunday) that have an entry, keep the newest of each
     #[arg(long, value_name = "N")]
     pub keep_weekly: Option<usize>,
+    /// For the last N months that have an entry, keep the newest entry of each
+    #[arg(long, value_name = "N")]
+    pub keep_monthly: Option<usize>,
+    /// For the last N years that have an entry, keep the newest entry of each
+    #[arg(long, value_name = "N")]
+    pub keep_yearly: Option<usize>,
+    /// Keep every entry newer than the newest entry's time minus SPAN, in restic's form:
+    /// years, months, days, hours (1y5m7d2h; m is months)
+    #[arg(long, value_name = "SPAN", value_parser = crate::units::parse_calendar_span)]
+    pub keep_within: Option<crate::prune::policy::CalendarSpan>,
     /// Remove entries older than this (e.g. 3d, 12h, 2w); never the newest entry
     #[arg(long, value_name = "DURATION", value_parser = crate::units::parse_duration)]
     pub older_than: Option<std::time::Duration>,
@@ -95,7 +114,7 @@ pub struct PruneArgs {
     #[arg(long)]
     pub allow_empty: bool,
     /// Print the plan and stop
-    #[arg(long)]
+    #[arg(short = 'n', long)]
     pub dry_run: bool,
     /// Print one JSON object (the plan and what was done) on stdout
     #[arg(long)]

@@ -18,7 +18,12 @@
 //! dirs = ["/srv/backups"]
 //! match = "backup-*"
 //! keep_last = 3
+//! keep_hourly = 24
 //! keep_daily = 7
+//! keep_weekly = 5
+//! keep_monthly = 12
+//! keep_yearly = 10
+//! keep_within = "1y6m"    # restic's form: years, months, days, hours
 //! older_than = "14d"
 //! keep_free = "15%"
 //! max_total = "300G"
@@ -55,8 +60,12 @@ pub struct PrunePolicy {
     #[serde(rename = "match")]
     pub pattern: Option<String>,
     pub keep_last: Option<usize>,
+    pub keep_hourly: Option<usize>,
     pub keep_daily: Option<usize>,
     pub keep_weekly: Option<usize>,
+    pub keep_monthly: Option<usize>,
+    pub keep_yearly: Option<usize>,
+    pub keep_within: Option<String>,
     pub older_than: Option<String>,
     pub keep_free: Option<String>,
     pub max_total: Option<String>,
@@ -235,6 +244,9 @@ impl Config {
                     error,
                 }
             };
+            if let Some(v) = &p.keep_within {
+                crate::units::parse_calendar_span(v).map_err(at("keep_within"))?;
+            }
             if let Some(v) = &p.older_than {
                 crate::units::parse_duration(v).map_err(at("older_than"))?;
             }
@@ -309,12 +321,23 @@ impl Config {
         }
         a.pattern = a.pattern.take().or_else(|| p.pattern.clone());
         a.keep_last = a.keep_last.or(p.keep_last);
+        a.keep_hourly = a.keep_hourly.or(p.keep_hourly);
         a.keep_daily = a.keep_daily.or(p.keep_daily);
         a.keep_weekly = a.keep_weekly.or(p.keep_weekly);
+        a.keep_monthly = a.keep_monthly.or(p.keep_monthly);
+        a.keep_yearly = a.keep_yearly.or(p.keep_yearly);
         let u = |error| PolicyError::Quantity {
             policy: name.clone(),
             error,
         };
+        if a.keep_within.is_none() {
+            a.keep_within = p
+                .keep_within
+                .as_deref()
+                .map(crate::units::parse_calendar_span)
+                .transpose()
+                .map_err(u)?;
+        }
         if a.older_than.is_none() {
             a.older_than = p
                 .older_than
@@ -390,6 +413,8 @@ mod tests {
         let cfg = Config::parse(Path::new("doc"), &example).unwrap();
         assert_eq!(cfg.rm.mode.as_deref(), Some("background"));
         assert_eq!(cfg.prune["backups"].keep_last, Some(3));
+        assert_eq!(cfg.prune["backups"].keep_yearly, Some(10));
+        assert_eq!(cfg.prune["backups"].keep_within.as_deref(), Some("1y6m"));
         assert_eq!(cfg.prune["backups"].pattern.as_deref(), Some("backup-*"));
     }
 
@@ -411,6 +436,8 @@ mod tests {
             "[rm]\nmax_latency = \"fast\"",
             "[prune.x]\nkeep_free = \"150%\"",
             "[prune.x]\nsort = \"size\"",
+            "[prune.x]\nkeep_within = \"1w\"",
+            "[prune.x]\nkeep_hourli = 3",
         ] {
             assert!(Config::parse(Path::new("t"), bad).is_err(), "{bad}");
         }
@@ -438,6 +465,49 @@ mod tests {
         assert_eq!(
             err("[prune.x]\nsort = \"size\""),
             "'t': [prune.x] sort: 'size': use mtime or name"
+        );
+        assert_eq!(
+            err("[prune.x]\nkeep_within = \"1w\""),
+            "'t': [prune.x] keep_within: '1w': unknown unit 'w' in a calendar span (use y, m for months, d, h)"
+        );
+    }
+
+    #[test]
+    fn prune_policies_take_restics_keys_and_flags_win() {
+        use clap::Parser;
+        let cfg = Config::parse(
+            Path::new("t"),
+            "[prune.p]\ndirs = [\"/srv/b\"]\nkeep_last = 1\nkeep_hourly = 24\nkeep_daily = 7\n\
+             keep_weekly = 5\nkeep_monthly = 12\nkeep_yearly = 3\nkeep_within = \"2y5m7d3h\"\n",
+        )
+        .unwrap();
+        let cli = crate::cli::Cli::try_parse_from([
+            "reclaim",
+            "prune",
+            "--policy",
+            "p",
+            "--keep-daily",
+            "2",
+            "--keep-within",
+            "36h",
+        ])
+        .unwrap();
+        let crate::cli::Command::Prune(mut a) = cli.command else {
+            panic!("not prune");
+        };
+        cfg.apply_prune(&mut a).unwrap();
+        assert_eq!(a.dirs, [std::ffi::OsString::from("/srv/b")]);
+        assert_eq!(
+            (a.keep_last, a.keep_hourly, a.keep_daily, a.keep_weekly),
+            (Some(1), Some(24), Some(2), Some(5))
+        );
+        assert_eq!((a.keep_monthly, a.keep_yearly), (Some(12), Some(3)));
+        assert_eq!(
+            a.keep_within,
+            Some(crate::prune::policy::CalendarSpan {
+                hours: 36,
+                ..Default::default()
+            })
         );
     }
 

@@ -234,12 +234,20 @@ pub fn plural(n: u64, one: &str, many: &str) -> String {
     format!("{} {}", group(n), if n == 1 { one } else { many })
 }
 
-/// Binary units: 1536 -> "1.5 KiB".
+/// Binary units: 1536 -> "1.5 KiB"; one byte short of a GiB is "1.0 GiB", not "1024.0 MiB".
 pub fn bytes(n: u64) -> String {
     const UNITS: [&str; 6] = ["B", "KiB", "MiB", "GiB", "TiB", "PiB"];
     let mut v = n as f64;
     let mut unit = 0;
-    while v >= 1024.0 && unit + 1 < UNITS.len() {
+    // As printed: one decimal above bytes.
+    let shown = |v: f64, unit: usize| {
+        if unit == 0 {
+            v
+        } else {
+            (v * 10.0).round() / 10.0
+        }
+    };
+    while shown(v, unit) >= 1024.0 && unit + 1 < UNITS.len() {
         v /= 1024.0;
         unit += 1;
     }
@@ -414,5 +422,9 @@ mod tests {
         assert_eq!(bytes(512), "512 B");
         assert_eq!(bytes(1536), "1.5 KiB");
         assert_eq!(bytes(3 << 30), "3.0 GiB");
+        assert_eq!(bytes(1023), "1023 B");
+        assert_eq!(bytes((1 << 30) - 1), "1.0 GiB");
+        assert_eq!(bytes((1 << 20) - 51), "1.0 MiB");
+        assert_eq!(bytes((1 << 20) - 52), "1023.9 KiB");
     }
 }

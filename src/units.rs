@@ -3,6 +3,8 @@
 
 use std::time::Duration;
 
+use crate::prune::policy::CalendarSpan;
+
 /// The longest duration accepted anywhere (100 years of 365.25 days): beyond it a grace window
 /// or an age is a typo, and `Duration` arithmetic on `SystemTime` could overflow.
 pub const MAX_DURATION_SECS: f64 = 100.0 * 365.25 * 86_400.0;
@@ -33,7 +35,18 @@ pub enum QuantityError {
     SizeOutOfRange(String),
     #[error("'{0}' is not a percentage from 0% to 100%")]
     NotAPercentage(String),
+    #[error("'{0}' is not a calendar span (restic's form: 1y5m7d2h; m is months)")]
+    NotACalendarSpan(String),
+    #[error("'{input}': unknown unit '{unit}' in a calendar span (use y, m for months, d, h)")]
+    CalendarSpanUnit { input: String, unit: String },
+    #[error("'{0}' is zero: it keeps nothing (at least 1h)")]
+    ZeroCalendarSpan(String),
+    #[error("'{0}' is out of range (at most {max} of a unit)", max = MAX_SPAN_PART)]
+    CalendarSpanOutOfRange(String),
 }
+
+/// The largest number before one unit of a calendar span (a million hours is 114 years).
+pub const MAX_SPAN_PART: i64 = 1_000_000;
 
 /// `20ms`, `1.5s`, `500us`, `2m`, `3d`, `1w`, or a sum of such parts (`3d12h`, `1h30m`); a
 /// bare number is milliseconds.
@@ -82,6 +95,61 @@ pub fn parse_duration(s: &str) -> Result<Duration, QuantityError> {
         return Err(QuantityError::DurationOutOfRange(s.into()));
     }
     Ok(Duration::from_secs_f64(secs))
+}
+
+/// restic's `--keep-within` span: whole numbers of years, months, days and hours, each unit at
+/// most once, in any order (`1y5m7d2h`, `36h`). `m` is months, as in restic.
+pub fn parse_calendar_span(s: &str) -> Result<CalendarSpan, QuantityError> {
+    let not = || QuantityError::NotACalendarSpan(s.into());
+    let mut rest = s.trim();
+    if rest.is_empty() {
+        return Err(not());
+    }
+    let mut span = CalendarSpan::default();
+    let mut given = String::new();
+    while !rest.is_empty() {
+        let digits = rest
+            .find(|c: char| !c.is_ascii_digit())
+            .unwrap_or(rest.len());
+        if digits == 0 {
+            return Err(not());
+        }
+        let n: i64 = rest[..digits]
+            .parse()
+            .map_err(|_| QuantityError::CalendarSpanOutOfRange(s.into()))?;
+        if n > MAX_SPAN_PART {
+            return Err(QuantityError::CalendarSpanOutOfRange(s.into()));
+        }
+        let after = &rest[digits..];
+        let Some(unit) = after.chars().next() else {
+            return Err(not());
+        };
+        let part = match unit {
+            'y' => &mut span.years,
+            'm' => &mut span.months,
+            'd' => &mut span.days,
+            'h' => &mut span.hours,
+            _ => {
+                let word = after
+                    .find(|c: char| c.is_ascii_digit())
+                    .map_or(after, |i| &after[..i]);
+                return Err(QuantityError::CalendarSpanUnit {
+                    input: s.into(),
+                    unit: word.into(),
+                });
+            }
+        };
+        if given.contains(unit) {
+            return Err(not());
+        }
+        given.push(unit);
+        *part = n;
+        rest = &after[unit.len_utf8()..];
+    }
+    if span == CalendarSpan::default() {
+        return Err(QuantityError::ZeroCalendarSpan(s.into()));
+    }
+    Ok(span)
 }
 
 /// `15%` of the file system, or a size (`200G`).
@@ -151,6 +219,52 @@ fn number_and_unit(s: &str) -> Result<(f64, &str), std::num::ParseFloatError> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn calendar_spans_as_restic_writes_them() {
+        let span = |y, m, d, h| {
+            Ok(CalendarSpan {
+                years: y,
+                months: m,
+                days: d,
+                hours: h,
+            })
+        };
+        assert_eq!(parse_calendar_span("2y5m7d3h"), span(2, 5, 7, 3));
+        assert_eq!(parse_calendar_span("1y5m7d2h"), span(1, 5, 7, 2));
+        assert_eq!(parse_calendar_span("7d"), span(0, 0, 7, 0));
+        assert_eq!(parse_calendar_span("36h"), span(0, 0, 0, 36));
+        assert_eq!(parse_calendar_span("1m"), span(0, 1, 0, 0), "m is months");
+        assert_eq!(parse_calendar_span("3h1y"), span(1, 0, 0, 3));
+        assert_eq!(
+            parse_calendar_span("2y5m7d3h").unwrap().to_string(),
+            "2y5m7d3h"
+        );
+        let err = |s: &str| parse_calendar_span(s).unwrap_err().to_string();
+        assert_eq!(
+            err("1w"),
+            "'1w': unknown unit 'w' in a calendar span (use y, m for months, d, h)"
+        );
+        assert_eq!(
+            err("30min"),
+            "'30min' is not a calendar span (restic's form: 1y5m7d2h; m is months)"
+        );
+        assert_eq!(err("0d"), "'0d' is zero: it keeps nothing (at least 1h)");
+        for bad in [
+            "",
+            "7",
+            "d",
+            "1.5d",
+            "-1d",
+            "1d1d",
+            "7d 3h",
+            "99999999999999999999y",
+        ] {
+            assert!(parse_calendar_span(bad).is_err(), "{bad:?}");
+        }
+        assert!(parse_calendar_span("1000000h").is_ok());
+        assert!(parse_calendar_span("1000001h").is_err());
+    }
 
     #[test]
     fn durations() {

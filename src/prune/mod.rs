@@ -20,8 +20,9 @@ use crate::cli::{PruneArgs, SortArg};
 use crate::dirfd;
 use crate::remove;
 use crate::report::bytes;
+use crate::report::plural;
 use crate::rm::{Mode, Request};
-use policy::{Candidate, Plan, Policy, SortBy, Space};
+use policy::{Candidate, LocalZone, Plan, Policy, SortBy, Space, Zone};
 
 /// One entry of a pruned directory.
 #[derive(Debug, Serialize)]
@@ -56,8 +57,12 @@ struct Report {
 pub fn command(a: &PruneArgs, progress: bool) -> u8 {
     let pol = Policy {
         keep_last: a.keep_last,
+        keep_hourly: a.keep_hourly,
         keep_daily: a.keep_daily,
         keep_weekly: a.keep_weekly,
+        keep_monthly: a.keep_monthly,
+        keep_yearly: a.keep_yearly,
+        keep_within: a.keep_within,
         older_than: a.older_than.map(|d| d.as_secs_f64()),
         keep_free: a.keep_free,
         max_total: a.max_total,
@@ -86,7 +91,7 @@ pub fn command(a: &PruneArgs, progress: bool) -> u8 {
     let mut listed = Vec::new();
     let mut space: HashMap<u64, Space> = HashMap::new();
     for dir in &a.dirs {
-        match list(Path::new(dir), a, pol.needs_sizes()) {
+        match list(Path::new(dir), a) {
             Ok((entries, dev, sp)) => {
                 listed.extend(entries);
                 space.entry(dev).or_insert(sp);
@@ -112,13 +117,14 @@ pub fn command(a: &PruneArgs, progress: bool) -> u8 {
         sp.pending = pending.get(dev).copied().unwrap_or(0);
     }
     let cands: Vec<Candidate> = listed.iter().map(|(c, _)| c.clone()).collect();
-    let plan = match policy::plan(&cands, &pol, crate::trash::meta::now_unix(), &space) {
+    let now = crate::trash::meta::now_unix();
+    let plan = match policy::plan(&cands, &pol, now, &space, &LocalZone) {
         Ok(p) => p,
         Err(e) => return failed(e.to_string(), 1),
     };
     let mut report = report_of(&listed, &plan, a.dry_run, pol.sort);
     if !a.json {
-        print!("{}", human(&report, &pol));
+        print!("{}", human(&report));
     }
     // Not an error (everything removable goes), but the operator must hear of it.
     for u in &report.unmet {
@@ -157,9 +163,10 @@ pub enum ListError {
     Entry { path: PathBuf, error: Errno },
 }
 
-/// The entries of `dir` (filtered by name), with their times and (if `sizes`) allocated
-/// bytes; the file system's device and space.
-fn list(dir: &Path, a: &PruneArgs, sizes: bool) -> Result<(Vec<Listed>, u64, Space), ListError> {
+/// The entries of `dir` (filtered by name), with their times and allocated bytes (a
+/// directory's as the engine's dry run counts them, one walk each); the file system's device
+/// and space.
+fn list(dir: &Path, a: &PruneArgs) -> Result<(Vec<Listed>, u64, Space), ListError> {
     let fd = dirfd::open_dir_path(dir).map_err(ListError::Os)?;
     let fd = Arc::new(fd);
     let dev = rustix::fs::fstat(&*fd).map_err(ListError::Os)?.st_dev;
@@ -199,9 +206,7 @@ fn list(dir: &Path, a: &PruneArgs, sizes: bool) -> Result<(Vec<Listed>, u64, Spa
         };
         let ft = FileType::from_raw_mode(st.st_mode);
         let mtime = st.st_mtime as f64 + st.st_mtime_nsec as f64 * 1e-9;
-        let (allocated, files) = if !sizes {
-            (None, None)
-        } else if ft == FileType::Directory {
+        let (allocated, files) = if ft == FileType::Directory {
             let (b, f) = remove::measure(&fd, &name, &dir.join(OsStr::from_bytes(name.to_bytes())));
             (Some(b), Some(f))
         } else {
@@ -212,15 +217,12 @@ fn list(dir: &Path, a: &PruneArgs, sizes: bool) -> Result<(Vec<Listed>, u64, Spa
             };
             (Some(own), Some(1))
         };
-        let (day, week) = policy::local_day_week(mtime);
         out.push((
             Candidate {
                 name: String::from_utf8_lossy(name.to_bytes()).into_owned(),
                 mtime,
                 allocated,
                 dev,
-                day,
-                week,
             },
             (
                 dir.join(OsStr::from_bytes(name.to_bytes())),
@@ -296,10 +298,10 @@ fn report_of(listed: &[Listed], plan: &Plan, dry_run: bool, sort: SortBy) -> Rep
     }
 }
 
-fn human(r: &Report, pol: &Policy) -> String {
+fn human(r: &Report) -> String {
     let mut s = String::new();
     for e in &r.plan {
-        let size = e.allocated.map_or_else(|| "".into(), bytes);
+        let size = e.allocated.map_or_else(|| "?".into(), bytes);
         s.push_str(&format!(
             "{:<6}  {}  {:>10}  {}  ({})\n",
             if e.remove { "REMOVE" } else { "keep" },
@@ -309,16 +311,11 @@ fn human(r: &Report, pol: &Policy) -> String {
             e.reasons.join("; ")
         ));
     }
-
-    let sizes = if pol.needs_sizes() {
-        format!(" ({})", bytes(r.remove_bytes))
-    } else {
-        String::new()
-    };
     s.push_str(&format!(
-        "plan: remove {} of {} entries{sizes}{}\n",
-        r.remove_count,
-        r.plan.len(),
+        "plan: remove {} of {} ({}){}\n",
+        crate::report::group(r.remove_count as u64),
+        plural(r.plan.len() as u64, "entry", "entries"),
+        bytes(r.remove_bytes),
         if r.dry_run {
             "; dry run, nothing removed"
         } else {
@@ -393,14 +390,14 @@ fn outcome_line(s: &crate::report::Summary, a: &PruneArgs) -> String {
     };
     if !s.hidden.is_empty() && !a.wait {
         format!(
-            "hid {} entries into the trash; a reaper frees the space in the background (`reclaim status`){failed}",
-            s.hidden.len()
+            "hid {} into the trash; a reaper frees the space in the background (`reclaim status`){failed}",
+            plural(s.hidden.len() as u64, "entry", "entries")
         )
     } else {
         format!(
-            "removed {} files and {} directories, {} freed, in {:.2} s{failed}",
-            crate::report::group(s.files),
-            crate::report::group(s.dirs),
+            "removed {} and {}, {} freed, in {:.2} s{failed}",
+            plural(s.files, "file", "files"),
+            plural(s.dirs, "directory", "directories"),
             bytes(s.bytes_freed),
             s.elapsed_s
         )
@@ -409,15 +406,5 @@ fn outcome_line(s: &crate::report::Summary, a: &PruneArgs) -> String {
 
 /// `2026-11-22 08:15`, local time.
 fn local_time(t: f64) -> String {
-    let Some(tm) = policy::local_tm(t) else {
-        return format!("@{}", t.floor());
-    };
-    format!(
-        "{:04}-{:02}-{:02} {:02}:{:02}",
-        tm.tm_year + 1900,
-        tm.tm_mon + 1,
-        tm.tm_mday,
-        tm.tm_hour,
-        tm.tm_min
-    )
+    LocalZone.civil(t).to_string()
 }

@@ -1,10 +1,20 @@
-//! The retention policy as a pure function: given the candidate entries (age, size, file
+//! The retention policy as a pure function: given the candidate entries (time, size, file
 //! system) and the rules, decide what to keep and what to remove, with a reason for each.
-//! No I/O here, so every combination of rules can be property-tested.
+//! No I/O here (local time comes in as a `Zone`), so every combination of rules can be tested.
 //!
-//! Rules, in the spirit of restic/borg `forget`, tmpreaper and MythTV's autoexpire:
-//! - keep rules (`--keep-last N`, `--keep-daily N`, `--keep-weekly N`) protect entries; a kept
-//!   entry is never removed, whatever the other rules say;
+//! Keep rules are restic's `forget` rules, with its documented semantics (its worked examples
+//! are tables in `policy/tests.rs`):
+//! - `--keep-last N` keeps the N newest entries;
+//! - `--keep-hourly/-daily/-weekly/-monthly/-yearly N`: for the last N hours / days / ISO weeks
+//!   (Monday to Sunday) / months / years of the local calendar that have an entry, the newest
+//!   entry of each; when fewer than N of them have one, the oldest entry is kept too;
+//! - `--keep-within SPAN` keeps every entry newer than the newest entry's time minus SPAN
+//!   (years, months and days on the local calendar, then hours; an entry in the future is
+//!   never the newest);
+//! - each rule counts on its own and an entry is kept if any rule keeps it; a kept entry is
+//!   never removed, whatever the other rules say.
+//!
+//! Remove rules, in the spirit of tmpreaper and MythTV's autoexpire:
 //! - `--older-than D` removes entries older than D, except the newest entry (an age rule alone
 //!   never empties a directory of backups that simply stopped coming);
 //! - `--max-total SIZE` removes oldest first until what is left totals at most SIZE;
@@ -14,9 +24,12 @@
 //! - with only keep rules, everything they do not keep is removed (restic's semantics);
 //! - a plan that removes every entry is refused unless `allow_empty`.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
+use std::fmt;
 
 use serde::Serialize;
+
+use crate::report::{bytes, group};
 
 /// One candidate: an entry of a directory being pruned.
 #[derive(Clone, Debug)]
@@ -28,9 +41,6 @@ pub struct Candidate {
     pub allocated: Option<u64>,
     /// Which file system it is on (`st_dev`).
     pub dev: u64,
-    /// Calendar day and week of `mtime` in local time (`(year, day of year)`, week index).
-    pub day: (i32, i32),
-    pub week: i64,
 }
 
 /// How candidates are ordered from newest to oldest.
@@ -49,6 +59,199 @@ pub enum FreeTarget {
     Bytes(u64),
 }
 
+/// A span of calendar time as restic's `--keep-within` takes it (`1y5m7d2h`: m is months).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct CalendarSpan {
+    pub years: i64,
+    pub months: i64,
+    pub days: i64,
+    pub hours: i64,
+}
+
+impl fmt::Display for CalendarSpan {
+    /// As restic prints it: `2y5m7d3h`, zero parts left out.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        for (n, unit) in [
+            (self.years, 'y'),
+            (self.months, 'm'),
+            (self.days, 'd'),
+            (self.hours, 'h'),
+        ] {
+            if n != 0 {
+                write!(f, "{n}{unit}")?;
+            }
+        }
+        Ok(())
+    }
+}
+
+/// A local calendar time, to the second. On the way into `Zone::instant` the fields may be out
+/// of range: they carry over (February 31 is March 3 or 2; month 0 is December of the year
+/// before), as Go's `time.Date` (restic) and `mktime(3)` do.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Civil {
+    pub year: i64,
+    pub month: i64,
+    pub day: i64,
+    pub hour: i64,
+    pub minute: i64,
+    pub second: i64,
+}
+
+impl Civil {
+    /// Days since 1970-01-01 of its date.
+    fn days(&self) -> i64 {
+        let m0 = self.month - 1;
+        days_from_civil(self.year + m0.div_euclid(12), m0.rem_euclid(12) + 1, 1) + self.day - 1
+    }
+
+    /// Seconds since the epoch if this were UTC.
+    fn utc_seconds(&self) -> i64 {
+        self.days() * 86_400 + self.hour * 3600 + self.minute * 60 + self.second
+    }
+
+    fn from_utc_seconds(t: i64) -> Civil {
+        let (year, month, day) = civil_from_days(t.div_euclid(86_400));
+        let s = t.rem_euclid(86_400);
+        Civil {
+            year,
+            month,
+            day,
+            hour: s / 3600,
+            minute: s % 3600 / 60,
+            second: s % 60,
+        }
+    }
+}
+
+impl fmt::Display for Civil {
+    /// `2026-11-22 08:15`.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "{:04}-{:02}-{:02} {:02}:{:02}",
+            self.year, self.month, self.day, self.hour, self.minute
+        )
+    }
+}
+
+/// Local time as the plan needs it: the calendar of an instant, and the instant of a calendar
+/// time (fields carried over as `Civil` says).
+pub trait Zone {
+    fn civil(&self, t: f64) -> Civil;
+    fn instant(&self, c: Civil) -> f64;
+}
+
+/// A fixed offset east of UTC, in seconds (`FixedZone(0)` is UTC): tests, and the fallback
+/// when the C library has no answer.
+#[derive(Clone, Copy, Debug)]
+pub struct FixedZone(pub i64);
+
+impl Zone for FixedZone {
+    fn civil(&self, t: f64) -> Civil {
+        Civil::from_utc_seconds(t.floor() as i64 + self.0)
+    }
+
+    fn instant(&self, c: Civil) -> f64 {
+        (c.utc_seconds() - self.0) as f64
+    }
+}
+
+/// The system's local time (`TZ`, `/etc/localtime`), through the C library.
+#[derive(Clone, Copy, Debug)]
+pub struct LocalZone;
+
+impl Zone for LocalZone {
+    fn civil(&self, t: f64) -> Civil {
+        match local_tm(t) {
+            Some(tm) => Civil {
+                year: tm.tm_year as i64 + 1900,
+                month: tm.tm_mon as i64 + 1,
+                day: tm.tm_mday as i64,
+                hour: tm.tm_hour as i64,
+                minute: tm.tm_min as i64,
+                second: tm.tm_sec as i64,
+            },
+            None => FixedZone(0).civil(t),
+        }
+    }
+
+    fn instant(&self, c: Civil) -> f64 {
+        let int = |v: i64| libc::c_int::try_from(v).ok();
+        let fields = (
+            int(c.year - 1900),
+            int(c.month - 1),
+            int(c.day),
+            int(c.hour),
+            int(c.minute),
+            int(c.second),
+        );
+        let (Some(year), Some(mon), Some(mday), Some(hour), Some(min), Some(sec)) = fields else {
+            return FixedZone(0).instant(c);
+        };
+        // SAFETY: a zeroed tm is a valid value; mktime reads and normalizes only the tm we pass.
+        let mut tm: libc::tm = unsafe { std::mem::zeroed() };
+        tm.tm_year = year;
+        tm.tm_mon = mon;
+        tm.tm_mday = mday;
+        tm.tm_hour = hour;
+        tm.tm_min = min;
+        tm.tm_sec = sec;
+        tm.tm_isdst = -1;
+        let t = unsafe { libc::mktime(&mut tm) };
+        if t == -1 {
+            FixedZone(0).instant(c)
+        } else {
+            t as f64
+        }
+    }
+}
+
+/// A calendar period of restic's `--keep-hourly` ... `--keep-yearly`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Period {
+    Hour,
+    Day,
+    Week,
+    Month,
+    Year,
+}
+
+impl Period {
+    /// The number of the period a local time falls in: one per hour, day, ISO week (Monday to
+    /// Sunday), month or year.
+    pub fn bucket(self, c: &Civil) -> i64 {
+        match self {
+            Period::Hour => c.days() * 24 + c.hour,
+            Period::Day => c.days(),
+            // 1970-01-01 was a Thursday: +3 puts every Monday at a multiple of 7.
+            Period::Week => (c.days() + 3).div_euclid(7),
+            Period::Month => c.year * 12 + c.month - 1,
+            Period::Year => c.year,
+        }
+    }
+
+    pub fn flag(self) -> &'static str {
+        match self {
+            Period::Hour => "--keep-hourly",
+            Period::Day => "--keep-daily",
+            Period::Week => "--keep-weekly",
+            Period::Month => "--keep-monthly",
+            Period::Year => "--keep-yearly",
+        }
+    }
+
+    fn noun(self) -> (&'static str, &'static str) {
+        match self {
+            Period::Hour => ("hour", "hours"),
+            Period::Day => ("day", "days"),
+            Period::Week => ("week", "weeks"),
+            Period::Month => ("month", "months"),
+            Period::Year => ("year", "years"),
+        }
+    }
+}
+
 /// A file system's space as the plan sees it.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct Space {
@@ -62,8 +265,12 @@ pub struct Space {
 #[derive(Clone, Debug, Default)]
 pub struct Policy {
     pub keep_last: Option<usize>,
+    pub keep_hourly: Option<usize>,
     pub keep_daily: Option<usize>,
     pub keep_weekly: Option<usize>,
+    pub keep_monthly: Option<usize>,
+    pub keep_yearly: Option<usize>,
+    pub keep_within: Option<CalendarSpan>,
     /// Seconds.
     pub older_than: Option<f64>,
     pub keep_free: Option<FreeTarget>,
@@ -78,12 +285,21 @@ impl Policy {
     }
 
     pub fn has_keep_rule(&self) -> bool {
-        self.keep_last.is_some() || self.keep_daily.is_some() || self.keep_weekly.is_some()
+        self.keep_last.is_some() || self.keep_within.is_some() || !self.periods().is_empty()
     }
 
-    /// Whether the rules need entry sizes.
-    pub fn needs_sizes(&self) -> bool {
-        self.keep_free.is_some() || self.max_total.is_some()
+    /// The calendar rules given, finest first (restic's order).
+    pub fn periods(&self) -> Vec<(Period, usize)> {
+        [
+            (Period::Hour, self.keep_hourly),
+            (Period::Day, self.keep_daily),
+            (Period::Week, self.keep_weekly),
+            (Period::Month, self.keep_monthly),
+            (Period::Year, self.keep_yearly),
+        ]
+        .into_iter()
+        .filter_map(|(p, n)| Some((p, n?)))
+        .collect()
     }
 }
 
@@ -97,12 +313,22 @@ pub struct Decision {
 /// Why no plan was made.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum PlanError {
-    #[error("no rule given (use --keep-last, --keep-daily, --keep-weekly, --older-than, --keep-free or --max-total)")]
+    #[error("no rule given (use --keep-last, --keep-hourly, --keep-daily, --keep-weekly, --keep-monthly, --keep-yearly, --keep-within, --older-than, --keep-free or --max-total)")]
     NoRule,
-    #[error("this policy would remove all {0} entries; refusing (pass --allow-empty if that is what you want)")]
+    #[error(
+        "this policy would remove {}; refusing (pass --allow-empty if that is what you want)",
+        every_entry(*.0)
+    )]
     WouldEmpty(usize),
-    #[error("the free-space target cannot be met: {0}")]
-    CannotFree(String),
+}
+
+/// `the only entry`, `all 3 entries`.
+fn every_entry(n: usize) -> String {
+    if n == 1 {
+        "the only entry".into()
+    } else {
+        format!("all {} entries", group(n as u64))
+    }
 }
 
 /// The plan, and whether a free-space target stays unmet (all removable entries removed).
@@ -112,12 +338,14 @@ pub struct Plan {
     pub unmet: Vec<String>,
 }
 
-/// Decides what to remove. `now` is seconds since the epoch; `space` is per `dev`.
+/// Decides what to remove. `now` is seconds since the epoch; `space` is per `dev`; `zone` says
+/// what local time is (calendar rules).
 pub fn plan(
     entries: &[Candidate],
     policy: &Policy,
     now: f64,
     space: &HashMap<u64, Space>,
+    zone: &dyn Zone,
 ) -> Result<Plan, PlanError> {
     if !policy.has_remove_rule() && !policy.has_keep_rule() {
         return Err(PlanError::NoRule);
@@ -131,37 +359,59 @@ pub fn plan(
         })
         .collect();
     let mut kept = vec![false; entries.len()];
+    let mut keep = |i: usize, why: String, d: &mut [Decision]| {
+        kept[i] = true;
+        d[i].reasons.push(why);
+    };
     if let Some(n) = policy.keep_last {
         for &i in order.iter().take(n) {
-            kept[i] = true;
-            d[i].reasons.push(format!("kept: one of the last {n}"));
+            let why = if n == 1 {
+                "kept: the newest (--keep-last 1)".to_string()
+            } else {
+                format!("kept: one of the {n} newest (--keep-last {n})")
+            };
+            keep(i, why, &mut d);
         }
     }
-    if let Some(n) = policy.keep_daily {
-        keep_buckets(
-            &order,
-            n,
-            |c| (c.day.0 as i64) * 1000 + c.day.1 as i64,
-            entries,
-            |i| {
-                kept[i] = true;
-                d[i].reasons
-                    .push(format!("kept: newest of its day (--keep-daily {n})"));
-            },
-        );
+    let periods = policy.periods();
+    if !periods.is_empty() {
+        let civil: Vec<Civil> = entries.iter().map(|c| zone.civil(c.mtime)).collect();
+        for (period, n) in periods {
+            let (one, many) = period.noun();
+            let flag = period.flag();
+            for (i, oldest) in keep_periods(&order, n, |i| period.bucket(&civil[i])) {
+                // `oldest` only when fewer than n buckets were found, so n >= 2 there.
+                let why = if oldest {
+                    format!(
+                        "kept: the oldest entry, as fewer than {n} {many} have one ({flag} {n})"
+                    )
+                } else {
+                    format!("kept: newest of its {one} ({flag} {n})")
+                };
+                keep(i, why, &mut d);
+            }
+        }
     }
-    if let Some(n) = policy.keep_weekly {
-        keep_buckets(
-            &order,
-            n,
-            |c| c.week,
-            entries,
-            |i| {
-                kept[i] = true;
-                d[i].reasons
-                    .push(format!("kept: newest of its week (--keep-weekly {n})"));
-            },
-        );
+    if let Some(span) = policy.keep_within {
+        let cut = within_cutoff(entries, span, now, zone);
+        for (i, c) in entries.iter().enumerate() {
+            match cut {
+                Some(cut) if c.mtime > cut => keep(
+                    i,
+                    format!(
+                        "kept: newer than {}, {span} before the newest entry (--keep-within {span})",
+                        zone.civil(cut)
+                    ),
+                    &mut d,
+                ),
+                None => keep(
+                    i,
+                    format!("kept: every entry is in the future (--keep-within {span})"),
+                    &mut d,
+                ),
+                Some(_) => {}
+            }
+        }
     }
     let newest = order.first().copied();
     let removable = |i: usize, d: &[Decision]| !kept[i] && !d[i].remove;
@@ -178,12 +428,10 @@ pub fn plan(
         for &i in &order {
             let old = now - entries[i].mtime;
             if old > age && Some(i) != newest && removable(i, &d) {
+                let (a, o) = two_ages(age, old);
                 d[i].remove = true;
-                d[i].reasons.push(format!(
-                    "removed: older than {} (age {})",
-                    human_age(age),
-                    human_age(old)
-                ));
+                d[i].reasons
+                    .push(format!("removed: older than {a} (age {o}; --older-than)"));
             } else if old > age && Some(i) == newest && !kept[i] {
                 d[i].reasons
                     .push("kept: the newest entry is never removed for its age alone".into());
@@ -195,7 +443,7 @@ pub fn plan(
         let mut total: u64 = (0..entries.len())
             .filter(|&i| !d[i].remove)
             .map(|i| entries[i].allocated.unwrap_or(0))
-            .sum();
+            .fold(0, u64::saturating_add);
         for &i in &oldest_first {
             if total <= max {
                 break;
@@ -204,8 +452,8 @@ pub fn plan(
                 d[i].remove = true;
                 d[i].reasons.push(format!(
                     "removed: the entries total {} > --max-total {}",
-                    crate::report::bytes(total),
-                    crate::report::bytes(max)
+                    exact(total),
+                    limit(max, total)
                 ));
                 total = total.saturating_sub(entries[i].allocated.unwrap_or(0));
             }
@@ -222,13 +470,20 @@ pub fn plan(
                 FreeTarget::Bytes(b) => b,
                 FreeTarget::Percent(p) => (sp.total as f64 * p / 100.0).ceil() as u64,
             };
+            let wanted = |have: u64| match target {
+                FreeTarget::Bytes(_) => limit(want, have),
+                FreeTarget::Percent(p) => format!("{p}% = {}", limit(want, have)),
+            };
             let freeing = |d: &[Decision]| -> u64 {
                 (0..entries.len())
                     .filter(|&i| entries[i].dev == dev && d[i].remove)
                     .map(|i| entries[i].allocated.unwrap_or(0))
-                    .sum()
+                    .fold(0, u64::saturating_add)
             };
-            let mut will_be = sp.avail + sp.pending + freeing(&d);
+            let mut will_be = sp
+                .avail
+                .saturating_add(sp.pending)
+                .saturating_add(freeing(&d));
             for &i in oldest_first.iter().filter(|&&i| entries[i].dev == dev) {
                 if will_be >= want {
                     break;
@@ -237,17 +492,17 @@ pub fn plan(
                     d[i].remove = true;
                     d[i].reasons.push(format!(
                         "removed: free space would be {} < --keep-free {}",
-                        crate::report::bytes(will_be),
-                        crate::report::bytes(want)
+                        exact(will_be),
+                        wanted(will_be)
                     ));
-                    will_be += entries[i].allocated.unwrap_or(0);
+                    will_be = will_be.saturating_add(entries[i].allocated.unwrap_or(0));
                 }
             }
             if will_be < want {
                 unmet.push(format!(
                     "free space will be {} of the {} wanted, with every removable entry removed",
-                    crate::report::bytes(will_be),
-                    crate::report::bytes(want)
+                    exact(will_be),
+                    wanted(will_be)
                 ));
             }
         }
@@ -271,6 +526,49 @@ pub fn plan(
     })
 }
 
+/// restic's `--keep-within` limit: the newest entry's time (an entry in the future does not
+/// count) minus `span`: years, months and days on the local calendar (carried over as Go's
+/// `time.AddDate` does: March 31 minus one month is "February 31", March 3 or 2), then hours
+/// of elapsed time. Entries strictly newer are kept. `None` when every entry is in the
+/// future: restic then measures from the year 1, so all are kept.
+pub fn within_cutoff(
+    entries: &[Candidate],
+    span: CalendarSpan,
+    now: f64,
+    zone: &dyn Zone,
+) -> Option<f64> {
+    let latest = entries
+        .iter()
+        .map(|c| c.mtime)
+        .filter(|&t| t < now)
+        .fold(None, |m: Option<f64>, t| Some(m.map_or(t, |m| m.max(t))))?;
+    let mut c = zone.civil(latest);
+    c.year -= span.years;
+    c.month -= span.months;
+    c.day -= span.days;
+    Some(zone.instant(c) + (latest - latest.floor()) - span.hours as f64 * 3600.0)
+}
+
+/// restic's bucket rule: going from newest to oldest (`order`), keeps the first entry of each
+/// new bucket until `n` buckets are counted, and the oldest entry too if fewer than `n` were
+/// (`true` then, when its bucket already had an entry). With `--sort name` the buckets need
+/// not come in time order: each counts once.
+fn keep_periods(order: &[usize], n: usize, bucket: impl Fn(usize) -> i64) -> Vec<(usize, bool)> {
+    let mut seen: HashSet<i64> = HashSet::new();
+    let mut out = Vec::new();
+    for (rank, &i) in order.iter().enumerate() {
+        if seen.len() == n {
+            break;
+        }
+        if seen.insert(bucket(i)) {
+            out.push((i, false));
+        } else if rank + 1 == order.len() {
+            out.push((i, true));
+        }
+    }
+    out
+}
+
 /// Indices of `entries`, newest first (ties broken by name, for a stable plan).
 pub fn newest_first(entries: &[Candidate], sort: SortBy) -> Vec<usize> {
     let mut order: Vec<usize> = (0..entries.len()).collect();
@@ -288,29 +586,35 @@ pub fn newest_first(entries: &[Candidate], sort: SortBy) -> Vec<usize> {
     order
 }
 
-/// Keeps the first entry (in newest-first order) of each of the first `n` distinct buckets.
-/// With `--sort name` the buckets (days of mtime) need not come in order: each counts once.
-fn keep_buckets<K: PartialEq>(
-    order: &[usize],
-    n: usize,
-    key: impl Fn(&Candidate) -> K,
-    entries: &[Candidate],
-    mut keep: impl FnMut(usize),
-) {
-    let mut seen: Vec<K> = Vec::new();
-    for &i in order {
-        if seen.len() == n {
-            break;
-        }
-        let k = key(&entries[i]);
-        if !seen.contains(&k) {
-            seen.push(k);
-            keep(i);
-        }
+/// A measured amount: `1.9 GiB (1,987,654,321 B)`, or `512 B`.
+pub fn exact(n: u64) -> String {
+    if n < 1024 {
+        format!("{n} B")
+    } else {
+        format!("{} ({} B)", bytes(n), group(n))
     }
 }
 
-/// `3d 4h`, `5 min`, `12 s`.
+/// A limit compared with `other`: rounded, unless it would look the same as `other` rounded.
+fn limit(n: u64, other: u64) -> String {
+    if bytes(n) == bytes(other) {
+        exact(n)
+    } else {
+        bytes(n)
+    }
+}
+
+/// Two ages that are compared: rounded, unless they would look the same (then to the second).
+fn two_ages(limit: f64, age: f64) -> (String, String) {
+    let (a, b) = (human_age(limit), human_age(age));
+    if a == b {
+        (precise_age(limit), precise_age(age))
+    } else {
+        (a, b)
+    }
+}
+
+/// `3d 4h`, `1.5h`, `5 min`, `12 s`.
 pub fn human_age(secs: f64) -> String {
     let s = secs.max(0.0);
     if s >= 86_400.0 {
@@ -330,6 +634,17 @@ pub fn human_age(secs: f64) -> String {
     }
 }
 
+/// `3d 00:05:12`, `04:00:00`: to the second.
+fn precise_age(secs: f64) -> String {
+    let s = secs.max(0.0).round() as u64;
+    let (d, h, m, s) = (s / 86_400, s % 86_400 / 3600, s % 3600 / 60, s % 60);
+    if d > 0 {
+        format!("{d}d {h:02}:{m:02}:{s:02}")
+    } else {
+        format!("{h:02}:{m:02}:{s:02}")
+    }
+}
+
 /// The broken-down local time of `t` (seconds since the epoch), if the C library has one.
 pub fn local_tm(t: f64) -> Option<libc::tm> {
     let secs = t.floor() as libc::time_t;
@@ -337,25 +652,6 @@ pub fn local_tm(t: f64) -> Option<libc::tm> {
     let mut tm: libc::tm = unsafe { std::mem::zeroed() };
     let ok = unsafe { !libc::localtime_r(&secs, &mut tm).is_null() };
     ok.then_some(tm)
-}
-
-/// Calendar day `(year, day of year)` and Monday-based week index of a time, in local time.
-pub fn local_day_week(t: f64) -> ((i32, i32), i64) {
-    let Some(tm) = local_tm(t) else {
-        let days = (t / 86_400.0).floor() as i64;
-        return ((1970, days as i32), (days + 3).div_euclid(7));
-    };
-    // Days since the epoch of the local date: count from the local calendar date itself.
-    let local_days = days_from_civil(
-        tm.tm_year as i64 + 1900,
-        tm.tm_mon as i64 + 1,
-        tm.tm_mday as i64,
-    );
-    // 1970-01-01 was a Thursday: +3 makes weeks start on Monday.
-    (
-        (tm.tm_year + 1900, tm.tm_yday),
-        (local_days + 3).div_euclid(7),
-    )
 }
 
 /// Days since 1970-01-01 of a civil date (Howard Hinnant's algorithm).
@@ -367,6 +663,19 @@ fn days_from_civil(y: i64, m: i64, d: i64) -> i64 {
     let doy = (153 * mp + 2) / 5 + d - 1;
     let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
     era * 146_097 + doe - 719_468
+}
+
+/// The civil date `(year, month, day)` of a count of days since 1970-01-01 (the inverse).
+fn civil_from_days(z: i64) -> (i64, i64, i64) {
+    let z = z + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z - era * 146_097;
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = doy - (153 * mp + 2) / 5 + 1;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 };
+    (yoe + era * 400 + i64::from(m <= 2), m, d)
 }
 
 #[cfg(test)]

@@ -304,3 +304,195 @@ fn keep_free_counts_space_still_pending_in_the_trash() {
         util::stderr_of(&o)
     );
 }
+
+/// `n` backups `rel/backup-NN` as [`backups`] makes them, in any directory (no volume: for
+/// dry runs, which remove nothing and need no trash).
+fn backups_in(s: &Scratch, rel: &str, ages_days: &[f64], size: usize) {
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_secs() as i64;
+    for (i, age) in ages_days.iter().enumerate() {
+        let d = format!("{rel}/backup-{i:02}");
+        s.mkdir(&d);
+        s.file(format!("{d}/data"), vec![7u8; size]);
+        set_mtime(&s.path(&d), now - (age * DAY as f64) as i64);
+    }
+}
+
+#[test]
+fn dash_n_is_dry_run() {
+    let s = Scratch::new();
+    backups_in(&s, "b", &[3.0, 2.0, 1.0], 10);
+    let before = s.snapshot("b");
+    let o = prune(&s, &["-n", "--keep-last", "1", "b"]);
+    util::assert_success(&o);
+    let out = util::stdout_of(&o);
+    assert!(
+        out.contains("plan: remove 2 of 3 entries") && out.contains("dry run, nothing removed"),
+        "{out}"
+    );
+    util::assert_same("-n", &before, &s.snapshot("b"));
+    let o = prune(&s, &["-n", "--json", "--keep-last", "1", "b"]);
+    util::assert_success(&o);
+    assert_eq!(json(&o)["dry_run"], true);
+    util::assert_same("-n --json", &before, &s.snapshot("b"));
+    // The help names it, next to --dry-run.
+    let o = util::reclaim().args(["prune", "--help"]).output().unwrap();
+    assert!(
+        util::stdout_of(&o).contains("-n, --dry-run"),
+        "{}",
+        util::stdout_of(&o)
+    );
+}
+
+/// Sizes are measured and shown whatever the rules (before, the column was blank unless a size
+/// rule was given): a directory as the engine's dry run counts it, a file by its blocks.
+#[test]
+fn the_plan_shows_every_size_without_a_size_rule() {
+    let s = Scratch::new();
+    backups_in(&s, "b", &[3.0, 2.0, 1.0], 256 << 10);
+    s.file("b/single.tar", vec![1u8; 128 << 10]);
+    set_mtime(&s.path("b/single.tar"), 1_000_000_000);
+    let o = prune(&s, &["--keep-last", "2", "--dry-run", "--json", "b"]);
+    util::assert_success(&o);
+    let v = json(&o);
+    let plan = v["plan"].as_array().unwrap();
+    assert_eq!(plan.len(), 4, "{v}");
+    let mut removing = 0;
+    for e in plan {
+        let allocated = e["allocated"].as_u64().unwrap_or_else(|| panic!("{e}"));
+        let want = if e["kind"] == "file" {
+            128 << 10
+        } else {
+            256 << 10
+        };
+        assert!(allocated >= want, "{e}");
+        if e["remove"] == true {
+            removing += allocated;
+        }
+    }
+    assert_eq!(v["remove_bytes"].as_u64(), Some(removing), "{v}");
+    // The human plan: a size in every line's column, and the total in the last line.
+    let o = prune(&s, &["--keep-last", "2", "--dry-run", "b"]);
+    util::assert_success(&o);
+    let out = util::stdout_of(&o);
+    let lines: Vec<&str> = out
+        .lines()
+        .filter(|l| l.starts_with("REMOVE") || l.starts_with("keep"))
+        .collect();
+    assert_eq!(lines.len(), 4, "{out}");
+    for l in &lines {
+        // REMOVE  2026-11-22 08:15    256.0 KiB  b/backup-02  (kept: ...)
+        let size: Vec<&str> = l.split_whitespace().skip(3).take(2).collect();
+        assert!(
+            size[0].parse::<f64>().is_ok() && ["B", "KiB", "MiB"].contains(&size[1]),
+            "no size in {l:?}"
+        );
+    }
+    assert!(
+        out.lines()
+            .any(|l| l.starts_with("plan: remove 2 of 4 entries (") && l.contains("iB)")),
+        "{out}"
+    );
+}
+
+#[test]
+fn plan_messages_count_in_singular_and_plural() {
+    let s = Scratch::new();
+    backups_in(&s, "one", &[1.0], 10);
+    let o = prune(&s, &["--keep-last", "1", "-n", "one"]);
+    util::assert_success(&o);
+    let out = util::stdout_of(&o);
+    assert!(
+        out.contains("plan: remove 0 of 1 entry (0 B); dry run"),
+        "{out}"
+    );
+    assert!(out.contains("(kept: the newest (--keep-last 1))"), "{out}");
+    let o = prune(&s, &["--max-total", "0", "-n", "one"]);
+    assert_eq!(o.status.code(), Some(1));
+    assert!(
+        util::stderr_of(&o).contains("would remove the only entry;"),
+        "{}",
+        util::stderr_of(&o)
+    );
+    // What was done: one file and one directory removed in the foreground.
+    backups_in(&s, "two", &[2.0, 1.0], 10);
+    let o = prune(&s, &["--keep-last", "1", "--now", "two"]);
+    util::assert_success(&o);
+    let out = util::stdout_of(&o);
+    assert!(
+        out.contains("plan: remove 1 of 2 entries (")
+            && out.contains("removed 1 file and 1 directory, "),
+        "{out}"
+    );
+    assert_eq!(names(&s, "two"), ["backup-01"]);
+}
+
+#[test]
+fn hiding_one_entry_says_one_entry() {
+    let s = Scratch::new();
+    let Some(_vol) = tmpfs_vol(&s, "hiding_one_entry_says_one_entry") else {
+        return;
+    };
+    backups(&s, 2, 10);
+    let o = prune(&s, &["--keep-last", "1", "vol/b"]);
+    util::assert_success(&o);
+    assert!(
+        util::stdout_of(&o).contains("hid 1 entry into the trash;"),
+        "{}",
+        util::stdout_of(&o)
+    );
+    reap(&s);
+}
+
+/// restic's vocabulary on the command line: `--keep-within` in restic's form (m is months)
+/// keeps what is newer than the newest entry minus the span; the calendar rules count
+/// periods that have an entry.
+#[test]
+fn restic_keep_rules_on_the_command_line() {
+    let s = Scratch::new();
+    // Ages in days: backup-00 is the oldest.
+    backups_in(&s, "b", &[40.0, 5.0, 3.5, 2.0, 1.0], 10);
+    let removed = |args: &[&str]| -> Vec<String> {
+        let mut all = vec!["-n", "--json"];
+        all.extend_from_slice(args);
+        all.push("b");
+        let o = prune(&s, &all);
+        util::assert_success(&o);
+        json(&o)["plan"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|e| e["remove"] == true)
+            .map(|e| e["path"].as_str().unwrap().to_string())
+            .collect()
+    };
+    // Newer than (1 day old) minus 2 days: ages 1 and 2 stay.
+    assert_eq!(
+        removed(&["--keep-within", "2d"]),
+        ["b/backup-02", "b/backup-01", "b/backup-00"]
+    );
+    // One month back from the newest keeps everything but the 40-day-old one.
+    assert_eq!(removed(&["--keep-within", "1m"]), ["b/backup-00"]);
+    // Five distinct days; three daily keepers, and the oldest is not kept (counts used up).
+    assert_eq!(
+        removed(&["--keep-daily", "3"]),
+        ["b/backup-01", "b/backup-00"]
+    );
+    // Fewer months with an entry than asked: the oldest entry is kept too, as restic does.
+    let r = removed(&["--keep-monthly", "12"]);
+    assert!(!r.contains(&"b/backup-00".to_string()), "{r:?}");
+    // Not restic's form: a usage error that says what the form is.
+    let o = prune(&s, &["-n", "--keep-within", "30min", "b"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(
+        util::stderr_of(&o).contains("restic's form: 1y5m7d2h; m is months"),
+        "{}",
+        util::stderr_of(&o)
+    );
+    for flag in ["--keep-hourly", "--keep-weekly", "--keep-yearly"] {
+        let o = prune(&s, &["-n", flag, "2", "b"]);
+        util::assert_success(&o);
+    }
+}

@@ -1,4 +1,5 @@
-//! The plan never violates a keep rule, whatever the combination of rules and entries.
+//! The plan never violates a keep rule, whatever the combination of rules and entries; the
+//! keep rules decide as restic's `forget` does on the worked examples of its documentation.
 
 use super::*;
 use proptest::prelude::*;
@@ -6,17 +7,26 @@ use proptest::prelude::*;
 const DAY: f64 = 86_400.0;
 const NOW: f64 = 1_795_000_000.0;
 
+/// Local time in these tests: a fixed zone an hour east of UTC, so that a calendar computed in
+/// UTC by mistake would put some entries in the wrong day.
+const ZONE: FixedZone = FixedZone(3600);
+
 fn cand(name: &str, age_days: f64, size: u64) -> Candidate {
-    let mtime = NOW - age_days * DAY;
-    let (day, week) = local_day_week(mtime);
     Candidate {
         name: name.into(),
-        mtime,
+        mtime: NOW - age_days * DAY,
         allocated: Some(size),
         dev: 1,
-        day,
-        week,
     }
+}
+
+fn plan(
+    entries: &[Candidate],
+    policy: &Policy,
+    now: f64,
+    space: &HashMap<u64, Space>,
+) -> Result<Plan, PlanError> {
+    super::plan(entries, policy, now, space, &ZONE)
 }
 
 fn removed(p: &Plan, entries: &[Candidate]) -> Vec<String> {
@@ -197,6 +207,493 @@ fn no_rule_is_an_error() {
 fn civil_days_match_the_epoch() {
     assert_eq!(days_from_civil(1970, 1, 1), 0);
     assert_eq!(days_from_civil(2000, 3, 1), 11_017);
+    for z in [-800_000, -1, 0, 59, 11_017, 18_000, 2_000_000] {
+        let (y, m, d) = civil_from_days(z);
+        assert_eq!(days_from_civil(y, m, d), z, "{y}-{m}-{d}");
+    }
+}
+
+/// The messages of the plan: singular and plural, both numbers where a rounded pair would
+/// look equal.
+#[test]
+fn messages_count_and_compare_clearly() {
+    assert_eq!(
+        PlanError::WouldEmpty(1).to_string(),
+        "this policy would remove the only entry; refusing (pass --allow-empty if that is what you want)"
+    );
+    assert!(PlanError::WouldEmpty(1234)
+        .to_string()
+        .starts_with("this policy would remove all 1,234 entries;"));
+    assert_eq!(exact(512), "512 B");
+    assert_eq!(exact(1_987_654_321), "1.9 GiB (1,987,654,321 B)");
+    assert_eq!(limit(2 << 30, 1_987_654_321), "2.0 GiB");
+    assert_eq!(
+        limit(2_040_109_466, 2_040_109_465),
+        "1.9 GiB (2,040,109,466 B)"
+    );
+    assert_eq!(
+        two_ages(3.0 * DAY, 3.0 * DAY + 312.0),
+        ("3d 00:00:00".into(), "3d 00:05:12".into())
+    );
+    assert_eq!(two_ages(3.0 * DAY, 5.0 * DAY), ("3d".into(), "5d".into()));
+    // One GiB wanted, 1,073,741,823 B free: both read "1.0 GiB" rounded, so the reason shows
+    // the exact numbers (the issue's "1.9 GiB < --keep-free 1.9 GiB").
+    let e: Vec<Candidate> = (0..2)
+        .map(|i| cand(&format!("b{i}"), i as f64, 10))
+        .collect();
+    let p = plan(
+        &e,
+        &Policy {
+            keep_free: Some(FreeTarget::Bytes(1 << 30)),
+            ..Policy::default()
+        },
+        NOW,
+        &space(4 << 30, (1 << 30) - 1, 0),
+    )
+    .unwrap();
+    assert_eq!(
+        p.decisions[1].reasons,
+        ["removed: free space would be 1.0 GiB (1,073,741,823 B) < --keep-free 1.0 GiB (1,073,741,824 B)"]
+    );
+    let p = plan(
+        &e,
+        &Policy {
+            keep_free: Some(FreeTarget::Percent(25.0)),
+            ..Policy::default()
+        },
+        NOW,
+        &space(4 << 30, (1 << 30) - 1, 0),
+    )
+    .unwrap();
+    assert_eq!(
+        p.decisions[1].reasons,
+        ["removed: free space would be 1.0 GiB (1,073,741,823 B) < --keep-free 25% = 1.0 GiB (1,073,741,824 B)"]
+    );
+    let p = plan(
+        &e,
+        &Policy {
+            keep_last: Some(1),
+            keep_daily: Some(1),
+            ..Policy::default()
+        },
+        NOW,
+        &HashMap::new(),
+    )
+    .unwrap();
+    assert_eq!(
+        p.decisions[0].reasons,
+        [
+            "kept: the newest (--keep-last 1)",
+            "kept: newest of its day (--keep-daily 1)"
+        ]
+    );
+    assert_eq!(p.decisions[1].reasons, ["removed: no keep rule keeps it"]);
+}
+
+#[test]
+fn local_zone_round_trips() {
+    for t in [0.0, 1_000_000_000.0, NOW, NOW + 0.5] {
+        let c = LocalZone.civil(t);
+        assert_eq!(LocalZone.instant(c), t.floor(), "{c}");
+    }
+}
+
+#[test]
+fn iso_weeks_run_monday_to_sunday_across_new_year() {
+    let week = |y, m, d| {
+        Period::Week.bucket(&Civil {
+            year: y,
+            month: m,
+            day: d,
+            hour: 12,
+            minute: 0,
+            second: 0,
+        })
+    };
+    // 2019-12-30 is the Monday of ISO week 2020-W01, which ends on Sunday 2020-01-05.
+    assert_eq!(week(2019, 12, 30), week(2020, 1, 5));
+    assert_ne!(week(2019, 12, 29), week(2019, 12, 30));
+    assert_ne!(week(2020, 1, 5), week(2020, 1, 6));
+}
+
+// restic's worked examples (doc/060_forget.rst, "Removing snapshots according to a policy"),
+// as tables: the snapshots' local times, the policy, the time forget runs, and the snapshots
+// restic keeps. Each entry is named after its time.
+
+/// `"2019-11-17 11:00"` (or with `:SS`) in the test zone; fields may carry over
+/// (`2019-02-31`).
+fn at(s: &str) -> f64 {
+    let n: Vec<i64> = s
+        .split(['-', ' ', ':'])
+        .map(|x| x.parse().unwrap_or_else(|_| panic!("{s}")))
+        .collect();
+    ZONE.instant(Civil {
+        year: n[0],
+        month: n[1],
+        day: n[2],
+        hour: n[3],
+        minute: n[4],
+        second: n.get(5).copied().unwrap_or(0),
+    })
+}
+
+/// `2019-11-17 11:00` of an instant in the test zone.
+fn name(t: f64) -> String {
+    ZONE.civil(t).to_string()
+}
+
+/// Every day at `hh:mm` from `first` to `last` (dates `YYYY-MM-DD`), as names.
+fn daily(first: &str, last: &str, hhmm: &str) -> Vec<String> {
+    let (a, b) = (
+        at(&format!("{first} {hhmm}")),
+        at(&format!("{last} {hhmm}")),
+    );
+    let mut v = Vec::new();
+    let mut c = ZONE.civil(a);
+    while ZONE.instant(c) <= b {
+        v.push(name(ZONE.instant(c)));
+        c.day += 1;
+        c = ZONE.civil(ZONE.instant(c));
+    }
+    v
+}
+
+struct Case {
+    what: &'static str,
+    snapshots: Vec<String>,
+    policy: Policy,
+    now: &'static str,
+    keep: Vec<String>,
+}
+
+fn strings(v: &[&str]) -> Vec<String> {
+    v.iter().map(|s| s.to_string()).collect()
+}
+
+/// The twelve Sundays of the example: 2019-09-01 to 2019-11-17, 11:00.
+fn sundays() -> Vec<String> {
+    let first = at("2019-09-01 11:00");
+    (0..12)
+        .map(|w| name(first + (w * 7) as f64 * DAY))
+        .collect()
+}
+
+fn restic_cases() -> Vec<Case> {
+    let century = daily("1919-11-18", "2019-11-17", "11:00");
+    let mut century_keep = strings(&[
+        // --keep-daily 7: the last seven days.
+        "2019-11-11 11:00",
+        "2019-11-12 11:00",
+        "2019-11-13 11:00",
+        "2019-11-14 11:00",
+        "2019-11-15 11:00",
+        "2019-11-16 11:00",
+        "2019-11-17 11:00",
+        // --keep-weekly 5: four more Sundays ("the 7 dailies already include 1 weekly").
+        "2019-11-10 11:00",
+        "2019-11-03 11:00",
+        "2019-10-27 11:00",
+        "2019-10-20 11:00",
+        // --keep-monthly 12: eleven more month ends (November's newest is already kept).
+        "2019-10-31 11:00",
+        "2019-09-30 11:00",
+        "2019-08-31 11:00",
+        "2019-07-31 11:00",
+        "2019-06-30 11:00",
+        "2019-05-31 11:00",
+        "2019-04-30 11:00",
+        "2019-03-31 11:00",
+        "2019-02-28 11:00",
+        "2019-01-31 11:00",
+        "2018-12-31 11:00",
+    ]);
+    // --keep-yearly 75: 2019 to 1945; the newest of 2019 and of 2018 are already kept.
+    century_keep.extend((1945..=2017).map(|y| format!("{y}-12-31 11:00")));
+    vec![
+        Case {
+            what: "one backup every Sunday for 12 weeks; --keep-daily 4 keeps the last four",
+            snapshots: sundays(),
+            policy: Policy {
+                keep_daily: Some(4),
+                ..Policy::default()
+            },
+            now: "2019-11-18 09:00",
+            keep: strings(&[
+                "2019-10-27 11:00",
+                "2019-11-03 11:00",
+                "2019-11-10 11:00",
+                "2019-11-17 11:00",
+            ]),
+        },
+        Case {
+            what: "one backup a day for 100 years; --keep-daily 7 --keep-weekly 5 \
+                   --keep-monthly 12 --keep-yearly 75",
+            snapshots: century,
+            policy: Policy {
+                keep_daily: Some(7),
+                keep_weekly: Some(5),
+                keep_monthly: Some(12),
+                keep_yearly: Some(75),
+                ..Policy::default()
+            },
+            now: "2019-11-18 09:00",
+            keep: century_keep,
+        },
+        Case {
+            what: "--keep-within 2y5m7d3h: the two years, five months, seven days and three \
+                   hours before the latest snapshot (2017-06-10 08:00 here, not included)",
+            snapshots: [
+                daily("2016-01-01", "2019-11-17", "11:00"),
+                strings(&["2017-06-10 07:00", "2017-06-10 08:00", "2017-06-10 08:01"]),
+            ]
+            .concat(),
+            policy: Policy {
+                keep_within: Some(CalendarSpan {
+                    years: 2,
+                    months: 5,
+                    days: 7,
+                    hours: 3,
+                }),
+                ..Policy::default()
+            },
+            now: "2019-11-18 09:00",
+            keep: [
+                strings(&["2017-06-10 08:01"]),
+                daily("2017-06-10", "2019-11-17", "11:00"),
+            ]
+            .concat(),
+        },
+        Case {
+            what: "--keep-within 1m from March 31: \"February 31\" is March 3, as Go's AddDate",
+            snapshots: daily("2019-02-20", "2019-03-31", "11:00"),
+            policy: Policy {
+                keep_within: Some(CalendarSpan {
+                    months: 1,
+                    ..CalendarSpan::default()
+                }),
+                ..Policy::default()
+            },
+            now: "2019-04-01 00:00",
+            keep: daily("2019-03-04", "2019-03-31", "11:00"),
+        },
+        Case {
+            what: "duration options ignore snapshots in the future: the latest is the newest \
+                   past one, and the future one is not removed",
+            snapshots: [
+                daily("2019-11-01", "2019-11-17", "11:00"),
+                strings(&["2030-01-01 00:00"]),
+            ]
+            .concat(),
+            policy: Policy {
+                keep_within: Some(CalendarSpan {
+                    days: 7,
+                    ..CalendarSpan::default()
+                }),
+                ..Policy::default()
+            },
+            now: "2019-11-18 09:00",
+            keep: [
+                daily("2019-11-11", "2019-11-17", "11:00"),
+                strings(&["2030-01-01 00:00"]),
+            ]
+            .concat(),
+        },
+        Case {
+            what: "not enough days to keep one for each of --keep-daily 5: the oldest \
+                   snapshot is kept additionally",
+            snapshots: strings(&[
+                "2019-11-15 09:00",
+                "2019-11-15 18:00",
+                "2019-11-16 09:00",
+                "2019-11-16 18:00",
+                "2019-11-17 09:00",
+                "2019-11-17 18:00",
+            ]),
+            policy: Policy {
+                keep_daily: Some(5),
+                ..Policy::default()
+            },
+            now: "2019-11-18 09:00",
+            keep: strings(&[
+                "2019-11-15 09:00",
+                "2019-11-15 18:00",
+                "2019-11-16 18:00",
+                "2019-11-17 18:00",
+            ]),
+        },
+        Case {
+            what: "weeks are Monday 00:00 to Sunday 23:59",
+            snapshots: strings(&[
+                "2019-11-10 23:59",
+                "2019-11-11 00:00",
+                "2019-11-17 23:59",
+                "2019-11-18 00:00",
+            ]),
+            policy: Policy {
+                keep_weekly: Some(2),
+                ..Policy::default()
+            },
+            now: "2019-11-19 09:00",
+            keep: strings(&["2019-11-17 23:59", "2019-11-18 00:00"]),
+        },
+        Case {
+            what: "hours are :00 to :59, days 00:00 to 23:59, months and years by the \
+                   calendar; only periods with a snapshot count",
+            snapshots: strings(&[
+                "2017-06-01 12:00",
+                "2018-12-31 23:59",
+                "2019-01-01 00:00",
+                "2019-10-31 23:59",
+                "2019-11-01 00:00",
+                "2019-11-17 10:00",
+                "2019-11-17 10:59",
+                "2019-11-17 11:00",
+            ]),
+            policy: Policy {
+                keep_hourly: Some(2),
+                keep_monthly: Some(2),
+                keep_yearly: Some(3),
+                ..Policy::default()
+            },
+            now: "2019-11-18 09:00",
+            keep: strings(&[
+                // hourly: 11:00 and the newest of the 10 o'clock hour
+                "2019-11-17 11:00",
+                "2019-11-17 10:59",
+                // monthly: November's newest (above) and October's
+                "2019-10-31 23:59",
+                // yearly: 2019's newest (above), 2018's and 2017's
+                "2018-12-31 23:59",
+                "2017-06-01 12:00",
+            ]),
+        },
+        Case {
+            what: "each rule counts on its own and the results are ORed: --keep-last 2 \
+                   --keep-weekly 3 on daily snapshots",
+            snapshots: daily("2019-10-28", "2019-11-16", "11:00"),
+            policy: Policy {
+                keep_last: Some(2),
+                keep_weekly: Some(3),
+                ..Policy::default()
+            },
+            now: "2019-11-18 09:00",
+            keep: strings(&[
+                "2019-11-16 11:00",
+                "2019-11-15 11:00",
+                "2019-11-10 11:00",
+                "2019-11-03 11:00",
+            ]),
+        },
+    ]
+}
+
+#[test]
+fn keep_rules_decide_as_restic_on_its_documented_examples() {
+    for case in restic_cases() {
+        let entries: Vec<Candidate> = case
+            .snapshots
+            .iter()
+            .map(|s| Candidate {
+                name: s.clone(),
+                mtime: at(s),
+                allocated: Some(1),
+                dev: 1,
+            })
+            .collect();
+        for e in &entries {
+            assert_eq!(name(e.mtime), e.name, "the table's times round-trip");
+        }
+        let pol = Policy {
+            allow_empty: true,
+            ..case.policy
+        };
+        let p = plan(&entries, &pol, at(case.now), &HashMap::new()).unwrap();
+        let mut kept: Vec<String> = entries
+            .iter()
+            .zip(&p.decisions)
+            .filter(|(_, d)| !d.remove)
+            .map(|(e, _)| e.name.clone())
+            .collect();
+        kept.sort();
+        let mut want = case.keep.clone();
+        want.sort();
+        want.dedup();
+        assert_eq!(kept, want, "{}", case.what);
+        for (e, d) in entries.iter().zip(&p.decisions) {
+            let rule = if d.remove { "removed:" } else { "kept:" };
+            assert!(
+                d.reasons.iter().any(|r| r.starts_with(rule)),
+                "{}: {} {:?}",
+                case.what,
+                e.name,
+                d.reasons
+            );
+        }
+    }
+}
+
+#[test]
+fn the_oldest_kept_for_unused_counts_says_so() {
+    let entries: Vec<Candidate> = ["2019-11-16 09:00", "2019-11-16 18:00", "2019-11-17 18:00"]
+        .iter()
+        .map(|s| Candidate {
+            name: s.to_string(),
+            mtime: at(s),
+            allocated: Some(1),
+            dev: 1,
+        })
+        .collect();
+    let p = plan(
+        &entries,
+        &Policy {
+            keep_daily: Some(5),
+            ..Policy::default()
+        },
+        at("2019-11-18 00:00"),
+        &HashMap::new(),
+    )
+    .unwrap();
+    assert_eq!(
+        p.decisions[0].reasons,
+        ["kept: the oldest entry, as fewer than 5 days have one (--keep-daily 5)"]
+    );
+    assert_eq!(
+        p.decisions[1].reasons,
+        ["kept: newest of its day (--keep-daily 5)"]
+    );
+}
+
+#[test]
+fn keep_within_names_its_limit_in_local_time() {
+    let entries: Vec<Candidate> = ["2019-11-10 11:00", "2019-11-17 11:00"]
+        .iter()
+        .map(|s| Candidate {
+            name: s.to_string(),
+            mtime: at(s),
+            allocated: Some(1),
+            dev: 1,
+        })
+        .collect();
+    let p = plan(
+        &entries,
+        &Policy {
+            keep_within: Some(CalendarSpan {
+                days: 3,
+                hours: 2,
+                ..CalendarSpan::default()
+            }),
+            allow_empty: true,
+            ..Policy::default()
+        },
+        at("2019-11-18 00:00"),
+        &HashMap::new(),
+    )
+    .unwrap();
+    assert_eq!(
+        p.decisions[1].reasons,
+        ["kept: newer than 2019-11-14 09:00, 3d2h before the newest entry (--keep-within 3d2h)"]
+    );
+    assert!(p.decisions[0].remove);
 }
 
 fn arb_entries() -> impl Strategy<Value = Vec<Candidate>> {
@@ -210,9 +707,15 @@ fn arb_entries() -> impl Strategy<Value = Vec<Candidate>> {
 
 fn arb_policy() -> impl Strategy<Value = Policy> {
     (
-        prop::option::of(0usize..6),
-        prop::option::of(0usize..6),
-        prop::option::of(0usize..4),
+        (
+            prop::option::of(0usize..6),
+            prop::option::of(0usize..30),
+            prop::option::of(0usize..6),
+            prop::option::of(0usize..4),
+            prop::option::of(0usize..3),
+            prop::option::of(0usize..2),
+            prop::option::of((0i64..2, 0i64..3, 0i64..20, 0i64..48)),
+        ),
         prop::option::of(0.0f64..30.0),
         prop::option::of(prop_oneof![
             (0.0f64..100.0).prop_map(FreeTarget::Percent),
@@ -222,16 +725,27 @@ fn arb_policy() -> impl Strategy<Value = Policy> {
         any::<bool>(),
         any::<bool>(),
     )
-        .prop_map(|(kl, kd, kw, ot, kf, mt, by_name, allow_empty)| Policy {
-            keep_last: kl,
-            keep_daily: kd,
-            keep_weekly: kw,
-            older_than: ot.map(|d| d * DAY),
-            keep_free: kf,
-            max_total: mt,
-            sort: if by_name { SortBy::Name } else { SortBy::Mtime },
-            allow_empty,
-        })
+        .prop_map(
+            |((kl, kh, kd, kw, km, ky, kwi), ot, kf, mt, by_name, allow_empty)| Policy {
+                keep_last: kl,
+                keep_hourly: kh,
+                keep_daily: kd,
+                keep_weekly: kw,
+                keep_monthly: km,
+                keep_yearly: ky,
+                keep_within: kwi.map(|(years, months, days, hours)| CalendarSpan {
+                    years,
+                    months,
+                    days,
+                    hours,
+                }),
+                older_than: ot.map(|d| d * DAY),
+                keep_free: kf,
+                max_total: mt,
+                sort: if by_name { SortBy::Name } else { SortBy::Mtime },
+                allow_empty,
+            },
+        )
 }
 
 proptest! {
@@ -257,19 +771,30 @@ proptest! {
                 prop_assert!(!p.decisions[i].remove, "keep-last {} removed {}", n, e[i].name);
             }
         }
-        // keep-daily / weekly: the newest of each of the N newest buckets stays.
-        for (n, key) in [
-            (pol.keep_daily, &(|c: &Candidate| c.day.0 as i64 * 1000 + c.day.1 as i64) as &dyn Fn(&Candidate) -> i64),
-            (pol.keep_weekly, &|c: &Candidate| c.week),
-        ] {
-            let Some(n) = n else { continue };
+        // keep-hourly ... yearly: the newest of each of the N newest periods stays, and the
+        // oldest entry too when fewer than N periods have one.
+        for (period, n) in pol.periods() {
             let mut seen = Vec::new();
             for &i in &order {
-                let k = key(&e[i]);
+                let k = period.bucket(&ZONE.civil(e[i].mtime));
                 if !seen.contains(&k) {
                     if seen.len() == n { break; }
                     seen.push(k);
-                    prop_assert!(!p.decisions[i].remove, "bucket keeper {} removed", e[i].name);
+                    prop_assert!(!p.decisions[i].remove, "{:?} keeper {} removed", period, e[i].name);
+                }
+            }
+            if seen.len() < n {
+                let oldest = *order.last().unwrap();
+                prop_assert!(!p.decisions[oldest].remove, "oldest removed under {:?} {}", period, n);
+            }
+        }
+        // keep-within: everything newer than the newest minus the span stays.
+        if let Some(span) = pol.keep_within {
+            // None: every entry is in the future (not before NOW), and all are kept.
+            let cut = within_cutoff(&e, span, NOW, &ZONE).unwrap_or(f64::NEG_INFINITY);
+            for (i, c) in e.iter().enumerate() {
+                if c.mtime > cut {
+                    prop_assert!(!p.decisions[i].remove, "within {} removed {}", span, c.name);
                 }
             }
         }
