@@ -398,6 +398,9 @@ pub struct ReapArgs {
     /// `reap` asks its per-user passes for this)
     #[arg(long, hide = true)]
     pub retry_failed: bool,
+    /// Say on stderr what was freed, one line per entry (the service's passes: its journal)
+    #[arg(long, hide = true)]
+    pub log_stderr: bool,
     #[command(flatten)]
     pub pace: PaceArgs,
     /// Worker threads for trees [default: as `reclaim rm`]

@@ -44,6 +44,9 @@ pub struct TrashStatus {
     /// Entries whose size is not known (trees: counting would cost a walk).
     pub unknown_size: u64,
     pub reaper: Option<ReaperStatus>,
+    /// The last lines of the trash's `reaper.log` (what detached reapers freed or failed at).
+    #[serde(default)]
+    pub log_tail: Vec<String>,
     pub items: Vec<Item>,
     /// Entries beyond those listed in `items`.
     #[serde(default)]
@@ -154,7 +157,10 @@ fn of_trash(t: &Trash, count: bool) -> TrashStatus {
         .fold(0u64, u64::saturating_add);
     let unknown = items.iter().any(|i| i.allocated.is_none());
     let reaper = reaper_status(t, pending_bytes, unknown);
+    let log_tail = crate::trash::safefile::read_log_tail(&t.dir, crate::trash::LOG, t.uid, 3)
+        .unwrap_or_default();
     TrashStatus {
+        log_tail,
         trash: t.path.to_string_lossy().into_owned(),
         mount: t.mount.to_string_lossy().into_owned(),
         uid: t.uid,
@@ -316,6 +322,13 @@ impl Status {
             .collect();
         if busy.is_empty() {
             s.push_str("nothing pending: no trash holds entries");
+            // What the reapers did last, from each trash's log.
+            for t in self.trashes.iter().filter(|t| !t.log_tail.is_empty()) {
+                s.push_str(&format!("\n{} last logged:", quote(&t.trash)));
+                for l in &t.log_tail {
+                    s.push_str(&format!("\n  log: {l}"));
+                }
+            }
             return s;
         }
         let now = now_unix();
@@ -374,6 +387,9 @@ impl Status {
                     s.push_str("  no reaper running: `reclaim reap` frees it\n");
                 }
                 None => {}
+            }
+            for l in &t.log_tail {
+                s.push_str(&format!("  log: {l}\n"));
             }
             for i in &t.items {
                 let size = i.allocated.map_or_else(|| "?".into(), bytes);

@@ -90,6 +90,8 @@ pub enum Log {
     Quiet,
     /// The trash's `reaper.log` (a detached reaper).
     TrashFile,
+    /// stderr (the service's passes: the supervisor forwards it to the journal).
+    Stderr,
 }
 
 /// What a reaper run did (`reclaim reap --json`).
@@ -298,10 +300,28 @@ fn reap_trash(
                     sum.interrupted = true;
                     break;
                 }
+                let (bytes_before, files_before, started) = (
+                    sum.bytes_freed,
+                    files.files.load(Ordering::Relaxed) + files.dirs.load(Ordering::Relaxed),
+                    std::time::Instant::now(),
+                );
                 match reap_entry(trash, name, opts, &state, &files, sum, on_progress) {
-                    Step::Freed => {
+                    Step::Freed(path) => {
                         sum.entries_freed += 1;
                         progressed = true;
+                        let done_files = (files.files.load(Ordering::Relaxed)
+                            + files.dirs.load(Ordering::Relaxed))
+                        .saturating_sub(files_before);
+                        log(
+                            trash,
+                            opts.log,
+                            &freed_line(
+                                &path,
+                                done_files,
+                                sum.bytes_freed.saturating_sub(bytes_before),
+                                started.elapsed(),
+                            ),
+                        );
                     }
                     Step::Grace(until) => {
                         sum.next_grace_unix = min_opt(sum.next_grace_unix, Some(until));
@@ -370,14 +390,35 @@ fn reap_trash(
 
 /// Appends a line to the trash's log when this reaper keeps one.
 fn log(trash: &Trash, to: Log, line: &str) {
-    if to == Log::TrashFile {
-        let stamp = crate::trash::meta::utc_stamp(now_unix() as u64);
-        let _ = safefile::append_log(&trash.dir, LOG, trash.uid, &format!("{stamp}Z {line}"));
+    match to {
+        Log::TrashFile => {
+            let stamp = crate::trash::meta::utc_stamp(now_unix() as u64);
+            let _ = safefile::append_log(&trash.dir, LOG, trash.uid, &format!("{stamp}Z {line}"));
+        }
+        Log::Stderr => eprintln!("{}: {line}", quote(&trash.path)),
+        Log::Quiet => {}
     }
 }
 
+/// The log line of a freed entry: what, how much, how long, how fast.
+fn freed_line(path: &std::path::Path, files: u64, bytes: u64, took: Duration) -> String {
+    let secs = took.as_secs_f64();
+    let rate = if secs > 0.0 {
+        format!(", {}/s", crate::report::bytes((bytes as f64 / secs) as u64))
+    } else {
+        String::new()
+    };
+    format!(
+        "freed {}: {}, {} in {secs:.2} s{rate}",
+        quote(path),
+        crate::report::plural(files, "file", "files"),
+        crate::report::bytes(bytes),
+    )
+}
+
 enum Step {
-    Freed,
+    /// Freed (its original path, for the log).
+    Freed(PathBuf),
     /// In its grace window until then.
     Grace(f64),
     /// Failed before; not due for another attempt until then.
@@ -507,7 +548,7 @@ fn reap_entry(
     // is shrunk in place: the entry is private). All the trash owner's.
     let rest = clear_entry(trash, name, &entry, &pacing, opts, counters, sum, &shown);
     match rest {
-        Ok(true) => Step::Freed,
+        Ok(true) => Step::Freed(shown),
         Ok(false) => Step::Interrupted,
         Err(failures) => fail(&entry, failed.as_ref(), &failures),
     }
@@ -1062,6 +1103,8 @@ pub fn command(a: &ReapArgs) -> u8 {
         only: None,
         log: if a.detached {
             Log::TrashFile
+        } else if a.log_stderr {
+            Log::Stderr
         } else {
             Log::Quiet
         },

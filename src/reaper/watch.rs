@@ -179,6 +179,7 @@ fn reap_child(
         path.as_os_str().to_owned(),
         "--once".into(),
         "--json".into(),
+        "--log-stderr".into(),
     ];
     argv.extend(args.iter().cloned());
     let who = if asuser::needed(uid) {

@@ -100,6 +100,46 @@ fn reopen(path_fd: &OwnedFd, flags: OFlags) -> Result<OwnedFd, Bad> {
     .map_err(Bad::Os)
 }
 
+/// The last `lines` lines of the log `name` in `dir` (a regular file of `owner`, at most the
+/// log's cap), read from its last 4 KiB only; control characters are shown as `?`.
+pub fn read_log_tail(
+    dir: impl AsFd,
+    name: &CStr,
+    owner: u32,
+    lines: usize,
+) -> Result<Vec<String>, Bad> {
+    const TAIL: u64 = 4096;
+    let path_fd = checked_path(dir, name, owner, 2 << 20)?;
+    let fd = reopen(&path_fd, OFlags::RDONLY)?;
+    let size = rustix::fs::fstat(&fd).map_err(Bad::Os)?.st_size.max(0) as u64;
+    let start = size.saturating_sub(TAIL);
+    let mut buf = vec![0u8; (size - start) as usize];
+    let mut got = 0;
+    while got < buf.len() {
+        match rustix::io::pread(&fd, &mut buf[got..], start + got as u64) {
+            Ok(0) => break,
+            Ok(n) => got += n,
+            Err(Errno::INTR) => {}
+            Err(e) => return Err(Bad::Os(e)),
+        }
+    }
+    buf.truncate(got);
+    let text = String::from_utf8_lossy(&buf);
+    let mut all: Vec<&str> = text.lines().collect();
+    // A cut first line is not a line.
+    if start > 0 && !all.is_empty() {
+        all.remove(0);
+    }
+    Ok(all[all.len().saturating_sub(lines)..]
+        .iter()
+        .map(|l| {
+            l.chars()
+                .map(|c| if c.is_control() { '?' } else { c })
+                .collect()
+        })
+        .collect())
+}
+
 /// The contents of `name` in `dir`, if it is a regular file of `owner` of at most `MAX_BYTES`.
 pub fn read(dir: impl AsFd, name: &CStr, owner: u32) -> Result<Vec<u8>, Bad> {
     let path_fd = checked_path(dir, name, owner, MAX_BYTES)?;

@@ -337,6 +337,81 @@ fn background_starts_a_reaper_that_empties_the_trash() {
     );
     assert_same("vol", &rest, &snapshot_without_trash(&top));
     assert!(free_bytes(&top) + 64 * KIB >= free0, "space not back");
+    // One log line per freed entry (what, how much, how long), and status shows the last ones.
+    let log = fs::read_to_string(t.join("reaper.log")).unwrap_or_default();
+    for what in ["vol/f", "vol/tree"] {
+        assert!(
+            log.lines().any(|l| l.contains("freed '")
+                && l.contains(what)
+                && l.contains(" in ")
+                && l.contains(" s")),
+            "no line for {what} in reaper.log:\n{log}"
+        );
+    }
+    let out = run_ns(&s, &["status"]);
+    util::assert_success(&out);
+    assert!(
+        util::stdout_of(&out).contains("log: ") && util::stdout_of(&out).contains("freed '"),
+        "status shows no log lines:\n{}",
+        util::stdout_of(&out)
+    );
+}
+
+#[test]
+fn the_detached_reaper_is_reclaim_to_pgrep() {
+    let s = Scratch::new();
+    let Some(_vol) = vol(&s, "the_detached_reaper_is_reclaim_to_pgrep") else {
+        return;
+    };
+    let t = trash(&s);
+    s.file("vol/f", "x\n");
+    // A grace window keeps the detached reaper alive (waiting) for a while.
+    let out = s
+        .rm(&["--background", "--grace", "20s", "vol/f"])
+        .env_remove(NO_SPAWN)
+        .env("XDG_STATE_HOME", util::state_home(&s))
+        .output()
+        .unwrap();
+    util::assert_success(&out);
+    let deadline = std::time::Instant::now() + Duration::from_secs(20);
+    let pid = loop {
+        let out = run_ns(&s, &["status", "--json"]);
+        let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap_or_default();
+        if let Some(pid) = v["trashes"][0]["reaper"]["pid"].as_u64() {
+            break pid;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "no reaper in status: {}",
+            util::stdout_of(&out)
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    };
+    let comm = fs::read_to_string(format!("/proc/{pid}/comm")).unwrap_or_default();
+    assert_eq!(comm.trim(), "reclaim", "the reaper's process name");
+    let pgrep = std::process::Command::new("pgrep")
+        .args(["-x", "reclaim"])
+        .output()
+        .unwrap();
+    assert!(
+        String::from_utf8_lossy(&pgrep.stdout)
+            .lines()
+            .any(|l| l.trim() == pid.to_string()),
+        "pgrep -x reclaim does not list {pid}"
+    );
+    // Done with it: take the entry back and stop the waiting reaper (SIGTERM: it stops at a
+    // consistent point), so the volume can be unmounted.
+    let id = trash_entries(&t).pop().expect("the entry");
+    util::assert_success(&restore(&s, &[&id]));
+    let _ = rustix::process::kill_process(
+        rustix::process::Pid::from_raw(pid as i32).expect("a pid"),
+        rustix::process::Signal::TERM,
+    );
+    let gone = std::time::Instant::now() + Duration::from_secs(10);
+    while std::path::Path::new(&format!("/proc/{pid}")).exists() && std::time::Instant::now() < gone
+    {
+        std::thread::sleep(Duration::from_millis(50));
+    }
 }
 
 #[test]
