@@ -211,7 +211,7 @@ impl Hider {
                 }
                 if locked {
                     // Another reaper has the trash; it frees our entries too (oldest first).
-                    on_progress("(waiting for the running reaper)", 0, 0);
+                    on_progress("waiting for the running reaper, which frees these entries too");
                 }
                 if idle {
                     // Locked by another reaper, or an entry busy for a moment (a restore).

@@ -354,6 +354,47 @@ pub fn freeing(what: &str, freed: u64, total: u64) -> String {
     }
 }
 
+/// The progress line of a tree (or any entry) being freed: against its recorded size and
+/// file count when known (`status --count` and `prune` record them), with an ETA from the
+/// better known of the two fractions; otherwise what was freed so far.
+pub fn freeing_tree(
+    what: &str,
+    freed: u64,
+    total: u64,
+    files: u64,
+    total_files: u64,
+    secs: f64,
+) -> String {
+    let mut parts = Vec::new();
+    if total_files > 0 {
+        parts.push(format!(
+            "{} of {} files",
+            group(files.min(total_files)),
+            group(total_files)
+        ));
+    } else if files > 0 {
+        parts.push(plural(files, "file", "files"));
+    }
+    if total > 0 {
+        parts.push(format!("{} of {}", bytes(freed.min(total)), bytes(total)));
+    } else {
+        parts.push(format!("{} freed so far", bytes(freed)));
+    }
+    // The fraction done: files are the better measure for trees (directories' space comes
+    // back late), bytes for a file.
+    let done = if total_files > 0 {
+        Some(files as f64 / total_files as f64)
+    } else if total > 0 {
+        Some(freed as f64 / total as f64)
+    } else {
+        None
+    };
+    if let Some(f) = done.filter(|f| *f > 0.01 && *f < 1.0 && secs > 1.0) {
+        parts.push(format!("ETA {:.0} s", secs * (1.0 - f) / f));
+    }
+    format!("freeing {}: {}", quote(what), parts.join(", "))
+}
+
 /// The live progress line: a spinner with files removed, rate and elapsed time, redrawn from
 /// the counters by a ticker. Only on a terminal; hidden otherwise.
 pub struct Progress {
@@ -407,6 +448,23 @@ impl Progress {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn freeing_lines_have_totals_and_an_eta_when_known() {
+        use super::freeing_tree;
+        assert_eq!(
+            freeing_tree("t", 1 << 30, 4 << 30, 25_000, 100_000, 10.0),
+            "freeing 't': 25,000 of 100,000 files, 1.0 GiB of 4.0 GiB, ETA 30 s"
+        );
+        assert_eq!(
+            freeing_tree("t", 1 << 20, 0, 1, 0, 10.0),
+            "freeing 't': 1 file, 1.0 MiB freed so far"
+        );
+        assert_eq!(
+            freeing_tree("f", 3 << 30, 4 << 30, 0, 0, 3.0),
+            "freeing 'f': 3.0 GiB of 4.0 GiB, ETA 1 s"
+        );
+    }
+
     use super::*;
 
     #[test]

@@ -461,9 +461,9 @@ impl<'r> Run<'r> {
     fn wait(&mut self) {
         let req = self.req;
         let bar = self.progress.bar();
-        let on_progress = |what: &str, freed: u64, total: u64| {
+        let on_progress = |line: &str| {
             if let Some(bar) = &bar {
-                bar.set_message(crate::report::freeing(what, freed, total));
+                bar.set_message(line.to_string());
                 bar.tick();
             }
         };
@@ -714,9 +714,9 @@ fn resume_interrupted(
     );
     let started = Instant::now();
     let bar = progress.bar();
-    let on_progress = |what: &str, freed: u64, total: u64| {
+    let on_progress = |line: &str| {
         if let Some(bar) = &bar {
-            bar.set_message(crate::report::freeing(what, freed, total));
+            bar.set_message(line.to_string());
             bar.tick();
         }
     };

@@ -253,6 +253,17 @@ fn item(t: &Trash, name: &std::ffi::CStr, now: f64, count: bool) -> Option<Item>
         let shown = t.shown(name, Some(inner));
         let (bytes, n) = crate::remove::measure(&entry, inner, &shown);
         it.files = Some(n);
+        // A whole entry's size, learned once, is kept in its record: `reap` and `--wait`
+        // show progress against it. Only while nobody else holds the entry.
+        if let (Some(mut m), true) = (m.clone(), data.is_some()) {
+            if crate::locks::try_exclusive(&*entry).unwrap_or(false)
+                && (m.allocated, m.files) != (Some(bytes), Some(n))
+            {
+                m.allocated = Some(bytes);
+                m.files = Some(n);
+                let _ = m.rewrite(&entry);
+            }
+        }
         Some(bytes)
     } else {
         m.as_ref().and_then(|m| m.allocated)

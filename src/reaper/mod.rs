@@ -135,7 +135,8 @@ pub struct ReapSummary {
 }
 
 /// Progress callback for `--wait`: (original path, bytes freed so far, bytes to free).
-pub type OnProgress<'a> = &'a (dyn Fn(&str, u64, u64) + Sync);
+/// Shows one progress line (already worded: `report::freeing`, `report::freeing_tree`).
+pub type OnProgress<'a> = &'a (dyn Fn(&str) + Sync);
 
 /// Holds a trash's lock while alive.
 pub struct TrashLock(#[allow(dead_code)] OwnedFd);
@@ -271,8 +272,16 @@ fn reap_trash(
                 state.set(|st| st.files = files.files.load(Ordering::Relaxed));
                 let st = state.snapshot();
                 if let Some(e) = &st.entry {
-                    // Total unknown (0): trees are not counted before they are freed.
-                    on_progress(e, st.freed_bytes, 0);
+                    // Against the entry's recorded size when known (0: unknown; a tree is
+                    // measured only by `status --count` or `prune`).
+                    on_progress(&crate::report::freeing_tree(
+                        e,
+                        st.freed_bytes.saturating_sub(st.entry_freed_base),
+                        st.entry_bytes.unwrap_or(0),
+                        st.files.saturating_sub(st.entry_files_base),
+                        st.entry_files.unwrap_or(0),
+                        now_unix() - st.entry_started_unix,
+                    ));
                 }
                 // In slices, so a short run does not wait for a whole tick to end.
                 for _ in 0..10 {
@@ -516,10 +525,18 @@ fn reap_entry(
     }
     let shown_text = shown.to_string_lossy().into_owned();
     state.activate();
+    let (entry_bytes, entry_files) = meta
+        .as_ref()
+        .map_or((None, None), |m| (m.allocated, m.files));
     state.set(|st| {
         st.state = "freeing".into();
         st.entry = Some(shown_text.clone());
         st.next_due_unix = None;
+        st.entry_bytes = entry_bytes;
+        st.entry_files = entry_files;
+        st.entry_freed_base = st.freed_bytes;
+        st.entry_files_base = st.files;
+        st.entry_started_unix = now_unix();
     });
     let pacing = opts
         .pacing
@@ -630,7 +647,7 @@ fn free_reaping(
         }
         FileType::RegularFile => {
             let cb = |freed: u64, total: u64, _: Option<&crate::pace::Pacer>| {
-                on_progress(&shown_text, freed, total)
+                on_progress(&crate::report::freeing(&shown_text, freed, total))
             };
             let t = std::time::Instant::now();
             let o = shrink::remove_file(
@@ -1114,9 +1131,9 @@ pub fn command(a: &ReapArgs) -> u8 {
     };
     let progress = crate::report::Progress::start(!a.json && !a.detached);
     let bar = progress.bar();
-    let on_progress = |what: &str, freed: u64, total: u64| {
+    let on_progress = |line: &str| {
         if let Some(bar) = &bar {
-            bar.set_message(crate::report::freeing(what, freed, total));
+            bar.set_message(line.to_string());
             bar.tick();
         }
     };

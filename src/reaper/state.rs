@@ -36,6 +36,18 @@ pub struct ReaperState {
     /// When the earliest entry in its grace window becomes due.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub next_due_unix: Option<f64>,
+    /// The entry being freed: its size and files as recorded (when known), and `freed_bytes`
+    /// and `files` when it started, for its own progress and ETA.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub entry_bytes: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub entry_files: Option<u64>,
+    #[serde(default)]
+    pub entry_freed_base: u64,
+    #[serde(default)]
+    pub entry_files_base: u64,
+    #[serde(default)]
+    pub entry_started_unix: f64,
 }
 
 const RATE_WINDOW: Duration = Duration::from_secs(5);

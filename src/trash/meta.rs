@@ -86,6 +86,13 @@ impl Meta {
         safefile::write_new(entry, META, &text, sync)
     }
 
+    /// Replaces `meta.json` of an entry (a new file renamed over the old one): for what was
+    /// learned later, such as a tree's measured size.
+    pub fn rewrite(&self, entry: &OwnedFd) -> Result<(), Errno> {
+        let text = serde_json::to_vec_pretty(self).expect("meta serializes");
+        safefile::replace(entry, META, &text)
+    }
+
     /// Reads `meta.json` of an entry of a trash of `owner`. `Ok(None)`: missing, or a plain
     /// file that does not parse (a crash can leave it empty when the hide was not
     /// `--durable`): no record. `Err`: something that is not a record (a FIFO, a symlink, a

@@ -1715,6 +1715,11 @@ fn status_count_walks_pending_trees() {
     // small_tree: a, big, sub/c, sub/deeper/d, sub/link, sub/fifo (directories not counted).
     assert_eq!(counted["files"], 6, "{counted}");
     assert_eq!(counted["allocated"].as_u64(), Some(tree_bytes), "{counted}");
+    // Learned once, kept: the entry's record now has the size, so a plain status (and a
+    // reaper's progress) knows it without a walk.
+    let plain = item(&["status", "--json"]);
+    assert_eq!(plain["allocated"].as_u64(), Some(tree_bytes), "{plain}");
+    assert_eq!(plain["files"], 6, "{plain}");
     util::assert_success(&run_ns(&s, &["reap", "--trash", t.to_str().unwrap()]));
 }
 
