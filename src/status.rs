@@ -344,21 +344,33 @@ impl Status {
         }
         let now = now_unix();
         for t in busy {
-            let unknown = if t.unknown_size > 0 {
+            // What is known, and what is not (a tree is not walked unless --count).
+            let pending = if t.unknown_size == 0 {
                 format!(
-                    " (+{} trees of unknown size: `reclaim status --count` walks them)",
-                    t.unknown_size
+                    "{}, {} pending",
+                    crate::report::plural(t.pending_files, "file", "files"),
+                    bytes(t.pending_bytes)
+                )
+            } else if t.unknown_size == t.entries {
+                format!(
+                    "size unknown ({}: `reclaim status --count` walks {})",
+                    crate::report::plural(t.unknown_size, "tree", "trees"),
+                    if t.unknown_size == 1 { "it" } else { "them" }
                 )
             } else {
-                String::new()
+                format!(
+                    "at least {} in {} pending, and {} of unknown size \
+                     (`reclaim status --count` walks them)",
+                    bytes(t.pending_bytes),
+                    crate::report::plural(t.pending_files, "file", "files"),
+                    crate::report::plural(t.unknown_size, "tree", "trees"),
+                )
             };
             s.push_str(&format!(
-                "{} (file system at {}): {} entries, {} files, {} pending{unknown}\n",
+                "{} (file system at {}): {}, {pending}\n",
                 quote(&t.trash),
                 quote(&t.mount),
-                group(t.entries),
-                group(t.pending_files),
-                bytes(t.pending_bytes),
+                crate::report::plural(t.entries, "entry", "entries"),
             ));
             let stuck = t
                 .items
@@ -381,12 +393,12 @@ impl Status {
                         None => "ETA ?".into(),
                     };
                     s.push_str(&format!(
-                        "  reaper {} {}: {}/s, {} freed and {} files removed so far ({} files/s), {eta}{}\n",
+                        "  reaper {} {}: {}/s, {} freed and {} removed so far ({} files/s), {eta}{}\n",
                         r.pid,
                         r.state,
                         bytes(r.rate_bps as u64),
                         bytes(r.freed_bytes),
-                        group(r.files),
+                        crate::report::plural(r.files, "file", "files"),
                         group(r.files_per_s as u64),
                         r.entry
                             .as_ref()
