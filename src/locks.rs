@@ -2,7 +2,7 @@
 //! entry) and who holds a lock or lease, read from `/proc/locks` without touching the file
 //! (opening a leased file would break the lease).
 
-use std::os::fd::{AsFd, AsRawFd};
+use std::os::fd::AsFd;
 
 use rustix::io::Errno;
 
@@ -11,29 +11,19 @@ use crate::dirfd::Ident;
 /// `flock(fd, LOCK_EX | LOCK_NB)`: `Ok(true)` if taken, `Ok(false)` if someone else holds it.
 /// Released when the last fd of this open file description closes (also on `kill -9`).
 pub fn try_exclusive(fd: impl AsFd) -> Result<bool, Errno> {
-    // SAFETY: flock takes an fd and an int; it touches no memory of ours.
-    let rc = unsafe { libc::flock(fd.as_fd().as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) };
-    if rc == 0 {
-        return Ok(true);
-    }
-    match Errno::from_raw_os_error(std::io::Error::last_os_error().raw_os_error().unwrap_or(0)) {
-        Errno::WOULDBLOCK => Ok(false),
-        e => Err(e),
+    match rustix::fs::flock(fd, rustix::fs::FlockOperation::NonBlockingLockExclusive) {
+        Ok(()) => Ok(true),
+        Err(Errno::WOULDBLOCK) => Ok(false),
+        Err(e) => Err(e),
     }
 }
 
 /// `flock(fd, LOCK_EX)`, waiting for it.
 pub fn exclusive(fd: impl AsFd) -> Result<(), Errno> {
     loop {
-        // SAFETY: as above.
-        let rc = unsafe { libc::flock(fd.as_fd().as_raw_fd(), libc::LOCK_EX) };
-        if rc == 0 {
-            return Ok(());
-        }
-        let e =
-            Errno::from_raw_os_error(std::io::Error::last_os_error().raw_os_error().unwrap_or(0));
-        if e != Errno::INTR {
-            return Err(e);
+        match rustix::fs::flock(&fd, rustix::fs::FlockOperation::LockExclusive) {
+            Err(Errno::INTR) => {}
+            r => return r,
         }
     }
 }

@@ -43,7 +43,7 @@ use failure::FailedRecord;
 use state::StateFile;
 
 /// The latency budget when an entry does not say (as `reclaim rm`'s default).
-pub const DEFAULT_MAX_LATENCY: Duration = Duration::from_millis(20);
+pub use crate::pace::DEFAULT_MAX_LATENCY;
 
 /// When a reaper run stops.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
