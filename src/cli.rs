@@ -33,7 +33,8 @@ pub enum Command {
     /// Retention: remove the oldest entries of directories by rules (restic's --keep-last,
     /// --keep-daily, ..., --keep-within; older than; keep X free); always prints the plan first
     Prune(PruneArgs),
-    /// Where the files are: totals, size histogram, small-file hotspots, estimated removal time
+    /// Where the files are: totals, size histogram, the biggest directories and small-file
+    /// hotspots, estimated removal time
     Scan(ScanArgs),
     /// Time `rm -rf` against `reclaim rm -r` on a scratch workload on your own disk
     Bench(BenchArgs),
@@ -149,7 +150,13 @@ pub struct ScanArgs {
     /// Descend into other file systems mounted inside (default: stay on each PATH's file system)
     #[arg(long)]
     pub cross_mounts: bool,
-    /// Skip the removal-time estimate (it times a few thousand unlinks of scratch files)
+    /// Leave out entries whose name matches GLOB, or whose path relative to PATH does if GLOB
+    /// has a '/' (a trailing '/': directories only): neither counted nor descended into.
+    /// `*` and `?` never match a '/', `**` does. Repeatable
+    #[arg(long, value_name = "GLOB", value_parser = crate::scan::exclude::parse)]
+    pub exclude: Vec<crate::scan::exclude::Pattern>,
+    /// Skip the removal-time estimate (it times a few thousand unlinks of scratch files in a
+    /// private directory on the same file system, never inside the scanned tree)
     #[arg(long)]
     pub no_estimate: bool,
     /// Assume this kind of file system instead of the detected one (its worker count):

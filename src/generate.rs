@@ -134,7 +134,10 @@ fn extra_sections(sub: &str) -> Vec<(&'static str, Vec<String>)> {
         "prune" => vec![
             "reclaim prune --keep-last 7 --keep-free 20G --dry-run /backups".into(),
         ],
-        "scan" => vec!["reclaim scan /home    # where the files are, by count and size".into()],
+        "scan" => vec![
+            "reclaim scan /home    # where the bytes and the files are".into(),
+            "reclaim scan --top 20 --exclude node_modules --exclude 'build/*' ~/src".into(),
+        ],
         _ => vec![
             "reclaim rm -r DIR; reclaim status; reclaim scan DIR; reclaim bench --quick".into(),
         ],

@@ -219,6 +219,16 @@ pub trait Visitor: Sync + Sized {
     ) -> Next;
     /// Listing `node` failed part way.
     fn list_failed(&self, node: &Arc<Node<Self::Dir>>, e: Errno);
+    /// Whether to leave the subdirectory `name` of `node` out of the walk entirely (scan's
+    /// `--exclude`): it is then neither opened nor handed to the visitor again.
+    fn skip_subdir(
+        &self,
+        _w: &mut Self::Worker,
+        _node: &Arc<Node<Self::Dir>>,
+        _name: &CStr,
+    ) -> bool {
+        false
+    }
     /// `node` was listed: it holds `names` non-directory entries (before any batch is done).
     fn listed(&self, _w: &mut Self::Worker, _node: &Arc<Node<Self::Dir>>, _names: usize) {}
     /// `node` (or its parent, to reach it) could not be reopened.
@@ -556,7 +566,9 @@ impl<'a, V: Visitor> Walk<'a, V> {
         }
         // Subdirectories go to the queue first so other workers can start on them.
         for name in subdirs {
-            self.push_subdir(&node, name);
+            if !self.visitor.skip_subdir(w, &node, &name) {
+                self.push_subdir(&node, name);
+            }
         }
         let n = all.entries.len();
         self.visitor.listed(w, &node, n);

@@ -3,10 +3,13 @@
 //! directory, then time the engine's work on them: list, unlink, rmdir, in one directory and
 //! across workers), scaled by the tree's counts.
 //!
-//! It removes only names it created itself, inside a directory it created (mode 0700, checked
-//! to be its own after opening it without following symlinks), and it cleans up on every way
-//! out: errors and early returns (a guard), and Ctrl-C or `kill` (INT, TERM, HUP, QUIT wait
-//! until the cleanup is done). It never touches anything else.
+//! It never writes inside a scanned tree: the private directory is made only in a place on
+//! the PATH's mount that is neither a scanned PATH nor below one (`places`: `$TMPDIR`, the
+//! user's trash at the mount top, the mount top, a directory above the PATH); with none, there
+//! is no estimate. It removes only names it created itself, inside a directory it created
+//! (mode 0700, checked to be its own after opening it without following symlinks), and it
+//! cleans up on every way out: errors and early returns (a guard), and Ctrl-C or `kill` (INT,
+//! TERM, HUP, QUIT wait until the cleanup is done). It never touches anything else.
 
 use std::ffi::CString;
 use std::os::fd::{AsFd, OwnedFd};
@@ -18,8 +21,9 @@ use rustix::fs::{mkdirat, openat, statx, unlinkat, AtFlags, Mode, OFlags, StatxF
 use rustix::io::Errno;
 use serde::Serialize;
 
-use crate::dirfd::{self, DirBuf};
+use crate::dirfd::{self, DirBuf, Ident};
 use crate::error::errno_text;
+use crate::quote::quote;
 
 /// Empty files unlinked by one worker in one directory.
 const ONE_DIR_FILES: usize = 1000;
@@ -38,6 +42,8 @@ const MIN_DIRS: usize = 4;
 pub struct Calibration {
     /// The directory the private calibration directory was made in.
     pub path: String,
+    /// What that directory is (`temp-dir`, `trash`, `mount-top`, `above`).
+    pub place: Option<PlaceKind>,
     /// Workers, as `reclaim rm -r` would use on this file system.
     pub threads: usize,
     /// Empty files created and removed.
@@ -83,6 +89,228 @@ pub enum PrivateDirError {
     /// Every random name tried was taken.
     #[error("no free name")]
     NoFreeName,
+}
+
+/// What kind of place a calibration directory is made in.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum PlaceKind {
+    /// `$TMPDIR` (or `/tmp`).
+    TempDir,
+    /// The user's trash at the top of the PATH's mount (`<top>/.reclaim-<uid>`).
+    Trash,
+    /// The top of the PATH's mount.
+    MountTop,
+    /// A directory between the mount top and the PATH.
+    Above,
+}
+
+impl std::fmt::Display for PlaceKind {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            PlaceKind::TempDir => "$TMPDIR",
+            PlaceKind::Trash => "the trash",
+            PlaceKind::MountTop => "the mount top",
+            PlaceKind::Above => "the directory",
+        })
+    }
+}
+
+/// A directory to calibrate in: on the PATH's mount, writable, outside every scanned tree.
+#[derive(Debug)]
+pub struct Place {
+    pub kind: PlaceKind,
+    pub path: PathBuf,
+    /// Opened `O_PATH` (a base for `mkdirat`).
+    pub fd: OwnedFd,
+}
+
+/// A place looked at and not used (or where the calibration failed), and why.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{kind} {} {why}", quote(.path))]
+pub struct Passed {
+    pub kind: PlaceKind,
+    pub path: PathBuf,
+    pub why: PassedWhy,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum PassedWhy {
+    #[error("is on another file system")]
+    OtherFileSystem,
+    #[error("is on another mount of it")]
+    OtherMount,
+    #[error("is inside the scanned tree")]
+    Inside,
+    #[error("is not writable")]
+    NotWritable,
+    #[error("is not a private directory of this user")]
+    NotPrivate,
+    #[error("cannot be opened: {}", errno_text(*.0))]
+    Os(Errno),
+    #[error("failed: {0}")]
+    Failed(CalibrationError),
+}
+
+/// Where a calibration for the directory PATH open as `root` may run, best first, and the
+/// places passed over. `trees` are the device and inode of every directory PATH scanned: no
+/// place is one of them or below one (its `..` chain, up to `/`, meets none of them), and every
+/// place is on `root`'s mount, so the private directory made there is outside every scanned
+/// tree. A place that cannot be told to be outside is passed over.
+pub fn places(root: &OwnedFd, trees: &[Ident]) -> (Vec<Place>, Vec<Passed>) {
+    let mut found: Vec<Place> = Vec::new();
+    let mut passed = Vec::new();
+    let Ok(me) = dirfd::fstat(root) else {
+        return (found, passed);
+    };
+    let mut candidates = vec![(PlaceKind::TempDir, std::env::temp_dir())];
+    if let Some(mount) = crate::mounts::by_id(me.mnt_id) {
+        let top = mount.point;
+        let trash = top.join(format!("{}{}", crate::trash::PREFIX, crate::trash::uid()));
+        // Only an existing trash: a scan makes none.
+        if std::fs::symlink_metadata(&trash).is_ok() {
+            candidates.push((PlaceKind::Trash, trash));
+        }
+        candidates.push((PlaceKind::MountTop, top.clone()));
+        if let Some(below) = crate::mounts::fd_path(root)
+            .as_deref()
+            .and_then(|real| real.strip_prefix(&top).ok())
+        {
+            let mut at = top.clone();
+            let parts: Vec<_> = below.components().collect();
+            // Down to the PATH's parent: the PATH itself is a scanned tree.
+            for c in parts.iter().take(parts.len().saturating_sub(1)) {
+                at.push(c);
+                candidates.push((PlaceKind::Above, at.clone()));
+            }
+        }
+    }
+    let mut seen: Vec<Ident> = Vec::new();
+    for (kind, path) in candidates {
+        let pass = |why: PassedWhy| Passed {
+            kind,
+            path: path.clone(),
+            why,
+        };
+        let fd = match open_place(kind, &path) {
+            Ok(fd) => fd,
+            Err(why) => {
+                passed.push(pass(why));
+                continue;
+            }
+        };
+        let facts = match dirfd::fstat(&fd) {
+            Ok(f) => f,
+            Err(e) => {
+                passed.push(pass(PassedWhy::Os(e)));
+                continue;
+            }
+        };
+        if seen.contains(&facts.ident) {
+            continue;
+        }
+        seen.push(facts.ident);
+        let why = if facts.ident.dev != me.ident.dev {
+            Some(PassedWhy::OtherFileSystem)
+        } else if facts.mnt_id != me.mnt_id {
+            Some(PassedWhy::OtherMount)
+        } else if !outside(&fd, trees) {
+            Some(PassedWhy::Inside)
+        } else if rustix::fs::accessat(
+            &fd,
+            c".",
+            rustix::fs::Access::WRITE_OK | rustix::fs::Access::EXEC_OK,
+            AtFlags::EACCESS,
+        )
+        .is_err()
+        {
+            Some(PassedWhy::NotWritable)
+        } else {
+            None
+        };
+        match why {
+            // Directories above the PATH that this user may not write are the rule: no news.
+            Some(PassedWhy::NotWritable) if kind == PlaceKind::Above => {}
+            Some(why) => passed.push(pass(why)),
+            None => found.push(Place { kind, path, fd }),
+        }
+    }
+    (found, passed)
+}
+
+/// Opens a candidate place `O_PATH`; a trash must be a directory of this user, mode 0700,
+/// named without a symlink.
+fn open_place(kind: PlaceKind, path: &Path) -> Result<OwnedFd, PassedWhy> {
+    if kind != PlaceKind::Trash {
+        return dirfd::open_dir_path_only(path).map_err(PassedWhy::Os);
+    }
+    let (Some(top), Some(name)) = (path.parent(), path.file_name()) else {
+        return Err(PassedWhy::NotPrivate);
+    };
+    let top = dirfd::open_dir_path_only(top).map_err(PassedWhy::Os)?;
+    let name = CString::new(std::os::unix::ffi::OsStrExt::as_bytes(name))
+        .map_err(|_| PassedWhy::NotPrivate)?;
+    let fd = openat(
+        &top,
+        &name,
+        OFlags::PATH | OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::CLOEXEC,
+        Mode::empty(),
+    )
+    .map_err(|e| match e {
+        Errno::LOOP | Errno::NOTDIR => PassedWhy::NotPrivate,
+        e => PassedWhy::Os(e),
+    })?;
+    let st = statx(
+        &fd,
+        c"",
+        AtFlags::EMPTY_PATH,
+        StatxFlags::MODE | StatxFlags::UID,
+    )
+    .map_err(PassedWhy::Os)?;
+    if st.stx_uid != rustix::process::geteuid().as_raw() || u32::from(st.stx_mode) & 0o077 != 0 {
+        return Err(PassedWhy::NotPrivate);
+    }
+    Ok(fd)
+}
+
+/// Whether directory `fd` is none of `trees` and below none of them: its `..` chain (across
+/// mounts, up to `/`) meets none. Unknown (an error, a chain too long) counts as inside.
+fn outside(fd: &OwnedFd, trees: &[Ident]) -> bool {
+    let up = |d: &OwnedFd| {
+        openat(
+            d,
+            c"..",
+            OFlags::PATH | OFlags::DIRECTORY | OFlags::CLOEXEC,
+            Mode::empty(),
+        )
+    };
+    let Ok(mut cur) = openat(
+        fd,
+        c".",
+        OFlags::PATH | OFlags::DIRECTORY | OFlags::CLOEXEC,
+        Mode::empty(),
+    ) else {
+        return false;
+    };
+    let Ok(mut ident) = dirfd::fstat(&cur).map(|f| f.ident) else {
+        return false;
+    };
+    for _ in 0..4096 {
+        if trees.contains(&ident) {
+            return false;
+        }
+        let Ok(parent) = up(&cur) else {
+            return false;
+        };
+        let Ok(parent_ident) = dirfd::fstat(&parent).map(|f| f.ident) else {
+            return false;
+        };
+        if parent_ident == ident {
+            return true;
+        }
+        (cur, ident) = (parent, parent_ident);
+    }
+    false
 }
 
 /// What a removal of the scanned tree would do.
@@ -135,6 +363,7 @@ pub fn calibrate(
     })?;
     Ok(Calibration {
         path: shown.to_string_lossy().into_owned(),
+        place: None,
         threads,
         files,
         unlinks_per_s_one_dir: one,
@@ -462,6 +691,7 @@ mod tests {
     fn cal() -> Calibration {
         Calibration {
             path: "/tmp".into(),
+            place: Some(PlaceKind::TempDir),
             threads: 2,
             files: 4000,
             unlinks_per_s: 100_000.0,

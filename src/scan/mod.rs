@@ -5,9 +5,11 @@
 //! could not be read (each named on stderr), 2 usage (clap).
 //!
 //! A scan reads only. The one thing it writes is the estimate's private calibration directory
-//! (skipped with `--no-estimate`), and that removes only what it created.
+//! (skipped with `--no-estimate`): never inside a scanned tree, and it removes only what it
+//! created.
 
 pub mod estimate;
+pub mod exclude;
 pub mod histogram;
 pub mod report;
 pub mod tally;
@@ -25,11 +27,12 @@ use rustix::fs::{openat, Mode, OFlags, CWD};
 use rustix::io::Errno;
 
 use crate::cli::ScanArgs;
+use crate::dirfd::Ident;
 use crate::error::errno_text;
 use crate::quote::PathField;
-use report::{ErrorEntry, Estimate, Progress, RootEntry, ScanReport, TopEntry};
+use report::{ErrorEntry, Estimate, NotEstimated, Progress, RootEntry, ScanReport, TopEntry};
 use tally::Counts;
-use walk::{Kind, Live, ScanError, Start, Stat};
+use walk::{Kind, Live, ScanError, Start};
 
 /// `reclaim scan`; returns the exit code.
 pub fn command(a: &ScanArgs) -> u8 {
@@ -78,6 +81,7 @@ pub fn command(a: &ScanArgs) -> u8 {
         cross_mounts: a.cross_mounts,
         small: a.small,
         top: a.top,
+        exclude: exclude::Exclude::new(&a.exclude),
         fd_budget: crate::limits::fd_budget(256, nofile, threads),
     };
     let live = Live::default();
@@ -107,6 +111,8 @@ pub fn command(a: &ScanArgs) -> u8 {
         list.into_iter()
             .map(|d| TopEntry {
                 path: PathField::new(&d.path),
+                tree_allocated_bytes: d.tree_allocated,
+                tree_files: d.tree_files,
                 files: d.files,
                 small_files: d.small_files,
             })
@@ -117,6 +123,8 @@ pub fn command(a: &ScanArgs) -> u8 {
         totals,
         small_threshold: a.small,
         histogram: outcome.histogram.buckets(),
+        exclude: a.exclude.iter().map(|p| p.text.clone()).collect(),
+        top_by_allocated_bytes: top(outcome.top_bytes),
         top_by_files: top(outcome.top_files),
         top_by_small_files: top(outcome.top_small),
         roots: places
@@ -200,6 +208,12 @@ fn estimate_all(
         place: Option<(&'a OwnedFd, &'a Path)>,
         work: estimate::Work,
     }
+    // No calibration directory may be made in or below any of these.
+    let trees: Vec<Ident> = places
+        .iter()
+        .filter_map(|(_, fd, _)| fd.as_ref())
+        .filter_map(|fd| crate::dirfd::fstat(fd).ok().map(|f| f.ident))
+        .collect();
     let mut groups: Vec<Group> = Vec::new();
     for ((dev, fd, shown), c) in places.iter().zip(per_root) {
         let i = match groups.iter().position(|g| g.dev == *dev) {
@@ -222,7 +236,7 @@ fn estimate_all(
         g.work.dirs += c.dirs;
     }
     let mut seconds = 0.0;
-    let mut unavailable: Vec<String> = Vec::new();
+    let mut not_estimated: Vec<NotEstimated> = Vec::new();
     let mut calibrations = Vec::new();
     for Group { dev, place, work } in groups {
         if work == estimate::Work::default() {
@@ -232,65 +246,116 @@ fn estimate_all(
             // Only single files named on this file system: nothing worth calibrating.
             continue;
         };
+        let skip = |reason: &'static str, detail: String| NotEstimated {
+            path: PathField::new(shown),
+            reason,
+            detail,
+        };
         if estimate::read_only(fd) {
-            unavailable.push(format!(
-                "'{}' is on a read-only file system: `reclaim rm` could remove nothing there",
-                shown.display()
+            not_estimated.push(skip(
+                "read-only",
+                format!(
+                    "{} is on a read-only file system: `reclaim rm` could remove nothing there",
+                    crate::quote::quote(shown)
+                ),
             ));
             continue;
         }
-        match calibrate_near(fd, shown, dev, progress) {
+        match calibrate_near(fd, shown, dev, &trees, progress) {
             Ok(c) => {
                 seconds += estimate::seconds(&work, &c);
                 calibrations.push(c);
             }
-            Err(why) => unavailable.push(why.to_string()),
+            Err(why) => not_estimated.push(skip(why.reason(), why.to_string())),
         }
     }
     Estimate {
-        seconds: unavailable.is_empty().then_some(seconds),
-        unavailable: (!unavailable.is_empty()).then(|| unavailable.join("; ")),
+        seconds: not_estimated.is_empty().then_some(seconds),
+        unavailable: (!not_estimated.is_empty()).then(|| {
+            not_estimated
+                .iter()
+                .map(|n| n.detail.as_str())
+                .collect::<Vec<_>>()
+                .join("; ")
+        }),
+        not_estimated,
         calibrations,
     }
 }
 
-/// Calibrates in the temporary directory if it is on the same file system (so the scanned
-/// tree is not touched), else in the PATH itself.
+/// Calibrates for the directory PATH `root` (shown as `shown`, on device `dev`) in the first
+/// place outside every scanned tree (`trees`) where it works (`estimate::places`); never in
+/// the PATH or below it, nor in or below another PATH.
 fn calibrate_near(
     root: &OwnedFd,
     shown: &Path,
     dev: u64,
+    trees: &[Ident],
     progress: &Progress,
 ) -> Result<estimate::Calibration, Uncalibrated> {
     let threads = crate::remove::threads_for(root);
-    let mut why = Vec::new();
-    let tmp = std::env::temp_dir();
-    if let Ok(fd) = crate::dirfd::open_dir_path(&tmp) {
-        if walk::stat_fd(&fd).is_ok_and(|s: Stat| s.dev == dev) && !estimate::read_only(&fd) {
-            progress.message(&format!(
-                "calibrating the removal estimate in '{}'",
-                tmp.display()
-            ));
-            match estimate::calibrate(&fd, &tmp, dev, threads) {
-                Ok(c) => return Ok(c),
-                Err(e) => why.push(e),
+    let (found, mut passed) = estimate::places(root, trees);
+    let tried_any = !found.is_empty();
+    for place in found {
+        progress.message(&format!(
+            "calibrating the removal estimate in {}",
+            crate::quote::quote(&place.path)
+        ));
+        match estimate::calibrate(&place.fd, &place.path, dev, threads) {
+            Ok(mut c) => {
+                c.place = Some(place.kind);
+                return Ok(c);
             }
+            Err(e) => passed.push(estimate::Passed {
+                kind: place.kind,
+                path: place.path,
+                why: estimate::PassedWhy::Failed(e),
+            }),
         }
     }
-    progress.message(&format!(
-        "calibrating the removal estimate in '{}'",
-        shown.display()
-    ));
-    match estimate::calibrate(root, shown, dev, threads) {
-        Ok(c) => Ok(c),
-        Err(e) => {
-            why.push(e);
-            Err(Uncalibrated(why))
+    Err(Uncalibrated {
+        shown: shown.to_path_buf(),
+        tried_any,
+        passed,
+    })
+}
+
+/// Why no place near a PATH could be calibrated: no place outside the scanned trees on its
+/// file system (`tried_any` false), or the calibration failed in every one; what was passed
+/// over or failed, in order.
+#[derive(Debug)]
+struct Uncalibrated {
+    shown: PathBuf,
+    tried_any: bool,
+    passed: Vec<estimate::Passed>,
+}
+
+impl std::fmt::Display for Uncalibrated {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        if self.tried_any {
+            write!(f, "the calibration failed for ")?;
+        } else {
+            write!(
+                f,
+                "no place outside the scanned tree on the file system of "
+            )?;
         }
+        write!(f, "{}", crate::quote::quote(&self.shown))?;
+        if !self.passed.is_empty() {
+            let passed: Vec<String> = self.passed.iter().map(ToString::to_string).collect();
+            write!(f, " ({})", passed.join("; "))?;
+        }
+        Ok(())
     }
 }
 
-/// Why no place near a PATH could be calibrated: what went wrong at each place tried, in order.
-#[derive(Debug, thiserror::Error)]
-#[error("{}", .0.iter().map(ToString::to_string).collect::<Vec<_>>().join("; "))]
-struct Uncalibrated(Vec<estimate::CalibrationError>);
+impl Uncalibrated {
+    /// The `--json` reason code.
+    fn reason(&self) -> &'static str {
+        if self.tried_any {
+            "calibration-failed"
+        } else {
+            "no-place-outside-tree"
+        }
+    }
+}

@@ -16,6 +16,7 @@ use super::tally::Counts;
 use super::walk::Live;
 use crate::quote::PathField;
 use crate::report::{bytes, group};
+use crate::rm::plural;
 
 /// The whole result of one `reclaim scan`; `--json` prints exactly this.
 #[derive(Debug, Serialize)]
@@ -29,6 +30,10 @@ pub struct ScanReport {
     pub small_threshold: u64,
     /// Regular files by apparent size, each inode once; only non-empty buckets.
     pub histogram: Vec<Bucket>,
+    /// The `--exclude` globs, as given (how many entries they left out: `excluded`).
+    pub exclude: Vec<String>,
+    /// Directories with the most allocated bytes, themselves and all below them (as `du -x`).
+    pub top_by_allocated_bytes: Vec<TopEntry>,
     /// Directories with the most regular files directly inside.
     pub top_by_files: Vec<TopEntry>,
     /// Directories with the most small regular files directly inside.
@@ -47,11 +52,18 @@ pub struct ScanReport {
     pub profile: Option<crate::profile::Profile>,
 }
 
+/// One directory of a top list; every list has every number.
 #[derive(Debug, Serialize)]
 pub struct TopEntry {
     #[serde(flatten)]
     pub path: PathField,
+    /// Allocated bytes of the directory and everything counted below it (each inode once).
+    pub tree_allocated_bytes: u64,
+    /// Regular files (names) at any depth below it.
+    pub tree_files: u64,
+    /// Regular files (names) directly inside.
     pub files: u64,
+    /// Of those, smaller than `--small`.
     pub small_files: u64,
 }
 
@@ -77,10 +89,25 @@ pub struct ErrorEntry {
 pub struct Estimate {
     /// Seconds, warm cache; `null` when some file system could not be calibrated.
     pub seconds: Option<f64>,
-    /// Why there is no estimate (read-only file system, no writable directory, ...).
+    /// Why there is no estimate (read-only file system, no place outside the scanned tree,
+    /// ...): the `detail`s of `not_estimated`, joined.
     pub unavailable: Option<String>,
+    /// Each PATH whose file system was not calibrated, and why.
+    pub not_estimated: Vec<NotEstimated>,
     /// One per file system calibrated.
     pub calibrations: Vec<Calibration>,
+}
+
+/// A PATH (the first directory PATH of its file system) whose file system was not calibrated.
+#[derive(Debug, Serialize)]
+pub struct NotEstimated {
+    #[serde(flatten)]
+    pub path: PathField,
+    /// `read-only`, `no-place-outside-tree` (the calibration never writes inside a scanned
+    /// tree), `calibration-failed`.
+    pub reason: &'static str,
+    /// For people.
+    pub detail: String,
 }
 
 /// The live progress line: entries, directories, bytes, rate. Only on a terminal.
@@ -125,14 +152,14 @@ impl Progress {
             let secs = started.elapsed().as_secs_f64();
             let errors = live.errors.load(Ordering::Relaxed);
             bar.set_message(format!(
-                "scanning: {} files, {} dirs, {}, {}/s, {:.1} s{}",
-                group(names),
-                group(dirs),
+                "scanning: {}, {}, {}, {} entries/s, {}{}",
+                plural(names, "entry", "entries"),
+                plural(dirs, "directory", "directories"),
                 bytes(live.allocated.load(Ordering::Relaxed)),
                 group(((names + dirs) as f64 / secs.max(1e-3)) as u64),
-                secs,
+                duration(secs),
                 if errors > 0 {
-                    format!(", {} errors", group(errors))
+                    format!(", {}", plural(errors, "error", "errors"))
                 } else {
                     String::new()
                 }
@@ -174,16 +201,18 @@ fn percent(part: u64, whole: u64) -> String {
     }
 }
 
-/// One line of counts: `1,234 files, 56 directories, 7 symlinks, 0 other`.
+/// One line of counts: `1,234 files, 56 directories, 1 symlink, 0 other`.
 fn counts_line(c: &Counts) -> String {
     let mut s = format!(
-        "{} files, {} directories, {} symlinks, {} other",
-        group(c.files),
-        group(c.dirs),
-        group(c.symlinks),
+        "{}, {}, {}, {} other",
+        plural(c.files, "file", "files"),
+        plural(c.dirs, "directory", "directories"),
+        plural(c.symlinks, "symlink", "symlinks"),
         group(c.other)
     );
-    if c.hard_links > 0 {
+    if c.hard_links == 1 {
+        s.push_str(" (1 of the files is a further hard link, its bytes counted once)");
+    } else if c.hard_links > 1 {
         s.push_str(&format!(
             " ({} of the files are further hard links, their bytes counted once)",
             group(c.hard_links)
@@ -242,12 +271,25 @@ pub fn human(r: &ScanReport) -> String {
         group(t.small_files),
         percent(t.small_files, t.files)
     );
+    if !r.exclude.is_empty() {
+        let globs: Vec<String> = r
+            .exclude
+            .iter()
+            .map(|g| crate::quote::quote(std::path::Path::new(g)))
+            .collect();
+        let _ = writeln!(
+            out,
+            "  excluded (--exclude {}): {}, neither counted nor descended into",
+            globs.join(" "),
+            plural(t.excluded, "entry", "entries")
+        );
+    }
     let entries = t.names() + t.dirs;
     let _ = writeln!(
         out,
-        "  scanned in {} with {} threads ({} entries/s){}",
+        "  scanned in {} with {} ({} entries/s){}",
         duration(r.elapsed_s),
-        r.threads,
+        plural(r.threads as u64, "thread", "threads"),
         group((entries as f64 / r.elapsed_s.max(1e-6)) as u64),
         r.profile
             .as_ref()
@@ -260,9 +302,17 @@ pub fn human(r: &ScanReport) -> String {
     }
     top_table(
         &mut out,
+        "directories with the most allocated bytes (with everything below them, as du -x)",
+        ["allocated", "files"],
+        &r.top_by_allocated_bytes,
+        |e| [bytes(e.tree_allocated_bytes), group(e.tree_files)],
+    );
+    top_table(
+        &mut out,
         "directories with the most files (directly inside)",
+        ["files", "small"],
         &r.top_by_files,
-        false,
+        |e| [group(e.files), group(e.small_files)],
     );
     top_table(
         &mut out,
@@ -270,25 +320,33 @@ pub fn human(r: &ScanReport) -> String {
             "directories with the most small files (< {}, directly inside)",
             histogram::size(r.small_threshold)
         ),
+        ["small", "files"],
         &r.top_by_small_files,
-        true,
+        |e| [group(e.small_files), group(e.files)],
     );
 
     if !r.skipped_mounts.is_empty() {
+        let n = r.skipped_mounts.len() as u64;
         let _ = writeln!(
             out,
-            "\nnot entered: {} mount points of other file systems (--cross-mounts enters them)",
-            r.skipped_mounts.len()
+            "\nnot entered: {} (--cross-mounts enters them)",
+            plural(
+                n,
+                "mount point of another file system",
+                "mount points of other file systems"
+            )
         );
         for m in &r.skipped_mounts {
             let _ = writeln!(out, "  {}", shown(m));
         }
     }
     if !r.errors.is_empty() {
+        let n = r.errors.len() as u64;
         let _ = writeln!(
             out,
-            "\n{} paths could not be read (listed on stderr); the totals leave them out",
-            group(r.errors.len() as u64)
+            "\n{} (listed on stderr); the totals leave {}",
+            plural(n, "path could not be read", "paths could not be read"),
+            if n == 1 { "it out" } else { "them out" }
         );
     }
     if let Some(e) = &r.estimate {
@@ -314,12 +372,13 @@ fn estimate_line(e: &Estimate) -> String {
     for c in &e.calibrations {
         let _ = write!(
             s,
-            "\n  calibrated in '{}': {} empty files, {} unlinks/s with {} workers, {}/s in one \
+            "\n  calibrated in {}{}: {}, {} unlinks/s with {}, {} unlinks/s in one \
              directory, {} directories/s ({})",
-            shown(&c.path),
-            group(c.files),
+            crate::quote::quote(std::path::Path::new(&c.path)),
+            c.place.map(|p| format!(" ({p})")).unwrap_or_default(),
+            plural(c.files, "empty file", "empty files"),
             group(c.unlinks_per_s as u64),
-            c.threads,
+            plural(c.threads as u64, "worker", "workers"),
             group(c.unlinks_per_s_one_dir as u64),
             group(c.dirs_per_s as u64),
             duration(c.took_s)
@@ -366,30 +425,30 @@ fn histogram_table(out: &mut String, buckets: &[Bucket]) {
     }
 }
 
-fn top_table(out: &mut String, title: &str, list: &[TopEntry], small_first: bool) {
+/// A top list: two number columns (`head`), then the directory.
+fn top_table(
+    out: &mut String,
+    title: &str,
+    head: [&str; 2],
+    list: &[TopEntry],
+    cells: impl Fn(&TopEntry) -> [String; 2],
+) {
     if list.is_empty() {
         return;
     }
-    let (a, b) = if small_first {
-        ("small", "files")
-    } else {
-        ("files", "small")
+    let rows: Vec<[String; 2]> = list.iter().map(&cells).collect();
+    let width = |i: usize| {
+        rows.iter()
+            .map(|r| r[i].len())
+            .chain([head[i].len()])
+            .max()
+            .unwrap_or(0)
     };
-    let w = list
-        .iter()
-        .map(|e| group(e.files).len())
-        .max()
-        .unwrap_or(0)
-        .max(5);
+    let (w0, w1) = (width(0).max(5), width(1).max(5));
     let _ = writeln!(out, "\n{title}");
-    let _ = writeln!(out, "  {a:>w$}  {b:>w$}  directory");
-    for e in list {
-        let (x, y) = if small_first {
-            (e.small_files, e.files)
-        } else {
-            (e.files, e.small_files)
-        };
-        let _ = writeln!(out, "  {:>w$}  {:>w$}  {}", group(x), group(y), e.path);
+    let _ = writeln!(out, "  {:>w0$}  {:>w1$}  directory", head[0], head[1]);
+    for (e, [x, y]) in list.iter().zip(&rows) {
+        let _ = writeln!(out, "  {x:>w0$}  {y:>w1$}  {}", e.path);
     }
 }
 
@@ -423,8 +482,18 @@ mod tests {
                 apparent_bytes: 0,
                 allocated_bytes: 0,
             }],
+            exclude: vec!["*.o".into()],
+            top_by_allocated_bytes: vec![TopEntry {
+                path: PathField::new("t"),
+                tree_allocated_bytes: 8192,
+                tree_files: 1500,
+                files: 0,
+                small_files: 0,
+            }],
             top_by_files: vec![TopEntry {
                 path: PathField::new("t/a"),
+                tree_allocated_bytes: 4096,
+                tree_files: 1500,
                 files: 1500,
                 small_files: 1400,
             }],
@@ -434,6 +503,11 @@ mod tests {
             estimate: Some(Estimate {
                 seconds: None,
                 unavailable: Some("read-only file system".into()),
+                not_estimated: vec![NotEstimated {
+                    path: PathField::new("t"),
+                    reason: "read-only",
+                    detail: "read-only file system".into(),
+                }],
                 calibrations: vec![],
             }),
             elapsed_s: 0.5,
@@ -446,7 +520,19 @@ mod tests {
     fn human_report_reads_well() {
         let h = human(&sample());
         assert!(
-            h.starts_with("'t': 1,500 files, 3 directories, 1 symlinks, 0 other"),
+            h.starts_with(
+                "'t': 1,500 files, 3 directories, 1 symlink, 0 other (2 of the files are further \
+                 hard links"
+            ),
+            "{h}"
+        );
+        assert!(
+            h.contains("excluded (--exclude '*.o'): 0 entries, neither"),
+            "{h}"
+        );
+        assert!(h.contains("with 2 threads"), "{h}");
+        assert!(
+            h.contains("allocated  files  directory\n    8.0 KiB  1,500  't'\n"),
             "{h}"
         );
         assert!(
@@ -454,9 +540,59 @@ mod tests {
             "{h}"
         );
         assert!(h.contains("  1,500  1,400  't/a'\n"), "{h}");
-        assert!(h.contains("not entered: 1 mount points"), "{h}");
+        assert!(
+            h.contains("not entered: 1 mount point of another file system"),
+            "{h}"
+        );
         assert!(
             h.contains("removal estimate: none (read-only file system)"),
+            "{h}"
+        );
+    }
+
+    #[test]
+    fn one_of_a_kind_is_singular() {
+        let mut r = sample();
+        r.totals.hard_links = 1;
+        r.roots[0].counts = Counts {
+            files: 1,
+            dirs: 1,
+            hard_links: 1,
+            ..Counts::default()
+        };
+        r.threads = 1;
+        r.errors = vec![ErrorEntry {
+            path: PathField::new("t/x"),
+            op: "cannot stat".into(),
+            error: "Permission denied".into(),
+        }];
+        r.estimate = Some(Estimate {
+            seconds: Some(0.5),
+            unavailable: None,
+            not_estimated: vec![],
+            calibrations: vec![Calibration {
+                path: "/".into(),
+                place: Some(super::super::estimate::PlaceKind::MountTop),
+                threads: 1,
+                files: 1,
+                unlinks_per_s: 10.0,
+                unlinks_per_s_one_dir: 10.0,
+                dirs_per_s: 1.0,
+                took_s: 0.1,
+            }],
+        });
+        let h = human(&r);
+        assert!(h.starts_with("'t': 1 file, 1 directory, 0 symlinks"), "{h}");
+        assert!(h.contains("is a further hard link, its bytes"), "{h}");
+        assert!(h.contains("with 1 thread ("), "{h}");
+        assert!(
+            h.contains("1 path could not be read (listed on stderr); the totals leave it out"),
+            "{h}"
+        );
+        assert!(
+            h.contains(
+                "calibrated in '/' (the mount top): 1 empty file, 10 unlinks/s with 1 worker,"
+            ),
             "{h}"
         );
     }
@@ -468,6 +604,12 @@ mod tests {
         assert_eq!(v["roots"][0]["files"], 1500);
         assert!(v.get("big_dir_names").is_none());
         assert_eq!(v["estimate"]["seconds"], serde_json::Value::Null);
+        assert_eq!(v["estimate"]["not_estimated"][0]["reason"], "read-only");
+        assert_eq!(v["estimate"]["not_estimated"][0]["path"], "t");
+        assert_eq!(v["excluded"], 0);
+        assert_eq!(v["exclude"][0], "*.o");
+        assert_eq!(v["top_by_allocated_bytes"][0]["tree_allocated_bytes"], 8192);
+        assert_eq!(v["top_by_files"][0]["tree_files"], 1500);
     }
 
     #[test]

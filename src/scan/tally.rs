@@ -25,6 +25,9 @@ pub struct Counts {
     pub allocated_bytes: u64,
     /// `st_size` of every inode met, directories included, each inode once.
     pub apparent_bytes: u64,
+    /// Entries left out by `--exclude` (not counted, not descended into; what is inside an
+    /// excluded directory is not known).
+    pub excluded: u64,
     /// Non-directory names in directories of at least `BIG_DIR` entries (removal of those is
     /// bound by one directory's lock, not spread over workers).
     #[serde(skip)]
@@ -41,6 +44,7 @@ impl Counts {
         self.small_files += o.small_files;
         self.allocated_bytes += o.allocated_bytes;
         self.apparent_bytes += o.apparent_bytes;
+        self.excluded += o.excluded;
         self.big_dir_names += o.big_dir_names;
     }
 

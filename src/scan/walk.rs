@@ -1,7 +1,8 @@
 //! The work `reclaim scan` does on the shared dirfd walk (`walk.rs`): one `statx` per
-//! non-directory, and sums of what it meets (counts, histogram, top directories). It never
-//! follows a symlink, never leaves a PATH's mount unless told to, never writes, and never
-//! builds a path for a syscall (paths are only for messages).
+//! non-directory, and sums of what it meets (counts, histogram, top directories), leaving out
+//! what `--exclude` names. It never follows a symlink, never leaves a PATH's mount unless told
+//! to, never writes, and never builds a path for a syscall (paths are for messages and
+//! `--exclude` globs only).
 
 use std::collections::HashSet;
 use std::ffi::{CStr, CString};
@@ -13,6 +14,7 @@ use std::sync::{Arc, Mutex};
 use rustix::fs::{statx, AtFlags, FileType, StatxFlags};
 use rustix::io::Errno;
 
+use super::exclude::Exclude;
 use super::histogram::Histogram;
 use super::tally::{Counts, TopN};
 use crate::dirfd::{Facts, Ident};
@@ -99,6 +101,8 @@ pub struct Options {
     pub small: u64,
     /// Length of each top list.
     pub top: usize,
+    /// Entries left out (`--exclude`).
+    pub exclude: Exclude,
     /// Directory fds held at most (a few more, one per worker, may be in use for a moment).
     pub fd_budget: usize,
 }
@@ -153,6 +157,11 @@ pub struct TopDir {
     pub files: u64,
     /// Of which smaller than `--small`.
     pub small_files: u64,
+    /// Allocated bytes of the directory and everything below it that was counted (each inode
+    /// once, as `du -x`).
+    pub tree_allocated: u64,
+    /// Regular files (names) at any depth below it.
+    pub tree_files: u64,
 }
 
 /// Everything a walk found.
@@ -162,6 +171,7 @@ pub struct Outcome {
     pub per_root: Vec<Counts>,
     /// Regular files by apparent size, each inode once.
     pub histogram: Histogram,
+    pub top_bytes: Vec<TopDir>,
     pub top_files: Vec<TopDir>,
     pub top_small: Vec<TopDir>,
     pub errors: Vec<ScanError>,
@@ -228,6 +238,8 @@ pub fn scan(
                 path: d.path(),
                 files: d.data.files.load(Ordering::Relaxed),
                 small_files: d.data.small.load(Ordering::Relaxed),
+                tree_allocated: d.data.tree_allocated.load(Ordering::Relaxed),
+                tree_files: d.data.tree_files.load(Ordering::Relaxed),
             })
             .collect()
     };
@@ -238,6 +250,7 @@ pub fn scan(
     Outcome {
         per_root: first.per_root,
         histogram: first.histogram,
+        top_bytes: top(first.top_bytes),
         top_files: top(first.top_files),
         top_small: top(first.top_small),
         errors,
@@ -249,6 +262,7 @@ pub fn scan(
 pub struct Tally {
     per_root: Vec<Counts>,
     histogram: Histogram,
+    top_bytes: TopN<Arc<SNode>>,
     top_files: TopN<Arc<SNode>>,
     top_small: TopN<Arc<SNode>>,
 }
@@ -259,6 +273,7 @@ impl Tally {
             a.merge(b);
         }
         self.histogram.merge(&o.histogram);
+        self.top_bytes.merge(o.top_bytes);
         self.top_files.merge(o.top_files);
         self.top_small.merge(o.top_small);
     }
@@ -271,11 +286,22 @@ impl Tally {
     }
 }
 
-/// Per directory: regular files directly inside (names), and of those the small ones.
+/// Per directory: regular files directly inside (names), and of those the small ones; its
+/// subtree's allocated bytes and files (complete once it is finished: each child adds its own
+/// when it finishes).
 #[derive(Default)]
 pub struct DirCounts {
     files: AtomicU64,
     small: AtomicU64,
+    tree_allocated: AtomicU64,
+    tree_files: AtomicU64,
+}
+
+impl DirCounts {
+    fn add_tree(&self, allocated: u64, files: u64) {
+        self.tree_allocated.fetch_add(allocated, Ordering::Relaxed);
+        self.tree_files.fetch_add(files, Ordering::Relaxed);
+    }
 }
 
 type SNode = Node<DirCounts>;
@@ -354,6 +380,7 @@ impl Visitor for Scanner<'_> {
         Tally {
             per_root: vec![Counts::default(); self.roots],
             histogram: Histogram::default(),
+            top_bytes: TopN::new(self.opts.top),
             top_files: TopN::new(self.opts.top),
             top_small: TopN::new(self.opts.top),
         }
@@ -365,6 +392,7 @@ impl Visitor for Scanner<'_> {
 
     fn opened(&self, w: &mut Tally, node: &Arc<SNode>, facts: &Facts) {
         w.count_dir(node.root.index, facts.allocated, facts.size);
+        node.data.add_tree(facts.allocated, 0);
         self.live.dirs.fetch_add(1, Ordering::Relaxed);
         self.live
             .allocated
@@ -386,7 +414,10 @@ impl Visitor for Scanner<'_> {
             NotOpened::NotDir => match stat_at(parent, node.name()) {
                 Ok(st) if st.kind != Kind::Dir => {
                     if self.same_mount(root, &st) {
-                        self.count_entry(w, root.index, &st);
+                        let allocated = self.count_entry(w, root.index, &st);
+                        if let Some(p) = node.parent() {
+                            p.data.add_tree(allocated, u64::from(st.kind == Kind::File));
+                        }
                         self.live.names.fetch_add(1, Ordering::Relaxed);
                     } else {
                         self.skip_mount(path);
@@ -409,6 +440,10 @@ impl Visitor for Scanner<'_> {
                 }
                 Ok(st) => {
                     w.count_dir(root.index, st.allocated, st.size);
+                    // Never finished (not walked): its bytes reach its parent's sum here.
+                    if let Some(p) = node.parent() {
+                        p.data.add_tree(st.allocated, 0);
+                    }
                     self.live.dirs.fetch_add(1, Ordering::Relaxed);
                     self.fail(path, "cannot open directory", text(e));
                 }
@@ -417,6 +452,14 @@ impl Visitor for Scanner<'_> {
             },
         }
         Next::Done
+    }
+
+    fn skip_subdir(&self, w: &mut Tally, node: &Arc<SNode>, name: &CStr) -> bool {
+        let out = self.excluded(node, name, true);
+        if out {
+            w.per_root[node.root.index].excluded += 1;
+        }
+        out
     }
 
     fn list_failed(&self, node: &Arc<SNode>, e: Errno) {
@@ -449,11 +492,21 @@ impl Visitor for Scanner<'_> {
     ) -> Vec<CString> {
         let root = &node.root;
         let (mut files, mut small, mut count, mut allocated) = (0u64, 0u64, 0u64, 0u64);
-        let mut dirs = Vec::new();
+        let (mut excluded, mut dirs) = (0u64, Vec::new());
         for name in names.iter() {
+            if self.excluded(node, name, false) {
+                excluded += 1;
+                continue;
+            }
             match stat_at(fd, name) {
                 // A directory after all (DT_UNKNOWN, or swapped in since listed).
-                Ok(st) if st.kind == Kind::Dir => dirs.push(name.to_owned()),
+                Ok(st) if st.kind == Kind::Dir => {
+                    if self.excluded(node, name, true) {
+                        excluded += 1;
+                    } else {
+                        dirs.push(name.to_owned());
+                    }
+                }
                 // A file bind-mounted over a name of the tree.
                 Ok(st) if !self.same_mount(root, &st) => self.skip_mount(node.child_path(name)),
                 Ok(st) => {
@@ -472,19 +525,48 @@ impl Visitor for Scanner<'_> {
         }
         node.data.files.fetch_add(files, Ordering::Relaxed);
         node.data.small.fetch_add(small, Ordering::Relaxed);
+        node.data.add_tree(allocated, files);
+        w.per_root[root.index].excluded += excluded;
         self.live.names.fetch_add(count, Ordering::Relaxed);
         self.live.allocated.fetch_add(allocated, Ordering::Relaxed);
         dirs
     }
 
-    /// Ranks a finished directory in the top lists.
+    /// Ranks a finished directory in the top lists and adds its subtree to its parent's.
     fn finished(&self, w: &mut Tally, node: &Arc<SNode>, _walk: &Walk<'_, Self>) {
         let ino = node.ident().map_or(0, |i| i.ino);
         let files = node.data.files.load(Ordering::Relaxed);
         let small = node.data.small.load(Ordering::Relaxed);
+        let tree_allocated = node.data.tree_allocated.load(Ordering::Relaxed);
+        if let Some(p) = node.parent() {
+            p.data
+                .add_tree(tree_allocated, node.data.tree_files.load(Ordering::Relaxed));
+        }
+        w.top_bytes.offer(tree_allocated, ino, || node.clone());
         w.top_files.offer(files, ino, || node.clone());
         w.top_small.offer(small, ino, || node.clone());
     }
+}
+
+impl Scanner<'_> {
+    /// Whether `--exclude` leaves out entry `name` of `node` (`is_dir`: known to be a
+    /// directory).
+    fn excluded(&self, node: &SNode, name: &CStr, is_dir: bool) -> bool {
+        let ex = &self.opts.exclude;
+        !ex.is_empty() && ex.excludes(name.to_bytes(), || relative(node, name), is_dir)
+    }
+}
+
+/// The path of entry `name` of `node` relative to its PATH (`a/b/name`), for path globs.
+fn relative(node: &SNode, name: &CStr) -> Vec<u8> {
+    let mut names: Vec<&[u8]> = vec![name.to_bytes()];
+    let mut n = node;
+    while let Some(p) = n.parent() {
+        names.push(n.name().to_bytes());
+        n = p;
+    }
+    names.reverse();
+    names.join(&b'/')
 }
 
 fn text(e: Errno) -> String {

@@ -1,15 +1,17 @@
 //! `reclaim scan`: its counts agree with `find` and its bytes with `du` on random trees, the
-//! histogram and the top lists are right, mount points are skipped (and entered on request),
-//! symlinks are never followed, unreadable directories are reported without stopping the
-//! walk, deep trees need few fds, the estimate cleans up after itself and knows a read-only
-//! file system, and `--json` has its documented shape. A scan must change nothing: every test
-//! that scans checks the tree is as it was.
+//! histogram and the top lists (by bytes, files, small files) are right, `--exclude` leaves out
+//! what `find -prune` would, mount points are skipped (and entered on request), symlinks are
+//! never followed, unreadable directories are reported without stopping the walk, deep trees
+//! need few fds, the estimate cleans up after itself, never writes inside the scanned tree and
+//! knows a read-only file system, and `--json` has its documented shape. A scan must change
+//! nothing: every test that scans checks the tree is as it was.
 
+use std::collections::BTreeMap;
 use std::ffi::OsStr;
 use std::fs;
 use std::os::unix::ffi::OsStrExt;
-use std::os::unix::fs::PermissionsExt;
-use std::path::Path;
+use std::os::unix::fs::{MetadataExt, PermissionsExt};
+use std::path::{Path, PathBuf};
 use std::process::{Command as StdCommand, Output};
 
 use serde_json::Value;
@@ -154,6 +156,36 @@ fn random_tree(s: &Scratch, rel: &str, seed: u64, entries: usize) {
             }
         }
     }
+}
+
+/// Every entry under `root` (itself included) with its inode, mode, size, links, mtime and
+/// ctime: creating or removing anything inside a directory changes its mtime and ctime, so
+/// two equal maps mean nothing was written there, not even for a moment.
+fn metadata_snapshot(root: &Path) -> BTreeMap<PathBuf, [i64; 8]> {
+    fn go(root: &Path, p: &Path, out: &mut BTreeMap<PathBuf, [i64; 8]>) {
+        let m = fs::symlink_metadata(p).unwrap();
+        out.insert(
+            p.strip_prefix(root).unwrap().to_path_buf(),
+            [
+                m.ino() as i64,
+                i64::from(m.mode()),
+                m.size() as i64,
+                m.nlink() as i64,
+                m.mtime(),
+                m.mtime_nsec(),
+                m.ctime(),
+                m.ctime_nsec(),
+            ],
+        );
+        if m.is_dir() {
+            for e in fs::read_dir(p).unwrap() {
+                go(root, &e.unwrap().path(), out);
+            }
+        }
+    }
+    let mut out = BTreeMap::new();
+    go(root, root, &mut out);
+    out
 }
 
 /// Distinct inodes of regular files under `rel`, and their names.
@@ -354,6 +386,249 @@ fn top_lists_rank_directories_by_files_and_small_files() {
 }
 
 #[test]
+fn top_by_allocated_bytes_ranks_whole_subtrees_as_du() {
+    let s = Scratch::new();
+    let data = |kib: usize| vec![0x5a_u8; kib << 10];
+    s.file("t/video/film", data(2048));
+    for i in 0..4 {
+        s.file(format!("t/photos/2024/p{i}"), data(256));
+    }
+    for i in 0..2 {
+        s.file(format!("t/photos/2023/p{i}"), data(256));
+    }
+    for i in 0..100 {
+        s.file(format!("t/src/f{i}"), "x");
+    }
+    s.mkdir("t/empty");
+    let v = scan_ok(&s, "t", &["--top", "5"]);
+    let list = |k: &str| -> Vec<String> {
+        v[k].as_array()
+            .unwrap()
+            .iter()
+            .map(|e| e["path"].as_str().unwrap().to_string())
+            .collect()
+    };
+    assert_eq!(
+        list("top_by_allocated_bytes"),
+        ["t", "t/video", "t/photos", "t/photos/2024", "t/photos/2023"]
+    );
+    // Each is what `du -s -x` says of it, and counts the files below it as `find` does.
+    for e in v["top_by_allocated_bytes"].as_array().unwrap() {
+        let p = e["path"].as_str().unwrap();
+        assert_eq!(u(e, "tree_allocated_bytes"), du(&s, p, false), "{p}: {e}");
+        assert_eq!(
+            u(e, "tree_files"),
+            find_count(&s, p, &["-type", "f"]),
+            "{p}"
+        );
+    }
+    assert_eq!(
+        u(&v["top_by_allocated_bytes"][0], "tree_allocated_bytes"),
+        u(&v, "allocated_bytes")
+    );
+    assert_eq!(
+        list("top_by_files"),
+        ["t/src", "t/photos/2024", "t/photos/2023", "t/video"]
+    );
+    assert_eq!(list("top_by_small_files"), ["t/src"]);
+    // --top limits every list.
+    let v = scan_ok(&s, "t", &["--top", "2"]);
+    for k in [
+        "top_by_allocated_bytes",
+        "top_by_files",
+        "top_by_small_files",
+    ] {
+        assert!(v[k].as_array().unwrap().len() <= 2, "{k}: {v}");
+    }
+    assert_eq!(v["top_by_allocated_bytes"][1]["path"], "t/video");
+    // The human report shows the by-bytes list first.
+    let out = s
+        .cmd(&["scan", "--no-estimate", "--top", "2", "t"])
+        .output()
+        .unwrap();
+    util::assert_success(&out);
+    let text = util::stdout_of(&out);
+    let bytes_at = text
+        .find("directories with the most allocated bytes")
+        .expect(&text);
+    let files_at = text.find("directories with the most files").expect(&text);
+    assert!(bytes_at < files_at, "{text}");
+    assert!(text.contains("      1  't/video'\n"), "{text}");
+}
+
+/// `find REL -xdev` with `PRUNE` (an expression) pruned, printing one byte per entry that
+/// passes `tests`; with `tests` empty, one per pruned entry.
+fn find_pruned(s: &Scratch, rel: &str, prune: &[&str], tests: &[&str]) -> u64 {
+    let mut args = vec![rel, "-xdev", "("];
+    args.extend_from_slice(prune);
+    args.push(")");
+    if tests.is_empty() {
+        args.extend_from_slice(&["-prune", "-printf", "."]);
+    } else {
+        args.extend_from_slice(&["-prune", "-o"]);
+        args.extend_from_slice(tests);
+        args.extend_from_slice(&["-printf", "."]);
+    }
+    run_in(s, "find", &args).len() as u64
+}
+
+#[test]
+fn exclude_leaves_out_what_find_prunes_by_name_and_by_path() {
+    let s = Scratch::new();
+    s.make_outside("outside");
+    random_tree(&s, "t", 11, 600);
+    s.file("t/a.o", "o");
+    s.file("t/cache/x", "x");
+    s.file("t/sub/cache/y", "y");
+    s.file("t/sub/notdir/cache", "a file named cache, not excluded");
+    s.file("t/logs/old/a", "a");
+    s.file("t/logs/old/b", "b");
+    s.file("t/logs/new/old", "a file named old, not excluded");
+    s.file("t/build/obj/deep/z.o", "z");
+    s.file("t/build/keep", "k");
+    // Name globs (any depth), path globs (relative to PATH), a directory-only glob.
+    let ours = [
+        "--exclude",
+        "*.o",
+        "--exclude",
+        "cache/",
+        "--exclude",
+        "e1?",
+        "--exclude",
+        "logs/old",
+        "--exclude",
+        "build/obj",
+    ];
+    let theirs = [
+        "-name",
+        "*.o",
+        "-o",
+        "-type",
+        "d",
+        "-name",
+        "cache",
+        "-o",
+        "-name",
+        "e1?",
+        "-o",
+        "-path",
+        "t/logs/old",
+        "-o",
+        "-path",
+        "t/build/obj",
+    ];
+    let v = scan_ok(&s, "t", &ours);
+    for (k, tests) in [
+        ("files", &["-type", "f"][..]),
+        ("dirs", &["-type", "d"][..]),
+        ("symlinks", &["-type", "l"][..]),
+        (
+            "other",
+            &["!", "-type", "f", "!", "-type", "d", "!", "-type", "l"][..],
+        ),
+        ("excluded", &[][..]),
+    ] {
+        assert_eq!(u(&v, k), find_pruned(&s, "t", &theirs, tests), "{k}: {v}");
+    }
+    assert!(u(&v, "excluded") >= 8, "{v}");
+    assert_eq!(u(&v["roots"][0], "excluded"), u(&v, "excluded"));
+    assert_eq!(v["exclude"][0], "*.o");
+    // No excluded directory appears in a top list, nor anything below one.
+    for k in [
+        "top_by_allocated_bytes",
+        "top_by_files",
+        "top_by_small_files",
+    ] {
+        for e in v[k].as_array().unwrap() {
+            let p = e["path"].as_str().unwrap();
+            assert!(
+                !p.contains("cache") && !p.contains("logs/old") && !p.contains("build/obj"),
+                "{k}: {p}"
+            );
+        }
+    }
+    // Sizes leave them out too: the same as a scan of a copy without them.
+    let copy = s.path("copy");
+    let out = StdCommand::new("cp")
+        .args(["-a", "t"])
+        .arg(&copy)
+        .current_dir(s.root())
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", stderr_of(&out));
+    run_in(
+        &s,
+        "find",
+        &[
+            "copy",
+            "-depth",
+            "(",
+            "-name",
+            "*.o",
+            "-o",
+            "-type",
+            "d",
+            "-name",
+            "cache",
+            "-o",
+            "-name",
+            "e1?",
+            "-o",
+            "-path",
+            "copy/logs/old",
+            "-o",
+            "-path",
+            "copy/build/obj",
+            ")",
+            "-exec",
+            "rm",
+            "-rf",
+            "{}",
+            "+",
+        ],
+    );
+    let w = scan_ok(&s, "copy", &[]);
+    for k in [
+        "files",
+        "dirs",
+        "symlinks",
+        "other",
+        "small_files",
+        "hard_links",
+    ] {
+        assert_eq!(u(&v, k), u(&w, k), "{k}");
+    }
+    // (A copy may allocate differently: sizes only.)
+    let sizes = |v: &Value| -> Vec<(u64, u64, u64)> {
+        v["histogram"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|b| (u(b, "min"), u(b, "files"), u(b, "apparent_bytes")))
+            .collect()
+    };
+    assert_eq!(sizes(&v), sizes(&w));
+    // The human report says how many were left out.
+    let out = s
+        .cmd(&["scan", "--no-estimate", "--exclude", "*.o", "t"])
+        .output()
+        .unwrap();
+    util::assert_success(&out);
+    let text = util::stdout_of(&out);
+    let n = find_pruned(&s, "t", &["-name", "*.o"], &[]);
+    assert!(
+        text.contains(&format!(
+            "excluded (--exclude '*.o'): {n} {}, neither counted nor descended into",
+            if n == 1 { "entry" } else { "entries" }
+        )),
+        "{text}"
+    );
+    // A glob that cannot match anything is a usage error.
+    s.cmd(&["scan", "--exclude", "", "t"]).assert().code(2);
+    s.cmd(&["scan", "--exclude", "a[", "t"]).assert().code(2);
+}
+
+#[test]
 fn hard_links_are_counted_once() {
     let s = Scratch::new();
     s.file("t/a/data", vec![7u8; 100_000]);
@@ -395,7 +670,7 @@ fn mount_points_are_skipped_and_reported_unless_crossing() {
     assert_eq!(u(&v, "allocated_bytes"), du(&s, "t", false));
     let out = s.cmd(&["scan", "--no-estimate", "t"]).output().unwrap();
     util::assert_success(&out);
-    assert!(util::stdout_of(&out).contains("not entered: 1 mount points"));
+    assert!(util::stdout_of(&out).contains("not entered: 1 mount point of another file system"));
 
     let v = scan_ok(&s, "t", &["--cross-mounts"]);
     assert_eq!((u(&v, "files"), u(&v, "dirs")), (9, 4), "{v}");
@@ -713,37 +988,166 @@ fn estimate_calibrates_privately_and_leaves_nothing_behind() {
     assert!(util::stdout_of(&out).contains("`reclaim rm -r` would take about"));
 }
 
+/// `reclaim scan --json ARGS` with `TMPDIR=tmp`; expects exit 0.
+fn scan_with_tmpdir(s: &Scratch, tmp: &Path, args: &[&str]) -> (String, Value) {
+    let mut all = vec!["scan", "--json"];
+    all.extend_from_slice(args);
+    let out = s.cmd(&all).env("TMPDIR", tmp).output().unwrap();
+    util::assert_success(&out);
+    let v = json_object(&out.stdout);
+    let mut human = vec!["scan"];
+    human.extend_from_slice(args);
+    let out = s.cmd(&human).env("TMPDIR", tmp).output().unwrap();
+    util::assert_success(&out);
+    (util::stdout_of(&out), v)
+}
+
 #[test]
-fn estimate_in_the_tree_itself_when_tmp_is_elsewhere_and_none_when_read_only() {
-    if skip_unless_root("estimate_in_the_tree_itself_when_tmp_is_elsewhere_and_none_when_read_only")
-    {
+fn calibration_never_writes_inside_the_scanned_tree() {
+    let test = "calibration_never_writes_inside_the_scanned_tree";
+    if skip_unless_root(test) {
+        return;
+    }
+    let s = Scratch::new();
+    // The scanned file system (its top not writable by others), and TMPDIR on another one.
+    s.mkdir("vol");
+    s.mkdir("tmp");
+    let (Some(_vol), Some(_tmp)) = (
+        MountGuard::tmpfs_with(&s, "vol", "size=16m,mode=755"),
+        MountGuard::tmpfs(&s, "tmp"),
+    ) else {
+        return;
+    };
+    for i in 0..30 {
+        s.file(format!("vol/t/d{}/f{i}", i % 3), "x");
+    }
+    let vol = s.path("vol");
+    let tmp = s.path("tmp");
+    let unchanged = |what: &str, before: &BTreeMap<PathBuf, [i64; 8]>, root: &Path| {
+        assert_eq!(
+            before,
+            &metadata_snapshot(root),
+            "{what} changed (a name was made or removed in it)"
+        );
+    };
+
+    // TMPDIR elsewhere: the calibration runs at the top of the scanned file system, outside
+    // the tree, which stays byte for byte (and inode, mode, mtime, ctime) as it was.
+    let tree = metadata_snapshot(&s.path("vol/t"));
+    let contents = s.snapshot("vol/t");
+    let (text, v) = scan_with_tmpdir(&s, &tmp, &["vol/t"]);
+    let e = &v["estimate"];
+    assert!(e["seconds"].as_f64().is_some(), "{v}");
+    assert_eq!(e["calibrations"][0]["path"], vol.to_str().unwrap(), "{e}");
+    assert_eq!(e["calibrations"][0]["place"], "mount-top", "{e}");
+    assert!(text.contains("(the mount top)"), "{text}");
+    unchanged("vol/t", &tree, &s.path("vol/t"));
+    assert_same("vol/t", &contents, &s.snapshot("vol/t"));
+    let names = |p: &Path| -> Vec<String> {
+        let mut v: Vec<String> = fs::read_dir(p)
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .collect();
+        v.sort();
+        v
+    };
+    assert_eq!(names(&vol), ["t"], "calibration left something at the top");
+    assert!(names(&tmp).is_empty());
+
+    // The user's trash at the top, if there is one, is used before the top itself.
+    let trash = util::trash_dir(&vol);
+    fs::create_dir(&trash).unwrap();
+    fs::set_permissions(&trash, fs::Permissions::from_mode(0o700)).unwrap();
+    let (_, v) = scan_with_tmpdir(&s, &tmp, &["vol/t"]);
+    let c = &v["estimate"]["calibrations"][0];
+    assert_eq!(c["path"], trash.to_str().unwrap(), "{v}");
+    assert_eq!(c["place"], "trash", "{v}");
+    assert!(names(&trash).is_empty(), "calibration left something");
+    unchanged("vol/t", &tree, &s.path("vol/t"));
+
+    // The whole file system scanned: nowhere outside the tree to write, so no estimate, and
+    // the report says why; nothing in it changed.
+    let whole = metadata_snapshot(&vol);
+    let (text, v) = scan_with_tmpdir(&s, &tmp, &["vol"]);
+    let e = &v["estimate"];
+    assert!(e["seconds"].is_null(), "{v}");
+    assert!(e["calibrations"].as_array().unwrap().is_empty(), "{e}");
+    assert_eq!(e["not_estimated"][0]["path"], "vol", "{e}");
+    assert_eq!(
+        e["not_estimated"][0]["reason"], "no-place-outside-tree",
+        "{e}"
+    );
+    let why = e["unavailable"].as_str().unwrap();
+    assert!(why.contains("is inside the scanned tree"), "{why}");
+    assert!(
+        text.contains(
+            "removal estimate: none (no place outside the scanned tree on the file system of \
+             'vol'"
+        ),
+        "{text}"
+    );
+    unchanged("vol", &whole, &vol);
+
+    // Two PATHs: a place inside either is never used (the trash is inside 'vol').
+    let (_, v) = scan_with_tmpdir(&s, &tmp, &["vol/t", "vol"]);
+    assert!(v["estimate"]["seconds"].is_null(), "{v}");
+    unchanged("vol", &whole, &vol);
+
+    // TMPDIR inside the scanned tree is passed over for a place outside it.
+    fs::remove_dir(&trash).unwrap();
+    let inner = s.mkdir("vol/t/d0/tmp");
+    let tree = metadata_snapshot(&s.path("vol/t"));
+    let (_, v) = scan_with_tmpdir(&s, &inner, &["vol/t"]);
+    assert_eq!(
+        v["estimate"]["calibrations"][0]["path"],
+        vol.to_str().unwrap(),
+        "{v}"
+    );
+    unchanged("vol/t", &tree, &s.path("vol/t"));
+
+    // A user who may not write the top calibrates in a directory of theirs above the PATH.
+    fs::set_permissions(s.root(), fs::Permissions::from_mode(0o755)).unwrap();
+    let home = s.mkdir("vol/home");
+    for i in 0..10 {
+        s.file(format!("vol/home/t/f{i}"), "x");
+    }
+    let chown = StdCommand::new("chown")
+        .args(["-R", "65534:65534"])
+        .arg(&home)
+        .output()
+        .unwrap();
+    assert!(chown.status.success(), "{}", stderr_of(&chown));
+    let tree = metadata_snapshot(&s.path("vol/home/t"));
+    let out = StdCommand::new("setpriv")
+        .args(["--reuid=65534", "--regid=65534", "--clear-groups", "--"])
+        .arg(reclaim_bin())
+        .args(["scan", "--json", "vol/home/t"])
+        .current_dir(s.root())
+        .env("HOME", s.root())
+        .env("TMPDIR", &tmp)
+        .env("RECLAIM_CONFIG", "")
+        .env_remove("XDG_CONFIG_HOME")
+        .output();
+    if let Ok(out) = out.as_ref().map_err(|e| eprintln!("{test}: setpriv: {e}")) {
+        util::assert_success(out);
+        let v = json_object(&out.stdout);
+        let c = &v["estimate"]["calibrations"][0];
+        assert_eq!(c["path"], home.to_str().unwrap(), "{v}");
+        assert_eq!(c["place"], "above", "{v}");
+        assert_eq!(names(&home), ["t"]);
+        unchanged("vol/home/t", &tree, &s.path("vol/home/t"));
+    }
+}
+
+#[test]
+fn estimate_is_none_on_a_read_only_file_system() {
+    if skip_unless_root("estimate_is_none_on_a_read_only_file_system") {
         return;
     }
     let s = Scratch::new();
     for i in 0..30 {
         s.file(format!("t/d{}/f{i}", i % 3), "x");
     }
-    s.mkdir("tmpfs");
-    let Some(_m) = MountGuard::tmpfs(&s, "tmpfs") else {
-        return;
-    };
-    // TMPDIR on another file system: the calibration runs in the scanned directory.
-    let before = s.snapshot("t");
-    let (out, v) = {
-        let out = s
-            .cmd(&["scan", "--json", "t"])
-            .env("TMPDIR", s.path("tmpfs"))
-            .output()
-            .unwrap();
-        let v = json_object(&out.stdout);
-        (out, v)
-    };
-    util::assert_success(&out);
-    assert_eq!(v["estimate"]["calibrations"][0]["path"], "t", "{v}");
-    assert_same("t", &before, &s.snapshot("t"));
-    assert_eq!(fs::read_dir(s.path("tmpfs")).unwrap().count(), 0);
-
-    // A read-only mount: no estimate, and why.
     s.mkdir("ro");
     let Some(_ro) = MountGuard::bind(&s, "t", "ro", true) else {
         return;
@@ -751,6 +1155,7 @@ fn estimate_in_the_tree_itself_when_tmp_is_elsewhere_and_none_when_read_only() {
     let (out, v) = scan_json(&s, &["ro"]);
     util::assert_success(&out);
     assert!(v["estimate"]["seconds"].is_null(), "{v}");
+    assert_eq!(v["estimate"]["not_estimated"][0]["reason"], "read-only");
     let why = v["estimate"]["unavailable"].as_str().unwrap();
     assert!(why.contains("read-only"), "{why}");
     let out = s.cmd(&["scan", "ro"]).output().unwrap();
