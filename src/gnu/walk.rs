@@ -154,21 +154,7 @@ impl<'o, W: Write> Remover<'o, W> {
             dir: CWD,
             name: &name,
         };
-        let mut status = match dirfd::lstat_at(CWD, &name) {
-            Err(_) => self.leaf(at, &path, false, None),
-            Ok(f) if f.file_type == FileType::Directory => {
-                self.dev = f.ident.dev;
-                match self.pre(at, &path, &f, true) {
-                    Pre::Done(s) => s,
-                    Pre::Post { dnr } => self.post(at, &path, &f, true, dnr),
-                    Pre::Enter(frame) => {
-                        self.push(frame);
-                        Status::Ok
-                    }
-                }
-            }
-            Ok(_) => self.leaf(at, &path, false, None),
-        };
+        let mut status = self.visit(at, &path, true);
         if !self.frames.is_empty() {
             status.update(self.run());
         }
@@ -213,17 +199,28 @@ impl<'o, W: Write> Remover<'o, W> {
         if kind != FileType::Directory && kind != FileType::Unknown {
             return self.leaf(at, &path, false, None);
         }
-        match dirfd::lstat_at(dir, name) {
-            Err(_) => self.leaf(at, &path, false, None),
-            Ok(f) if f.file_type == FileType::Directory => match self.pre(at, &path, &f, false) {
-                Pre::Done(s) => s,
-                Pre::Post { dnr } => self.post(at, &path, &f, false, dnr),
-                Pre::Enter(frame) => {
-                    self.push(frame);
-                    Status::Ok
+        self.visit(at, &path, false)
+    }
+
+    /// An entry whose type is to be learned by `lstat` (fts' `fts_stat`): a directory gets
+    /// its first visit (and is entered, or visited again at once), anything else, or what
+    /// cannot be stated, is removed as a non-directory.
+    fn visit(&mut self, at: At<'_>, path: &[u8], top: bool) -> Status {
+        match dirfd::lstat_at(at.dir, at.name) {
+            Ok(f) if f.file_type == FileType::Directory => {
+                if top {
+                    self.dev = f.ident.dev;
                 }
-            },
-            Ok(_) => self.leaf(at, &path, false, None),
+                match self.pre(at, path, &f, top) {
+                    Pre::Done(s) => s,
+                    Pre::Post { dnr } => self.post(at, path, &f, top, dnr),
+                    Pre::Enter(frame) => {
+                        self.push(frame);
+                        Status::Ok
+                    }
+                }
+            }
+            Err(_) | Ok(_) => self.leaf(at, path, false, None),
         }
     }
 

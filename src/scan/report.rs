@@ -15,8 +15,8 @@ use super::histogram::{self, Bucket};
 use super::tally::Counts;
 use super::walk::Live;
 use crate::quote::PathField;
+use crate::report::plural;
 use crate::report::{bytes, group};
-use crate::rm::plural;
 
 /// The whole result of one `reclaim scan`; `--json` prints exactly this.
 #[derive(Debug, Serialize)]
