@@ -460,7 +460,9 @@ impl<'r> Run<'r> {
     /// terminal.
     fn wait(&mut self) {
         let req = self.req;
-        let bar = self.progress.bar();
+        // A bar of its own: the tree phase's ended (finished and cleared) before this.
+        let progress = Progress::start(req.progress && !req.json);
+        let bar = progress.bar();
         let on_progress = |line: &str| {
             if let Some(bar) = &bar {
                 bar.set_message(line.to_string());
@@ -472,6 +474,9 @@ impl<'r> Run<'r> {
             engine.threads = 0; // per file system, as for trees here
         }
         let reaped = self.hider.wait(&engine, &req.reaper_args, &on_progress);
+        if let Some(bar) = &bar {
+            bar.finish_and_clear();
+        }
         if reaped.interrupted || (crate::interrupt::stopping() && reaped.remaining > 0) {
             self.left.push(format!(
                 "{} left in the trash; {}",

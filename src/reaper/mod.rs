@@ -271,7 +271,7 @@ fn reap_trash(
             while !done.load(Ordering::Relaxed) {
                 state.set(|st| st.files = files.files.load(Ordering::Relaxed));
                 let st = state.snapshot();
-                if let Some(e) = &st.entry {
+                if let Some(e) = st.entry.as_ref().filter(|_| st.entry_tree) {
                     // Against the entry's recorded size when known (0: unknown; a tree is
                     // measured only by `status --count` or `prune`).
                     on_progress(&crate::report::freeing_tree(
@@ -528,6 +528,7 @@ fn reap_entry(
     let (entry_bytes, entry_files) = meta
         .as_ref()
         .map_or((None, None), |m| (m.allocated, m.files));
+    let entry_tree = meta.as_ref().map_or(true, |m| m.kind == "dir");
     state.set(|st| {
         st.state = "freeing".into();
         st.entry = Some(shown_text.clone());
@@ -537,6 +538,7 @@ fn reap_entry(
         st.entry_freed_base = st.freed_bytes;
         st.entry_files_base = st.files;
         st.entry_started_unix = now_unix();
+        st.entry_tree = entry_tree;
     });
     let pacing = opts
         .pacing
@@ -646,10 +648,17 @@ fn free_reaping(
             r
         }
         FileType::RegularFile => {
-            let cb = |freed: u64, total: u64, _: Option<&crate::pace::Pacer>| {
-                on_progress(&crate::report::freeing(&shown_text, freed, total))
-            };
             let t = std::time::Instant::now();
+            let cb = |freed: u64, total: u64, _: Option<&crate::pace::Pacer>| {
+                on_progress(&crate::report::freeing_tree(
+                    &shown_text,
+                    freed,
+                    total,
+                    0,
+                    0,
+                    t.elapsed().as_secs_f64(),
+                ))
+            };
             let o = shrink::remove_file(
                 entry,
                 REAPING,

@@ -48,6 +48,9 @@ pub struct ReaperState {
     pub entry_files_base: u64,
     #[serde(default)]
     pub entry_started_unix: f64,
+    /// The entry is a tree (a file's shrink reports its own progress).
+    #[serde(default)]
+    pub entry_tree: bool,
 }
 
 const RATE_WINDOW: Duration = Duration::from_secs(5);

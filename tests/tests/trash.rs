@@ -415,6 +415,59 @@ fn the_detached_reaper_is_reclaim_to_pgrep() {
 }
 
 #[test]
+fn wait_shows_progress_with_a_total_and_an_eta_on_a_terminal() {
+    let test = "wait_shows_progress_with_a_total_and_an_eta_on_a_terminal";
+    let s = Scratch::new();
+    if util::skip_unless_root(test) {
+        return;
+    }
+    s.mkdir("vol");
+    let Some(_vol) = MountGuard::tmpfs_with(&s, "vol", "size=256m") else {
+        eprintln!("{test}: skipped, cannot mount a tmpfs");
+        return;
+    };
+    let _settle = ReaperSettle { trash: trash(&s) };
+    s.file("vol/big", bytes(17, 128 * MIB as usize));
+    // A terminal of 120 columns (script(1) gives the pty; stty its size), paced so the bar
+    // gets drawn a few times.
+    let typescript = s.path("typescript");
+    let cmd = format!(
+        "stty cols 120 rows 40; '{}' rm --wait --rate 40M vol/big",
+        std::fs::canonicalize(util::reclaim_bin())
+            .unwrap()
+            .display()
+    );
+    let out = std::process::Command::new("script")
+        .args(["-qfec", &cmd])
+        .arg(&typescript)
+        .current_dir(s.root())
+        .env("TERM", "xterm")
+        .env("RECLAIM_CONFIG", "")
+        .env("RECLAIM_UNDER", s.root())
+        .env(NO_SPAWN, "1")
+        .env("XDG_STATE_HOME", util::state_home(&s))
+        .stdin(std::process::Stdio::null())
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{out:?}");
+    let seen = String::from_utf8_lossy(&fs::read(&typescript).unwrap()).into_owned();
+    let lines: Vec<&str> = seen.split(['\r', '\n']).collect();
+    assert!(
+        lines
+            .iter()
+            .any(|l| l.contains("freeing '") && l.contains(" of 128.0 MiB") && l.contains("ETA")),
+        "no progress line with a total and an ETA:\n{seen}"
+    );
+    assert!(
+        lines
+            .iter()
+            .any(|l| l.contains("removed 1 file and 0 directories")),
+        "no final line:\n{seen}"
+    );
+    assert!(!s.exists("vol/big"));
+}
+
+#[test]
 fn wait_returns_only_when_the_trash_entries_are_gone() {
     let s = Scratch::new();
     let Some(_vol) = vol(&s, "wait_returns_only_when_the_trash_entries_are_gone") else {
