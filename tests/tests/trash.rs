@@ -468,6 +468,57 @@ fn wait_shows_progress_with_a_total_and_an_eta_on_a_terminal() {
 }
 
 #[test]
+fn reap_shows_progress_with_a_total_and_an_eta_on_a_terminal() {
+    let test = "reap_shows_progress_with_a_total_and_an_eta_on_a_terminal";
+    let s = Scratch::new();
+    if util::skip_unless_root(test) {
+        return;
+    }
+    s.mkdir("vol");
+    let Some(_vol) = MountGuard::tmpfs_with(&s, "vol", "size=256m") else {
+        eprintln!("{test}: skipped, cannot mount a tmpfs");
+        return;
+    };
+    let _settle = ReaperSettle { trash: trash(&s) };
+    s.file("vol/big", bytes(18, 128 * MIB as usize));
+    // Hidden now (its pacing recorded in the entry), freed by `reap` on a terminal.
+    util::assert_success(&rm_ns(&s, &["--background", "--rate", "40M", "vol/big"]));
+    let typescript = s.path("typescript");
+    let cmd = format!(
+        "stty cols 120 rows 40; '{}' reap",
+        std::fs::canonicalize(util::reclaim_bin())
+            .unwrap()
+            .display()
+    );
+    let out = std::process::Command::new("script")
+        .args(["-qfec", &cmd])
+        .arg(&typescript)
+        .current_dir(s.root())
+        .env("TERM", "xterm")
+        .env("RECLAIM_CONFIG", "")
+        .env("RECLAIM_UNDER", s.root())
+        .env(NO_SPAWN, "1")
+        .env("XDG_STATE_HOME", util::state_home(&s))
+        .stdin(std::process::Stdio::null())
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{out:?}");
+    let seen = String::from_utf8_lossy(&fs::read(&typescript).unwrap()).into_owned();
+    let lines: Vec<&str> = seen.split(['\r', '\n']).collect();
+    assert!(
+        lines
+            .iter()
+            .any(|l| l.contains("freeing '") && l.contains(" of 128.0 MiB") && l.contains("ETA")),
+        "no progress line with a total and an ETA:\n{seen}"
+    );
+    assert!(
+        lines.iter().any(|l| l.contains("freed 1 entry")),
+        "no final line:\n{seen}"
+    );
+    assert_trash_empty(&trash(&s));
+}
+
+#[test]
 fn wait_returns_only_when_the_trash_entries_are_gone() {
     let s = Scratch::new();
     let Some(_vol) = vol(&s, "wait_returns_only_when_the_trash_entries_are_gone") else {
