@@ -4,7 +4,8 @@
 //! uid, stdin (answers to prompts typed on a pseudo-terminal) and environment (`LC_ALL=C`),
 //! and stdout, stderr, the exit code and the resulting tree must be identical.
 //!
-//! - `generated_scenarios_match_gnu_rm`: proptest scenarios (`GNU_RM_CASES`, default 400);
+//! - `generated_scenarios_match_gnu_rm`: proptest scenarios (`GNU_RM_CASES`, default 400;
+//!   from a fixed seed unless `GNU_RM_GEN_SEED` says another or `random`);
 //!   a difference is shrunk to a minimal one and printed as a shell reproduction with both
 //!   outputs side by side. `generated_scenarios_match_gnu_rm_thousands` (ignored) runs 5000.
 //! - `generated_scenarios_report`: `GNU_RM_REPORT_CASES` (default 500) scenarios from a fixed
@@ -431,7 +432,22 @@ fn run_generated(test: &str, cases: u32) {
         max_shrink_time: 45_000,
         ..Config::default()
     };
-    let mut runner = TestRunner::new(config);
+    // Reproducible by default (a CI run must not fail on a scenario nobody saw before it
+    // landed): `GNU_RM_GEN_SEED=N` picks another stream, `GNU_RM_GEN_SEED=random` explores.
+    let seed = match std::env::var("GNU_RM_GEN_SEED").ok().as_deref() {
+        Some("random") => None,
+        Some(v) => v.parse::<u64>().ok(),
+        None => Some(u64::from(cases)),
+    };
+    let mut runner = match seed {
+        None => TestRunner::new(config),
+        Some(seed) => {
+            eprintln!("{test}: seed {seed} (GNU_RM_GEN_SEED=random to explore)");
+            let mut bytes = [0u8; 32];
+            bytes[..8].copy_from_slice(&seed.to_le_bytes());
+            TestRunner::new_with_rng(config, TestRng::from_seed(RngAlgorithm::ChaCha, &bytes))
+        }
+    };
     let world = std::cell::RefCell::new(&mut world);
     let (ran, skipped) = (std::cell::Cell::new(0u32), std::cell::Cell::new(0u32));
     let result = runner.run(&scenario(caps), |sc| {
