@@ -77,10 +77,14 @@ pub struct Profile {
 /// and 2 ms, 1.1-1.5x faster than 32; on a real NFS server 64 and 32 were equal).
 pub const NETWORK_WORKERS: usize = 64;
 
-/// Idle probe latency (p90) from which a disk that says it is rotational is governed by
-/// default: a 7200 rpm disk's synchronous write takes a rotation or more; a virtual or
-/// solid-state disk that calls itself rotational (virtio does) answers far below this.
-pub const SLOW_DISK_P90: std::time::Duration = std::time::Duration::from_millis(3);
+/// Idle probe latency (the median of a few synchronous writes) from which a disk that says it
+/// is rotational is governed by default: a 7200 rpm disk's synchronous write takes a rotation
+/// or more, every time; a virtual or solid-state disk that calls itself rotational (virtio
+/// does) answers far below this. The median, not the p90: right after a `sync` of a freshly
+/// written tree, one or two writes of a fast disk wait on writeback, and a p90 of 3 ms made
+/// this VM's disk look slow, so a 100,000-file tree started with one worker and took 2.4x as
+/// long (bench --quick, 2026-11-23).
+pub const SLOW_DISK_P50: std::time::Duration = std::time::Duration::from_millis(3);
 
 /// `statfs` magic numbers (linux/magic.h and the file systems' own headers).
 mod magic {

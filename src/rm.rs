@@ -639,16 +639,21 @@ fn confirm_rotational(req: &Request, p: &mut Profile, first: &DirTarget) -> Vec<
         return Vec::new();
     }
     let idle = crate::pace::tree::idle_samples(&*first.base);
-    let p90 = crate::pace::pacer::percentile(&crate::pace::pacer::sorted(&idle), 90.0);
-    if p90.map_or(true, |d| d < crate::profile::SLOW_DISK_P90) {
+    let p50 = crate::pace::pacer::percentile(&crate::pace::pacer::sorted(&idle), 50.0);
+    if p50.map_or(true, |d| d < crate::profile::SLOW_DISK_P50) {
         p.governed = false;
-        p.note = Some(match p90 {
+        p.note = Some(match p50 {
             Some(d) => format!(
-                "says rotational but answers like an SSD (idle p90 {:.2} ms): not governed",
+                "says rotational but answers like an SSD (idle p50 {:.2} ms): not governed",
                 d.as_secs_f64() * 1e3
             ),
             None => "says rotational; no latency probe here: not governed".into(),
         });
+    } else if let Some(d) = p50 {
+        p.note = Some(format!(
+            "a slow disk (idle p50 {:.2} ms): governed, starting with one worker",
+            d.as_secs_f64() * 1e3
+        ));
     }
     idle
 }

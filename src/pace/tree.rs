@@ -36,7 +36,7 @@ pub fn idle_p90(dir: impl AsFd) -> Option<Duration> {
 /// it cannot be probed): the governor's baseline where they were taken anyway.
 pub fn idle_samples(dir: impl AsFd) -> Vec<Duration> {
     match Probe::start(&dir, Spacing::default()) {
-        Ok(probe) => super::pacer::baseline(&probe, crate::profile::SLOW_DISK_P90),
+        Ok(probe) => super::pacer::baseline(&probe, crate::profile::SLOW_DISK_P50),
         Err(_) => Vec::new(),
     }
 }

@@ -787,8 +787,8 @@ fn free_tree(
     };
     let slow_enough = profile.class != crate::profile::Class::Rotational
         || pacing.pace_trees
-        || crate::pace::pacer::percentile(&crate::pace::pacer::sorted(&idle), 90.0)
-            .is_some_and(|d| d >= crate::profile::SLOW_DISK_P90);
+        || crate::pace::pacer::percentile(&crate::pace::pacer::sorted(&idle), 50.0)
+            .is_some_and(|d| d >= crate::profile::SLOW_DISK_P50);
     let paced = (pacing.pace_trees || (profile.governed && slow_enough)) && !pacing.fast;
     let tree_files =
         (!pacing.fast).then(|| Arc::new(shrink::TreeFiles::new(to_pacing(pacing), true)));
