@@ -137,10 +137,7 @@ pub fn remove(program: &str, o: &args::Options) -> ExitCode {
     ));
     r.large = Some(large.clone());
     // --one-file-system keeps GNU's own walk: it looks at each mount point on its way.
-    if !o.verbose
-        && !o.one_file_system
-        && !Remover::<Box<dyn Write>>::may_prompt(o, r.stdin_tty(), r.superuser())
-    {
+    if !o.verbose && !o.one_file_system && !r.may_prompt() {
         r.fast = Some(Box::new(fast::remover(o, program, large)));
     }
     let mut status = Status::Ok;

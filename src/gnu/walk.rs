@@ -123,20 +123,12 @@ impl<'o, W: Write> Remover<'o, W> {
     }
 
     /// Whether any prompt could be shown (then order matters even without `-v`).
-    pub fn may_prompt(o: &Options, stdin_tty: bool, superuser: bool) -> bool {
-        match o.interactive {
+    pub fn may_prompt(&self) -> bool {
+        match self.o.interactive {
             Interactive::Never => false,
             Interactive::Always => true,
-            Interactive::Sometimes => stdin_tty && !o.ignore_missing && !superuser,
+            Interactive::Sometimes => self.stdin_tty && !self.o.ignore_missing && !self.superuser,
         }
-    }
-
-    pub fn stdin_tty(&self) -> bool {
-        self.stdin_tty
-    }
-
-    pub fn superuser(&self) -> bool {
-        self.superuser
     }
 
     pub fn into_output(self) -> W {
@@ -321,17 +313,7 @@ impl<'o, W: Write> Remover<'o, W> {
             }
             return Pre::Done(s);
         }
-        let fd = match openat(
-            at.dir,
-            at.name,
-            OFlags::RDONLY
-                | OFlags::DIRECTORY
-                | OFlags::NOFOLLOW
-                | OFlags::NONBLOCK
-                | OFlags::NOCTTY
-                | OFlags::CLOEXEC,
-            Mode::empty(),
-        ) {
+        let fd = match open_for_reading(at) {
             Ok(fd) => fd,
             Err(e) => return Pre::Post { dnr: Some(e) },
         };
@@ -787,9 +769,10 @@ fn nonexistent(e: Errno) -> bool {
     )
 }
 
-/// gnulib's `is_empty_dir`: opens it for reading and finds no entry.
-fn is_empty_dir(at: At<'_>) -> bool {
-    let Ok(fd) = openat(
+/// Opens a directory to read its entries as fts does (`O_NOFOLLOW`: a symlink in its place
+/// fails; `O_NONBLOCK`: a FIFO swapped in never blocks).
+fn open_for_reading(at: At<'_>) -> Result<OwnedFd, Errno> {
+    openat(
         at.dir,
         at.name,
         OFlags::RDONLY
@@ -799,7 +782,12 @@ fn is_empty_dir(at: At<'_>) -> bool {
             | OFlags::NOCTTY
             | OFlags::CLOEXEC,
         Mode::empty(),
-    ) else {
+    )
+}
+
+/// gnulib's `is_empty_dir`: opens it for reading and finds no entry.
+fn is_empty_dir(at: At<'_>) -> bool {
+    let Ok(fd) = open_for_reading(at) else {
         return false;
     };
     let mut buf = DirBuf::new(4096);
