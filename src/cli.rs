@@ -323,6 +323,10 @@ pub struct RmArgs {
     /// governor, stats): local-ssd, rotational, memory, network, fuse
     #[arg(long, value_name = "PROFILE", value_parser = parse_profile)]
     pub profile: Option<crate::profile::Class>,
+    /// Share the removal with the other ranks of the MPI job this runs in (`mpirun -np N
+    /// reclaim rm -r PATH`; detected without this flag). Needs a build with `--features mpi`
+    #[arg(long)]
+    pub mpi: bool,
     #[command(flatten)]
     pub mode: ModeArgs,
     /// With --background: keep the entries restorable this long before freeing them (e.g. 10m)

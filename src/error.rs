@@ -38,6 +38,9 @@ pub enum Reason {
     /// A grace window was asked for and cannot be kept: the target stays where it is.
     #[error("cannot keep it restorable: {0}; left in place")]
     GraceRefused(String),
+    /// A parallel job (MPI) could not do it: why, for every rank.
+    #[error("{0}")]
+    Job(String),
 }
 
 /// One failed path with its reason.

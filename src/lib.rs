@@ -27,6 +27,7 @@ pub mod rm;
 pub mod scan;
 pub mod shrink;
 pub mod space;
+pub mod spread;
 pub mod status;
 pub mod target;
 pub mod trash;

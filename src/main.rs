@@ -60,6 +60,21 @@ fn main() -> ExitCode {
             config.apply_rm(&mut a);
             let asked = prompting(&a, matches.subcommand_matches("rm"));
             a.force = asked.ignore_missing;
+            // Under mpirun: every rank joins the job before anything else is done.
+            let _job = match reclaim::spread::start(a.mpi) {
+                Ok(job) => job,
+                Err(e) => {
+                    eprintln!("reclaim rm: {e}");
+                    return ExitCode::from(2);
+                }
+            };
+            if _job.is_some() && (a.mode.background || a.mode.wait || asked.when != When::Never) {
+                eprintln!(
+                    "reclaim rm: under MPI the ranks remove in the foreground: -i, -I, --background and --wait do not apply\nTry 'reclaim rm --help' for more information."
+                );
+                return ExitCode::from(2);
+            }
+            let leads = reclaim::spread::leads();
             match asked.when {
                 When::Always => {
                     if a.mode.background || a.mode.wait || a.json || a.dry_run {
@@ -129,7 +144,7 @@ fn main() -> ExitCode {
                 dir: a.dir,
                 verbose: a.verbose,
                 json: a.json,
-                progress: std::io::stderr().is_terminal(),
+                progress: leads && std::io::stderr().is_terminal(),
                 threads_given: a.threads.is_some(),
                 iops: a.pace.iops,
                 pace_trees: a.pace.max_latency.is_some(),
@@ -146,7 +161,8 @@ fn main() -> ExitCode {
                 entry_pacing: reclaim::reaper::entry_pacing(&a.pace),
                 reaper_args: a.pace.to_args(),
                 known_sizes: Default::default(),
-                print_summary: true,
+                // Under MPI, rank 0 reports for all.
+                print_summary: leads,
                 profile: a.profile,
                 small_dir_stats: a.small_dir_stats.as_deref().map(|v| v == "on"),
                 preserve_all_root: a.preserve_root.as_deref() == Some("all"),

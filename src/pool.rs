@@ -44,6 +44,44 @@ impl<T> Queue<T> {
         }
     }
 
+    /// Keeps the workers waiting for tasks until `done` is called once more (work may come
+    /// from outside: another process of a shared walk).
+    pub fn hold(&self) {
+        self.outstanding.fetch_add(1, Ordering::SeqCst);
+    }
+
+    /// Tasks queued (not running).
+    pub fn len(&self) -> usize {
+        self.tasks.lock().expect("queue lock").len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// Takes queued tasks out, oldest first: of those `pick` accepts, as many as `how_many`
+    /// says for their number. Each must be marked `done` by the caller.
+    pub fn take_oldest(
+        &self,
+        pick: impl Fn(&T) -> bool,
+        how_many: impl FnOnce(usize) -> usize,
+    ) -> Vec<T> {
+        let mut tasks = self.tasks.lock().expect("queue lock");
+        let mut want = how_many(tasks.iter().filter(|t| pick(t)).count());
+        let mut taken = Vec::new();
+        let mut kept = Vec::with_capacity(tasks.len());
+        for t in tasks.drain(..) {
+            if want > 0 && pick(&t) {
+                taken.push(t);
+                want -= 1;
+            } else {
+                kept.push(t);
+            }
+        }
+        *tasks = kept;
+        taken
+    }
+
     /// Marks one popped task finished.
     pub fn done(&self) {
         if self.outstanding.fetch_sub(1, Ordering::SeqCst) == 1 {

@@ -172,6 +172,8 @@ pub struct DirTarget {
 pub struct Outcome {
     pub failures: Vec<Failure>,
     pub skipped_mounts: Vec<PathBuf>,
+    /// Under MPI, on rank 0: what each rank did.
+    pub ranks: Vec<crate::spread::Rank>,
 }
 
 /// Directories with at least this many entries are unlinked in inode order (as GNU fts does):
@@ -197,7 +199,49 @@ pub fn remove_trees(
         .enumerate()
         .map(|(i, t)| Root::new(i, t.base, t.name, t.display, t.ident))
         .collect();
-    let walk_opts = walk::Options {
+    walk::run(&remover, roots, &walk_options(opts));
+    remover.outcome.into_inner().expect("outcome lock")
+}
+
+/// Removes the trees together with other processes (the ranks of `spread`): as
+/// `remove_trees`, with `drive` running the exchange on the calling thread. `start`: this
+/// process begins with the trees (rank 0); the others receive work. Returns this process's
+/// failures and what `drive` returned.
+pub fn remove_trees_shared<R>(
+    targets: Vec<DirTarget>,
+    opts: &Options,
+    counters: &Counters,
+    sink: &dyn Sink,
+    start: bool,
+    drive: impl FnOnce(&dyn walk::Shared, &std::sync::mpsc::Receiver<walk::Event>) -> R,
+) -> (Outcome, R) {
+    let remover = Remover {
+        opts: opts.clone(),
+        counters,
+        sink,
+        outcome: Mutex::new(Outcome::default()),
+    };
+    let roots = targets
+        .into_iter()
+        .enumerate()
+        .map(|(i, t)| {
+            let root = Root::new(i, t.base, t.name, t.display, t.ident);
+            // Work below a root this process never opens is checked against its mount.
+            if let Ok(f) = dirfd::lstat_at(&*root.base, &root.name) {
+                root.set_mnt_id(f.mnt_id);
+            }
+            root
+        })
+        .collect();
+    let walk_opts = walk_options(opts);
+    // Batches of one big directory go to other ranks too: they are other clients, each with
+    // its own lock on the directory, where threads of one client would contend on one.
+    let (_, r) = walk::run_shared(&remover, roots, &walk_opts, start, true, drive);
+    (remover.outcome.into_inner().expect("outcome lock"), r)
+}
+
+fn walk_options(opts: &Options) -> walk::Options {
+    walk::Options {
         threads: opts.threads.max(1),
         batch_threads: opts.batch_threads,
         batch: opts.batch,
@@ -205,9 +249,7 @@ pub fn remove_trees(
         fd_budget: opts.fd_budget.max(2),
         cross_mounts: opts.cross_mounts,
         gate: opts.gate.clone(),
-    };
-    walk::run(&remover, roots, &walk_opts);
-    remover.outcome.into_inner().expect("outcome lock")
+    }
 }
 
 /// The removal's work on the walk.

@@ -42,6 +42,9 @@ pub struct Summary {
     /// The file system profile the trees were removed with.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub profile: Option<crate::profile::Profile>,
+    /// Under MPI: what each rank did.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub ranks: Vec<crate::spread::Rank>,
 }
 
 /// One large file freed by the shrinker.
@@ -143,6 +146,7 @@ impl Summary {
             fallback: Vec::new(),
             interrupted: None,
             profile: None,
+            ranks: Vec::new(),
         }
     }
 
@@ -203,6 +207,10 @@ impl Summary {
         if let Some(p) = &self.profile {
             s.push_str("\n  profile: ");
             s.push_str(&p.human());
+        }
+        if !self.ranks.is_empty() {
+            s.push_str("\n  ");
+            s.push_str(&crate::spread::ranks_line(&self.ranks));
         }
         if let Some(p) = self.pace.as_ref().filter(|p| p.windows > 0) {
             s.push_str("\n  governed: ");

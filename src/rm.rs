@@ -132,6 +132,8 @@ struct Trees {
     skipped_mounts: Vec<PathBuf>,
     pace: Option<crate::pace::PaceReport>,
     profile: Option<Profile>,
+    /// Under MPI: what each rank did.
+    ranks: Vec<crate::spread::Rank>,
 }
 
 impl<'r> Run<'r> {
@@ -178,6 +180,18 @@ impl<'r> Run<'r> {
                 break;
             }
             let resolved = self.resolver.resolve(path);
+            // Under MPI, rank 0 removes the single entries and reports the arguments; the
+            // other ranks take part in the trees only.
+            if !crate::spread::leads() {
+                if let Ok(t @ Target::Tree(_)) = resolved {
+                    if self.seen.insert(entry_key(&t)) {
+                        if let Target::Tree(tree) = t {
+                            trees.push(tree);
+                        }
+                    }
+                }
+                continue;
+            }
             // The same directory entry named twice (`rm -r t t`): gone by the second time, as
             // for GNU rm.
             if let Ok(t) = &resolved {
@@ -389,7 +403,10 @@ impl<'r> Run<'r> {
                 }
                 _ => None,
             };
-            let outcome = if trees.is_empty() {
+            let outcome = if let Some(job) = crate::spread::job() {
+                // Every rank, also without trees: the ranks agree on them first.
+                crate::spread::remove_trees(job, trees, &engine, counters, printer)
+            } else if trees.is_empty() {
                 remove::Outcome::default()
             } else if req.verbose {
                 // One argument after the other, so -v lists them in the order given.
@@ -419,6 +436,7 @@ impl<'r> Run<'r> {
             skipped_mounts: outcome.skipped_mounts,
             pace,
             profile,
+            ranks: outcome.ranks,
         }
     }
 
@@ -529,6 +547,7 @@ impl<'r> Run<'r> {
             fallback: std::mem::take(&mut self.fallback),
             interrupted: crate::interrupt::requested(),
             profile: trees.profile,
+            ranks: trees.ranks,
             ..summary
         };
         if req.print_summary {

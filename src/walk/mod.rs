@@ -12,6 +12,9 @@
 //! follows a symlink, never builds a path for a syscall (paths are for messages only), and
 //! stops at a consistent point when a stop signal arrives. How many workers may be at work at
 //! once can be changed while it runs (`Gate`), so a governor can steer concurrency.
+//!
+//! A walk can also be shared with walks in other processes (`share.rs`: ranks under MPI):
+//! queued directories are handed over by name chain and inode, and come back finished.
 
 use std::ffi::{CStr, CString, OsStr};
 use std::os::fd::OwnedFd;
@@ -26,6 +29,9 @@ use rustix::io::Errno;
 use crate::dirfd::{self, DirBuf, Facts, Ident};
 use crate::fdcache::FdCache;
 use crate::pool::{Queue, Slots};
+
+mod share;
+pub use share::{run_shared, Event, Handoff, Shared, Work};
 
 /// How a walk works.
 #[derive(Clone, Debug)]
@@ -62,6 +68,11 @@ impl Root {
         self.mnt_id.get().copied()
     }
 
+    /// Records the root's mount id (a walk that receives work below a root it never opened).
+    pub fn set_mnt_id(&self, mnt_id: u64) {
+        let _ = self.mnt_id.set(mnt_id);
+    }
+
     pub fn new(
         index: usize,
         base: Arc<OwnedFd>,
@@ -94,6 +105,8 @@ pub struct Node<D> {
     pending: AtomicUsize,
     /// Something below could not be done: the visitor should leave this one too.
     keep: AtomicBool,
+    /// Whether it belongs to this walk or stands for (or is) work of another one.
+    share: share::Role,
     pub data: D,
 }
 
@@ -246,6 +259,13 @@ pub trait Visitor: Sync + Sized {
     ) -> Vec<CString>;
     /// Every child of `node` is finished (remove: rmdir it unless kept; scan: rank it).
     fn finished(&self, w: &mut Self::Worker, node: &Arc<Node<Self::Dir>>, walk: &Walk<'_, Self>);
+    /// A shared walk: what `node`, finished here for another walk, adds to its parent there
+    /// (scan: the subtree's sums).
+    fn summary(&self, _node: &Arc<Node<Self::Dir>>) -> Vec<u8> {
+        Vec::new()
+    }
+    /// A shared walk: `node` was finished by another walk, which says `summary` about it.
+    fn absorb(&self, _w: &mut Self::Worker, _node: &Arc<Node<Self::Dir>>, _summary: &[u8]) {}
 }
 
 /// Non-directory entries of one directory, in one arena.
@@ -296,6 +316,8 @@ enum Task<D> {
     Dir(Arc<Node<D>>),
     /// Work on these entries of a directory.
     Batch(Arc<Node<D>>, Arc<Listing>, usize, usize),
+    /// Work handed to another walk came back finished.
+    Returned(share::Returned<D>),
 }
 
 /// How many workers may be at work at once; changed while a walk runs (a governor lowers it
@@ -351,31 +373,53 @@ pub struct Walk<'a, V: Visitor> {
     fds: FdCache<Node<V::Dir>>,
     seq: AtomicU64,
     batch_slots: Slots,
+    /// The roots, by index (work from another walk names its root by index).
+    roots: Vec<Arc<Root>>,
+    /// Set when the walk is shared with others.
+    sharing: Option<share::Sharing<V::Dir>>,
 }
 
 /// Walks every root with `opts.threads` workers; returns each worker's state.
 pub fn run<V: Visitor>(visitor: &V, roots: Vec<Root>, opts: &Options) -> Vec<V::Worker> {
-    let walk = Walk {
-        visitor,
-        opts: opts.clone(),
-        queue: Queue::default(),
-        fds: FdCache::new(opts.fd_budget.max(2)),
-        seq: AtomicU64::new(0),
-        batch_slots: Slots::new(opts.batch_threads.min(opts.threads).max(1)),
-    };
-    for r in roots {
-        let node = walk.new_node(None, Arc::new(r), CString::default());
+    let walk = Walk::new(visitor, roots, opts, None);
+    for r in &walk.roots {
+        let node = walk.new_node(None, r.clone(), CString::default());
         walk.queue.push(Task::Dir(node));
     }
-    std::thread::scope(|s| {
-        let workers: Vec<_> = (0..opts.threads.max(1))
-            .map(|_| s.spawn(|| walk.work()))
-            .collect();
-        workers
-            .into_iter()
-            .map(|w| w.join().expect("walk worker panicked"))
-            .collect()
-    })
+    walk.workers()
+}
+
+impl<'a, V: Visitor> Walk<'a, V> {
+    fn new(
+        visitor: &'a V,
+        roots: Vec<Root>,
+        opts: &Options,
+        sharing: Option<share::Sharing<V::Dir>>,
+    ) -> Self {
+        Walk {
+            visitor,
+            opts: opts.clone(),
+            queue: Queue::default(),
+            fds: FdCache::new(opts.fd_budget.max(2)),
+            seq: AtomicU64::new(0),
+            batch_slots: Slots::new(opts.batch_threads.min(opts.threads).max(1)),
+            roots: roots.into_iter().map(Arc::new).collect(),
+            sharing,
+        }
+    }
+
+    /// Runs the workers until the queue is done; returns each one's state.
+    fn workers(&self) -> Vec<V::Worker> {
+        std::thread::scope(|s| {
+            let workers: Vec<_> = (0..self.opts.threads.max(1))
+                .map(|_| s.spawn(|| self.work()))
+                .collect();
+            workers
+                .into_iter()
+                .map(|w| w.join().expect("walk worker panicked"))
+                .collect()
+        })
+    }
 }
 
 impl<'a, V: Visitor> Walk<'a, V> {
@@ -384,6 +428,16 @@ impl<'a, V: Visitor> Walk<'a, V> {
         parent: Option<Arc<Node<V::Dir>>>,
         root: Arc<Root>,
         name: CString,
+    ) -> Arc<Node<V::Dir>> {
+        self.node(parent, root, name, share::Role::Local)
+    }
+
+    fn node(
+        &self,
+        parent: Option<Arc<Node<V::Dir>>>,
+        root: Arc<Root>,
+        name: CString,
+        share: share::Role,
     ) -> Arc<Node<V::Dir>> {
         Arc::new(Node {
             depth: parent.as_ref().map_or(0, |p| p.depth + 1),
@@ -399,6 +453,7 @@ impl<'a, V: Visitor> Walk<'a, V> {
             fd: Mutex::new(None),
             pending: AtomicUsize::new(1),
             keep: AtomicBool::new(false),
+            share,
             data: self.visitor.dir_data(),
         })
     }
@@ -422,6 +477,7 @@ impl<'a, V: Visitor> Walk<'a, V> {
                         node.keep();
                         self.child_done(&mut w, node);
                     }
+                    Task::Returned(r) => self.returned(&mut w, r),
                 }
             } else {
                 match task {
@@ -435,6 +491,7 @@ impl<'a, V: Visitor> Walk<'a, V> {
                         drop(permit);
                         self.child_done(&mut w, node);
                     }
+                    Task::Returned(r) => self.returned(&mut w, r),
                 }
             }
             if let Some(g) = &self.opts.gate {
@@ -679,11 +736,16 @@ impl<'a, V: Visitor> Walk<'a, V> {
                     p.keep();
                 }
             }
+            if let share::Role::Imported(from) = &node.share {
+                // Work of another walk: finished here, reported there (its parent is theirs).
+                return self.finish_imported(w, &node, from, walked);
+            }
             if walked {
                 self.visitor.finished(w, &node, self);
             }
             self.fds.release(&node);
             let Some(parent) = node.parent.clone() else {
+                self.root_done(&node);
                 return;
             };
             drop(node);

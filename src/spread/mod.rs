@@ -1,0 +1,594 @@
+//! Scale-out: one removal (or scan) shared by the ranks of an MPI job, on any number of
+//! client machines. Every rank opens the trees itself and checks with rank 0 that it sees the
+//! same directories (inode by inode); rank 0 starts the walk, and idle ranks ask a random other
+//! rank for work, which hands over up to half of its queued directories (oldest, so the biggest
+//! subtrees, first). Work comes back to the rank that handed it over when it is finished, so a
+//! directory is removed by the rank that listed it, once all its children are gone, wherever
+//! they were removed; when rank 0's roots are finished, everything is. No rank holds a list of
+//! the tree, and there is no barrier per level. Rank 0 alone reports (progress, summary, JSON)
+//! with the counts and failures of every rank.
+//!
+//! The protocol runs over a `Transport` (MPI's point-to-point messages in `mpi.rs`, built with
+//! `--features mpi`; channels between threads in `local.rs`, for tests). It never blocks on a
+//! send: a rank that waited for another to receive could wait for a rank waiting for it.
+
+use std::sync::mpsc::Receiver;
+use std::sync::OnceLock;
+use std::time::{Duration, Instant};
+
+use crate::walk::{Event, Shared};
+
+pub mod local;
+#[cfg(feature = "mpi")]
+pub mod mpi;
+pub mod wire;
+
+use wire::{Counts, Msg};
+
+/// Messages between the ranks of one job.
+pub trait Transport: Send + Sync {
+    fn rank(&self) -> usize;
+    fn size(&self) -> usize;
+    /// Sends without waiting for the receiver.
+    fn send(&self, to: usize, bytes: Vec<u8>);
+    /// A message that arrived, if any.
+    fn try_recv(&self) -> Option<(usize, Vec<u8>)>;
+    /// Waits until every message sent has left (before the job ends).
+    fn flush(&self);
+    /// The host this rank runs on (for messages).
+    fn host(&self) -> String {
+        rustix::system::uname()
+            .nodename()
+            .to_string_lossy()
+            .into_owned()
+    }
+}
+
+static JOB: OnceLock<Box<dyn Transport>> = OnceLock::new();
+
+/// The MPI job this process is a rank of (more than one rank), once `join` found one.
+pub fn job() -> Option<&'static dyn Transport> {
+    JOB.get().map(|t| &**t).filter(|t| t.size() > 1)
+}
+
+/// Registers the job's transport (once, before any command runs).
+pub fn set_job(t: Box<dyn Transport>) {
+    let _ = JOB.set(t);
+}
+
+/// Whether the environment says this process was started as a rank of a parallel job with
+/// more than one rank (Open MPI, MPICH/Hydra, Slurm's PMI), and with how many.
+pub fn launched_ranks() -> Option<usize> {
+    [
+        "OMPI_COMM_WORLD_SIZE",
+        "PMI_SIZE",
+        "PMIX_SIZE",
+        "MPI_LOCALNRANKS",
+    ]
+    .iter()
+    .find_map(|v| std::env::var(v).ok()?.parse::<usize>().ok())
+}
+
+/// Whether this build can join an MPI job.
+pub const AVAILABLE: bool = cfg!(feature = "mpi");
+
+/// Joins the MPI job this process was started in (or `asked`: `--mpi`); `None` when there is
+/// none. The value returned keeps MPI initialized: drop it at the end, after the command.
+pub fn start(asked: bool) -> Result<Option<Box<dyn std::any::Any>>, String> {
+    let ranks = launched_ranks();
+    if !asked && !ranks.is_some_and(|n| n > 1) {
+        return Ok(None);
+    }
+    #[cfg(feature = "mpi")]
+    {
+        mpi::join().map(|g| Some(Box::new(g) as Box<dyn std::any::Any>))
+    }
+    #[cfg(not(feature = "mpi"))]
+    {
+        Err(match ranks {
+            Some(n) if n > 1 => format!(
+                "started as one of {n} ranks of an MPI job, but this reclaim was built without MPI; every rank would remove the same trees on its own: build it with `cargo build --release --features mpi`"
+            ),
+            _ => "--mpi: this reclaim was built without MPI: build it with `cargo build --release --features mpi`".into(),
+        })
+    }
+}
+
+/// Whether this process leads (reports): not a rank of a job, or rank 0.
+pub fn leads() -> bool {
+    !job().is_some_and(|t| t.rank() != 0)
+}
+
+/// Why a run under MPI cannot start, or a protocol error.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    #[error("{0}")]
+    Abort(String),
+    #[error(transparent)]
+    Malformed(#[from] wire::Malformed),
+}
+
+/// Receives the next message, waiting for one.
+fn recv(t: &dyn Transport) -> (usize, Vec<u8>) {
+    let mut pause = Duration::from_micros(20);
+    loop {
+        if let Some(m) = t.try_recv() {
+            return m;
+        }
+        std::thread::sleep(pause);
+        pause = (pause * 2).min(Duration::from_millis(5));
+    }
+}
+
+/// Before any work: every rank says which trees it sees (argument index and inode), rank 0
+/// checks that all see the same and says go; any difference (a path that is another
+/// directory on some host, a path missing there) stops every rank before anything is removed.
+pub fn agree(t: &dyn Transport, mine: Result<Vec<(u32, u64)>, String>) -> Result<(), Error> {
+    if t.rank() != 0 {
+        t.send(0, Msg::Trees(mine).encode());
+        return loop {
+            let (from, bytes) = recv(t);
+            match Msg::decode(&bytes)? {
+                Msg::Go if from == 0 => break Ok(()),
+                Msg::Abort(why) if from == 0 => break Err(Error::Abort(why)),
+                // Early work talk of a rank that already started cannot happen: rank 0 says go
+                // only after everyone reported.
+                _ => continue,
+            }
+        };
+    }
+    let mut problems: Vec<(usize, String)> = Vec::new();
+    let own = match mine {
+        Ok(v) => Some(v),
+        Err(why) => {
+            problems.push((0, why));
+            None
+        }
+    };
+    let mut reported = 1;
+    while reported < t.size() {
+        let (from, bytes) = recv(t);
+        if let Msg::Trees(theirs) = Msg::decode(&bytes)? {
+            reported += 1;
+            match (theirs, &own) {
+                (Err(why), _) => problems.push((from, why)),
+                (Ok(theirs), Some(own)) if &theirs != own => problems.push((
+                    from,
+                    format!(
+                        "sees other directories than rank 0 (inodes {} vs {}): are the paths on one shared file system everywhere?",
+                        list(&theirs),
+                        list(own)
+                    ),
+                )),
+                _ => {}
+            }
+        }
+    }
+    problems.sort();
+    let verdict = match problems.first() {
+        None => Msg::Go,
+        Some((rank, why)) => Msg::Abort(format!(
+            "rank {rank} {why}{}; nothing was removed",
+            match problems.len() {
+                1 => String::new(),
+                n => format!(" (and {} more ranks)", n - 1),
+            }
+        )),
+    };
+    for r in 1..t.size() {
+        t.send(r, verdict.encode());
+    }
+    t.flush();
+    match verdict {
+        Msg::Abort(why) => Err(Error::Abort(why)),
+        _ => Ok(()),
+    }
+}
+
+fn list(trees: &[(u32, u64)]) -> String {
+    trees
+        .iter()
+        .map(|(_, ino)| ino.to_string())
+        .collect::<Vec<_>>()
+        .join(",")
+}
+
+/// Most pieces of work handed over at once.
+const HANDOFF_MAX: usize = 32;
+/// How often a rank other than 0 reports its counts.
+const PROGRESS_EVERY: Duration = Duration::from_millis(250);
+
+/// What one rank did (rank 0's report lists every rank).
+#[derive(Clone, Debug, Default, PartialEq, Eq, serde::Serialize)]
+pub struct Rank {
+    pub rank: usize,
+    pub host: String,
+    pub files: u64,
+    pub dirs: u64,
+    pub bytes: u64,
+    pub errors: u64,
+}
+
+impl Rank {
+    fn add(&mut self, c: &Counts) {
+        self.files += c[0];
+        self.dirs += c[1];
+        self.bytes += c[2];
+        self.errors += c[3];
+    }
+}
+
+/// One line about the ranks of a job: how many, on how many hosts, and how evenly the work
+/// went (files and directories per rank).
+pub fn ranks_line(ranks: &[Rank]) -> String {
+    let mut hosts: Vec<&str> = ranks.iter().map(|r| r.host.as_str()).collect();
+    hosts.sort_unstable();
+    hosts.dedup();
+    let mut per: Vec<u64> = ranks.iter().map(|r| r.files + r.dirs).collect();
+    per.sort_unstable();
+    format!(
+        "ranks: {} on {}, entries per rank {}–{} (median {})",
+        ranks.len(),
+        crate::report::plural(hosts.len() as u64, "host", "hosts"),
+        crate::report::group(per[0]),
+        crate::report::group(per[per.len() - 1]),
+        crate::report::group(per[per.len() / 2]),
+    )
+}
+
+/// What the driver of a rank needs from its caller.
+pub struct Job<'a> {
+    pub transport: &'a dyn Transport,
+    /// Roots rank 0 started with (0 on the other ranks).
+    pub roots: usize,
+    /// This rank's totals so far.
+    pub counts: &'a (dyn Fn() -> Counts + Sync),
+    /// Rank 0: another rank's counts since its last report.
+    pub add: &'a (dyn Fn(Counts) + Sync),
+    /// This rank's report for rank 0, made when all work is done.
+    pub payload: &'a (dyn Fn() -> Vec<u8> + Sync),
+}
+
+/// What rank 0 learns from the others at the end.
+#[derive(Default)]
+pub struct Reports {
+    /// Each other rank's payload.
+    pub payloads: Vec<(usize, Vec<u8>)>,
+    /// Every rank's counts (rank 0's own filled in by the caller).
+    pub ranks: Vec<Rank>,
+}
+
+/// Runs the protocol on this rank's thread until the job is done; rank 0 returns what the
+/// others reported.
+pub fn drive(job: &Job<'_>, walk: &dyn Shared, events: &Receiver<Event>) -> Reports {
+    let t = job.transport;
+    let (me, n) = (t.rank(), t.size());
+    let mut roots_left = if me == 0 { job.roots } else { 0 };
+    let mut rng =
+        Lcg::new(me as u64 * 0x9E37_79B9 + rustix::process::getpid().as_raw_nonzero().get() as u64);
+    let mut asking = false;
+    let mut refusals = 0usize;
+    let mut next_ask = Instant::now();
+    let mut stopping = false;
+    let mut final_sent = false;
+    let mut finals = 0usize;
+    let mut reports = Reports {
+        payloads: Vec::new(),
+        ranks: (0..n)
+            .map(|rank| Rank {
+                rank,
+                ..Rank::default()
+            })
+            .collect(),
+    };
+    let mut reported: Counts = [0; 4];
+    let mut last_report = Instant::now();
+    let mut nap = Duration::from_micros(50);
+    loop {
+        let mut busy = false;
+        while let Ok(e) = events.try_recv() {
+            busy = true;
+            match e {
+                Event::Done {
+                    to,
+                    token,
+                    kept,
+                    summary,
+                } if to == me => walk.returned(token, kept, summary),
+                Event::Done {
+                    to,
+                    token,
+                    kept,
+                    summary,
+                } => t.send(
+                    to,
+                    Msg::Done {
+                        token,
+                        kept,
+                        summary,
+                    }
+                    .encode(),
+                ),
+                Event::RootDone(_) => roots_left = roots_left.saturating_sub(1),
+            }
+        }
+        while let Some((from, bytes)) = t.try_recv() {
+            busy = true;
+            let msg = match Msg::decode(&bytes) {
+                Ok(m) => m,
+                Err(e) => {
+                    eprintln!("reclaim: rank {me}: {e} (from rank {from}); ignored");
+                    continue;
+                }
+            };
+            match msg {
+                Msg::Steal => {
+                    let work = walk.export(HANDOFF_MAX);
+                    t.send(from, Msg::Work(work).encode());
+                }
+                Msg::Work(hs) => {
+                    asking = false;
+                    if hs.is_empty() {
+                        refusals += 1;
+                        // A full round of "nothing": wait a little longer each time.
+                        if refusals >= n - 1 {
+                            let backoff = Duration::from_micros(200)
+                                * (1 << (refusals / (n - 1)).min(6)) as u32;
+                            next_ask = Instant::now() + backoff;
+                        }
+                    } else {
+                        refusals = 0;
+                    }
+                    for h in hs {
+                        if let Err(e) = walk.import(from, h) {
+                            eprintln!("reclaim: rank {me}: work from rank {from} ignored: {e}");
+                        }
+                    }
+                }
+                Msg::Done {
+                    token,
+                    kept,
+                    summary,
+                } => walk.returned(token, kept, summary),
+                Msg::Progress(c) => {
+                    (job.add)(c);
+                    reports.ranks[from].add(&c);
+                }
+                Msg::Stop => stopping = true,
+                Msg::Final {
+                    counts,
+                    host,
+                    payload,
+                } => {
+                    (job.add)(counts);
+                    reports.ranks[from].add(&counts);
+                    reports.ranks[from].host = host;
+                    finals += 1;
+                    reports.payloads.push((from, payload));
+                }
+                Msg::Exit => {
+                    t.flush();
+                    return reports;
+                }
+                Msg::Trees(_) | Msg::Go | Msg::Abort(_) => {}
+            }
+        }
+        if me == 0 && roots_left == 0 && !stopping {
+            stopping = true;
+            for r in 1..n {
+                t.send(r, Msg::Stop.encode());
+            }
+        }
+        let now = Instant::now();
+        if stopping && !asking {
+            if me == 0 {
+                if finals == n - 1 {
+                    for r in 1..n {
+                        t.send(r, Msg::Exit.encode());
+                    }
+                    t.flush();
+                    return reports;
+                }
+            } else if !final_sent {
+                let c = (job.counts)();
+                let counts = delta(&c, &reported);
+                reported = c;
+                let payload = (job.payload)();
+                let host = t.host();
+                t.send(
+                    0,
+                    Msg::Final {
+                        counts,
+                        host,
+                        payload,
+                    }
+                    .encode(),
+                );
+                final_sent = true;
+            }
+        }
+        if !stopping && n > 1 && !asking && walk.queued() == 0 && now >= next_ask {
+            let mut victim = rng.below(n as u64 - 1) as usize;
+            if victim >= me {
+                victim += 1;
+            }
+            t.send(victim, Msg::Steal.encode());
+            asking = true;
+            busy = true;
+        }
+        if me != 0 && !final_sent && now.duration_since(last_report) >= PROGRESS_EVERY {
+            let c = (job.counts)();
+            let d = delta(&c, &reported);
+            if d.iter().any(|v| *v > 0) {
+                t.send(0, Msg::Progress(d).encode());
+                reported = c;
+            }
+            last_report = now;
+        }
+        if busy {
+            nap = Duration::from_micros(50);
+        } else {
+            std::thread::sleep(nap);
+            nap = (nap * 2).min(Duration::from_millis(2));
+        }
+    }
+}
+
+fn delta(now: &Counts, before: &Counts) -> Counts {
+    [0, 1, 2, 3].map(|i| now[i].saturating_sub(before[i]))
+}
+
+/// A small generator for picking victims (no need for a crate: quality is irrelevant here).
+struct Lcg(u64);
+
+impl Lcg {
+    fn new(seed: u64) -> Self {
+        Lcg(seed ^ 0x2545_F491_4F6C_DD1D)
+    }
+    fn below(&mut self, n: u64) -> u64 {
+        self.0 = self
+            .0
+            .wrapping_mul(6_364_136_223_846_793_005)
+            .wrapping_add(1_442_695_040_888_963_407);
+        (self.0 >> 33) % n.max(1)
+    }
+}
+
+/// Removes the trees as one rank of `t`'s job (every rank calls it with the trees it resolved
+/// from the same arguments). Failures are printed by the rank that met them, through `sink`;
+/// rank 0 returns every rank's failures (and counts them into `counters`), the others their
+/// own. Nothing is removed unless every rank sees the same trees.
+pub fn remove_trees(
+    t: &dyn Transport,
+    targets: Vec<crate::remove::DirTarget>,
+    opts: &crate::remove::Options,
+    counters: &crate::remove::Counters,
+    sink: &dyn crate::remove::Sink,
+) -> crate::remove::Outcome {
+    use crate::error::{Failure, Reason};
+    use std::sync::atomic::Ordering::Relaxed;
+    let mine = Ok(targets
+        .iter()
+        .enumerate()
+        .map(|(i, d)| (i as u32, d.ident.ino))
+        .collect());
+    if let Err(e) = agree(t, mine) {
+        let failures = targets
+            .iter()
+            .map(|d| Failure {
+                path: d.display.clone(),
+                reason: Reason::Job(e.to_string()),
+            })
+            .collect::<Vec<_>>();
+        if t.rank() == 0 {
+            for f in &failures {
+                sink.failed(f);
+            }
+        }
+        counters.errors.fetch_add(failures.len() as u64, Relaxed);
+        return crate::remove::Outcome {
+            failures,
+            skipped_mounts: Vec::new(),
+            ranks: Vec::new(),
+        };
+    }
+    if targets.is_empty() {
+        return crate::remove::Outcome::default();
+    }
+    let collect = Collect {
+        inner: sink,
+        failures: std::sync::Mutex::new(Vec::new()),
+    };
+    let counts = || {
+        [
+            counters.files.load(Relaxed),
+            counters.dirs.load(Relaxed),
+            counters.bytes.load(Relaxed),
+            counters.errors.load(Relaxed),
+        ]
+    };
+    let add = |c: Counts| {
+        counters.files.fetch_add(c[0], Relaxed);
+        counters.dirs.fetch_add(c[1], Relaxed);
+        counters.bytes.fetch_add(c[2], Relaxed);
+        counters.errors.fetch_add(c[3], Relaxed);
+    };
+    let payload = || wire::encode_failures(&collect.failures.lock().expect("failures lock"));
+    let job = Job {
+        transport: t,
+        roots: targets.len(),
+        counts: &counts,
+        add: &add,
+        payload: &payload,
+    };
+    let leader = t.rank() == 0;
+    let (mut outcome, reports) = crate::remove::remove_trees_shared(
+        targets,
+        opts,
+        counters,
+        &collect,
+        leader,
+        |walk, ev| drive(&job, walk, ev),
+    );
+    if leader {
+        // Rank 0's own: all it counted minus what the others reported.
+        let all = counts();
+        let mut own = Rank {
+            rank: 0,
+            host: t.host(),
+            ..Rank::default()
+        };
+        let others = reports.ranks.iter().skip(1).fold([0u64; 4], |a, r| {
+            [
+                a[0] + r.files,
+                a[1] + r.dirs,
+                a[2] + r.bytes,
+                a[3] + r.errors,
+            ]
+        });
+        own.add(&delta(&all, &others));
+        outcome.ranks = reports.ranks;
+        outcome.ranks[0] = own;
+    }
+    for (rank, bytes) in reports.payloads {
+        match wire::decode_failures(&bytes) {
+            Ok(fs) => {
+                for f in fs {
+                    if f.reason == Reason::MountPoint {
+                        outcome.skipped_mounts.push(f.path.clone());
+                    }
+                    outcome.failures.push(f);
+                }
+            }
+            Err(e) => {
+                eprintln!("reclaim: the report of rank {rank} was not readable ({e})");
+                counters.errors.fetch_add(1, Relaxed);
+            }
+        }
+    }
+    outcome.failures.sort_by(|a, b| a.path.cmp(&b.path));
+    outcome.skipped_mounts.sort();
+    outcome
+}
+
+/// A sink that also keeps the failures (a rank's report to rank 0).
+struct Collect<'a> {
+    inner: &'a dyn crate::remove::Sink,
+    failures: std::sync::Mutex<Vec<crate::error::Failure>>,
+}
+
+impl crate::remove::Sink for Collect<'_> {
+    fn wants_removed(&self) -> bool {
+        self.inner.wants_removed()
+    }
+    fn removed(&self, path: &std::path::Path, dir: bool) {
+        self.inner.removed(path, dir)
+    }
+    fn failed(&self, f: &crate::error::Failure) {
+        self.inner.failed(f);
+        self.failures.lock().expect("failures lock").push(f.clone());
+    }
+}
+
+#[cfg(test)]
+mod tests;
