@@ -163,6 +163,10 @@ pub struct ScanArgs {
     /// local-ssd, rotational, memory, network, fuse
     #[arg(long, value_name = "PROFILE", value_parser = parse_profile)]
     pub profile: Option<crate::profile::Class>,
+    /// Share the scan with the other ranks of the MPI job this runs in (`mpirun -np N reclaim
+    /// scan PATH`; detected without this flag). Needs a build with `--features mpi`
+    #[arg(long)]
+    pub mpi: bool,
     /// Directories to scan
     #[arg(value_name = "PATH", required = true, value_parser = clap::builder::OsStringValueParser::new())]
     pub paths: Vec<std::ffi::OsString>,
@@ -351,6 +355,13 @@ pub struct RmArgs {
     /// file system's profile says] (for measurements)
     #[arg(long, hide = true, value_name = "on|off", value_parser = ["on", "off"])]
     pub small_dir_stats: Option<String>,
+    /// Workers at once in one directory's unlink batches [default: as the profile says]
+    /// (for measurements)
+    #[arg(long, hide = true, value_parser = clap::value_parser!(u16).range(1..=1024))]
+    pub batch_threads: Option<u16>,
+    /// Names per unlink batch [default: 1024; 128 under MPI] (for measurements)
+    #[arg(long, hide = true, value_parser = clap::value_parser!(u32).range(1..))]
+    pub batch_size: Option<u32>,
     /// Files and directories to remove
     #[arg(value_name = "PATH", value_parser = clap::builder::OsStringValueParser::new())]
     pub paths: Vec<std::ffi::OsString>,

@@ -132,6 +132,12 @@ fn main() -> ExitCode {
                 fd_budget: a.fd_budget as usize,
                 ..Options::default()
             };
+            if let Some(n) = a.batch_size {
+                engine.batch = n as usize;
+            } else if _job.is_some() {
+                // Smaller pieces of one big directory, so that every rank gets some.
+                engine.batch = 128;
+            }
             if let Some(t) = a.threads {
                 engine.threads = t.into();
                 engine.batch_threads = engine.batch_threads.min(engine.threads);
@@ -165,6 +171,7 @@ fn main() -> ExitCode {
                 print_summary: leads,
                 profile: a.profile,
                 small_dir_stats: a.small_dir_stats.as_deref().map(|v| v == "on"),
+                batch_threads: a.batch_threads.map(usize::from),
                 preserve_all_root: a.preserve_root.as_deref() == Some("all"),
                 engine,
             };
@@ -210,6 +217,13 @@ fn main() -> ExitCode {
             ExitCode::from(reclaim::prune::command(&a, std::io::stderr().is_terminal()))
         }
         Command::Scan(a) => {
+            let _job = match reclaim::spread::start(a.mpi) {
+                Ok(job) => job,
+                Err(e) => {
+                    eprintln!("reclaim scan: {e}");
+                    return ExitCode::from(2);
+                }
+            };
             reclaim::limits::raise_nofile();
             ExitCode::from(reclaim::scan::command(&a))
         }

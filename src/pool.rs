@@ -82,6 +82,27 @@ impl<T> Queue<T> {
         taken
     }
 
+    /// The newest task `pick` accepts, waiting while none is and others run; `None` once
+    /// nothing is queued or running. Whatever makes `pick` accept more must call `wake`.
+    pub fn pop_if(&self, pick: impl Fn(&T) -> bool) -> Option<T> {
+        let mut tasks = self.tasks.lock().expect("queue lock");
+        loop {
+            if let Some(i) = tasks.iter().rposition(&pick) {
+                return Some(tasks.remove(i));
+            }
+            if self.outstanding.load(Ordering::SeqCst) == 0 {
+                return None;
+            }
+            tasks = self.ready.wait(tasks).expect("queue lock");
+        }
+    }
+
+    /// Wakes every waiting worker to look again.
+    pub fn wake(&self) {
+        drop(self.tasks.lock().expect("queue lock"));
+        self.ready.notify_all();
+    }
+
     /// Marks one popped task finished.
     pub fn done(&self) {
         if self.outstanding.fetch_sub(1, Ordering::SeqCst) == 1 {
@@ -106,6 +127,11 @@ impl Slots {
             free: Mutex::new(n.max(1)),
             freed: Condvar::new(),
         }
+    }
+
+    /// Free slots right now.
+    pub fn available(&self) -> usize {
+        *self.free.lock().expect("slots lock")
     }
 
     pub fn acquire(&self) -> Permit<'_> {

@@ -66,6 +66,8 @@ pub struct Request {
     pub profile: Option<Class>,
     /// Stat small directories' entries or not, whatever the profile says (measurements).
     pub small_dir_stats: Option<bool>,
+    /// Workers at once in one directory's batches, whatever the profile says (measurements).
+    pub batch_threads: Option<usize>,
     /// `--preserve-root=all`: refuse directory arguments that are mount points.
     pub preserve_all_root: bool,
 }
@@ -606,6 +608,9 @@ fn plan_trees(req: &Request, trees: &[DirTarget]) -> TreePlan {
     }
     if let Some(on) = req.small_dir_stats {
         engine.stat_small_dirs = on;
+    }
+    if let Some(n) = req.batch_threads {
+        engine.batch_threads = n.min(engine.threads).max(1);
     }
     let idle = match (profile.as_mut(), trees.first()) {
         (Some(p), Some(first)) => confirm_rotational(req, p, first),

@@ -376,6 +376,7 @@ fn remove(plan: &[Entry], a: &PruneArgs, progress: bool) -> crate::report::Summa
         known_sizes: known,
         profile: None,
         small_dir_stats: None,
+        batch_threads: None,
         preserve_all_root: false,
         print_summary: false,
     };

@@ -56,12 +56,37 @@ impl Histogram {
         self.allocated[b] += allocated;
     }
 
+    /// Takes back one `add` (a file another rank counted first, under MPI).
+    pub fn remove(&mut self, apparent: u64, allocated: u64) {
+        let b = bucket_of(apparent);
+        self.files[b] = self.files[b].saturating_sub(1);
+        self.apparent[b] = self.apparent[b].saturating_sub(apparent);
+        self.allocated[b] = self.allocated[b].saturating_sub(allocated);
+    }
+
     pub fn merge(&mut self, other: &Histogram) {
         for i in 0..BUCKETS {
             self.files[i] += other.files[i];
             self.apparent[i] += other.apparent[i];
             self.allocated[i] += other.allocated[i];
         }
+    }
+
+    /// The counts as words (another rank's report under MPI).
+    pub fn to_words(&self) -> Vec<u64> {
+        [self.files, self.apparent, self.allocated].concat()
+    }
+
+    /// The counts from `to_words`; `None` if there are not as many words.
+    pub fn from_words(w: &[u64]) -> Option<Histogram> {
+        if w.len() != 3 * BUCKETS {
+            return None;
+        }
+        let mut h = Histogram::default();
+        h.files.copy_from_slice(&w[..BUCKETS]);
+        h.apparent.copy_from_slice(&w[BUCKETS..2 * BUCKETS]);
+        h.allocated.copy_from_slice(&w[2 * BUCKETS..]);
+        Some(h)
     }
 
     /// Files counted.

@@ -38,6 +38,9 @@ use walk::{Kind, Live, ScanError, Start};
 pub fn command(a: &ScanArgs) -> u8 {
     let started = Instant::now();
     let progress = Progress::start();
+    // Under MPI, rank 0 names the PATHs' errors and prints the report for all ranks; each
+    // rank names the errors of what it walked.
+    let leads = crate::spread::leads();
     let say = |e: &ScanError| progress.println(&format!("reclaim: {e}"));
     let mut errors: Vec<ScanError> = Vec::new();
 
@@ -57,8 +60,10 @@ pub fn command(a: &ScanArgs) -> u8 {
                 starts.push(start);
             }
             Err(e) => {
-                say(&e);
-                errors.push(e);
+                if leads {
+                    say(&e);
+                    errors.push(e);
+                }
             }
         }
     }
@@ -88,19 +93,23 @@ pub fn command(a: &ScanArgs) -> u8 {
     let done = AtomicBool::new(false);
     let outcome = std::thread::scope(|s| {
         s.spawn(|| progress.tick_until(&live, started, &done));
-        let outcome = walk::scan(starts, &opts, &live, &say);
+        let outcome = walk::scan(starts, &opts, &live, &say, crate::spread::job());
         done.store(true, std::sync::atomic::Ordering::Relaxed);
         outcome
     });
     let elapsed = started.elapsed();
 
-    let estimate = if a.no_estimate {
+    if !leads {
+        return u8::from(!outcome.errors.is_empty());
+    }
+    let estimate = if a.no_estimate || crate::spread::job().is_some() {
         None
     } else {
         Some(estimate_all(&places, &outcome.per_root, &progress))
     };
     progress.clear();
     errors.extend(outcome.errors);
+    let mut ranks = outcome.ranks;
 
     let mut totals = Counts::default();
     for c in &outcome.per_root {
@@ -148,6 +157,7 @@ pub fn command(a: &ScanArgs) -> u8 {
         elapsed_s: elapsed.as_secs_f64(),
         threads,
         profile,
+        ranks: std::mem::take(&mut ranks),
     };
     let text = if a.json {
         serde_json::to_string(&report).expect("scan report serializes") + "\n"

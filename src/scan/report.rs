@@ -50,6 +50,9 @@ pub struct ScanReport {
     /// The file system profile of the first directory (it chose the workers).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub profile: Option<crate::profile::Profile>,
+    /// Under MPI: what each rank counted (names, directories, allocated bytes, errors).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub ranks: Vec<crate::spread::Rank>,
 }
 
 /// One directory of a top list; every list has every number.
@@ -117,7 +120,8 @@ pub struct Progress {
 
 impl Progress {
     pub fn start() -> Self {
-        if !std::io::stderr().is_terminal() {
+        // Under MPI only rank 0 shows progress.
+        if !std::io::stderr().is_terminal() || !crate::spread::leads() {
             return Progress { bar: None };
         }
         let bar = ProgressBar::with_draw_target(None, ProgressDrawTarget::stderr_with_hz(10));
@@ -513,6 +517,7 @@ mod tests {
             elapsed_s: 0.5,
             threads: 2,
             profile: None,
+            ranks: Vec::new(),
         }
     }
 

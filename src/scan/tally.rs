@@ -35,6 +35,38 @@ pub struct Counts {
 }
 
 impl Counts {
+    /// Every count, in a fixed order (another rank's report under MPI).
+    pub fn to_words(&self) -> [u64; 11] {
+        [
+            self.files,
+            self.dirs,
+            self.symlinks,
+            self.other,
+            self.hard_links,
+            self.small_files,
+            self.allocated_bytes,
+            self.apparent_bytes,
+            self.excluded,
+            self.big_dir_names,
+            0,
+        ]
+    }
+
+    pub fn from_words(w: &[u64; 11]) -> Counts {
+        Counts {
+            files: w[0],
+            dirs: w[1],
+            symlinks: w[2],
+            other: w[3],
+            hard_links: w[4],
+            small_files: w[5],
+            allocated_bytes: w[6],
+            apparent_bytes: w[7],
+            excluded: w[8],
+            big_dir_names: w[9],
+        }
+    }
+
     pub fn merge(&mut self, o: &Counts) {
         self.files += o.files;
         self.dirs += o.dirs;
@@ -116,6 +148,21 @@ impl<T> TopN<T> {
             } = r;
             self.offer(count, tb, || item);
         }
+    }
+
+    /// The items with their counts and tiebreaks, in no order.
+    pub fn into_ranked(self) -> Vec<(u64, u64, T)> {
+        self.heap
+            .into_iter()
+            .map(|Reverse(r)| (r.rank.0, r.rank.1 .0, r.item))
+            .collect()
+    }
+
+    /// The same, borrowed.
+    pub fn ranked(&self) -> impl Iterator<Item = (u64, u64, &T)> {
+        self.heap
+            .iter()
+            .map(|Reverse(r)| (r.rank.0, r.rank.1 .0, &r.item))
     }
 
     /// The items, highest count first (ties: lower tiebreak first).

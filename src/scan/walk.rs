@@ -177,6 +177,8 @@ pub struct Outcome {
     pub errors: Vec<ScanError>,
     /// Mount points of other file systems (and bind mounts) that were not entered.
     pub skipped_mounts: Vec<PathBuf>,
+    /// Under MPI, on rank 0: what each rank counted.
+    pub ranks: Vec<crate::spread::Rank>,
 }
 
 /// Scans every start in parallel. `on_error` is called once per failure, as it happens.
@@ -185,7 +187,10 @@ pub fn scan(
     opts: &Options,
     live: &Live,
     on_error: &(dyn Fn(&ScanError) + Sync),
+    job: Option<&dyn crate::spread::Transport>,
 ) -> Outcome {
+    // Under MPI, rank 0 counts the PATHs that are not directories and reports for all.
+    let leads = !job.is_some_and(|t| t.rank() != 0);
     let scanner = Scanner {
         opts: opts.clone(),
         live,
@@ -194,6 +199,13 @@ pub fn scan(
         errors: Mutex::new(Vec::new()),
         skipped: Mutex::new(Vec::new()),
         roots: starts.len(),
+        shared: job.is_some(),
+        root_devs: starts
+            .iter()
+            .map(|s| match s {
+                Start::Dir { stat, .. } | Start::Entry { stat, .. } => stat.dev,
+            })
+            .collect(),
     };
     let mut first = scanner.worker();
     let mut roots = Vec::new();
@@ -212,10 +224,11 @@ pub fn scan(
                     ident,
                 ));
             }
-            Start::Entry { stat, .. } => {
+            Start::Entry { stat, .. } if leads => {
                 scanner.count_entry(&mut first, index, &stat);
                 live.names.fetch_add(1, Ordering::Relaxed);
             }
+            Start::Entry { .. } => {}
         }
     }
     let walk_opts = walk::Options {
@@ -227,48 +240,332 @@ pub fn scan(
         cross_mounts: opts.cross_mounts,
         gate: None,
     };
-    for t in walk::run(&scanner, roots, &walk_opts) {
-        first.merge(t);
-    }
-    // Highest count first; equal counts in inode order.
-    let top = |list: TopN<Arc<SNode>>| -> Vec<TopDir> {
-        list.into_sorted()
-            .into_iter()
-            .map(|(_, d)| TopDir {
-                path: d.path(),
-                files: d.data.files.load(Ordering::Relaxed),
-                small_files: d.data.small.load(Ordering::Relaxed),
-                tree_allocated: d.data.tree_allocated.load(Ordering::Relaxed),
-                tree_files: d.data.tree_files.load(Ordering::Relaxed),
-            })
-            .collect()
+    let Some(t) = job else {
+        for w in walk::run(&scanner, roots, &walk_opts) {
+            first.merge(w);
+        }
+        let (errors, skipped) = scanner.take_failures();
+        return Partial::new(first, opts.top, errors, skipped).outcome(Vec::new());
     };
-    let mut skipped_mounts = scanner.skipped.into_inner().expect("skipped lock");
-    skipped_mounts.sort();
-    let mut errors = scanner.errors.into_inner().expect("errors lock");
-    errors.sort_by(|a, b| a.path.cmp(&b.path));
-    Outcome {
-        per_root: first.per_root,
-        histogram: first.histogram,
-        top_bytes: top(first.top_bytes),
-        top_files: top(first.top_files),
-        top_small: top(first.top_small),
-        errors,
-        skipped_mounts,
+    // Every rank sees the same directories, or none scans.
+    let mine = Ok(roots
+        .iter()
+        .map(|r| (r.index as u32, r.expect.ino))
+        .collect());
+    if let Err(e) = crate::spread::agree(t, mine) {
+        let errors = roots
+            .iter()
+            .map(|r| ScanError {
+                path: r.display.clone(),
+                doing: "cannot scan",
+                reason: e.to_string(),
+            })
+            .collect::<Vec<_>>();
+        if leads {
+            errors.iter().for_each(on_error);
+        }
+        return Partial::new(first, opts.top, errors, Vec::new()).outcome(Vec::new());
+    }
+    for r in &roots {
+        // Work below a root this rank never opens is checked against its mount.
+        if let Ok(st) = stat_fd(&*r.base) {
+            r.set_mnt_id(st.mnt_id);
+        }
+    }
+    let counts = || {
+        [
+            live.names.load(Ordering::Relaxed),
+            live.dirs.load(Ordering::Relaxed),
+            live.allocated.load(Ordering::Relaxed),
+            live.errors.load(Ordering::Relaxed),
+        ]
+    };
+    let add = |c: crate::spread::wire::Counts| {
+        live.names.fetch_add(c[0], Ordering::Relaxed);
+        live.dirs.fetch_add(c[1], Ordering::Relaxed);
+        live.allocated.fetch_add(c[2], Ordering::Relaxed);
+        live.errors.fetch_add(c[3], Ordering::Relaxed);
+    };
+    let job = crate::spread::Job {
+        transport: t,
+        roots: roots.len(),
+        counts: &counts,
+        add: &add,
+    };
+    // Whole directories only: a directory's counts (files, small files) stay in one rank.
+    let (workers, reports) =
+        walk::run_shared(&scanner, roots, &walk_opts, leads, false, |w, ev| {
+            crate::spread::drive(&job, w, ev)
+        });
+    for w in workers {
+        first.merge(w);
+    }
+    let (errors, skipped) = scanner.take_failures();
+    let mut mine = Partial::new(first, opts.top, errors, skipped);
+    let reports = crate::spread::conclude(&job, reports, mine.encode());
+    for (rank, bytes) in reports.payloads {
+        match Partial::decode(&bytes, opts.top) {
+            Ok(p) => mine.merge(p),
+            Err(e) => {
+                let e = ScanError {
+                    path: PathBuf::from(format!("(rank {rank})")),
+                    doing: "cannot read the report of",
+                    reason: e.to_string(),
+                };
+                on_error(&e);
+                mine.errors.push(e);
+            }
+        }
+    }
+    mine.outcome(if leads { reports.ranks } else { Vec::new() })
+}
+
+/// What one rank found, in a form ranks can send and merge: the tallies, and the top lists as
+/// directories (paths and counts) with their tiebreaks.
+struct Partial {
+    per_root: Vec<Counts>,
+    links: Vec<Link>,
+    histogram: Histogram,
+    tops: [TopN<TopDir>; 3],
+    errors: Vec<ScanError>,
+    skipped: Vec<PathBuf>,
+}
+
+/// The `doing` of errors another rank reports (they are `&'static str`s).
+const DOINGS: [&str; 7] = [
+    "cannot open directory",
+    "cannot read directory",
+    "cannot reopen directory",
+    "cannot stat",
+    "cannot open",
+    "not following",
+    "cannot scan",
+];
+
+impl Partial {
+    fn new(t: Tally, top: usize, errors: Vec<ScanError>, skipped: Vec<PathBuf>) -> Partial {
+        let dirs = |list: TopN<Arc<SNode>>| {
+            let mut out = TopN::new(top);
+            for (count, tiebreak, d) in list.into_ranked() {
+                out.offer(count, tiebreak, || TopDir {
+                    path: d.path(),
+                    files: d.data.files.load(Ordering::Relaxed),
+                    small_files: d.data.small.load(Ordering::Relaxed),
+                    tree_allocated: d.data.tree_allocated.load(Ordering::Relaxed),
+                    tree_files: d.data.tree_files.load(Ordering::Relaxed),
+                });
+            }
+            out
+        };
+        Partial {
+            per_root: t.per_root,
+            links: t.links,
+            histogram: t.histogram,
+            tops: [dirs(t.top_bytes), dirs(t.top_files), dirs(t.top_small)],
+            errors,
+            skipped,
+        }
+    }
+
+    fn merge(&mut self, o: Partial) {
+        for (a, b) in self.per_root.iter_mut().zip(&o.per_root) {
+            a.merge(b);
+        }
+        self.histogram.merge(&o.histogram);
+        // An inode another rank counted too, under another name: its bytes once, this name a
+        // hard link (as one process counts it).
+        let mut seen: HashSet<(u64, u64)> = self.links.iter().map(|l| (l.fs, l.ino)).collect();
+        for l in o.links {
+            if seen.insert((l.fs, l.ino)) {
+                self.links.push(l);
+                continue;
+            }
+            if let Some(c) = self.per_root.get_mut(l.root as usize) {
+                c.allocated_bytes = c.allocated_bytes.saturating_sub(l.allocated);
+                c.apparent_bytes = c.apparent_bytes.saturating_sub(l.size);
+                if l.file {
+                    c.hard_links += 1;
+                    self.histogram.remove(l.size, l.allocated);
+                }
+            }
+        }
+        for (a, b) in self.tops.iter_mut().zip(o.tops) {
+            a.merge(b);
+        }
+        self.errors.extend(o.errors);
+        self.skipped.extend(o.skipped);
+    }
+
+    fn outcome(self, ranks: Vec<crate::spread::Rank>) -> Outcome {
+        let [top_bytes, top_files, top_small] = self.tops;
+        let sorted = |t: TopN<TopDir>| t.into_sorted().into_iter().map(|(_, d)| d).collect();
+        let mut skipped_mounts = self.skipped;
+        skipped_mounts.sort();
+        let mut errors = self.errors;
+        errors.sort_by(|a, b| a.path.cmp(&b.path));
+        Outcome {
+            per_root: self.per_root,
+            histogram: self.histogram,
+            top_bytes: sorted(top_bytes),
+            top_files: sorted(top_files),
+            top_small: sorted(top_small),
+            errors,
+            skipped_mounts,
+            ranks,
+        }
+    }
+
+    fn encode(&self) -> Vec<u8> {
+        use std::os::unix::ffi::OsStrExt;
+        let mut w = crate::spread::wire::Writer::default();
+        w.u32(self.per_root.len() as u32);
+        for c in &self.per_root {
+            c.to_words().iter().for_each(|v| {
+                w.u64(*v);
+            });
+        }
+        w.u32(self.links.len() as u32);
+        for l in &self.links {
+            w.u64(l.fs)
+                .u64(l.ino)
+                .u32(l.root)
+                .u8(l.file as u8)
+                .u64(l.allocated)
+                .u64(l.size);
+        }
+        for v in self.histogram.to_words() {
+            w.u64(v);
+        }
+        for list in &self.tops {
+            let ranked: Vec<_> = list.ranked().collect();
+            w.u32(ranked.len() as u32);
+            for (count, tiebreak, d) in ranked {
+                w.u64(count)
+                    .u64(tiebreak)
+                    .bytes(d.path.as_os_str().as_bytes());
+                w.u64(d.files)
+                    .u64(d.small_files)
+                    .u64(d.tree_allocated)
+                    .u64(d.tree_files);
+            }
+        }
+        w.u32(self.errors.len() as u32);
+        for e in &self.errors {
+            let doing = DOINGS.iter().position(|d| *d == e.doing).unwrap_or(1);
+            w.bytes(e.path.as_os_str().as_bytes())
+                .u8(doing as u8)
+                .bytes(e.reason.as_bytes());
+        }
+        w.u32(self.skipped.len() as u32);
+        for p in &self.skipped {
+            w.bytes(p.as_os_str().as_bytes());
+        }
+        w.0
+    }
+
+    fn decode(bytes: &[u8], top: usize) -> Result<Partial, crate::spread::wire::Malformed> {
+        use crate::spread::wire::{Malformed, Reader};
+        use std::os::unix::ffi::OsStrExt;
+        let path = |b: &[u8]| PathBuf::from(std::ffi::OsStr::from_bytes(b));
+        let mut r = Reader(bytes);
+        let n = r.count(88)?;
+        let mut per_root = Vec::with_capacity(n);
+        for _ in 0..n {
+            let mut words = [0u64; 11];
+            for v in &mut words {
+                *v = r.u64()?;
+            }
+            per_root.push(Counts::from_words(&words));
+        }
+        let k = r.count(37)?;
+        let mut links = Vec::with_capacity(k);
+        for _ in 0..k {
+            links.push(Link {
+                fs: r.u64()?,
+                ino: r.u64()?,
+                root: r.u32()?,
+                file: r.u8()? != 0,
+                allocated: r.u64()?,
+                size: r.u64()?,
+            });
+        }
+        let words = (0..3 * 65)
+            .map(|_| r.u64())
+            .collect::<Result<Vec<_>, _>>()?;
+        let histogram = Histogram::from_words(&words).ok_or(Malformed::new("histogram"))?;
+        let mut tops = [TopN::new(top), TopN::new(top), TopN::new(top)];
+        for list in &mut tops {
+            let k = r.count(52)?;
+            for _ in 0..k {
+                let (count, tiebreak) = (r.u64()?, r.u64()?);
+                let d = TopDir {
+                    path: path(r.bytes()?),
+                    files: r.u64()?,
+                    small_files: r.u64()?,
+                    tree_allocated: r.u64()?,
+                    tree_files: r.u64()?,
+                };
+                list.offer(count, tiebreak, || d);
+            }
+        }
+        let k = r.count(9)?;
+        let mut errors = Vec::with_capacity(k);
+        for _ in 0..k {
+            let p = path(r.bytes()?);
+            let doing = DOINGS
+                .get(r.u8()? as usize)
+                .ok_or(Malformed::new("error kind"))?;
+            errors.push(ScanError {
+                path: p,
+                doing,
+                reason: String::from_utf8_lossy(r.bytes()?).into_owned(),
+            });
+        }
+        let k = r.count(4)?;
+        let mut skipped = Vec::with_capacity(k);
+        for _ in 0..k {
+            skipped.push(path(r.bytes()?));
+        }
+        r.end()?;
+        Ok(Partial {
+            per_root,
+            links,
+            histogram,
+            tops,
+            errors,
+            skipped,
+        })
     }
 }
 
 /// One worker's private sums.
 pub struct Tally {
     per_root: Vec<Counts>,
+    /// Under MPI: inodes with several links this rank counted (another rank may have
+    /// counted the same inode under another name).
+    links: Vec<Link>,
     histogram: Histogram,
     top_bytes: TopN<Arc<SNode>>,
     top_files: TopN<Arc<SNode>>,
     top_small: TopN<Arc<SNode>>,
 }
 
+/// An inode with several links, counted (bytes, histogram) under one of its names.
+#[derive(Clone, Copy, Debug)]
+struct Link {
+    /// The file system: the index of the first root on it, the same on every rank (device
+    /// numbers of one network file system differ from client to client).
+    fs: u64,
+    ino: u64,
+    root: u32,
+    file: bool,
+    allocated: u64,
+    size: u64,
+}
+
 impl Tally {
     fn merge(&mut self, o: Tally) {
+        self.links.extend(o.links);
         for (a, b) in self.per_root.iter_mut().zip(&o.per_root) {
             a.merge(b);
         }
@@ -316,9 +613,21 @@ struct Scanner<'a> {
     errors: Mutex<Vec<ScanError>>,
     skipped: Mutex<Vec<PathBuf>>,
     roots: usize,
+    /// Under MPI: keep the `Link`s.
+    shared: bool,
+    /// The device of each PATH.
+    root_devs: Vec<u64>,
 }
 
 impl Scanner<'_> {
+    /// The errors and the mount points left alone, once the walk is over.
+    fn take_failures(&self) -> (Vec<ScanError>, Vec<PathBuf>) {
+        (
+            std::mem::take(&mut *self.errors.lock().expect("errors lock")),
+            std::mem::take(&mut *self.skipped.lock().expect("skipped lock")),
+        )
+    }
+
     fn fail(&self, path: PathBuf, doing: &'static str, reason: String) {
         let e = ScanError {
             path,
@@ -363,6 +672,21 @@ impl Scanner<'_> {
         if !first_link {
             return 0;
         }
+        if st.nlink > 1 && self.shared {
+            let fs = self
+                .root_devs
+                .iter()
+                .position(|d| *d == st.dev)
+                .map_or(st.dev | 1 << 63, |i| i as u64);
+            tally.links.push(Link {
+                fs,
+                ino: st.ino,
+                root: root as u32,
+                file: st.kind == Kind::File,
+                allocated: st.allocated,
+                size: st.size,
+            });
+        }
         c.allocated_bytes += st.allocated;
         c.apparent_bytes += st.size;
         if st.kind == Kind::File {
@@ -379,6 +703,7 @@ impl Visitor for Scanner<'_> {
     fn worker(&self) -> Tally {
         Tally {
             per_root: vec![Counts::default(); self.roots],
+            links: Vec::new(),
             histogram: Histogram::default(),
             top_bytes: TopN::new(self.opts.top),
             top_files: TopN::new(self.opts.top),
@@ -545,6 +870,22 @@ impl Visitor for Scanner<'_> {
         w.top_bytes.offer(tree_allocated, ino, || node.clone());
         w.top_files.offer(files, ino, || node.clone());
         w.top_small.offer(small, ino, || node.clone());
+    }
+
+    /// Under MPI: a directory finished here for another rank adds its subtree's sums to its
+    /// parent there.
+    fn summary(&self, node: &Arc<SNode>) -> Vec<u8> {
+        let mut w = crate::spread::wire::Writer::default();
+        w.u64(node.data.tree_allocated.load(Ordering::Relaxed))
+            .u64(node.data.tree_files.load(Ordering::Relaxed));
+        w.0
+    }
+
+    fn absorb(&self, _w: &mut Tally, node: &Arc<SNode>, summary: &[u8]) {
+        let mut r = crate::spread::wire::Reader(summary);
+        if let (Ok(allocated), Ok(files), Some(p)) = (r.u64(), r.u64(), node.parent()) {
+            p.data.add_tree(allocated, files);
+        }
     }
 }
 

@@ -245,8 +245,6 @@ pub struct Job<'a> {
     pub counts: &'a (dyn Fn() -> Counts + Sync),
     /// Rank 0: another rank's counts since its last report.
     pub add: &'a (dyn Fn(Counts) + Sync),
-    /// This rank's report for rank 0, made when all work is done.
-    pub payload: &'a (dyn Fn() -> Vec<u8> + Sync),
 }
 
 /// What rank 0 learns from the others at the end.
@@ -254,12 +252,54 @@ pub struct Job<'a> {
 pub struct Reports {
     /// Each other rank's payload.
     pub payloads: Vec<(usize, Vec<u8>)>,
-    /// Every rank's counts (rank 0's own filled in by the caller).
+    /// Every rank's counts (rank 0's own filled in by `conclude`).
     pub ranks: Vec<Rank>,
+    /// Counts this rank reported so far (the others).
+    reported: Counts,
+    /// Finals received (rank 0).
+    finals: usize,
 }
 
-/// Runs the protocol on this rank's thread until the job is done; rank 0 returns what the
-/// others reported.
+impl Reports {
+    fn new(n: usize) -> Self {
+        Reports {
+            payloads: Vec::new(),
+            ranks: (0..n)
+                .map(|rank| Rank {
+                    rank,
+                    ..Rank::default()
+                })
+                .collect(),
+            reported: [0; 4],
+            finals: 0,
+        }
+    }
+
+    /// Rank 0: another rank's message about its counts or its end.
+    fn absorb(&mut self, job: &Job<'_>, from: usize, msg: Msg) {
+        match msg {
+            Msg::Progress(c) => {
+                (job.add)(c);
+                self.ranks[from].add(&c);
+            }
+            Msg::Final {
+                counts,
+                host,
+                payload,
+            } => {
+                (job.add)(counts);
+                self.ranks[from].add(&counts);
+                self.ranks[from].host = host;
+                self.finals += 1;
+                self.payloads.push((from, payload));
+            }
+            _ => {}
+        }
+    }
+}
+
+/// Runs the protocol on this rank's thread while the walk runs, until all work of the job is
+/// done (rank 0: its roots are finished; the others: rank 0 says so). Then `conclude`.
 pub fn drive(job: &Job<'_>, walk: &dyn Shared, events: &Receiver<Event>) -> Reports {
     let t = job.transport;
     let (me, n) = (t.rank(), t.size());
@@ -269,19 +309,7 @@ pub fn drive(job: &Job<'_>, walk: &dyn Shared, events: &Receiver<Event>) -> Repo
     let mut asking = false;
     let mut refusals = 0usize;
     let mut next_ask = Instant::now();
-    let mut stopping = false;
-    let mut final_sent = false;
-    let mut finals = 0usize;
-    let mut reports = Reports {
-        payloads: Vec::new(),
-        ranks: (0..n)
-            .map(|rank| Rank {
-                rank,
-                ..Rank::default()
-            })
-            .collect(),
-    };
-    let mut reported: Counts = [0; 4];
+    let mut reports = Reports::new(n);
     let mut last_report = Instant::now();
     let mut nap = Duration::from_micros(50);
     loop {
@@ -350,64 +378,21 @@ pub fn drive(job: &Job<'_>, walk: &dyn Shared, events: &Receiver<Event>) -> Repo
                     kept,
                     summary,
                 } => walk.returned(token, kept, summary),
-                Msg::Progress(c) => {
-                    (job.add)(c);
-                    reports.ranks[from].add(&c);
-                }
-                Msg::Stop => stopping = true,
-                Msg::Final {
-                    counts,
-                    host,
-                    payload,
-                } => {
-                    (job.add)(counts);
-                    reports.ranks[from].add(&counts);
-                    reports.ranks[from].host = host;
-                    finals += 1;
-                    reports.payloads.push((from, payload));
-                }
-                Msg::Exit => {
-                    t.flush();
-                    return reports;
-                }
-                Msg::Trees(_) | Msg::Go | Msg::Abort(_) => {}
+                // Every root finished: nothing is left anywhere (work handed over comes back
+                // before its root can finish).
+                Msg::Stop => return reports,
+                m @ (Msg::Progress(_) | Msg::Final { .. }) => reports.absorb(job, from, m),
+                Msg::Trees(_) | Msg::Go | Msg::Abort(_) | Msg::Exit => {}
             }
         }
-        if me == 0 && roots_left == 0 && !stopping {
-            stopping = true;
+        if me == 0 && roots_left == 0 {
             for r in 1..n {
                 t.send(r, Msg::Stop.encode());
             }
+            return reports;
         }
         let now = Instant::now();
-        if stopping && !asking {
-            if me == 0 {
-                if finals == n - 1 {
-                    for r in 1..n {
-                        t.send(r, Msg::Exit.encode());
-                    }
-                    t.flush();
-                    return reports;
-                }
-            } else if !final_sent {
-                let c = (job.counts)();
-                let counts = delta(&c, &reported);
-                reported = c;
-                let payload = (job.payload)();
-                let host = t.host();
-                t.send(
-                    0,
-                    Msg::Final {
-                        counts,
-                        host,
-                        payload,
-                    }
-                    .encode(),
-                );
-                final_sent = true;
-            }
-        }
-        if !stopping && n > 1 && !asking && walk.queued() == 0 && now >= next_ask {
+        if n > 1 && !asking && walk.queued() == 0 && now >= next_ask {
             let mut victim = rng.below(n as u64 - 1) as usize;
             if victim >= me {
                 victim += 1;
@@ -416,12 +401,12 @@ pub fn drive(job: &Job<'_>, walk: &dyn Shared, events: &Receiver<Event>) -> Repo
             asking = true;
             busy = true;
         }
-        if me != 0 && !final_sent && now.duration_since(last_report) >= PROGRESS_EVERY {
+        if me != 0 && now.duration_since(last_report) >= PROGRESS_EVERY {
             let c = (job.counts)();
-            let d = delta(&c, &reported);
+            let d = delta(&c, &reports.reported);
             if d.iter().any(|v| *v > 0) {
                 t.send(0, Msg::Progress(d).encode());
-                reported = c;
+                reports.reported = c;
             }
             last_report = now;
         }
@@ -432,6 +417,67 @@ pub fn drive(job: &Job<'_>, walk: &dyn Shared, events: &Receiver<Event>) -> Repo
             nap = (nap * 2).min(Duration::from_millis(2));
         }
     }
+}
+
+/// After `drive` (the walk's workers are done): every rank but 0 sends rank 0 its last counts
+/// and `payload`, rank 0 collects them all and lets everyone go. Requests for work that
+/// still arrive are answered with none. Rank 0 returns what the others reported.
+pub fn conclude(job: &Job<'_>, mut reports: Reports, payload: Vec<u8>) -> Reports {
+    let t = job.transport;
+    let (me, n) = (t.rank(), t.size());
+    if me != 0 {
+        let c = (job.counts)();
+        let counts = delta(&c, &reports.reported);
+        reports.reported = c;
+        let host = t.host();
+        t.send(
+            0,
+            Msg::Final {
+                counts,
+                host,
+                payload,
+            }
+            .encode(),
+        );
+    }
+    loop {
+        if me == 0 && reports.finals == n - 1 {
+            for r in 1..n {
+                t.send(r, Msg::Exit.encode());
+            }
+            break;
+        }
+        let (from, bytes) = recv(t);
+        match Msg::decode(&bytes) {
+            Ok(Msg::Steal) => t.send(from, Msg::Work(Vec::new()).encode()),
+            Ok(Msg::Exit) if me != 0 => break,
+            Ok(m @ (Msg::Progress(_) | Msg::Final { .. })) if me == 0 => {
+                reports.absorb(job, from, m)
+            }
+            Ok(_) => {}
+            Err(e) => eprintln!("reclaim: rank {me}: {e} (from rank {from}); ignored"),
+        }
+    }
+    t.flush();
+    if me == 0 {
+        // Rank 0's own: all it counted minus what the others reported.
+        let all = (job.counts)();
+        let others = reports.ranks.iter().skip(1).fold([0u64; 4], |a, r| {
+            [
+                a[0] + r.files,
+                a[1] + r.dirs,
+                a[2] + r.bytes,
+                a[3] + r.errors,
+            ]
+        });
+        reports.ranks[0] = Rank {
+            rank: 0,
+            host: t.host(),
+            ..Rank::default()
+        };
+        reports.ranks[0].add(&delta(&all, &others));
+    }
+    reports
 }
 
 fn delta(now: &Counts, before: &Counts) -> Counts {
@@ -513,13 +559,11 @@ pub fn remove_trees(
         counters.bytes.fetch_add(c[2], Relaxed);
         counters.errors.fetch_add(c[3], Relaxed);
     };
-    let payload = || wire::encode_failures(&collect.failures.lock().expect("failures lock"));
     let job = Job {
         transport: t,
         roots: targets.len(),
         counts: &counts,
         add: &add,
-        payload: &payload,
     };
     let leader = t.rank() == 0;
     let (mut outcome, reports) = crate::remove::remove_trees_shared(
@@ -530,25 +574,10 @@ pub fn remove_trees(
         leader,
         |walk, ev| drive(&job, walk, ev),
     );
+    let payload = wire::encode_failures(&collect.failures.lock().expect("failures lock"));
+    let reports = conclude(&job, reports, payload);
     if leader {
-        // Rank 0's own: all it counted minus what the others reported.
-        let all = counts();
-        let mut own = Rank {
-            rank: 0,
-            host: t.host(),
-            ..Rank::default()
-        };
-        let others = reports.ranks.iter().skip(1).fold([0u64; 4], |a, r| {
-            [
-                a[0] + r.files,
-                a[1] + r.dirs,
-                a[2] + r.bytes,
-                a[3] + r.errors,
-            ]
-        });
-        own.add(&delta(&all, &others));
-        outcome.ranks = reports.ranks;
-        outcome.ranks[0] = own;
+        outcome.ranks = reports.ranks.clone();
     }
     for (rank, bytes) in reports.payloads {
         match wire::decode_failures(&bytes) {

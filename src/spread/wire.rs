@@ -50,6 +50,12 @@ pub enum Msg {
 #[error("malformed message from another rank ({0})")]
 pub struct Malformed(&'static str);
 
+impl Malformed {
+    pub fn new(what: &'static str) -> Self {
+        Malformed(what)
+    }
+}
+
 #[derive(Default)]
 pub struct Writer(pub Vec<u8>);
 

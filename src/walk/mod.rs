@@ -461,7 +461,7 @@ impl<'a, V: Visitor> Walk<'a, V> {
     fn work(&self) -> V::Worker {
         let mut w = self.visitor.worker();
         let mut buf = DirBuf::new(256 * 1024);
-        while let Some(task) = self.queue.pop() {
+        while let Some(task) = self.next_task() {
             if let Some(g) = &self.opts.gate {
                 g.enter();
             }
@@ -489,6 +489,10 @@ impl<'a, V: Visitor> Walk<'a, V> {
                             Err(lost) => self.visitor.lost(node.path(), lost, &node),
                         }
                         drop(permit);
+                        if self.sharing.is_some() {
+                            // A worker may be waiting for a batch slot (`next_task`).
+                            self.queue.wake();
+                        }
                         self.child_done(&mut w, node);
                     }
                     Task::Returned(r) => self.returned(&mut w, r),
@@ -500,6 +504,17 @@ impl<'a, V: Visitor> Walk<'a, V> {
             self.queue.done();
         }
         w
+    }
+
+    /// The next task for this worker. In a shared walk, a batch is taken only when a batch
+    /// slot is free: a worker waiting for one would hold work that another process could
+    /// do now (in one process it makes no difference: the work waits either way).
+    fn next_task(&self) -> Option<Task<V::Dir>> {
+        if self.sharing.is_none() {
+            return self.queue.pop();
+        }
+        self.queue
+            .pop_if(|t| !matches!(t, Task::Batch(..)) || self.batch_slots.available() > 0)
     }
 
     /// The fd of the directory holding `node` (the root's base for a root).

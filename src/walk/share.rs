@@ -242,8 +242,13 @@ impl<V: Visitor> Shared for Walk<'_, V> {
             return Vec::new();
         };
         let exportable = |t: &Task<V::Dir>| match t {
-            // Not a root (every walk opens those itself), and only below opened directories.
-            Task::Dir(n) => n.parent.as_ref().is_some_and(|p| p.ident().is_some()),
+            // Not a root (every walk opens those itself), only below opened directories, and
+            // not work this walk received and has not started: what comes back for it would
+            // be added to its parent here, which is a stand-in (a scan's sums were lost so).
+            Task::Dir(n) => {
+                matches!(n.share, Role::Local)
+                    && n.parent.as_ref().is_some_and(|p| p.ident().is_some())
+            }
             Task::Batch(n, ..) => sh.batches && n.ident().is_some(),
             Task::Returned(_) => false,
         };

@@ -1,0 +1,203 @@
+#!/usr/bin/env bash
+# Scale-out under MPI (issue 15): `mpirun -np N reclaim rm -r` with N = 1, 2, 4, 8 ranks, each
+# rank a client with its own mount of one emulated NFS server (bench/slowdisk `netfs`: a
+# round-trip time per RPC, --slots in flight per mount, --server-ops across all mounts),
+# against plain `reclaim rm -r` (one process, no MPI) and `xargs -P` over a file list split
+# across the same N clients at the same concurrency per client. Workloads: a tree
+# (mkworkload --shape tree) and one flat directory. Run as root:
+#
+#   bash bench/mpi.sh --quick                        # small, one run (~3 min)
+#   bash bench/mpi.sh --rtt 0.5ms --slots 16 --server-ops 128 --files 200000 --flat 100000
+#
+# Every rank sees its own client at one common path: each rank runs in a private mount
+# namespace with its mount bound there (`unshare -m`, see rank.sh below), as clients of a
+# parallel file system all mount it at the same path.
+#
+# Safety: everything lives in a marked mktemp scratch directory; every removal targets a path
+# strictly inside it; netfs is stopped and every mount undone in an EXIT/INT/TERM trap.
+
+set -Eeuo pipefail
+shopt -s inherit_errexit 2>/dev/null || true
+# shellcheck source=bench/lib.sh
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+
+usage() {
+    cat <<'USAGE'
+usage: bench/mpi.sh [options]
+
+  --quick               10,000-file tree, 5,000-file directory, ranks "1 2 4", 1 run
+  --rtt T               round-trip time per RPC (default 2ms)
+  --slots N             RPCs in flight per client mount (default 4)
+  --server-ops N        RPCs in flight at the server, all clients (default 28: binds at ~7)
+  --ranks "..."         rank counts (default "1 2 4 8")
+  --files N             files in the tree (default 50000)
+  --flat N              files in the one-directory workload (default 20000; 0 skips it)
+  --runs N              runs per method (default 2)
+  --xargs-p N           xargs -P per client (default 16)
+  --scratch-base DIR    where the mktemp scratch dir goes (default /var/tmp)
+  --out DIR             output directory (default bench/out/mpi-<timestamp>)
+  --no-build            do not run cargo build
+  -h, --help            this help
+USAGE
+}
+
+RTT=2ms SLOTS=4 SERVER_OPS=28 RANKS="1 2 4 8" FILES=50000 FLAT=20000 RUNS=2 XP=16
+SCRATCH_BASE=${RECLAIM_BENCH_SCRATCH:-/var/tmp} OUT="" NO_BUILD=0
+need_arg() { [[ $# -ge 2 && -n $2 ]] || { echo "mpi.sh: $1 needs a value" >&2; exit 2; }; }
+while [[ $# -gt 0 ]]; do
+    case $1 in
+        --quick) FILES=10000 FLAT=5000 RANKS="1 2 4" RUNS=1 ;;
+        --rtt) need_arg "$@"; RTT=$2; shift ;;
+        --slots) need_arg "$@"; SLOTS=$2; shift ;;
+        --server-ops) need_arg "$@"; SERVER_OPS=$2; shift ;;
+        --ranks) need_arg "$@"; RANKS=$2; shift ;;
+        --files) need_arg "$@"; FILES=$2; shift ;;
+        --flat) need_arg "$@"; FLAT=$2; shift ;;
+        --runs) need_arg "$@"; RUNS=$2; shift ;;
+        --xargs-p) need_arg "$@"; XP=$2; shift ;;
+        --scratch-base) need_arg "$@"; SCRATCH_BASE=$2; shift ;;
+        --out) need_arg "$@"; OUT=$2; shift ;;
+        --no-build) NO_BUILD=1 ;;
+        -h | --help) usage; exit 0 ;;
+        *) echo "mpi.sh: unknown option $1 (see --help)" >&2; exit 2 ;;
+    esac
+    shift
+done
+[[ $EUID -eq 0 ]] || { echo "mpi.sh: must run as root (FUSE mounts, namespaces, drop_caches)" >&2; exit 1; }
+command -v mpirun >/dev/null || { echo "mpi.sh: mpirun missing (apt-get install openmpi-bin libopenmpi-dev libclang-dev)" >&2; exit 1; }
+
+T0=$(date +%s)
+PROGRESS_LOG=/dev/null
+REPO=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd -P)
+TARGET_DIR=${CARGO_TARGET_DIR:-$REPO/target}
+RECLAIM=$TARGET_DIR/release/reclaim
+MKWORKLOAD=$TARGET_DIR/release/examples/mkworkload
+NETFS=$REPO/bench/slowdisk/target/release/netfs
+OUT=${OUT:-$REPO/bench/out/mpi-$(date +%Y%m%d-%H%M%S)}
+mkdir -p "$OUT/logs"
+OUT=$(cd "$OUT" && pwd -P)
+PROGRESS_LOG=$OUT/progress.log
+: >"$PROGRESS_LOG"
+
+if [[ $NO_BUILD == 0 ]]; then
+    log "building reclaim (release, --features mpi) and netfs"
+    (cd "$REPO" && cargo build --release --features mpi --bin reclaim --example mkworkload) >"$OUT/logs/build.log" 2>&1 ||
+        die "cargo build failed (see $OUT/logs/build.log)"
+    (cd "$REPO/bench/slowdisk" && cargo build --release --bin netfs) >>"$OUT/logs/build.log" 2>&1 ||
+        die "netfs build failed (see $OUT/logs/build.log)"
+fi
+for b in "$RECLAIM" "$MKWORKLOAD" "$NETFS"; do [[ -x $b ]] || die "missing $b"; done
+ldd "$RECLAIM" | grep -q libmpi || die "$RECLAIM was built without --features mpi"
+
+MARKER=.reclaim-bench-scratch
+SCRATCH=$(mktemp -d "$SCRATCH_BASE/reclaim-mpi.XXXXXX")
+TOKEN=$(head -c 16 /dev/urandom | od -An -tx1 | tr -d ' \n')
+echo "$TOKEN" >"$SCRATCH/$MARKER"
+LOOPS=() MOUNTED=() NETFS_PID=""
+MAXR=$(tr ' ' '\n' <<<"$RANKS" | sort -n | tail -1)
+stop_netfs() {
+    if [[ -n $NETFS_PID ]]; then
+        kill -TERM "$NETFS_PID" 2>/dev/null || true
+        wait "$NETFS_PID" 2>/dev/null || true
+        NETFS_PID=""
+    fi
+}
+cleanup() { stop_netfs; release_scratch mpi.sh; }
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+mkdir "$SCRATCH/back" "$SCRATCH/common"
+mount -t tmpfs -o size=2g,nr_inodes=4m mpi-back "$SCRATCH/back"
+MOUNTED+=("$SCRATCH/back")
+mounts=()
+for i in $(seq 0 $((MAXR - 1))); do
+    mkdir "$SCRATCH/c$i"
+    mounts+=(--mount "$SCRATCH/c$i")
+done
+"$NETFS" --backing "$SCRATCH/back" "${mounts[@]}" --rtt "$RTT" --slots "$SLOTS" \
+    --server-ops "$SERVER_OPS" --readdirplus --subtype nfs --ready-file "$SCRATCH/ready" \
+    2>>"$OUT/logs/netfs.log" &
+NETFS_PID=$!
+for _ in $(seq 1 200); do [[ -f $SCRATCH/ready ]] && break; sleep 0.05; done
+[[ -f $SCRATCH/ready ]] || die "netfs did not mount"
+
+# One rank: a private mount namespace with its client bound at the common path.
+cat >"$SCRATCH/rank.sh" <<'RANK'
+#!/bin/sh
+r=${OMPI_COMM_WORLD_RANK:?not started by mpirun}
+exec unshare -m --propagation private sh -c 'mount --bind "$1" "$2" && shift 2 && exec "$@"' \
+    sh "$CLIENTS/c$r" "$COMMON" "$@"
+RANK
+chmod +x "$SCRATCH/rank.sh"
+MPIRUN=(mpirun --allow-run-as-root --oversubscribe -x "CLIENTS=$SCRATCH" -x "COMMON=$SCRATCH/common" -x RECLAIM_CONFIG=)
+W=$SCRATCH/common/w
+
+make() { # shape files
+    guard "$SCRATCH/back/w"
+    rm -rf --one-file-system "$SCRATCH/back/w"
+    "$MKWORKLOAD" --shape "$1" --files "$2" "$SCRATCH/back/w" >/dev/null 2>&1
+    # The file list for xargs (made from the server side: not timed).
+    (cd "$SCRATCH/back" && find w -type f) >"$SCRATCH/files"
+    drop_caches
+}
+
+timed() { # cmd... -> seconds; warns if the tree is left
+    local t0 t1
+    t0=$(date +%s.%N)
+    "$@" >>"$OUT/logs/methods.log" 2>&1 || warn "failed: $*"
+    t1=$(date +%s.%N)
+    [[ -e $SCRATCH/back/w ]] && warn "left $SCRATCH/back/w behind: $*"
+    echo "$t1 - $t0" | bc
+}
+
+xargs_split() { # n: the file list split across n clients, xargs -P per client; then the dirs
+    local n=$1 i
+    for i in $(seq 0 $((n - 1))); do
+        awk -v n="$n" -v i="$i" 'NR % n == i' "$SCRATCH/files" | sed "s|^|$SCRATCH/c$i/|" |
+            tr '\n' '\0' | xargs -0 -r -P "$XP" -n 64 rm -f &
+    done
+    wait
+    find "$SCRATCH/c0/w" -depth -type d -delete
+}
+
+echo "workload,files,method,ranks,run,seconds" >"$OUT/raw.csv"
+record() { # workload files method ranks run seconds
+    log "$1 $2 $3 ranks=$4 run $5: $6 s"
+    echo "$1,$2,$3,$4,$5,$6" >>"$OUT/raw.csv"
+}
+for run in $(seq 1 "$RUNS"); do
+    for shape in tree flat; do
+        files=$FILES
+        [[ $shape == flat ]] && files=$FLAT
+        [[ $files -gt 0 ]] || continue
+        make "$shape" "$files"
+        record "$shape" "$files" reclaim 1 "$run" "$(timed "$RECLAIM" rm -r "$SCRATCH/c0/w")"
+        for n in $RANKS; do
+            make "$shape" "$files"
+            s=$(timed "${MPIRUN[@]}" -np "$n" "$SCRATCH/rank.sh" "$RECLAIM" rm -r --json "$W")
+            record "$shape" "$files" reclaim-mpi "$n" "$run" "$s"
+            make "$shape" "$files"
+            record "$shape" "$files" xargs "$n" "$run" "$(timed xargs_split "$n")"
+        done
+    done
+done
+
+python3 - "$OUT/raw.csv" >"$OUT/summary.md" <<'PY'
+import csv, statistics, sys, collections
+rows = list(csv.DictReader(open(sys.argv[1])))
+by = collections.defaultdict(list)
+for r in rows:
+    by[(r["workload"], r["files"], r["method"], int(r["ranks"]))].append(float(r["seconds"]))
+for w, n in sorted({(r["workload"], r["files"]) for r in rows}, key=lambda k: k[0] != "tree"):
+    med = {k[2:]: statistics.median(v) for k, v in by.items() if k[:2] == (w, n)}
+    one = med.get(("reclaim-mpi", 1))
+    print(f"\n### {w}, {int(n):,} files\n")
+    print("| method | ranks/clients | median s | runs | speedup vs 1 rank | ÷ linear | ÷ xargs same N |")
+    print("|---|---:|---:|---:|---:|---:|---:|")
+    for (m, k), v in sorted(med.items(), key=lambda kv: (kv[0][0], kv[0][1])):
+        sp = one / v if one else float("nan")
+        xa = med.get(("xargs", k))
+        rx = f"{v / xa:.2f}" if xa and m != "xargs" else "-"
+        print(f"| {m} | {k} | {v:.2f} | {len(by[(w, n, m, k)])} | {sp:.2f} | {sp / k:.2f} | {rx} |")
+PY
+cat "$OUT/summary.md"
+log "done: $OUT"
