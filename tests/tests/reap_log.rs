@@ -17,7 +17,25 @@ use std::process::{Command as StdCommand, Output, Stdio};
 use std::time::{Duration, Instant};
 
 use crate::reap::{hidden, rm_ok, run_ns, trash, tree, vol};
-use crate::util::{self, trash_entries, Scratch, NO_SPAWN};
+use crate::util::{self, trash_entries, MountGuard, ReaperSettle, Scratch, NO_SPAWN};
+
+/// A test's tmpfs `vol` in a scratch directory of its own, and this user's trash there.
+struct World {
+    // Dropped first: the volume goes (once no reaper holds its trash) before the scratch.
+    _vol: (ReaperSettle, MountGuard),
+    s: Scratch,
+    t: PathBuf,
+}
+
+impl World {
+    /// None when the test cannot mount (not root): it is skipped, and says so.
+    fn new(test: &str) -> Option<World> {
+        let s = Scratch::new();
+        let v = vol(&s, test)?;
+        let t = trash(&s);
+        Some(World { _vol: v, s, t })
+    }
+}
 
 /// One journal record: its fields, in order.
 struct Fields(Vec<(String, Vec<u8>)>);
@@ -189,52 +207,67 @@ fn id_of<'a>(ids: &'a [(String, String)], s: &Scratch, rel: &str) -> &'a str {
         .1
 }
 
+/// The first of `records` with every `name=value` of `want`.
+fn find<'a>(records: &'a [Fields], want: &[(&str, &str)]) -> &'a Fields {
+    records
+        .iter()
+        .find(|r| want.iter().all(|(n, v)| r.is(n, v)))
+        .unwrap_or_else(|| panic!("no record with {want:?}: {records:#?}"))
+}
+
+/// Asserts that `field` of `r` holds `part`.
+#[track_caller]
+fn assert_holds(r: &Fields, field: &str, part: &str) {
+    assert!(
+        r.get(field).is_some_and(|v| v.contains(part)),
+        "{field} lacks {part:?}: {r:?}"
+    );
+}
+
 #[test]
 fn journal_gets_the_fields_of_each_freed_entry_and_each_failure() {
-    let test = "journal_gets_the_fields_of_each_freed_entry_and_each_failure";
-    let s = Scratch::new();
-    let Some(_vol) = vol(&s, test) else {
+    let Some(w) = World::new("journal_gets_the_fields_of_each_freed_entry_and_each_failure") else {
         return;
     };
-    let t = trash(&s);
-    let (ids, imm) = fill(&s, &t, true);
-    let journal = FakeLog::bind(&s, "journal.sock");
-    let sock = journal.path.to_str().unwrap().to_owned();
-    let env = [("RECLAIM_JOURNAL_SOCKET", sock.as_str())];
+    let (s, t) = (&w.s, &w.t);
+    let (ids, imm) = fill(s, t, true);
+    let journal = FakeLog::bind(s, "journal.sock");
     let tp = t.to_str().unwrap();
-    let out = run_env(
-        &s,
-        &[
-            "reap", "--once", "--trash", tp, "--log", "journal", "--json",
-        ],
-        &env,
-        None,
-    );
-    unfreeze(&t);
-    assert_eq!(out.status.code(), Some(1), "{}", util::stderr_of(&out));
-    let records = journal.records();
-    for r in &records {
-        assert!(r.is("SYSLOG_IDENTIFIER", "reclaim"), "{r:?}");
-        assert!(r.is("RECLAIM_TRASH", tp), "{r:?}");
-        assert!(r.get("MESSAGE").is_some(), "{r:?}");
-    }
-    let freed = |rel: &str| -> &Fields {
-        let path = s.path(rel);
-        records
-            .iter()
-            .find(|r| {
-                r.is("RECLAIM_EVENT", "freed") && r.is("RECLAIM_PATH", path.to_str().unwrap())
-            })
-            .unwrap_or_else(|| panic!("no freed record for {rel}: {records:#?}"))
+    let path = |rel: &str| s.path(rel).to_str().unwrap().to_owned();
+    // One pass with the log to the journal: its exit status and the records sent.
+    let pass = || {
+        let out = run_env(
+            s,
+            &[
+                "reap", "--once", "--trash", tp, "--log", "journal", "--json",
+            ],
+            &[("RECLAIM_JOURNAL_SOCKET", journal.path.to_str().unwrap())],
+            None,
+        );
+        unfreeze(t);
+        // Sent to the journal, not also printed.
+        assert!(!util::stderr_of(&out).contains("freed '"), "{out:?}");
+        (out.status.code(), journal.records())
     };
-    let tree = freed("vol/tree");
-    assert!(tree.is("PRIORITY", "6"), "{tree:?}");
-    assert!(
-        tree.is("RECLAIM_ENTRY", id_of(&ids, &s, "vol/tree")),
-        "{tree:?}"
+    let (code, records) = pass();
+    assert_eq!(code, Some(1));
+    for r in &records {
+        assert!(
+            r.is("SYSLOG_IDENTIFIER", "reclaim") && r.is("RECLAIM_TRASH", tp),
+            "{r:?}"
+        );
+    }
+    let tree = find(
+        &records,
+        &[
+            ("RECLAIM_EVENT", "freed"),
+            ("RECLAIM_PATH", &path("vol/tree")),
+            ("PRIORITY", "6"),
+            ("RECLAIM_ENTRY", id_of(&ids, s, "vol/tree")),
+            // Files as the summary counts them: 12 (and 4 directories).
+            ("RECLAIM_FILES", "12"),
+        ],
     );
-    // Files as the summary counts them: 12 (and 4 directories).
-    assert!(tree.is("RECLAIM_FILES", "12"), "{tree:?}");
     assert!(
         tree.get("RECLAIM_BYTES").unwrap().parse::<u64>().unwrap() > 0,
         "{tree:?}"
@@ -243,122 +276,89 @@ fn journal_gets_the_fields_of_each_freed_entry_and_each_failure() {
         tree.get("RECLAIM_SECONDS").unwrap().parse::<f64>().is_ok(),
         "{tree:?}"
     );
-    assert!(
-        tree.get("MESSAGE").unwrap().starts_with("freed '"),
-        "{tree:?}"
+    assert_holds(tree, "MESSAGE", "freed '");
+    find(
+        &records,
+        &[
+            ("RECLAIM_EVENT", "freed"),
+            ("RECLAIM_PATH", &path("vol/f")),
+            ("RECLAIM_ENTRY", id_of(&ids, s, "vol/f")),
+        ],
     );
-    let f = freed("vol/f");
-    assert!(f.is("RECLAIM_ENTRY", id_of(&ids, &s, "vol/f")), "{f:?}");
+    let damaged = find(
+        &records,
+        &[
+            ("RECLAIM_EVENT", "damaged"),
+            ("PRIORITY", "3"),
+            ("RECLAIM_ENTRY", "20200101T000000.000000Z-1-0"),
+        ],
+    );
+    assert_holds(damaged, "MESSAGE", "damaged: ");
 
-    let damaged = records
-        .iter()
-        .find(|r| r.is("RECLAIM_EVENT", "damaged"))
-        .unwrap_or_else(|| panic!("no damaged record: {records:#?}"));
-    assert!(damaged.is("PRIORITY", "3"), "{damaged:?}");
-    assert!(
-        damaged.is("RECLAIM_ENTRY", "20200101T000000.000000Z-1-0"),
-        "{damaged:?}"
+    let Some(imm) = &imm else {
+        return;
+    };
+    let stuck = id_of(&ids, s, "vol/stuck");
+    let failed = find(
+        &records,
+        &[
+            ("RECLAIM_EVENT", "failed"),
+            ("PRIORITY", "3"),
+            ("RECLAIM_PATH", imm.to_str().unwrap()),
+            ("RECLAIM_ENTRY", stuck),
+            ("RECLAIM_ATTEMPTS", "1"),
+        ],
+    );
+    assert_holds(failed, "RECLAIM_ERROR", "Operation not permitted");
+    assert_holds(failed, "MESSAGE", "cannot free '");
+    // And one for the entry: how many paths, when the next attempt is.
+    let entry = find(
+        &records,
+        &[
+            ("RECLAIM_EVENT", "failed"),
+            ("PRIORITY", "4"),
+            ("RECLAIM_PATH", &path("vol/stuck")),
+        ],
+    );
+    assert_holds(entry, "MESSAGE", "next attempt at");
+
+    // The next pass leaves it until its back-off ends, and says so.
+    let (_, again) = pass();
+    let backoff = find(
+        &again,
+        &[
+            ("RECLAIM_EVENT", "backoff"),
+            ("PRIORITY", "5"),
+            ("RECLAIM_ENTRY", stuck),
+        ],
     );
     assert!(
-        damaged.get("MESSAGE").unwrap().contains("damaged: "),
-        "{damaged:?}"
+        backoff.get("RECLAIM_NEXT_ATTEMPT_UNIX").is_some(),
+        "{backoff:?}"
     );
-
-    if let Some(imm) = &imm {
-        let failed = records
-            .iter()
-            .find(|r| r.is("RECLAIM_EVENT", "failed") && r.is("PRIORITY", "3"))
-            .unwrap_or_else(|| panic!("no failed record: {records:#?}"));
-        assert!(
-            failed.is("RECLAIM_PATH", imm.to_str().unwrap()),
-            "{failed:?}"
-        );
-        assert!(
-            failed.is("RECLAIM_ENTRY", id_of(&ids, &s, "vol/stuck")),
-            "{failed:?}"
-        );
-        assert!(
-            failed
-                .get("RECLAIM_ERROR")
-                .unwrap()
-                .contains("Operation not permitted"),
-            "{failed:?}"
-        );
-        assert!(failed.is("RECLAIM_ATTEMPTS", "1"), "{failed:?}");
-        assert!(
-            failed.get("MESSAGE").unwrap().starts_with("cannot free '"),
-            "{failed:?}"
-        );
-        // And one for the entry: how many paths, when the next attempt is.
-        let entry = records
-            .iter()
-            .find(|r| r.is("RECLAIM_EVENT", "failed") && r.is("PRIORITY", "4"))
-            .unwrap_or_else(|| panic!("no entry failure record: {records:#?}"));
-        assert!(
-            entry.is("RECLAIM_PATH", s.path("vol/stuck").to_str().unwrap()),
-            "{entry:?}"
-        );
-        assert!(
-            entry.get("MESSAGE").unwrap().contains("next attempt at"),
-            "{entry:?}"
-        );
-
-        // The next pass leaves it until its back-off ends, and says so.
-        let out = run_env(
-            &s,
-            &[
-                "reap", "--once", "--trash", tp, "--log", "journal", "--json",
-            ],
-            &env,
-            None,
-        );
-        unfreeze(&t);
-        let again = journal.records();
-        let backoff = again
-            .iter()
-            .find(|r| r.is("RECLAIM_EVENT", "backoff"))
-            .unwrap_or_else(|| panic!("no backoff record: {again:#?}\n{}", util::stderr_of(&out)));
-        assert!(backoff.is("PRIORITY", "5"), "{backoff:?}");
-        assert!(
-            backoff.is("RECLAIM_ENTRY", id_of(&ids, &s, "vol/stuck")),
-            "{backoff:?}"
-        );
-        assert!(
-            backoff.get("RECLAIM_NEXT_ATTEMPT_UNIX").is_some(),
-            "{backoff:?}"
-        );
-        assert!(
-            !again.iter().any(|r| r.is("RECLAIM_EVENT", "failed")),
-            "{again:#?}"
-        );
-    }
-    // Sent to the journal, not also printed.
     assert!(
-        !util::stderr_of(&out).contains("freed '"),
-        "{}",
-        util::stderr_of(&out)
+        !again.iter().any(|r| r.is("RECLAIM_EVENT", "failed")),
+        "{again:#?}"
     );
 }
 
 #[test]
 fn under_systemd_auto_uses_the_journal_and_its_stream_prefixes() {
-    let test = "under_systemd_auto_uses_the_journal_and_its_stream_prefixes";
-    let s = Scratch::new();
-    let Some(_vol) = vol(&s, test) else {
+    let Some(w) = World::new("under_systemd_auto_uses_the_journal_and_its_stream_prefixes") else {
         return;
     };
-    let t = trash(&s);
+    let (s, t) = (&w.s, &w.t);
     let tp = t.to_str().unwrap().to_owned();
-    let journal = FakeLog::bind(&s, "journal.sock");
+    let journal = FakeLog::bind(s, "journal.sock");
     let sock = journal.path.to_str().unwrap().to_owned();
     let err = s.path("stderr");
     fs::write(&err, "").unwrap();
     let stream = stream_of(&err);
 
     // stderr is the journal's stream: auto sends records to the journal's socket.
-    fill(&s, &t, false);
+    fill(s, t, false);
     run_env(
-        &s,
+        s,
         &["reap", "--once", "--trash", &tp],
         &[
             ("JOURNAL_STREAM", &stream),
@@ -382,9 +382,9 @@ fn under_systemd_auto_uses_the_journal_and_its_stream_prefixes() {
     // The socket cannot be reached: the same lines on stderr, with priorities the journal
     // reads from its stream.
     fs::remove_file(t.join("20200101T000000.000000Z-1-0")).unwrap();
-    fill(&s, &t, false);
+    fill(s, t, false);
     run_env(
-        &s,
+        s,
         &["reap", "--once", "--trash", &tp],
         &[
             ("JOURNAL_STREAM", &stream_of(&err)),
@@ -413,11 +413,11 @@ fn under_systemd_auto_uses_the_journal_and_its_stream_prefixes() {
     // A JOURNAL_STREAM that is not this stderr (a service's child writing elsewhere): not
     // the journal; a plain `reap --once` logs nothing then (its summary says it).
     fs::remove_file(t.join("20200101T000000.000000Z-1-0")).unwrap();
-    fill(&s, &t, false);
+    fill(s, t, false);
     let other = s.path("other");
     fs::write(&other, "").unwrap();
     run_env(
-        &s,
+        s,
         &["reap", "--once", "--trash", &tp],
         &[
             ("JOURNAL_STREAM", &stream_of(&other)),
@@ -432,18 +432,16 @@ fn under_systemd_auto_uses_the_journal_and_its_stream_prefixes() {
 
 #[test]
 fn the_service_under_systemd_logs_each_entry_to_the_journal() {
-    let test = "the_service_under_systemd_logs_each_entry_to_the_journal";
-    let s = Scratch::new();
-    let Some(_vol) = vol(&s, test) else {
+    let Some(w) = World::new("the_service_under_systemd_logs_each_entry_to_the_journal") else {
         return;
     };
-    let t = trash(&s);
-    let journal = FakeLog::bind(&s, "journal.sock");
+    let (s, t) = (&w.s, &w.t);
+    let journal = FakeLog::bind(s, "journal.sock");
     let err = s.path("stderr");
     let file = fs::File::create(&err).unwrap();
     s.file("vol/a", "a\n");
     let ids = hidden(&util::json_object(
-        &rm_ok(&s, &["--background", "--json", "vol/a"]).stdout,
+        &rm_ok(s, &["--background", "--json", "vol/a"]).stdout,
     ));
     let mut watcher = StdCommand::new(util::reclaim_bin())
         .env("RECLAIM_CONFIG", "")
@@ -499,21 +497,19 @@ fn the_service_under_systemd_logs_each_entry_to_the_journal() {
     }
     let text = fs::read_to_string(&err).unwrap();
     assert!(text.is_empty(), "{text}");
-    assert!(trash_entries(&t).is_empty());
+    assert!(trash_entries(t).is_empty());
 }
 
 #[test]
 fn syslog_gets_one_line_per_freed_entry_and_failure() {
-    let test = "syslog_gets_one_line_per_freed_entry_and_failure";
-    let s = Scratch::new();
-    let Some(_vol) = vol(&s, test) else {
+    let Some(w) = World::new("syslog_gets_one_line_per_freed_entry_and_failure") else {
         return;
     };
-    let t = trash(&s);
-    fill(&s, &t, false);
-    let syslog = FakeLog::bind(&s, "log.sock");
+    let (s, t) = (&w.s, &w.t);
+    fill(s, t, false);
+    let syslog = FakeLog::bind(s, "log.sock");
     let out = run_env(
-        &s,
+        s,
         &[
             "reap",
             "--once",
@@ -551,15 +547,13 @@ fn syslog_gets_one_line_per_freed_entry_and_failure() {
 
 #[test]
 fn a_foreground_reap_can_keep_the_trash_log_that_status_shows() {
-    let test = "a_foreground_reap_can_keep_the_trash_log_that_status_shows";
-    let s = Scratch::new();
-    let Some(_vol) = vol(&s, test) else {
+    let Some(w) = World::new("a_foreground_reap_can_keep_the_trash_log_that_status_shows") else {
         return;
     };
-    let t = trash(&s);
-    fill(&s, &t, false);
+    let (s, t) = (&w.s, &w.t);
+    fill(s, t, false);
     let out = run_ns(
-        &s,
+        s,
         &[
             "reap",
             "--once",
@@ -577,13 +571,13 @@ fn a_foreground_reap_can_keep_the_trash_log_that_status_shows() {
         "{log}"
     );
     assert!(log.lines().any(|l| l.contains("damaged: ")), "{log}");
-    let st = util::stdout_of(&run_ns(&s, &["status"]));
+    let st = util::stdout_of(&run_ns(s, &["status"]));
     assert!(st.contains("log: ") && st.contains("damaged: "), "{st}");
     // Without --log a plain reap keeps no log: its summary says what it did.
     let before = log.len();
     s.file("vol/g", "g\n");
-    rm_ok(&s, &["--background", "vol/g"]);
-    let out = run_ns(&s, &["reap", "--once", "--trash", t.to_str().unwrap()]);
+    rm_ok(s, &["--background", "vol/g"]);
+    let out = run_ns(s, &["reap", "--once", "--trash", t.to_str().unwrap()]);
     assert!(
         util::stderr_of(&out).contains("freed 1 entry"),
         "{}",
