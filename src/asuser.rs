@@ -142,6 +142,9 @@ pub fn run(
         "LC_ALL",
         "LC_CTYPE",
         crate::reaper::spawn::NO_SPAWN_ENV,
+        // Where a reaper's log goes, when a test put it elsewhere.
+        crate::logging::journal::SOCKET_ENV,
+        crate::logging::syslog::SOCKET_ENV,
     ] {
         if let Some(v) = std::env::var_os(k) {
             cmd.env(k, v);

@@ -183,7 +183,7 @@ impl Hider {
                 pacing: None,
                 engine: engine.clone(),
                 only: Some(ids.clone()),
-                log: reaper::Log::Quiet,
+                log: crate::logging::Sink::quiet(),
                 retry_failed: true,
             };
             loop {

@@ -420,9 +420,20 @@ pub struct ReapArgs {
     /// `reap` asks its per-user passes for this)
     #[arg(long, hide = true)]
     pub retry_failed: bool,
-    /// Say on stderr what was freed, one line per entry (the service's passes: its journal)
+    /// Where to log one line per freed entry (what, how many files, how much, how long, how
+    /// fast) and per failure (what could not be freed and why, damaged entries, entries left
+    /// until their back-off ends), each with a syslog priority: info for freed, err for
+    /// failures, notice for back-offs (so `journalctl -p warning` lists the failures). The
+    /// journal gets the fields RECLAIM_EVENT (freed, failed, damaged, backoff), RECLAIM_ENTRY, RECLAIM_PATH, RECLAIM_TRASH,
+    /// RECLAIM_FILES, RECLAIM_BYTES, RECLAIM_SECONDS, RECLAIM_RATE, RECLAIM_ERROR too
+    /// (`journalctl -t reclaim RECLAIM_EVENT=failed`). [default: `[reap] log` of the
+    /// configuration, else auto]
+    #[arg(long, value_enum, value_name = "WHERE")]
+    pub log: Option<crate::logging::Target>,
+    /// Start each stderr log line with its priority, `<N>` (the service's passes: the
+    /// supervisor reads it)
     #[arg(long, hide = true)]
-    pub log_stderr: bool,
+    pub log_prefix: bool,
     #[command(flatten)]
     pub pace: PaceArgs,
     /// Worker threads for trees [default: as `reclaim rm`]

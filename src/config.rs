@@ -1,5 +1,5 @@
-//! The config file: defaults for `reclaim rm` (mode, pacing, durability) and named retention
-//! policies for `reclaim prune --policy NAME`. Read from `/etc/reclaim.toml`, then
+//! The config file: defaults for `reclaim rm` (mode, pacing, durability), where reapers log
+//! (`[reap] log`), and named retention policies for `reclaim prune --policy NAME`. Read from `/etc/reclaim.toml`, then
 //! `~/.config/reclaim.toml` (`$XDG_CONFIG_HOME`), a later file overriding an earlier one key by
 //! key; `RECLAIM_CONFIG=FILE` reads only that file (`RECLAIM_CONFIG=` reads none).
 //! Command-line flags always win. Never removes anything itself.
@@ -13,6 +13,9 @@
 //! fast = false
 //! durable = false
 //! grace = "10m"
+//!
+//! [reap]
+//! log = "auto"             # auto | journal | syslog | stderr | file | none
 //!
 //! [prune.backups]
 //! dirs = ["/srv/backups"]
@@ -35,7 +38,7 @@ use std::path::{Path, PathBuf};
 
 use serde::Deserialize;
 
-use crate::cli::{PaceArgs, PruneArgs, RmArgs, SortArg};
+use crate::cli::{PaceArgs, PruneArgs, ReapArgs, RmArgs, SortArg};
 use crate::units::QuantityError;
 
 /// `[rm]`: defaults for `reclaim rm` (and the pacing of `prune`).
@@ -49,6 +52,14 @@ pub struct RmDefaults {
     pub fast: Option<bool>,
     pub durable: Option<bool>,
     pub grace: Option<String>,
+}
+
+/// `[reap]`: defaults for `reclaim reap` and the reapers `rm --background` starts.
+#[derive(Clone, Debug, Default, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct ReapDefaults {
+    /// Where reapers log (`--log`).
+    pub log: Option<String>,
 }
 
 /// `[prune.NAME]`: a retention policy.
@@ -79,6 +90,8 @@ pub struct PrunePolicy {
 pub struct Config {
     #[serde(default)]
     pub rm: RmDefaults,
+    #[serde(default)]
+    pub reap: ReapDefaults,
     #[serde(default)]
     pub prune: BTreeMap<String, PrunePolicy>,
 }
@@ -112,6 +125,8 @@ pub enum ValueError {
     ZeroIops,
     #[error("[prune.{policy}] sort: '{value}': use mtime or name")]
     Sort { policy: String, value: String },
+    #[error("[reap] log = '{0}': use auto, journal, syslog, stderr, file or none")]
+    Log(String),
 }
 
 /// Why `reclaim prune --policy NAME` cannot be filled from the configuration.
@@ -193,6 +208,7 @@ impl Config {
                 iops,
                 ..RmDefaults::default()
             },
+            reap: ReapDefaults::default(),
             prune: BTreeMap::new(),
         };
         cfg.check()
@@ -236,6 +252,11 @@ impl Config {
         if r.iops == Some(0) {
             return Err(ValueError::ZeroIops);
         }
+        if let Some(l) = &self.reap.log {
+            if crate::logging::Target::parse(l).is_none() {
+                return Err(ValueError::Log(l.clone()));
+            }
+        }
         for (name, p) in &self.prune {
             let at = |key: &'static str| {
                 move |error| ValueError::Quantity {
@@ -277,6 +298,7 @@ impl Config {
         a.fast = b.fast.or(a.fast);
         a.durable = b.durable.or(a.durable);
         a.grace = b.grace.or(a.grace.take());
+        self.reap.log = later.reap.log.or(self.reap.log.take());
         self.prune.extend(later.prune);
     }
 }
@@ -299,6 +321,17 @@ impl Config {
                 .grace
                 .as_deref()
                 .and_then(|g| crate::units::parse_duration(g).ok());
+        }
+    }
+
+    /// Fills `reclaim reap`'s open flags from `[reap]`.
+    pub fn apply_reap(&self, a: &mut ReapArgs) {
+        if a.log.is_none() {
+            a.log = self
+                .reap
+                .log
+                .as_deref()
+                .and_then(crate::logging::Target::parse);
         }
     }
 
@@ -416,6 +449,7 @@ mod tests {
         assert_eq!(cfg.prune["backups"].keep_yearly, Some(10));
         assert_eq!(cfg.prune["backups"].keep_within.as_deref(), Some("1y6m"));
         assert_eq!(cfg.prune["backups"].pattern.as_deref(), Some("backup-*"));
+        assert_eq!(cfg.reap.log.as_deref(), Some("auto"));
     }
 
     #[test]
@@ -438,6 +472,8 @@ mod tests {
             "[prune.x]\nsort = \"size\"",
             "[prune.x]\nkeep_within = \"1w\"",
             "[prune.x]\nkeep_hourli = 3",
+            "[reap]\nlog = \"journald\"",
+            "[reap]\nlogs = \"file\"",
         ] {
             assert!(Config::parse(Path::new("t"), bad).is_err(), "{bad}");
         }
@@ -542,6 +578,32 @@ mod tests {
         assert_eq!(
             PolicyError::NoDirs("x".into()).to_string(),
             "[prune.x] has no dirs and none were given"
+        );
+    }
+
+    #[test]
+    fn reap_log_fills_what_the_command_line_left_open() {
+        use crate::logging::Target;
+        use clap::Parser;
+        let cfg = Config::parse(Path::new("t"), "[reap]\nlog = \"syslog\"").unwrap();
+        let reap = |args: &[&str]| {
+            let cli = crate::cli::Cli::try_parse_from(args).unwrap();
+            let crate::cli::Command::Reap(mut a) = cli.command else {
+                panic!("not reap");
+            };
+            cfg.apply_reap(&mut a);
+            a.log
+        };
+        assert_eq!(reap(&["reclaim", "reap", "--watch"]), Some(Target::Syslog));
+        assert_eq!(
+            reap(&["reclaim", "reap", "--watch", "--log", "journal"]),
+            Some(Target::Journal)
+        );
+        assert_eq!(
+            Config::parse(Path::new("t"), "[reap]\nlog = \"x\"")
+                .unwrap_err()
+                .to_string(),
+            "'t': [reap] log = 'x': use auto, journal, syslog, stderr, file or none"
         );
     }
 

@@ -96,14 +96,17 @@ fn extra_sections(sub: &str) -> Vec<(&'static str, Vec<String>)> {
     };
     let files = vec![
         "/etc/reclaim.toml, then ~/.config/reclaim.toml ($XDG_CONFIG_HOME): defaults for \
-         reclaim rm ([rm]: mode, max_latency, rate, iops) and retention policies for \
-         reclaim prune ([prune.NAME]); command-line flags win."
+         reclaim rm ([rm]: mode, max_latency, rate, iops), where reapers log ([reap]: log) \
+         and retention policies for reclaim prune ([prune.NAME]); command-line flags win."
             .to_string(),
         "MOUNT/.reclaim-UID/: the trash of user UID on the file system mounted at MOUNT \
          (mode 0700, owned by UID; MOUNT/.reclaim-UID.HEX when that name was taken by \
          someone else). Each entry is a directory named by its ID holding meta.json and the \
          hidden data; reaper.log, reaper.json and failed.json are the reaper's log, state and \
          back-off list."
+            .into(),
+        "/run/systemd/journal/socket and /dev/log: where reapers log with --log journal and \
+         --log syslog (auto picks the journal when stderr is the journal's stream)."
             .into(),
     ];
     let env = vec![
@@ -113,6 +116,12 @@ fn extra_sections(sub: &str) -> Vec<(&'static str, Vec<String>)> {
             .into(),
         "RECLAIM_UNDER=DIR: only trashes of file systems mounted at or below DIR are looked at \
          (a container's view; tests)."
+            .into(),
+        "JOURNAL_STREAM=DEV:INO (set by systemd): when it names stderr's device and inode, \
+         reapers log to the journal (--log auto)."
+            .into(),
+        "RECLAIM_JOURNAL_SOCKET, RECLAIM_SYSLOG_SOCKET: other sockets to send the journal's \
+         and syslog's records to (tests)."
             .into(),
         "LC_ALL, LC_CTYPE, LANG: whether names are shown with UTF-8 characters or escaped, as \
          GNU rm quotes them."
@@ -130,6 +139,8 @@ fn extra_sections(sub: &str) -> Vec<(&'static str, Vec<String>)> {
         "reap" => vec![
             "reclaim reap            # free what can be freed now".into(),
             "reclaim reap --watch    # the service: free entries as they come".into(),
+            "reclaim reap --watch --log syslog    # from a sysvinit script or cron".into(),
+            "journalctl -t reclaim -p warning    # what the reapers could not free".into(),
         ],
         "prune" => vec![
             "reclaim prune --keep-last 7 --keep-free 20G --dry-run /backups".into(),

@@ -13,6 +13,7 @@ pub mod gnu;
 pub mod interrupt;
 pub mod limits;
 pub mod locks;
+pub mod logging;
 pub mod mounts;
 pub mod pace;
 pub mod pool;

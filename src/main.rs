@@ -200,7 +200,8 @@ fn main() -> ExitCode {
                 a.to.as_deref(),
             ))
         }
-        Command::Reap(a) => {
+        Command::Reap(mut a) => {
+            config.apply_reap(&mut a);
             reclaim::limits::raise_nofile();
             // A detached reaper ignores the terminal's hangup; the rest stop at a consistent
             // point on SIGINT/SIGTERM/SIGHUP.

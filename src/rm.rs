@@ -760,7 +760,7 @@ fn resume_interrupted(
         pacing: None,
         engine: req.engine.clone(),
         only: Some(vec![id]),
-        log: crate::reaper::Log::Quiet,
+        log: crate::logging::Sink::quiet(),
         retry_failed: true,
     };
     let sum = crate::reaper::run(std::slice::from_ref(t), &opts, &on_progress);

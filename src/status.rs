@@ -44,7 +44,8 @@ pub struct TrashStatus {
     /// Entries whose size is not known (trees: counting would cost a walk).
     pub unknown_size: u64,
     pub reaper: Option<ReaperStatus>,
-    /// The last lines of the trash's `reaper.log` (what detached reapers freed or failed at).
+    /// The last lines of the trash's `reaper.log` (what reapers logging there, detached ones by
+    /// default, freed or failed at).
     #[serde(default)]
     pub log_tail: Vec<String>,
     pub items: Vec<Item>,

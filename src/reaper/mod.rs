@@ -7,7 +7,8 @@
 //! user's trash in a child that is that user (`asuser`), so it removes exactly what the user
 //! could. Every file of a trash is hostile input: a damaged entry is reported and skipped,
 //! never waited on; an entry that cannot be fully freed is recorded (`failed.json`) and retried
-//! with back-off. While it only waits for grace windows it holds nothing open.
+//! with back-off. While it only waits for grace windows it holds nothing open. Each freed
+//! entry and each failure is logged where `--log` says (`crate::logging`).
 
 pub mod failure;
 pub mod spawn;
@@ -30,6 +31,7 @@ use crate::dirfd;
 use crate::error::{Failure, Reason};
 use crate::interrupt;
 use crate::locks;
+use crate::logging::{Dest, Priority, Record, Sink};
 use crate::pace::throttle::Throttle;
 use crate::pace::Pacing;
 use crate::quote::quote;
@@ -77,21 +79,10 @@ pub struct ReapOptions {
     /// Only these entries (ids), in this order (`reclaim rm --wait`).
     pub only: Option<Vec<String>>,
     /// Where lines about freed and failed entries go.
-    pub log: Log,
+    pub log: Sink,
     /// Try entries that failed before now, not after their back-off (`reclaim reap` was
     /// asked to free what it can now).
     pub retry_failed: bool,
-}
-
-/// Where a reaper says what it did.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Log {
-    /// Nowhere (the caller reports from the summary).
-    Quiet,
-    /// The trash's `reaper.log` (a detached reaper).
-    TrashFile,
-    /// stderr (the service's passes: the supervisor forwards it to the journal).
-    Stderr,
 }
 
 /// What a reaper run did (`reclaim reap --json`).
@@ -231,9 +222,18 @@ pub fn run(trashes: &[Trash], opts: &ReapOptions, on_progress: OnProgress<'_>) -
             Ok(None) => sum
                 .skipped_locked
                 .push(t.path.to_string_lossy().into_owned()),
-            Err(e) => sum
-                .errors
-                .push(ErrorEntry::new(t.path.join("lock"), e.to_string())),
+            Err(e) => {
+                let path = t.path.join("lock");
+                log(
+                    t,
+                    &opts.log,
+                    Record::new(Priority::Err, format!("{}: {e}", quote(&path)))
+                        .field("RECLAIM_EVENT", "damaged")
+                        .path("RECLAIM_PATH", &path)
+                        .field("RECLAIM_ERROR", e.to_string()),
+                );
+                sum.errors.push(ErrorEntry::new(path, e.to_string()));
+            }
         }
     }
     sum.remaining = trashes
@@ -309,22 +309,25 @@ fn reap_trash(
                     sum.interrupted = true;
                     break;
                 }
+                // Files as the summary counts them (directories are not).
                 let (bytes_before, files_before, started) = (
                     sum.bytes_freed,
-                    files.files.load(Ordering::Relaxed) + files.dirs.load(Ordering::Relaxed),
+                    files.files.load(Ordering::Relaxed),
                     std::time::Instant::now(),
                 );
                 match reap_entry(trash, name, opts, &state, &files, sum, on_progress) {
                     Step::Freed(path) => {
                         sum.entries_freed += 1;
                         progressed = true;
-                        let done_files = (files.files.load(Ordering::Relaxed)
-                            + files.dirs.load(Ordering::Relaxed))
-                        .saturating_sub(files_before);
+                        let done_files = files
+                            .files
+                            .load(Ordering::Relaxed)
+                            .saturating_sub(files_before);
                         log(
                             trash,
-                            opts.log,
-                            &freed_line(
+                            &opts.log,
+                            freed_record(
+                                name,
                                 &path,
                                 done_files,
                                 sum.bytes_freed.saturating_sub(bytes_before),
@@ -338,22 +341,24 @@ fn reap_trash(
                         sum.waiting += 1;
                         left.push(name.clone());
                     }
-                    Step::Backoff(until) => {
+                    Step::Backoff { path, record } => {
+                        let until = record.next_attempt_unix;
                         sum.next_retry_unix = min_opt(sum.next_retry_unix, Some(until));
                         left.push(name.clone());
+                        log(trash, &opts.log, backoff_record(name, &path, &record));
                     }
                     Step::Busy => left.push(name.clone()),
                     Step::Interrupted => {
                         sum.interrupted = true;
                         break;
                     }
-                    Step::Failed(record) => {
+                    Step::Failed { path, record } => {
                         left.push(name.clone());
                         sum.entries_failed += 1;
                         sum.next_retry_unix =
                             min_opt(sum.next_retry_unix, Some(record.next_attempt_unix));
-                        for e in &record.errors {
-                            log(trash, opts.log, &format!("cannot free {e}"));
+                        for rec in failed_records(name, &path, &record) {
+                            log(trash, &opts.log, rec);
                         }
                         sum.errors.extend(record.errors);
                     }
@@ -363,8 +368,12 @@ fn reap_trash(
                         let path = trash.shown(name, None);
                         log(
                             trash,
-                            opts.log,
-                            &format!("{}: damaged: {why}", quote(&path)),
+                            &opts.log,
+                            Record::new(Priority::Err, format!("{}: damaged: {why}", quote(&path)))
+                                .field("RECLAIM_EVENT", "damaged")
+                                .field("RECLAIM_ENTRY", name.to_bytes())
+                                .path("RECLAIM_PATH", &path)
+                                .field("RECLAIM_ERROR", why.to_string()),
                         );
                         sum.errors
                             .push(ErrorEntry::new(path, format!("damaged: {why}")));
@@ -397,31 +406,105 @@ fn reap_trash(
         .saturating_add(files.files.load(Ordering::Relaxed));
 }
 
-/// Appends a line to the trash's log when this reaper keeps one.
-fn log(trash: &Trash, to: Log, line: &str) {
-    match to {
-        Log::TrashFile => {
+/// Logs a record about `trash` where this reaper logs: a dated line in the trash's
+/// `reaper.log` (written as the trash's owner, as hostile ground), or the sink's place, with
+/// the trash as the stderr line's start and as the journal's `RECLAIM_TRASH`.
+fn log(trash: &Trash, to: &Sink, rec: Record) {
+    match to.dest() {
+        Dest::None => {}
+        Dest::File => {
             let stamp = crate::trash::meta::utc_stamp(now_unix() as u64);
-            let _ = safefile::append_log(&trash.dir, LOG, trash.uid, &format!("{stamp}Z {line}"));
+            let line = format!("{stamp}Z {}", rec.message);
+            let _ = safefile::append_log(&trash.dir, LOG, trash.uid, &line);
         }
-        Log::Stderr => eprintln!("{}: {line}", quote(&trash.path)),
-        Log::Quiet => {}
+        _ => to.write(
+            &rec.path("RECLAIM_TRASH", &trash.path),
+            Some(&quote(&trash.path)),
+        ),
     }
 }
 
-/// The log line of a freed entry: what, how much, how long, how fast.
-fn freed_line(path: &std::path::Path, files: u64, bytes: u64, took: Duration) -> String {
+/// The record of a freed entry: what, how much, how long, how fast.
+fn freed_record(entry: &CStr, path: &Path, files: u64, bytes: u64, took: Duration) -> Record {
     let secs = took.as_secs_f64();
-    let rate = if secs > 0.0 {
-        format!(", {}/s", crate::report::bytes((bytes as f64 / secs) as u64))
-    } else {
-        String::new()
-    };
-    format!(
-        "freed {}: {}, {} in {secs:.2} s{rate}",
+    let rate = (secs > 0.0).then(|| (bytes as f64 / secs) as u64);
+    let line = format!(
+        "freed {}: {}, {} in {secs:.2} s{}",
         quote(path),
         crate::report::plural(files, "file", "files"),
         crate::report::bytes(bytes),
+        rate.map_or_else(String::new, |r| format!(", {}/s", crate::report::bytes(r)))
+    );
+    let rec = Record::new(Priority::Info, line)
+        .field("RECLAIM_EVENT", "freed")
+        .field("RECLAIM_ENTRY", entry.to_bytes())
+        .path("RECLAIM_PATH", path)
+        .field("RECLAIM_FILES", files.to_string())
+        .field("RECLAIM_BYTES", bytes.to_string())
+        .field("RECLAIM_SECONDS", format!("{secs:.3}"));
+    match rate {
+        Some(r) => rec.field("RECLAIM_RATE", r.to_string()),
+        None => rec,
+    }
+}
+
+/// The records of a failed attempt at an entry (its original path `path`): one per path that
+/// could not be freed (with why), then one saying how many failed and when the next attempt
+/// is.
+fn failed_records(entry: &CStr, path: &Path, record: &FailedRecord) -> Vec<Record> {
+    let with = |rec: Record| {
+        rec.field("RECLAIM_EVENT", "failed")
+            .field("RECLAIM_ENTRY", entry.to_bytes())
+            .field("RECLAIM_ATTEMPTS", record.attempts.to_string())
+            .field(
+                "RECLAIM_NEXT_ATTEMPT_UNIX",
+                format!("{:.0}", record.next_attempt_unix),
+            )
+    };
+    let mut out: Vec<Record> = record
+        .errors
+        .iter()
+        .map(|e| {
+            with(Record::new(Priority::Err, format!("cannot free {e}")))
+                .path("RECLAIM_PATH", &e.path.exact())
+                .field("RECLAIM_ERROR", e.error.as_bytes())
+        })
+        .collect();
+    let failed = (record.errors.len() as u64).saturating_add(record.more);
+    out.push(
+        with(Record::new(
+            Priority::Warning,
+            format!(
+                "{}: {} could not be freed (attempt {}); next attempt at {}",
+                quote(path),
+                plural(failed, "path", "paths"),
+                record.attempts,
+                crate::report::local_time(record.next_attempt_unix)
+            ),
+        ))
+        .path("RECLAIM_PATH", path),
+    );
+    out
+}
+
+/// The record of an entry left until its back-off ends.
+fn backoff_record(entry: &CStr, path: &Path, record: &FailedRecord) -> Record {
+    Record::new(
+        Priority::Notice,
+        format!(
+            "{}: not retried before {} (failed {})",
+            quote(path),
+            crate::report::local_time(record.next_attempt_unix),
+            plural(u64::from(record.attempts), "time", "times")
+        ),
+    )
+    .field("RECLAIM_EVENT", "backoff")
+    .field("RECLAIM_ENTRY", entry.to_bytes())
+    .path("RECLAIM_PATH", path)
+    .field("RECLAIM_ATTEMPTS", record.attempts.to_string())
+    .field(
+        "RECLAIM_NEXT_ATTEMPT_UNIX",
+        format!("{:.0}", record.next_attempt_unix),
     )
 }
 
@@ -430,14 +513,15 @@ enum Step {
     Freed(PathBuf),
     /// In its grace window until then.
     Grace(f64),
-    /// Failed before; not due for another attempt until then.
-    Backoff(f64),
+    /// Failed before; not due for another attempt until the record says (its original path).
+    Backoff { path: PathBuf, record: FailedRecord },
     /// Another process holds it (a hide, a restore, a foreground shrink).
     Busy,
     /// Stopped by a signal; the entry stays (claimed) for the next reaper.
     Interrupted,
-    /// Could not be fully freed this time (what failed, and when to try again).
-    Failed(FailedRecord),
+    /// Could not be fully freed this time (its original path; what failed, and when to try
+    /// again).
+    Failed { path: PathBuf, record: FailedRecord },
     /// Not something a reaper made (the reason); skipped.
     Damaged(Damage),
 }
@@ -492,15 +576,18 @@ fn reap_entry(
         Ok(f) => f,
         Err(bad) => return Step::Damaged(Damage::FailureRecord(bad)),
     };
-    if let Some(f) = &failed {
-        if !opts.retry_failed && f.next_attempt_unix > now_unix() {
-            return Step::Backoff(f.next_attempt_unix);
-        }
-    }
     let shown = meta.as_ref().map_or_else(
         || trash.shown(name, None),
         crate::trash::meta::Meta::original_path,
     );
+    if let Some(f) = &failed {
+        if !opts.retry_failed && f.next_attempt_unix > now_unix() {
+            return Step::Backoff {
+                path: shown,
+                record: f.clone(),
+            };
+        }
+    }
     let data = dirfd::lstat_at(&entry, DATA).is_ok();
     if data {
         if let Some(until) = meta.as_ref().and_then(|m| m.grace_until_unix) {
@@ -520,7 +607,7 @@ fn reap_entry(
         // Durable before the first byte is freed: after a crash a partly freed target must
         // never look whole (restorable).
         if let Err(e) = fsync(&entry) {
-            return fail(&entry, failed.as_ref(), &[os_failure(&shown, e)]);
+            return fail(&entry, &shown, failed.as_ref(), &[os_failure(&shown, e)]);
         }
     }
     let shown_text = shown.to_string_lossy().into_owned();
@@ -560,7 +647,7 @@ fn reap_entry(
         match freed {
             Ok(true) => {}
             Ok(false) => return Step::Interrupted,
-            Err(failures) => return fail(&entry, failed.as_ref(), &failures),
+            Err(failures) => return fail(&entry, &shown, failed.as_ref(), &failures),
         }
     }
     // What is left: the record, a failure record, leftovers of an interrupted run (a large one
@@ -569,7 +656,7 @@ fn reap_entry(
     match rest {
         Ok(true) => Step::Freed(shown),
         Ok(false) => Step::Interrupted,
-        Err(failures) => fail(&entry, failed.as_ref(), &failures),
+        Err(failures) => fail(&entry, &shown, failed.as_ref(), &failures),
     }
 }
 
@@ -603,10 +690,18 @@ fn os_failure(path: &Path, e: Errno) -> Failure {
 }
 
 /// Records a failed attempt in the entry and says so.
-fn fail(entry: &OwnedFd, previous: Option<&FailedRecord>, failures: &[Failure]) -> Step {
+fn fail(
+    entry: &OwnedFd,
+    shown: &Path,
+    previous: Option<&FailedRecord>,
+    failures: &[Failure],
+) -> Step {
     let record = FailedRecord::after(previous, failures, now_unix());
     let _ = record.write(entry);
-    Step::Failed(record)
+    Step::Failed {
+        path: shown.to_path_buf(),
+        record,
+    }
 }
 
 /// Frees `reaping` of an entry. `Ok(false)`: stopped by a signal.
@@ -1052,6 +1147,25 @@ fn waiting_for(t: &Trash, pid: u32) -> String {
     s
 }
 
+/// The flags that make a child reaper (another user's pass) log where this one does, each line
+/// with its priority for this process to read (`Sink::relay`).
+pub fn child_log_args(dest: Dest) -> [OsString; 2] {
+    [
+        format!("--log={}", dest.arg()).into(),
+        "--log-prefix".into(),
+    ]
+}
+
+/// Where a reaper's own messages and its children's stderr lines go: with the log when that is
+/// the journal or syslog, else on stderr.
+pub fn relay_sink(dest: Dest, prefix: bool) -> Sink {
+    let to = match dest {
+        Dest::Journal | Dest::Syslog => dest,
+        Dest::None | Dest::File | Dest::Stderr => Dest::Stderr,
+    };
+    Sink::new(to).prefixed(prefix)
+}
+
 /// Reaps another user's trash in a child running as that user (`reclaim reap --trash T
 /// --once --json`), and returns its summary.
 pub fn as_owner(t: &Trash, args: &[OsString], on_line: &mut dyn FnMut(&str)) -> ReapSummary {
@@ -1082,6 +1196,10 @@ pub fn command(a: &ReapArgs) -> u8 {
     if a.watch {
         return watch::command(a);
     }
+    let dest = a
+        .log
+        .unwrap_or(crate::logging::Target::Auto)
+        .resolve(a.detached, false);
     let trash_arg = a.trash.clone();
     let open = move || -> Result<Vec<Trash>, OpenError> {
         match &trash_arg {
@@ -1127,13 +1245,7 @@ pub fn command(a: &ReapArgs) -> u8 {
         pacing: a.pace.given().then(|| entry_pacing(&a.pace)),
         engine,
         only: None,
-        log: if a.detached {
-            Log::TrashFile
-        } else if a.log_stderr {
-            Log::Stderr
-        } else {
-            Log::Quiet
-        },
+        log: Sink::new(dest).prefixed(a.log_prefix),
         // `reap` (not `--once`, whose passes the service repeats) frees what it can now; a
         // detached reaper tries a failed entry once when it starts.
         retry_failed: !a.once || a.retry_failed,
@@ -1150,10 +1262,14 @@ pub fn command(a: &ReapArgs) -> u8 {
     if let Some(t) = a.threads {
         child_args.push(format!("--threads={t}").into());
     }
+    child_args.extend(child_log_args(dest));
     let started = std::time::Instant::now();
+    // Messages of this process and what children (other users' passes) print: on stderr, or
+    // with the log when it goes to the journal or syslog.
+    let lines = relay_sink(dest, a.log_prefix);
     let mut relay = |line: &str| match &bar {
-        Some(b) => b.suspend(|| eprintln!("{line}")),
-        None => eprintln!("{line}"),
+        Some(b) => b.suspend(|| lines.relay(line, None)),
+        None => lines.relay(line, None),
     };
     let on_wait = |what: &str| {
         if let Some(bar) = &bar {

@@ -1,9 +1,11 @@
 //! `reclaim reap --watch` (the systemd service): a supervisor that never works inside a trash
 //! itself. Every second it looks for trashes (root: every user's); for each one that may have
 //! work (it changed, or a grace window or a back-off ended) and no reaper holds, it starts
-//! `reclaim reap --trash T --once --json` as the trash's owner, at most one child per trash,
-//! and logs what the child reports when it ends. A slow, huge or hostile trash holds up only
-//! its own child; the loop itself never waits for one.
+//! `reclaim reap --trash T --once --json --log=WHERE` as the trash's owner, at most one child
+//! per trash, and logs what the child reports when it ends. Each child logs its own freed
+//! entries and failures (to the journal or syslog itself, so the journal knows which user's
+//! process said it); the lines it prints go through this process's log. A slow, huge or
+//! hostile trash holds up only its own child; the loop itself never waits for one.
 
 use std::collections::{HashMap, HashSet};
 use std::ffi::OsString;
@@ -15,6 +17,7 @@ use super::{ReapSummary, Trash};
 use crate::asuser::{self, ChildError, Identity};
 use crate::cli::ReapArgs;
 use crate::interrupt;
+use crate::logging::{Priority, Record, Sink, Target};
 use crate::quote::quote;
 use crate::report::plural;
 use crate::trash;
@@ -50,17 +53,28 @@ fn signature(t: &Trash) -> Option<(u64, i64, i64, i64, i64)> {
 
 /// `reclaim reap --watch`; returns the exit code (0 when stopped by a signal: a service stop).
 pub fn command(a: &ReapArgs) -> u8 {
+    let dest = a.log.unwrap_or(Target::Auto).resolve(false, true);
     let mut child_args: Vec<OsString> = a.pace.to_args();
     if let Some(t) = a.threads {
         child_args.push(format!("--threads={t}").into());
     }
+    child_args.extend(super::child_log_args(dest));
+    let lines = super::relay_sink(dest, a.log_prefix);
+    let say = |priority: Priority, line: String| {
+        lines.write(&Record::new(priority, line), Some("reclaim reap"));
+    };
+    // A line about one trash (which the journal keeps as RECLAIM_TRASH).
+    let say_of = |trash: &std::path::Path, priority: Priority, line: String| {
+        let rec = Record::new(priority, line).path("RECLAIM_TRASH", trash);
+        lines.write(&rec, Some("reclaim reap"));
+    };
     let me = trash::uid();
     let mut known: HashMap<PathBuf, Known> = HashMap::new();
     let (tx, rx) = mpsc::channel::<(PathBuf, Result<ReapSummary, ChildError>)>();
     let mut running = 0usize;
     // For the hostile soak (bench): one line per pass, with how long the pass took.
     let trace = std::env::var_os(TRACE_ENV).map(PathBuf::from);
-    eprintln!("reclaim reap: watching the trashes (uid {me})");
+    say(Priority::Info, format!("watching the trashes (uid {me})"));
     loop {
         let pass = std::time::Instant::now();
         while let Ok((path, result)) = rx.try_recv() {
@@ -71,31 +85,34 @@ pub fn command(a: &ReapArgs) -> u8 {
                 Ok(s) => {
                     k.next_due = super::min_opt(s.next_grace_unix, s.next_retry_unix);
                     if s.entries_freed > 0 {
-                        eprintln!(
-                            "reclaim reap: {}: freed {} ({}, {})",
-                            quote(&path),
-                            plural(s.entries_freed, "entry", "entries"),
-                            plural(s.files, "file", "files"),
-                            crate::report::bytes(s.bytes_freed)
+                        say_of(
+                            &path,
+                            Priority::Info,
+                            format!(
+                                "{}: freed {} ({}, {})",
+                                quote(&path),
+                                plural(s.entries_freed, "entry", "entries"),
+                                plural(s.files, "file", "files"),
+                                crate::report::bytes(s.bytes_freed)
+                            ),
                         );
                     }
+                    // Each failure in the trash was logged by the child (as the trash's owner); what
+                    // stopped the child's run as a whole is logged here, once until it changes.
                     let mut now_logged = HashSet::new();
-                    for e in &s.errors {
-                        let line = format!("cannot free {e}");
+                    if let Some(e) = &s.error {
+                        let line = format!("{}: {e}", quote(&path));
                         if !k.logged.contains(&line) {
-                            eprintln!("reclaim reap: {line}");
+                            say_of(&path, Priority::Err, line.clone());
                         }
                         now_logged.insert(line);
-                    }
-                    if let Some(e) = &s.error {
-                        eprintln!("reclaim reap: {}: {e}", quote(&path));
                     }
                     k.logged = now_logged;
                 }
                 Err(e) => {
                     let e = e.to_string();
                     if k.logged.insert(e.clone()) {
-                        eprintln!("reclaim reap: {}: {e}", quote(&path));
+                        say_of(&path, Priority::Err, format!("{}: {e}", quote(&path)));
                     }
                     k.next_due = Some(now_unix() + 60.0);
                 }
@@ -109,7 +126,10 @@ pub fn command(a: &ReapArgs) -> u8 {
             // Once per mount until it answers again.
             let k = known.entry(PathBuf::from(&u.path)).or_default();
             if k.logged.insert(u.reason.clone()) {
-                eprintln!("reclaim reap: warning: {} {}", quote(&u.path), u.reason);
+                say(
+                    Priority::Warning,
+                    format!("warning: {} {}", quote(&u.path), u.reason),
+                );
             }
         }
         for t in found.trashes {
@@ -133,9 +153,10 @@ pub fn command(a: &ReapArgs) -> u8 {
             let tx = tx.clone();
             let args = child_args.clone();
             let (path, uid) = (t.path.clone(), t.uid);
+            let lines = lines.clone();
             drop(t);
             std::thread::spawn(move || {
-                let r = reap_child(&path, uid, &args);
+                let r = reap_child(&path, uid, &args, &lines);
                 let _ = tx.send((path, r));
             });
         }
@@ -163,15 +184,17 @@ pub fn command(a: &ReapArgs) -> u8 {
             Err(_) => break,
         }
     }
-    eprintln!("reclaim reap: stopped");
+    say(Priority::Info, "stopped".into());
     0
 }
 
-/// Runs one `reap --once` pass over `path` as its owner `uid` in a child process.
+/// Runs one `reap --once` pass over `path` as its owner `uid` in a child process; what it
+/// prints on stderr goes to `lines`.
 fn reap_child(
     path: &std::path::Path,
     uid: u32,
     args: &[OsString],
+    lines: &Sink,
 ) -> Result<ReapSummary, ChildError> {
     let mut argv: Vec<OsString> = vec![
         "reap".into(),
@@ -179,7 +202,6 @@ fn reap_child(
         path.as_os_str().to_owned(),
         "--once".into(),
         "--json".into(),
-        "--log-stderr".into(),
     ];
     argv.extend(args.iter().cloned());
     let who = if asuser::needed(uid) {
@@ -187,6 +209,6 @@ fn reap_child(
     } else {
         None
     };
-    let mut lines = |l: &str| eprintln!("reclaim reap: {l}");
-    asuser::run_json::<ReapSummary>(who.as_ref(), &argv, &mut lines).map(|(s, _)| s)
+    let mut relay = |l: &str| lines.relay(l, Some("reclaim reap"));
+    asuser::run_json::<ReapSummary>(who.as_ref(), &argv, &mut relay).map(|(s, _)| s)
 }

@@ -14,6 +14,7 @@ mod props;
 mod prune;
 mod races;
 mod reap;
+mod reap_log;
 mod rm_flags;
 mod rm_gnu;
 mod safety;

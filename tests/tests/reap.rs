@@ -15,18 +15,18 @@ use serde_json::Value;
 use crate::util::{self, trash_entries, MountGuard, ReaperSettle, Scratch, NO_SPAWN};
 
 /// A tmpfs on `root/vol`; the settle guard waits for any reaper of its trash before unmounting.
-fn vol(s: &Scratch, test: &str) -> Option<(ReaperSettle, MountGuard)> {
+pub(crate) fn vol(s: &Scratch, test: &str) -> Option<(ReaperSettle, MountGuard)> {
     let g = util::tmpfs_vol(s, "vol", test)?;
     Some((ReaperSettle { trash: trash(s) }, g))
 }
 
 /// This process's trash on `root/vol`.
-fn trash(s: &Scratch) -> PathBuf {
+pub(crate) fn trash(s: &Scratch) -> PathBuf {
     util::trash_dir(&s.path("vol"))
 }
 
 /// `reclaim ARGS` in the scratch root, no reaper spawned.
-fn run_ns(s: &Scratch, args: &[&str]) -> Output {
+pub(crate) fn run_ns(s: &Scratch, args: &[&str]) -> Output {
     s.cmd(args)
         .env(NO_SPAWN, "1")
         .env("XDG_STATE_HOME", util::state_home(s))
@@ -43,7 +43,7 @@ fn reap(s: &Scratch, t: &Path, extra: &[&str]) -> Output {
 }
 
 /// `reclaim rm ARGS` (no reaper spawned), which must succeed.
-fn rm_ok(s: &Scratch, args: &[&str]) -> Output {
+pub(crate) fn rm_ok(s: &Scratch, args: &[&str]) -> Output {
     let mut all = vec!["rm"];
     all.extend_from_slice(args);
     let o = run_ns(s, &all);
@@ -52,14 +52,14 @@ fn rm_ok(s: &Scratch, args: &[&str]) -> Output {
 }
 
 /// A few files and directories under `root/rel`.
-fn tree(s: &Scratch, rel: &str) {
+pub(crate) fn tree(s: &Scratch, rel: &str) {
     for i in 0..12 {
         s.file(format!("{rel}/d{}/f{i}", i % 3), format!("{i}\n"));
     }
 }
 
 /// The entry ids of `--json`'s `hidden` list, by path.
-fn hidden(v: &Value) -> Vec<(String, String, Option<f64>)> {
+pub(crate) fn hidden(v: &Value) -> Vec<(String, String, Option<f64>)> {
     v["hidden"]
         .as_array()
         .unwrap_or_else(|| panic!("no hidden list: {v}"))
