@@ -444,8 +444,8 @@ impl Status {
                         s.push_str(&format!("      ... and {} more\n", group(f.more)));
                     }
                     s.push_str(&format!(
-                        "      {} attempts; the next in {} (fix the cause, then `reclaim reap`)\n",
-                        f.attempts,
+                        "      {}; the next in {} (fix the cause, then `reclaim reap`)\n",
+                        crate::report::plural(u64::from(f.attempts), "attempt", "attempts"),
                         secs(f.next_attempt_unix - now)
                     ));
                 }
