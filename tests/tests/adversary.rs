@@ -29,7 +29,7 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use serde_json::Value;
 
-use crate::util::{self, Scratch};
+use crate::util::{self, scratch, Scratch};
 
 const VICTIM: u32 = 61001;
 const ATTACKER: u32 = 61002;
@@ -158,17 +158,19 @@ struct World {
 }
 
 impl World {
-    fn new(test: &str, vol: Vol) -> Option<World> {
-        Self::make(test, vol, false)
+    /// The world of the test of `s` (made by `scratch!()`).
+    fn new(s: Scratch, vol: Vol) -> Option<World> {
+        Self::make(s, vol, false)
     }
 
     /// A world for a test that must not run beside the others (see `TURNS`).
-    fn alone(test: &str, vol: Vol) -> Option<World> {
-        Self::make(test, vol, true)
+    fn alone(s: Scratch, vol: Vol) -> Option<World> {
+        Self::make(s, vol, true)
     }
 
-    fn make(test: &str, vol: Vol, alone: bool) -> Option<World> {
-        if util::skip_unless_root(test) {
+    fn make(s: Scratch, vol: Vol, alone: bool) -> Option<World> {
+        let test = s.test().to_string();
+        if util::skip_unless_root(&test) {
             return None;
         }
         let turn = if alone {
@@ -176,7 +178,6 @@ impl World {
         } else {
             Turn::Shared(TURNS.read().unwrap_or_else(|e| e.into_inner()))
         };
-        let s = Scratch::new();
         chmod(s.root(), 0o711);
         let Some(mount) = Mount::new(&s, "vol", vol) else {
             eprintln!("{test}: skipped, cannot mount its volume");
@@ -1140,7 +1141,7 @@ fn chattr_i(p: &Path, top: &Path) -> Option<Unfreeze> {
 
 #[test]
 fn fifo_meta_never_hangs_root_commands() {
-    let Some(w) = World::alone("fifo_meta_never_hangs_root_commands", Vol::Tmpfs) else {
+    let Some(w) = World::alone(scratch!(), Vol::Tmpfs) else {
         return;
     };
     w.old_layout(&[ROOT, VICTIM, ATTACKER]);
@@ -1303,10 +1304,7 @@ fn fifo_meta_never_hangs_root_commands() {
 /// them nor reach through them.
 #[test]
 fn wrong_type_lock_data_or_reaping_never_hangs_or_reaches_root_files() {
-    let Some(w) = World::new(
-        "wrong_type_lock_data_or_reaping_never_hangs_or_reaches_root_files",
-        Vol::Tmpfs,
-    ) else {
+    let Some(w) = World::new(scratch!(), Vol::Tmpfs) else {
         return;
     };
     w.old_layout(&[ATTACKER]);
@@ -1396,10 +1394,7 @@ fn wrong_type_lock_data_or_reaping_never_hangs_or_reaches_root_files() {
 /// symlink. Each makes its entry "damaged": listed as such, never restored, never freed.
 #[test]
 fn oversized_or_foreign_meta_json_marks_the_entry_damaged() {
-    let Some(w) = World::new(
-        "oversized_or_foreign_meta_json_marks_the_entry_damaged",
-        Vol::Tmpfs,
-    ) else {
+    let Some(w) = World::new(scratch!(), Vol::Tmpfs) else {
         return;
     };
     w.old_layout(&[ATTACKER]);
@@ -1495,7 +1490,7 @@ fn oversized_or_foreign_meta_json_marks_the_entry_damaged() {
 
 #[test]
 fn root_reaper_removes_only_what_the_user_could() {
-    let Some(w) = World::new("root_reaper_removes_only_what_the_user_could", Vol::Tmpfs) else {
+    let Some(w) = World::new(scratch!(), Vol::Tmpfs) else {
         return;
     };
     w.old_layout(&[ATTACKER]);
@@ -1544,10 +1539,7 @@ fn root_reaper_removes_only_what_the_user_could() {
 /// as `data`, a subdirectory of the tree being freed swapped for a symlink.
 #[test]
 fn entries_swapped_while_root_reaps_never_reach_root_files() {
-    let Some(w) = World::new(
-        "entries_swapped_while_root_reaps_never_reach_root_files",
-        Vol::Tmpfs,
-    ) else {
+    let Some(w) = World::new(scratch!(), Vol::Tmpfs) else {
         return;
     };
     w.old_layout(&[ATTACKER]);
@@ -1629,7 +1621,7 @@ fn entries_swapped_while_root_reaps_never_reach_root_files() {
 
 #[test]
 fn forged_entry_is_never_restored_by_path() {
-    let Some(w) = World::new("forged_entry_is_never_restored_by_path", Vol::Tmpfs) else {
+    let Some(w) = World::new(scratch!(), Vol::Tmpfs) else {
         return;
     };
     w.old_layout(&[ROOT, ATTACKER]);
@@ -1702,7 +1694,7 @@ fn forged_entry_is_never_restored_by_path() {
 
 #[test]
 fn restore_refuses_a_parent_whose_inode_was_reused() {
-    let Some(w) = World::new("restore_refuses_a_parent_whose_inode_was_reused", Vol::Ext4) else {
+    let Some(w) = World::new(scratch!(), Vol::Ext4) else {
         return;
     };
     w.old_layout(&[VICTIM]);
@@ -1763,7 +1755,7 @@ fn restore_refuses_a_parent_whose_inode_was_reused() {
 
 #[test]
 fn hard_linked_state_file_is_never_overwritten() {
-    let Some(w) = World::new("hard_linked_state_file_is_never_overwritten", Vol::Tmpfs) else {
+    let Some(w) = World::new(scratch!(), Vol::Tmpfs) else {
         return;
     };
     let Some(_sysctl) = util::Sysctl::set("fs/protected_hardlinks", "0") else {
@@ -1857,10 +1849,7 @@ fn hard_linked_state_file_is_never_overwritten() {
 
 #[test]
 fn squatted_trash_name_does_not_drop_the_grace_window() {
-    let Some(w) = World::new(
-        "squatted_trash_name_does_not_drop_the_grace_window",
-        Vol::Tmpfs,
-    ) else {
+    let Some(w) = World::new(scratch!(), Vol::Tmpfs) else {
         return;
     };
     // Squatted by the attacker before the victim ever hid anything: the old shared parent
@@ -1937,10 +1926,7 @@ fn squatted_trash_name_does_not_drop_the_grace_window() {
 /// removing it now; without `--grace` the foreground fallback stays.
 #[test]
 fn grace_that_cannot_be_honoured_refuses_the_removal() {
-    let Some(w) = World::new(
-        "grace_that_cannot_be_honoured_refuses_the_removal",
-        Vol::TinyTmpfs,
-    ) else {
+    let Some(w) = World::new(scratch!(), Vol::TinyTmpfs) else {
         return;
     };
     w.dir("v", VICTIM, 0o755);
@@ -1979,7 +1965,7 @@ fn grace_that_cannot_be_honoured_refuses_the_removal() {
 
 #[test]
 fn pre_created_shrink_name_does_not_block_removal() {
-    let Some(w) = World::new("pre_created_shrink_name_does_not_block_removal", Vol::Ext3) else {
+    let Some(w) = World::new(scratch!(), Vol::Ext3) else {
         return;
     };
     w.old_layout(&[VICTIM]);
@@ -2018,7 +2004,7 @@ fn pre_created_shrink_name_does_not_block_removal() {
 
 #[test]
 fn foreign_shrink_leftovers_are_left_alone() {
-    let Some(w) = World::new("foreign_shrink_leftovers_are_left_alone", Vol::Ext3) else {
+    let Some(w) = World::new(scratch!(), Vol::Ext3) else {
         return;
     };
     w.old_layout(&[ROOT, VICTIM]);
@@ -2076,10 +2062,7 @@ fn foreign_shrink_leftovers_are_left_alone() {
 
 #[test]
 fn sigint_during_foreground_shrink_hands_the_rest_to_the_trash() {
-    let Some(w) = World::new(
-        "sigint_during_foreground_shrink_hands_the_rest_to_the_trash",
-        Vol::Ext3,
-    ) else {
+    let Some(w) = World::new(scratch!(), Vol::Ext3) else {
         return;
     };
     w.old_layout(&[VICTIM]);
@@ -2143,7 +2126,7 @@ fn sigint_during_foreground_shrink_hands_the_rest_to_the_trash() {
 /// in the trash and finishes it.
 #[test]
 fn rerun_after_kill_9_during_shrink_finishes_it() {
-    let Some(w) = World::new("rerun_after_kill_9_during_shrink_finishes_it", Vol::Ext3) else {
+    let Some(w) = World::new(scratch!(), Vol::Ext3) else {
         return;
     };
     w.old_layout(&[VICTIM]);
@@ -2176,7 +2159,7 @@ fn rerun_after_kill_9_during_shrink_finishes_it() {
 
 #[test]
 fn sigint_during_wait_leaves_entries_to_a_reaper() {
-    let Some(w) = World::new("sigint_during_wait_leaves_entries_to_a_reaper", Vol::Tmpfs) else {
+    let Some(w) = World::new(scratch!(), Vol::Tmpfs) else {
         return;
     };
     w.old_layout(&[VICTIM]);
@@ -2217,7 +2200,7 @@ fn sigint_during_wait_leaves_entries_to_a_reaper() {
 
 #[test]
 fn sigint_during_rm_r_reports_and_exits_130() {
-    let Some(w) = World::new("sigint_during_rm_r_reports_and_exits_130", Vol::Tmpfs) else {
+    let Some(w) = World::new(scratch!(), Vol::Tmpfs) else {
         return;
     };
     for (name, sig, code) in [
@@ -2261,10 +2244,7 @@ fn sigint_during_rm_r_reports_and_exits_130() {
 
 #[test]
 fn stuck_entry_is_reported_with_inner_path_and_backs_off() {
-    let Some(w) = World::new(
-        "stuck_entry_is_reported_with_inner_path_and_backs_off",
-        Vol::Tmpfs,
-    ) else {
+    let Some(w) = World::new(scratch!(), Vol::Tmpfs) else {
         return;
     };
     w.old_layout(&[VICTIM]);
@@ -2356,7 +2336,7 @@ fn stuck_entry_is_reported_with_inner_path_and_backs_off() {
 
 #[test]
 fn out_of_range_durations_are_usage_errors() {
-    let Some(w) = World::new("out_of_range_durations_are_usage_errors", Vol::Tmpfs) else {
+    let Some(w) = World::new(scratch!(), Vol::Tmpfs) else {
         return;
     };
     const D: &str = "99999999999999999999d";
@@ -2450,10 +2430,7 @@ fn out_of_range_durations_are_usage_errors() {
 
 #[test]
 fn zero_iops_from_config_or_environment_is_a_usage_error() {
-    let Some(w) = World::new(
-        "zero_iops_from_config_or_environment_is_a_usage_error",
-        Vol::Tmpfs,
-    ) else {
+    let Some(w) = World::new(scratch!(), Vol::Tmpfs) else {
         return;
     };
     let f = w.file("f", ROOT, 0o644, "f\n");
@@ -2489,7 +2466,7 @@ fn assert_json_failure(o: &Output, what: &str) -> Value {
 
 #[test]
 fn json_output_stays_one_object_on_failure() {
-    let Some(w) = World::new("json_output_stays_one_object_on_failure", Vol::Tmpfs) else {
+    let Some(w) = World::new(scratch!(), Vol::Tmpfs) else {
         return;
     };
     w.old_layout(&[VICTIM]);
@@ -2534,7 +2511,7 @@ fn json_output_stays_one_object_on_failure() {
 
 #[test]
 fn waiting_reaper_holds_nothing_on_the_mount() {
-    let Some(w) = World::new("waiting_reaper_holds_nothing_on_the_mount", Vol::Tmpfs) else {
+    let Some(w) = World::new(scratch!(), Vol::Tmpfs) else {
         return;
     };
     w.old_layout(&[VICTIM]);
@@ -2588,7 +2565,7 @@ fn waiting_reaper_holds_nothing_on_the_mount() {
 
 #[test]
 fn user_recorded_sizes_never_overflow_status() {
-    let Some(w) = World::new("user_recorded_sizes_never_overflow_status", Vol::Tmpfs) else {
+    let Some(w) = World::new(scratch!(), Vol::Tmpfs) else {
         return;
     };
     w.old_layout(&[ATTACKER]);
@@ -2652,7 +2629,7 @@ fn user_recorded_sizes_never_overflow_status() {
 
 #[test]
 fn odd_names_are_quoted_like_gnu_rm() {
-    let Some(w) = World::new("odd_names_are_quoted_like_gnu_rm", Vol::Tmpfs) else {
+    let Some(w) = World::new(scratch!(), Vol::Tmpfs) else {
         return;
     };
     w.old_layout(&[ROOT]);

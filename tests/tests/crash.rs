@@ -15,7 +15,7 @@ use std::process::{Child, Command as StdCommand, Stdio};
 use std::time::{Duration, Instant};
 
 use crate::util::{
-    self, assert_same, entry_meta, snapshot_any as snapshot, snapshot_without,
+    self, assert_same, entry_meta, scratch, snapshot_any as snapshot, snapshot_without,
     snapshot_without_trash, trash_entries, Entry, MountGuard, ReaperSettle, Scratch, Snapshot,
     NO_SPAWN,
 };
@@ -188,7 +188,7 @@ fn kill_during_hide_leaves_each_target_whole() {
     const MIN_TRIALS: u64 = 100;
     const TIME_BUDGET: Duration = Duration::from_secs(45);
     let test = "kill_during_hide_leaves_each_target_whole";
-    let s = Scratch::new();
+    let s = scratch!();
     let Some(_vol) = util::tmpfs_vol(&s, "vol", test) else {
         return;
     };
@@ -371,7 +371,7 @@ fn kill_reaper_while_it_frees_a_big_file_then_resume_in_steps() {
     if util::skip_unless_root(test) {
         return;
     }
-    let s = Scratch::new();
+    let s = scratch!();
     s.mkdir("vol");
     let Some(_vol) = MountGuard::ext4_image(&s, "vol", 4096) else {
         eprintln!("{test}: skipped, cannot make an ext4 image");
@@ -552,7 +552,7 @@ fn files_in(snap: &Snapshot) -> usize {
 #[test]
 fn kill_reaper_while_it_removes_a_tree_then_resume() {
     let test = "kill_reaper_while_it_removes_a_tree_then_resume";
-    let s = Scratch::new();
+    let s = scratch!();
     let Some(_vol) = util::tmpfs_vol(&s, "vol", test) else {
         return;
     };

@@ -20,7 +20,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
-use crate::util::{self, assert_same, parse_report, MountGuard, Scratch, Snapshot};
+use crate::util::{self, assert_same, parse_report, scratch, MountGuard, Scratch, Snapshot};
 
 const MIB: u64 = 1 << 20;
 const HIDDEN: &str = ".reclaim-shrink.";
@@ -300,7 +300,7 @@ fn first_step_taken(vol: &Path, size: u64) -> Option<(PathBuf, u64)> {
 
 #[test]
 fn shrinks_large_file_in_steps_and_leaves_nothing() {
-    let s = Scratch::new();
+    let s = scratch!();
     let Some(_vol) = ext4_vol(&s, "shrinks_large_file_in_steps_and_leaves_nothing") else {
         return;
     };
@@ -333,7 +333,7 @@ fn shrinks_large_file_in_steps_and_leaves_nothing() {
 
 #[test]
 fn shrinks_block_mapped_file_in_steps_on_ext3() {
-    let s = Scratch::new();
+    let s = scratch!();
     let Some(_vol) = ext3_vol(&s, "shrinks_block_mapped_file_in_steps_on_ext3") else {
         return;
     };
@@ -354,7 +354,7 @@ fn shrinks_block_mapped_file_in_steps_on_ext3() {
 
 #[test]
 fn prints_a_gentle_summary_line_without_json() {
-    let s = Scratch::new();
+    let s = scratch!();
     let Some(_vol) = ext4_vol(&s, "prints_a_gentle_summary_line_without_json") else {
         return;
     };
@@ -378,7 +378,7 @@ fn prints_a_gentle_summary_line_without_json() {
 
 #[test]
 fn cheap_file_is_unlinked_without_steps() {
-    let s = Scratch::new();
+    let s = scratch!();
     let Some(_vol) = ext4_vol(&s, "cheap_file_is_unlinked_without_steps") else {
         return;
     };
@@ -402,7 +402,7 @@ fn cheap_file_is_unlinked_without_steps() {
 
 #[test]
 fn fast_unlinks_at_once() {
-    let s = Scratch::new();
+    let s = scratch!();
     let Some(_vol) = ext4_vol(&s, "fast_unlinks_at_once") else {
         return;
     };
@@ -423,7 +423,7 @@ fn fast_unlinks_at_once() {
 
 #[test]
 fn each_large_file_named_gets_its_own_entry() {
-    let s = Scratch::new();
+    let s = scratch!();
     let Some(_vol) = ext4_vol(&s, "each_large_file_named_gets_its_own_entry") else {
         return;
     };
@@ -448,7 +448,7 @@ fn each_large_file_named_gets_its_own_entry() {
 
 #[test]
 fn dry_run_touches_no_large_file() {
-    let s = Scratch::new();
+    let s = scratch!();
     let Some(_vol) = ext4_vol(&s, "dry_run_touches_no_large_file") else {
         return;
     };
@@ -463,7 +463,7 @@ fn dry_run_touches_no_large_file() {
 
 #[test]
 fn never_shrinks_a_file_with_other_links() {
-    let s = Scratch::new();
+    let s = scratch!();
     let Some(_vol) = ext3_vol(&s, "never_shrinks_a_file_with_other_links") else {
         return;
     };
@@ -487,7 +487,7 @@ fn never_shrinks_a_file_with_other_links() {
 
 #[test]
 fn never_shrinks_a_file_another_process_holds_open() {
-    let s = Scratch::new();
+    let s = scratch!();
     let Some(_vol) = ext3_vol(&s, "never_shrinks_a_file_another_process_holds_open") else {
         return;
     };
@@ -512,7 +512,7 @@ fn never_shrinks_a_file_another_process_holds_open() {
 
 #[test]
 fn never_opens_a_file_another_process_holds_a_lease_on() {
-    let s = Scratch::new();
+    let s = scratch!();
     let Some(_vol) = ext4_vol(&s, "never_opens_a_file_another_process_holds_a_lease_on") else {
         return;
     };
@@ -556,7 +556,7 @@ fn never_opens_a_file_another_process_holds_a_lease_on() {
 
 #[test]
 fn symlink_to_big_file_removes_only_the_link() {
-    let s = Scratch::new();
+    let s = scratch!();
     let Some(_vol) = ext4_vol(&s, "symlink_to_big_file_removes_only_the_link") else {
         return;
     };
@@ -577,7 +577,7 @@ fn symlink_to_big_file_removes_only_the_link() {
 
 #[test]
 fn trace_has_one_line_per_window() {
-    let s = Scratch::new();
+    let s = scratch!();
     let Some(_vol) = ext4_vol(&s, "trace_has_one_line_per_window") else {
         return;
     };
@@ -616,7 +616,7 @@ fn trace_has_one_line_per_window() {
 
 #[test]
 fn bad_pacing_values_are_usage_errors() {
-    let s = Scratch::new();
+    let s = scratch!();
     s.file("f", "x");
     let cases: [(&[&str], &[&str]); 6] = [
         (&["--max-latency", "fast"], &["'fast'"]),
@@ -659,7 +659,7 @@ fn bad_pacing_values_are_usage_errors() {
 
 #[test]
 fn hidden_leftover_is_finished_by_name() {
-    let s = Scratch::new();
+    let s = scratch!();
     let Some(_vol) = ext3_vol(&s, "hidden_leftover_is_finished_by_name") else {
         return;
     };
@@ -693,7 +693,7 @@ fn hidden_leftover_is_finished_by_name() {
 
 #[test]
 fn a_gentle_removal_never_touches_other_hidden_names() {
-    let s = Scratch::new();
+    let s = scratch!();
     let Some(_vol) = ext3_vol(&s, "a_gentle_removal_never_touches_other_hidden_names") else {
         return;
     };
@@ -717,7 +717,7 @@ fn a_gentle_removal_never_touches_other_hidden_names() {
 
 #[test]
 fn kill_during_shrink_leaves_file_whole_or_in_the_trash() {
-    let s = Scratch::new();
+    let s = scratch!();
     let Some(_vol) = ext3_vol(&s, "kill_during_shrink_leaves_file_whole_or_in_the_trash") else {
         return;
     };
@@ -836,7 +836,7 @@ fn kill_during_shrink_leaves_file_whole_or_in_the_trash() {
 /// step while the lease is being broken. The opener then sees what was left, unchanged.
 #[test]
 fn stops_shrinking_when_another_process_opens_the_hidden_file() {
-    let s = Scratch::new();
+    let s = scratch!();
     let Some(_vol) = ext3_vol(
         &s,
         "stops_shrinking_when_another_process_opens_the_hidden_file",
@@ -887,7 +887,7 @@ fn stops_shrinking_when_another_process_opens_the_hidden_file() {
 /// checked once, before the first step, and never again.
 #[test]
 fn never_shrinks_a_file_after_it_gains_another_link() {
-    let s = Scratch::new();
+    let s = scratch!();
     let Some(_vol) = ext3_vol(&s, "never_shrinks_a_file_after_it_gains_another_link") else {
         return;
     };
@@ -916,7 +916,7 @@ fn never_shrinks_a_file_after_it_gains_another_link() {
 
 #[test]
 fn large_file_inside_a_tree_is_shrunk_in_steps() {
-    let s = Scratch::new();
+    let s = scratch!();
     let Some(_vol) = ext3_vol(&s, "large_file_inside_a_tree_is_shrunk_in_steps") else {
         return;
     };
@@ -944,7 +944,7 @@ fn large_file_inside_a_tree_is_shrunk_in_steps() {
 
 #[test]
 fn reaper_shrinks_a_large_file_inside_a_hidden_tree() {
-    let s = Scratch::new();
+    let s = scratch!();
     let Some(_vol) = ext3_vol(&s, "reaper_shrinks_a_large_file_inside_a_hidden_tree") else {
         return;
     };

@@ -40,6 +40,8 @@ use proptest::prelude::*;
 use proptest::sample::{select, Index};
 use proptest::test_runner::{Config, RngAlgorithm, TestCaseError, TestError, TestRng, TestRunner};
 
+use crate::util::{scratch, Scratch};
+
 use harness::{
     category, check, command_line, explain, gnu_available, verdict, weight, Attr, Caps, Fs, Kind,
     Node, NotRun, Outcome, Scenario, SideSnapshot, Stdin, User, World, W,
@@ -416,11 +418,12 @@ fn env_u32(name: &str, default: u32) -> u32 {
 // Generated scenarios.
 
 /// Runs `cases` generated scenarios under proptest; a difference is shrunk and printed.
-fn run_generated(test: &str, cases: u32) {
+fn run_generated(scratch: Scratch, cases: u32) {
+    let test = &scratch.test().to_string();
     if !gnu_available(test) {
         return;
     }
-    let mut world = World::new();
+    let mut world = World::new(scratch);
     let caps = world.caps;
     if !caps.root {
         eprintln!("{test}: not root: only the test's uid on the host file system (other uids, tmpfs, ext4, chattr, mounts and / skipped)");
@@ -491,19 +494,13 @@ fn run_generated(test: &str, cases: u32) {
 
 #[test]
 fn generated_scenarios_match_gnu_rm() {
-    run_generated(
-        "generated_scenarios_match_gnu_rm",
-        env_u32("GNU_RM_CASES", 400),
-    );
+    run_generated(scratch!(), env_u32("GNU_RM_CASES", 400));
 }
 
 #[test]
 #[ignore = "thousands of scenarios: minutes; run with --ignored (GNU_RM_CASES sets the count)"]
 fn generated_scenarios_match_gnu_rm_thousands() {
-    run_generated(
-        "generated_scenarios_match_gnu_rm_thousands",
-        env_u32("GNU_RM_CASES", 5000),
-    );
+    run_generated(scratch!(), env_u32("GNU_RM_CASES", 5000));
 }
 
 /// Samples `n` scenarios from a fixed seed (`GNU_RM_SEED`, a number).
@@ -631,7 +628,7 @@ fn generated_scenarios_report() {
     if !gnu_available(test) {
         return;
     }
-    let mut world = World::new();
+    let mut world = World::new(scratch!());
     let scenarios = sample(world.caps, env_u32("GNU_RM_REPORT_CASES", 500));
     let (ran, matched, summary) = report(test, &mut world, &scenarios);
     if ran == matched {
@@ -648,7 +645,7 @@ fn harness_gnu_against_itself_always_matches() {
     if !gnu_available(test) {
         return;
     }
-    let mut world = World::new();
+    let mut world = World::new(scratch!());
     world.program = Some(harness::gnu_rm());
     let mut scenarios = sample(world.caps, env_u32("GNU_RM_SELF_CASES", 300));
     // Make sure prompts on a terminal are among them.
@@ -769,7 +766,7 @@ fn gnu_force_ignores_enotdir() {
     if !gnu_available(test) {
         return;
     }
-    let mut w = World::new();
+    let mut w = World::new(scratch!());
     let t = || vec![fc("f", "x\n")];
     check_all(
         test,
@@ -796,7 +793,7 @@ fn gnu_rf_removes_unreadable_empty_directories() {
     if !gnu_available(test) || skip_unless_root(test) {
         return;
     }
-    let mut w = World::new();
+    let mut w = World::new(scratch!());
     let tree = || {
         vec![
             dm("d", 0o000),
@@ -830,7 +827,7 @@ fn gnu_search_only_parent_directories() {
     if !gnu_available(test) || skip_unless_root(test) {
         return;
     }
-    let mut w = World::new();
+    let mut w = World::new(scratch!());
     check_all(
         test,
         &mut w,
@@ -867,7 +864,7 @@ fn gnu_symlink_to_root_is_removed_as_a_link() {
     if !gnu_available(test) || skip_unless_root(test) {
         return;
     }
-    let mut w = World::new();
+    let mut w = World::new(scratch!());
     check_all(
         test,
         &mut w,
@@ -896,7 +893,7 @@ fn gnu_verbose_order_and_paths() {
     if !gnu_available(test) {
         return;
     }
-    let mut w = World::new();
+    let mut w = World::new(scratch!());
     let tree = || {
         vec![
             d("a"),
@@ -948,7 +945,7 @@ fn gnu_errors_once_in_order_without_recap() {
     if !gnu_available(test) {
         return;
     }
-    let mut w = World::new();
+    let mut w = World::new(scratch!());
     let tree = || vec![d("dir"), f("dir/x"), f("a"), f("b")];
     check_all(
         test,
@@ -1007,7 +1004,7 @@ fn gnu_repeated_argument_is_missing_the_second_time() {
     if !gnu_available(test) {
         return;
     }
-    let mut w = World::new();
+    let mut w = World::new(scratch!());
     let t = || vec![d("t"), f("t/x")];
     check_all(
         test,
@@ -1041,7 +1038,7 @@ fn gnu_every_listed_option_is_accepted() {
     if !gnu_available(test) {
         return;
     }
-    let mut w = World::new();
+    let mut w = World::new(scratch!());
     let mut cases = Vec::new();
     for opt in [
         "-f",
@@ -1111,7 +1108,7 @@ fn gnu_usage_errors_and_the_dash_hint() {
     if !gnu_available(test) {
         return;
     }
-    let mut w = World::new();
+    let mut w = World::new(scratch!());
     let t = || vec![f("-foo"), f("a")];
     check_all(
         test,
@@ -1185,7 +1182,7 @@ fn gnu_refuses_root_with_its_messages() {
     if !gnu_available(test) || skip_unless_root(test) {
         return;
     }
-    let mut w = World::new();
+    let mut w = World::new(scratch!());
     let danger = "rm: it is dangerous to operate recursively on '/'\n\
                   rm: use --no-preserve-root to override this failsafe\n";
     check_all(
@@ -1222,7 +1219,7 @@ fn gnu_refuses_dot_and_dotdot() {
     if !gnu_available(test) {
         return;
     }
-    let mut w = World::new();
+    let mut w = World::new(scratch!());
     let t = || vec![d("a"), f("a/x")];
     let msg = |p: &str| format!("rm: refusing to remove '.' or '..' directory: skipping '{p}'\n");
     check_all(
@@ -1254,7 +1251,7 @@ fn gnu_one_file_system_and_mount_points() {
     if !gnu_available(test) || skip_unless_root(test) {
         return;
     }
-    let mut w = World::new();
+    let mut w = World::new(scratch!());
     let t = || {
         vec![
             d("t"),
@@ -1309,7 +1306,7 @@ fn gnu_prompts_on_a_terminal() {
     }
     let y = || b"y".to_vec();
     let n = || b"n".to_vec();
-    let mut w = World::new();
+    let mut w = World::new(scratch!());
     let t = || {
         vec![
             d("d"),
@@ -1430,7 +1427,7 @@ fn gnu_immutable_and_append_only_files() {
     if !gnu_available(test) || skip_unless_root(test) {
         return;
     }
-    let mut w = World::new();
+    let mut w = World::new(scratch!());
     if !w.caps.ext4 {
         eprintln!("{test}: skipped, no mkfs.ext4");
         return;
@@ -1473,7 +1470,7 @@ fn gnu_argv0_is_the_program_name_in_messages() {
     if !gnu_available(test) {
         return;
     }
-    let mut w = World::new();
+    let mut w = World::new(scratch!());
     let mut s = sc(vec![], &["missing"]);
     s.argv0_path = true;
     check(
@@ -1494,7 +1491,7 @@ fn gnu_odd_names() {
     if !gnu_available(test) {
         return;
     }
-    let mut w = World::new();
+    let mut w = World::new(scratch!());
     let t = || {
         vec![
             d("with space"),
@@ -1523,7 +1520,7 @@ fn gnu_odd_names() {
 #[test]
 #[should_panic(expected = "refusing")]
 fn harness_refuses_an_operand_outside_its_side() {
-    let mut w = World::new();
+    let mut w = World::new(scratch!());
     check(
         &mut w,
         "harness_refuses_an_operand_outside_its_side",
@@ -1535,7 +1532,7 @@ fn harness_refuses_an_operand_outside_its_side() {
 #[test]
 #[should_panic(expected = "refusing")]
 fn harness_refuses_a_symlink_leading_outside() {
-    let mut w = World::new();
+    let mut w = World::new(scratch!());
     check(
         &mut w,
         "harness_refuses_a_symlink_leading_outside",
@@ -1547,7 +1544,7 @@ fn harness_refuses_a_symlink_leading_outside() {
 #[test]
 #[should_panic(expected = "refusing")]
 fn harness_refuses_dotdot_through_a_symlink() {
-    let mut w = World::new();
+    let mut w = World::new(scratch!());
     check(
         &mut w,
         "harness_refuses_dotdot_through_a_symlink",
@@ -1559,7 +1556,7 @@ fn harness_refuses_dotdot_through_a_symlink() {
 #[test]
 #[should_panic(expected = "refusing")]
 fn harness_refuses_root_without_the_failsafe() {
-    let mut w = World::new();
+    let mut w = World::new(scratch!());
     check(
         &mut w,
         "harness_refuses_root_without_the_failsafe",
@@ -1603,7 +1600,7 @@ fn reclaim_rm_outcomes_match_gnu_rm() {
     if !gnu_available(test) {
         return;
     }
-    let mut world = World::new();
+    let mut world = World::new(scratch!());
     // `bin/rm` runs `reclaim rm "$@"`: a script any uid can run.
     let dir = tempfile::Builder::new()
         .prefix("reclaim-rm-")

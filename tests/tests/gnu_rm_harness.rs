@@ -806,8 +806,8 @@ pub struct Compared {
 }
 
 impl World {
-    pub fn new() -> World {
-        let scratch = Scratch::new();
+    /// The world of the test of `scratch` (made by `scratch!()`).
+    pub fn new(scratch: Scratch) -> World {
         // Another uid must be able to reach its side.
         fs::set_permissions(scratch.root(), fs::Permissions::from_mode(0o755)).unwrap();
         World {
@@ -1397,10 +1397,4 @@ pub enum NotRun {
     Skipped(String),
     /// It would reach outside its side directory (or / without the failsafe).
     Refused(String),
-}
-
-impl Default for World {
-    fn default() -> Self {
-        World::new()
-    }
 }

@@ -15,7 +15,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
-use crate::util::{self, Scratch};
+use crate::util::{self, scratch, Scratch};
 
 /// The emulator binary: given, built already, or built now (once per test run).
 fn netfs_bin() -> Option<PathBuf> {
@@ -152,7 +152,7 @@ fn tree(s: &Scratch, rel: &str, dirs: usize, files: usize) {
 
 #[test]
 fn engine_removes_a_tree_on_a_network_file_system() {
-    let s = Scratch::new();
+    let s = scratch!();
     let Some(_net) = Net::start(
         &s,
         "engine_removes_a_tree_on_a_network_file_system",
@@ -174,7 +174,7 @@ fn engine_removes_a_tree_on_a_network_file_system() {
 
 #[test]
 fn trash_works_without_rename_flags() {
-    let s = Scratch::new();
+    let s = scratch!();
     let Some(_net) = Net::start(&s, "trash_works_without_rename_flags", "0.2ms") else {
         return;
     };
@@ -233,7 +233,7 @@ fn trash_works_without_rename_flags() {
 
 #[test]
 fn a_large_file_is_freed_gently_on_a_network_file_system() {
-    let s = Scratch::new();
+    let s = scratch!();
     let Some(_net) = Net::start(
         &s,
         "a_large_file_is_freed_gently_on_a_network_file_system",
@@ -264,7 +264,7 @@ fn a_large_file_is_freed_gently_on_a_network_file_system() {
 
 #[test]
 fn scan_counts_a_network_file_system() {
-    let s = Scratch::new();
+    let s = scratch!();
     let Some(_net) = Net::start(&s, "scan_counts_a_network_file_system", "0.2ms") else {
         return;
     };
@@ -283,7 +283,7 @@ fn scan_counts_a_network_file_system() {
 
 #[test]
 fn a_stopped_server_delays_status_by_a_bounded_time() {
-    let s = Scratch::new();
+    let s = scratch!();
     let Some(net) = Net::start(
         &s,
         "a_stopped_server_delays_status_by_a_bounded_time",

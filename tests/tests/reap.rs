@@ -12,7 +12,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
-use crate::util::{self, trash_entries, MountGuard, ReaperSettle, Scratch, NO_SPAWN};
+use crate::util::{self, scratch, trash_entries, MountGuard, ReaperSettle, Scratch, NO_SPAWN};
 
 /// A tmpfs on `root/vol`; the settle guard waits for any reaper of its trash before unmounting.
 fn vol(s: &Scratch, test: &str) -> Option<(ReaperSettle, MountGuard)> {
@@ -76,7 +76,7 @@ fn hidden(v: &Value) -> Vec<(String, String, Option<f64>)> {
 
 #[test]
 fn reap_waits_for_the_reaper_holding_the_trash_then_frees() {
-    let s = Scratch::new();
+    let s = scratch!();
     let Some(_vol) = vol(&s, "reap_waits_for_the_reaper_holding_the_trash_then_frees") else {
         return;
     };
@@ -124,7 +124,7 @@ fn reap_waits_for_the_reaper_holding_the_trash_then_frees() {
 
 #[test]
 fn reap_leaves_grace_entries_and_says_until_when() {
-    let s = Scratch::new();
+    let s = scratch!();
     let Some(_vol) = vol(&s, "reap_leaves_grace_entries_and_says_until_when") else {
         return;
     };
@@ -173,7 +173,7 @@ fn reap_leaves_grace_entries_and_says_until_when() {
 
 #[test]
 fn reap_json_is_one_object_on_success_and_on_failure() {
-    let s = Scratch::new();
+    let s = scratch!();
     let Some(_vol) = vol(&s, "reap_json_is_one_object_on_success_and_on_failure") else {
         return;
     };
@@ -227,7 +227,7 @@ fn reap_json_is_one_object_on_success_and_on_failure() {
 
 #[test]
 fn background_says_entry_ids_and_restore_only_with_grace() {
-    let s = Scratch::new();
+    let s = scratch!();
     let Some(_vol) = vol(&s, "background_says_entry_ids_and_restore_only_with_grace") else {
         return;
     };

@@ -6,7 +6,7 @@ use std::os::unix::fs::MetadataExt;
 use std::path::PathBuf;
 
 use crate::util::{
-    assert_same, parse_report, run_in_readonly_world, skip_unless_root, stderr_of, Entry,
+    assert_same, parse_report, run_in_readonly_world, scratch, skip_unless_root, stderr_of, Entry,
     ImmutableGuard, MountGuard, Scratch,
 };
 
@@ -21,7 +21,7 @@ fn target_tree(s: &Scratch, rel: &str) {
 
 #[test]
 fn never_follows_top_level_symlink() {
-    let s = Scratch::new();
+    let s = scratch!();
     s.make_outside("outside");
     let outside_abs = s.path("outside");
     s.symlink("abs_link", &outside_abs);
@@ -49,7 +49,7 @@ fn never_follows_top_level_symlink() {
 
 #[test]
 fn never_follows_symlinks_inside_the_tree() {
-    let s = Scratch::new();
+    let s = scratch!();
     s.make_outside("outside");
     let outside_abs = s.path("outside");
     target_tree(&s, "target");
@@ -77,7 +77,7 @@ fn never_follows_symlinks_inside_the_tree() {
 
 #[test]
 fn hard_link_to_outside_file_keeps_its_content() {
-    let s = Scratch::new();
+    let s = scratch!();
     s.make_outside("outside");
     target_tree(&s, "target");
     s.hardlink("target/hl", "outside/file3");
@@ -126,7 +126,7 @@ fn assert_dot_refused(s: &Scratch, cwd: &str, args: &[&str], shown: &str) {
 
 #[test]
 fn refuses_dot_and_dotdot() {
-    let s = Scratch::new();
+    let s = scratch!();
     s.make_outside("outside");
     target_tree(&s, "target");
     s.mkdir("target/empty");
@@ -149,7 +149,7 @@ fn refuses_dot_and_dotdot() {
 
 #[test]
 fn refuses_dot_and_dotdot_with_trailing_slash() {
-    let s = Scratch::new();
+    let s = scratch!();
     target_tree(&s, "target");
     for (cwd, arg) in [
         ("target", "./"),
@@ -163,7 +163,7 @@ fn refuses_dot_and_dotdot_with_trailing_slash() {
 
 #[test]
 fn refuses_dot_but_removes_other_arguments() {
-    let s = Scratch::new();
+    let s = scratch!();
     target_tree(&s, "target");
     s.file("target/plain", "x");
     let out = s
@@ -200,7 +200,7 @@ fn assert_root_refused(out: &std::process::Output, arg: &str) {
 fn refuses_root_dry_run() {
     // Only ever with --dry-run, and in a namespace where every mount but the scratch dir is
     // read-only: a broken refusal can remove nothing.
-    let s = Scratch::new();
+    let s = scratch!();
     for arg in ["/", "//", "///", "/tmp/..", "/."] {
         for flags in [&["-r", "--dry-run"][..], &["-rf", "--dry-run", "--json"]] {
             let mut args: Vec<&str> = vec!["rm"];
@@ -223,7 +223,7 @@ fn refuses_root_dry_run() {
 fn refuses_root_by_inode() {
     // A symlink to / inside the scratch dir, given with and without a trailing slash. Run for
     // real, but in a namespace where everything except the scratch dir is read-only.
-    let s = Scratch::new();
+    let s = scratch!();
     s.symlink("tmp/link", "/");
     s.symlink("tmp/link2", "../tmp/link");
     s.make_outside("outside");
@@ -278,7 +278,7 @@ fn skips_mount_point_inside_tree() {
     if skip_unless_root("skips_mount_point_inside_tree") {
         return;
     }
-    let s = Scratch::new();
+    let s = scratch!();
     s.make_outside("outside");
     target_tree(&s, "target");
     s.mkdir("target/sub/mnt");
@@ -320,7 +320,7 @@ fn skips_bind_mount_of_the_same_file_system() {
     if skip_unless_root("skips_bind_mount_of_the_same_file_system") {
         return;
     }
-    let s = Scratch::new();
+    let s = scratch!();
     s.make_outside("outside");
     target_tree(&s, "target");
     s.mkdir("target/sub/deep/bound");
@@ -347,7 +347,7 @@ fn cross_mounts_enters_mount_points() {
     if skip_unless_root("cross_mounts_enters_mount_points") {
         return;
     }
-    let s = Scratch::new();
+    let s = scratch!();
     s.make_outside("outside");
     target_tree(&s, "target");
     s.mkdir("target/sub/mnt");
@@ -390,7 +390,7 @@ fn reports_immutable_file_and_removes_the_rest() {
     if skip_unless_root("reports_immutable_file_and_removes_the_rest") {
         return;
     }
-    let s = Scratch::new();
+    let s = scratch!();
     s.make_outside("outside");
     target_tree(&s, "target");
     s.file("target/sub/file", "stuck");
@@ -429,7 +429,7 @@ fn reports_immutable_directory_and_removes_the_rest() {
     if skip_unless_root("reports_immutable_directory_and_removes_the_rest") {
         return;
     }
-    let s = Scratch::new();
+    let s = scratch!();
     target_tree(&s, "target");
     s.file("target/sub/locked/a", "a");
     s.file("target/sub/locked/b", "b");
@@ -453,7 +453,7 @@ fn reports_read_only_mount_errors_with_cross_mounts() {
     if skip_unless_root("reports_read_only_mount_errors_with_cross_mounts") {
         return;
     }
-    let s = Scratch::new();
+    let s = scratch!();
     target_tree(&s, "target");
     s.file("ro_src/x", "x");
     s.mkdir("target/ro");
@@ -474,7 +474,7 @@ fn reports_read_only_mount_errors_with_cross_mounts() {
 
 #[test]
 fn failures_are_said_once_each_off_a_terminal() {
-    let s = Scratch::new();
+    let s = scratch!();
     target_tree(&s, "target");
     let out = s
         .rm(&["-r", "missing1", "target", "missing2"])
@@ -495,7 +495,7 @@ fn failures_are_said_once_each_off_a_terminal() {
 #[test]
 fn outside_is_untouched_by_every_kind_of_entry() {
     // Everything a tree can hold, next to an outside dir that shares inodes and names with it.
-    let s = Scratch::new();
+    let s = scratch!();
     s.make_outside("outside");
     s.make_outside("target");
     s.hardlink("target/hard_out", "outside/sub/other");

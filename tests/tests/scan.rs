@@ -17,7 +17,8 @@ use std::process::{Command as StdCommand, Output};
 use serde_json::Value;
 
 use crate::util::{
-    self, assert_same, json_object, reclaim_bin, skip_unless_root, stderr_of, MountGuard, Scratch,
+    self, assert_same, json_object, reclaim_bin, scratch, skip_unless_root, stderr_of, MountGuard,
+    Scratch,
 };
 
 /// `reclaim scan --json ARGS...` in the scratch root; returns the output and the object.
@@ -200,7 +201,7 @@ fn file_inodes(s: &Scratch, rel: &str) -> (u64, u64) {
 
 #[test]
 fn counts_match_find_and_du_on_random_trees() {
-    let s = Scratch::new();
+    let s = scratch!();
     s.make_outside("outside");
     for (seed, threads) in [(1u64, "1"), (2, "4"), (3, "16")] {
         let rel = format!("t{seed}");
@@ -254,7 +255,7 @@ fn counts_match_find_and_du_on_random_trees() {
 
 #[test]
 fn histogram_buckets_are_powers_of_two() {
-    let s = Scratch::new();
+    let s = scratch!();
     let sizes = [
         0u64,
         0,
@@ -309,7 +310,7 @@ fn histogram_buckets_are_powers_of_two() {
 
 #[test]
 fn top_lists_rank_directories_by_files_and_small_files() {
-    let s = Scratch::new();
+    let s = scratch!();
     let sized = |rel: String, size: u64| {
         let p = s.file(rel, b"");
         fs::File::options()
@@ -387,7 +388,7 @@ fn top_lists_rank_directories_by_files_and_small_files() {
 
 #[test]
 fn top_by_allocated_bytes_ranks_whole_subtrees_as_du() {
-    let s = Scratch::new();
+    let s = scratch!();
     let data = |kib: usize| vec![0x5a_u8; kib << 10];
     s.file("t/video/film", data(2048));
     for i in 0..4 {
@@ -474,7 +475,7 @@ fn find_pruned(s: &Scratch, rel: &str, prune: &[&str], tests: &[&str]) -> u64 {
 
 #[test]
 fn exclude_leaves_out_what_find_prunes_by_name_and_by_path() {
-    let s = Scratch::new();
+    let s = scratch!();
     s.make_outside("outside");
     random_tree(&s, "t", 11, 600);
     s.file("t/a.o", "o");
@@ -630,7 +631,7 @@ fn exclude_leaves_out_what_find_prunes_by_name_and_by_path() {
 
 #[test]
 fn hard_links_are_counted_once() {
-    let s = Scratch::new();
+    let s = scratch!();
     s.file("t/a/data", vec![7u8; 100_000]);
     s.hardlink("t/b/link1", "t/a/data");
     s.hardlink("t/b/link2", "t/a/data");
@@ -654,7 +655,7 @@ fn mount_points_are_skipped_and_reported_unless_crossing() {
     if skip_unless_root("mount_points_are_skipped_and_reported_unless_crossing") {
         return;
     }
-    let s = Scratch::new();
+    let s = scratch!();
     s.file("t/a/f", "x");
     s.mkdir("t/mnt");
     let Some(_m) = MountGuard::tmpfs(&s, "t/mnt") else {
@@ -679,7 +680,7 @@ fn mount_points_are_skipped_and_reported_unless_crossing() {
 
 #[test]
 fn symlinks_are_never_followed() {
-    let s = Scratch::new();
+    let s = scratch!();
     s.make_outside("outside");
     for i in 0..200 {
         s.file(format!("outside/many/f{i}"), "outside");
@@ -760,7 +761,7 @@ fn unreadable_directory_is_reported_and_the_rest_counted() {
     if skip_unless_root("unreadable_directory_is_reported_and_the_rest_counted") {
         return;
     }
-    let s = Scratch::new();
+    let s = scratch!();
     for i in 0..20 {
         s.file(format!("t/ok/f{i}"), "readable");
         s.file(format!("t/locked/f{i}"), "hidden");
@@ -792,7 +793,7 @@ fn unreadable_directory_is_reported_and_the_rest_counted() {
 #[test]
 fn deep_trees_work_with_few_fds() {
     const DEPTH: usize = 3000;
-    let s = Scratch::new();
+    let s = scratch!();
     s.mkdir("deep");
     // Built through fds: the paths are far longer than PATH_MAX. Every level holds a file,
     // and every 10th level a side directory with a file, so that the walk has work pending
@@ -856,7 +857,7 @@ fn deep_trees_work_with_few_fds() {
 
 #[test]
 fn json_has_the_documented_shape() {
-    let s = Scratch::new();
+    let s = scratch!();
     s.file("t/a", "hello");
     s.file(
         Path::new("t").join(OsStr::from_bytes(b"bad-\xff-name")),
@@ -921,7 +922,7 @@ fn json_has_the_documented_shape() {
 
 #[test]
 fn several_paths_and_errors_exit_1_but_count_the_rest() {
-    let s = Scratch::new();
+    let s = scratch!();
     s.file("a/f1", "1");
     s.file("b/f2", "22");
     s.file("b/f3", "333");
@@ -957,7 +958,7 @@ fn usage_errors_exit_2() {
 
 #[test]
 fn estimate_calibrates_privately_and_leaves_nothing_behind() {
-    let s = Scratch::new();
+    let s = scratch!();
     random_tree(&s, "t", 7, 300);
     let tmp = s.mkdir("tmp");
     let before = s.snapshot("t");
@@ -1008,7 +1009,7 @@ fn calibration_never_writes_inside_the_scanned_tree() {
     if skip_unless_root(test) {
         return;
     }
-    let s = Scratch::new();
+    let s = scratch!();
     // The scanned file system (its top not writable by others), and TMPDIR on another one.
     s.mkdir("vol");
     s.mkdir("tmp");
@@ -1144,7 +1145,7 @@ fn estimate_is_none_on_a_read_only_file_system() {
     if skip_unless_root("estimate_is_none_on_a_read_only_file_system") {
         return;
     }
-    let s = Scratch::new();
+    let s = scratch!();
     for i in 0..30 {
         s.file(format!("t/d{}/f{i}", i % 3), "x");
     }

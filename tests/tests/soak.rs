@@ -66,7 +66,7 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use serde_json::{json, Value};
 
-use crate::util::{self, Scratch};
+use crate::util::{self, scratch, Scratch};
 
 const VICTIM: u32 = 61001;
 const ATTACKER: u32 = 61002;
@@ -1490,7 +1490,7 @@ fn hostile_soak() {
         "hostile_soak: seed {} (SOAK_SEED={} reproduces the attacker's and the victim's choices), {:?}, {} s, at least {} actions",
         cfg.seed, cfg.seed, cfg.fs, cfg.secs, cfg.min_actions
     );
-    let s = Scratch::new();
+    let s = scratch!();
     let Some(mount) = Mount::new(&s, "vol", cfg.fs) else {
         eprintln!("hostile_soak: skipped, cannot mount its volume");
         return;

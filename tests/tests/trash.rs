@@ -19,7 +19,7 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use serde_json::Value;
 
 use crate::util::{
-    self, assert_same, entry_meta, free_bytes, snapshot_any as snapshot, snapshot_without,
+    self, assert_same, entry_meta, free_bytes, scratch, snapshot_any as snapshot, snapshot_without,
     snapshot_without_trash, trash_entries, ImmutableGuard, MountGuard, ReaperSettle, Scratch,
     TrashLock, NO_SPAWN,
 };
@@ -211,7 +211,7 @@ fn assert_reaped_all(out: &Output) -> Value {
 
 #[test]
 fn background_hides_a_file_and_a_tree_at_once() {
-    let s = Scratch::new();
+    let s = scratch!();
     let Some(_vol) = vol(&s, "background_hides_a_file_and_a_tree_at_once") else {
         return;
     };
@@ -309,7 +309,7 @@ fn background_hides_a_file_and_a_tree_at_once() {
 
 #[test]
 fn background_starts_a_reaper_that_empties_the_trash() {
-    let s = Scratch::new();
+    let s = scratch!();
     let Some(_vol) = vol(&s, "background_starts_a_reaper_that_empties_the_trash") else {
         return;
     };
@@ -359,7 +359,7 @@ fn background_starts_a_reaper_that_empties_the_trash() {
 
 #[test]
 fn the_detached_reaper_is_reclaim_to_pgrep() {
-    let s = Scratch::new();
+    let s = scratch!();
     let Some(_vol) = vol(&s, "the_detached_reaper_is_reclaim_to_pgrep") else {
         return;
     };
@@ -443,7 +443,7 @@ fn on_a_terminal(s: &Scratch, args: &str) -> String {
 #[test]
 fn wait_shows_progress_with_a_total_and_an_eta_on_a_terminal() {
     let test = "wait_shows_progress_with_a_total_and_an_eta_on_a_terminal";
-    let s = Scratch::new();
+    let s = scratch!();
     if util::skip_unless_root(test) {
         return;
     }
@@ -476,7 +476,7 @@ fn wait_shows_progress_with_a_total_and_an_eta_on_a_terminal() {
 #[test]
 fn reap_shows_progress_with_a_total_and_an_eta_on_a_terminal() {
     let test = "reap_shows_progress_with_a_total_and_an_eta_on_a_terminal";
-    let s = Scratch::new();
+    let s = scratch!();
     if util::skip_unless_root(test) {
         return;
     }
@@ -506,7 +506,7 @@ fn reap_shows_progress_with_a_total_and_an_eta_on_a_terminal() {
 
 #[test]
 fn wait_returns_only_when_the_trash_entries_are_gone() {
-    let s = Scratch::new();
+    let s = scratch!();
     let Some(_vol) = vol(&s, "wait_returns_only_when_the_trash_entries_are_gone") else {
         return;
     };
@@ -538,7 +538,7 @@ fn wait_returns_only_when_the_trash_entries_are_gone() {
 
 #[test]
 fn default_rm_does_not_use_the_trash() {
-    let s = Scratch::new();
+    let s = scratch!();
     let Some(_vol) = vol(&s, "default_rm_does_not_use_the_trash") else {
         return;
     };
@@ -565,7 +565,7 @@ fn default_rm_does_not_use_the_trash() {
 
 #[test]
 fn rm_json_with_background_lists_the_hidden_ids() {
-    let s = Scratch::new();
+    let s = scratch!();
     let Some(_vol) = vol(&s, "rm_json_with_background_lists_the_hidden_ids") else {
         return;
     };
@@ -598,7 +598,7 @@ fn rm_json_with_background_lists_the_hidden_ids() {
 
 #[test]
 fn status_lists_pending_entries_then_nothing_after_reap() {
-    let s = Scratch::new();
+    let s = scratch!();
     let Some(_vol) = vol(&s, "status_lists_pending_entries_then_nothing_after_reap") else {
         return;
     };
@@ -668,7 +668,7 @@ fn status_lists_pending_entries_then_nothing_after_reap() {
 
 #[test]
 fn restore_by_id_and_by_path_puts_the_content_back() {
-    let s = Scratch::new();
+    let s = scratch!();
     let Some(_vol) = vol(&s, "restore_by_id_and_by_path_puts_the_content_back") else {
         return;
     };
@@ -701,7 +701,7 @@ fn restore_by_id_and_by_path_puts_the_content_back() {
 
 #[test]
 fn restore_by_original_path_picks_the_newest_entry() {
-    let s = Scratch::new();
+    let s = scratch!();
     let Some(_vol) = vol(&s, "restore_by_original_path_picks_the_newest_entry") else {
         return;
     };
@@ -730,7 +730,7 @@ fn restore_by_original_path_picks_the_newest_entry() {
 
 #[test]
 fn restore_refuses_when_the_original_path_is_taken() {
-    let s = Scratch::new();
+    let s = scratch!();
     let Some(_vol) = vol(&s, "restore_refuses_when_the_original_path_is_taken") else {
         return;
     };
@@ -757,7 +757,7 @@ fn restore_refuses_when_the_original_path_is_taken() {
 
 #[test]
 fn restore_to_puts_an_entry_elsewhere_on_the_same_file_system() {
-    let s = Scratch::new();
+    let s = scratch!();
     let Some(_vol) = vol(
         &s,
         "restore_to_puts_an_entry_elsewhere_on_the_same_file_system",
@@ -808,7 +808,7 @@ fn restore_to_puts_an_entry_elsewhere_on_the_same_file_system() {
 
 #[test]
 fn restore_refuses_an_entry_already_being_freed() {
-    let s = Scratch::new();
+    let s = scratch!();
     let Some(_vol) = vol(&s, "restore_refuses_an_entry_already_being_freed") else {
         return;
     };
@@ -838,7 +838,7 @@ fn restore_refuses_an_entry_already_being_freed() {
 
 #[test]
 fn restore_refuses_when_the_original_directory_was_replaced_or_is_gone() {
-    let s = Scratch::new();
+    let s = scratch!();
     let Some(_vol) = vol(
         &s,
         "restore_refuses_when_the_original_directory_was_replaced_or_is_gone",
@@ -872,7 +872,7 @@ fn restore_refuses_when_the_original_directory_was_replaced_or_is_gone() {
 
 #[test]
 fn restore_refuses_unknown_ids_and_paths() {
-    let s = Scratch::new();
+    let s = scratch!();
     let Some(_vol) = vol(&s, "restore_refuses_unknown_ids_and_paths") else {
         return;
     };
@@ -912,7 +912,7 @@ fn restore_refuses_unknown_ids_and_paths() {
 
 #[test]
 fn grace_keeps_an_entry_restorable_through_reap_once() {
-    let s = Scratch::new();
+    let s = scratch!();
     let Some(_vol) = vol(&s, "grace_keeps_an_entry_restorable_through_reap_once") else {
         return;
     };
@@ -947,7 +947,7 @@ fn grace_keeps_an_entry_restorable_through_reap_once() {
 
 #[test]
 fn grace_needs_background() {
-    let s = Scratch::new();
+    let s = scratch!();
     let Some(_vol) = vol(&s, "grace_needs_background") else {
         return;
     };
@@ -998,7 +998,7 @@ fn as_nobody(args: &[&str]) -> Option<Output> {
 
 #[test]
 fn entries_of_one_uid_are_invisible_to_another() {
-    let s = Scratch::new();
+    let s = scratch!();
     let Some(_vol) = vol(&s, "entries_of_one_uid_are_invisible_to_another") else {
         return;
     };
@@ -1039,7 +1039,7 @@ fn entries_of_one_uid_are_invisible_to_another() {
 
 #[test]
 fn a_squatted_trash_name_is_passed_over_never_a_reason_to_remove_now() {
-    let s = Scratch::new();
+    let s = scratch!();
     let Some(_vol) = vol(
         &s,
         "a_squatted_trash_name_is_passed_over_never_a_reason_to_remove_now",
@@ -1107,7 +1107,7 @@ fn a_squatted_trash_name_is_passed_over_never_a_reason_to_remove_now() {
 
 #[test]
 fn uses_the_highest_writable_directory_when_the_top_is_not() {
-    let s = Scratch::new();
+    let s = scratch!();
     let Some(_vol) = vol(
         &s,
         "uses_the_highest_writable_directory_when_the_top_is_not",
@@ -1139,7 +1139,7 @@ fn uses_the_highest_writable_directory_when_the_top_is_not() {
 
 #[test]
 fn a_grace_window_that_cannot_be_kept_refuses_the_removal() {
-    let s = Scratch::new();
+    let s = scratch!();
     if util::skip_unless_root("a_grace_window_that_cannot_be_kept_refuses_the_removal") {
         return;
     }
@@ -1175,7 +1175,7 @@ fn a_grace_window_that_cannot_be_kept_refuses_the_removal() {
 
 #[test]
 fn background_never_moves_a_mount_point_into_the_trash() {
-    let s = Scratch::new();
+    let s = scratch!();
     let Some(_vol) = vol(&s, "background_never_moves_a_mount_point_into_the_trash") else {
         return;
     };
@@ -1238,7 +1238,7 @@ fn background_never_moves_a_mount_point_into_the_trash() {
 
 #[test]
 fn reaper_never_follows_symlinks() {
-    let s = Scratch::new();
+    let s = scratch!();
     let Some(_vol) = vol(&s, "reaper_never_follows_symlinks") else {
         return;
     };
@@ -1301,7 +1301,7 @@ fn reaper_never_follows_symlinks() {
 
 #[test]
 fn a_trash_reached_through_a_symlink_is_refused() {
-    let s = Scratch::new();
+    let s = scratch!();
     let Some(_vol) = vol(&s, "a_trash_reached_through_a_symlink_is_refused") else {
         return;
     };
@@ -1362,7 +1362,7 @@ fn a_trash_reached_through_a_symlink_is_refused() {
 
 #[test]
 fn reap_once_skips_a_locked_trash() {
-    let s = Scratch::new();
+    let s = scratch!();
     let Some(_vol) = vol(&s, "reap_once_skips_a_locked_trash") else {
         return;
     };
@@ -1410,7 +1410,7 @@ fn reap_once_skips_a_locked_trash() {
 
 #[test]
 fn reap_frees_debris_and_claimed_entries() {
-    let s = Scratch::new();
+    let s = scratch!();
     let Some(_vol) = vol(&s, "reap_frees_debris_and_claimed_entries") else {
         return;
     };
@@ -1450,7 +1450,7 @@ fn reap_frees_debris_and_claimed_entries() {
 
 #[test]
 fn durable_removes_in_every_mode() {
-    let s = Scratch::new();
+    let s = scratch!();
     let Some(_vol) = vol(&s, "durable_removes_in_every_mode") else {
         return;
     };
@@ -1471,7 +1471,7 @@ fn durable_removes_in_every_mode() {
 
 #[test]
 fn durable_syncs_each_directory_once_not_each_file() {
-    let s = Scratch::new();
+    let s = scratch!();
     let Some(_vol) = vol(&s, "durable_syncs_each_directory_once_not_each_file") else {
         return;
     };
@@ -1535,7 +1535,7 @@ fn durable_syncs_each_directory_once_not_each_file() {
 #[test]
 fn a_name_that_is_not_utf8_is_recorded_exactly_and_restored() {
     use std::os::unix::ffi::{OsStrExt, OsStringExt};
-    let s = Scratch::new();
+    let s = scratch!();
     let Some(_vol) = vol(
         &s,
         "a_name_that_is_not_utf8_is_recorded_exactly_and_restored",
@@ -1575,7 +1575,7 @@ fn a_name_that_is_not_utf8_is_recorded_exactly_and_restored() {
 
 #[test]
 fn status_shows_the_running_reaper() {
-    let s = Scratch::new();
+    let s = scratch!();
     let Some(_vol) = vol(&s, "status_shows_the_running_reaper") else {
         return;
     };
@@ -1632,7 +1632,7 @@ fn status_shows_the_running_reaper() {
 
 #[test]
 fn mode_background_from_the_config_file_or_the_environment() {
-    let s = Scratch::new();
+    let s = scratch!();
     let Some(_vol) = vol(
         &s,
         "mode_background_from_the_config_file_or_the_environment",
@@ -1690,7 +1690,7 @@ fn mode_background_from_the_config_file_or_the_environment() {
 /// record must not mean no removal.
 #[test]
 fn a_full_file_system_falls_back_to_removing_now() {
-    let s = Scratch::new();
+    let s = scratch!();
     let Some(_vol) = vol(&s, "a_full_file_system_falls_back_to_removing_now") else {
         return;
     };
@@ -1720,7 +1720,7 @@ fn a_full_file_system_falls_back_to_removing_now() {
 /// ones whose grace window ends while it waits.
 #[test]
 fn reap_watch_frees_entries_as_they_arrive() {
-    let s = Scratch::new();
+    let s = scratch!();
     let Some(_vol) = vol(&s, "reap_watch_frees_entries_as_they_arrive") else {
         return;
     };
@@ -1778,7 +1778,7 @@ fn reap_watch_frees_entries_as_they_arrive() {
 
 #[test]
 fn status_count_walks_pending_trees() {
-    let s = Scratch::new();
+    let s = scratch!();
     let Some(_vol) = vol(&s, "status_count_walks_pending_trees") else {
         return;
     };
@@ -1818,7 +1818,7 @@ fn status_count_walks_pending_trees() {
 /// ever made there.
 #[test]
 fn trashes_of_the_first_layout_are_still_read() {
-    let s = Scratch::new();
+    let s = scratch!();
     let Some(_vol) = vol(&s, "trashes_of_the_first_layout_are_still_read") else {
         return;
     };

@@ -48,21 +48,45 @@ pub fn skip_unless_root(test: &str) -> bool {
     }
 }
 
+/// The name of the test this is written in, as the harness lists it (`trash::grace_needs_background`):
+/// the path of the enclosing function without the crate, closures inside it not counted.
+macro_rules! test_name {
+    () => {{
+        fn f() {}
+        let name = std::any::type_name_of_val(&f);
+        let name = name.strip_suffix("::f").unwrap_or(name);
+        let name = name.trim_end_matches("::{{closure}}");
+        name.split_once("::").map_or(name, |(_crate, path)| path)
+    }};
+}
+pub(crate) use test_name;
+
+/// A fresh scratch directory named after the test this is written in.
+macro_rules! scratch {
+    () => {
+        $crate::util::Scratch::new($crate::util::test_name!())
+    };
+}
+pub(crate) use scratch;
+
 static COUNTER: AtomicU64 = AtomicU64::new(0);
 
-/// A temporary directory of one test. Everything a test builds or removes lives inside it;
-/// every helper checks that, and that the directory still carries the marker this process
-/// wrote into it, before it does anything.
+/// A temporary directory of one test (`reclaim-test-<test>-XXXXXX`, made by `scratch!()`).
+/// Everything a test builds or removes lives inside it; every helper checks that, and that
+/// the directory still carries the marker this process wrote into it, before it does anything.
 pub struct Scratch {
     dir: Option<tempfile::TempDir>,
     root: PathBuf,
     token: String,
+    test: String,
 }
 
 impl Scratch {
-    pub fn new() -> Scratch {
+    /// A scratch directory for the test named `test` (see `scratch!()`).
+    pub fn new(test: &str) -> Scratch {
+        let short = test.rsplit("::").next().unwrap_or(test);
         let dir = tempfile::Builder::new()
-            .prefix("reclaim-test-")
+            .prefix(&format!("reclaim-test-{short}-"))
             .tempdir()
             .expect("create tempdir");
         let root = dir.path().canonicalize().expect("canonicalize tempdir");
@@ -77,7 +101,13 @@ impl Scratch {
             dir: Some(dir),
             root,
             token,
+            test: test.to_string(),
         }
+    }
+
+    /// The name of the test this directory belongs to.
+    pub fn test(&self) -> &str {
+        &self.test
     }
 
     /// The (canonical) root of the scratch directory.
@@ -724,21 +754,21 @@ pub fn os(bytes: &[u8]) -> &OsStr {
 #[test]
 #[should_panic(expected = "refusing")]
 fn harness_refuses_parent_escape() {
-    let s = Scratch::new();
+    let s = scratch!();
     let _ = s.rm(&["-r", "../"]);
 }
 
 #[test]
 #[should_panic(expected = "refusing")]
 fn harness_refuses_absolute_path_outside() {
-    let s = Scratch::new();
+    let s = scratch!();
     let _ = s.rm(&["-r", "--dry-run", "/"]);
 }
 
 #[test]
 #[should_panic(expected = "refusing")]
 fn harness_refuses_symlink_out_with_trailing_slash() {
-    let s = Scratch::new();
+    let s = scratch!();
     s.symlink("link", "/");
     let _ = s.rm(&["-r", "link/"]);
 }
@@ -746,7 +776,7 @@ fn harness_refuses_symlink_out_with_trailing_slash() {
 #[test]
 #[should_panic(expected = "refusing")]
 fn harness_refuses_dotdot_through_symlink() {
-    let s = Scratch::new();
+    let s = scratch!();
     s.symlink("link", "/usr");
     let _ = s.rm(&["-r", "link/.."]);
 }
@@ -754,14 +784,14 @@ fn harness_refuses_dotdot_through_symlink() {
 #[test]
 #[should_panic(expected = "refusing")]
 fn harness_refuses_builder_path_with_dotdot() {
-    let s = Scratch::new();
+    let s = scratch!();
     s.file("a/../../escape", "x");
 }
 
 #[test]
 #[should_panic(expected = "lost its marker")]
 fn harness_refuses_scratch_without_marker() {
-    let s = Scratch::new();
+    let s = scratch!();
     fs::remove_file(s.root().join(MARKER)).unwrap();
     s.file("x", "x");
 }
