@@ -71,7 +71,9 @@ pub(crate) use scratch;
 
 static COUNTER: AtomicU64 = AtomicU64::new(0);
 
-/// A temporary directory of one test (`reclaim-test-<test>-XXXXXX`, made by `scratch!()`).
+/// A temporary directory of one test, made by `scratch!()` and named after it:
+/// `reclaim-test-<TestNameInCamelCase>-XXXXXX` (camel case, so that the words of the name never
+/// turn up in lowercase in the messages a test checks, which may hold the absolute path).
 /// Everything a test builds or removes lives inside it; every helper checks that, and that
 /// the directory still carries the marker this process wrote into it, before it does anything.
 pub struct Scratch {
@@ -84,9 +86,21 @@ pub struct Scratch {
 impl Scratch {
     /// A scratch directory for the test named `test` (see `scratch!()`).
     pub fn new(test: &str) -> Scratch {
-        let short = test.rsplit("::").next().unwrap_or(test);
+        let camel: String = test
+            .rsplit("::")
+            .next()
+            .unwrap_or(test)
+            .split('_')
+            .flat_map(|w| {
+                let mut c = w.chars();
+                c.next()
+                    .map(|first| first.to_ascii_uppercase())
+                    .into_iter()
+                    .chain(c)
+            })
+            .collect();
         let dir = tempfile::Builder::new()
-            .prefix(&format!("reclaim-test-{short}-"))
+            .prefix(&format!("reclaim-test-{camel}-"))
             .tempdir()
             .expect("create tempdir");
         let root = dir.path().canonicalize().expect("canonicalize tempdir");
