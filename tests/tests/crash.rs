@@ -189,9 +189,7 @@ fn kill_during_hide_leaves_each_target_whole() {
     const TIME_BUDGET: Duration = Duration::from_secs(45);
     let test = "kill_during_hide_leaves_each_target_whole";
     let s = scratch!();
-    let Some(_vol) = util::tmpfs_vol(&s, "vol", test) else {
-        return;
-    };
+    let _vol = util::or_skip!(util::tmpfs_vol(&s, "vol"));
     let top = s.path("vol");
     let trash = util::trash_dir(&top);
     let _settle = ReaperSettle {
@@ -368,15 +366,10 @@ fn reap_args<'a>(trash: &'a str, extra: &[&'a str]) -> Vec<&'a str> {
 #[test]
 fn kill_reaper_while_it_frees_a_big_file_then_resume_in_steps() {
     let test = "kill_reaper_while_it_frees_a_big_file_then_resume_in_steps";
-    if util::skip_unless_root(test) {
-        return;
-    }
+    util::require_root!();
     let s = scratch!();
     s.mkdir("vol");
-    let Some(_vol) = MountGuard::ext4_image(&s, "vol", 4096) else {
-        eprintln!("{test}: skipped, cannot make an ext4 image");
-        return;
-    };
+    let _vol = util::or_skip!(MountGuard::ext4_image(&s, "vol", 4096));
     let top = s.path("vol");
     let trash = util::trash_dir(&top);
     let t = trash.to_str().unwrap().to_owned();
@@ -553,9 +546,7 @@ fn files_in(snap: &Snapshot) -> usize {
 fn kill_reaper_while_it_removes_a_tree_then_resume() {
     let test = "kill_reaper_while_it_removes_a_tree_then_resume";
     let s = scratch!();
-    let Some(_vol) = util::tmpfs_vol(&s, "vol", test) else {
-        return;
-    };
+    let _vol = util::or_skip!(util::tmpfs_vol(&s, "vol"));
     let top = s.path("vol");
     let trash = util::trash_dir(&top);
     let t = trash.to_str().unwrap().to_owned();

@@ -28,30 +28,18 @@ const HIDDEN: &str = ".reclaim-shrink.";
 // ---------------------------------------------------------------------------------------------
 // Volumes and big files.
 
-/// A fresh ext4 volume mounted on `root/vol`.
-fn ext4_vol(s: &Scratch, test: &str) -> Option<MountGuard> {
-    if util::skip_unless_root(test) {
-        return None;
-    }
+/// A fresh ext4 volume mounted on `root/vol`. Err: why not (for a skip).
+fn ext4_vol(s: &Scratch) -> Result<MountGuard, String> {
+    util::need_root()?;
     s.mkdir("vol");
-    let g = MountGuard::ext4_image(s, "vol", 4096);
-    if g.is_none() {
-        eprintln!("{test}: skipped, cannot make an ext4 image");
-    }
-    g
+    MountGuard::ext4_image(s, "vol", 4096)
 }
 
 /// A fresh ext3 volume (block-mapped files) mounted on `root/vol`.
-fn ext3_vol(s: &Scratch, test: &str) -> Option<MountGuard> {
-    if util::skip_unless_root(test) {
-        return None;
-    }
+fn ext3_vol(s: &Scratch) -> Result<MountGuard, String> {
+    util::need_root()?;
     s.mkdir("vol");
-    let g = MountGuard::ext_image(s, "vol", "mkfs.ext3", 512 * MIB, 256);
-    if g.is_none() {
-        eprintln!("{test}: skipped, cannot make an ext3 image");
-    }
-    g
+    MountGuard::ext_image(s, "vol", "mkfs.ext3", 512 * MIB, 256)
 }
 
 /// What a big test file was when made.
@@ -301,9 +289,7 @@ fn first_step_taken(vol: &Path, size: u64) -> Option<(PathBuf, u64)> {
 #[test]
 fn shrinks_large_file_in_steps_and_leaves_nothing() {
     let s = scratch!();
-    let Some(_vol) = ext4_vol(&s, "shrinks_large_file_in_steps_and_leaves_nothing") else {
-        return;
-    };
+    let _vol = util::or_skip!(ext4_vol(&s));
     s.file("vol/neighbour", "stays\n");
     s.symlink("vol/link-elsewhere", "neighbour");
     let before = vol_snapshot(&s);
@@ -334,9 +320,7 @@ fn shrinks_large_file_in_steps_and_leaves_nothing() {
 #[test]
 fn shrinks_block_mapped_file_in_steps_on_ext3() {
     let s = scratch!();
-    let Some(_vol) = ext3_vol(&s, "shrinks_block_mapped_file_in_steps_on_ext3") else {
-        return;
-    };
+    let _vol = util::or_skip!(ext3_vol(&s));
     s.file("vol/neighbour", "stays\n");
     let before = vol_snapshot(&s);
     // 32 MiB block-mapped: 8 indirect blocks + a region, ~9 units; first step 4 units.
@@ -355,9 +339,7 @@ fn shrinks_block_mapped_file_in_steps_on_ext3() {
 #[test]
 fn prints_a_gentle_summary_line_without_json() {
     let s = scratch!();
-    let Some(_vol) = ext4_vol(&s, "prints_a_gentle_summary_line_without_json") else {
-        return;
-    };
+    let _vol = util::or_skip!(ext4_vol(&s));
     let before = vol_snapshot(&s);
     fallocated(&s, "vol/big", 1 << 30, 3);
     // Off a terminal the summary comes with -v only (cron mail stays empty).
@@ -379,9 +361,7 @@ fn prints_a_gentle_summary_line_without_json() {
 #[test]
 fn cheap_file_is_unlinked_without_steps() {
     let s = scratch!();
-    let Some(_vol) = ext4_vol(&s, "cheap_file_is_unlinked_without_steps") else {
-        return;
-    };
+    let _vol = util::or_skip!(ext4_vol(&s));
     let before = vol_snapshot(&s);
     // 96 MiB in one or two extents, one or two 128 MiB regions on a fresh image: <= 3 units.
     let big = fallocated(&s, "vol/big", 96 * MIB, 4);
@@ -403,9 +383,7 @@ fn cheap_file_is_unlinked_without_steps() {
 #[test]
 fn fast_unlinks_at_once() {
     let s = scratch!();
-    let Some(_vol) = ext4_vol(&s, "fast_unlinks_at_once") else {
-        return;
-    };
+    let _vol = util::or_skip!(ext4_vol(&s));
     let before = vol_snapshot(&s);
     let big = fallocated(&s, "vol/big", 1 << 30, 6);
     let out = rm(&s, &["--json", "--fast", "vol/big"]);
@@ -424,9 +402,7 @@ fn fast_unlinks_at_once() {
 #[test]
 fn each_large_file_named_gets_its_own_entry() {
     let s = scratch!();
-    let Some(_vol) = ext4_vol(&s, "each_large_file_named_gets_its_own_entry") else {
-        return;
-    };
+    let _vol = util::or_skip!(ext4_vol(&s));
     s.file("vol/small", "small\n");
     let before = without(vol_snapshot(&s), "small");
     let dear = fallocated(&s, "vol/dear", 1 << 30, 15);
@@ -449,9 +425,7 @@ fn each_large_file_named_gets_its_own_entry() {
 #[test]
 fn dry_run_touches_no_large_file() {
     let s = scratch!();
-    let Some(_vol) = ext4_vol(&s, "dry_run_touches_no_large_file") else {
-        return;
-    };
+    let _vol = util::or_skip!(ext4_vol(&s));
     let big = fallocated(&s, "vol/big", 1 << 30, 17);
     let before = vol_snapshot(&s);
     let out = rm(&s, &["--json", "--dry-run", "vol/big"]);
@@ -464,9 +438,7 @@ fn dry_run_touches_no_large_file() {
 #[test]
 fn never_shrinks_a_file_with_other_links() {
     let s = scratch!();
-    let Some(_vol) = ext3_vol(&s, "never_shrinks_a_file_with_other_links") else {
-        return;
-    };
+    let _vol = util::or_skip!(ext3_vol(&s));
     // Block-mapped and 32 MiB: expensive, so it would be shrunk if the link were missed.
     let big = written(&s, "vol/big", 96 * MIB, 7);
     s.hardlink("vol/keep", "vol/big");
@@ -488,9 +460,7 @@ fn never_shrinks_a_file_with_other_links() {
 #[test]
 fn never_shrinks_a_file_another_process_holds_open() {
     let s = scratch!();
-    let Some(_vol) = ext3_vol(&s, "never_shrinks_a_file_another_process_holds_open") else {
-        return;
-    };
+    let _vol = util::or_skip!(ext3_vol(&s));
     let before = vol_snapshot(&s);
     let big = written(&s, "vol/big", 96 * MIB, 8);
     let held = File::open(s.path("vol/big")).unwrap();
@@ -513,9 +483,7 @@ fn never_shrinks_a_file_another_process_holds_open() {
 #[test]
 fn never_opens_a_file_another_process_holds_a_lease_on() {
     let s = scratch!();
-    let Some(_vol) = ext4_vol(&s, "never_opens_a_file_another_process_holds_a_lease_on") else {
-        return;
-    };
+    let _vol = util::or_skip!(ext4_vol(&s));
     let before = vol_snapshot(&s);
     let big = fallocated(&s, "vol/big", 1 << 30, 9);
     let held = File::open(s.path("vol/big")).unwrap();
@@ -557,9 +525,7 @@ fn never_opens_a_file_another_process_holds_a_lease_on() {
 #[test]
 fn symlink_to_big_file_removes_only_the_link() {
     let s = scratch!();
-    let Some(_vol) = ext4_vol(&s, "symlink_to_big_file_removes_only_the_link") else {
-        return;
-    };
+    let _vol = util::or_skip!(ext4_vol(&s));
     let big = fallocated(&s, "vol/big", 1 << 30, 10);
     s.symlink("vol/link", "big");
     s.symlink("vol/abs-link", s.path("vol/big"));
@@ -578,9 +544,7 @@ fn symlink_to_big_file_removes_only_the_link() {
 #[test]
 fn trace_has_one_line_per_window() {
     let s = scratch!();
-    let Some(_vol) = ext4_vol(&s, "trace_has_one_line_per_window") else {
-        return;
-    };
+    let _vol = util::or_skip!(ext4_vol(&s));
     let before = vol_snapshot(&s);
     let big = fallocated(&s, "vol/big", 1 << 30, 11);
     let out = rm(&s, &["--json", "--pace-trace", "trace.jsonl", "vol/big"]);
@@ -660,9 +624,7 @@ fn bad_pacing_values_are_usage_errors() {
 #[test]
 fn hidden_leftover_is_finished_by_name() {
     let s = scratch!();
-    let Some(_vol) = ext3_vol(&s, "hidden_leftover_is_finished_by_name") else {
-        return;
-    };
+    let _vol = util::or_skip!(ext3_vol(&s));
     s.file("vol/neighbour", "stays\n");
     let before = vol_snapshot(&s);
     // What a killed run leaves: the file under its hidden name, partly shrunk.
@@ -694,9 +656,7 @@ fn hidden_leftover_is_finished_by_name() {
 #[test]
 fn a_gentle_removal_never_touches_other_hidden_names() {
     let s = scratch!();
-    let Some(_vol) = ext3_vol(&s, "a_gentle_removal_never_touches_other_hidden_names") else {
-        return;
-    };
+    let _vol = util::or_skip!(ext3_vol(&s));
     s.file("vol/neighbour", "stays\n");
     // Something under a hidden name reclaim did not make this run (another user's, or an
     // older version's leftover), and a new big file in the same directory.
@@ -718,9 +678,7 @@ fn a_gentle_removal_never_touches_other_hidden_names() {
 #[test]
 fn kill_during_shrink_leaves_file_whole_or_in_the_trash() {
     let s = scratch!();
-    let Some(_vol) = ext3_vol(&s, "kill_during_shrink_leaves_file_whole_or_in_the_trash") else {
-        return;
-    };
+    let _vol = util::or_skip!(ext3_vol(&s));
     s.file("vol/neighbour", "stays\n");
     let before = vol_snapshot(&s);
     let dir = s.path("vol");
@@ -837,12 +795,7 @@ fn kill_during_shrink_leaves_file_whole_or_in_the_trash() {
 #[test]
 fn stops_shrinking_when_another_process_opens_the_hidden_file() {
     let s = scratch!();
-    let Some(_vol) = ext3_vol(
-        &s,
-        "stops_shrinking_when_another_process_opens_the_hidden_file",
-    ) else {
-        return;
-    };
+    let _vol = util::or_skip!(ext3_vol(&s));
     s.file("vol/neighbour", "stays\n");
     let before = vol_snapshot(&s);
     let dir = s.path("vol");
@@ -888,9 +841,7 @@ fn stops_shrinking_when_another_process_opens_the_hidden_file() {
 #[test]
 fn never_shrinks_a_file_after_it_gains_another_link() {
     let s = scratch!();
-    let Some(_vol) = ext3_vol(&s, "never_shrinks_a_file_after_it_gains_another_link") else {
-        return;
-    };
+    let _vol = util::or_skip!(ext3_vol(&s));
     let dir = s.path("vol");
     let big = written(&s, "vol/big", 96 * MIB, 14);
     let mut child = spawn_rm(&s, &["--json", "--rate", "4M", "vol/big"]);
@@ -917,9 +868,7 @@ fn never_shrinks_a_file_after_it_gains_another_link() {
 #[test]
 fn large_file_inside_a_tree_is_shrunk_in_steps() {
     let s = scratch!();
-    let Some(_vol) = ext3_vol(&s, "large_file_inside_a_tree_is_shrunk_in_steps") else {
-        return;
-    };
+    let _vol = util::or_skip!(ext3_vol(&s));
     s.file("vol/neighbour", "stays\n");
     let before = vol_snapshot(&s);
     s.mkdir("vol/backup");
@@ -945,9 +894,7 @@ fn large_file_inside_a_tree_is_shrunk_in_steps() {
 #[test]
 fn reaper_shrinks_a_large_file_inside_a_hidden_tree() {
     let s = scratch!();
-    let Some(_vol) = ext3_vol(&s, "reaper_shrinks_a_large_file_inside_a_hidden_tree") else {
-        return;
-    };
+    let _vol = util::or_skip!(ext3_vol(&s));
     s.file("vol/neighbour", "stays\n");
     let before = vol_snapshot(&s);
     s.mkdir("vol/backup");

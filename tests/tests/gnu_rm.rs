@@ -40,10 +40,10 @@ use proptest::prelude::*;
 use proptest::sample::{select, Index};
 use proptest::test_runner::{Config, RngAlgorithm, TestCaseError, TestError, TestRng, TestRunner};
 
-use crate::util::{scratch, Scratch};
+use crate::util::{self, scratch, Scratch};
 
 use harness::{
-    category, check, command_line, explain, gnu_available, verdict, weight, Attr, Caps, Fs, Kind,
+    category, check, command_line, explain, need_gnu_rm, verdict, weight, Attr, Caps, Fs, Kind,
     Node, NotRun, Outcome, Scenario, SideSnapshot, Stdin, User, World, W,
 };
 
@@ -420,13 +420,13 @@ fn env_u32(name: &str, default: u32) -> u32 {
 /// Runs `cases` generated scenarios under proptest; a difference is shrunk and printed.
 fn run_generated(scratch: Scratch, cases: u32) {
     let test = &scratch.test().to_string();
-    if !gnu_available(test) {
-        return;
+    if let Err(why) = need_gnu_rm() {
+        return util::skipped(test, &why);
     }
     let mut world = World::new(scratch);
     let caps = world.caps;
     if !caps.root {
-        eprintln!("{test}: not root: only the test's uid on the host file system (other uids, tmpfs, ext4, chattr, mounts and / skipped)");
+        util::skipped(test, "in part: not root, so only the test's uid on the host file system (other uids, tmpfs, ext4, chattr, mounts and / not generated)");
     }
     let config = Config {
         cases,
@@ -476,6 +476,12 @@ fn run_generated(scratch: Scratch, cases: u32) {
         }
     });
     let (ran, skipped) = (ran.get(), skipped.get());
+    if skipped > 0 {
+        util::skipped(
+            test,
+            &format!("in part: {skipped} scenarios cannot run here"),
+        );
+    }
     match result {
         Ok(()) => eprintln!("{test}: {ran} scenarios matched GNU rm ({skipped} skipped)"),
         Err(TestError::Fail(why, sc)) => {
@@ -579,6 +585,9 @@ fn report(test: &str, world: &mut World, scenarios: &[Scenario]) -> (usize, usiz
             }
         }
     }
+    for (why, n) in &skipped {
+        util::skipped(test, &format!("in part: {n} scenarios: {why}"));
+    }
     let mut s = String::new();
     let pct = if ran > 0 {
         100.0 * matched as f64 / ran as f64
@@ -625,9 +634,7 @@ fn report(test: &str, world: &mut World, scenarios: &[Scenario]) -> (usize, usiz
 #[test]
 fn generated_scenarios_report() {
     let test = "generated_scenarios_report";
-    if !gnu_available(test) {
-        return;
-    }
+    util::or_skip!(need_gnu_rm());
     let mut world = World::new(scratch!());
     let scenarios = sample(world.caps, env_u32("GNU_RM_REPORT_CASES", 500));
     let (ran, matched, summary) = report(test, &mut world, &scenarios);
@@ -642,9 +649,7 @@ fn generated_scenarios_report() {
 #[test]
 fn harness_gnu_against_itself_always_matches() {
     let test = "harness_gnu_against_itself_always_matches";
-    if !gnu_available(test) {
-        return;
-    }
+    util::or_skip!(need_gnu_rm());
     let mut world = World::new(scratch!());
     world.program = Some(harness::gnu_rm());
     let mut scenarios = sample(world.caps, env_u32("GNU_RM_SELF_CASES", 300));
@@ -756,16 +761,10 @@ fn bx(e: impl FnOnce(&Outcome, &SideSnapshot) -> Result<(), String> + 'static) -
     Box::new(e)
 }
 
-fn skip_unless_root(test: &str) -> bool {
-    crate::util::skip_unless_root(test)
-}
-
 #[test]
 fn gnu_force_ignores_enotdir() {
     let test = "gnu_force_ignores_enotdir";
-    if !gnu_available(test) {
-        return;
-    }
+    util::or_skip!(need_gnu_rm());
     let mut w = World::new(scratch!());
     let t = || vec![fc("f", "x\n")];
     check_all(
@@ -790,9 +789,8 @@ fn gnu_force_ignores_enotdir() {
 #[test]
 fn gnu_rf_removes_unreadable_empty_directories() {
     let test = "gnu_rf_removes_unreadable_empty_directories";
-    if !gnu_available(test) || skip_unless_root(test) {
-        return;
-    }
+    util::or_skip!(need_gnu_rm());
+    util::require_root!();
     let mut w = World::new(scratch!());
     let tree = || {
         vec![
@@ -824,9 +822,8 @@ fn gnu_rf_removes_unreadable_empty_directories() {
 #[test]
 fn gnu_search_only_parent_directories() {
     let test = "gnu_search_only_parent_directories";
-    if !gnu_available(test) || skip_unless_root(test) {
-        return;
-    }
+    util::or_skip!(need_gnu_rm());
+    util::require_root!();
     let mut w = World::new(scratch!());
     check_all(
         test,
@@ -861,9 +858,8 @@ fn gnu_search_only_parent_directories() {
 #[test]
 fn gnu_symlink_to_root_is_removed_as_a_link() {
     let test = "gnu_symlink_to_root_is_removed_as_a_link";
-    if !gnu_available(test) || skip_unless_root(test) {
-        return;
-    }
+    util::or_skip!(need_gnu_rm());
+    util::require_root!();
     let mut w = World::new(scratch!());
     check_all(
         test,
@@ -890,9 +886,7 @@ fn gnu_symlink_to_root_is_removed_as_a_link() {
 #[test]
 fn gnu_verbose_order_and_paths() {
     let test = "gnu_verbose_order_and_paths";
-    if !gnu_available(test) {
-        return;
-    }
+    util::or_skip!(need_gnu_rm());
     let mut w = World::new(scratch!());
     let tree = || {
         vec![
@@ -942,9 +936,7 @@ fn gnu_verbose_order_and_paths() {
 #[test]
 fn gnu_errors_once_in_order_without_recap() {
     let test = "gnu_errors_once_in_order_without_recap";
-    if !gnu_available(test) {
-        return;
-    }
+    util::or_skip!(need_gnu_rm());
     let mut w = World::new(scratch!());
     let tree = || vec![d("dir"), f("dir/x"), f("a"), f("b")];
     check_all(
@@ -969,7 +961,7 @@ fn gnu_errors_once_in_order_without_recap() {
             ))),
         ],
     );
-    if crate::util::is_root() {
+    if util::is_root() {
         // Errors inside trees, as another uid: an unwritable subdirectory.
         check_all(
             test,
@@ -995,15 +987,15 @@ fn gnu_errors_once_in_order_without_recap() {
                 )),
             )],
         );
+    } else {
+        util::skipped(test, "in part: errors as another uid need root");
     }
 }
 
 #[test]
 fn gnu_repeated_argument_is_missing_the_second_time() {
     let test = "gnu_repeated_argument_is_missing_the_second_time";
-    if !gnu_available(test) {
-        return;
-    }
+    util::or_skip!(need_gnu_rm());
     let mut w = World::new(scratch!());
     let t = || vec![d("t"), f("t/x")];
     check_all(
@@ -1035,9 +1027,7 @@ fn gnu_repeated_argument_is_missing_the_second_time() {
 #[test]
 fn gnu_every_listed_option_is_accepted() {
     let test = "gnu_every_listed_option_is_accepted";
-    if !gnu_available(test) {
-        return;
-    }
+    util::or_skip!(need_gnu_rm());
     let mut w = World::new(scratch!());
     let mut cases = Vec::new();
     for opt in [
@@ -1105,9 +1095,7 @@ fn gnu_every_listed_option_is_accepted() {
 #[test]
 fn gnu_usage_errors_and_the_dash_hint() {
     let test = "gnu_usage_errors_and_the_dash_hint";
-    if !gnu_available(test) {
-        return;
-    }
+    util::or_skip!(need_gnu_rm());
     let mut w = World::new(scratch!());
     let t = || vec![f("-foo"), f("a")];
     check_all(
@@ -1179,9 +1167,8 @@ fn gnu_usage_errors_and_the_dash_hint() {
 #[test]
 fn gnu_refuses_root_with_its_messages() {
     let test = "gnu_refuses_root_with_its_messages";
-    if !gnu_available(test) || skip_unless_root(test) {
-        return;
-    }
+    util::or_skip!(need_gnu_rm());
+    util::require_root!();
     let mut w = World::new(scratch!());
     let danger = "rm: it is dangerous to operate recursively on '/'\n\
                   rm: use --no-preserve-root to override this failsafe\n";
@@ -1216,9 +1203,7 @@ fn gnu_refuses_root_with_its_messages() {
 #[test]
 fn gnu_refuses_dot_and_dotdot() {
     let test = "gnu_refuses_dot_and_dotdot";
-    if !gnu_available(test) {
-        return;
-    }
+    util::or_skip!(need_gnu_rm());
     let mut w = World::new(scratch!());
     let t = || vec![d("a"), f("a/x")];
     let msg = |p: &str| format!("rm: refusing to remove '.' or '..' directory: skipping '{p}'\n");
@@ -1248,9 +1233,8 @@ fn gnu_refuses_dot_and_dotdot() {
 #[test]
 fn gnu_one_file_system_and_mount_points() {
     let test = "gnu_one_file_system_and_mount_points";
-    if !gnu_available(test) || skip_unless_root(test) {
-        return;
-    }
+    util::or_skip!(need_gnu_rm());
+    util::require_root!();
     let mut w = World::new(scratch!());
     let t = || {
         vec![
@@ -1301,9 +1285,7 @@ fn gnu_one_file_system_and_mount_points() {
 #[test]
 fn gnu_prompts_on_a_terminal() {
     let test = "gnu_prompts_on_a_terminal";
-    if !gnu_available(test) {
-        return;
-    }
+    util::or_skip!(need_gnu_rm());
     let y = || b"y".to_vec();
     let n = || b"n".to_vec();
     let mut w = World::new(scratch!());
@@ -1376,7 +1358,7 @@ fn gnu_prompts_on_a_terminal() {
             )),
         ),
     ];
-    if crate::util::is_root() {
+    if util::is_root() {
         // Write-protected files prompt only when stdin is a terminal (and not as root).
         let wp = || {
             vec![
@@ -1417,6 +1399,11 @@ fn gnu_prompts_on_a_terminal() {
             sc(wp(), &["p"]).stdin(Stdin::Pty(vec![n()])),
             bx(gnu_does(0, "", "")),
         ));
+    } else {
+        util::skipped(
+            test,
+            "in part: write-protected files of another uid need root",
+        );
     }
     check_all(test, &mut w, cases);
 }
@@ -1424,13 +1411,11 @@ fn gnu_prompts_on_a_terminal() {
 #[test]
 fn gnu_immutable_and_append_only_files() {
     let test = "gnu_immutable_and_append_only_files";
-    if !gnu_available(test) || skip_unless_root(test) {
-        return;
-    }
+    util::or_skip!(need_gnu_rm());
+    util::require_root!();
     let mut w = World::new(scratch!());
     if !w.caps.ext4 {
-        eprintln!("{test}: skipped, no mkfs.ext4");
-        return;
+        util::skip!("no mkfs.ext4");
     }
     let t = || {
         vec![
@@ -1467,9 +1452,7 @@ fn gnu_immutable_and_append_only_files() {
 #[test]
 fn gnu_argv0_is_the_program_name_in_messages() {
     let test = "gnu_argv0_is_the_program_name_in_messages";
-    if !gnu_available(test) {
-        return;
-    }
+    util::or_skip!(need_gnu_rm());
     let mut w = World::new(scratch!());
     let mut s = sc(vec![], &["missing"]);
     s.argv0_path = true;
@@ -1488,9 +1471,7 @@ fn gnu_argv0_is_the_program_name_in_messages() {
 #[test]
 fn gnu_odd_names() {
     let test = "gnu_odd_names";
-    if !gnu_available(test) {
-        return;
-    }
+    util::or_skip!(need_gnu_rm());
     let mut w = World::new(scratch!());
     let t = || {
         vec![
@@ -1597,9 +1578,7 @@ fn reclaim_rm_documented_difference(sc: &Scenario, gnu: &Outcome) -> Option<&'st
 #[test]
 fn reclaim_rm_outcomes_match_gnu_rm() {
     let test = "reclaim_rm_outcomes_match_gnu_rm";
-    if !gnu_available(test) {
-        return;
-    }
+    util::or_skip!(need_gnu_rm());
     let mut world = World::new(scratch!());
     // `bin/rm` runs `reclaim rm "$@"`: a script any uid can run.
     let dir = tempfile::Builder::new()

@@ -40,20 +40,18 @@ pub fn gnu_rm() -> PathBuf {
         .unwrap_or_else(|| PathBuf::from("/usr/bin/rm"))
 }
 
-/// Whether `gnu_rm()` is GNU coreutils' rm (else every test skips itself, and says so).
-pub fn gnu_available(test: &str) -> bool {
+/// Ok if `gnu_rm()` is GNU coreutils' rm, else why not (every test then skips itself).
+pub fn need_gnu_rm() -> Result<(), String> {
     let ok = Command::new(gnu_rm())
         .arg("--version")
         .env("LC_ALL", "C")
         .output()
         .is_ok_and(|o| String::from_utf8_lossy(&o.stdout).contains("GNU coreutils"));
-    if !ok {
-        eprintln!(
-            "{test}: skipped, {} is not GNU coreutils' rm",
-            gnu_rm().display()
-        );
+    if ok {
+        Ok(())
+    } else {
+        Err(format!("{} is not GNU coreutils' rm", gnu_rm().display()))
     }
-    ok
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -828,7 +826,9 @@ impl World {
                 if self.tmpfs.is_none() {
                     self.scratch.mkdir("tmpfs");
                     self.tmpfs =
-                        util::MountGuard::tmpfs_with(&self.scratch, "tmpfs", "size=64m,mode=0755");
+                        util::MountGuard::tmpfs_with(&self.scratch, "tmpfs", "size=64m,mode=0755")
+                            .inspect_err(|e| eprintln!("{e}"))
+                            .ok();
                 }
                 self.tmpfs.as_ref().map(|_| self.scratch.path("tmpfs"))
             }
@@ -842,7 +842,9 @@ impl World {
                         "mkfs.ext4",
                         128 << 20,
                         16384,
-                    );
+                    )
+                    .inspect_err(|e| eprintln!("{e}"))
+                    .ok();
                     if self.ext4.is_some() {
                         let p = self.scratch.path("ext4");
                         fs::set_permissions(&p, fs::Permissions::from_mode(0o755)).unwrap();
@@ -1347,7 +1349,7 @@ pub fn weight(sc: &Scenario) -> usize {
 }
 
 /// Runs `sc`, checks with `expect` that GNU behaves as the scenario is meant to show (the
-/// target), then that reclaim as `rm` agrees. Ok(None) (after saying why) if it cannot run
+/// target), then that reclaim as `rm` agrees. Ok(None) (recorded as a skip in part) if it cannot run
 /// here; Err: the full report of what went wrong.
 pub fn verdict(
     world: &mut World,
@@ -1357,7 +1359,7 @@ pub fn verdict(
 ) -> Result<Option<Compared>, String> {
     match world.run(sc) {
         Err(NotRun::Skipped(why)) => {
-            eprintln!("{test}: skipped, {why}");
+            util::skipped(test, &format!("in part: a scenario: {why}"));
             Ok(None)
         }
         Err(NotRun::Refused(why)) => Err(format!("{test}: {why}")),

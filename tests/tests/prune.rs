@@ -14,15 +14,6 @@ use crate::util::{self, scratch, MountGuard, Scratch};
 const MIB: u64 = 1 << 20;
 const DAY: i64 = 86_400;
 
-/// A volume of its own (the trash goes to the top of the target's mount, never the host's).
-fn tmpfs_vol(s: &Scratch, test: &str) -> Option<MountGuard> {
-    if util::skip_unless_root(test) {
-        return None;
-    }
-    s.mkdir("vol");
-    MountGuard::tmpfs(s, "vol")
-}
-
 /// `n` backups `vol/b/backup-NN` (directories with one file of `size` bytes), backup-00 the
 /// oldest, one day apart, the newest one day old.
 fn backups(s: &Scratch, n: i64, size: usize) {
@@ -85,9 +76,7 @@ fn json(o: &std::process::Output) -> Value {
 #[test]
 fn dry_run_prints_the_plan_and_removes_nothing() {
     let s = scratch!();
-    let Some(_vol) = tmpfs_vol(&s, "dry_run_prints_the_plan_and_removes_nothing") else {
-        return;
-    };
+    let _vol = util::or_skip!(util::tmpfs_vol(&s, "vol"));
     backups(&s, 5, 10);
     let before = s.snapshot("vol");
     let o = prune(&s, &["--keep-last", "2", "--dry-run", "vol/b"]);
@@ -106,9 +95,7 @@ fn dry_run_prints_the_plan_and_removes_nothing() {
 #[test]
 fn keep_last_and_older_than_remove_exactly_the_plan_through_the_trash() {
     let s = scratch!();
-    let Some(_vol) = tmpfs_vol(&s, "keep_last_and_older_than_remove_exactly_the_plan") else {
-        return;
-    };
+    let _vol = util::or_skip!(util::tmpfs_vol(&s, "vol"));
     backups(&s, 6, 1000);
     s.file("vol/b/.hidden-old", "dotfiles are not candidates");
     set_mtime(&s.path("vol/b/.hidden-old"), 1_000_000);
@@ -149,9 +136,7 @@ fn keep_last_and_older_than_remove_exactly_the_plan_through_the_trash() {
 #[test]
 fn refuses_a_plan_that_removes_everything() {
     let s = scratch!();
-    let Some(_vol) = tmpfs_vol(&s, "refuses_a_plan_that_removes_everything") else {
-        return;
-    };
+    let _vol = util::or_skip!(util::tmpfs_vol(&s, "vol"));
     backups(&s, 3, 10);
     let before = s.snapshot("vol");
     let o = prune(&s, &["--max-total", "0", "vol/b"]);
@@ -179,9 +164,7 @@ fn no_rule_is_a_usage_error() {
 #[test]
 fn symlink_entries_are_removed_never_followed() {
     let s = scratch!();
-    let Some(_vol) = tmpfs_vol(&s, "symlink_entries_are_removed_never_followed") else {
-        return;
-    };
+    let _vol = util::or_skip!(util::tmpfs_vol(&s, "vol"));
     let outside = s.make_outside("outside");
     let before = s.snapshot("outside");
     backups(&s, 2, 10);
@@ -201,9 +184,7 @@ fn symlink_entries_are_removed_never_followed() {
 #[test]
 fn policy_comes_from_the_config_file_and_flags_override_it() {
     let s = scratch!();
-    let Some(_vol) = tmpfs_vol(&s, "policy_comes_from_the_config_file") else {
-        return;
-    };
+    let _vol = util::or_skip!(util::tmpfs_vol(&s, "vol"));
     backups(&s, 5, 10);
     let cfg = s.file(
         "reclaim.toml",
@@ -255,13 +236,15 @@ fn policy_comes_from_the_config_file_and_flags_override_it() {
 #[test]
 fn keep_free_counts_space_still_pending_in_the_trash() {
     let s = scratch!();
-    if util::skip_unless_root("keep_free_counts_space_still_pending_in_the_trash") {
-        return;
-    }
+    util::require_root!();
     s.mkdir("vol");
-    let Some(_vol) = MountGuard::ext_image(&s, "vol", "mkfs.ext4", 256 * MIB, 1024) else {
-        return;
-    };
+    let _vol = util::or_skip!(MountGuard::ext_image(
+        &s,
+        "vol",
+        "mkfs.ext4",
+        256 * MIB,
+        1024
+    ));
     backups(&s, 8, 16 * MIB as usize);
     let st = rustix::fs::statvfs(s.path("vol").as_path()).unwrap();
     let avail = st.f_bavail * st.f_frsize;
@@ -432,9 +415,7 @@ fn plan_messages_count_in_singular_and_plural() {
 #[test]
 fn hiding_one_entry_says_one_entry() {
     let s = scratch!();
-    let Some(_vol) = tmpfs_vol(&s, "hiding_one_entry_says_one_entry") else {
-        return;
-    };
+    let _vol = util::or_skip!(util::tmpfs_vol(&s, "vol"));
     backups(&s, 2, 10);
     let o = prune(&s, &["--keep-last", "1", "vol/b"]);
     util::assert_success(&o);

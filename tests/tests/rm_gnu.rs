@@ -68,10 +68,7 @@ fn force_ignores_a_path_below_a_file() {
 
 #[test]
 fn unreadable_empty_directories_are_removed() {
-    let test = "unreadable_empty_directories_are_removed";
-    if util::skip_unless_root(test) {
-        return;
-    }
+    util::require_root!();
     let s = scratch!();
     s.mkdir("w/d");
     s.mkdir("w/t/e");
@@ -94,10 +91,7 @@ fn unreadable_empty_directories_are_removed() {
 
 #[test]
 fn a_search_only_parent_is_enough() {
-    let test = "a_search_only_parent_is_enough";
-    if util::skip_unless_root(test) {
-        return;
-    }
+    util::require_root!();
     let s = scratch!();
     s.file("p/f", "x");
     s.file("p/g", "x");
@@ -239,15 +233,9 @@ fn interactive_does_not_combine_with_background() {
 
 #[test]
 fn preserve_root_all_refuses_a_mount_point() {
-    let test = "preserve_root_all_refuses_a_mount_point";
-    if util::skip_unless_root(test) {
-        return;
-    }
+    util::require_root!();
     let s = scratch!();
-    let Some(_m) = util::MountGuard::tmpfs(&s, "m") else {
-        eprintln!("{test}: skipped: no tmpfs mount");
-        return;
-    };
+    let _m = util::or_skip!(util::MountGuard::tmpfs(&s, "m"));
     s.file("m/x", "x");
     s.rm(&["-r", "--preserve-root=all", "m"])
         .assert()

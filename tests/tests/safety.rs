@@ -6,7 +6,7 @@ use std::os::unix::fs::MetadataExt;
 use std::path::PathBuf;
 
 use crate::util::{
-    assert_same, parse_report, run_in_readonly_world, scratch, skip_unless_root, stderr_of, Entry,
+    self, assert_same, parse_report, run_in_readonly_world, scratch, stderr_of, Entry,
     ImmutableGuard, MountGuard, Scratch,
 };
 
@@ -206,9 +206,7 @@ fn refuses_root_dry_run() {
             let mut args: Vec<&str> = vec!["rm"];
             args.extend_from_slice(flags);
             args.push(arg);
-            let Some(out) = run_in_readonly_world(&s, ".", &args) else {
-                return;
-            };
+            let out = util::or_skip!(run_in_readonly_world(&s, ".", &args));
             assert_root_refused(&out, arg);
             if flags.contains(&"--json") {
                 let r = parse_report(&out.stdout);
@@ -237,9 +235,7 @@ fn refuses_root_by_inode() {
             let mut args: Vec<&str> = vec!["rm"];
             args.extend_from_slice(flags);
             args.push(arg);
-            let Some(out) = run_in_readonly_world(&s, ".", &args) else {
-                return;
-            };
+            let out = util::or_skip!(run_in_readonly_world(&s, ".", &args));
             assert_root_refused(&out, arg);
             assert_same(
                 &format!("scratch after rm {flags:?} {arg}"),
@@ -255,9 +251,7 @@ fn refuses_root_by_inode() {
         let mut args: Vec<&str> = vec!["rm"];
         args.extend_from_slice(flags);
         args.push("tmp/link");
-        let Some(out) = run_in_readonly_world(&s, ".", &args) else {
-            return;
-        };
+        let out = util::or_skip!(run_in_readonly_world(&s, ".", &args));
         assert_eq!(
             stderr_of(&out),
             "reclaim: cannot remove 'tmp/link': Read-only file system\n",
@@ -275,16 +269,12 @@ fn reports_skipped_mount(stderr: &str) -> bool {
 
 #[test]
 fn skips_mount_point_inside_tree() {
-    if skip_unless_root("skips_mount_point_inside_tree") {
-        return;
-    }
+    util::require_root!();
     let s = scratch!();
     s.make_outside("outside");
     target_tree(&s, "target");
     s.mkdir("target/sub/mnt");
-    let Some(_mount) = MountGuard::tmpfs(&s, "target/sub/mnt") else {
-        return;
-    };
+    let _mount = util::or_skip!(MountGuard::tmpfs(&s, "target/sub/mnt"));
     s.file("target/sub/mnt/on_tmpfs", "keep");
     s.file("target/sub/mnt/d/deeper", "keep");
     let outside = s.snapshot("outside");
@@ -317,16 +307,17 @@ fn skips_mount_point_inside_tree() {
 fn skips_bind_mount_of_the_same_file_system() {
     // A bind mount of a directory of the same file system has the same st_dev: detecting it
     // needs the mount id, not just the device.
-    if skip_unless_root("skips_bind_mount_of_the_same_file_system") {
-        return;
-    }
+    util::require_root!();
     let s = scratch!();
     s.make_outside("outside");
     target_tree(&s, "target");
     s.mkdir("target/sub/deep/bound");
-    let Some(_mount) = MountGuard::bind(&s, "outside", "target/sub/deep/bound", false) else {
-        return;
-    };
+    let _mount = util::or_skip!(MountGuard::bind(
+        &s,
+        "outside",
+        "target/sub/deep/bound",
+        false
+    ));
     let outside = s.snapshot("outside");
     let out = s.rm(&["-r", "target"]).output().unwrap();
     let stderr = stderr_of(&out);
@@ -344,16 +335,12 @@ fn skips_bind_mount_of_the_same_file_system() {
 
 #[test]
 fn cross_mounts_enters_mount_points() {
-    if skip_unless_root("cross_mounts_enters_mount_points") {
-        return;
-    }
+    util::require_root!();
     let s = scratch!();
     s.make_outside("outside");
     target_tree(&s, "target");
     s.mkdir("target/sub/mnt");
-    let Some(_mount) = MountGuard::tmpfs(&s, "target/sub/mnt") else {
-        return;
-    };
+    let _mount = util::or_skip!(MountGuard::tmpfs(&s, "target/sub/mnt"));
     s.file("target/sub/mnt/on_tmpfs", "gone");
     s.file("target/sub/mnt/d/deeper", "gone");
     let outside = s.snapshot("outside");
@@ -387,16 +374,12 @@ fn cross_mounts_enters_mount_points() {
 
 #[test]
 fn reports_immutable_file_and_removes_the_rest() {
-    if skip_unless_root("reports_immutable_file_and_removes_the_rest") {
-        return;
-    }
+    util::require_root!();
     let s = scratch!();
     s.make_outside("outside");
     target_tree(&s, "target");
     s.file("target/sub/file", "stuck");
-    let Some(_guard) = ImmutableGuard::new(&s, "target/sub/file") else {
-        return;
-    };
+    let _guard = util::or_skip!(ImmutableGuard::new(&s, "target/sub/file"));
     let outside = s.snapshot("outside");
     let out = s.rm(&["-r", "--json", "target"]).output().unwrap();
     let stderr = stderr_of(&out);
@@ -426,16 +409,12 @@ fn reports_immutable_file_and_removes_the_rest() {
 
 #[test]
 fn reports_immutable_directory_and_removes_the_rest() {
-    if skip_unless_root("reports_immutable_directory_and_removes_the_rest") {
-        return;
-    }
+    util::require_root!();
     let s = scratch!();
     target_tree(&s, "target");
     s.file("target/sub/locked/a", "a");
     s.file("target/sub/locked/b", "b");
-    let Some(_guard) = ImmutableGuard::new(&s, "target/sub/locked") else {
-        return;
-    };
+    let _guard = util::or_skip!(ImmutableGuard::new(&s, "target/sub/locked"));
     let out = s.rm(&["-r", "target"]).output().unwrap();
     let stderr = stderr_of(&out);
     assert_eq!(out.status.code(), Some(1), "stderr:\n{stderr}");
@@ -450,16 +429,12 @@ fn reports_immutable_directory_and_removes_the_rest() {
 
 #[test]
 fn reports_read_only_mount_errors_with_cross_mounts() {
-    if skip_unless_root("reports_read_only_mount_errors_with_cross_mounts") {
-        return;
-    }
+    util::require_root!();
     let s = scratch!();
     target_tree(&s, "target");
     s.file("ro_src/x", "x");
     s.mkdir("target/ro");
-    let Some(_mount) = MountGuard::bind(&s, "ro_src", "target/ro", true) else {
-        return;
-    };
+    let _mount = util::or_skip!(MountGuard::bind(&s, "ro_src", "target/ro", true));
     let before = s.snapshot("ro_src");
     let out = s.rm(&["-r", "--cross-mounts", "target"]).output().unwrap();
     let stderr = stderr_of(&out);

@@ -17,8 +17,7 @@ use std::process::{Command as StdCommand, Output};
 use serde_json::Value;
 
 use crate::util::{
-    self, assert_same, json_object, reclaim_bin, scratch, skip_unless_root, stderr_of, MountGuard,
-    Scratch,
+    self, assert_same, json_object, reclaim_bin, scratch, stderr_of, MountGuard, Scratch,
 };
 
 /// `reclaim scan --json ARGS...` in the scratch root; returns the output and the object.
@@ -652,15 +651,11 @@ fn hard_links_are_counted_once() {
 
 #[test]
 fn mount_points_are_skipped_and_reported_unless_crossing() {
-    if skip_unless_root("mount_points_are_skipped_and_reported_unless_crossing") {
-        return;
-    }
+    util::require_root!();
     let s = scratch!();
     s.file("t/a/f", "x");
     s.mkdir("t/mnt");
-    let Some(_m) = MountGuard::tmpfs(&s, "t/mnt") else {
-        return;
-    };
+    let _m = util::or_skip!(MountGuard::tmpfs(&s, "t/mnt"));
     for i in 0..7 {
         s.file(format!("t/mnt/f{i}"), "in the tmpfs");
     }
@@ -722,20 +717,20 @@ fn symlinks_are_never_followed() {
     // The strongest check: as an unprivileged user, with the outside directory unreadable,
     // any attempt to follow a link into it would fail with EACCES and show up as an error.
     if !util::is_root() {
-        return;
+        util::skip!("in part: the check as an unprivileged user needs root");
     }
     fs::set_permissions(s.root(), fs::Permissions::from_mode(0o755)).unwrap();
     fs::set_permissions(s.path("outside"), fs::Permissions::from_mode(0o000)).unwrap();
     let out = as_nobody(&s, &["scan", "--json", "--no-estimate", "t"]);
     fs::set_permissions(s.path("outside"), fs::Permissions::from_mode(0o755)).unwrap();
-    let Some(out) = out else { return };
+    let out = util::or_skip!(out);
     util::assert_success(&out);
     assert_eq!(u(&json_object(&out.stdout), "symlinks"), 8);
 }
 
-/// `reclaim ARGS` as uid/gid 65534 in the scratch root; None (after saying why) when not
+/// `reclaim ARGS` as uid/gid 65534 in the scratch root; Err (why, for a skip) when not
 /// possible.
-fn as_nobody(s: &Scratch, args: &[&str]) -> Option<Output> {
+fn as_nobody(s: &Scratch, args: &[&str]) -> Result<Output, String> {
     // Check the paths as the harness does.
     let _ = s.cmd(args);
     let out = StdCommand::new("setpriv")
@@ -748,19 +743,14 @@ fn as_nobody(s: &Scratch, args: &[&str]) -> Option<Output> {
         .env_remove("XDG_CONFIG_HOME")
         .output();
     match out {
-        Ok(o) if o.status.code() != Some(127) => Some(o),
-        _ => {
-            eprintln!("setpriv is not available: skipped the unprivileged part");
-            None
-        }
+        Ok(o) if o.status.code() != Some(127) => Ok(o),
+        _ => Err("in part: setpriv is not available for the unprivileged part".to_string()),
     }
 }
 
 #[test]
 fn unreadable_directory_is_reported_and_the_rest_counted() {
-    if skip_unless_root("unreadable_directory_is_reported_and_the_rest_counted") {
-        return;
-    }
+    util::require_root!();
     let s = scratch!();
     for i in 0..20 {
         s.file(format!("t/ok/f{i}"), "readable");
@@ -772,7 +762,7 @@ fn unreadable_directory_is_reported_and_the_rest_counted() {
     fs::set_permissions(s.path("t/locked"), fs::Permissions::from_mode(0o000)).unwrap();
     let out = as_nobody(&s, &["scan", "--json", "--no-estimate", "t"]);
     fs::set_permissions(s.path("t/locked"), fs::Permissions::from_mode(0o755)).unwrap();
-    let Some(out) = out else { return };
+    let out = util::or_skip!(out);
     assert_eq!(out.status.code(), Some(1), "{}", stderr_of(&out));
     let stderr = stderr_of(&out);
     let lines: Vec<&str> = stderr.lines().collect();
@@ -1005,20 +995,13 @@ fn scan_with_tmpdir(s: &Scratch, tmp: &Path, args: &[&str]) -> (String, Value) {
 
 #[test]
 fn calibration_never_writes_inside_the_scanned_tree() {
-    let test = "calibration_never_writes_inside_the_scanned_tree";
-    if skip_unless_root(test) {
-        return;
-    }
+    util::require_root!();
     let s = scratch!();
     // The scanned file system (its top not writable by others), and TMPDIR on another one.
     s.mkdir("vol");
     s.mkdir("tmp");
-    let (Some(_vol), Some(_tmp)) = (
-        MountGuard::tmpfs_with(&s, "vol", "size=16m,mode=755"),
-        MountGuard::tmpfs(&s, "tmp"),
-    ) else {
-        return;
-    };
+    let _vol = util::or_skip!(MountGuard::tmpfs_with(&s, "vol", "size=16m,mode=755"));
+    let _tmp = util::or_skip!(MountGuard::tmpfs(&s, "tmp"));
     for i in 0..30 {
         s.file(format!("vol/t/d{}/f{i}", i % 3), "x");
     }
@@ -1129,30 +1112,27 @@ fn calibration_never_writes_inside_the_scanned_tree() {
         .env("RECLAIM_CONFIG", "")
         .env_remove("XDG_CONFIG_HOME")
         .output();
-    if let Ok(out) = out.as_ref().map_err(|e| eprintln!("{test}: setpriv: {e}")) {
-        util::assert_success(out);
-        let v = json_object(&out.stdout);
-        let c = &v["estimate"]["calibrations"][0];
-        assert_eq!(c["path"], home.to_str().unwrap(), "{v}");
-        assert_eq!(c["place"], "above", "{v}");
-        assert_eq!(names(&home), ["t"]);
-        unchanged("vol/home/t", &tree, &s.path("vol/home/t"));
-    }
+    let out = util::or_skip!(out
+        .as_ref()
+        .map_err(|e| format!("in part: no check as another user: setpriv: {e}")));
+    util::assert_success(out);
+    let v = json_object(&out.stdout);
+    let c = &v["estimate"]["calibrations"][0];
+    assert_eq!(c["path"], home.to_str().unwrap(), "{v}");
+    assert_eq!(c["place"], "above", "{v}");
+    assert_eq!(names(&home), ["t"]);
+    unchanged("vol/home/t", &tree, &s.path("vol/home/t"));
 }
 
 #[test]
 fn estimate_is_none_on_a_read_only_file_system() {
-    if skip_unless_root("estimate_is_none_on_a_read_only_file_system") {
-        return;
-    }
+    util::require_root!();
     let s = scratch!();
     for i in 0..30 {
         s.file(format!("t/d{}/f{i}", i % 3), "x");
     }
     s.mkdir("ro");
-    let Some(_ro) = MountGuard::bind(&s, "t", "ro", true) else {
-        return;
-    };
+    let _ro = util::or_skip!(MountGuard::bind(&s, "t", "ro", true));
     let (out, v) = scan_json(&s, &["ro"]);
     util::assert_success(&out);
     assert!(v["estimate"]["seconds"].is_null(), "{v}");

@@ -1472,17 +1472,14 @@ fn read_attacker_log(p: &Path) -> AttackerReport {
 #[test]
 #[ignore = "the hostile soak: ~60-90 s, root only; CI runs it with --include-ignored"]
 fn hostile_soak() {
-    if util::skip_unless_root("hostile_soak") {
-        return;
-    }
+    util::require_root!();
     for tool in ["setpriv", "python3"] {
         if !Command::new(tool)
             .arg("--version")
             .output()
             .is_ok_and(|o| o.status.success())
         {
-            eprintln!("hostile_soak: skipped, no {tool}");
-            return;
+            util::skip!("no {tool}");
         }
     }
     let cfg = settings();
@@ -1491,10 +1488,7 @@ fn hostile_soak() {
         cfg.seed, cfg.seed, cfg.fs, cfg.secs, cfg.min_actions
     );
     let s = scratch!();
-    let Some(mount) = Mount::new(&s, "vol", cfg.fs) else {
-        eprintln!("hostile_soak: skipped, cannot mount its volume");
-        return;
-    };
+    let mount = util::or_skip!(Mount::new(&s, "vol", cfg.fs).ok_or("cannot mount its volume"));
     let top = s.path("vol");
     let w = World {
         _mount: mount,
@@ -1516,8 +1510,7 @@ fn hostile_soak() {
     }
     let probe = run_limited(as_user(VICTIM, "true"), "true as the victim", HANG);
     if !probe.is_ok_and(|(o, _)| o.status.success()) {
-        eprintln!("hostile_soak: skipped, cannot run commands as uid {VICTIM}");
-        return;
+        util::skip!("cannot run commands as uid {VICTIM}");
     }
 
     // The third user's entry in its grace window (made before anything hostile happens).

@@ -38,14 +38,83 @@ pub fn is_root() -> bool {
     rustix::process::geteuid().is_root()
 }
 
-/// Returns true (and says why) when a root-only test has to be skipped.
-pub fn skip_unless_root(test: &str) -> bool {
+// ---------------------------------------------------------------------------------------------
+// Skips. A test that cannot run here (not root, a tool missing) ends early, and the harness
+// counts it as passed: libtest cannot mark a test ignored at run time. So every skip is said
+// (`SKIPPED <test>: <why>` on stderr, shown with --nocapture) and counted: when the run ends, a
+// summary on stderr lists every test that skipped itself, in full or in part. Helpers that find
+// a test cannot run return `Err(why)`; the test ends itself with `or_skip!` (these macros name
+// the function they are written in, so they belong in the test itself, not in a helper).
+
+/// Ends the test here as skipped, saying why: `skip!("no {tool}")`.
+macro_rules! skip {
+    ($($why:tt)+) => {{
+        $crate::util::skipped($crate::util::test_name!(), &format!($($why)+));
+        return;
+    }};
+}
+pub(crate) use skip;
+
+/// The `Ok` value of `result`; on `Err(why)` the test ends here as skipped (see `skip!`).
+macro_rules! or_skip {
+    ($result:expr) => {
+        match $result {
+            Ok(value) => value,
+            Err(why) => $crate::util::skip!("{}", why),
+        }
+    };
+}
+pub(crate) use or_skip;
+
+/// Ends the test here as skipped unless it runs as root.
+macro_rules! require_root {
+    () => {
+        $crate::util::or_skip!($crate::util::need_root())
+    };
+}
+pub(crate) use require_root;
+
+/// Ok when running as root, else why not.
+pub fn need_root() -> Result<(), String> {
     if is_root() {
-        false
+        Ok(())
     } else {
-        eprintln!("{test}: skipped, needs root");
-        true
+        Err("needs root".to_string())
     }
+}
+
+/// The tests of this run that skipped themselves (in full or in part), with why.
+static SKIPPED: std::sync::Mutex<Vec<(String, String)>> = std::sync::Mutex::new(Vec::new());
+
+/// Records that `test` skips itself (or a part: `why` then says which), and says so. Use
+/// `skip!`/`or_skip!` to end a test; call this directly for a part that does not run.
+pub fn skipped(test: &str, why: &str) {
+    let why = why.lines().map(str::trim).collect::<Vec<_>>().join(" ");
+    eprintln!("SKIPPED {test}: {why}");
+    let mut all = SKIPPED.lock().unwrap_or_else(|e| e.into_inner());
+    if all.is_empty() {
+        // SAFETY: registers a plain function, called once by exit(3) at the end of the run.
+        unsafe { libc::atexit(report_skipped) };
+    }
+    all.push((test.to_string(), why));
+}
+
+/// At exit: the summary of the skips, on stderr (after libtest's own, which counts them as
+/// passed).
+extern "C" fn report_skipped() {
+    let all = SKIPPED.lock().unwrap_or_else(|e| e.into_inner());
+    let mut by_test: BTreeMap<&str, Vec<&str>> = BTreeMap::new();
+    for (test, why) in all.iter() {
+        by_test.entry(test).or_default().push(why);
+    }
+    let mut text = format!(
+        "\nreclaim tests: {} skipped, in full or in part (counted as passed above):\n",
+        by_test.len()
+    );
+    for (test, whys) in &by_test {
+        text.push_str(&format!("  {test}: {}\n", whys.join("; ")));
+    }
+    let _ = std::io::stderr().write_all(text.as_bytes());
 }
 
 /// The name of the test this is written in, as the harness lists it (`trash::grace_needs_background`):
@@ -463,58 +532,70 @@ pub struct MountGuard {
     target: PathBuf,
 }
 
-/// `mount ARGS TARGET`; None (after saying what failed) if it did not succeed.
-fn mount<S: AsRef<OsStr>>(what: &str, args: &[S], target: &Path) -> Option<()> {
+/// `mount ARGS TARGET`; Err (why, for a skip) if it did not succeed.
+fn mount<S: AsRef<OsStr>>(what: &str, args: &[S], target: &Path) -> Result<(), String> {
+    need_root()?;
     let out = std::process::Command::new("mount")
         .args(args)
         .arg(target)
         .output()
-        .ok()?;
+        .map_err(|e| format!("cannot {what}: {e}"))?;
     if !out.status.success() {
-        eprintln!("{what} failed: {}", String::from_utf8_lossy(&out.stderr));
-        return None;
+        return Err(format!(
+            "cannot {what}: {}",
+            String::from_utf8_lossy(&out.stderr).trim_end()
+        ));
     }
-    Some(())
+    Ok(())
 }
 
 impl MountGuard {
-    /// Mounts a fresh tmpfs on `root/rel` (which must exist). None if that fails.
-    pub fn tmpfs(scratch: &Scratch, rel: &str) -> Option<MountGuard> {
+    /// Mounts a fresh tmpfs on `root/rel` (which must exist). Err: why not (for a skip).
+    pub fn tmpfs(scratch: &Scratch, rel: &str) -> Result<MountGuard, String> {
         MountGuard::tmpfs_with(scratch, rel, "size=16m")
     }
 
     /// Mounts a fresh tmpfs with mount `options` (e.g. `size=4m,nr_inodes=8`) on `root/rel`.
-    pub fn tmpfs_with(scratch: &Scratch, rel: &str, options: &str) -> Option<MountGuard> {
+    pub fn tmpfs_with(scratch: &Scratch, rel: &str, options: &str) -> Result<MountGuard, String> {
         let target = scratch.path(rel);
         mount(
-            "mount tmpfs",
+            "mount a tmpfs",
             &["-t", "tmpfs", "-o", options, "reclaim-test"],
             &target,
         )?;
-        Some(MountGuard { target })
+        Ok(MountGuard { target })
     }
 
     /// Makes a fresh journaled ext4 image `root/<rel>.img` (sparse, with `inodes` inodes) and
     /// loop-mounts it on `root/rel` (which must exist), so a big test does not depend on the
-    /// history of the host's file system. None if that fails (not root, no mkfs.ext4).
-    pub fn ext4_image(scratch: &Scratch, rel: &str, inodes: u64) -> Option<MountGuard> {
+    /// history of the host's file system. Err: why not (not root, no mkfs.ext4).
+    pub fn ext4_image(scratch: &Scratch, rel: &str, inodes: u64) -> Result<MountGuard, String> {
         MountGuard::ext_image(scratch, rel, "mkfs.ext4", 8 << 30, inodes)
     }
 
     /// Bind-mounts `root/src` on `root/dst` (both must exist), read-only if asked.
-    pub fn bind(scratch: &Scratch, src: &str, dst: &str, read_only: bool) -> Option<MountGuard> {
+    pub fn bind(
+        scratch: &Scratch,
+        src: &str,
+        dst: &str,
+        read_only: bool,
+    ) -> Result<MountGuard, String> {
         let source = scratch.path(src);
         let target = scratch.path(dst);
         mount(
-            "mount --bind",
+            "bind-mount",
             &[OsStr::new("--bind"), source.as_os_str()],
             &target,
         )?;
         let guard = MountGuard { target };
         if read_only {
-            mount("remount ro", &["-o", "remount,bind,ro"], &guard.target)?;
+            mount(
+                "remount read-only",
+                &["-o", "remount,bind,ro"],
+                &guard.target,
+            )?;
         }
-        Some(guard)
+        Ok(guard)
     }
 }
 
@@ -530,18 +611,22 @@ pub struct ImmutableGuard {
 }
 
 impl ImmutableGuard {
-    pub fn new(scratch: &Scratch, rel: &str) -> Option<ImmutableGuard> {
+    /// Err: why not (for a skip).
+    pub fn new(scratch: &Scratch, rel: &str) -> Result<ImmutableGuard, String> {
+        need_root()?;
         let target = scratch.path(rel);
         let out = std::process::Command::new("chattr")
             .arg("+i")
             .arg(&target)
             .output()
-            .ok()?;
+            .map_err(|e| format!("cannot chattr +i: {e}"))?;
         if !out.status.success() {
-            eprintln!("chattr +i failed: {}", String::from_utf8_lossy(&out.stderr));
-            return None;
+            return Err(format!(
+                "cannot chattr +i: {}",
+                String::from_utf8_lossy(&out.stderr).trim_end()
+            ));
         }
-        Some(ImmutableGuard { target })
+        Ok(ImmutableGuard { target })
     }
 }
 
@@ -709,15 +794,13 @@ pub fn stderr_of(o: &Output) -> String {
 /// except a fresh writable bind mount of the scratch directory on itself. For the refusal
 /// tests that must name `/` (directly or through a symlink): if the refusal were broken,
 /// nothing outside the scratch directory could be removed. `cwd` is relative to the scratch
-/// root. Returns None (after saying why) when this cannot be set up (not root, no `unshare`).
+/// root. Err: why this cannot be set up here (not root, no `unshare`), for a skip.
 pub fn run_in_readonly_world<S: AsRef<OsStr>>(
     scratch: &Scratch,
     cwd: &str,
     args: &[S],
-) -> Option<Output> {
-    if skip_unless_root("run_in_readonly_world") {
-        return None;
-    }
+) -> Result<Output, String> {
+    need_root()?;
     let cwd = scratch.path(cwd);
     const SCRIPT: &str = r#"
 set -u
@@ -746,15 +829,14 @@ exec "$@"
         .env("RECLAIM_TEST_RW", scratch.root())
         .env("RECLAIM_TEST_CWD", &cwd)
         .output()
-        .ok()?;
+        .map_err(|e| format!("cannot run unshare: {e}"))?;
     if out.status.code() == Some(99) {
-        eprintln!(
-            "read-only namespace could not be set up: {}",
-            stderr_of(&out)
-        );
-        return None;
+        return Err(format!(
+            "the read-only namespace cannot be set up: {}",
+            stderr_of(&out).trim_end()
+        ));
     }
-    Some(out)
+    Ok(out)
 }
 
 /// An `OsStr` from raw bytes.
@@ -821,27 +903,30 @@ impl MountGuard {
         mkfs: &str,
         size: u64,
         inodes: u64,
-    ) -> Option<MountGuard> {
+    ) -> Result<MountGuard, String> {
+        need_root()?;
         let target = scratch.path(rel);
         let image = scratch.path(format!("{rel}.img"));
         std::fs::File::create(&image)
             .and_then(|f| f.set_len(size))
-            .ok()?;
+            .map_err(|e| format!("cannot make {}: {e}", image.display()))?;
         let out = std::process::Command::new(mkfs)
             .args(["-q", "-F", "-N", &inodes.to_string()])
             .arg(&image)
             .output()
-            .ok()?;
+            .map_err(|e| format!("cannot run {mkfs}: {e}"))?;
         if !out.status.success() {
-            eprintln!("{mkfs} failed: {}", String::from_utf8_lossy(&out.stderr));
-            return None;
+            return Err(format!(
+                "{mkfs} failed: {}",
+                String::from_utf8_lossy(&out.stderr).trim_end()
+            ));
         }
         mount(
-            "mount -o loop",
+            "loop-mount an image",
             &[OsStr::new("-o"), OsStr::new("loop"), image.as_os_str()],
             &target,
         )?;
-        Some(MountGuard { target })
+        Ok(MountGuard { target })
     }
 }
 
@@ -852,18 +937,12 @@ impl MountGuard {
 /// Name of the environment variable that keeps `rm --background` from starting a reaper.
 pub const NO_SPAWN: &str = "RECLAIM_NO_SPAWN";
 
-/// A fresh tmpfs mounted on `root/rel` (created here) for a test that hides things: None (after
-/// saying why) when not root or the mount fails.
-pub fn tmpfs_vol(scratch: &Scratch, rel: &str, test: &str) -> Option<MountGuard> {
-    if skip_unless_root(test) {
-        return None;
-    }
+/// A fresh tmpfs mounted on `root/rel` (created here) for a test that hides things. Err: why
+/// not (not root, the mount fails), for a skip.
+pub fn tmpfs_vol(scratch: &Scratch, rel: &str) -> Result<MountGuard, String> {
+    need_root()?;
     scratch.mkdir(rel);
-    let g = MountGuard::tmpfs(scratch, rel);
-    if g.is_none() {
-        eprintln!("{test}: skipped, cannot mount a tmpfs");
-    }
-    g
+    MountGuard::tmpfs(scratch, rel)
 }
 
 /// The effective uid of this process.
