@@ -29,7 +29,7 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use serde_json::Value;
 
-use crate::util::{self, scratch, Scratch};
+use crate::util::{self, scratch, Scratch, Volume};
 
 const VICTIM: u32 = 61001;
 const ATTACKER: u32 = 61002;
@@ -61,9 +61,17 @@ enum Vol {
     Ext3,
 }
 
-/// A file system mounted inside a scratch directory, unmounted on drop.
-struct Mount {
-    target: PathBuf,
+impl Vol {
+    /// This kind of volume on `root/rel`, with 256-byte inodes on ext3/ext4 (statx birth
+    /// times).
+    fn mount(self, s: &Scratch, rel: &str) -> Result<Volume, String> {
+        match self {
+            Vol::Tmpfs => Volume::tmpfs_with(s, rel, "size=64m"),
+            Vol::TinyTmpfs => Volume::tmpfs_with(s, rel, "size=256k,nr_inodes=64"),
+            Vol::Ext4 => Volume::ext4(s, rel, 256 * MIB, 1024),
+            Vol::Ext3 => Volume::ext3(s, rel, 512 * MIB, 256),
+        }
+    }
 }
 
 fn run_ok(what: &str, c: &mut Command) -> bool {
@@ -76,64 +84,6 @@ fn run_ok(what: &str, c: &mut Command) -> bool {
         Err(e) => {
             eprintln!("{what} failed: {e}");
             false
-        }
-    }
-}
-
-fn is_mounted(p: &Path) -> bool {
-    p.parent()
-        .is_some_and(|parent| util::mounts_under(parent).iter().any(|m| m == p))
-}
-
-impl Mount {
-    fn new(s: &Scratch, rel: &str, vol: Vol) -> Option<Mount> {
-        let target = s.mkdir(rel);
-        let tmpfs = |opts: &str| {
-            run_ok(
-                "mount tmpfs",
-                Command::new("mount")
-                    .args(["-t", "tmpfs", "-o", opts, "reclaim-adversary"])
-                    .arg(&target),
-            )
-        };
-        let ok = match vol {
-            Vol::Tmpfs => tmpfs("size=64m"),
-            Vol::TinyTmpfs => tmpfs("size=256k,nr_inodes=64"),
-            Vol::Ext4 | Vol::Ext3 => {
-                let (mkfs, size, inodes) = match vol {
-                    Vol::Ext4 => ("mkfs.ext4", 256 * MIB, 1024u64),
-                    _ => ("mkfs.ext3", 512 * MIB, 256),
-                };
-                let image = s.path(format!("{rel}.img"));
-                fs::File::create(&image)
-                    .and_then(|f| f.set_len(size))
-                    .ok()?;
-                run_ok(
-                    mkfs,
-                    Command::new(mkfs)
-                        .args(["-q", "-F", "-I", "256", "-N", &inodes.to_string()])
-                        .arg(&image),
-                ) && run_ok(
-                    "mount -o loop",
-                    Command::new("mount")
-                        .arg("-o")
-                        .arg("loop")
-                        .arg(&image)
-                        .arg(&target),
-                )
-            }
-        };
-        ok.then_some(Mount { target })
-    }
-}
-
-impl Drop for Mount {
-    fn drop(&mut self) {
-        if !is_mounted(&self.target) {
-            return;
-        }
-        if !run_ok("umount", Command::new("umount").arg(&self.target)) {
-            let _ = Command::new("umount").arg("-l").arg(&self.target).output();
         }
     }
 }
@@ -151,7 +101,7 @@ enum Turn {
 /// mounted on `<scratch>/vol` with mode 1777, and a private home per uid.
 struct World {
     // Dropped in this order, after `Drop::drop` ended every process of the test.
-    _mount: Mount,
+    _mount: Volume,
     s: Scratch,
     top: PathBuf,
     _turn: Turn,
@@ -177,7 +127,7 @@ impl World {
             Turn::Shared(TURNS.read().unwrap_or_else(|e| e.into_inner()))
         };
         chmod(s.root(), 0o711);
-        let mount = Mount::new(&s, "vol", vol).ok_or("cannot mount its volume")?;
+        let mount = vol.mount(&s, "vol")?;
         let top = s.path("vol");
         chmod(&top, 0o1777);
         chmod(&s.mkdir("home"), 0o755);

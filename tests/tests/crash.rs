@@ -16,7 +16,7 @@ use std::time::{Duration, Instant};
 
 use crate::util::{
     self, assert_same, entry_meta, scratch, snapshot_any as snapshot, snapshot_without,
-    snapshot_without_trash, trash_entries, Entry, MountGuard, ReaperSettle, Scratch, Snapshot,
+    snapshot_without_trash, trash_entries, Entry, ReaperSettle, Scratch, Snapshot, Volume,
     NO_SPAWN,
 };
 
@@ -189,7 +189,7 @@ fn kill_during_hide_leaves_each_target_whole() {
     const TIME_BUDGET: Duration = Duration::from_secs(45);
     let test = "kill_during_hide_leaves_each_target_whole";
     let s = scratch!();
-    let _vol = util::or_skip!(util::tmpfs_vol(&s, "vol"));
+    let _vol = util::or_skip!(Volume::tmpfs(&s, "vol"));
     let top = s.path("vol");
     let trash = util::trash_dir(&top);
     let _settle = ReaperSettle {
@@ -368,8 +368,7 @@ fn kill_reaper_while_it_frees_a_big_file_then_resume_in_steps() {
     let test = "kill_reaper_while_it_frees_a_big_file_then_resume_in_steps";
     util::require_root!();
     let s = scratch!();
-    s.mkdir("vol");
-    let _vol = util::or_skip!(MountGuard::ext4_image(&s, "vol", 4096));
+    let _vol = util::or_skip!(Volume::ext4(&s, "vol", 8 << 30, 4096));
     let top = s.path("vol");
     let trash = util::trash_dir(&top);
     let t = trash.to_str().unwrap().to_owned();
@@ -546,7 +545,7 @@ fn files_in(snap: &Snapshot) -> usize {
 fn kill_reaper_while_it_removes_a_tree_then_resume() {
     let test = "kill_reaper_while_it_removes_a_tree_then_resume";
     let s = scratch!();
-    let _vol = util::or_skip!(util::tmpfs_vol(&s, "vol"));
+    let _vol = util::or_skip!(Volume::tmpfs(&s, "vol"));
     let top = s.path("vol");
     let trash = util::trash_dir(&top);
     let t = trash.to_str().unwrap().to_owned();

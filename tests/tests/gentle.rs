@@ -20,7 +20,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
-use crate::util::{self, assert_same, parse_report, scratch, MountGuard, Scratch, Snapshot};
+use crate::util::{self, assert_same, parse_report, scratch, Scratch, Snapshot, Volume};
 
 const MIB: u64 = 1 << 20;
 const HIDDEN: &str = ".reclaim-shrink.";
@@ -29,17 +29,13 @@ const HIDDEN: &str = ".reclaim-shrink.";
 // Volumes and big files.
 
 /// A fresh ext4 volume mounted on `root/vol`. Err: why not (for a skip).
-fn ext4_vol(s: &Scratch) -> Result<MountGuard, String> {
-    util::need_root()?;
-    s.mkdir("vol");
-    MountGuard::ext4_image(s, "vol", 4096)
+fn ext4_vol(s: &Scratch) -> Result<Volume, String> {
+    Volume::ext4(s, "vol", 8 << 30, 4096)
 }
 
 /// A fresh ext3 volume (block-mapped files) mounted on `root/vol`.
-fn ext3_vol(s: &Scratch) -> Result<MountGuard, String> {
-    util::need_root()?;
-    s.mkdir("vol");
-    MountGuard::ext_image(s, "vol", "mkfs.ext3", 512 * MIB, 256)
+fn ext3_vol(s: &Scratch) -> Result<Volume, String> {
+    Volume::ext3(s, "vol", 512 * MIB, 256)
 }
 
 /// What a big test file was when made.

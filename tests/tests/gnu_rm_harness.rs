@@ -24,7 +24,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use crate::util::{self, Scratch};
+use crate::util::{self, Scratch, Volume};
 
 /// The uid that runs a scenario as "another user" (no passwd entry needed), as in
 /// `adversary.rs`.
@@ -334,6 +334,8 @@ pub fn classify(base: &Path, cwd: &Path, arg: &[u8]) -> Where {
 pub struct Side {
     pub root: PathBuf,
     attrs: bool,
+    /// The tmpfs mounted on each `Kind::Mount` node.
+    mounts: Vec<Volume>,
 }
 
 impl Side {
@@ -342,7 +344,11 @@ impl Side {
         fs::set_permissions(&root, fs::Permissions::from_mode(0o755)).unwrap();
         fs::create_dir(root.join("bin")).unwrap();
         std::os::unix::fs::symlink(program, root.join("bin/rm")).unwrap();
-        Side { root, attrs: false }
+        Side {
+            root,
+            attrs: false,
+            mounts: Vec::new(),
+        }
     }
 
     pub fn w(&self) -> PathBuf {
@@ -353,7 +359,7 @@ impl Side {
         replace(bytes, W.as_bytes(), self.w().as_os_str().as_bytes())
     }
 
-    fn build(&mut self, sc: &Scenario) {
+    fn build(&mut self, scratch: &Scratch, sc: &Scenario) {
         let w = self.w();
         fs::create_dir(&w).unwrap();
         for n in &sc.nodes {
@@ -361,18 +367,12 @@ impl Side {
             match &n.kind {
                 Kind::File(c) => fs::write(&p, c),
                 Kind::Dir => fs::create_dir(&p),
-                Kind::Mount => fs::create_dir(&p).and_then(|_| {
-                    let ok = Command::new("mount")
-                        .args(["-t", "tmpfs", "-o", "size=1m", "gnu-rm-test"])
-                        .arg(&p)
-                        .status()?
-                        .success();
-                    if ok {
-                        Ok(())
-                    } else {
-                        Err(std::io::Error::other("mount tmpfs failed"))
-                    }
-                }),
+                Kind::Mount => {
+                    let rel = p.strip_prefix(scratch.root()).unwrap();
+                    Volume::tmpfs_with(scratch, rel, "size=1m")
+                        .map(|v| self.mounts.push(v))
+                        .map_err(std::io::Error::other)
+                }
                 Kind::Link(t) => std::os::unix::fs::symlink(OsStr::from_bytes(&self.subst(t)), &p),
             }
             .unwrap_or_else(|e| panic!("build {}: {e}", p.display()));
@@ -413,16 +413,9 @@ impl Side {
 
 impl Drop for Side {
     fn drop(&mut self) {
-        let mut mounts = util::mounts_under(&self.root);
-        mounts.sort_by_key(|m| std::cmp::Reverse(m.as_os_str().len()));
-        for m in mounts {
-            let ok = Command::new("umount")
-                .arg(&m)
-                .output()
-                .is_ok_and(|o| o.status.success());
-            if !ok {
-                let _ = Command::new("umount").arg("-l").arg(&m).output();
-            }
+        // Unmounted last made first (a mount point may lie on another mount of the tree).
+        while let Some(v) = self.mounts.pop() {
+            drop(v);
         }
         if self.attrs {
             let _ = Command::new("chattr")
@@ -782,9 +775,9 @@ exec -a "$a0" "$@"
 pub struct World {
     pub scratch: Scratch,
     pub caps: Caps,
-    tmpfs: Option<util::MountGuard>,
-    ext4: Option<util::MountGuard>,
-    tried_ext4: bool,
+    /// The scenarios' tmpfs and ext4 volumes, once tried.
+    tmpfs: Option<Result<Volume, String>>,
+    ext4: Option<Result<Volume, String>>,
     n: u64,
     /// Run this instead of reclaim on the second side (the harness's self-check runs GNU
     /// against itself).
@@ -813,46 +806,26 @@ impl World {
             caps: Caps::detect(),
             tmpfs: None,
             ext4: None,
-            tried_ext4: false,
             n: 0,
             program: None,
         }
     }
 
-    fn base(&mut self, fs_kind: Fs) -> Option<PathBuf> {
-        match fs_kind {
-            Fs::Host => Some(self.scratch.path("host")),
-            Fs::Tmpfs => {
-                if self.tmpfs.is_none() {
-                    self.scratch.mkdir("tmpfs");
-                    self.tmpfs =
-                        util::MountGuard::tmpfs_with(&self.scratch, "tmpfs", "size=64m,mode=0755")
-                            .inspect_err(|e| eprintln!("{e}"))
-                            .ok();
-                }
-                self.tmpfs.as_ref().map(|_| self.scratch.path("tmpfs"))
-            }
-            Fs::Ext4 => {
-                if self.ext4.is_none() && !self.tried_ext4 {
-                    self.tried_ext4 = true;
-                    self.scratch.mkdir("ext4");
-                    self.ext4 = util::MountGuard::ext_image(
-                        &self.scratch,
-                        "ext4",
-                        "mkfs.ext4",
-                        128 << 20,
-                        16384,
-                    )
-                    .inspect_err(|e| eprintln!("{e}"))
-                    .ok();
-                    if self.ext4.is_some() {
-                        let p = self.scratch.path("ext4");
-                        fs::set_permissions(&p, fs::Permissions::from_mode(0o755)).unwrap();
-                    }
-                }
-                self.ext4.as_ref().map(|_| self.scratch.path("ext4"))
-            }
-        }
+    /// Where the scenarios on `fs_kind` live; Err: why that file system cannot be had here.
+    fn base(&mut self, fs_kind: Fs) -> Result<PathBuf, String> {
+        let (volume, rel) = match fs_kind {
+            Fs::Host => return Ok(self.scratch.path("host")),
+            Fs::Tmpfs => (&mut self.tmpfs, "tmpfs"),
+            Fs::Ext4 => (&mut self.ext4, "ext4"),
+        };
+        let s = &self.scratch;
+        let volume = volume.get_or_insert_with(|| match fs_kind {
+            Fs::Ext4 => Volume::ext4(s, rel, 128 << 20, 16384).inspect(|_| {
+                fs::set_permissions(s.path(rel), fs::Permissions::from_mode(0o755)).unwrap();
+            }),
+            _ => Volume::tmpfs_with(s, rel, "size=64m,mode=0755"),
+        });
+        volume.as_ref().map(|_| s.path(rel)).map_err(Clone::clone)
     }
 
     /// Runs `sc` on both sides. Err: why it cannot run here (skipped).
@@ -860,9 +833,9 @@ impl World {
         if let Some(why) = sc.unmet_need(&self.caps) {
             return Err(NotRun::Skipped(why.to_string()));
         }
-        let Some(base) = self.base(sc.fs) else {
-            return Err(NotRun::Skipped(format!("{:?} cannot be mounted", sc.fs)));
-        };
+        let base = self
+            .base(sc.fs)
+            .map_err(|why| NotRun::Skipped(format!("{:?} cannot be mounted: {why}", sc.fs)))?;
         self.scratch.assert_marker();
         self.n += 1;
         let dir = base.join(format!("s{}", self.n));
@@ -875,8 +848,8 @@ impl World {
         };
         let mut g = Side::new(dir.join("g"), &gnu_rm());
         let mut r = Side::new(dir.join("r"), &reclaim);
-        g.build(sc);
-        r.build(sc);
+        g.build(&self.scratch, sc);
+        r.build(&self.scratch, sc);
         let ro_world = self.check_args(sc, &g)? | self.check_args(sc, &r)?;
         let gnu = self.run_side(sc, &g, ro_world);
         let rec = self.run_side(sc, &r, ro_world);

@@ -9,7 +9,7 @@ use std::process::Command as StdCommand;
 
 use serde_json::Value;
 
-use crate::util::{self, scratch, MountGuard, Scratch};
+use crate::util::{self, scratch, Scratch, Volume};
 
 const MIB: u64 = 1 << 20;
 const DAY: i64 = 86_400;
@@ -76,7 +76,7 @@ fn json(o: &std::process::Output) -> Value {
 #[test]
 fn dry_run_prints_the_plan_and_removes_nothing() {
     let s = scratch!();
-    let _vol = util::or_skip!(util::tmpfs_vol(&s, "vol"));
+    let _vol = util::or_skip!(Volume::tmpfs(&s, "vol"));
     backups(&s, 5, 10);
     let before = s.snapshot("vol");
     let o = prune(&s, &["--keep-last", "2", "--dry-run", "vol/b"]);
@@ -95,7 +95,7 @@ fn dry_run_prints_the_plan_and_removes_nothing() {
 #[test]
 fn keep_last_and_older_than_remove_exactly_the_plan_through_the_trash() {
     let s = scratch!();
-    let _vol = util::or_skip!(util::tmpfs_vol(&s, "vol"));
+    let _vol = util::or_skip!(Volume::tmpfs(&s, "vol"));
     backups(&s, 6, 1000);
     s.file("vol/b/.hidden-old", "dotfiles are not candidates");
     set_mtime(&s.path("vol/b/.hidden-old"), 1_000_000);
@@ -136,7 +136,7 @@ fn keep_last_and_older_than_remove_exactly_the_plan_through_the_trash() {
 #[test]
 fn refuses_a_plan_that_removes_everything() {
     let s = scratch!();
-    let _vol = util::or_skip!(util::tmpfs_vol(&s, "vol"));
+    let _vol = util::or_skip!(Volume::tmpfs(&s, "vol"));
     backups(&s, 3, 10);
     let before = s.snapshot("vol");
     let o = prune(&s, &["--max-total", "0", "vol/b"]);
@@ -164,7 +164,7 @@ fn no_rule_is_a_usage_error() {
 #[test]
 fn symlink_entries_are_removed_never_followed() {
     let s = scratch!();
-    let _vol = util::or_skip!(util::tmpfs_vol(&s, "vol"));
+    let _vol = util::or_skip!(Volume::tmpfs(&s, "vol"));
     let outside = s.make_outside("outside");
     let before = s.snapshot("outside");
     backups(&s, 2, 10);
@@ -184,7 +184,7 @@ fn symlink_entries_are_removed_never_followed() {
 #[test]
 fn policy_comes_from_the_config_file_and_flags_override_it() {
     let s = scratch!();
-    let _vol = util::or_skip!(util::tmpfs_vol(&s, "vol"));
+    let _vol = util::or_skip!(Volume::tmpfs(&s, "vol"));
     backups(&s, 5, 10);
     let cfg = s.file(
         "reclaim.toml",
@@ -237,14 +237,7 @@ fn policy_comes_from_the_config_file_and_flags_override_it() {
 fn keep_free_counts_space_still_pending_in_the_trash() {
     let s = scratch!();
     util::require_root!();
-    s.mkdir("vol");
-    let _vol = util::or_skip!(MountGuard::ext_image(
-        &s,
-        "vol",
-        "mkfs.ext4",
-        256 * MIB,
-        1024
-    ));
+    let _vol = util::or_skip!(Volume::ext4(&s, "vol", 256 * MIB, 1024));
     backups(&s, 8, 16 * MIB as usize);
     let st = rustix::fs::statvfs(s.path("vol").as_path()).unwrap();
     let avail = st.f_bavail * st.f_frsize;
@@ -415,7 +408,7 @@ fn plan_messages_count_in_singular_and_plural() {
 #[test]
 fn hiding_one_entry_says_one_entry() {
     let s = scratch!();
-    let _vol = util::or_skip!(util::tmpfs_vol(&s, "vol"));
+    let _vol = util::or_skip!(Volume::tmpfs(&s, "vol"));
     backups(&s, 2, 10);
     let o = prune(&s, &["--keep-last", "1", "vol/b"]);
     util::assert_success(&o);

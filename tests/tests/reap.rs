@@ -12,13 +12,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
-use crate::util::{self, scratch, trash_entries, MountGuard, ReaperSettle, Scratch, NO_SPAWN};
-
-/// A tmpfs on `root/vol`; the settle guard waits for any reaper of its trash before unmounting.
-fn vol(s: &Scratch) -> Result<(ReaperSettle, MountGuard), String> {
-    let g = util::tmpfs_vol(s, "vol")?;
-    Ok((ReaperSettle { trash: trash(s) }, g))
-}
+use crate::util::{self, scratch, trash_entries, Scratch, NO_SPAWN};
 
 /// This process's trash on `root/vol`.
 fn trash(s: &Scratch) -> PathBuf {
@@ -77,7 +71,7 @@ fn hidden(v: &Value) -> Vec<(String, String, Option<f64>)> {
 #[test]
 fn reap_waits_for_the_reaper_holding_the_trash_then_frees() {
     let s = scratch!();
-    let _vol = util::or_skip!(vol(&s));
+    let _vol = util::or_skip!(util::trash_vol(&s));
     let t = trash(&s);
     tree(&s, "vol/tree");
     s.file("vol/f", "f\n");
@@ -123,7 +117,7 @@ fn reap_waits_for_the_reaper_holding_the_trash_then_frees() {
 #[test]
 fn reap_leaves_grace_entries_and_says_until_when() {
     let s = scratch!();
-    let _vol = util::or_skip!(vol(&s));
+    let _vol = util::or_skip!(util::trash_vol(&s));
     let t = trash(&s);
     s.file("vol/keep", "keep\n");
     s.file("vol/go", "go\n");
@@ -170,7 +164,7 @@ fn reap_leaves_grace_entries_and_says_until_when() {
 #[test]
 fn reap_json_is_one_object_on_success_and_on_failure() {
     let s = scratch!();
-    let _vol = util::or_skip!(vol(&s));
+    let _vol = util::or_skip!(util::trash_vol(&s));
     let t = trash(&s);
     tree(&s, "vol/tree");
     rm_ok(&s, &["-r", "--background", "vol/tree"]);
@@ -222,7 +216,7 @@ fn reap_json_is_one_object_on_success_and_on_failure() {
 #[test]
 fn background_says_entry_ids_and_restore_only_with_grace() {
     let s = scratch!();
-    let _vol = util::or_skip!(vol(&s));
+    let _vol = util::or_skip!(util::trash_vol(&s));
     let t = trash(&s);
     for f in ["a", "b", "c", "d", "e", "f"] {
         s.file(format!("vol/{f}"), format!("{f}\n"));

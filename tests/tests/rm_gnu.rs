@@ -235,7 +235,7 @@ fn interactive_does_not_combine_with_background() {
 fn preserve_root_all_refuses_a_mount_point() {
     util::require_root!();
     let s = scratch!();
-    let _m = util::or_skip!(util::MountGuard::tmpfs(&s, "m"));
+    let _m = util::or_skip!(util::Volume::tmpfs(&s, "m"));
     s.file("m/x", "x");
     s.rm(&["-r", "--preserve-root=all", "m"])
         .assert()

@@ -7,7 +7,7 @@ use std::path::PathBuf;
 
 use crate::util::{
     self, assert_same, parse_report, run_in_readonly_world, scratch, stderr_of, Entry,
-    ImmutableGuard, MountGuard, Scratch,
+    ImmutableGuard, Scratch, Volume,
 };
 
 /// A target tree with some content.
@@ -273,8 +273,7 @@ fn skips_mount_point_inside_tree() {
     let s = scratch!();
     s.make_outside("outside");
     target_tree(&s, "target");
-    s.mkdir("target/sub/mnt");
-    let _mount = util::or_skip!(MountGuard::tmpfs(&s, "target/sub/mnt"));
+    let _mount = util::or_skip!(Volume::tmpfs(&s, "target/sub/mnt"));
     s.file("target/sub/mnt/on_tmpfs", "keep");
     s.file("target/sub/mnt/d/deeper", "keep");
     let outside = s.snapshot("outside");
@@ -311,13 +310,7 @@ fn skips_bind_mount_of_the_same_file_system() {
     let s = scratch!();
     s.make_outside("outside");
     target_tree(&s, "target");
-    s.mkdir("target/sub/deep/bound");
-    let _mount = util::or_skip!(MountGuard::bind(
-        &s,
-        "outside",
-        "target/sub/deep/bound",
-        false
-    ));
+    let _mount = util::or_skip!(Volume::bind(&s, "outside", "target/sub/deep/bound", false));
     let outside = s.snapshot("outside");
     let out = s.rm(&["-r", "target"]).output().unwrap();
     let stderr = stderr_of(&out);
@@ -339,8 +332,7 @@ fn cross_mounts_enters_mount_points() {
     let s = scratch!();
     s.make_outside("outside");
     target_tree(&s, "target");
-    s.mkdir("target/sub/mnt");
-    let _mount = util::or_skip!(MountGuard::tmpfs(&s, "target/sub/mnt"));
+    let _mount = util::or_skip!(Volume::tmpfs(&s, "target/sub/mnt"));
     s.file("target/sub/mnt/on_tmpfs", "gone");
     s.file("target/sub/mnt/d/deeper", "gone");
     let outside = s.snapshot("outside");
@@ -433,8 +425,7 @@ fn reports_read_only_mount_errors_with_cross_mounts() {
     let s = scratch!();
     target_tree(&s, "target");
     s.file("ro_src/x", "x");
-    s.mkdir("target/ro");
-    let _mount = util::or_skip!(MountGuard::bind(&s, "ro_src", "target/ro", true));
+    let _mount = util::or_skip!(Volume::bind(&s, "ro_src", "target/ro", true));
     let before = s.snapshot("ro_src");
     let out = s.rm(&["-r", "--cross-mounts", "target"]).output().unwrap();
     let stderr = stderr_of(&out);

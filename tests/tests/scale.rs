@@ -74,8 +74,7 @@ fn removes_million_entry_flat_directory() {
     // On a fresh ext4 image when root (a real htree directory, and no dependence on how many
     // files the host's file system freed recently, which slows inode allocation on ext4
     // without a journal by 10x); else in the scratch dir.
-    s.mkdir("vol");
-    let volume = util::MountGuard::ext4_image(&s, "vol", 1_200_000)
+    let volume = util::Volume::ext4(&s, "vol", 8 << 30, 1_200_000)
         .inspect_err(|e| eprintln!("on the scratch dir's file system: {e}"))
         .ok();
     let target = if volume.is_some() {

@@ -17,7 +17,7 @@ use std::process::{Command as StdCommand, Output};
 use serde_json::Value;
 
 use crate::util::{
-    self, assert_same, json_object, reclaim_bin, scratch, stderr_of, MountGuard, Scratch,
+    self, assert_same, json_object, reclaim_bin, scratch, stderr_of, Scratch, Volume,
 };
 
 /// `reclaim scan --json ARGS...` in the scratch root; returns the output and the object.
@@ -654,8 +654,7 @@ fn mount_points_are_skipped_and_reported_unless_crossing() {
     util::require_root!();
     let s = scratch!();
     s.file("t/a/f", "x");
-    s.mkdir("t/mnt");
-    let _m = util::or_skip!(MountGuard::tmpfs(&s, "t/mnt"));
+    let _m = util::or_skip!(Volume::tmpfs(&s, "t/mnt"));
     for i in 0..7 {
         s.file(format!("t/mnt/f{i}"), "in the tmpfs");
     }
@@ -998,10 +997,8 @@ fn calibration_never_writes_inside_the_scanned_tree() {
     util::require_root!();
     let s = scratch!();
     // The scanned file system (its top not writable by others), and TMPDIR on another one.
-    s.mkdir("vol");
-    s.mkdir("tmp");
-    let _vol = util::or_skip!(MountGuard::tmpfs_with(&s, "vol", "size=16m,mode=755"));
-    let _tmp = util::or_skip!(MountGuard::tmpfs(&s, "tmp"));
+    let _vol = util::or_skip!(Volume::tmpfs_with(&s, "vol", "size=16m,mode=755"));
+    let _tmp = util::or_skip!(Volume::tmpfs(&s, "tmp"));
     for i in 0..30 {
         s.file(format!("vol/t/d{}/f{i}", i % 3), "x");
     }
@@ -1131,8 +1128,7 @@ fn estimate_is_none_on_a_read_only_file_system() {
     for i in 0..30 {
         s.file(format!("t/d{}/f{i}", i % 3), "x");
     }
-    s.mkdir("ro");
-    let _ro = util::or_skip!(MountGuard::bind(&s, "t", "ro", true));
+    let _ro = util::or_skip!(Volume::bind(&s, "t", "ro", true));
     let (out, v) = scan_json(&s, &["ro"]);
     util::assert_success(&out);
     assert!(v["estimate"]["seconds"].is_null(), "{v}");

@@ -20,8 +20,8 @@ use serde_json::Value;
 
 use crate::util::{
     self, assert_same, entry_meta, free_bytes, scratch, snapshot_any as snapshot, snapshot_without,
-    snapshot_without_trash, trash_entries, ImmutableGuard, MountGuard, ReaperSettle, Scratch,
-    TrashLock, NO_SPAWN,
+    snapshot_without_trash, trash_entries, ImmutableGuard, ReaperSettle, Scratch, TrashLock,
+    Volume, NO_SPAWN,
 };
 
 const KIB: u64 = 1 << 10;
@@ -29,14 +29,6 @@ const MIB: u64 = 1 << 20;
 
 // ---------------------------------------------------------------------------------------------
 // Volumes, trees, commands.
-
-/// A tmpfs on `root/vol`, and a guard that waits for any reaper of its trash before the tmpfs
-/// is unmounted (a tuple drops its first field first).
-fn vol(s: &Scratch) -> Result<(ReaperSettle, MountGuard), String> {
-    let g = util::tmpfs_vol(s, "vol")?;
-    let settle = ReaperSettle { trash: trash(s) };
-    Ok((settle, g))
-}
 
 /// This process's trash on `root/vol`.
 fn trash(s: &Scratch) -> PathBuf {
@@ -212,7 +204,7 @@ fn assert_reaped_all(out: &Output) -> Value {
 #[test]
 fn background_hides_a_file_and_a_tree_at_once() {
     let s = scratch!();
-    let _vol = util::or_skip!(vol(&s));
+    let _vol = util::or_skip!(util::trash_vol(&s));
     let t = trash(&s);
     let top = s.path("vol");
     s.file("vol/neighbour", "stays\n");
@@ -308,7 +300,7 @@ fn background_hides_a_file_and_a_tree_at_once() {
 #[test]
 fn background_starts_a_reaper_that_empties_the_trash() {
     let s = scratch!();
-    let _vol = util::or_skip!(vol(&s));
+    let _vol = util::or_skip!(util::trash_vol(&s));
     let t = trash(&s);
     let top = s.path("vol");
     s.file("vol/neighbour", "stays\n");
@@ -356,7 +348,7 @@ fn background_starts_a_reaper_that_empties_the_trash() {
 #[test]
 fn the_detached_reaper_is_reclaim_to_pgrep() {
     let s = scratch!();
-    let _vol = util::or_skip!(vol(&s));
+    let _vol = util::or_skip!(util::trash_vol(&s));
     let t = trash(&s);
     s.file("vol/f", "x\n");
     // A grace window keeps the detached reaper alive (waiting) for a while.
@@ -438,8 +430,7 @@ fn on_a_terminal(s: &Scratch, args: &str) -> String {
 fn wait_shows_progress_with_a_total_and_an_eta_on_a_terminal() {
     let s = scratch!();
     util::require_root!();
-    s.mkdir("vol");
-    let _vol = util::or_skip!(MountGuard::tmpfs_with(&s, "vol", "size=256m"));
+    let _vol = util::or_skip!(Volume::tmpfs_with(&s, "vol", "size=256m"));
     let _settle = ReaperSettle { trash: trash(&s) };
     s.file("vol/big", bytes(17, 128 * MIB as usize));
     // A terminal of 120 columns (script(1) gives the pty; stty its size), paced so the bar
@@ -465,8 +456,7 @@ fn wait_shows_progress_with_a_total_and_an_eta_on_a_terminal() {
 fn reap_shows_progress_with_a_total_and_an_eta_on_a_terminal() {
     let s = scratch!();
     util::require_root!();
-    s.mkdir("vol");
-    let _vol = util::or_skip!(MountGuard::tmpfs_with(&s, "vol", "size=256m"));
+    let _vol = util::or_skip!(Volume::tmpfs_with(&s, "vol", "size=256m"));
     let _settle = ReaperSettle { trash: trash(&s) };
     s.file("vol/big", bytes(18, 128 * MIB as usize));
     // Hidden now (its pacing recorded in the entry), freed by `reap` on a terminal.
@@ -489,7 +479,7 @@ fn reap_shows_progress_with_a_total_and_an_eta_on_a_terminal() {
 #[test]
 fn wait_returns_only_when_the_trash_entries_are_gone() {
     let s = scratch!();
-    let _vol = util::or_skip!(vol(&s));
+    let _vol = util::or_skip!(util::trash_vol(&s));
     let t = trash(&s);
     let top = s.path("vol");
     s.file("vol/neighbour", "stays\n");
@@ -519,7 +509,7 @@ fn wait_returns_only_when_the_trash_entries_are_gone() {
 #[test]
 fn default_rm_does_not_use_the_trash() {
     let s = scratch!();
-    let _vol = util::or_skip!(vol(&s));
+    let _vol = util::or_skip!(util::trash_vol(&s));
     s.file("vol/neighbour", "stays\n");
     let rest = s.snapshot("vol");
     small_tree(&s, "vol/tree", 7);
@@ -544,7 +534,7 @@ fn default_rm_does_not_use_the_trash() {
 #[test]
 fn rm_json_with_background_lists_the_hidden_ids() {
     let s = scratch!();
-    let _vol = util::or_skip!(vol(&s));
+    let _vol = util::or_skip!(util::trash_vol(&s));
     let t = trash(&s);
     s.file("vol/f", "f\n");
     small_tree(&s, "vol/tree", 9);
@@ -575,7 +565,7 @@ fn rm_json_with_background_lists_the_hidden_ids() {
 #[test]
 fn status_lists_pending_entries_then_nothing_after_reap() {
     let s = scratch!();
-    let _vol = util::or_skip!(vol(&s));
+    let _vol = util::or_skip!(util::trash_vol(&s));
     let t = trash(&s);
     s.file("vol/f", bytes(10, MIB as usize));
     small_tree(&s, "vol/tree", 11);
@@ -643,7 +633,7 @@ fn status_lists_pending_entries_then_nothing_after_reap() {
 #[test]
 fn restore_by_id_and_by_path_puts_the_content_back() {
     let s = scratch!();
-    let _vol = util::or_skip!(vol(&s));
+    let _vol = util::or_skip!(util::trash_vol(&s));
     let t = trash(&s);
     let top = s.path("vol");
     s.file("vol/neighbour", "stays\n");
@@ -674,7 +664,7 @@ fn restore_by_id_and_by_path_puts_the_content_back() {
 #[test]
 fn restore_by_original_path_picks_the_newest_entry() {
     let s = scratch!();
-    let _vol = util::or_skip!(vol(&s));
+    let _vol = util::or_skip!(util::trash_vol(&s));
     let t = trash(&s);
     s.file("vol/f", "old\n");
     util::assert_success(&rm_ns(&s, &["--background", "vol/f"]));
@@ -701,7 +691,7 @@ fn restore_by_original_path_picks_the_newest_entry() {
 #[test]
 fn restore_refuses_when_the_original_path_is_taken() {
     let s = scratch!();
-    let _vol = util::or_skip!(vol(&s));
+    let _vol = util::or_skip!(util::trash_vol(&s));
     let t = trash(&s);
     small_tree(&s, "vol/d/tree", 14);
     let snap = s.snapshot("vol/d/tree");
@@ -726,7 +716,7 @@ fn restore_refuses_when_the_original_path_is_taken() {
 #[test]
 fn restore_to_puts_an_entry_elsewhere_on_the_same_file_system() {
     let s = scratch!();
-    let _vol = util::or_skip!(vol(&s));
+    let _vol = util::or_skip!(util::trash_vol(&s));
     let t = trash(&s);
     small_tree(&s, "vol/d/tree", 16);
     let snap = s.snapshot("vol/d/tree");
@@ -772,7 +762,7 @@ fn restore_to_puts_an_entry_elsewhere_on_the_same_file_system() {
 #[test]
 fn restore_refuses_an_entry_already_being_freed() {
     let s = scratch!();
-    let _vol = util::or_skip!(vol(&s));
+    let _vol = util::or_skip!(util::trash_vol(&s));
     let t = trash(&s);
     small_tree(&s, "vol/tree", 15);
     util::assert_success(&rm_ns(&s, &["-r", "--background", "vol/tree"]));
@@ -800,7 +790,7 @@ fn restore_refuses_an_entry_already_being_freed() {
 #[test]
 fn restore_refuses_when_the_original_directory_was_replaced_or_is_gone() {
     let s = scratch!();
-    let _vol = util::or_skip!(vol(&s));
+    let _vol = util::or_skip!(util::trash_vol(&s));
     let t = trash(&s);
     s.file("vol/d/f", "f\n");
     util::assert_success(&rm_ns(&s, &["--background", "vol/d/f"]));
@@ -829,7 +819,7 @@ fn restore_refuses_when_the_original_directory_was_replaced_or_is_gone() {
 #[test]
 fn restore_refuses_unknown_ids_and_paths() {
     let s = scratch!();
-    let _vol = util::or_skip!(vol(&s));
+    let _vol = util::or_skip!(util::trash_vol(&s));
     let t = trash(&s);
     s.file("vol/f", "f\n");
     s.file("vol/g", "g\n");
@@ -867,7 +857,7 @@ fn restore_refuses_unknown_ids_and_paths() {
 #[test]
 fn grace_keeps_an_entry_restorable_through_reap_once() {
     let s = scratch!();
-    let _vol = util::or_skip!(vol(&s));
+    let _vol = util::or_skip!(util::trash_vol(&s));
     let t = trash(&s);
     small_tree(&s, "vol/tree", 16);
     let snap = s.snapshot("vol/tree");
@@ -900,7 +890,7 @@ fn grace_keeps_an_entry_restorable_through_reap_once() {
 #[test]
 fn grace_needs_background() {
     let s = scratch!();
-    let _vol = util::or_skip!(vol(&s));
+    let _vol = util::or_skip!(util::trash_vol(&s));
     s.file("vol/f", "f\n");
     for mode in [None, Some("--now"), Some("--wait")] {
         let mut args: Vec<&str> = mode.into_iter().collect();
@@ -946,7 +936,7 @@ fn as_nobody(args: &[&str]) -> Result<Output, String> {
 #[test]
 fn entries_of_one_uid_are_invisible_to_another() {
     let s = scratch!();
-    let _vol = util::or_skip!(vol(&s));
+    let _vol = util::or_skip!(util::trash_vol(&s));
     let t = trash(&s);
     small_tree(&s, "vol/tree", 17);
     util::assert_success(&rm_ns(&s, &["-r", "--background", "vol/tree"]));
@@ -983,7 +973,7 @@ fn entries_of_one_uid_are_invisible_to_another() {
 #[test]
 fn a_squatted_trash_name_is_passed_over_never_a_reason_to_remove_now() {
     let s = scratch!();
-    let _vol = util::or_skip!(vol(&s));
+    let _vol = util::or_skip!(util::trash_vol(&s));
     // Someone put a file where this user's trash would go (the name is squatted).
     let squat = s.file(
         format!("vol/.reclaim-{}", util::euid()),
@@ -1046,7 +1036,7 @@ fn a_squatted_trash_name_is_passed_over_never_a_reason_to_remove_now() {
 #[test]
 fn uses_the_highest_writable_directory_when_the_top_is_not() {
     let s = scratch!();
-    let _vol = util::or_skip!(vol(&s));
+    let _vol = util::or_skip!(util::trash_vol(&s));
     small_tree(&s, "vol/sub/deeper/tree", 19);
     let snap = s.snapshot("vol/sub/deeper/tree");
     let alt = util::trash_dir(&s.path("vol/sub"));
@@ -1072,8 +1062,7 @@ fn a_grace_window_that_cannot_be_kept_refuses_the_removal() {
     let s = scratch!();
     util::require_root!();
     // A tmpfs with no inode to spare: no trash (nor entry) can be made on it.
-    s.mkdir("vol");
-    let _vol = util::or_skip!(MountGuard::tmpfs_with(&s, "vol", "size=4m,nr_inodes=8"));
+    let _vol = util::or_skip!(Volume::tmpfs_with(&s, "vol", "size=4m,nr_inodes=8"));
     s.file("vol/f", "f\n");
     let mut n = 0;
     while fs::write(s.path(format!("vol/fill{n}")), b"").is_ok() {
@@ -1101,11 +1090,10 @@ fn a_grace_window_that_cannot_be_kept_refuses_the_removal() {
 #[test]
 fn background_never_moves_a_mount_point_into_the_trash() {
     let s = scratch!();
-    let _vol = util::or_skip!(vol(&s));
+    let _vol = util::or_skip!(util::trash_vol(&s));
     let t = trash(&s);
     small_tree(&s, "vol/tree", 21);
-    s.mkdir("vol/tree/sub/mnt");
-    let _inner = util::or_skip!(MountGuard::tmpfs(&s, "vol/tree/sub/mnt"));
+    let _inner = util::or_skip!(Volume::tmpfs(&s, "vol/tree/sub/mnt"));
     s.file("vol/tree/sub/mnt/on_inner", "keep\n");
     s.file("vol/tree/sub/mnt/d/deeper", "keep\n");
     let inner = s.snapshot("vol/tree/sub/mnt");
@@ -1160,7 +1148,7 @@ fn background_never_moves_a_mount_point_into_the_trash() {
 #[test]
 fn reaper_never_follows_symlinks() {
     let s = scratch!();
-    let _vol = util::or_skip!(vol(&s));
+    let _vol = util::or_skip!(util::trash_vol(&s));
     let t = trash(&s);
     // Outside directories on another file system and on the trash's own.
     let far = s.make_outside("outside");
@@ -1221,7 +1209,7 @@ fn reaper_never_follows_symlinks() {
 #[test]
 fn a_trash_reached_through_a_symlink_is_refused() {
     let s = scratch!();
-    let _vol = util::or_skip!(vol(&s));
+    let _vol = util::or_skip!(util::trash_vol(&s));
     let uid = util::euid().to_string();
     // Something that looks like a trash with one entry, elsewhere on the volume.
     let fake_entry = |base: &str| {
@@ -1280,7 +1268,7 @@ fn a_trash_reached_through_a_symlink_is_refused() {
 #[test]
 fn reap_once_skips_a_locked_trash() {
     let s = scratch!();
-    let _vol = util::or_skip!(vol(&s));
+    let _vol = util::or_skip!(util::trash_vol(&s));
     let t = trash(&s);
     small_tree(&s, "vol/tree", 25);
     s.file("vol/f", bytes(26, 100 * KIB as usize));
@@ -1326,7 +1314,7 @@ fn reap_once_skips_a_locked_trash() {
 #[test]
 fn reap_frees_debris_and_claimed_entries() {
     let s = scratch!();
-    let _vol = util::or_skip!(vol(&s));
+    let _vol = util::or_skip!(util::trash_vol(&s));
     let t = trash(&s);
     let top = s.path("vol");
     s.file("vol/neighbour", "stays\n");
@@ -1364,7 +1352,7 @@ fn reap_frees_debris_and_claimed_entries() {
 #[test]
 fn durable_removes_in_every_mode() {
     let s = scratch!();
-    let _vol = util::or_skip!(vol(&s));
+    let _vol = util::or_skip!(util::trash_vol(&s));
     let t = trash(&s);
     s.file("vol/neighbour", "stays\n");
     let rest = snapshot_without_trash(&s.path("vol"));
@@ -1383,7 +1371,7 @@ fn durable_removes_in_every_mode() {
 #[test]
 fn durable_syncs_each_directory_once_not_each_file() {
     let s = scratch!();
-    let _vol = util::or_skip!(vol(&s));
+    let _vol = util::or_skip!(util::trash_vol(&s));
     if StdCommand::new("strace").arg("-V").output().is_err() {
         util::skip!("no strace");
     }
@@ -1444,7 +1432,7 @@ fn durable_syncs_each_directory_once_not_each_file() {
 fn a_name_that_is_not_utf8_is_recorded_exactly_and_restored() {
     use std::os::unix::ffi::{OsStrExt, OsStringExt};
     let s = scratch!();
-    let _vol = util::or_skip!(vol(&s));
+    let _vol = util::or_skip!(util::trash_vol(&s));
     let t = trash(&s);
     let rel = std::ffi::OsString::from_vec(b"vol/d/caf\xe9\nline".to_vec());
     s.file(&rel, "bytes\n");
@@ -1479,7 +1467,7 @@ fn a_name_that_is_not_utf8_is_recorded_exactly_and_restored() {
 #[test]
 fn status_shows_the_running_reaper() {
     let s = scratch!();
-    let _vol = util::or_skip!(vol(&s));
+    let _vol = util::or_skip!(util::trash_vol(&s));
     let t = trash(&s);
     for i in 0..400 {
         s.file(format!("vol/tree/d{}/f{i}", i % 8), "");
@@ -1534,7 +1522,7 @@ fn status_shows_the_running_reaper() {
 #[test]
 fn mode_background_from_the_config_file_or_the_environment() {
     let s = scratch!();
-    let _vol = util::or_skip!(vol(&s));
+    let _vol = util::or_skip!(util::trash_vol(&s));
     let t = trash(&s);
     s.file("vol/a", "a\n");
     s.file("vol/b", "b\n");
@@ -1587,7 +1575,7 @@ fn mode_background_from_the_config_file_or_the_environment() {
 #[test]
 fn a_full_file_system_falls_back_to_removing_now() {
     let s = scratch!();
-    let _vol = util::or_skip!(vol(&s));
+    let _vol = util::or_skip!(util::trash_vol(&s));
     s.file("vol/neighbour", "stays\n");
     // Fill the 16 MiB tmpfs to the last block.
     let filler = s.path("vol/filler");
@@ -1615,7 +1603,7 @@ fn a_full_file_system_falls_back_to_removing_now() {
 #[test]
 fn reap_watch_frees_entries_as_they_arrive() {
     let s = scratch!();
-    let _vol = util::or_skip!(vol(&s));
+    let _vol = util::or_skip!(util::trash_vol(&s));
     let t = trash(&s);
     s.file("vol/neighbour", "stays\n");
     s.file("vol/a", "a\n");
@@ -1671,7 +1659,7 @@ fn reap_watch_frees_entries_as_they_arrive() {
 #[test]
 fn status_count_walks_pending_trees() {
     let s = scratch!();
-    let _vol = util::or_skip!(vol(&s));
+    let _vol = util::or_skip!(util::trash_vol(&s));
     let t = trash(&s);
     small_tree(&s, "vol/tree", 9);
     let (tree_bytes, _) = util::allocated_bytes(&s.path("vol/tree"));
@@ -1709,7 +1697,7 @@ fn status_count_walks_pending_trees() {
 #[test]
 fn trashes_of_the_first_layout_are_still_read() {
     let s = scratch!();
-    let _vol = util::or_skip!(vol(&s));
+    let _vol = util::or_skip!(util::trash_vol(&s));
     let uid = util::euid();
     let old = s.mkdir(format!("vol/.reclaim/{uid}"));
     fs::set_permissions(s.path("vol/.reclaim"), fs::Permissions::from_mode(0o755)).unwrap();

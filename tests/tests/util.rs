@@ -1,6 +1,6 @@
 //! Shared helpers: per-test scratch directories that refuse to touch anything outside
-//! themselves, tree builders, snapshots, the `reclaim` command, and guards for mounts and
-//! immutable flags that undo themselves even when a test panics.
+//! themselves, tree builders, snapshots, the `reclaim` command, skips that are said and
+//! counted, and volumes and immutable flags that undo themselves even when a test panics.
 
 use std::collections::BTreeMap;
 use std::ffi::{OsStr, OsString};
@@ -527,14 +527,26 @@ fn unmount(p: &Path) {
     }
 }
 
-/// A mount inside a scratch directory, unmounted on drop.
-pub struct MountGuard {
+// ---------------------------------------------------------------------------------------------
+// Volumes: every file system a test mounts.
+
+/// A file system of one test, mounted on a directory it makes itself inside the scratch
+/// directory: a tmpfs, an ext3/ext4 image (sparse, in a temporary directory of the volume's
+/// own, loop-mounted), or a bind mount of another scratch path. On drop, also when the test
+/// panics, it unmounts what it mounted (lazily if busy), detaches its loop device and removes
+/// its image; it never unmounts a mount it did not make, nor detaches a loop device whose
+/// backing file is not its image. Err from a constructor: why the volume cannot be had here
+/// (not root, no mkfs), for `or_skip!`.
+pub struct Volume {
     target: PathBuf,
+    /// Our mount's id (the first field of /proc/self/mountinfo).
+    mount_id: u64,
+    /// The directory holding the image of a loop-mounted volume.
+    image_dir: Option<tempfile::TempDir>,
 }
 
 /// `mount ARGS TARGET`; Err (why, for a skip) if it did not succeed.
 fn mount<S: AsRef<OsStr>>(what: &str, args: &[S], target: &Path) -> Result<(), String> {
-    need_root()?;
     let out = std::process::Command::new("mount")
         .args(args)
         .arg(target)
@@ -549,59 +561,179 @@ fn mount<S: AsRef<OsStr>>(what: &str, args: &[S], target: &Path) -> Result<(), S
     Ok(())
 }
 
-impl MountGuard {
-    /// Mounts a fresh tmpfs on `root/rel` (which must exist). Err: why not (for a skip).
-    pub fn tmpfs(scratch: &Scratch, rel: &str) -> Result<MountGuard, String> {
-        MountGuard::tmpfs_with(scratch, rel, "size=16m")
+/// The ids of the mounts at exactly `target`, bottom first.
+fn mounts_at(target: &Path) -> Vec<u64> {
+    let info = fs::read("/proc/self/mountinfo").unwrap_or_default();
+    let mut out = Vec::new();
+    for line in info.split(|&b| b == b'\n') {
+        let mut fields = line.split(|&b| b == b' ');
+        let (Some(id), Some(point)) = (fields.next(), fields.nth(3)) else {
+            continue;
+        };
+        if Path::new(OsStr::from_bytes(&unescape_mountinfo(point))) == target {
+            if let Some(id) = std::str::from_utf8(id).ok().and_then(|i| i.parse().ok()) {
+                out.push(id);
+            }
+        }
+    }
+    out
+}
+
+impl Volume {
+    /// A fresh tmpfs of 16 MiB on `root/rel`.
+    pub fn tmpfs(scratch: &Scratch, rel: impl AsRef<Path>) -> Result<Volume, String> {
+        Volume::tmpfs_with(scratch, rel, "size=16m")
     }
 
-    /// Mounts a fresh tmpfs with mount `options` (e.g. `size=4m,nr_inodes=8`) on `root/rel`.
-    pub fn tmpfs_with(scratch: &Scratch, rel: &str, options: &str) -> Result<MountGuard, String> {
-        let target = scratch.path(rel);
-        mount(
+    /// A fresh tmpfs with mount `options` (e.g. `size=4m,nr_inodes=8`) on `root/rel`.
+    pub fn tmpfs_with(
+        scratch: &Scratch,
+        rel: impl AsRef<Path>,
+        options: &str,
+    ) -> Result<Volume, String> {
+        Volume::mount(
+            scratch,
+            rel,
             "mount a tmpfs",
-            &["-t", "tmpfs", "-o", options, "reclaim-test"],
-            &target,
-        )?;
-        Ok(MountGuard { target })
+            &["-t", "tmpfs", "-o", options, "reclaim-test"].map(OsString::from),
+            None,
+        )
     }
 
-    /// Makes a fresh journaled ext4 image `root/<rel>.img` (sparse, with `inodes` inodes) and
-    /// loop-mounts it on `root/rel` (which must exist), so a big test does not depend on the
-    /// history of the host's file system. Err: why not (not root, no mkfs.ext4).
-    pub fn ext4_image(scratch: &Scratch, rel: &str, inodes: u64) -> Result<MountGuard, String> {
-        MountGuard::ext_image(scratch, rel, "mkfs.ext4", 8 << 30, inodes)
+    /// A fresh journaled ext4 image of `size` bytes (sparse) with `inodes` inodes of 256 bytes,
+    /// loop-mounted on `root/rel`: a file system whose history is the test's alone.
+    pub fn ext4(scratch: &Scratch, rel: &str, size: u64, inodes: u64) -> Result<Volume, String> {
+        Volume::image(scratch, rel, "mkfs.ext4", size, inodes)
     }
 
-    /// Bind-mounts `root/src` on `root/dst` (both must exist), read-only if asked.
+    /// As `ext4`, but ext3: block-mapped files, which cost one indirect block per 4 MiB to
+    /// free. Keep `size` and `inodes` small: mkfs.ext3 writes its inode tables in full.
+    pub fn ext3(scratch: &Scratch, rel: &str, size: u64, inodes: u64) -> Result<Volume, String> {
+        Volume::image(scratch, rel, "mkfs.ext3", size, inodes)
+    }
+
+    /// `root/src` bind-mounted on `root/rel`, read-only if asked.
     pub fn bind(
         scratch: &Scratch,
         src: &str,
-        dst: &str,
+        rel: &str,
         read_only: bool,
-    ) -> Result<MountGuard, String> {
+    ) -> Result<Volume, String> {
         let source = scratch.path(src);
-        let target = scratch.path(dst);
-        mount(
+        let v = Volume::mount(
+            scratch,
+            rel,
             "bind-mount",
-            &[OsStr::new("--bind"), source.as_os_str()],
-            &target,
+            &[OsString::from("--bind"), source.into_os_string()],
+            None,
         )?;
-        let guard = MountGuard { target };
         if read_only {
-            mount(
-                "remount read-only",
-                &["-o", "remount,bind,ro"],
-                &guard.target,
-            )?;
+            mount("remount read-only", &["-o", "remount,bind,ro"], &v.target)?;
         }
-        Ok(guard)
+        Ok(v)
+    }
+
+    fn image(
+        scratch: &Scratch,
+        rel: &str,
+        mkfs: &str,
+        size: u64,
+        inodes: u64,
+    ) -> Result<Volume, String> {
+        need_root()?;
+        let dir = tempfile::Builder::new()
+            .prefix("reclaim-test-image-")
+            .tempdir()
+            .map_err(|e| format!("cannot make a directory for an image: {e}"))?;
+        let image = dir.path().join(format!("{mkfs}.img"));
+        fs::File::create(&image)
+            .and_then(|f| f.set_len(size))
+            .map_err(|e| format!("cannot make {}: {e}", image.display()))?;
+        let out = std::process::Command::new(mkfs)
+            .args(["-q", "-F", "-I", "256", "-N", &inodes.to_string()])
+            .arg(&image)
+            .output()
+            .map_err(|e| format!("cannot run {mkfs}: {e}"))?;
+        if !out.status.success() {
+            return Err(format!(
+                "{mkfs} failed: {}",
+                String::from_utf8_lossy(&out.stderr).trim_end()
+            ));
+        }
+        let args = [OsString::from("-o"), OsString::from("loop"), image.into()];
+        Volume::mount(scratch, rel, "loop-mount an image", &args, Some(dir))
+    }
+
+    /// Makes the mount point `root/rel` (its parent may exist; it must not), then
+    /// `mount ARGS root/rel`.
+    fn mount(
+        scratch: &Scratch,
+        rel: impl AsRef<Path>,
+        what: &str,
+        args: &[OsString],
+        image_dir: Option<tempfile::TempDir>,
+    ) -> Result<Volume, String> {
+        let rel = rel.as_ref();
+        let target = scratch.path(rel);
+        assert!(
+            fs::symlink_metadata(&target).is_err(),
+            "{} exists: a volume mounts only on a directory it makes",
+            target.display()
+        );
+        need_root()?;
+        if let Some(parent) = rel.parent() {
+            scratch.mkdir(parent);
+        }
+        fs::create_dir(&target).unwrap_or_else(|e| panic!("mkdir {}: {e}", target.display()));
+        mount(what, args, &target)?;
+        let mount_id = *mounts_at(&target)
+            .last()
+            .unwrap_or_else(|| panic!("{} is not in mountinfo after mounting", target.display()));
+        Ok(Volume {
+            target,
+            mount_id,
+            image_dir,
+        })
     }
 }
 
-impl Drop for MountGuard {
+/// Loop devices whose backing file lies in `dir`.
+fn loop_devices_backed_in(dir: &Path) -> Vec<PathBuf> {
+    let dir = dir.canonicalize().unwrap_or_else(|_| dir.to_path_buf());
+    let mut out = Vec::new();
+    for e in fs::read_dir("/sys/block").into_iter().flatten().flatten() {
+        let Ok(backing) = fs::read(e.path().join("loop/backing_file")) else {
+            continue;
+        };
+        if Path::new(OsStr::from_bytes(backing.trim_ascii_end())).starts_with(&dir) {
+            out.push(Path::new("/dev").join(e.file_name()));
+        }
+    }
+    out
+}
+
+impl Drop for Volume {
     fn drop(&mut self) {
-        unmount(&self.target);
+        let here = mounts_at(&self.target);
+        match here.last() {
+            // Gone already (the test unmounted it).
+            _ if !here.contains(&self.mount_id) => {}
+            Some(&top) if top == self.mount_id => unmount(&self.target),
+            _ => eprintln!(
+                "another mount is on top of {}: not unmounting it",
+                self.target.display()
+            ),
+        }
+        // A loop device left attached (mount's auto-clear did not happen) is detached if, and
+        // only if, its backing file is our image.
+        if let Some(dir) = &self.image_dir {
+            for dev in loop_devices_backed_in(dir.path()) {
+                let _ = std::process::Command::new("losetup")
+                    .arg("-d")
+                    .arg(dev)
+                    .output();
+            }
+        }
     }
 }
 
@@ -892,42 +1024,29 @@ fn harness_refuses_scratch_without_marker() {
     s.file("x", "x");
 }
 
-impl MountGuard {
-    /// A fresh image `root/<rel>.img` of `size` bytes (sparse) made by `mkfs` (`mkfs.ext4`;
-    /// `mkfs.ext3`, whose block-mapped files cost one indirect block per 4 MiB to free) with
-    /// `inodes` inodes, loop-mounted on `root/rel` (which must exist). Keep `size` and `inodes`
-    /// small for mkfs programs that write their inode tables in full (ext3 has no lazy init).
-    pub fn ext_image(
-        scratch: &Scratch,
-        rel: &str,
-        mkfs: &str,
-        size: u64,
-        inodes: u64,
-    ) -> Result<MountGuard, String> {
-        need_root()?;
-        let target = scratch.path(rel);
-        let image = scratch.path(format!("{rel}.img"));
-        std::fs::File::create(&image)
-            .and_then(|f| f.set_len(size))
-            .map_err(|e| format!("cannot make {}: {e}", image.display()))?;
-        let out = std::process::Command::new(mkfs)
-            .args(["-q", "-F", "-N", &inodes.to_string()])
-            .arg(&image)
-            .output()
-            .map_err(|e| format!("cannot run {mkfs}: {e}"))?;
-        if !out.status.success() {
-            return Err(format!(
-                "{mkfs} failed: {}",
-                String::from_utf8_lossy(&out.stderr).trim_end()
-            ));
-        }
-        mount(
-            "loop-mount an image",
-            &[OsStr::new("-o"), OsStr::new("loop"), image.as_os_str()],
-            &target,
-        )?;
-        Ok(MountGuard { target })
-    }
+#[test]
+#[should_panic(expected = "a volume mounts only on a directory it makes")]
+fn harness_volume_refuses_a_mount_point_it_did_not_make() {
+    let s = scratch!();
+    s.file("vol/x", "x");
+    let _ = Volume::tmpfs(&s, "vol");
+}
+
+#[test]
+fn harness_volume_is_unmounted_and_detached_when_a_test_panics() {
+    let s = scratch!();
+    let v = or_skip!(Volume::ext4(&s, "vol", 64 << 20, 128));
+    let image_dir = v.image_dir.as_ref().unwrap().path().to_path_buf();
+    assert_eq!(mounts_at(&s.path("vol")).len(), 1);
+    assert_eq!(loop_devices_backed_in(&image_dir).len(), 1);
+    let failed = std::panic::catch_unwind(std::panic::AssertUnwindSafe(move || {
+        let _v = v;
+        panic!("the test fails");
+    }));
+    assert!(failed.is_err());
+    assert_eq!(mounts_at(&s.path("vol")), Vec::<u64>::new());
+    assert_eq!(loop_devices_backed_in(&image_dir), Vec::<PathBuf>::new());
+    assert!(!image_dir.exists());
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -937,12 +1056,14 @@ impl MountGuard {
 /// Name of the environment variable that keeps `rm --background` from starting a reaper.
 pub const NO_SPAWN: &str = "RECLAIM_NO_SPAWN";
 
-/// A fresh tmpfs mounted on `root/rel` (created here) for a test that hides things. Err: why
-/// not (not root, the mount fails), for a skip.
-pub fn tmpfs_vol(scratch: &Scratch, rel: &str) -> Result<MountGuard, String> {
-    need_root()?;
-    scratch.mkdir(rel);
-    MountGuard::tmpfs(scratch, rel)
+/// A tmpfs on `root/vol` for a test that hides things, and a guard that waits for any reaper
+/// of its trash before the tmpfs is unmounted (a tuple drops its first field first).
+pub fn trash_vol(scratch: &Scratch) -> Result<(ReaperSettle, Volume), String> {
+    let v = Volume::tmpfs(scratch, "vol")?;
+    let settle = ReaperSettle {
+        trash: trash_dir(&scratch.path("vol")),
+    };
+    Ok((settle, v))
 }
 
 /// The effective uid of this process.
@@ -1065,7 +1186,7 @@ pub fn wait_trash_idle(trash: &Path, timeout: std::time::Duration, empty: bool) 
     }
 }
 
-/// Declared after a volume's `MountGuard` (so dropped before it): on drop, waits up to 60 s
+/// Declared after a `Volume` (so dropped before it): on drop, waits up to 60 s
 /// until no reaper holds the lock of the trash, so that the volume can be unmounted.
 pub struct ReaperSettle {
     pub trash: PathBuf,
