@@ -187,7 +187,7 @@ fn kill_during_hide_leaves_each_target_whole() {
     const TRIALS: u64 = 300;
     const MIN_TRIALS: u64 = 100;
     const TIME_BUDGET: Duration = Duration::from_secs(45);
-    let test = "kill_during_hide_leaves_each_target_whole";
+    let test = util::test_name!();
     let s = scratch!();
     let _vol = util::or_skip!(Volume::tmpfs(&s, "vol"));
     let top = s.path("vol");
@@ -365,7 +365,7 @@ fn reap_args<'a>(trash: &'a str, extra: &[&'a str]) -> Vec<&'a str> {
 
 #[test]
 fn kill_reaper_while_it_frees_a_big_file_then_resume_in_steps() {
-    let test = "kill_reaper_while_it_frees_a_big_file_then_resume_in_steps";
+    let test = util::test_name!();
     util::require_root!();
     let s = scratch!();
     let _vol = util::or_skip!(Volume::ext4(&s, "vol", 8 << 30, 4096));
@@ -543,7 +543,7 @@ fn files_in(snap: &Snapshot) -> usize {
 
 #[test]
 fn kill_reaper_while_it_removes_a_tree_then_resume() {
-    let test = "kill_reaper_while_it_removes_a_tree_then_resume";
+    let test = util::test_name!();
     let s = scratch!();
     let _vol = util::or_skip!(Volume::tmpfs(&s, "vol"));
     let top = s.path("vol");

@@ -548,7 +548,8 @@ fn first_line(o: &Outcome) -> String {
 }
 
 /// Runs many scenarios without stopping and summarizes them.
-fn report(test: &str, world: &mut World, scenarios: &[Scenario]) -> (usize, usize, String) {
+fn report(world: &mut World, scenarios: &[Scenario]) -> (usize, usize, String) {
+    let test = &world.scratch.test().to_string();
     let (mut ran, mut matched, mut skipped, mut refused) = (0, 0, BTreeMap::new(), 0);
     let mut cats: BTreeMap<&'static str, Tally> = BTreeMap::new();
     let mut matched_cats: BTreeMap<&'static str, usize> = BTreeMap::new();
@@ -633,11 +634,11 @@ fn report(test: &str, world: &mut World, scenarios: &[Scenario]) -> (usize, usiz
 
 #[test]
 fn generated_scenarios_report() {
-    let test = "generated_scenarios_report";
+    let test = util::test_name!();
     util::or_skip!(need_gnu_rm());
     let mut world = World::new(scratch!());
     let scenarios = sample(world.caps, env_u32("GNU_RM_REPORT_CASES", 500));
-    let (ran, matched, summary) = report(test, &mut world, &scenarios);
+    let (ran, matched, summary) = report(&mut world, &scenarios);
     if ran == matched {
         eprintln!("{summary}");
     }
@@ -648,7 +649,7 @@ fn generated_scenarios_report() {
 /// is the harness's (nondeterminism in building trees, prompting, paths), not reclaim's.
 #[test]
 fn harness_gnu_against_itself_always_matches() {
-    let test = "harness_gnu_against_itself_always_matches";
+    let test = util::test_name!();
     util::or_skip!(need_gnu_rm());
     let mut world = World::new(scratch!());
     world.program = Some(harness::gnu_rm());
@@ -658,7 +659,7 @@ fn harness_gnu_against_itself_always_matches() {
         sc.stdin = Stdin::Pty(vec![b"y".to_vec(), b"n".to_vec(), b"yes".to_vec()]);
         sc.args.insert(0, b"-i".to_vec());
     }
-    let (ran, matched, summary) = report(test, &mut world, &scenarios);
+    let (ran, matched, summary) = report(&mut world, &scenarios);
     eprintln!("{summary}");
     assert!(ran > 0, "{test}: nothing ran");
     assert_eq!(ran, matched, "{test}:\n{summary}");
@@ -741,11 +742,12 @@ fn ok_any(_: &Outcome, _: &SideSnapshot) -> Result<(), String> {
 }
 
 /// Runs several scenarios of one test and reports every difference at once.
-fn check_all(test: &str, world: &mut World, cases: Vec<(Scenario, Expect)>) {
+fn check_all(world: &mut World, cases: Vec<(Scenario, Expect)>) {
+    let test = world.scratch.test().to_string();
     let total = cases.len();
     let failures: Vec<String> = cases
         .into_iter()
-        .filter_map(|(scenario, expect)| verdict(world, test, &scenario, expect).err())
+        .filter_map(|(scenario, expect)| verdict(world, &scenario, expect).err())
         .collect();
     assert!(
         failures.is_empty(),
@@ -763,12 +765,10 @@ fn bx(e: impl FnOnce(&Outcome, &SideSnapshot) -> Result<(), String> + 'static) -
 
 #[test]
 fn gnu_force_ignores_enotdir() {
-    let test = "gnu_force_ignores_enotdir";
     util::or_skip!(need_gnu_rm());
     let mut w = World::new(scratch!());
     let t = || vec![fc("f", "x\n")];
     check_all(
-        test,
         &mut w,
         vec![
             (sc(t(), &["-f", "f/x"]), bx(gnu_does(0, "", ""))),
@@ -788,7 +788,6 @@ fn gnu_force_ignores_enotdir() {
 
 #[test]
 fn gnu_rf_removes_unreadable_empty_directories() {
-    let test = "gnu_rf_removes_unreadable_empty_directories";
     util::or_skip!(need_gnu_rm());
     util::require_root!();
     let mut w = World::new(scratch!());
@@ -803,7 +802,6 @@ fn gnu_rf_removes_unreadable_empty_directories() {
         ]
     };
     check_all(
-        test,
         &mut w,
         vec![
             (
@@ -821,12 +819,10 @@ fn gnu_rf_removes_unreadable_empty_directories() {
 
 #[test]
 fn gnu_search_only_parent_directories() {
-    let test = "gnu_search_only_parent_directories";
     util::or_skip!(need_gnu_rm());
     util::require_root!();
     let mut w = World::new(scratch!());
     check_all(
-        test,
         &mut w,
         vec![
             // chmod 0300 p; rm p/f
@@ -857,12 +853,10 @@ fn gnu_search_only_parent_directories() {
 
 #[test]
 fn gnu_symlink_to_root_is_removed_as_a_link() {
-    let test = "gnu_symlink_to_root_is_removed_as_a_link";
     util::or_skip!(need_gnu_rm());
     util::require_root!();
     let mut w = World::new(scratch!());
     check_all(
-        test,
         &mut w,
         vec![
             (sc(vec![l("l", "/")], &["l"]), bx(gnu_does(0, "", ""))),
@@ -885,7 +879,6 @@ fn gnu_symlink_to_root_is_removed_as_a_link() {
 
 #[test]
 fn gnu_verbose_order_and_paths() {
-    let test = "gnu_verbose_order_and_paths";
     util::or_skip!(need_gnu_rm());
     let mut w = World::new(scratch!());
     let tree = || {
@@ -901,7 +894,6 @@ fn gnu_verbose_order_and_paths() {
         ]
     };
     check_all(
-        test,
         &mut w,
         vec![
             (
@@ -935,13 +927,11 @@ fn gnu_verbose_order_and_paths() {
 
 #[test]
 fn gnu_errors_once_in_order_without_recap() {
-    let test = "gnu_errors_once_in_order_without_recap";
+    let test = util::test_name!();
     util::or_skip!(need_gnu_rm());
     let mut w = World::new(scratch!());
     let tree = || vec![d("dir"), f("dir/x"), f("a"), f("b")];
-    check_all(
-        test,
-        &mut w,
+    check_all(&mut w,
         vec![
             (
                 sc(tree(), &["m1", "a", "dir", "m2", "b", "a"]),
@@ -964,7 +954,6 @@ fn gnu_errors_once_in_order_without_recap() {
     if util::is_root() {
         // Errors inside trees, as another uid: an unwritable subdirectory.
         check_all(
-            test,
             &mut w,
             vec![(
                 sc(
@@ -994,12 +983,10 @@ fn gnu_errors_once_in_order_without_recap() {
 
 #[test]
 fn gnu_repeated_argument_is_missing_the_second_time() {
-    let test = "gnu_repeated_argument_is_missing_the_second_time";
     util::or_skip!(need_gnu_rm());
     let mut w = World::new(scratch!());
     let t = || vec![d("t"), f("t/x")];
     check_all(
-        test,
         &mut w,
         vec![
             (
@@ -1026,7 +1013,6 @@ fn gnu_repeated_argument_is_missing_the_second_time() {
 
 #[test]
 fn gnu_every_listed_option_is_accepted() {
-    let test = "gnu_every_listed_option_is_accepted";
     util::or_skip!(need_gnu_rm());
     let mut w = World::new(scratch!());
     let mut cases = Vec::new();
@@ -1089,18 +1075,15 @@ fn gnu_every_listed_option_is_accepted() {
             bx(ok_any),
         ));
     }
-    check_all(test, &mut w, cases);
+    check_all(&mut w, cases);
 }
 
 #[test]
 fn gnu_usage_errors_and_the_dash_hint() {
-    let test = "gnu_usage_errors_and_the_dash_hint";
     util::or_skip!(need_gnu_rm());
     let mut w = World::new(scratch!());
     let t = || vec![f("-foo"), f("a")];
-    check_all(
-        test,
-        &mut w,
+    check_all(&mut w,
         vec![
             (
                 sc(t(), &["-foo"]),
@@ -1166,14 +1149,12 @@ fn gnu_usage_errors_and_the_dash_hint() {
 
 #[test]
 fn gnu_refuses_root_with_its_messages() {
-    let test = "gnu_refuses_root_with_its_messages";
     util::or_skip!(need_gnu_rm());
     util::require_root!();
     let mut w = World::new(scratch!());
     let danger = "rm: it is dangerous to operate recursively on '/'\n\
                   rm: use --no-preserve-root to override this failsafe\n";
     check_all(
-        test,
         &mut w,
         vec![
             (sc(vec![f("a")], &["-r", "/"]), bx(gnu_does(1, "", danger))),
@@ -1202,13 +1183,11 @@ fn gnu_refuses_root_with_its_messages() {
 
 #[test]
 fn gnu_refuses_dot_and_dotdot() {
-    let test = "gnu_refuses_dot_and_dotdot";
     util::or_skip!(need_gnu_rm());
     let mut w = World::new(scratch!());
     let t = || vec![d("a"), f("a/x")];
     let msg = |p: &str| format!("rm: refusing to remove '.' or '..' directory: skipping '{p}'\n");
     check_all(
-        test,
         &mut w,
         vec![
             (
@@ -1232,7 +1211,6 @@ fn gnu_refuses_dot_and_dotdot() {
 
 #[test]
 fn gnu_one_file_system_and_mount_points() {
-    let test = "gnu_one_file_system_and_mount_points";
     util::or_skip!(need_gnu_rm());
     util::require_root!();
     let mut w = World::new(scratch!());
@@ -1247,7 +1225,6 @@ fn gnu_one_file_system_and_mount_points() {
         ]
     };
     check_all(
-        test,
         &mut w,
         vec![
             (
@@ -1284,7 +1261,7 @@ fn gnu_one_file_system_and_mount_points() {
 
 #[test]
 fn gnu_prompts_on_a_terminal() {
-    let test = "gnu_prompts_on_a_terminal";
+    let test = util::test_name!();
     util::or_skip!(need_gnu_rm());
     let y = || b"y".to_vec();
     let n = || b"n".to_vec();
@@ -1405,12 +1382,11 @@ fn gnu_prompts_on_a_terminal() {
             "in part: write-protected files of another uid need root",
         );
     }
-    check_all(test, &mut w, cases);
+    check_all(&mut w, cases);
 }
 
 #[test]
 fn gnu_immutable_and_append_only_files() {
-    let test = "gnu_immutable_and_append_only_files";
     util::or_skip!(need_gnu_rm());
     util::require_root!();
     let mut w = World::new(scratch!());
@@ -1430,7 +1406,6 @@ fn gnu_immutable_and_append_only_files() {
         ]
     };
     check_all(
-        test,
         &mut w,
         vec![
             (
@@ -1451,14 +1426,12 @@ fn gnu_immutable_and_append_only_files() {
 
 #[test]
 fn gnu_argv0_is_the_program_name_in_messages() {
-    let test = "gnu_argv0_is_the_program_name_in_messages";
     util::or_skip!(need_gnu_rm());
     let mut w = World::new(scratch!());
     let mut s = sc(vec![], &["missing"]);
     s.argv0_path = true;
     check(
         &mut w,
-        test,
         &s,
         gnu_does(
             1,
@@ -1470,7 +1443,6 @@ fn gnu_argv0_is_the_program_name_in_messages() {
 
 #[test]
 fn gnu_odd_names() {
-    let test = "gnu_odd_names";
     util::or_skip!(need_gnu_rm());
     let mut w = World::new(scratch!());
     let t = || {
@@ -1489,7 +1461,6 @@ fn gnu_odd_names() {
     missing.args.push(b"new\nline/x".to_vec());
     missing.args.push(b"\xff\xfe/x".to_vec());
     check_all(
-        test,
         &mut w,
         vec![(all, bx(gnu_leaves(0, &["w"]))), (missing, bx(ok_any))],
     );
@@ -1502,24 +1473,14 @@ fn gnu_odd_names() {
 #[should_panic(expected = "refusing")]
 fn harness_refuses_an_operand_outside_its_side() {
     let mut w = World::new(scratch!());
-    check(
-        &mut w,
-        "harness_refuses_an_operand_outside_its_side",
-        &sc(vec![], &["-r", "../.."]),
-        ok_any,
-    );
+    check(&mut w, &sc(vec![], &["-r", "../.."]), ok_any);
 }
 
 #[test]
 #[should_panic(expected = "refusing")]
 fn harness_refuses_a_symlink_leading_outside() {
     let mut w = World::new(scratch!());
-    check(
-        &mut w,
-        "harness_refuses_a_symlink_leading_outside",
-        &sc(vec![l("l", "/usr")], &["-r", "l/"]),
-        ok_any,
-    );
+    check(&mut w, &sc(vec![l("l", "/usr")], &["-r", "l/"]), ok_any);
 }
 
 #[test]
@@ -1528,7 +1489,6 @@ fn harness_refuses_dotdot_through_a_symlink() {
     let mut w = World::new(scratch!());
     check(
         &mut w,
-        "harness_refuses_dotdot_through_a_symlink",
         &sc(vec![l("l", "/usr")], &["-r", "l/../tmp"]),
         ok_any,
     );
@@ -1540,7 +1500,6 @@ fn harness_refuses_root_without_the_failsafe() {
     let mut w = World::new(scratch!());
     check(
         &mut w,
-        "harness_refuses_root_without_the_failsafe",
         &sc(vec![], &["-rf", "--no-preserve-root", "/"]),
         ok_any,
     );
@@ -1577,7 +1536,7 @@ fn reclaim_rm_documented_difference(sc: &Scenario, gnu: &Outcome) -> Option<&'st
 
 #[test]
 fn reclaim_rm_outcomes_match_gnu_rm() {
-    let test = "reclaim_rm_outcomes_match_gnu_rm";
+    let test = util::test_name!();
     util::or_skip!(need_gnu_rm());
     let mut world = World::new(scratch!());
     // `bin/rm` runs `reclaim rm "$@"`: a script any uid can run.

@@ -1326,10 +1326,10 @@ pub fn weight(sc: &Scenario) -> usize {
 /// here; Err: the full report of what went wrong.
 pub fn verdict(
     world: &mut World,
-    test: &str,
     sc: &Scenario,
     expect: impl FnOnce(&Outcome, &SideSnapshot) -> Result<(), String>,
 ) -> Result<Option<Compared>, String> {
+    let test = &world.scratch.test().to_string();
     match world.run(sc) {
         Err(NotRun::Skipped(why)) => {
             util::skipped(test, &format!("in part: a scenario: {why}"));
@@ -1358,11 +1358,10 @@ pub fn verdict(
 #[track_caller]
 pub fn check(
     world: &mut World,
-    test: &str,
     sc: &Scenario,
     expect: impl FnOnce(&Outcome, &SideSnapshot) -> Result<(), String>,
 ) -> Option<Compared> {
-    verdict(world, test, sc, expect).unwrap_or_else(|e| panic!("{e}"))
+    verdict(world, sc, expect).unwrap_or_else(|e| panic!("{e}"))
 }
 
 /// Why a scenario did not run.
