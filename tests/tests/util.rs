@@ -545,13 +545,9 @@ pub struct Volume {
     image_dir: Option<tempfile::TempDir>,
 }
 
-/// `mount ARGS TARGET`; Err (why, for a skip) if it did not succeed.
-fn mount<S: AsRef<OsStr>>(what: &str, args: &[S], target: &Path) -> Result<(), String> {
-    let out = std::process::Command::new("mount")
-        .args(args)
-        .arg(target)
-        .output()
-        .map_err(|e| format!("cannot {what}: {e}"))?;
+/// Runs a setup command; Err (`cannot WHAT: ...`, for a skip) if it did not succeed.
+fn run_setup(what: &str, cmd: &mut std::process::Command) -> Result<(), String> {
+    let out = cmd.output().map_err(|e| format!("cannot {what}: {e}"))?;
     if !out.status.success() {
         return Err(format!(
             "cannot {what}: {}",
@@ -559,6 +555,14 @@ fn mount<S: AsRef<OsStr>>(what: &str, args: &[S], target: &Path) -> Result<(), S
         ));
     }
     Ok(())
+}
+
+/// `mount ARGS TARGET`; Err (why, for a skip) if it did not succeed.
+fn mount<S: AsRef<OsStr>>(what: &str, args: &[S], target: &Path) -> Result<(), String> {
+    run_setup(
+        what,
+        std::process::Command::new("mount").args(args).arg(target),
+    )
 }
 
 /// The ids of the mounts at exactly `target`, bottom first.
@@ -649,17 +653,12 @@ impl Volume {
         fs::File::create(&image)
             .and_then(|f| f.set_len(size))
             .map_err(|e| format!("cannot make {}: {e}", image.display()))?;
-        let out = std::process::Command::new(mkfs)
-            .args(["-q", "-F", "-I", "256", "-N", &inodes.to_string()])
-            .arg(&image)
-            .output()
-            .map_err(|e| format!("cannot run {mkfs}: {e}"))?;
-        if !out.status.success() {
-            return Err(format!(
-                "{mkfs} failed: {}",
-                String::from_utf8_lossy(&out.stderr).trim_end()
-            ));
-        }
+        run_setup(
+            &format!("run {mkfs}"),
+            std::process::Command::new(mkfs)
+                .args(["-q", "-F", "-I", "256", "-N", &inodes.to_string()])
+                .arg(&image),
+        )?;
         let args = [OsString::from("-o"), OsString::from("loop"), image.into()];
         Volume::mount(scratch, rel, "loop-mount an image", &args, Some(dir))
     }
@@ -747,17 +746,10 @@ impl ImmutableGuard {
     pub fn new(scratch: &Scratch, rel: &str) -> Result<ImmutableGuard, String> {
         need_root()?;
         let target = scratch.path(rel);
-        let out = std::process::Command::new("chattr")
-            .arg("+i")
-            .arg(&target)
-            .output()
-            .map_err(|e| format!("cannot chattr +i: {e}"))?;
-        if !out.status.success() {
-            return Err(format!(
-                "cannot chattr +i: {}",
-                String::from_utf8_lossy(&out.stderr).trim_end()
-            ));
-        }
+        run_setup(
+            "chattr +i",
+            std::process::Command::new("chattr").arg("+i").arg(&target),
+        )?;
         Ok(ImmutableGuard { target })
     }
 }
