@@ -29,7 +29,7 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use serde_json::Value;
 
-use crate::util::{self, Scratch};
+use crate::util::{self, scratch, Scratch, Volume};
 
 const VICTIM: u32 = 61001;
 const ATTACKER: u32 = 61002;
@@ -61,9 +61,17 @@ enum Vol {
     Ext3,
 }
 
-/// A file system mounted inside a scratch directory, unmounted on drop.
-struct Mount {
-    target: PathBuf,
+impl Vol {
+    /// This kind of volume on `root/rel`, with 256-byte inodes on ext3/ext4 (statx birth
+    /// times).
+    fn mount(self, s: &Scratch, rel: &str) -> Result<Volume, String> {
+        match self {
+            Vol::Tmpfs => Volume::tmpfs_with(s, rel, "size=64m"),
+            Vol::TinyTmpfs => Volume::tmpfs_with(s, rel, "size=256k,nr_inodes=64"),
+            Vol::Ext4 => Volume::ext4(s, rel, 256 * MIB, 1024),
+            Vol::Ext3 => Volume::ext3(s, rel, 512 * MIB, 256),
+        }
+    }
 }
 
 fn run_ok(what: &str, c: &mut Command) -> bool {
@@ -76,64 +84,6 @@ fn run_ok(what: &str, c: &mut Command) -> bool {
         Err(e) => {
             eprintln!("{what} failed: {e}");
             false
-        }
-    }
-}
-
-fn is_mounted(p: &Path) -> bool {
-    p.parent()
-        .is_some_and(|parent| util::mounts_under(parent).iter().any(|m| m == p))
-}
-
-impl Mount {
-    fn new(s: &Scratch, rel: &str, vol: Vol) -> Option<Mount> {
-        let target = s.mkdir(rel);
-        let tmpfs = |opts: &str| {
-            run_ok(
-                "mount tmpfs",
-                Command::new("mount")
-                    .args(["-t", "tmpfs", "-o", opts, "reclaim-adversary"])
-                    .arg(&target),
-            )
-        };
-        let ok = match vol {
-            Vol::Tmpfs => tmpfs("size=64m"),
-            Vol::TinyTmpfs => tmpfs("size=256k,nr_inodes=64"),
-            Vol::Ext4 | Vol::Ext3 => {
-                let (mkfs, size, inodes) = match vol {
-                    Vol::Ext4 => ("mkfs.ext4", 256 * MIB, 1024u64),
-                    _ => ("mkfs.ext3", 512 * MIB, 256),
-                };
-                let image = s.path(format!("{rel}.img"));
-                fs::File::create(&image)
-                    .and_then(|f| f.set_len(size))
-                    .ok()?;
-                run_ok(
-                    mkfs,
-                    Command::new(mkfs)
-                        .args(["-q", "-F", "-I", "256", "-N", &inodes.to_string()])
-                        .arg(&image),
-                ) && run_ok(
-                    "mount -o loop",
-                    Command::new("mount")
-                        .arg("-o")
-                        .arg("loop")
-                        .arg(&image)
-                        .arg(&target),
-                )
-            }
-        };
-        ok.then_some(Mount { target })
-    }
-}
-
-impl Drop for Mount {
-    fn drop(&mut self) {
-        if !is_mounted(&self.target) {
-            return;
-        }
-        if !run_ok("umount", Command::new("umount").arg(&self.target)) {
-            let _ = Command::new("umount").arg("-l").arg(&self.target).output();
         }
     }
 }
@@ -151,37 +101,33 @@ enum Turn {
 /// mounted on `<scratch>/vol` with mode 1777, and a private home per uid.
 struct World {
     // Dropped in this order, after `Drop::drop` ended every process of the test.
-    _mount: Mount,
+    _mount: Volume,
     s: Scratch,
     top: PathBuf,
     _turn: Turn,
 }
 
 impl World {
-    fn new(test: &str, vol: Vol) -> Option<World> {
-        Self::make(test, vol, false)
+    /// The world of the test of `s` (made by `scratch!()`).
+    fn new(s: Scratch, vol: Vol) -> Result<World, String> {
+        Self::make(s, vol, false)
     }
 
     /// A world for a test that must not run beside the others (see `TURNS`).
-    fn alone(test: &str, vol: Vol) -> Option<World> {
-        Self::make(test, vol, true)
+    fn alone(s: Scratch, vol: Vol) -> Result<World, String> {
+        Self::make(s, vol, true)
     }
 
-    fn make(test: &str, vol: Vol, alone: bool) -> Option<World> {
-        if util::skip_unless_root(test) {
-            return None;
-        }
+    /// Err: why the test cannot run here (for a skip).
+    fn make(s: Scratch, vol: Vol, alone: bool) -> Result<World, String> {
+        util::need_root()?;
         let turn = if alone {
             Turn::Alone(TURNS.write().unwrap_or_else(|e| e.into_inner()))
         } else {
             Turn::Shared(TURNS.read().unwrap_or_else(|e| e.into_inner()))
         };
-        let s = Scratch::new();
         chmod(s.root(), 0o711);
-        let Some(mount) = Mount::new(&s, "vol", vol) else {
-            eprintln!("{test}: skipped, cannot mount its volume");
-            return None;
-        };
+        let mount = vol.mount(&s, "vol")?;
         let top = s.path("vol");
         chmod(&top, 0o1777);
         chmod(&s.mkdir("home"), 0o755);
@@ -198,13 +144,12 @@ impl World {
         };
         let probe = w.tool(VICTIM, "true", Vec::new());
         if !probe.status.success() {
-            eprintln!(
-                "{test}: skipped, cannot run commands as uid {VICTIM}: {}",
+            return Err(format!(
+                "cannot run commands as uid {VICTIM}: {}",
                 util::stderr_of(&probe)
-            );
-            return None;
+            ));
         }
-        Some(w)
+        Ok(w)
     }
 
     /// `<top>/rel`.
@@ -1126,13 +1071,17 @@ impl Drop for Unfreeze {
     }
 }
 
-fn chattr_i(p: &Path, top: &Path) -> Option<Unfreeze> {
-    let ino = fs::symlink_metadata(p).ok()?.ino();
+fn chattr_i(p: &Path, top: &Path) -> Result<Unfreeze, String> {
+    let ino = fs::symlink_metadata(p)
+        .map_err(|e| format!("lstat {}: {e}", p.display()))?
+        .ino();
     let guard = Unfreeze {
         top: top.to_path_buf(),
         ino,
     };
-    run_ok("chattr +i", Command::new("chattr").arg("+i").arg(p)).then_some(guard)
+    run_ok("chattr +i", Command::new("chattr").arg("+i").arg(p))
+        .then_some(guard)
+        .ok_or_else(|| "no chattr +i".to_string())
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -1140,9 +1089,7 @@ fn chattr_i(p: &Path, top: &Path) -> Option<Unfreeze> {
 
 #[test]
 fn fifo_meta_never_hangs_root_commands() {
-    let Some(w) = World::alone("fifo_meta_never_hangs_root_commands", Vol::Tmpfs) else {
-        return;
-    };
+    let w = util::or_skip!(World::alone(scratch!(), Vol::Tmpfs));
     w.old_layout(&[ROOT, VICTIM, ATTACKER]);
     w.dir("v", VICTIM, 0o755);
     let vfile = w.file("v/vfile", VICTIM, 0o644, "victim's file\n");
@@ -1303,12 +1250,7 @@ fn fifo_meta_never_hangs_root_commands() {
 /// them nor reach through them.
 #[test]
 fn wrong_type_lock_data_or_reaping_never_hangs_or_reaches_root_files() {
-    let Some(w) = World::new(
-        "wrong_type_lock_data_or_reaping_never_hangs_or_reaches_root_files",
-        Vol::Tmpfs,
-    ) else {
-        return;
-    };
+    let w = util::or_skip!(World::new(scratch!(), Vol::Tmpfs));
     w.old_layout(&[ATTACKER]);
     w.dir("r", ROOT, 0o755);
     let secret = w.file("r/secret", ROOT, 0o644, "root's secret\n");
@@ -1396,12 +1338,7 @@ fn wrong_type_lock_data_or_reaping_never_hangs_or_reaches_root_files() {
 /// symlink. Each makes its entry "damaged": listed as such, never restored, never freed.
 #[test]
 fn oversized_or_foreign_meta_json_marks_the_entry_damaged() {
-    let Some(w) = World::new(
-        "oversized_or_foreign_meta_json_marks_the_entry_damaged",
-        Vol::Tmpfs,
-    ) else {
-        return;
-    };
+    let w = util::or_skip!(World::new(scratch!(), Vol::Tmpfs));
     w.old_layout(&[ATTACKER]);
     w.dir("r", ROOT, 0o755);
     w.dir("r/etc", ROOT, 0o755);
@@ -1495,9 +1432,7 @@ fn oversized_or_foreign_meta_json_marks_the_entry_damaged() {
 
 #[test]
 fn root_reaper_removes_only_what_the_user_could() {
-    let Some(w) = World::new("root_reaper_removes_only_what_the_user_could", Vol::Tmpfs) else {
-        return;
-    };
+    let w = util::or_skip!(World::new(scratch!(), Vol::Tmpfs));
     w.old_layout(&[ATTACKER]);
     w.dir("proj", ATTACKER, 0o755);
     w.file("proj/own1", ATTACKER, 0o644, "own1\n");
@@ -1544,12 +1479,7 @@ fn root_reaper_removes_only_what_the_user_could() {
 /// as `data`, a subdirectory of the tree being freed swapped for a symlink.
 #[test]
 fn entries_swapped_while_root_reaps_never_reach_root_files() {
-    let Some(w) = World::new(
-        "entries_swapped_while_root_reaps_never_reach_root_files",
-        Vol::Tmpfs,
-    ) else {
-        return;
-    };
+    let w = util::or_skip!(World::new(scratch!(), Vol::Tmpfs));
     w.old_layout(&[ATTACKER]);
     w.dir("rootdir", ROOT, 0o755);
     w.file("rootdir/x", ROOT, 0o644, "x\n");
@@ -1629,9 +1559,7 @@ fn entries_swapped_while_root_reaps_never_reach_root_files() {
 
 #[test]
 fn forged_entry_is_never_restored_by_path() {
-    let Some(w) = World::new("forged_entry_is_never_restored_by_path", Vol::Tmpfs) else {
-        return;
-    };
+    let w = util::or_skip!(World::new(scratch!(), Vol::Tmpfs));
     w.old_layout(&[ROOT, ATTACKER]);
     w.dir("srv", ROOT, 0o755);
     w.dir("srv/x", ROOT, 0o755);
@@ -1702,9 +1630,7 @@ fn forged_entry_is_never_restored_by_path() {
 
 #[test]
 fn restore_refuses_a_parent_whose_inode_was_reused() {
-    let Some(w) = World::new("restore_refuses_a_parent_whose_inode_was_reused", Vol::Ext4) else {
-        return;
-    };
+    let w = util::or_skip!(World::new(scratch!(), Vol::Ext4));
     w.old_layout(&[VICTIM]);
     w.dir("shared", ROOT, 0o1777);
     let vd = w.dir("shared/vd", VICTIM, 0o755);
@@ -1732,10 +1658,7 @@ fn restore_refuses_a_parent_whose_inode_was_reused() {
         );
     }
     if !reused {
-        eprintln!(
-            "restore_refuses_a_parent_whose_inode_was_reused: skipped, ext4 did not reuse inode {old_ino}"
-        );
-        return;
+        util::skip!("ext4 did not reuse inode {old_ino}");
     }
     for arg in [f.as_os_str(), OsStr::new(&id)] {
         let o = w.reclaim(VICTIM, args!["restore", arg]).output();
@@ -1763,13 +1686,9 @@ fn restore_refuses_a_parent_whose_inode_was_reused() {
 
 #[test]
 fn hard_linked_state_file_is_never_overwritten() {
-    let Some(w) = World::new("hard_linked_state_file_is_never_overwritten", Vol::Tmpfs) else {
-        return;
-    };
-    let Some(_sysctl) = util::Sysctl::set("fs/protected_hardlinks", "0") else {
-        eprintln!("hard_linked_state_file_is_never_overwritten: skipped, cannot set the sysctl");
-        return;
-    };
+    let w = util::or_skip!(World::new(scratch!(), Vol::Tmpfs));
+    let _sysctl = util::or_skip!(util::Sysctl::set("fs/protected_hardlinks", "0")
+        .ok_or("cannot set the sysctl fs/protected_hardlinks"));
     w.old_layout(&[ATTACKER]);
     w.dir("r", ROOT, 0o755);
     w.dir("a", ATTACKER, 0o755);
@@ -1857,12 +1776,7 @@ fn hard_linked_state_file_is_never_overwritten() {
 
 #[test]
 fn squatted_trash_name_does_not_drop_the_grace_window() {
-    let Some(w) = World::new(
-        "squatted_trash_name_does_not_drop_the_grace_window",
-        Vol::Tmpfs,
-    ) else {
-        return;
-    };
+    let w = util::or_skip!(World::new(scratch!(), Vol::Tmpfs));
     // Squatted by the attacker before the victim ever hid anything: the old shared parent
     // (with the victim's name in it pointing elsewhere), a decoy with a trash-like suffix.
     w.dir("adir", ATTACKER, 0o777);
@@ -1937,12 +1851,7 @@ fn squatted_trash_name_does_not_drop_the_grace_window() {
 /// removing it now; without `--grace` the foreground fallback stays.
 #[test]
 fn grace_that_cannot_be_honoured_refuses_the_removal() {
-    let Some(w) = World::new(
-        "grace_that_cannot_be_honoured_refuses_the_removal",
-        Vol::TinyTmpfs,
-    ) else {
-        return;
-    };
+    let w = util::or_skip!(World::new(scratch!(), Vol::TinyTmpfs));
     w.dir("v", VICTIM, 0o755);
     let f = w.file("v/f", VICTIM, 0o644, "victim's file\n");
     let f_print = print_of(&f);
@@ -1979,9 +1888,7 @@ fn grace_that_cannot_be_honoured_refuses_the_removal() {
 
 #[test]
 fn pre_created_shrink_name_does_not_block_removal() {
-    let Some(w) = World::new("pre_created_shrink_name_does_not_block_removal", Vol::Ext3) else {
-        return;
-    };
+    let w = util::or_skip!(World::new(scratch!(), Vol::Ext3));
     w.old_layout(&[VICTIM]);
     let big = written(&w, "big", 96 * MIB, VICTIM);
     let squat = w.file(
@@ -2018,9 +1925,7 @@ fn pre_created_shrink_name_does_not_block_removal() {
 
 #[test]
 fn foreign_shrink_leftovers_are_left_alone() {
-    let Some(w) = World::new("foreign_shrink_leftovers_are_left_alone", Vol::Ext3) else {
-        return;
-    };
+    let w = util::or_skip!(World::new(scratch!(), Vol::Ext3));
     w.old_layout(&[ROOT, VICTIM]);
     written(&w, "rbig", 96 * MIB, ROOT);
     written(&w, "vbig", 96 * MIB, VICTIM);
@@ -2076,12 +1981,7 @@ fn foreign_shrink_leftovers_are_left_alone() {
 
 #[test]
 fn sigint_during_foreground_shrink_hands_the_rest_to_the_trash() {
-    let Some(w) = World::new(
-        "sigint_during_foreground_shrink_hands_the_rest_to_the_trash",
-        Vol::Ext3,
-    ) else {
-        return;
-    };
+    let w = util::or_skip!(World::new(scratch!(), Vol::Ext3));
     w.old_layout(&[VICTIM]);
     w.file("neighbour", ROOT, 0o644, "stays\n");
     for (round, spawn) in [("no reaper started", false), ("its reaper", true)] {
@@ -2143,9 +2043,7 @@ fn sigint_during_foreground_shrink_hands_the_rest_to_the_trash() {
 /// in the trash and finishes it.
 #[test]
 fn rerun_after_kill_9_during_shrink_finishes_it() {
-    let Some(w) = World::new("rerun_after_kill_9_during_shrink_finishes_it", Vol::Ext3) else {
-        return;
-    };
+    let w = util::or_skip!(World::new(scratch!(), Vol::Ext3));
     w.old_layout(&[VICTIM]);
     let before = snap_outside_trashes(&w.top);
     let free0 = util::free_bytes(&w.top);
@@ -2176,9 +2074,7 @@ fn rerun_after_kill_9_during_shrink_finishes_it() {
 
 #[test]
 fn sigint_during_wait_leaves_entries_to_a_reaper() {
-    let Some(w) = World::new("sigint_during_wait_leaves_entries_to_a_reaper", Vol::Tmpfs) else {
-        return;
-    };
+    let w = util::or_skip!(World::new(scratch!(), Vol::Tmpfs));
     w.old_layout(&[VICTIM]);
     w.file("neighbour", ROOT, 0o644, "stays\n");
     let before = snap_outside_trashes(&w.top);
@@ -2217,9 +2113,7 @@ fn sigint_during_wait_leaves_entries_to_a_reaper() {
 
 #[test]
 fn sigint_during_rm_r_reports_and_exits_130() {
-    let Some(w) = World::new("sigint_during_rm_r_reports_and_exits_130", Vol::Tmpfs) else {
-        return;
-    };
+    let w = util::or_skip!(World::new(scratch!(), Vol::Tmpfs));
     for (name, sig, code) in [
         ("SIGINT", libc::SIGINT, 130),
         ("SIGTERM", libc::SIGTERM, 143),
@@ -2261,12 +2155,7 @@ fn sigint_during_rm_r_reports_and_exits_130() {
 
 #[test]
 fn stuck_entry_is_reported_with_inner_path_and_backs_off() {
-    let Some(w) = World::new(
-        "stuck_entry_is_reported_with_inner_path_and_backs_off",
-        Vol::Tmpfs,
-    ) else {
-        return;
-    };
+    let w = util::or_skip!(World::new(scratch!(), Vol::Tmpfs));
     w.old_layout(&[VICTIM]);
     let proj = w.dir("proj", VICTIM, 0o755);
     w.file("proj/own", VICTIM, 0o644, "own\n");
@@ -2275,10 +2164,7 @@ fn stuck_entry_is_reported_with_inner_path_and_backs_off() {
     w.dir("proj/root-owned", ROOT, 0o755);
     let keep = w.file("proj/root-owned/keep", ROOT, 0o644, "root's\n");
     let keep_print = print_of(&keep);
-    let Some(_unfreeze) = chattr_i(&imm, &w.top) else {
-        eprintln!("stuck_entry_is_reported_with_inner_path_and_backs_off: skipped, no chattr +i");
-        return;
-    };
+    let _unfreeze = util::or_skip!(chattr_i(&imm, &w.top));
     w.reclaim(VICTIM, args!["rm", "-r", "--background", proj])
         .ok();
     assert!(!proj.exists());
@@ -2356,9 +2242,7 @@ fn stuck_entry_is_reported_with_inner_path_and_backs_off() {
 
 #[test]
 fn out_of_range_durations_are_usage_errors() {
-    let Some(w) = World::new("out_of_range_durations_are_usage_errors", Vol::Tmpfs) else {
-        return;
-    };
+    let w = util::or_skip!(World::new(scratch!(), Vol::Tmpfs));
     const D: &str = "99999999999999999999d";
     const S: &str = "99999999999999999999T";
     let f = w.file("f", ROOT, 0o644, "f\n");
@@ -2450,12 +2334,7 @@ fn out_of_range_durations_are_usage_errors() {
 
 #[test]
 fn zero_iops_from_config_or_environment_is_a_usage_error() {
-    let Some(w) = World::new(
-        "zero_iops_from_config_or_environment_is_a_usage_error",
-        Vol::Tmpfs,
-    ) else {
-        return;
-    };
+    let w = util::or_skip!(World::new(scratch!(), Vol::Tmpfs));
     let f = w.file("f", ROOT, 0o644, "f\n");
     let cfg = w.s.path("home/iops.toml");
     fs::write(&cfg, "[rm]\niops = 0\n").unwrap();
@@ -2489,9 +2368,7 @@ fn assert_json_failure(o: &Output, what: &str) -> Value {
 
 #[test]
 fn json_output_stays_one_object_on_failure() {
-    let Some(w) = World::new("json_output_stays_one_object_on_failure", Vol::Tmpfs) else {
-        return;
-    };
+    let w = util::or_skip!(World::new(scratch!(), Vol::Tmpfs));
     w.old_layout(&[VICTIM]);
     w.dir("not-a-trash", ROOT, 0o700);
     let o = w
@@ -2534,9 +2411,7 @@ fn json_output_stays_one_object_on_failure() {
 
 #[test]
 fn waiting_reaper_holds_nothing_on_the_mount() {
-    let Some(w) = World::new("waiting_reaper_holds_nothing_on_the_mount", Vol::Tmpfs) else {
-        return;
-    };
+    let w = util::or_skip!(World::new(scratch!(), Vol::Tmpfs));
     w.old_layout(&[VICTIM]);
     w.dir("v", VICTIM, 0o755);
     let f = w.file("v/f", VICTIM, 0o644, "f\n");
@@ -2588,9 +2463,7 @@ fn waiting_reaper_holds_nothing_on_the_mount() {
 
 #[test]
 fn user_recorded_sizes_never_overflow_status() {
-    let Some(w) = World::new("user_recorded_sizes_never_overflow_status", Vol::Tmpfs) else {
-        return;
-    };
+    let w = util::or_skip!(World::new(scratch!(), Vol::Tmpfs));
     w.old_layout(&[ATTACKER]);
     w.dir("a", ATTACKER, 0o755);
     w.dir("a/d0", ATTACKER, 0o755);
@@ -2652,9 +2525,7 @@ fn user_recorded_sizes_never_overflow_status() {
 
 #[test]
 fn odd_names_are_quoted_like_gnu_rm() {
-    let Some(w) = World::new("odd_names_are_quoted_like_gnu_rm", Vol::Tmpfs) else {
-        return;
-    };
+    let w = util::or_skip!(World::new(scratch!(), Vol::Tmpfs));
     w.old_layout(&[ROOT]);
     let names: [&[u8]; 3] = [b"a\nb", b"\xff", b"it's"];
     for n in names {

@@ -15,8 +15,8 @@ use std::process::{Child, Command as StdCommand, Stdio};
 use std::time::{Duration, Instant};
 
 use crate::util::{
-    self, assert_same, entry_meta, snapshot_any as snapshot, snapshot_without,
-    snapshot_without_trash, trash_entries, Entry, MountGuard, ReaperSettle, Scratch, Snapshot,
+    self, assert_same, entry_meta, scratch, snapshot_any as snapshot, snapshot_without,
+    snapshot_without_trash, trash_entries, Entry, ReaperSettle, Scratch, Snapshot, Volume,
     NO_SPAWN,
 };
 
@@ -187,11 +187,9 @@ fn kill_during_hide_leaves_each_target_whole() {
     const TRIALS: u64 = 300;
     const MIN_TRIALS: u64 = 100;
     const TIME_BUDGET: Duration = Duration::from_secs(45);
-    let test = "kill_during_hide_leaves_each_target_whole";
-    let s = Scratch::new();
-    let Some(_vol) = util::tmpfs_vol(&s, "vol", test) else {
-        return;
-    };
+    let test = util::test_name!();
+    let s = scratch!();
+    let _vol = util::or_skip!(Volume::tmpfs(&s, "vol"));
     let top = s.path("vol");
     let trash = util::trash_dir(&top);
     let _settle = ReaperSettle {
@@ -367,16 +365,10 @@ fn reap_args<'a>(trash: &'a str, extra: &[&'a str]) -> Vec<&'a str> {
 
 #[test]
 fn kill_reaper_while_it_frees_a_big_file_then_resume_in_steps() {
-    let test = "kill_reaper_while_it_frees_a_big_file_then_resume_in_steps";
-    if util::skip_unless_root(test) {
-        return;
-    }
-    let s = Scratch::new();
-    s.mkdir("vol");
-    let Some(_vol) = MountGuard::ext4_image(&s, "vol", 4096) else {
-        eprintln!("{test}: skipped, cannot make an ext4 image");
-        return;
-    };
+    let test = util::test_name!();
+    util::require_root!();
+    let s = scratch!();
+    let _vol = util::or_skip!(Volume::ext4(&s, "vol", 8 << 30, 4096));
     let top = s.path("vol");
     let trash = util::trash_dir(&top);
     let t = trash.to_str().unwrap().to_owned();
@@ -551,11 +543,9 @@ fn files_in(snap: &Snapshot) -> usize {
 
 #[test]
 fn kill_reaper_while_it_removes_a_tree_then_resume() {
-    let test = "kill_reaper_while_it_removes_a_tree_then_resume";
-    let s = Scratch::new();
-    let Some(_vol) = util::tmpfs_vol(&s, "vol", test) else {
-        return;
-    };
+    let test = util::test_name!();
+    let s = scratch!();
+    let _vol = util::or_skip!(Volume::tmpfs(&s, "vol"));
     let top = s.path("vol");
     let trash = util::trash_dir(&top);
     let t = trash.to_str().unwrap().to_owned();

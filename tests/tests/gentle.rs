@@ -20,7 +20,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
-use crate::util::{self, assert_same, parse_report, MountGuard, Scratch, Snapshot};
+use crate::util::{self, assert_same, parse_report, scratch, Scratch, Snapshot, Volume};
 
 const MIB: u64 = 1 << 20;
 const HIDDEN: &str = ".reclaim-shrink.";
@@ -28,30 +28,14 @@ const HIDDEN: &str = ".reclaim-shrink.";
 // ---------------------------------------------------------------------------------------------
 // Volumes and big files.
 
-/// A fresh ext4 volume mounted on `root/vol`.
-fn ext4_vol(s: &Scratch, test: &str) -> Option<MountGuard> {
-    if util::skip_unless_root(test) {
-        return None;
-    }
-    s.mkdir("vol");
-    let g = MountGuard::ext4_image(s, "vol", 4096);
-    if g.is_none() {
-        eprintln!("{test}: skipped, cannot make an ext4 image");
-    }
-    g
+/// A fresh ext4 volume mounted on `root/vol`. Err: why not (for a skip).
+fn ext4_vol(s: &Scratch) -> Result<Volume, String> {
+    Volume::ext4(s, "vol", 8 << 30, 4096)
 }
 
 /// A fresh ext3 volume (block-mapped files) mounted on `root/vol`.
-fn ext3_vol(s: &Scratch, test: &str) -> Option<MountGuard> {
-    if util::skip_unless_root(test) {
-        return None;
-    }
-    s.mkdir("vol");
-    let g = MountGuard::ext_image(s, "vol", "mkfs.ext3", 512 * MIB, 256);
-    if g.is_none() {
-        eprintln!("{test}: skipped, cannot make an ext3 image");
-    }
-    g
+fn ext3_vol(s: &Scratch) -> Result<Volume, String> {
+    Volume::ext3(s, "vol", 512 * MIB, 256)
 }
 
 /// What a big test file was when made.
@@ -300,10 +284,8 @@ fn first_step_taken(vol: &Path, size: u64) -> Option<(PathBuf, u64)> {
 
 #[test]
 fn shrinks_large_file_in_steps_and_leaves_nothing() {
-    let s = Scratch::new();
-    let Some(_vol) = ext4_vol(&s, "shrinks_large_file_in_steps_and_leaves_nothing") else {
-        return;
-    };
+    let s = scratch!();
+    let _vol = util::or_skip!(ext4_vol(&s));
     s.file("vol/neighbour", "stays\n");
     s.symlink("vol/link-elsewhere", "neighbour");
     let before = vol_snapshot(&s);
@@ -333,10 +315,8 @@ fn shrinks_large_file_in_steps_and_leaves_nothing() {
 
 #[test]
 fn shrinks_block_mapped_file_in_steps_on_ext3() {
-    let s = Scratch::new();
-    let Some(_vol) = ext3_vol(&s, "shrinks_block_mapped_file_in_steps_on_ext3") else {
-        return;
-    };
+    let s = scratch!();
+    let _vol = util::or_skip!(ext3_vol(&s));
     s.file("vol/neighbour", "stays\n");
     let before = vol_snapshot(&s);
     // 32 MiB block-mapped: 8 indirect blocks + a region, ~9 units; first step 4 units.
@@ -354,10 +334,8 @@ fn shrinks_block_mapped_file_in_steps_on_ext3() {
 
 #[test]
 fn prints_a_gentle_summary_line_without_json() {
-    let s = Scratch::new();
-    let Some(_vol) = ext4_vol(&s, "prints_a_gentle_summary_line_without_json") else {
-        return;
-    };
+    let s = scratch!();
+    let _vol = util::or_skip!(ext4_vol(&s));
     let before = vol_snapshot(&s);
     fallocated(&s, "vol/big", 1 << 30, 3);
     // Off a terminal the summary comes with -v only (cron mail stays empty).
@@ -378,10 +356,8 @@ fn prints_a_gentle_summary_line_without_json() {
 
 #[test]
 fn cheap_file_is_unlinked_without_steps() {
-    let s = Scratch::new();
-    let Some(_vol) = ext4_vol(&s, "cheap_file_is_unlinked_without_steps") else {
-        return;
-    };
+    let s = scratch!();
+    let _vol = util::or_skip!(ext4_vol(&s));
     let before = vol_snapshot(&s);
     // 96 MiB in one or two extents, one or two 128 MiB regions on a fresh image: <= 3 units.
     let big = fallocated(&s, "vol/big", 96 * MIB, 4);
@@ -402,10 +378,8 @@ fn cheap_file_is_unlinked_without_steps() {
 
 #[test]
 fn fast_unlinks_at_once() {
-    let s = Scratch::new();
-    let Some(_vol) = ext4_vol(&s, "fast_unlinks_at_once") else {
-        return;
-    };
+    let s = scratch!();
+    let _vol = util::or_skip!(ext4_vol(&s));
     let before = vol_snapshot(&s);
     let big = fallocated(&s, "vol/big", 1 << 30, 6);
     let out = rm(&s, &["--json", "--fast", "vol/big"]);
@@ -423,10 +397,8 @@ fn fast_unlinks_at_once() {
 
 #[test]
 fn each_large_file_named_gets_its_own_entry() {
-    let s = Scratch::new();
-    let Some(_vol) = ext4_vol(&s, "each_large_file_named_gets_its_own_entry") else {
-        return;
-    };
+    let s = scratch!();
+    let _vol = util::or_skip!(ext4_vol(&s));
     s.file("vol/small", "small\n");
     let before = without(vol_snapshot(&s), "small");
     let dear = fallocated(&s, "vol/dear", 1 << 30, 15);
@@ -448,10 +420,8 @@ fn each_large_file_named_gets_its_own_entry() {
 
 #[test]
 fn dry_run_touches_no_large_file() {
-    let s = Scratch::new();
-    let Some(_vol) = ext4_vol(&s, "dry_run_touches_no_large_file") else {
-        return;
-    };
+    let s = scratch!();
+    let _vol = util::or_skip!(ext4_vol(&s));
     let big = fallocated(&s, "vol/big", 1 << 30, 17);
     let before = vol_snapshot(&s);
     let out = rm(&s, &["--json", "--dry-run", "vol/big"]);
@@ -463,10 +433,8 @@ fn dry_run_touches_no_large_file() {
 
 #[test]
 fn never_shrinks_a_file_with_other_links() {
-    let s = Scratch::new();
-    let Some(_vol) = ext3_vol(&s, "never_shrinks_a_file_with_other_links") else {
-        return;
-    };
+    let s = scratch!();
+    let _vol = util::or_skip!(ext3_vol(&s));
     // Block-mapped and 32 MiB: expensive, so it would be shrunk if the link were missed.
     let big = written(&s, "vol/big", 96 * MIB, 7);
     s.hardlink("vol/keep", "vol/big");
@@ -487,10 +455,8 @@ fn never_shrinks_a_file_with_other_links() {
 
 #[test]
 fn never_shrinks_a_file_another_process_holds_open() {
-    let s = Scratch::new();
-    let Some(_vol) = ext3_vol(&s, "never_shrinks_a_file_another_process_holds_open") else {
-        return;
-    };
+    let s = scratch!();
+    let _vol = util::or_skip!(ext3_vol(&s));
     let before = vol_snapshot(&s);
     let big = written(&s, "vol/big", 96 * MIB, 8);
     let held = File::open(s.path("vol/big")).unwrap();
@@ -512,10 +478,8 @@ fn never_shrinks_a_file_another_process_holds_open() {
 
 #[test]
 fn never_opens_a_file_another_process_holds_a_lease_on() {
-    let s = Scratch::new();
-    let Some(_vol) = ext4_vol(&s, "never_opens_a_file_another_process_holds_a_lease_on") else {
-        return;
-    };
+    let s = scratch!();
+    let _vol = util::or_skip!(ext4_vol(&s));
     let before = vol_snapshot(&s);
     let big = fallocated(&s, "vol/big", 1 << 30, 9);
     let held = File::open(s.path("vol/big")).unwrap();
@@ -556,10 +520,8 @@ fn never_opens_a_file_another_process_holds_a_lease_on() {
 
 #[test]
 fn symlink_to_big_file_removes_only_the_link() {
-    let s = Scratch::new();
-    let Some(_vol) = ext4_vol(&s, "symlink_to_big_file_removes_only_the_link") else {
-        return;
-    };
+    let s = scratch!();
+    let _vol = util::or_skip!(ext4_vol(&s));
     let big = fallocated(&s, "vol/big", 1 << 30, 10);
     s.symlink("vol/link", "big");
     s.symlink("vol/abs-link", s.path("vol/big"));
@@ -577,10 +539,8 @@ fn symlink_to_big_file_removes_only_the_link() {
 
 #[test]
 fn trace_has_one_line_per_window() {
-    let s = Scratch::new();
-    let Some(_vol) = ext4_vol(&s, "trace_has_one_line_per_window") else {
-        return;
-    };
+    let s = scratch!();
+    let _vol = util::or_skip!(ext4_vol(&s));
     let before = vol_snapshot(&s);
     let big = fallocated(&s, "vol/big", 1 << 30, 11);
     let out = rm(&s, &["--json", "--pace-trace", "trace.jsonl", "vol/big"]);
@@ -616,7 +576,7 @@ fn trace_has_one_line_per_window() {
 
 #[test]
 fn bad_pacing_values_are_usage_errors() {
-    let s = Scratch::new();
+    let s = scratch!();
     s.file("f", "x");
     let cases: [(&[&str], &[&str]); 6] = [
         (&["--max-latency", "fast"], &["'fast'"]),
@@ -659,10 +619,8 @@ fn bad_pacing_values_are_usage_errors() {
 
 #[test]
 fn hidden_leftover_is_finished_by_name() {
-    let s = Scratch::new();
-    let Some(_vol) = ext3_vol(&s, "hidden_leftover_is_finished_by_name") else {
-        return;
-    };
+    let s = scratch!();
+    let _vol = util::or_skip!(ext3_vol(&s));
     s.file("vol/neighbour", "stays\n");
     let before = vol_snapshot(&s);
     // What a killed run leaves: the file under its hidden name, partly shrunk.
@@ -693,10 +651,8 @@ fn hidden_leftover_is_finished_by_name() {
 
 #[test]
 fn a_gentle_removal_never_touches_other_hidden_names() {
-    let s = Scratch::new();
-    let Some(_vol) = ext3_vol(&s, "a_gentle_removal_never_touches_other_hidden_names") else {
-        return;
-    };
+    let s = scratch!();
+    let _vol = util::or_skip!(ext3_vol(&s));
     s.file("vol/neighbour", "stays\n");
     // Something under a hidden name reclaim did not make this run (another user's, or an
     // older version's leftover), and a new big file in the same directory.
@@ -717,10 +673,8 @@ fn a_gentle_removal_never_touches_other_hidden_names() {
 
 #[test]
 fn kill_during_shrink_leaves_file_whole_or_in_the_trash() {
-    let s = Scratch::new();
-    let Some(_vol) = ext3_vol(&s, "kill_during_shrink_leaves_file_whole_or_in_the_trash") else {
-        return;
-    };
+    let s = scratch!();
+    let _vol = util::or_skip!(ext3_vol(&s));
     s.file("vol/neighbour", "stays\n");
     let before = vol_snapshot(&s);
     let dir = s.path("vol");
@@ -836,13 +790,8 @@ fn kill_during_shrink_leaves_file_whole_or_in_the_trash() {
 /// step while the lease is being broken. The opener then sees what was left, unchanged.
 #[test]
 fn stops_shrinking_when_another_process_opens_the_hidden_file() {
-    let s = Scratch::new();
-    let Some(_vol) = ext3_vol(
-        &s,
-        "stops_shrinking_when_another_process_opens_the_hidden_file",
-    ) else {
-        return;
-    };
+    let s = scratch!();
+    let _vol = util::or_skip!(ext3_vol(&s));
     s.file("vol/neighbour", "stays\n");
     let before = vol_snapshot(&s);
     let dir = s.path("vol");
@@ -887,10 +836,8 @@ fn stops_shrinking_when_another_process_opens_the_hidden_file() {
 /// checked once, before the first step, and never again.
 #[test]
 fn never_shrinks_a_file_after_it_gains_another_link() {
-    let s = Scratch::new();
-    let Some(_vol) = ext3_vol(&s, "never_shrinks_a_file_after_it_gains_another_link") else {
-        return;
-    };
+    let s = scratch!();
+    let _vol = util::or_skip!(ext3_vol(&s));
     let dir = s.path("vol");
     let big = written(&s, "vol/big", 96 * MIB, 14);
     let mut child = spawn_rm(&s, &["--json", "--rate", "4M", "vol/big"]);
@@ -916,10 +863,8 @@ fn never_shrinks_a_file_after_it_gains_another_link() {
 
 #[test]
 fn large_file_inside_a_tree_is_shrunk_in_steps() {
-    let s = Scratch::new();
-    let Some(_vol) = ext3_vol(&s, "large_file_inside_a_tree_is_shrunk_in_steps") else {
-        return;
-    };
+    let s = scratch!();
+    let _vol = util::or_skip!(ext3_vol(&s));
     s.file("vol/neighbour", "stays\n");
     let before = vol_snapshot(&s);
     s.mkdir("vol/backup");
@@ -944,10 +889,8 @@ fn large_file_inside_a_tree_is_shrunk_in_steps() {
 
 #[test]
 fn reaper_shrinks_a_large_file_inside_a_hidden_tree() {
-    let s = Scratch::new();
-    let Some(_vol) = ext3_vol(&s, "reaper_shrinks_a_large_file_inside_a_hidden_tree") else {
-        return;
-    };
+    let s = scratch!();
+    let _vol = util::or_skip!(ext3_vol(&s));
     s.file("vol/neighbour", "stays\n");
     let before = vol_snapshot(&s);
     s.mkdir("vol/backup");

@@ -40,8 +40,10 @@ use proptest::prelude::*;
 use proptest::sample::{select, Index};
 use proptest::test_runner::{Config, RngAlgorithm, TestCaseError, TestError, TestRng, TestRunner};
 
+use crate::util::{self, scratch, Scratch};
+
 use harness::{
-    category, check, command_line, explain, gnu_available, verdict, weight, Attr, Caps, Fs, Kind,
+    category, check, command_line, explain, need_gnu_rm, verdict, weight, Attr, Caps, Fs, Kind,
     Node, NotRun, Outcome, Scenario, SideSnapshot, Stdin, User, World, W,
 };
 
@@ -416,14 +418,15 @@ fn env_u32(name: &str, default: u32) -> u32 {
 // Generated scenarios.
 
 /// Runs `cases` generated scenarios under proptest; a difference is shrunk and printed.
-fn run_generated(test: &str, cases: u32) {
-    if !gnu_available(test) {
-        return;
+fn run_generated(scratch: Scratch, cases: u32) {
+    let test = &scratch.test().to_string();
+    if let Err(why) = need_gnu_rm() {
+        return util::skipped(test, &why);
     }
-    let mut world = World::new();
+    let mut world = World::new(scratch);
     let caps = world.caps;
     if !caps.root {
-        eprintln!("{test}: not root: only the test's uid on the host file system (other uids, tmpfs, ext4, chattr, mounts and / skipped)");
+        util::skipped(test, "in part: not root, so only the test's uid on the host file system (other uids, tmpfs, ext4, chattr, mounts and / not generated)");
     }
     let config = Config {
         cases,
@@ -473,6 +476,12 @@ fn run_generated(test: &str, cases: u32) {
         }
     });
     let (ran, skipped) = (ran.get(), skipped.get());
+    if skipped > 0 {
+        util::skipped(
+            test,
+            &format!("in part: {skipped} scenarios cannot run here"),
+        );
+    }
     match result {
         Ok(()) => eprintln!("{test}: {ran} scenarios matched GNU rm ({skipped} skipped)"),
         Err(TestError::Fail(why, sc)) => {
@@ -491,19 +500,13 @@ fn run_generated(test: &str, cases: u32) {
 
 #[test]
 fn generated_scenarios_match_gnu_rm() {
-    run_generated(
-        "generated_scenarios_match_gnu_rm",
-        env_u32("GNU_RM_CASES", 400),
-    );
+    run_generated(scratch!(), env_u32("GNU_RM_CASES", 400));
 }
 
 #[test]
 #[ignore = "thousands of scenarios: minutes; run with --ignored (GNU_RM_CASES sets the count)"]
 fn generated_scenarios_match_gnu_rm_thousands() {
-    run_generated(
-        "generated_scenarios_match_gnu_rm_thousands",
-        env_u32("GNU_RM_CASES", 5000),
-    );
+    run_generated(scratch!(), env_u32("GNU_RM_CASES", 5000));
 }
 
 /// Samples `n` scenarios from a fixed seed (`GNU_RM_SEED`, a number).
@@ -545,7 +548,8 @@ fn first_line(o: &Outcome) -> String {
 }
 
 /// Runs many scenarios without stopping and summarizes them.
-fn report(test: &str, world: &mut World, scenarios: &[Scenario]) -> (usize, usize, String) {
+fn report(world: &mut World, scenarios: &[Scenario]) -> (usize, usize, String) {
+    let test = &world.scratch.test().to_string();
     let (mut ran, mut matched, mut skipped, mut refused) = (0, 0, BTreeMap::new(), 0);
     let mut cats: BTreeMap<&'static str, Tally> = BTreeMap::new();
     let mut matched_cats: BTreeMap<&'static str, usize> = BTreeMap::new();
@@ -581,6 +585,9 @@ fn report(test: &str, world: &mut World, scenarios: &[Scenario]) -> (usize, usiz
                 }
             }
         }
+    }
+    for (why, n) in &skipped {
+        util::skipped(test, &format!("in part: {n} scenarios: {why}"));
     }
     let mut s = String::new();
     let pct = if ran > 0 {
@@ -627,13 +634,11 @@ fn report(test: &str, world: &mut World, scenarios: &[Scenario]) -> (usize, usiz
 
 #[test]
 fn generated_scenarios_report() {
-    let test = "generated_scenarios_report";
-    if !gnu_available(test) {
-        return;
-    }
-    let mut world = World::new();
+    let test = util::test_name!();
+    util::or_skip!(need_gnu_rm());
+    let mut world = World::new(scratch!());
     let scenarios = sample(world.caps, env_u32("GNU_RM_REPORT_CASES", 500));
-    let (ran, matched, summary) = report(test, &mut world, &scenarios);
+    let (ran, matched, summary) = report(&mut world, &scenarios);
     if ran == matched {
         eprintln!("{summary}");
     }
@@ -644,11 +649,9 @@ fn generated_scenarios_report() {
 /// is the harness's (nondeterminism in building trees, prompting, paths), not reclaim's.
 #[test]
 fn harness_gnu_against_itself_always_matches() {
-    let test = "harness_gnu_against_itself_always_matches";
-    if !gnu_available(test) {
-        return;
-    }
-    let mut world = World::new();
+    let test = util::test_name!();
+    util::or_skip!(need_gnu_rm());
+    let mut world = World::new(scratch!());
     world.program = Some(harness::gnu_rm());
     let mut scenarios = sample(world.caps, env_u32("GNU_RM_SELF_CASES", 300));
     // Make sure prompts on a terminal are among them.
@@ -656,7 +659,7 @@ fn harness_gnu_against_itself_always_matches() {
         sc.stdin = Stdin::Pty(vec![b"y".to_vec(), b"n".to_vec(), b"yes".to_vec()]);
         sc.args.insert(0, b"-i".to_vec());
     }
-    let (ran, matched, summary) = report(test, &mut world, &scenarios);
+    let (ran, matched, summary) = report(&mut world, &scenarios);
     eprintln!("{summary}");
     assert!(ran > 0, "{test}: nothing ran");
     assert_eq!(ran, matched, "{test}:\n{summary}");
@@ -739,11 +742,12 @@ fn ok_any(_: &Outcome, _: &SideSnapshot) -> Result<(), String> {
 }
 
 /// Runs several scenarios of one test and reports every difference at once.
-fn check_all(test: &str, world: &mut World, cases: Vec<(Scenario, Expect)>) {
+fn check_all(world: &mut World, cases: Vec<(Scenario, Expect)>) {
+    let test = world.scratch.test().to_string();
     let total = cases.len();
     let failures: Vec<String> = cases
         .into_iter()
-        .filter_map(|(scenario, expect)| verdict(world, test, &scenario, expect).err())
+        .filter_map(|(scenario, expect)| verdict(world, &scenario, expect).err())
         .collect();
     assert!(
         failures.is_empty(),
@@ -759,20 +763,12 @@ fn bx(e: impl FnOnce(&Outcome, &SideSnapshot) -> Result<(), String> + 'static) -
     Box::new(e)
 }
 
-fn skip_unless_root(test: &str) -> bool {
-    crate::util::skip_unless_root(test)
-}
-
 #[test]
 fn gnu_force_ignores_enotdir() {
-    let test = "gnu_force_ignores_enotdir";
-    if !gnu_available(test) {
-        return;
-    }
-    let mut w = World::new();
+    util::or_skip!(need_gnu_rm());
+    let mut w = World::new(scratch!());
     let t = || vec![fc("f", "x\n")];
     check_all(
-        test,
         &mut w,
         vec![
             (sc(t(), &["-f", "f/x"]), bx(gnu_does(0, "", ""))),
@@ -792,11 +788,9 @@ fn gnu_force_ignores_enotdir() {
 
 #[test]
 fn gnu_rf_removes_unreadable_empty_directories() {
-    let test = "gnu_rf_removes_unreadable_empty_directories";
-    if !gnu_available(test) || skip_unless_root(test) {
-        return;
-    }
-    let mut w = World::new();
+    util::or_skip!(need_gnu_rm());
+    util::require_root!();
+    let mut w = World::new(scratch!());
     let tree = || {
         vec![
             dm("d", 0o000),
@@ -808,7 +802,6 @@ fn gnu_rf_removes_unreadable_empty_directories() {
         ]
     };
     check_all(
-        test,
         &mut w,
         vec![
             (
@@ -826,13 +819,10 @@ fn gnu_rf_removes_unreadable_empty_directories() {
 
 #[test]
 fn gnu_search_only_parent_directories() {
-    let test = "gnu_search_only_parent_directories";
-    if !gnu_available(test) || skip_unless_root(test) {
-        return;
-    }
-    let mut w = World::new();
+    util::or_skip!(need_gnu_rm());
+    util::require_root!();
+    let mut w = World::new(scratch!());
     check_all(
-        test,
         &mut w,
         vec![
             // chmod 0300 p; rm p/f
@@ -863,13 +853,10 @@ fn gnu_search_only_parent_directories() {
 
 #[test]
 fn gnu_symlink_to_root_is_removed_as_a_link() {
-    let test = "gnu_symlink_to_root_is_removed_as_a_link";
-    if !gnu_available(test) || skip_unless_root(test) {
-        return;
-    }
-    let mut w = World::new();
+    util::or_skip!(need_gnu_rm());
+    util::require_root!();
+    let mut w = World::new(scratch!());
     check_all(
-        test,
         &mut w,
         vec![
             (sc(vec![l("l", "/")], &["l"]), bx(gnu_does(0, "", ""))),
@@ -892,11 +879,8 @@ fn gnu_symlink_to_root_is_removed_as_a_link() {
 
 #[test]
 fn gnu_verbose_order_and_paths() {
-    let test = "gnu_verbose_order_and_paths";
-    if !gnu_available(test) {
-        return;
-    }
-    let mut w = World::new();
+    util::or_skip!(need_gnu_rm());
+    let mut w = World::new(scratch!());
     let tree = || {
         vec![
             d("a"),
@@ -910,7 +894,6 @@ fn gnu_verbose_order_and_paths() {
         ]
     };
     check_all(
-        test,
         &mut w,
         vec![
             (
@@ -944,15 +927,11 @@ fn gnu_verbose_order_and_paths() {
 
 #[test]
 fn gnu_errors_once_in_order_without_recap() {
-    let test = "gnu_errors_once_in_order_without_recap";
-    if !gnu_available(test) {
-        return;
-    }
-    let mut w = World::new();
+    let test = util::test_name!();
+    util::or_skip!(need_gnu_rm());
+    let mut w = World::new(scratch!());
     let tree = || vec![d("dir"), f("dir/x"), f("a"), f("b")];
-    check_all(
-        test,
-        &mut w,
+    check_all(&mut w,
         vec![
             (
                 sc(tree(), &["m1", "a", "dir", "m2", "b", "a"]),
@@ -972,10 +951,9 @@ fn gnu_errors_once_in_order_without_recap() {
             ))),
         ],
     );
-    if crate::util::is_root() {
+    if util::is_root() {
         // Errors inside trees, as another uid: an unwritable subdirectory.
         check_all(
-            test,
             &mut w,
             vec![(
                 sc(
@@ -998,19 +976,17 @@ fn gnu_errors_once_in_order_without_recap() {
                 )),
             )],
         );
+    } else {
+        util::skipped(test, "in part: errors as another uid need root");
     }
 }
 
 #[test]
 fn gnu_repeated_argument_is_missing_the_second_time() {
-    let test = "gnu_repeated_argument_is_missing_the_second_time";
-    if !gnu_available(test) {
-        return;
-    }
-    let mut w = World::new();
+    util::or_skip!(need_gnu_rm());
+    let mut w = World::new(scratch!());
     let t = || vec![d("t"), f("t/x")];
     check_all(
-        test,
         &mut w,
         vec![
             (
@@ -1037,11 +1013,8 @@ fn gnu_repeated_argument_is_missing_the_second_time() {
 
 #[test]
 fn gnu_every_listed_option_is_accepted() {
-    let test = "gnu_every_listed_option_is_accepted";
-    if !gnu_available(test) {
-        return;
-    }
-    let mut w = World::new();
+    util::or_skip!(need_gnu_rm());
+    let mut w = World::new(scratch!());
     let mut cases = Vec::new();
     for opt in [
         "-f",
@@ -1102,20 +1075,15 @@ fn gnu_every_listed_option_is_accepted() {
             bx(ok_any),
         ));
     }
-    check_all(test, &mut w, cases);
+    check_all(&mut w, cases);
 }
 
 #[test]
 fn gnu_usage_errors_and_the_dash_hint() {
-    let test = "gnu_usage_errors_and_the_dash_hint";
-    if !gnu_available(test) {
-        return;
-    }
-    let mut w = World::new();
+    util::or_skip!(need_gnu_rm());
+    let mut w = World::new(scratch!());
     let t = || vec![f("-foo"), f("a")];
-    check_all(
-        test,
-        &mut w,
+    check_all(&mut w,
         vec![
             (
                 sc(t(), &["-foo"]),
@@ -1181,15 +1149,12 @@ fn gnu_usage_errors_and_the_dash_hint() {
 
 #[test]
 fn gnu_refuses_root_with_its_messages() {
-    let test = "gnu_refuses_root_with_its_messages";
-    if !gnu_available(test) || skip_unless_root(test) {
-        return;
-    }
-    let mut w = World::new();
+    util::or_skip!(need_gnu_rm());
+    util::require_root!();
+    let mut w = World::new(scratch!());
     let danger = "rm: it is dangerous to operate recursively on '/'\n\
                   rm: use --no-preserve-root to override this failsafe\n";
     check_all(
-        test,
         &mut w,
         vec![
             (sc(vec![f("a")], &["-r", "/"]), bx(gnu_does(1, "", danger))),
@@ -1218,15 +1183,11 @@ fn gnu_refuses_root_with_its_messages() {
 
 #[test]
 fn gnu_refuses_dot_and_dotdot() {
-    let test = "gnu_refuses_dot_and_dotdot";
-    if !gnu_available(test) {
-        return;
-    }
-    let mut w = World::new();
+    util::or_skip!(need_gnu_rm());
+    let mut w = World::new(scratch!());
     let t = || vec![d("a"), f("a/x")];
     let msg = |p: &str| format!("rm: refusing to remove '.' or '..' directory: skipping '{p}'\n");
     check_all(
-        test,
         &mut w,
         vec![
             (
@@ -1250,11 +1211,9 @@ fn gnu_refuses_dot_and_dotdot() {
 
 #[test]
 fn gnu_one_file_system_and_mount_points() {
-    let test = "gnu_one_file_system_and_mount_points";
-    if !gnu_available(test) || skip_unless_root(test) {
-        return;
-    }
-    let mut w = World::new();
+    util::or_skip!(need_gnu_rm());
+    util::require_root!();
+    let mut w = World::new(scratch!());
     let t = || {
         vec![
             d("t"),
@@ -1266,7 +1225,6 @@ fn gnu_one_file_system_and_mount_points() {
         ]
     };
     check_all(
-        test,
         &mut w,
         vec![
             (
@@ -1303,13 +1261,11 @@ fn gnu_one_file_system_and_mount_points() {
 
 #[test]
 fn gnu_prompts_on_a_terminal() {
-    let test = "gnu_prompts_on_a_terminal";
-    if !gnu_available(test) {
-        return;
-    }
+    let test = util::test_name!();
+    util::or_skip!(need_gnu_rm());
     let y = || b"y".to_vec();
     let n = || b"n".to_vec();
-    let mut w = World::new();
+    let mut w = World::new(scratch!());
     let t = || {
         vec![
             d("d"),
@@ -1379,7 +1335,7 @@ fn gnu_prompts_on_a_terminal() {
             )),
         ),
     ];
-    if crate::util::is_root() {
+    if util::is_root() {
         // Write-protected files prompt only when stdin is a terminal (and not as root).
         let wp = || {
             vec![
@@ -1420,20 +1376,22 @@ fn gnu_prompts_on_a_terminal() {
             sc(wp(), &["p"]).stdin(Stdin::Pty(vec![n()])),
             bx(gnu_does(0, "", "")),
         ));
+    } else {
+        util::skipped(
+            test,
+            "in part: write-protected files of another uid need root",
+        );
     }
-    check_all(test, &mut w, cases);
+    check_all(&mut w, cases);
 }
 
 #[test]
 fn gnu_immutable_and_append_only_files() {
-    let test = "gnu_immutable_and_append_only_files";
-    if !gnu_available(test) || skip_unless_root(test) {
-        return;
-    }
-    let mut w = World::new();
+    util::or_skip!(need_gnu_rm());
+    util::require_root!();
+    let mut w = World::new(scratch!());
     if !w.caps.ext4 {
-        eprintln!("{test}: skipped, no mkfs.ext4");
-        return;
+        util::skip!("no mkfs.ext4");
     }
     let t = || {
         vec![
@@ -1448,7 +1406,6 @@ fn gnu_immutable_and_append_only_files() {
         ]
     };
     check_all(
-        test,
         &mut w,
         vec![
             (
@@ -1469,16 +1426,12 @@ fn gnu_immutable_and_append_only_files() {
 
 #[test]
 fn gnu_argv0_is_the_program_name_in_messages() {
-    let test = "gnu_argv0_is_the_program_name_in_messages";
-    if !gnu_available(test) {
-        return;
-    }
-    let mut w = World::new();
+    util::or_skip!(need_gnu_rm());
+    let mut w = World::new(scratch!());
     let mut s = sc(vec![], &["missing"]);
     s.argv0_path = true;
     check(
         &mut w,
-        test,
         &s,
         gnu_does(
             1,
@@ -1490,11 +1443,8 @@ fn gnu_argv0_is_the_program_name_in_messages() {
 
 #[test]
 fn gnu_odd_names() {
-    let test = "gnu_odd_names";
-    if !gnu_available(test) {
-        return;
-    }
-    let mut w = World::new();
+    util::or_skip!(need_gnu_rm());
+    let mut w = World::new(scratch!());
     let t = || {
         vec![
             d("with space"),
@@ -1511,7 +1461,6 @@ fn gnu_odd_names() {
     missing.args.push(b"new\nline/x".to_vec());
     missing.args.push(b"\xff\xfe/x".to_vec());
     check_all(
-        test,
         &mut w,
         vec![(all, bx(gnu_leaves(0, &["w"]))), (missing, bx(ok_any))],
     );
@@ -1523,34 +1472,23 @@ fn gnu_odd_names() {
 #[test]
 #[should_panic(expected = "refusing")]
 fn harness_refuses_an_operand_outside_its_side() {
-    let mut w = World::new();
-    check(
-        &mut w,
-        "harness_refuses_an_operand_outside_its_side",
-        &sc(vec![], &["-r", "../.."]),
-        ok_any,
-    );
+    let mut w = World::new(scratch!());
+    check(&mut w, &sc(vec![], &["-r", "../.."]), ok_any);
 }
 
 #[test]
 #[should_panic(expected = "refusing")]
 fn harness_refuses_a_symlink_leading_outside() {
-    let mut w = World::new();
-    check(
-        &mut w,
-        "harness_refuses_a_symlink_leading_outside",
-        &sc(vec![l("l", "/usr")], &["-r", "l/"]),
-        ok_any,
-    );
+    let mut w = World::new(scratch!());
+    check(&mut w, &sc(vec![l("l", "/usr")], &["-r", "l/"]), ok_any);
 }
 
 #[test]
 #[should_panic(expected = "refusing")]
 fn harness_refuses_dotdot_through_a_symlink() {
-    let mut w = World::new();
+    let mut w = World::new(scratch!());
     check(
         &mut w,
-        "harness_refuses_dotdot_through_a_symlink",
         &sc(vec![l("l", "/usr")], &["-r", "l/../tmp"]),
         ok_any,
     );
@@ -1559,10 +1497,9 @@ fn harness_refuses_dotdot_through_a_symlink() {
 #[test]
 #[should_panic(expected = "refusing")]
 fn harness_refuses_root_without_the_failsafe() {
-    let mut w = World::new();
+    let mut w = World::new(scratch!());
     check(
         &mut w,
-        "harness_refuses_root_without_the_failsafe",
         &sc(vec![], &["-rf", "--no-preserve-root", "/"]),
         ok_any,
     );
@@ -1599,11 +1536,9 @@ fn reclaim_rm_documented_difference(sc: &Scenario, gnu: &Outcome) -> Option<&'st
 
 #[test]
 fn reclaim_rm_outcomes_match_gnu_rm() {
-    let test = "reclaim_rm_outcomes_match_gnu_rm";
-    if !gnu_available(test) {
-        return;
-    }
-    let mut world = World::new();
+    let test = util::test_name!();
+    util::or_skip!(need_gnu_rm());
+    let mut world = World::new(scratch!());
     // `bin/rm` runs `reclaim rm "$@"`: a script any uid can run.
     let dir = tempfile::Builder::new()
         .prefix("reclaim-rm-")

@@ -24,7 +24,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use crate::util::{self, Scratch};
+use crate::util::{self, Scratch, Volume};
 
 /// The uid that runs a scenario as "another user" (no passwd entry needed), as in
 /// `adversary.rs`.
@@ -40,20 +40,18 @@ pub fn gnu_rm() -> PathBuf {
         .unwrap_or_else(|| PathBuf::from("/usr/bin/rm"))
 }
 
-/// Whether `gnu_rm()` is GNU coreutils' rm (else every test skips itself, and says so).
-pub fn gnu_available(test: &str) -> bool {
+/// Ok if `gnu_rm()` is GNU coreutils' rm, else why not (every test then skips itself).
+pub fn need_gnu_rm() -> Result<(), String> {
     let ok = Command::new(gnu_rm())
         .arg("--version")
         .env("LC_ALL", "C")
         .output()
         .is_ok_and(|o| String::from_utf8_lossy(&o.stdout).contains("GNU coreutils"));
-    if !ok {
-        eprintln!(
-            "{test}: skipped, {} is not GNU coreutils' rm",
-            gnu_rm().display()
-        );
+    if ok {
+        Ok(())
+    } else {
+        Err(format!("{} is not GNU coreutils' rm", gnu_rm().display()))
     }
-    ok
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -336,6 +334,8 @@ pub fn classify(base: &Path, cwd: &Path, arg: &[u8]) -> Where {
 pub struct Side {
     pub root: PathBuf,
     attrs: bool,
+    /// The tmpfs mounted on each `Kind::Mount` node.
+    mounts: Vec<Volume>,
 }
 
 impl Side {
@@ -344,7 +344,11 @@ impl Side {
         fs::set_permissions(&root, fs::Permissions::from_mode(0o755)).unwrap();
         fs::create_dir(root.join("bin")).unwrap();
         std::os::unix::fs::symlink(program, root.join("bin/rm")).unwrap();
-        Side { root, attrs: false }
+        Side {
+            root,
+            attrs: false,
+            mounts: Vec::new(),
+        }
     }
 
     pub fn w(&self) -> PathBuf {
@@ -355,7 +359,7 @@ impl Side {
         replace(bytes, W.as_bytes(), self.w().as_os_str().as_bytes())
     }
 
-    fn build(&mut self, sc: &Scenario) {
+    fn build(&mut self, scratch: &Scratch, sc: &Scenario) {
         let w = self.w();
         fs::create_dir(&w).unwrap();
         for n in &sc.nodes {
@@ -363,18 +367,12 @@ impl Side {
             match &n.kind {
                 Kind::File(c) => fs::write(&p, c),
                 Kind::Dir => fs::create_dir(&p),
-                Kind::Mount => fs::create_dir(&p).and_then(|_| {
-                    let ok = Command::new("mount")
-                        .args(["-t", "tmpfs", "-o", "size=1m", "gnu-rm-test"])
-                        .arg(&p)
-                        .status()?
-                        .success();
-                    if ok {
-                        Ok(())
-                    } else {
-                        Err(std::io::Error::other("mount tmpfs failed"))
-                    }
-                }),
+                Kind::Mount => {
+                    let rel = p.strip_prefix(scratch.root()).unwrap();
+                    Volume::tmpfs_with(scratch, rel, "size=1m")
+                        .map(|v| self.mounts.push(v))
+                        .map_err(std::io::Error::other)
+                }
                 Kind::Link(t) => std::os::unix::fs::symlink(OsStr::from_bytes(&self.subst(t)), &p),
             }
             .unwrap_or_else(|e| panic!("build {}: {e}", p.display()));
@@ -415,16 +413,9 @@ impl Side {
 
 impl Drop for Side {
     fn drop(&mut self) {
-        let mut mounts = util::mounts_under(&self.root);
-        mounts.sort_by_key(|m| std::cmp::Reverse(m.as_os_str().len()));
-        for m in mounts {
-            let ok = Command::new("umount")
-                .arg(&m)
-                .output()
-                .is_ok_and(|o| o.status.success());
-            if !ok {
-                let _ = Command::new("umount").arg("-l").arg(&m).output();
-            }
+        // Unmounted last made first (a mount point may lie on another mount of the tree).
+        while let Some(v) = self.mounts.pop() {
+            drop(v);
         }
         if self.attrs {
             let _ = Command::new("chattr")
@@ -784,9 +775,9 @@ exec -a "$a0" "$@"
 pub struct World {
     pub scratch: Scratch,
     pub caps: Caps,
-    tmpfs: Option<util::MountGuard>,
-    ext4: Option<util::MountGuard>,
-    tried_ext4: bool,
+    /// The scenarios' tmpfs and ext4 volumes, once tried.
+    tmpfs: Option<Result<Volume, String>>,
+    ext4: Option<Result<Volume, String>>,
     n: u64,
     /// Run this instead of reclaim on the second side (the harness's self-check runs GNU
     /// against itself).
@@ -806,8 +797,8 @@ pub struct Compared {
 }
 
 impl World {
-    pub fn new() -> World {
-        let scratch = Scratch::new();
+    /// The world of the test of `scratch` (made by `scratch!()`).
+    pub fn new(scratch: Scratch) -> World {
         // Another uid must be able to reach its side.
         fs::set_permissions(scratch.root(), fs::Permissions::from_mode(0o755)).unwrap();
         World {
@@ -815,42 +806,26 @@ impl World {
             caps: Caps::detect(),
             tmpfs: None,
             ext4: None,
-            tried_ext4: false,
             n: 0,
             program: None,
         }
     }
 
-    fn base(&mut self, fs_kind: Fs) -> Option<PathBuf> {
-        match fs_kind {
-            Fs::Host => Some(self.scratch.path("host")),
-            Fs::Tmpfs => {
-                if self.tmpfs.is_none() {
-                    self.scratch.mkdir("tmpfs");
-                    self.tmpfs =
-                        util::MountGuard::tmpfs_with(&self.scratch, "tmpfs", "size=64m,mode=0755");
-                }
-                self.tmpfs.as_ref().map(|_| self.scratch.path("tmpfs"))
-            }
-            Fs::Ext4 => {
-                if self.ext4.is_none() && !self.tried_ext4 {
-                    self.tried_ext4 = true;
-                    self.scratch.mkdir("ext4");
-                    self.ext4 = util::MountGuard::ext_image(
-                        &self.scratch,
-                        "ext4",
-                        "mkfs.ext4",
-                        128 << 20,
-                        16384,
-                    );
-                    if self.ext4.is_some() {
-                        let p = self.scratch.path("ext4");
-                        fs::set_permissions(&p, fs::Permissions::from_mode(0o755)).unwrap();
-                    }
-                }
-                self.ext4.as_ref().map(|_| self.scratch.path("ext4"))
-            }
-        }
+    /// Where the scenarios on `fs_kind` live; Err: why that file system cannot be had here.
+    fn base(&mut self, fs_kind: Fs) -> Result<PathBuf, String> {
+        let (volume, rel) = match fs_kind {
+            Fs::Host => return Ok(self.scratch.path("host")),
+            Fs::Tmpfs => (&mut self.tmpfs, "tmpfs"),
+            Fs::Ext4 => (&mut self.ext4, "ext4"),
+        };
+        let s = &self.scratch;
+        let volume = volume.get_or_insert_with(|| match fs_kind {
+            Fs::Ext4 => Volume::ext4(s, rel, 128 << 20, 16384).inspect(|_| {
+                fs::set_permissions(s.path(rel), fs::Permissions::from_mode(0o755)).unwrap();
+            }),
+            _ => Volume::tmpfs_with(s, rel, "size=64m,mode=0755"),
+        });
+        volume.as_ref().map(|_| s.path(rel)).map_err(Clone::clone)
     }
 
     /// Runs `sc` on both sides. Err: why it cannot run here (skipped).
@@ -858,9 +833,9 @@ impl World {
         if let Some(why) = sc.unmet_need(&self.caps) {
             return Err(NotRun::Skipped(why.to_string()));
         }
-        let Some(base) = self.base(sc.fs) else {
-            return Err(NotRun::Skipped(format!("{:?} cannot be mounted", sc.fs)));
-        };
+        let base = self
+            .base(sc.fs)
+            .map_err(|why| NotRun::Skipped(format!("{:?} cannot be mounted: {why}", sc.fs)))?;
         self.scratch.assert_marker();
         self.n += 1;
         let dir = base.join(format!("s{}", self.n));
@@ -873,8 +848,8 @@ impl World {
         };
         let mut g = Side::new(dir.join("g"), &gnu_rm());
         let mut r = Side::new(dir.join("r"), &reclaim);
-        g.build(sc);
-        r.build(sc);
+        g.build(&self.scratch, sc);
+        r.build(&self.scratch, sc);
         let ro_world = self.check_args(sc, &g)? | self.check_args(sc, &r)?;
         let gnu = self.run_side(sc, &g, ro_world);
         let rec = self.run_side(sc, &r, ro_world);
@@ -1347,17 +1322,17 @@ pub fn weight(sc: &Scenario) -> usize {
 }
 
 /// Runs `sc`, checks with `expect` that GNU behaves as the scenario is meant to show (the
-/// target), then that reclaim as `rm` agrees. Ok(None) (after saying why) if it cannot run
+/// target), then that reclaim as `rm` agrees. Ok(None) (recorded as a skip in part) if it cannot run
 /// here; Err: the full report of what went wrong.
 pub fn verdict(
     world: &mut World,
-    test: &str,
     sc: &Scenario,
     expect: impl FnOnce(&Outcome, &SideSnapshot) -> Result<(), String>,
 ) -> Result<Option<Compared>, String> {
+    let test = &world.scratch.test().to_string();
     match world.run(sc) {
         Err(NotRun::Skipped(why)) => {
-            eprintln!("{test}: skipped, {why}");
+            util::skipped(test, &format!("in part: a scenario: {why}"));
             Ok(None)
         }
         Err(NotRun::Refused(why)) => Err(format!("{test}: {why}")),
@@ -1383,11 +1358,10 @@ pub fn verdict(
 #[track_caller]
 pub fn check(
     world: &mut World,
-    test: &str,
     sc: &Scenario,
     expect: impl FnOnce(&Outcome, &SideSnapshot) -> Result<(), String>,
 ) -> Option<Compared> {
-    verdict(world, test, sc, expect).unwrap_or_else(|e| panic!("{e}"))
+    verdict(world, sc, expect).unwrap_or_else(|e| panic!("{e}"))
 }
 
 /// Why a scenario did not run.
@@ -1397,10 +1371,4 @@ pub enum NotRun {
     Skipped(String),
     /// It would reach outside its side directory (or / without the failsafe).
     Refused(String),
-}
-
-impl Default for World {
-    fn default() -> Self {
-        World::new()
-    }
 }

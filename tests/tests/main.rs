@@ -1,9 +1,14 @@
 //! Integration tests of the `reclaim` binary, one test per promise of its contract.
 //!
-//! Every test works in its own scratch directory (see `util::Scratch`), which refuses to
-//! build or remove anything outside itself. The only tests that name paths outside a scratch
-//! directory are the refusals of `/`, and those run in a private mount namespace in which
-//! everything but the scratch directory is read-only.
+//! Every test works in its own scratch directory, made by `util::scratch!()` and named after
+//! the test (see `util::Scratch`), which refuses to build or remove anything outside itself.
+//! Every file system a test mounts is a `util::Volume`, undone even when the test panics. A
+//! test that cannot run here (not root, a tool missing) ends with `util::skip!`/`or_skip!`/
+//! `require_root!`, which say so and count it: the run ends with the list of skipped tests.
+//!
+//! The only tests that name paths outside a scratch directory are the refusals of `/`, and
+//! those run in a private mount namespace in which everything but the scratch directory is
+//! read-only.
 
 mod adversary;
 mod crash;

@@ -15,7 +15,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
-use crate::util::{self, Scratch};
+use crate::util::{self, scratch, Scratch};
 
 /// The emulator binary: given, built already, or built now (once per test run).
 fn netfs_bin() -> Option<PathBuf> {
@@ -52,16 +52,11 @@ struct Net {
 }
 
 impl Net {
-    /// Starts netfs (RTT `rtt`, mounted as `fuse.nfs` so reclaim sees a network file system),
-    /// or None after saying why the test is skipped.
-    fn start(s: &Scratch, test: &str, rtt: &str) -> Option<Net> {
-        if util::skip_unless_root(test) {
-            return None;
-        }
-        let Some(bin) = netfs_bin() else {
-            eprintln!("{test}: skipped, netfs could not be built (cargo build --manifest-path bench/slowdisk/Cargo.toml --bin netfs)");
-            return None;
-        };
+    /// Starts netfs (RTT `rtt`, mounted as `fuse.nfs` so reclaim sees a network file system).
+    /// Err: why not (for a skip).
+    fn start(s: &Scratch, rtt: &str) -> Result<Net, String> {
+        util::need_root()?;
+        let bin = netfs_bin().ok_or("netfs could not be built (cargo build --manifest-path bench/slowdisk/Cargo.toml --bin netfs)")?;
         let back = s.mkdir("back");
         let vol = s.mkdir("vol");
         fs::set_permissions(&back, fs::Permissions::from_mode(0o1777)).unwrap();
@@ -86,7 +81,7 @@ impl Net {
             .stdout(Stdio::null())
             .stderr(Stdio::piped())
             .spawn()
-            .ok()?;
+            .map_err(|e| format!("cannot start netfs: {e}"))?;
         let mut net = Net {
             child: Some(child),
             vol,
@@ -103,12 +98,11 @@ impl Net {
                     .flatten()
                     .is_some()
             {
-                eprintln!("{test}: skipped, netfs did not mount");
-                return None;
+                return Err("netfs did not mount".to_string());
             }
             std::thread::sleep(Duration::from_millis(20));
         }
-        Some(net)
+        Ok(net)
     }
 
     fn signal(&self, sig: i32) {
@@ -152,14 +146,8 @@ fn tree(s: &Scratch, rel: &str, dirs: usize, files: usize) {
 
 #[test]
 fn engine_removes_a_tree_on_a_network_file_system() {
-    let s = Scratch::new();
-    let Some(_net) = Net::start(
-        &s,
-        "engine_removes_a_tree_on_a_network_file_system",
-        "0.2ms",
-    ) else {
-        return;
-    };
+    let s = scratch!();
+    let _net = util::or_skip!(Net::start(&s, "0.2ms"));
     tree(&s, "vol/t", 20, 25);
     s.symlink("vol/t/link", "/");
     let out = s.rm(&["-r", "--json", "vol/t"]).output().unwrap();
@@ -174,10 +162,8 @@ fn engine_removes_a_tree_on_a_network_file_system() {
 
 #[test]
 fn trash_works_without_rename_flags() {
-    let s = Scratch::new();
-    let Some(_net) = Net::start(&s, "trash_works_without_rename_flags", "0.2ms") else {
-        return;
-    };
+    let s = scratch!();
+    let _net = util::or_skip!(Net::start(&s, "0.2ms"));
     s.file("vol/f", "file\n");
     tree(&s, "vol/t", 3, 5);
     let out = s
@@ -233,14 +219,8 @@ fn trash_works_without_rename_flags() {
 
 #[test]
 fn a_large_file_is_freed_gently_on_a_network_file_system() {
-    let s = Scratch::new();
-    let Some(_net) = Net::start(
-        &s,
-        "a_large_file_is_freed_gently_on_a_network_file_system",
-        "0.2ms",
-    ) else {
-        return;
-    };
+    let s = scratch!();
+    let _net = util::or_skip!(Net::start(&s, "0.2ms"));
     // Made in the backing directory (no round trips), seen through the mount.
     let f = fs::File::create(s.path("back/big")).unwrap();
     rustix::fs::fallocate(&f, rustix::fs::FallocateFlags::empty(), 0, 96 << 20).unwrap();
@@ -264,10 +244,8 @@ fn a_large_file_is_freed_gently_on_a_network_file_system() {
 
 #[test]
 fn scan_counts_a_network_file_system() {
-    let s = Scratch::new();
-    let Some(_net) = Net::start(&s, "scan_counts_a_network_file_system", "0.2ms") else {
-        return;
-    };
+    let s = scratch!();
+    let _net = util::or_skip!(Net::start(&s, "0.2ms"));
     tree(&s, "vol/t", 10, 30);
     let out = s
         .cmd(&["scan", "--json", "--no-estimate", "vol/t"])
@@ -283,14 +261,8 @@ fn scan_counts_a_network_file_system() {
 
 #[test]
 fn a_stopped_server_delays_status_by_a_bounded_time() {
-    let s = Scratch::new();
-    let Some(net) = Net::start(
-        &s,
-        "a_stopped_server_delays_status_by_a_bounded_time",
-        "0.2ms",
-    ) else {
-        return;
-    };
+    let s = scratch!();
+    let net = util::or_skip!(Net::start(&s, "0.2ms"));
     s.file("vol/f", "f\n");
     let out = s
         .rm(&["--background", "--grace", "1h", "vol/f"])

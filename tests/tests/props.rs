@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 
 use proptest::prelude::*;
 
-use crate::util::{self, assert_same, parse_report, Scratch};
+use crate::util::{self, assert_same, parse_report, scratch, Scratch};
 
 #[derive(Clone, Debug)]
 enum Link {
@@ -174,9 +174,8 @@ fn config() -> ProptestConfig {
     }
 }
 
-/// Builds the scratch dir (outside + target), removes target with `extra` flags, checks.
-fn check(children: &BTreeMap<Vec<u8>, Node>, extra: &[&str]) {
-    let s = Scratch::new();
+/// Builds the scratch dir `s` (outside + target), removes target with `extra` flags, checks.
+fn check(s: Scratch, children: &BTreeMap<Vec<u8>, Node>, extra: &[&str]) {
     s.make_outside("outside");
     s.mkdir("outside/shared");
     s.symlink("outside/loop", "loop");
@@ -209,11 +208,11 @@ proptest! {
 
     #[test]
     fn removes_random_trees_and_nothing_else(children in tree(4, 6)) {
-        check(&children, &["--threads", "2"]);
+        check(scratch!(), &children, &["--threads", "2"]);
     }
 
     #[test]
     fn removes_random_deep_trees_with_fd_budget_2(children in tree(8, 3)) {
-        check(&children, &["--threads", "2", "--fd-budget", "2"]);
+        check(scratch!(), &children, &["--threads", "2", "--fd-budget", "2"]);
     }
 }

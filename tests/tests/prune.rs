@@ -9,19 +9,10 @@ use std::process::Command as StdCommand;
 
 use serde_json::Value;
 
-use crate::util::{self, MountGuard, Scratch};
+use crate::util::{self, scratch, Scratch, Volume};
 
 const MIB: u64 = 1 << 20;
 const DAY: i64 = 86_400;
-
-/// A volume of its own (the trash goes to the top of the target's mount, never the host's).
-fn tmpfs_vol(s: &Scratch, test: &str) -> Option<MountGuard> {
-    if util::skip_unless_root(test) {
-        return None;
-    }
-    s.mkdir("vol");
-    MountGuard::tmpfs(s, "vol")
-}
 
 /// `n` backups `vol/b/backup-NN` (directories with one file of `size` bytes), backup-00 the
 /// oldest, one day apart, the newest one day old.
@@ -84,10 +75,8 @@ fn json(o: &std::process::Output) -> Value {
 
 #[test]
 fn dry_run_prints_the_plan_and_removes_nothing() {
-    let s = Scratch::new();
-    let Some(_vol) = tmpfs_vol(&s, "dry_run_prints_the_plan_and_removes_nothing") else {
-        return;
-    };
+    let s = scratch!();
+    let _vol = util::or_skip!(Volume::tmpfs(&s, "vol"));
     backups(&s, 5, 10);
     let before = s.snapshot("vol");
     let o = prune(&s, &["--keep-last", "2", "--dry-run", "vol/b"]);
@@ -105,10 +94,8 @@ fn dry_run_prints_the_plan_and_removes_nothing() {
 
 #[test]
 fn keep_last_and_older_than_remove_exactly_the_plan_through_the_trash() {
-    let s = Scratch::new();
-    let Some(_vol) = tmpfs_vol(&s, "keep_last_and_older_than_remove_exactly_the_plan") else {
-        return;
-    };
+    let s = scratch!();
+    let _vol = util::or_skip!(Volume::tmpfs(&s, "vol"));
     backups(&s, 6, 1000);
     s.file("vol/b/.hidden-old", "dotfiles are not candidates");
     set_mtime(&s.path("vol/b/.hidden-old"), 1_000_000);
@@ -148,10 +135,8 @@ fn keep_last_and_older_than_remove_exactly_the_plan_through_the_trash() {
 
 #[test]
 fn refuses_a_plan_that_removes_everything() {
-    let s = Scratch::new();
-    let Some(_vol) = tmpfs_vol(&s, "refuses_a_plan_that_removes_everything") else {
-        return;
-    };
+    let s = scratch!();
+    let _vol = util::or_skip!(Volume::tmpfs(&s, "vol"));
     backups(&s, 3, 10);
     let before = s.snapshot("vol");
     let o = prune(&s, &["--max-total", "0", "vol/b"]);
@@ -169,7 +154,7 @@ fn refuses_a_plan_that_removes_everything() {
 
 #[test]
 fn no_rule_is_a_usage_error() {
-    let s = Scratch::new();
+    let s = scratch!();
     s.mkdir("b");
     let o = prune(&s, &["b"]);
     assert_eq!(o.status.code(), Some(2));
@@ -178,10 +163,8 @@ fn no_rule_is_a_usage_error() {
 
 #[test]
 fn symlink_entries_are_removed_never_followed() {
-    let s = Scratch::new();
-    let Some(_vol) = tmpfs_vol(&s, "symlink_entries_are_removed_never_followed") else {
-        return;
-    };
+    let s = scratch!();
+    let _vol = util::or_skip!(Volume::tmpfs(&s, "vol"));
     let outside = s.make_outside("outside");
     let before = s.snapshot("outside");
     backups(&s, 2, 10);
@@ -200,10 +183,8 @@ fn symlink_entries_are_removed_never_followed() {
 
 #[test]
 fn policy_comes_from_the_config_file_and_flags_override_it() {
-    let s = Scratch::new();
-    let Some(_vol) = tmpfs_vol(&s, "policy_comes_from_the_config_file") else {
-        return;
-    };
+    let s = scratch!();
+    let _vol = util::or_skip!(Volume::tmpfs(&s, "vol"));
     backups(&s, 5, 10);
     let cfg = s.file(
         "reclaim.toml",
@@ -254,14 +235,9 @@ fn policy_comes_from_the_config_file_and_flags_override_it() {
 /// the reaper frees it, so a second run must count what is still pending in the trash.
 #[test]
 fn keep_free_counts_space_still_pending_in_the_trash() {
-    let s = Scratch::new();
-    if util::skip_unless_root("keep_free_counts_space_still_pending_in_the_trash") {
-        return;
-    }
-    s.mkdir("vol");
-    let Some(_vol) = MountGuard::ext_image(&s, "vol", "mkfs.ext4", 256 * MIB, 1024) else {
-        return;
-    };
+    let s = scratch!();
+    util::require_root!();
+    let _vol = util::or_skip!(Volume::ext4(&s, "vol", 256 * MIB, 1024));
     backups(&s, 8, 16 * MIB as usize);
     let st = rustix::fs::statvfs(s.path("vol").as_path()).unwrap();
     let avail = st.f_bavail * st.f_frsize;
@@ -322,7 +298,7 @@ fn backups_in(s: &Scratch, rel: &str, ages_days: &[f64], size: usize) {
 
 #[test]
 fn dash_n_is_dry_run() {
-    let s = Scratch::new();
+    let s = scratch!();
     backups_in(&s, "b", &[3.0, 2.0, 1.0], 10);
     let before = s.snapshot("b");
     let o = prune(&s, &["-n", "--keep-last", "1", "b"]);
@@ -350,7 +326,7 @@ fn dash_n_is_dry_run() {
 /// rule was given): a directory as the engine's dry run counts it, a file by its blocks.
 #[test]
 fn the_plan_shows_every_size_without_a_size_rule() {
-    let s = Scratch::new();
+    let s = scratch!();
     backups_in(&s, "b", &[3.0, 2.0, 1.0], 256 << 10);
     s.file("b/single.tar", vec![1u8; 128 << 10]);
     set_mtime(&s.path("b/single.tar"), 1_000_000_000);
@@ -399,7 +375,7 @@ fn the_plan_shows_every_size_without_a_size_rule() {
 
 #[test]
 fn plan_messages_count_in_singular_and_plural() {
-    let s = Scratch::new();
+    let s = scratch!();
     backups_in(&s, "one", &[1.0], 10);
     let o = prune(&s, &["--keep-last", "1", "-n", "one"]);
     util::assert_success(&o);
@@ -431,10 +407,8 @@ fn plan_messages_count_in_singular_and_plural() {
 
 #[test]
 fn hiding_one_entry_says_one_entry() {
-    let s = Scratch::new();
-    let Some(_vol) = tmpfs_vol(&s, "hiding_one_entry_says_one_entry") else {
-        return;
-    };
+    let s = scratch!();
+    let _vol = util::or_skip!(Volume::tmpfs(&s, "vol"));
     backups(&s, 2, 10);
     let o = prune(&s, &["--keep-last", "1", "vol/b"]);
     util::assert_success(&o);
@@ -451,7 +425,7 @@ fn hiding_one_entry_says_one_entry() {
 /// periods that have an entry.
 #[test]
 fn restic_keep_rules_on_the_command_line() {
-    let s = Scratch::new();
+    let s = scratch!();
     // Ages in days: backup-00 is the oldest.
     backups_in(&s, "b", &[40.0, 5.0, 3.5, 2.0, 1.0], 10);
     let removed = |args: &[&str]| -> Vec<String> {

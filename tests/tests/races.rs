@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 
 use rustix::fs::{renameat_with, RenameFlags, CWD};
 
-use crate::util::{self, assert_same, parse_report, Scratch};
+use crate::util::{self, assert_same, parse_report, scratch, Scratch};
 
 /// Trials per race test, and the time after which a test stops early (after at least
 /// `MIN_TRIALS`).
@@ -72,12 +72,12 @@ fn fill(s: &Scratch, rel: &str, files: usize) {
 /// (relative to the scratch root), run `reclaim rm -r --threads 2 target`, stop swapping,
 /// check the outside dir. Returns (trials, total swaps).
 fn run_trials(
-    name: &str,
+    s: Scratch,
     build: impl Fn(&Scratch, usize) -> PathBuf,
     swap_a: &str,
     swap_b: &str,
 ) -> (usize, u64) {
-    let s = Scratch::new();
+    let name = s.test();
     s.make_outside("outside");
     fill(&s, "outside/many", 30);
     let outside = s.snapshot("outside");
@@ -146,12 +146,7 @@ fn never_follows_swapped_symlink() {
         s.symlink("target/a/link", &link_target);
         link_target
     };
-    let (trials, swaps) = run_trials(
-        "never_follows_swapped_symlink",
-        build,
-        "target/a/b",
-        "target/a/link",
-    );
+    let (trials, swaps) = run_trials(scratch!(), build, "target/a/b", "target/a/link");
     assert!(trials >= MIN_TRIALS && swaps > 0);
 }
 
@@ -170,12 +165,7 @@ fn never_follows_swapped_top_level_argument() {
         s.symlink("tlink", &link_target);
         link_target
     };
-    let (trials, swaps) = run_trials(
-        "never_follows_swapped_top_level_argument",
-        build,
-        "target",
-        "tlink",
-    );
+    let (trials, swaps) = run_trials(scratch!(), build, "target", "tlink");
     assert!(trials >= MIN_TRIALS && swaps > 0);
 }
 
@@ -184,7 +174,7 @@ fn never_follows_swapped_top_level_argument() {
 /// reopen directories it had closed).
 #[test]
 fn never_follows_swapped_symlink_with_tiny_fd_budget() {
-    let s = Scratch::new();
+    let s = scratch!();
     s.make_outside("outside");
     fill(&s, "outside/sub/more", 20);
     let outside = s.snapshot("outside");
@@ -230,7 +220,7 @@ fn never_follows_swapped_symlink_with_tiny_fd_budget() {
 /// it: entries that vanish are not errors.
 #[test]
 fn vanishing_entries_are_not_errors() {
-    let s = Scratch::new();
+    let s = scratch!();
     let start = Instant::now();
     let mut trials = 0;
     while trials < 40 && (trials < 10 || start.elapsed() < TIME_BUDGET) {

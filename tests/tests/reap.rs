@@ -12,13 +12,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
-use crate::util::{self, trash_entries, MountGuard, ReaperSettle, Scratch, NO_SPAWN};
-
-/// A tmpfs on `root/vol`; the settle guard waits for any reaper of its trash before unmounting.
-pub(crate) fn vol(s: &Scratch, test: &str) -> Option<(ReaperSettle, MountGuard)> {
-    let g = util::tmpfs_vol(s, "vol", test)?;
-    Some((ReaperSettle { trash: trash(s) }, g))
-}
+use crate::util::{self, scratch, trash_entries, Scratch, NO_SPAWN};
 
 /// This process's trash on `root/vol`.
 pub(crate) fn trash(s: &Scratch) -> PathBuf {
@@ -76,10 +70,8 @@ pub(crate) fn hidden(v: &Value) -> Vec<(String, String, Option<f64>)> {
 
 #[test]
 fn reap_waits_for_the_reaper_holding_the_trash_then_frees() {
-    let s = Scratch::new();
-    let Some(_vol) = vol(&s, "reap_waits_for_the_reaper_holding_the_trash_then_frees") else {
-        return;
-    };
+    let s = scratch!();
+    let _vol = util::or_skip!(util::trash_vol(&s));
     let t = trash(&s);
     tree(&s, "vol/tree");
     s.file("vol/f", "f\n");
@@ -124,10 +116,8 @@ fn reap_waits_for_the_reaper_holding_the_trash_then_frees() {
 
 #[test]
 fn reap_leaves_grace_entries_and_says_until_when() {
-    let s = Scratch::new();
-    let Some(_vol) = vol(&s, "reap_leaves_grace_entries_and_says_until_when") else {
-        return;
-    };
+    let s = scratch!();
+    let _vol = util::or_skip!(util::trash_vol(&s));
     let t = trash(&s);
     s.file("vol/keep", "keep\n");
     s.file("vol/go", "go\n");
@@ -173,10 +163,8 @@ fn reap_leaves_grace_entries_and_says_until_when() {
 
 #[test]
 fn reap_json_is_one_object_on_success_and_on_failure() {
-    let s = Scratch::new();
-    let Some(_vol) = vol(&s, "reap_json_is_one_object_on_success_and_on_failure") else {
-        return;
-    };
+    let s = scratch!();
+    let _vol = util::or_skip!(util::trash_vol(&s));
     let t = trash(&s);
     tree(&s, "vol/tree");
     rm_ok(&s, &["-r", "--background", "vol/tree"]);
@@ -227,10 +215,8 @@ fn reap_json_is_one_object_on_success_and_on_failure() {
 
 #[test]
 fn background_says_entry_ids_and_restore_only_with_grace() {
-    let s = Scratch::new();
-    let Some(_vol) = vol(&s, "background_says_entry_ids_and_restore_only_with_grace") else {
-        return;
-    };
+    let s = scratch!();
+    let _vol = util::or_skip!(util::trash_vol(&s));
     let t = trash(&s);
     for f in ["a", "b", "c", "d", "e", "f"] {
         s.file(format!("vol/{f}"), format!("{f}\n"));
@@ -287,17 +273,19 @@ fn background_says_entry_ids_and_restore_only_with_grace() {
 
     // On a terminal, without -v: said too.
     s.file("vol/g", "g\n");
-    if let Some(screen) = on_a_terminal(&s, &["rm", "--background", "--grace", "5m", "vol/g"]) {
-        assert!(
-            screen.contains("hid 1 path in") && screen.contains("`reclaim restore 20"),
-            "{screen}"
-        );
-    }
+    let screen = util::or_skip!(on_a_terminal(
+        &s,
+        &["rm", "--background", "--grace", "5m", "vol/g"]
+    ));
+    assert!(
+        screen.contains("hid 1 path in") && screen.contains("`reclaim restore 20"),
+        "{screen}"
+    );
 }
 
 /// What `reclaim ARGS` (no reaper spawned) writes on a pseudo-terminal, through `script(1)`;
-/// None (after saying why) if there is no `script`.
-fn on_a_terminal(s: &Scratch, args: &[&str]) -> Option<String> {
+/// Err (for a skip of that check) if there is no `script`.
+fn on_a_terminal(s: &Scratch, args: &[&str]) -> Result<String, String> {
     let mut line = shell_word(util::reclaim_bin().to_str().unwrap());
     for a in args {
         line.push(' ');
@@ -313,17 +301,16 @@ fn on_a_terminal(s: &Scratch, args: &[&str]) -> Option<String> {
         .stdin(Stdio::null())
         .output();
     match o {
-        Ok(o) if o.status.success() => Some(String::from_utf8_lossy(&o.stdout).into_owned()),
+        Ok(o) if o.status.success() => Ok(String::from_utf8_lossy(&o.stdout).into_owned()),
         Ok(o) => panic!(
             "script {line}: {}\n{}{}",
             o.status,
             util::stdout_of(&o),
             util::stderr_of(&o)
         ),
-        Err(e) => {
-            eprintln!("no terminal check: script(1): {e}");
-            None
-        }
+        Err(e) => Err(format!(
+            "the check on a terminal: cannot run script(1): {e}"
+        )),
     }
 }
 

@@ -16,24 +16,23 @@ use std::path::{Path, PathBuf};
 use std::process::{Command as StdCommand, Output, Stdio};
 use std::time::{Duration, Instant};
 
-use crate::reap::{hidden, rm_ok, run_ns, trash, tree, vol};
-use crate::util::{self, trash_entries, MountGuard, ReaperSettle, Scratch, NO_SPAWN};
+use crate::reap::{hidden, rm_ok, run_ns, trash, tree};
+use crate::util::{self, or_skip, scratch, trash_entries, ReaperSettle, Scratch, Volume, NO_SPAWN};
 
 /// A test's tmpfs `vol` in a scratch directory of its own, and this user's trash there.
 struct World {
     // Dropped first: the volume goes (once no reaper holds its trash) before the scratch.
-    _vol: (ReaperSettle, MountGuard),
+    _vol: (ReaperSettle, Volume),
     s: Scratch,
     t: PathBuf,
 }
 
 impl World {
-    /// None when the test cannot mount (not root): it is skipped, and says so.
-    fn new(test: &str) -> Option<World> {
-        let s = Scratch::new();
-        let v = vol(&s, test)?;
+    /// Err when the test cannot mount (not root): it is skipped, and says so.
+    fn new(s: Scratch) -> Result<World, String> {
+        let v = util::trash_vol(&s)?;
         let t = trash(&s);
-        Some(World { _vol: v, s, t })
+        Ok(World { _vol: v, s, t })
     }
 }
 
@@ -226,9 +225,7 @@ fn assert_holds(r: &Fields, field: &str, part: &str) {
 
 #[test]
 fn journal_gets_the_fields_of_each_freed_entry_and_each_failure() {
-    let Some(w) = World::new("journal_gets_the_fields_of_each_freed_entry_and_each_failure") else {
-        return;
-    };
+    let w = or_skip!(World::new(scratch!()));
     let (s, t) = (&w.s, &w.t);
     let (ids, imm) = fill(s, t, true);
     let journal = FakeLog::bind(s, "journal.sock");
@@ -344,9 +341,7 @@ fn journal_gets_the_fields_of_each_freed_entry_and_each_failure() {
 
 #[test]
 fn under_systemd_auto_uses_the_journal_and_its_stream_prefixes() {
-    let Some(w) = World::new("under_systemd_auto_uses_the_journal_and_its_stream_prefixes") else {
-        return;
-    };
+    let w = or_skip!(World::new(scratch!()));
     let (s, t) = (&w.s, &w.t);
     let tp = t.to_str().unwrap().to_owned();
     let journal = FakeLog::bind(s, "journal.sock");
@@ -432,9 +427,7 @@ fn under_systemd_auto_uses_the_journal_and_its_stream_prefixes() {
 
 #[test]
 fn the_service_under_systemd_logs_each_entry_to_the_journal() {
-    let Some(w) = World::new("the_service_under_systemd_logs_each_entry_to_the_journal") else {
-        return;
-    };
+    let w = or_skip!(World::new(scratch!()));
     let (s, t) = (&w.s, &w.t);
     let journal = FakeLog::bind(s, "journal.sock");
     let err = s.path("stderr");
@@ -502,9 +495,7 @@ fn the_service_under_systemd_logs_each_entry_to_the_journal() {
 
 #[test]
 fn syslog_gets_one_line_per_freed_entry_and_failure() {
-    let Some(w) = World::new("syslog_gets_one_line_per_freed_entry_and_failure") else {
-        return;
-    };
+    let w = or_skip!(World::new(scratch!()));
     let (s, t) = (&w.s, &w.t);
     fill(s, t, false);
     let syslog = FakeLog::bind(s, "log.sock");
@@ -547,9 +538,7 @@ fn syslog_gets_one_line_per_freed_entry_and_failure() {
 
 #[test]
 fn a_foreground_reap_can_keep_the_trash_log_that_status_shows() {
-    let Some(w) = World::new("a_foreground_reap_can_keep_the_trash_log_that_status_shows") else {
-        return;
-    };
+    let w = or_skip!(World::new(scratch!()));
     let (s, t) = (&w.s, &w.t);
     fill(s, t, false);
     let out = run_ns(

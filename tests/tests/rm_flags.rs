@@ -5,7 +5,7 @@ use std::path::{Path, PathBuf};
 
 use predicates::prelude::*;
 
-use crate::util::{self, os, parse_report, Entry, Scratch};
+use crate::util::{self, os, parse_report, scratch, Entry, Scratch};
 
 /// A small tree under `root/rel`: files, nested dirs, an empty dir, a symlink.
 fn small_tree(s: &Scratch, rel: &str) {
@@ -19,7 +19,7 @@ fn small_tree(s: &Scratch, rel: &str) {
 
 #[test]
 fn removes_a_file_without_flags() {
-    let s = Scratch::new();
+    let s = scratch!();
     s.file("f", "x");
     s.rm(&["f"]).assert().success().stdout("").stderr("");
     assert!(!s.exists("f"));
@@ -27,7 +27,7 @@ fn removes_a_file_without_flags() {
 
 #[test]
 fn directory_without_recursive_is_an_error() {
-    let s = Scratch::new();
+    let s = scratch!();
     small_tree(&s, "d");
     let before = s.snapshot("d");
     s.rm(&["d"])
@@ -42,7 +42,7 @@ fn directory_without_recursive_is_an_error() {
 #[test]
 fn recursive_flag_spellings_remove_a_tree() {
     for flag in ["-r", "-R", "--recursive"] {
-        let s = Scratch::new();
+        let s = scratch!();
         small_tree(&s, "t");
         s.rm(&[flag, "t"]).assert().success().stdout("").stderr("");
         assert!(!s.exists("t"), "{flag} left the tree");
@@ -51,7 +51,7 @@ fn recursive_flag_spellings_remove_a_tree() {
 
 #[test]
 fn recursive_removes_a_plain_file_too() {
-    let s = Scratch::new();
+    let s = scratch!();
     s.file("f", "x");
     s.rm(&["-r", "f"]).assert().success();
     assert!(!s.exists("f"));
@@ -59,7 +59,7 @@ fn recursive_removes_a_plain_file_too() {
 
 #[test]
 fn trailing_slash_on_a_directory_is_accepted() {
-    let s = Scratch::new();
+    let s = scratch!();
     small_tree(&s, "t");
     s.rm(&["-r", "t/"]).assert().success();
     assert!(!s.exists("t"));
@@ -67,7 +67,7 @@ fn trailing_slash_on_a_directory_is_accepted() {
 
 #[test]
 fn dir_flag_removes_empty_directory() {
-    let s = Scratch::new();
+    let s = scratch!();
     s.mkdir("empty");
     s.file("f", "x");
     s.rm(&["-d", "empty", "f"]).assert().success().stderr("");
@@ -77,7 +77,7 @@ fn dir_flag_removes_empty_directory() {
 
 #[test]
 fn dir_flag_refuses_non_empty_directory() {
-    let s = Scratch::new();
+    let s = scratch!();
     small_tree(&s, "full");
     let before = s.snapshot("full");
     s.rm(&["-d", "full"]).assert().code(1).stderr(
@@ -88,7 +88,7 @@ fn dir_flag_refuses_non_empty_directory() {
 
 #[test]
 fn force_ignores_missing_paths() {
-    let s = Scratch::new();
+    let s = scratch!();
     s.rm(&["-f", "missing"])
         .assert()
         .success()
@@ -104,14 +104,14 @@ fn force_ignores_missing_paths() {
 
 #[test]
 fn force_without_paths_succeeds() {
-    let s = Scratch::new();
+    let s = scratch!();
     s.rm(&["-f"]).assert().success().stdout("");
     s.rm(&["-rf"]).assert().success().stdout("");
 }
 
 #[test]
 fn no_paths_is_a_usage_error() {
-    let s = Scratch::new();
+    let s = scratch!();
     s.file("f", "x");
     s.rm::<&str>(&[]).assert().code(2);
     s.rm(&["-r"]).assert().code(2);
@@ -120,7 +120,7 @@ fn no_paths_is_a_usage_error() {
 
 #[test]
 fn unknown_flag_is_a_usage_error() {
-    let s = Scratch::new();
+    let s = scratch!();
     s.file("f", "x");
     s.rm(&["--no-such-flag", "f"]).assert().code(2);
     s.rm(&["-r", "-Z", "f"]).assert().code(2);
@@ -130,7 +130,7 @@ fn unknown_flag_is_a_usage_error() {
 
 #[test]
 fn missing_path_fails_but_others_are_removed() {
-    let s = Scratch::new();
+    let s = scratch!();
     small_tree(&s, "t");
     s.file("f", "x");
     s.rm(&["-r", "missing", "t", "f"]).assert().code(1).stderr(
@@ -143,7 +143,7 @@ fn missing_path_fails_but_others_are_removed() {
 
 #[test]
 fn double_dash_allows_names_starting_with_dash() {
-    let s = Scratch::new();
+    let s = scratch!();
     s.file("-f", "x");
     s.file("-rf", "x");
     small_tree(&s, "-dir");
@@ -176,7 +176,7 @@ fn expected_verbose(s: &Scratch, rel: &str, arg: &str) -> HashMap<String, PathBu
 
 #[test]
 fn verbose_prints_one_line_per_removed_entry() {
-    let s = Scratch::new();
+    let s = scratch!();
     small_tree(&s, "t");
     s.fifo("t/sub/fifo");
     s.file("f", "x");
@@ -207,7 +207,7 @@ fn verbose_prints_one_line_per_removed_entry() {
 
 #[test]
 fn verbose_names_paths_as_given() {
-    let s = Scratch::new();
+    let s = scratch!();
     s.file("d/sub/x", "x");
     let out = s.rm(&["-rv", "./d/sub"]).output().unwrap();
     assert_eq!(out.status.code(), Some(0));
@@ -218,7 +218,7 @@ fn verbose_names_paths_as_given() {
 
 #[test]
 fn dry_run_removes_nothing() {
-    let s = Scratch::new();
+    let s = scratch!();
     small_tree(&s, "t");
     s.file("f", "x");
     let before = s.snapshot(".");
@@ -228,7 +228,7 @@ fn dry_run_removes_nothing() {
 
 #[test]
 fn dry_run_json_reports_what_would_go() {
-    let s = Scratch::new();
+    let s = scratch!();
     small_tree(&s, "t");
     s.fifo("t/fifo");
     let (files, dirs) = util::count_entries(&s.path("t"));
@@ -260,7 +260,7 @@ fn dry_run_json_reports_what_would_go() {
 
 #[test]
 fn bytes_freed_is_the_space_given_back() {
-    let s = Scratch::new();
+    let s = scratch!();
     s.mkdir("t/sub");
     let big = vec![7u8; 64 << 20];
     std::fs::write(s.path("t/sub/big"), &big).unwrap();
@@ -276,7 +276,7 @@ fn bytes_freed_is_the_space_given_back() {
 
 #[test]
 fn json_is_one_object_with_documented_fields() {
-    let s = Scratch::new();
+    let s = scratch!();
     small_tree(&s, "t");
     let out = s.rm(&["-r", "--json", "t"]).output().unwrap();
     util::assert_success(&out);
@@ -300,7 +300,7 @@ fn json_is_one_object_with_documented_fields() {
 
 #[test]
 fn json_counts_every_non_directory_as_a_file() {
-    let s = Scratch::new();
+    let s = scratch!();
     s.file("t/f", "x");
     s.symlink("t/link", "f");
     s.symlink("t/dangling", "nowhere");
@@ -316,7 +316,7 @@ fn json_counts_every_non_directory_as_a_file() {
 
 #[test]
 fn json_lists_failed_paths() {
-    let s = Scratch::new();
+    let s = scratch!();
     small_tree(&s, "t");
     let out = s.rm(&["-r", "--json", "missing", "t"]).output().unwrap();
     assert_eq!(out.status.code(), Some(1));
@@ -330,7 +330,7 @@ fn json_lists_failed_paths() {
 
 #[test]
 fn json_with_force_reports_no_error_for_missing_paths() {
-    let s = Scratch::new();
+    let s = scratch!();
     let out = s.rm(&["-rf", "--json", "missing"]).output().unwrap();
     assert_eq!(out.status.code(), Some(0));
     let r = parse_report(&out.stdout);
@@ -342,7 +342,7 @@ fn json_with_force_reports_no_error_for_missing_paths() {
 fn thread_counts_give_the_same_result() {
     let mut seen = Vec::new();
     for threads in ["1", "2", "4", "16"] {
-        let s = Scratch::new();
+        let s = scratch!();
         for d in 0..8 {
             for f in 0..20 {
                 s.file(format!("t/d{d}/sub{}/f{f}", f % 3), "x");
@@ -368,7 +368,7 @@ fn thread_counts_give_the_same_result() {
 #[test]
 fn small_fd_budget_still_removes_everything() {
     for budget in ["2", "3"] {
-        let s = Scratch::new();
+        let s = scratch!();
         let mut rel = String::from("t");
         for level in 0..40 {
             rel.push_str(&format!("/d{level}"));
@@ -384,7 +384,7 @@ fn small_fd_budget_still_removes_everything() {
 
 #[test]
 fn removes_special_files_without_opening_them() {
-    let s = Scratch::new();
+    let s = scratch!();
     s.fifo("fifo");
     s.socket("sock");
     s.symlink("dangling", "nowhere");
@@ -418,7 +418,7 @@ fn odd_names() -> Vec<Vec<u8>> {
 
 #[test]
 fn removes_non_utf8_and_newline_names() {
-    let s = Scratch::new();
+    let s = scratch!();
     let names = odd_names();
     for (i, n) in names.iter().enumerate() {
         let name = Path::new(os(n));
@@ -432,7 +432,7 @@ fn removes_non_utf8_and_newline_names() {
 
 #[test]
 fn accepts_non_utf8_arguments() {
-    let s = Scratch::new();
+    let s = scratch!();
     let dir = os(b"d\xff\nx");
     let file = os(b"f\xfe");
     s.file(Path::new(dir).join("inner"), "x");
@@ -445,7 +445,7 @@ fn accepts_non_utf8_arguments() {
 
 #[test]
 fn bench_quick_leaves_its_dir_as_it_was() {
-    let s = Scratch::new();
+    let s = scratch!();
     s.file("bench/keep", "keep me\n");
     s.file("bench/sub/also", "me too\n");
     let before = s.snapshot("bench");
@@ -470,7 +470,7 @@ fn bench_quick_leaves_its_dir_as_it_was() {
 fn json_stdout_stays_one_object_with_verbose() {
     // `-v --json` may be refused as a usage error (removing nothing), or accepted with the
     // verbose lines kept off stdout: stdout must stay exactly one JSON object.
-    let s = Scratch::new();
+    let s = scratch!();
     small_tree(&s, "t");
     let out = s.rm(&["-rv", "--json", "t"]).output().unwrap();
     match out.status.code() {
@@ -488,7 +488,7 @@ fn json_stdout_stays_one_object_with_verbose() {
 fn empty_path_argument_is_a_missing_path() {
     // GNU rm: `rm ''` fails with ENOENT (exit 1), `rm -rf ''` (an unset variable in a script)
     // succeeds silently.
-    let s = Scratch::new();
+    let s = scratch!();
     s.file("f", "x");
     s.rm(&["-rf", ""]).assert().success().stderr("");
     s.rm(&["-f", "", "f"]).assert().success();

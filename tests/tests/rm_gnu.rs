@@ -10,7 +10,7 @@ use std::process::Stdio;
 use assert_cmd::Command;
 use predicates::prelude::*;
 
-use crate::util::{self, Scratch};
+use crate::util::{self, scratch, Scratch};
 
 /// A second uid for the permission cases (root bypasses them).
 const USER: u32 = 61_013;
@@ -52,7 +52,7 @@ fn chmod(p: &Path, mode: u32) {
 
 #[test]
 fn force_ignores_a_path_below_a_file() {
-    let s = Scratch::new();
+    let s = scratch!();
     s.file("f", "x");
     s.rm(&["-f", "f/x"])
         .assert()
@@ -68,11 +68,8 @@ fn force_ignores_a_path_below_a_file() {
 
 #[test]
 fn unreadable_empty_directories_are_removed() {
-    let test = "unreadable_empty_directories_are_removed";
-    if util::skip_unless_root(test) {
-        return;
-    }
-    let s = Scratch::new();
+    util::require_root!();
+    let s = scratch!();
     s.mkdir("w/d");
     s.mkdir("w/t/e");
     s.file("w/t/f", "x");
@@ -94,11 +91,8 @@ fn unreadable_empty_directories_are_removed() {
 
 #[test]
 fn a_search_only_parent_is_enough() {
-    let test = "a_search_only_parent_is_enough";
-    if util::skip_unless_root(test) {
-        return;
-    }
-    let s = Scratch::new();
+    util::require_root!();
+    let s = scratch!();
     s.file("p/f", "x");
     s.file("p/g", "x");
     give(&s, "p");
@@ -111,7 +105,7 @@ fn a_search_only_parent_is_enough() {
 
 #[test]
 fn a_symlink_to_root_is_an_ordinary_symlink() {
-    let s = Scratch::new();
+    let s = scratch!();
     s.symlink("l", "/");
     s.rm(&["l"]).assert().success().stderr("");
     assert!(std::fs::symlink_metadata(s.path("l")).is_err());
@@ -119,7 +113,7 @@ fn a_symlink_to_root_is_an_ordinary_symlink() {
 
 #[test]
 fn verbose_paths_lose_extra_trailing_slashes() {
-    let s = Scratch::new();
+    let s = scratch!();
     s.file("a/x", "x");
     s.rm(&["-rv", "a///"])
         .assert()
@@ -129,7 +123,7 @@ fn verbose_paths_lose_extra_trailing_slashes() {
 
 #[test]
 fn verbose_lists_arguments_in_the_order_given() {
-    let s = Scratch::new();
+    let s = scratch!();
     for t in ["t1", "t2", "t3"] {
         s.file(format!("{t}/x"), "x");
     }
@@ -141,7 +135,7 @@ fn verbose_lists_arguments_in_the_order_given() {
 
 #[test]
 fn a_repeated_argument_is_missing_the_second_time() {
-    let s = Scratch::new();
+    let s = scratch!();
     s.file("t/x", "x");
     s.rm(&["-r", "t", "t"])
         .assert()
@@ -153,7 +147,7 @@ fn a_repeated_argument_is_missing_the_second_time() {
 
 #[test]
 fn errors_are_said_once_off_a_terminal() {
-    let s = Scratch::new();
+    let s = scratch!();
     s.rm(&["m1", "m2"]).assert().code(1).stderr(
         "reclaim: cannot remove 'm1': No such file or directory\n\
          reclaim: cannot remove 'm2': No such file or directory\n",
@@ -162,7 +156,7 @@ fn errors_are_said_once_off_a_terminal() {
 
 #[test]
 fn interactive_asks_about_each_entry() {
-    let s = Scratch::new();
+    let s = scratch!();
     s.file("f", "x");
     s.file("g", "x");
     s.file("d/h", "x");
@@ -181,7 +175,7 @@ fn interactive_asks_about_each_entry() {
 
 #[test]
 fn the_last_of_force_and_interactive_counts() {
-    let s = Scratch::new();
+    let s = scratch!();
     s.file("f", "x");
     // -i last: asks, reads end of input: no.
     s.rm(&["-f", "-i", "f"])
@@ -205,7 +199,7 @@ fn the_last_of_force_and_interactive_counts() {
 
 #[test]
 fn prompt_once_asks_one_question() {
-    let s = Scratch::new();
+    let s = scratch!();
     s.file("t/x", "x");
     s.rm(&["-I", "-r", "t"])
         .write_stdin("n\n")
@@ -227,7 +221,7 @@ fn prompt_once_asks_one_question() {
 
 #[test]
 fn interactive_does_not_combine_with_background() {
-    let s = Scratch::new();
+    let s = scratch!();
     s.file("f", "x");
     s.rm(&["-i", "--background", "f"])
         .assert()
@@ -239,15 +233,9 @@ fn interactive_does_not_combine_with_background() {
 
 #[test]
 fn preserve_root_all_refuses_a_mount_point() {
-    let test = "preserve_root_all_refuses_a_mount_point";
-    if util::skip_unless_root(test) {
-        return;
-    }
-    let s = Scratch::new();
-    let Some(_m) = util::MountGuard::tmpfs(&s, "m") else {
-        eprintln!("{test}: skipped: no tmpfs mount");
-        return;
-    };
+    util::require_root!();
+    let s = scratch!();
+    let _m = util::or_skip!(util::Volume::tmpfs(&s, "m"));
     s.file("m/x", "x");
     s.rm(&["-r", "--preserve-root=all", "m"])
         .assert()
@@ -271,7 +259,7 @@ fn rm_mode(s: &Scratch) -> Command {
 
 #[test]
 fn rm_mode_help_is_golden() {
-    let s = Scratch::new();
+    let s = scratch!();
     let out = rm_mode(&s).arg("--help").output().unwrap();
     assert!(out.status.success());
     let text = String::from_utf8(out.stdout)
@@ -289,7 +277,7 @@ fn rm_mode_help_is_golden() {
 
 #[test]
 fn rm_mode_ends_quietly_on_a_closed_stdout() {
-    let s = Scratch::new();
+    let s = scratch!();
     for i in 0..2000 {
         s.file(format!("t/{i:04}"), "");
     }

@@ -6,8 +6,8 @@ use std::os::unix::fs::MetadataExt;
 use std::path::PathBuf;
 
 use crate::util::{
-    assert_same, parse_report, run_in_readonly_world, skip_unless_root, stderr_of, Entry,
-    ImmutableGuard, MountGuard, Scratch,
+    self, assert_same, parse_report, run_in_readonly_world, scratch, stderr_of, Entry,
+    ImmutableGuard, Scratch, Volume,
 };
 
 /// A target tree with some content.
@@ -21,7 +21,7 @@ fn target_tree(s: &Scratch, rel: &str) {
 
 #[test]
 fn never_follows_top_level_symlink() {
-    let s = Scratch::new();
+    let s = scratch!();
     s.make_outside("outside");
     let outside_abs = s.path("outside");
     s.symlink("abs_link", &outside_abs);
@@ -49,7 +49,7 @@ fn never_follows_top_level_symlink() {
 
 #[test]
 fn never_follows_symlinks_inside_the_tree() {
-    let s = Scratch::new();
+    let s = scratch!();
     s.make_outside("outside");
     let outside_abs = s.path("outside");
     target_tree(&s, "target");
@@ -77,7 +77,7 @@ fn never_follows_symlinks_inside_the_tree() {
 
 #[test]
 fn hard_link_to_outside_file_keeps_its_content() {
-    let s = Scratch::new();
+    let s = scratch!();
     s.make_outside("outside");
     target_tree(&s, "target");
     s.hardlink("target/hl", "outside/file3");
@@ -126,7 +126,7 @@ fn assert_dot_refused(s: &Scratch, cwd: &str, args: &[&str], shown: &str) {
 
 #[test]
 fn refuses_dot_and_dotdot() {
-    let s = Scratch::new();
+    let s = scratch!();
     s.make_outside("outside");
     target_tree(&s, "target");
     s.mkdir("target/empty");
@@ -149,7 +149,7 @@ fn refuses_dot_and_dotdot() {
 
 #[test]
 fn refuses_dot_and_dotdot_with_trailing_slash() {
-    let s = Scratch::new();
+    let s = scratch!();
     target_tree(&s, "target");
     for (cwd, arg) in [
         ("target", "./"),
@@ -163,7 +163,7 @@ fn refuses_dot_and_dotdot_with_trailing_slash() {
 
 #[test]
 fn refuses_dot_but_removes_other_arguments() {
-    let s = Scratch::new();
+    let s = scratch!();
     target_tree(&s, "target");
     s.file("target/plain", "x");
     let out = s
@@ -200,15 +200,13 @@ fn assert_root_refused(out: &std::process::Output, arg: &str) {
 fn refuses_root_dry_run() {
     // Only ever with --dry-run, and in a namespace where every mount but the scratch dir is
     // read-only: a broken refusal can remove nothing.
-    let s = Scratch::new();
+    let s = scratch!();
     for arg in ["/", "//", "///", "/tmp/..", "/."] {
         for flags in [&["-r", "--dry-run"][..], &["-rf", "--dry-run", "--json"]] {
             let mut args: Vec<&str> = vec!["rm"];
             args.extend_from_slice(flags);
             args.push(arg);
-            let Some(out) = run_in_readonly_world(&s, ".", &args) else {
-                return;
-            };
+            let out = util::or_skip!(run_in_readonly_world(&s, ".", &args));
             assert_root_refused(&out, arg);
             if flags.contains(&"--json") {
                 let r = parse_report(&out.stdout);
@@ -223,7 +221,7 @@ fn refuses_root_dry_run() {
 fn refuses_root_by_inode() {
     // A symlink to / inside the scratch dir, given with and without a trailing slash. Run for
     // real, but in a namespace where everything except the scratch dir is read-only.
-    let s = Scratch::new();
+    let s = scratch!();
     s.symlink("tmp/link", "/");
     s.symlink("tmp/link2", "../tmp/link");
     s.make_outside("outside");
@@ -237,9 +235,7 @@ fn refuses_root_by_inode() {
             let mut args: Vec<&str> = vec!["rm"];
             args.extend_from_slice(flags);
             args.push(arg);
-            let Some(out) = run_in_readonly_world(&s, ".", &args) else {
-                return;
-            };
+            let out = util::or_skip!(run_in_readonly_world(&s, ".", &args));
             assert_root_refused(&out, arg);
             assert_same(
                 &format!("scratch after rm {flags:?} {arg}"),
@@ -255,9 +251,7 @@ fn refuses_root_by_inode() {
         let mut args: Vec<&str> = vec!["rm"];
         args.extend_from_slice(flags);
         args.push("tmp/link");
-        let Some(out) = run_in_readonly_world(&s, ".", &args) else {
-            return;
-        };
+        let out = util::or_skip!(run_in_readonly_world(&s, ".", &args));
         assert_eq!(
             stderr_of(&out),
             "reclaim: cannot remove 'tmp/link': Read-only file system\n",
@@ -275,16 +269,11 @@ fn reports_skipped_mount(stderr: &str) -> bool {
 
 #[test]
 fn skips_mount_point_inside_tree() {
-    if skip_unless_root("skips_mount_point_inside_tree") {
-        return;
-    }
-    let s = Scratch::new();
+    util::require_root!();
+    let s = scratch!();
     s.make_outside("outside");
     target_tree(&s, "target");
-    s.mkdir("target/sub/mnt");
-    let Some(_mount) = MountGuard::tmpfs(&s, "target/sub/mnt") else {
-        return;
-    };
+    let _mount = util::or_skip!(Volume::tmpfs(&s, "target/sub/mnt"));
     s.file("target/sub/mnt/on_tmpfs", "keep");
     s.file("target/sub/mnt/d/deeper", "keep");
     let outside = s.snapshot("outside");
@@ -317,16 +306,11 @@ fn skips_mount_point_inside_tree() {
 fn skips_bind_mount_of_the_same_file_system() {
     // A bind mount of a directory of the same file system has the same st_dev: detecting it
     // needs the mount id, not just the device.
-    if skip_unless_root("skips_bind_mount_of_the_same_file_system") {
-        return;
-    }
-    let s = Scratch::new();
+    util::require_root!();
+    let s = scratch!();
     s.make_outside("outside");
     target_tree(&s, "target");
-    s.mkdir("target/sub/deep/bound");
-    let Some(_mount) = MountGuard::bind(&s, "outside", "target/sub/deep/bound", false) else {
-        return;
-    };
+    let _mount = util::or_skip!(Volume::bind(&s, "outside", "target/sub/deep/bound", false));
     let outside = s.snapshot("outside");
     let out = s.rm(&["-r", "target"]).output().unwrap();
     let stderr = stderr_of(&out);
@@ -344,16 +328,11 @@ fn skips_bind_mount_of_the_same_file_system() {
 
 #[test]
 fn cross_mounts_enters_mount_points() {
-    if skip_unless_root("cross_mounts_enters_mount_points") {
-        return;
-    }
-    let s = Scratch::new();
+    util::require_root!();
+    let s = scratch!();
     s.make_outside("outside");
     target_tree(&s, "target");
-    s.mkdir("target/sub/mnt");
-    let Some(_mount) = MountGuard::tmpfs(&s, "target/sub/mnt") else {
-        return;
-    };
+    let _mount = util::or_skip!(Volume::tmpfs(&s, "target/sub/mnt"));
     s.file("target/sub/mnt/on_tmpfs", "gone");
     s.file("target/sub/mnt/d/deeper", "gone");
     let outside = s.snapshot("outside");
@@ -387,16 +366,12 @@ fn cross_mounts_enters_mount_points() {
 
 #[test]
 fn reports_immutable_file_and_removes_the_rest() {
-    if skip_unless_root("reports_immutable_file_and_removes_the_rest") {
-        return;
-    }
-    let s = Scratch::new();
+    util::require_root!();
+    let s = scratch!();
     s.make_outside("outside");
     target_tree(&s, "target");
     s.file("target/sub/file", "stuck");
-    let Some(_guard) = ImmutableGuard::new(&s, "target/sub/file") else {
-        return;
-    };
+    let _guard = util::or_skip!(ImmutableGuard::new(&s, "target/sub/file"));
     let outside = s.snapshot("outside");
     let out = s.rm(&["-r", "--json", "target"]).output().unwrap();
     let stderr = stderr_of(&out);
@@ -426,16 +401,12 @@ fn reports_immutable_file_and_removes_the_rest() {
 
 #[test]
 fn reports_immutable_directory_and_removes_the_rest() {
-    if skip_unless_root("reports_immutable_directory_and_removes_the_rest") {
-        return;
-    }
-    let s = Scratch::new();
+    util::require_root!();
+    let s = scratch!();
     target_tree(&s, "target");
     s.file("target/sub/locked/a", "a");
     s.file("target/sub/locked/b", "b");
-    let Some(_guard) = ImmutableGuard::new(&s, "target/sub/locked") else {
-        return;
-    };
+    let _guard = util::or_skip!(ImmutableGuard::new(&s, "target/sub/locked"));
     let out = s.rm(&["-r", "target"]).output().unwrap();
     let stderr = stderr_of(&out);
     assert_eq!(out.status.code(), Some(1), "stderr:\n{stderr}");
@@ -450,16 +421,11 @@ fn reports_immutable_directory_and_removes_the_rest() {
 
 #[test]
 fn reports_read_only_mount_errors_with_cross_mounts() {
-    if skip_unless_root("reports_read_only_mount_errors_with_cross_mounts") {
-        return;
-    }
-    let s = Scratch::new();
+    util::require_root!();
+    let s = scratch!();
     target_tree(&s, "target");
     s.file("ro_src/x", "x");
-    s.mkdir("target/ro");
-    let Some(_mount) = MountGuard::bind(&s, "ro_src", "target/ro", true) else {
-        return;
-    };
+    let _mount = util::or_skip!(Volume::bind(&s, "ro_src", "target/ro", true));
     let before = s.snapshot("ro_src");
     let out = s.rm(&["-r", "--cross-mounts", "target"]).output().unwrap();
     let stderr = stderr_of(&out);
@@ -474,7 +440,7 @@ fn reports_read_only_mount_errors_with_cross_mounts() {
 
 #[test]
 fn failures_are_said_once_each_off_a_terminal() {
-    let s = Scratch::new();
+    let s = scratch!();
     target_tree(&s, "target");
     let out = s
         .rm(&["-r", "missing1", "target", "missing2"])
@@ -495,7 +461,7 @@ fn failures_are_said_once_each_off_a_terminal() {
 #[test]
 fn outside_is_untouched_by_every_kind_of_entry() {
     // Everything a tree can hold, next to an outside dir that shares inodes and names with it.
-    let s = Scratch::new();
+    let s = scratch!();
     s.make_outside("outside");
     s.make_outside("target");
     s.hardlink("target/hard_out", "outside/sub/other");

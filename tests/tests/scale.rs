@@ -6,7 +6,7 @@ use std::time::{Duration, Instant};
 
 use reclaim::workload::{self, Shape, Spec};
 
-use crate::util::{self, parse_report, Scratch};
+use crate::util::{self, parse_report, scratch, Scratch};
 
 const DEEP: usize = 10_000;
 
@@ -70,12 +70,13 @@ fn remove_completely_at(
 #[test]
 #[ignore = "slow: one million files"]
 fn removes_million_entry_flat_directory() {
-    let s = Scratch::new();
+    let s = scratch!();
     // On a fresh ext4 image when root (a real htree directory, and no dependence on how many
     // files the host's file system freed recently, which slows inode allocation on ext4
     // without a journal by 10x); else in the scratch dir.
-    s.mkdir("vol");
-    let volume = util::MountGuard::ext4_image(&s, "vol", 1_200_000);
+    let volume = util::Volume::ext4(&s, "vol", 8 << 30, 1_200_000)
+        .inspect_err(|e| eprintln!("on the scratch dir's file system: {e}"))
+        .ok();
     let target = if volume.is_some() {
         "vol/target"
     } else {
@@ -109,7 +110,7 @@ const DEEP_FILES: u64 = (DEEP as u64).div_ceil(100);
 #[test]
 #[ignore = "slow: 10,000-level tree"]
 fn removes_deep_tree_with_fd_budget() {
-    let s = Scratch::new();
+    let s = scratch!();
     deep_chain(&s);
     let r = remove_completely(&s, &["--fd-budget", "64"], None);
     assert_eq!((r.files, r.dirs), (DEEP_FILES, DEEP as u64 + 1));
@@ -118,7 +119,7 @@ fn removes_deep_tree_with_fd_budget() {
 #[test]
 #[ignore = "slow: 10,000-level tree"]
 fn removes_deep_tree_with_default_settings() {
-    let s = Scratch::new();
+    let s = scratch!();
     deep_chain(&s);
     let r = remove_completely(&s, &[], None);
     assert_eq!((r.files, r.dirs), (DEEP_FILES, DEEP as u64 + 1));
@@ -127,7 +128,7 @@ fn removes_deep_tree_with_default_settings() {
 #[test]
 #[ignore = "slow: 10,000-level tree"]
 fn removes_deep_tree_under_low_nofile_limit() {
-    let s = Scratch::new();
+    let s = scratch!();
     deep_chain(&s);
     let r = remove_completely(&s, &["--threads", "2"], Some(128));
     assert_eq!((r.files, r.dirs), (DEEP_FILES, DEEP as u64 + 1));
@@ -136,7 +137,7 @@ fn removes_deep_tree_under_low_nofile_limit() {
 #[test]
 #[ignore = "slow: wide and deep tree under a low fd limit"]
 fn removes_wide_tree_under_low_nofile_limit() {
-    let s = Scratch::new();
+    let s = scratch!();
     let root = s.mkdir("target");
     let spec = Spec {
         shape: Shape::Tree {

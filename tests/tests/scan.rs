@@ -17,7 +17,7 @@ use std::process::{Command as StdCommand, Output};
 use serde_json::Value;
 
 use crate::util::{
-    self, assert_same, json_object, reclaim_bin, skip_unless_root, stderr_of, MountGuard, Scratch,
+    self, assert_same, json_object, reclaim_bin, scratch, stderr_of, Scratch, Volume,
 };
 
 /// `reclaim scan --json ARGS...` in the scratch root; returns the output and the object.
@@ -200,7 +200,7 @@ fn file_inodes(s: &Scratch, rel: &str) -> (u64, u64) {
 
 #[test]
 fn counts_match_find_and_du_on_random_trees() {
-    let s = Scratch::new();
+    let s = scratch!();
     s.make_outside("outside");
     for (seed, threads) in [(1u64, "1"), (2, "4"), (3, "16")] {
         let rel = format!("t{seed}");
@@ -254,7 +254,7 @@ fn counts_match_find_and_du_on_random_trees() {
 
 #[test]
 fn histogram_buckets_are_powers_of_two() {
-    let s = Scratch::new();
+    let s = scratch!();
     let sizes = [
         0u64,
         0,
@@ -309,7 +309,7 @@ fn histogram_buckets_are_powers_of_two() {
 
 #[test]
 fn top_lists_rank_directories_by_files_and_small_files() {
-    let s = Scratch::new();
+    let s = scratch!();
     let sized = |rel: String, size: u64| {
         let p = s.file(rel, b"");
         fs::File::options()
@@ -387,7 +387,7 @@ fn top_lists_rank_directories_by_files_and_small_files() {
 
 #[test]
 fn top_by_allocated_bytes_ranks_whole_subtrees_as_du() {
-    let s = Scratch::new();
+    let s = scratch!();
     let data = |kib: usize| vec![0x5a_u8; kib << 10];
     s.file("t/video/film", data(2048));
     for i in 0..4 {
@@ -474,7 +474,7 @@ fn find_pruned(s: &Scratch, rel: &str, prune: &[&str], tests: &[&str]) -> u64 {
 
 #[test]
 fn exclude_leaves_out_what_find_prunes_by_name_and_by_path() {
-    let s = Scratch::new();
+    let s = scratch!();
     s.make_outside("outside");
     random_tree(&s, "t", 11, 600);
     s.file("t/a.o", "o");
@@ -630,7 +630,7 @@ fn exclude_leaves_out_what_find_prunes_by_name_and_by_path() {
 
 #[test]
 fn hard_links_are_counted_once() {
-    let s = Scratch::new();
+    let s = scratch!();
     s.file("t/a/data", vec![7u8; 100_000]);
     s.hardlink("t/b/link1", "t/a/data");
     s.hardlink("t/b/link2", "t/a/data");
@@ -651,15 +651,10 @@ fn hard_links_are_counted_once() {
 
 #[test]
 fn mount_points_are_skipped_and_reported_unless_crossing() {
-    if skip_unless_root("mount_points_are_skipped_and_reported_unless_crossing") {
-        return;
-    }
-    let s = Scratch::new();
+    util::require_root!();
+    let s = scratch!();
     s.file("t/a/f", "x");
-    s.mkdir("t/mnt");
-    let Some(_m) = MountGuard::tmpfs(&s, "t/mnt") else {
-        return;
-    };
+    let _m = util::or_skip!(Volume::tmpfs(&s, "t/mnt"));
     for i in 0..7 {
         s.file(format!("t/mnt/f{i}"), "in the tmpfs");
     }
@@ -679,7 +674,7 @@ fn mount_points_are_skipped_and_reported_unless_crossing() {
 
 #[test]
 fn symlinks_are_never_followed() {
-    let s = Scratch::new();
+    let s = scratch!();
     s.make_outside("outside");
     for i in 0..200 {
         s.file(format!("outside/many/f{i}"), "outside");
@@ -721,20 +716,20 @@ fn symlinks_are_never_followed() {
     // The strongest check: as an unprivileged user, with the outside directory unreadable,
     // any attempt to follow a link into it would fail with EACCES and show up as an error.
     if !util::is_root() {
-        return;
+        util::skip!("in part: the check as an unprivileged user needs root");
     }
     fs::set_permissions(s.root(), fs::Permissions::from_mode(0o755)).unwrap();
     fs::set_permissions(s.path("outside"), fs::Permissions::from_mode(0o000)).unwrap();
     let out = as_nobody(&s, &["scan", "--json", "--no-estimate", "t"]);
     fs::set_permissions(s.path("outside"), fs::Permissions::from_mode(0o755)).unwrap();
-    let Some(out) = out else { return };
+    let out = util::or_skip!(out);
     util::assert_success(&out);
     assert_eq!(u(&json_object(&out.stdout), "symlinks"), 8);
 }
 
-/// `reclaim ARGS` as uid/gid 65534 in the scratch root; None (after saying why) when not
+/// `reclaim ARGS` as uid/gid 65534 in the scratch root; Err (why, for a skip) when not
 /// possible.
-fn as_nobody(s: &Scratch, args: &[&str]) -> Option<Output> {
+fn as_nobody(s: &Scratch, args: &[&str]) -> Result<Output, String> {
     // Check the paths as the harness does.
     let _ = s.cmd(args);
     let out = StdCommand::new("setpriv")
@@ -747,20 +742,15 @@ fn as_nobody(s: &Scratch, args: &[&str]) -> Option<Output> {
         .env_remove("XDG_CONFIG_HOME")
         .output();
     match out {
-        Ok(o) if o.status.code() != Some(127) => Some(o),
-        _ => {
-            eprintln!("setpriv is not available: skipped the unprivileged part");
-            None
-        }
+        Ok(o) if o.status.code() != Some(127) => Ok(o),
+        _ => Err("in part: setpriv is not available for the unprivileged part".to_string()),
     }
 }
 
 #[test]
 fn unreadable_directory_is_reported_and_the_rest_counted() {
-    if skip_unless_root("unreadable_directory_is_reported_and_the_rest_counted") {
-        return;
-    }
-    let s = Scratch::new();
+    util::require_root!();
+    let s = scratch!();
     for i in 0..20 {
         s.file(format!("t/ok/f{i}"), "readable");
         s.file(format!("t/locked/f{i}"), "hidden");
@@ -771,7 +761,7 @@ fn unreadable_directory_is_reported_and_the_rest_counted() {
     fs::set_permissions(s.path("t/locked"), fs::Permissions::from_mode(0o000)).unwrap();
     let out = as_nobody(&s, &["scan", "--json", "--no-estimate", "t"]);
     fs::set_permissions(s.path("t/locked"), fs::Permissions::from_mode(0o755)).unwrap();
-    let Some(out) = out else { return };
+    let out = util::or_skip!(out);
     assert_eq!(out.status.code(), Some(1), "{}", stderr_of(&out));
     let stderr = stderr_of(&out);
     let lines: Vec<&str> = stderr.lines().collect();
@@ -792,7 +782,7 @@ fn unreadable_directory_is_reported_and_the_rest_counted() {
 #[test]
 fn deep_trees_work_with_few_fds() {
     const DEPTH: usize = 3000;
-    let s = Scratch::new();
+    let s = scratch!();
     s.mkdir("deep");
     // Built through fds: the paths are far longer than PATH_MAX. Every level holds a file,
     // and every 10th level a side directory with a file, so that the walk has work pending
@@ -856,7 +846,7 @@ fn deep_trees_work_with_few_fds() {
 
 #[test]
 fn json_has_the_documented_shape() {
-    let s = Scratch::new();
+    let s = scratch!();
     s.file("t/a", "hello");
     s.file(
         Path::new("t").join(OsStr::from_bytes(b"bad-\xff-name")),
@@ -921,7 +911,7 @@ fn json_has_the_documented_shape() {
 
 #[test]
 fn several_paths_and_errors_exit_1_but_count_the_rest() {
-    let s = Scratch::new();
+    let s = scratch!();
     s.file("a/f1", "1");
     s.file("b/f2", "22");
     s.file("b/f3", "333");
@@ -957,7 +947,7 @@ fn usage_errors_exit_2() {
 
 #[test]
 fn estimate_calibrates_privately_and_leaves_nothing_behind() {
-    let s = Scratch::new();
+    let s = scratch!();
     random_tree(&s, "t", 7, 300);
     let tmp = s.mkdir("tmp");
     let before = s.snapshot("t");
@@ -1004,20 +994,11 @@ fn scan_with_tmpdir(s: &Scratch, tmp: &Path, args: &[&str]) -> (String, Value) {
 
 #[test]
 fn calibration_never_writes_inside_the_scanned_tree() {
-    let test = "calibration_never_writes_inside_the_scanned_tree";
-    if skip_unless_root(test) {
-        return;
-    }
-    let s = Scratch::new();
+    util::require_root!();
+    let s = scratch!();
     // The scanned file system (its top not writable by others), and TMPDIR on another one.
-    s.mkdir("vol");
-    s.mkdir("tmp");
-    let (Some(_vol), Some(_tmp)) = (
-        MountGuard::tmpfs_with(&s, "vol", "size=16m,mode=755"),
-        MountGuard::tmpfs(&s, "tmp"),
-    ) else {
-        return;
-    };
+    let _vol = util::or_skip!(Volume::tmpfs_with(&s, "vol", "size=16m,mode=755"));
+    let _tmp = util::or_skip!(Volume::tmpfs(&s, "tmp"));
     for i in 0..30 {
         s.file(format!("vol/t/d{}/f{i}", i % 3), "x");
     }
@@ -1128,30 +1109,26 @@ fn calibration_never_writes_inside_the_scanned_tree() {
         .env("RECLAIM_CONFIG", "")
         .env_remove("XDG_CONFIG_HOME")
         .output();
-    if let Ok(out) = out.as_ref().map_err(|e| eprintln!("{test}: setpriv: {e}")) {
-        util::assert_success(out);
-        let v = json_object(&out.stdout);
-        let c = &v["estimate"]["calibrations"][0];
-        assert_eq!(c["path"], home.to_str().unwrap(), "{v}");
-        assert_eq!(c["place"], "above", "{v}");
-        assert_eq!(names(&home), ["t"]);
-        unchanged("vol/home/t", &tree, &s.path("vol/home/t"));
-    }
+    let out = util::or_skip!(out
+        .as_ref()
+        .map_err(|e| format!("in part: no check as another user: setpriv: {e}")));
+    util::assert_success(out);
+    let v = json_object(&out.stdout);
+    let c = &v["estimate"]["calibrations"][0];
+    assert_eq!(c["path"], home.to_str().unwrap(), "{v}");
+    assert_eq!(c["place"], "above", "{v}");
+    assert_eq!(names(&home), ["t"]);
+    unchanged("vol/home/t", &tree, &s.path("vol/home/t"));
 }
 
 #[test]
 fn estimate_is_none_on_a_read_only_file_system() {
-    if skip_unless_root("estimate_is_none_on_a_read_only_file_system") {
-        return;
-    }
-    let s = Scratch::new();
+    util::require_root!();
+    let s = scratch!();
     for i in 0..30 {
         s.file(format!("t/d{}/f{i}", i % 3), "x");
     }
-    s.mkdir("ro");
-    let Some(_ro) = MountGuard::bind(&s, "t", "ro", true) else {
-        return;
-    };
+    let _ro = util::or_skip!(Volume::bind(&s, "t", "ro", true));
     let (out, v) = scan_json(&s, &["ro"]);
     util::assert_success(&out);
     assert!(v["estimate"]["seconds"].is_null(), "{v}");

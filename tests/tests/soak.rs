@@ -66,7 +66,7 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use serde_json::{json, Value};
 
-use crate::util::{self, Scratch};
+use crate::util::{self, scratch, Scratch, Volume};
 
 const VICTIM: u32 = 61001;
 const ATTACKER: u32 = 61002;
@@ -199,70 +199,12 @@ fn round3(x: f64) -> f64 {
 // ---------------------------------------------------------------------------------------------
 // The volume, users, processes (as in adversary.rs).
 
-/// A file system mounted inside the scratch directory, unmounted on drop.
-struct Mount {
-    target: PathBuf,
-}
-
-fn run_ok(what: &str, c: &mut Command) -> bool {
-    match c.output() {
-        Ok(o) if o.status.success() => true,
-        Ok(o) => {
-            eprintln!("{what} failed: {}", String::from_utf8_lossy(&o.stderr));
-            false
-        }
-        Err(e) => {
-            eprintln!("{what} failed: {e}");
-            false
-        }
-    }
-}
-
-impl Mount {
-    fn new(s: &Scratch, rel: &str, kind: Fs) -> Option<Mount> {
-        let target = s.mkdir(rel);
-        let ok = match kind {
-            Fs::Tmpfs => run_ok(
-                "mount tmpfs",
-                Command::new("mount")
-                    .args(["-t", "tmpfs", "-o", "size=512m", "reclaim-soak"])
-                    .arg(&target),
-            ),
-            Fs::Ext4 => {
-                let image = s.path(format!("{rel}.img"));
-                fs::File::create(&image)
-                    .and_then(|f| f.set_len(1024 * MIB))
-                    .ok()?;
-                run_ok(
-                    "mkfs.ext4",
-                    Command::new("mkfs.ext4")
-                        .args(["-q", "-F", "-I", "256", "-N", "131072"])
-                        .arg(&image),
-                ) && run_ok(
-                    "mount -o loop",
-                    Command::new("mount")
-                        .arg("-o")
-                        .arg("loop")
-                        .arg(&image)
-                        .arg(&target),
-                )
-            }
-        };
-        ok.then_some(Mount { target })
-    }
-}
-
-impl Drop for Mount {
-    fn drop(&mut self) {
-        let mounted = self
-            .target
-            .parent()
-            .is_some_and(|p| util::mounts_under(p).iter().any(|m| m == &self.target));
-        if !mounted {
-            return;
-        }
-        if !run_ok("umount", Command::new("umount").arg(&self.target)) {
-            let _ = Command::new("umount").arg("-l").arg(&self.target).output();
+impl Fs {
+    /// This kind of volume on `root/rel`.
+    fn mount(self, s: &Scratch, rel: &str) -> Result<Volume, String> {
+        match self {
+            Fs::Tmpfs => Volume::tmpfs_with(s, rel, "size=512m"),
+            Fs::Ext4 => Volume::ext4(s, rel, 1024 * MIB, 131072),
         }
     }
 }
@@ -317,7 +259,7 @@ fn end_processes_of(root: &Path) {
 /// The soak's world. Dropped last: ends every process of the soak, then unmounts the volume,
 /// then removes the scratch directory.
 struct World {
-    _mount: Mount,
+    _mount: Volume,
     s: Scratch,
     top: PathBuf,
 }
@@ -1472,17 +1414,14 @@ fn read_attacker_log(p: &Path) -> AttackerReport {
 #[test]
 #[ignore = "the hostile soak: ~60-90 s, root only; CI runs it with --include-ignored"]
 fn hostile_soak() {
-    if util::skip_unless_root("hostile_soak") {
-        return;
-    }
+    util::require_root!();
     for tool in ["setpriv", "python3"] {
         if !Command::new(tool)
             .arg("--version")
             .output()
             .is_ok_and(|o| o.status.success())
         {
-            eprintln!("hostile_soak: skipped, no {tool}");
-            return;
+            util::skip!("no {tool}");
         }
     }
     let cfg = settings();
@@ -1490,11 +1429,8 @@ fn hostile_soak() {
         "hostile_soak: seed {} (SOAK_SEED={} reproduces the attacker's and the victim's choices), {:?}, {} s, at least {} actions",
         cfg.seed, cfg.seed, cfg.fs, cfg.secs, cfg.min_actions
     );
-    let s = Scratch::new();
-    let Some(mount) = Mount::new(&s, "vol", cfg.fs) else {
-        eprintln!("hostile_soak: skipped, cannot mount its volume");
-        return;
-    };
+    let s = scratch!();
+    let mount = util::or_skip!(cfg.fs.mount(&s, "vol"));
     let top = s.path("vol");
     let w = World {
         _mount: mount,
@@ -1516,8 +1452,7 @@ fn hostile_soak() {
     }
     let probe = run_limited(as_user(VICTIM, "true"), "true as the victim", HANG);
     if !probe.is_ok_and(|(o, _)| o.status.success()) {
-        eprintln!("hostile_soak: skipped, cannot run commands as uid {VICTIM}");
-        return;
+        util::skip!("cannot run commands as uid {VICTIM}");
     }
 
     // The third user's entry in its grace window (made before anything hostile happens).

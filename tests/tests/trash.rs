@@ -19,9 +19,9 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use serde_json::Value;
 
 use crate::util::{
-    self, assert_same, entry_meta, free_bytes, snapshot_any as snapshot, snapshot_without,
-    snapshot_without_trash, trash_entries, ImmutableGuard, MountGuard, ReaperSettle, Scratch,
-    TrashLock, NO_SPAWN,
+    self, assert_same, entry_meta, free_bytes, scratch, snapshot_any as snapshot, snapshot_without,
+    snapshot_without_trash, trash_entries, ImmutableGuard, ReaperSettle, Scratch, TrashLock,
+    Volume, NO_SPAWN,
 };
 
 const KIB: u64 = 1 << 10;
@@ -29,14 +29,6 @@ const MIB: u64 = 1 << 20;
 
 // ---------------------------------------------------------------------------------------------
 // Volumes, trees, commands.
-
-/// A tmpfs on `root/vol`, and a guard that waits for any reaper of its trash before the tmpfs
-/// is unmounted (a tuple drops its first field first).
-fn vol(s: &Scratch, test: &str) -> Option<(ReaperSettle, MountGuard)> {
-    let g = util::tmpfs_vol(s, "vol", test)?;
-    let settle = ReaperSettle { trash: trash(s) };
-    Some((settle, g))
-}
 
 /// This process's trash on `root/vol`.
 fn trash(s: &Scratch) -> PathBuf {
@@ -211,10 +203,8 @@ fn assert_reaped_all(out: &Output) -> Value {
 
 #[test]
 fn background_hides_a_file_and_a_tree_at_once() {
-    let s = Scratch::new();
-    let Some(_vol) = vol(&s, "background_hides_a_file_and_a_tree_at_once") else {
-        return;
-    };
+    let s = scratch!();
+    let _vol = util::or_skip!(util::trash_vol(&s));
     let t = trash(&s);
     let top = s.path("vol");
     s.file("vol/neighbour", "stays\n");
@@ -309,10 +299,8 @@ fn background_hides_a_file_and_a_tree_at_once() {
 
 #[test]
 fn background_starts_a_reaper_that_empties_the_trash() {
-    let s = Scratch::new();
-    let Some(_vol) = vol(&s, "background_starts_a_reaper_that_empties_the_trash") else {
-        return;
-    };
+    let s = scratch!();
+    let _vol = util::or_skip!(util::trash_vol(&s));
     let t = trash(&s);
     let top = s.path("vol");
     s.file("vol/neighbour", "stays\n");
@@ -359,10 +347,8 @@ fn background_starts_a_reaper_that_empties_the_trash() {
 
 #[test]
 fn the_detached_reaper_is_reclaim_to_pgrep() {
-    let s = Scratch::new();
-    let Some(_vol) = vol(&s, "the_detached_reaper_is_reclaim_to_pgrep") else {
-        return;
-    };
+    let s = scratch!();
+    let _vol = util::or_skip!(util::trash_vol(&s));
     let t = trash(&s);
     s.file("vol/f", "x\n");
     // A grace window keeps the detached reaper alive (waiting) for a while.
@@ -442,16 +428,9 @@ fn on_a_terminal(s: &Scratch, args: &str) -> String {
 
 #[test]
 fn wait_shows_progress_with_a_total_and_an_eta_on_a_terminal() {
-    let test = "wait_shows_progress_with_a_total_and_an_eta_on_a_terminal";
-    let s = Scratch::new();
-    if util::skip_unless_root(test) {
-        return;
-    }
-    s.mkdir("vol");
-    let Some(_vol) = MountGuard::tmpfs_with(&s, "vol", "size=256m") else {
-        eprintln!("{test}: skipped, cannot mount a tmpfs");
-        return;
-    };
+    let s = scratch!();
+    util::require_root!();
+    let _vol = util::or_skip!(Volume::tmpfs_with(&s, "vol", "size=256m"));
     let _settle = ReaperSettle { trash: trash(&s) };
     s.file("vol/big", bytes(17, 128 * MIB as usize));
     // A terminal of 120 columns (script(1) gives the pty; stty its size), paced so the bar
@@ -475,16 +454,9 @@ fn wait_shows_progress_with_a_total_and_an_eta_on_a_terminal() {
 
 #[test]
 fn reap_shows_progress_with_a_total_and_an_eta_on_a_terminal() {
-    let test = "reap_shows_progress_with_a_total_and_an_eta_on_a_terminal";
-    let s = Scratch::new();
-    if util::skip_unless_root(test) {
-        return;
-    }
-    s.mkdir("vol");
-    let Some(_vol) = MountGuard::tmpfs_with(&s, "vol", "size=256m") else {
-        eprintln!("{test}: skipped, cannot mount a tmpfs");
-        return;
-    };
+    let s = scratch!();
+    util::require_root!();
+    let _vol = util::or_skip!(Volume::tmpfs_with(&s, "vol", "size=256m"));
     let _settle = ReaperSettle { trash: trash(&s) };
     s.file("vol/big", bytes(18, 128 * MIB as usize));
     // Hidden now (its pacing recorded in the entry), freed by `reap` on a terminal.
@@ -506,10 +478,8 @@ fn reap_shows_progress_with_a_total_and_an_eta_on_a_terminal() {
 
 #[test]
 fn wait_returns_only_when_the_trash_entries_are_gone() {
-    let s = Scratch::new();
-    let Some(_vol) = vol(&s, "wait_returns_only_when_the_trash_entries_are_gone") else {
-        return;
-    };
+    let s = scratch!();
+    let _vol = util::or_skip!(util::trash_vol(&s));
     let t = trash(&s);
     let top = s.path("vol");
     s.file("vol/neighbour", "stays\n");
@@ -538,10 +508,8 @@ fn wait_returns_only_when_the_trash_entries_are_gone() {
 
 #[test]
 fn default_rm_does_not_use_the_trash() {
-    let s = Scratch::new();
-    let Some(_vol) = vol(&s, "default_rm_does_not_use_the_trash") else {
-        return;
-    };
+    let s = scratch!();
+    let _vol = util::or_skip!(util::trash_vol(&s));
     s.file("vol/neighbour", "stays\n");
     let rest = s.snapshot("vol");
     small_tree(&s, "vol/tree", 7);
@@ -565,10 +533,8 @@ fn default_rm_does_not_use_the_trash() {
 
 #[test]
 fn rm_json_with_background_lists_the_hidden_ids() {
-    let s = Scratch::new();
-    let Some(_vol) = vol(&s, "rm_json_with_background_lists_the_hidden_ids") else {
-        return;
-    };
+    let s = scratch!();
+    let _vol = util::or_skip!(util::trash_vol(&s));
     let t = trash(&s);
     s.file("vol/f", "f\n");
     small_tree(&s, "vol/tree", 9);
@@ -598,10 +564,8 @@ fn rm_json_with_background_lists_the_hidden_ids() {
 
 #[test]
 fn status_lists_pending_entries_then_nothing_after_reap() {
-    let s = Scratch::new();
-    let Some(_vol) = vol(&s, "status_lists_pending_entries_then_nothing_after_reap") else {
-        return;
-    };
+    let s = scratch!();
+    let _vol = util::or_skip!(util::trash_vol(&s));
     let t = trash(&s);
     s.file("vol/f", bytes(10, MIB as usize));
     small_tree(&s, "vol/tree", 11);
@@ -668,10 +632,8 @@ fn status_lists_pending_entries_then_nothing_after_reap() {
 
 #[test]
 fn restore_by_id_and_by_path_puts_the_content_back() {
-    let s = Scratch::new();
-    let Some(_vol) = vol(&s, "restore_by_id_and_by_path_puts_the_content_back") else {
-        return;
-    };
+    let s = scratch!();
+    let _vol = util::or_skip!(util::trash_vol(&s));
     let t = trash(&s);
     let top = s.path("vol");
     s.file("vol/neighbour", "stays\n");
@@ -701,10 +663,8 @@ fn restore_by_id_and_by_path_puts_the_content_back() {
 
 #[test]
 fn restore_by_original_path_picks_the_newest_entry() {
-    let s = Scratch::new();
-    let Some(_vol) = vol(&s, "restore_by_original_path_picks_the_newest_entry") else {
-        return;
-    };
+    let s = scratch!();
+    let _vol = util::or_skip!(util::trash_vol(&s));
     let t = trash(&s);
     s.file("vol/f", "old\n");
     util::assert_success(&rm_ns(&s, &["--background", "vol/f"]));
@@ -730,10 +690,8 @@ fn restore_by_original_path_picks_the_newest_entry() {
 
 #[test]
 fn restore_refuses_when_the_original_path_is_taken() {
-    let s = Scratch::new();
-    let Some(_vol) = vol(&s, "restore_refuses_when_the_original_path_is_taken") else {
-        return;
-    };
+    let s = scratch!();
+    let _vol = util::or_skip!(util::trash_vol(&s));
     let t = trash(&s);
     small_tree(&s, "vol/d/tree", 14);
     let snap = s.snapshot("vol/d/tree");
@@ -757,13 +715,8 @@ fn restore_refuses_when_the_original_path_is_taken() {
 
 #[test]
 fn restore_to_puts_an_entry_elsewhere_on_the_same_file_system() {
-    let s = Scratch::new();
-    let Some(_vol) = vol(
-        &s,
-        "restore_to_puts_an_entry_elsewhere_on_the_same_file_system",
-    ) else {
-        return;
-    };
+    let s = scratch!();
+    let _vol = util::or_skip!(util::trash_vol(&s));
     let t = trash(&s);
     small_tree(&s, "vol/d/tree", 16);
     let snap = s.snapshot("vol/d/tree");
@@ -808,10 +761,8 @@ fn restore_to_puts_an_entry_elsewhere_on_the_same_file_system() {
 
 #[test]
 fn restore_refuses_an_entry_already_being_freed() {
-    let s = Scratch::new();
-    let Some(_vol) = vol(&s, "restore_refuses_an_entry_already_being_freed") else {
-        return;
-    };
+    let s = scratch!();
+    let _vol = util::or_skip!(util::trash_vol(&s));
     let t = trash(&s);
     small_tree(&s, "vol/tree", 15);
     util::assert_success(&rm_ns(&s, &["-r", "--background", "vol/tree"]));
@@ -838,13 +789,8 @@ fn restore_refuses_an_entry_already_being_freed() {
 
 #[test]
 fn restore_refuses_when_the_original_directory_was_replaced_or_is_gone() {
-    let s = Scratch::new();
-    let Some(_vol) = vol(
-        &s,
-        "restore_refuses_when_the_original_directory_was_replaced_or_is_gone",
-    ) else {
-        return;
-    };
+    let s = scratch!();
+    let _vol = util::or_skip!(util::trash_vol(&s));
     let t = trash(&s);
     s.file("vol/d/f", "f\n");
     util::assert_success(&rm_ns(&s, &["--background", "vol/d/f"]));
@@ -872,10 +818,8 @@ fn restore_refuses_when_the_original_directory_was_replaced_or_is_gone() {
 
 #[test]
 fn restore_refuses_unknown_ids_and_paths() {
-    let s = Scratch::new();
-    let Some(_vol) = vol(&s, "restore_refuses_unknown_ids_and_paths") else {
-        return;
-    };
+    let s = scratch!();
+    let _vol = util::or_skip!(util::trash_vol(&s));
     let t = trash(&s);
     s.file("vol/f", "f\n");
     s.file("vol/g", "g\n");
@@ -912,10 +856,8 @@ fn restore_refuses_unknown_ids_and_paths() {
 
 #[test]
 fn grace_keeps_an_entry_restorable_through_reap_once() {
-    let s = Scratch::new();
-    let Some(_vol) = vol(&s, "grace_keeps_an_entry_restorable_through_reap_once") else {
-        return;
-    };
+    let s = scratch!();
+    let _vol = util::or_skip!(util::trash_vol(&s));
     let t = trash(&s);
     small_tree(&s, "vol/tree", 16);
     let snap = s.snapshot("vol/tree");
@@ -947,10 +889,8 @@ fn grace_keeps_an_entry_restorable_through_reap_once() {
 
 #[test]
 fn grace_needs_background() {
-    let s = Scratch::new();
-    let Some(_vol) = vol(&s, "grace_needs_background") else {
-        return;
-    };
+    let s = scratch!();
+    let _vol = util::or_skip!(util::trash_vol(&s));
     s.file("vol/f", "f\n");
     for mode in [None, Some("--now"), Some("--wait")] {
         let mut args: Vec<&str> = mode.into_iter().collect();
@@ -970,8 +910,8 @@ fn grace_needs_background() {
 // ---------------------------------------------------------------------------------------------
 // Users.
 
-/// `reclaim ARGS` as uid/gid 65534 (no groups), in `/`. None if setpriv cannot do that.
-fn as_nobody(args: &[&str]) -> Option<Output> {
+/// `reclaim ARGS` as uid/gid 65534 (no groups), in `/`. Err if setpriv cannot do that.
+fn as_nobody(args: &[&str]) -> Result<Output, String> {
     let run = |args: &[&str]| {
         StdCommand::new("setpriv")
             .args(["--reuid=65534", "--regid=65534", "--clear-groups", "--"])
@@ -988,28 +928,21 @@ fn as_nobody(args: &[&str]) -> Option<Output> {
     };
     match run(&["--version"]) {
         Ok(o) if o.status.success() => {}
-        other => {
-            eprintln!("cannot run reclaim as uid 65534: {other:?}");
-            return None;
-        }
+        other => return Err(format!("cannot run reclaim as uid 65534: {other:?}")),
     }
-    Some(run(args).unwrap())
+    Ok(run(args).unwrap())
 }
 
 #[test]
 fn entries_of_one_uid_are_invisible_to_another() {
-    let s = Scratch::new();
-    let Some(_vol) = vol(&s, "entries_of_one_uid_are_invisible_to_another") else {
-        return;
-    };
+    let s = scratch!();
+    let _vol = util::or_skip!(util::trash_vol(&s));
     let t = trash(&s);
     small_tree(&s, "vol/tree", 17);
     util::assert_success(&rm_ns(&s, &["-r", "--background", "vol/tree"]));
     let id = id_of(&t, &abs(&s, "vol/tree"));
     let snap = snapshot(&t.join(&id).join("data"));
-    let Some(out) = as_nobody(&["status", "--json"]) else {
-        return;
-    };
+    let out = util::or_skip!(as_nobody(&["status", "--json"]));
     util::assert_success(&out);
     let v = util::json_object(&out.stdout);
     for tr in v["trashes"].as_array().expect("trashes") {
@@ -1039,13 +972,8 @@ fn entries_of_one_uid_are_invisible_to_another() {
 
 #[test]
 fn a_squatted_trash_name_is_passed_over_never_a_reason_to_remove_now() {
-    let s = Scratch::new();
-    let Some(_vol) = vol(
-        &s,
-        "a_squatted_trash_name_is_passed_over_never_a_reason_to_remove_now",
-    ) else {
-        return;
-    };
+    let s = scratch!();
+    let _vol = util::or_skip!(util::trash_vol(&s));
     // Someone put a file where this user's trash would go (the name is squatted).
     let squat = s.file(
         format!("vol/.reclaim-{}", util::euid()),
@@ -1107,21 +1035,13 @@ fn a_squatted_trash_name_is_passed_over_never_a_reason_to_remove_now() {
 
 #[test]
 fn uses_the_highest_writable_directory_when_the_top_is_not() {
-    let s = Scratch::new();
-    let Some(_vol) = vol(
-        &s,
-        "uses_the_highest_writable_directory_when_the_top_is_not",
-    ) else {
-        return;
-    };
+    let s = scratch!();
+    let _vol = util::or_skip!(util::trash_vol(&s));
     small_tree(&s, "vol/sub/deeper/tree", 19);
     let snap = s.snapshot("vol/sub/deeper/tree");
     let alt = util::trash_dir(&s.path("vol/sub"));
     let _settle = ReaperSettle { trash: alt.clone() };
-    let Some(_immutable) = ImmutableGuard::new(&s, "vol") else {
-        eprintln!("skipped: chattr +i on a tmpfs failed");
-        return;
-    };
+    let _immutable = util::or_skip!(ImmutableGuard::new(&s, "vol"));
     let out = rm_ns(&s, &["-r", "--background", "vol/sub/deeper/tree"]);
     util::assert_success(&out);
     assert!(!s.exists("vol/sub/deeper/tree"));
@@ -1139,16 +1059,10 @@ fn uses_the_highest_writable_directory_when_the_top_is_not() {
 
 #[test]
 fn a_grace_window_that_cannot_be_kept_refuses_the_removal() {
-    let s = Scratch::new();
-    if util::skip_unless_root("a_grace_window_that_cannot_be_kept_refuses_the_removal") {
-        return;
-    }
+    let s = scratch!();
+    util::require_root!();
     // A tmpfs with no inode to spare: no trash (nor entry) can be made on it.
-    s.mkdir("vol");
-    let Some(_vol) = MountGuard::tmpfs_with(&s, "vol", "size=4m,nr_inodes=8") else {
-        eprintln!("skipped: cannot mount a small tmpfs");
-        return;
-    };
+    let _vol = util::or_skip!(Volume::tmpfs_with(&s, "vol", "size=4m,nr_inodes=8"));
     s.file("vol/f", "f\n");
     let mut n = 0;
     while fs::write(s.path(format!("vol/fill{n}")), b"").is_ok() {
@@ -1175,16 +1089,11 @@ fn a_grace_window_that_cannot_be_kept_refuses_the_removal() {
 
 #[test]
 fn background_never_moves_a_mount_point_into_the_trash() {
-    let s = Scratch::new();
-    let Some(_vol) = vol(&s, "background_never_moves_a_mount_point_into_the_trash") else {
-        return;
-    };
+    let s = scratch!();
+    let _vol = util::or_skip!(util::trash_vol(&s));
     let t = trash(&s);
     small_tree(&s, "vol/tree", 21);
-    s.mkdir("vol/tree/sub/mnt");
-    let Some(_inner) = MountGuard::tmpfs(&s, "vol/tree/sub/mnt") else {
-        return;
-    };
+    let _inner = util::or_skip!(Volume::tmpfs(&s, "vol/tree/sub/mnt"));
     s.file("vol/tree/sub/mnt/on_inner", "keep\n");
     s.file("vol/tree/sub/mnt/d/deeper", "keep\n");
     let inner = s.snapshot("vol/tree/sub/mnt");
@@ -1238,10 +1147,8 @@ fn background_never_moves_a_mount_point_into_the_trash() {
 
 #[test]
 fn reaper_never_follows_symlinks() {
-    let s = Scratch::new();
-    let Some(_vol) = vol(&s, "reaper_never_follows_symlinks") else {
-        return;
-    };
+    let s = scratch!();
+    let _vol = util::or_skip!(util::trash_vol(&s));
     let t = trash(&s);
     // Outside directories on another file system and on the trash's own.
     let far = s.make_outside("outside");
@@ -1301,10 +1208,8 @@ fn reaper_never_follows_symlinks() {
 
 #[test]
 fn a_trash_reached_through_a_symlink_is_refused() {
-    let s = Scratch::new();
-    let Some(_vol) = vol(&s, "a_trash_reached_through_a_symlink_is_refused") else {
-        return;
-    };
+    let s = scratch!();
+    let _vol = util::or_skip!(util::trash_vol(&s));
     let uid = util::euid().to_string();
     // Something that looks like a trash with one entry, elsewhere on the volume.
     let fake_entry = |base: &str| {
@@ -1362,10 +1267,8 @@ fn a_trash_reached_through_a_symlink_is_refused() {
 
 #[test]
 fn reap_once_skips_a_locked_trash() {
-    let s = Scratch::new();
-    let Some(_vol) = vol(&s, "reap_once_skips_a_locked_trash") else {
-        return;
-    };
+    let s = scratch!();
+    let _vol = util::or_skip!(util::trash_vol(&s));
     let t = trash(&s);
     small_tree(&s, "vol/tree", 25);
     s.file("vol/f", bytes(26, 100 * KIB as usize));
@@ -1410,10 +1313,8 @@ fn reap_once_skips_a_locked_trash() {
 
 #[test]
 fn reap_frees_debris_and_claimed_entries() {
-    let s = Scratch::new();
-    let Some(_vol) = vol(&s, "reap_frees_debris_and_claimed_entries") else {
-        return;
-    };
+    let s = scratch!();
+    let _vol = util::or_skip!(util::trash_vol(&s));
     let t = trash(&s);
     let top = s.path("vol");
     s.file("vol/neighbour", "stays\n");
@@ -1450,10 +1351,8 @@ fn reap_frees_debris_and_claimed_entries() {
 
 #[test]
 fn durable_removes_in_every_mode() {
-    let s = Scratch::new();
-    let Some(_vol) = vol(&s, "durable_removes_in_every_mode") else {
-        return;
-    };
+    let s = scratch!();
+    let _vol = util::or_skip!(util::trash_vol(&s));
     let t = trash(&s);
     s.file("vol/neighbour", "stays\n");
     let rest = snapshot_without_trash(&s.path("vol"));
@@ -1471,13 +1370,10 @@ fn durable_removes_in_every_mode() {
 
 #[test]
 fn durable_syncs_each_directory_once_not_each_file() {
-    let s = Scratch::new();
-    let Some(_vol) = vol(&s, "durable_syncs_each_directory_once_not_each_file") else {
-        return;
-    };
+    let s = scratch!();
+    let _vol = util::or_skip!(util::trash_vol(&s));
     if StdCommand::new("strace").arg("-V").output().is_err() {
-        eprintln!("durable_syncs_each_directory_once_not_each_file: skipped, no strace");
-        return;
+        util::skip!("no strace");
     }
     let names: Vec<String> = (1..=100).map(|i| format!("f{i}")).collect();
     let count_syncs = |durable: bool| -> usize {
@@ -1535,13 +1431,8 @@ fn durable_syncs_each_directory_once_not_each_file() {
 #[test]
 fn a_name_that_is_not_utf8_is_recorded_exactly_and_restored() {
     use std::os::unix::ffi::{OsStrExt, OsStringExt};
-    let s = Scratch::new();
-    let Some(_vol) = vol(
-        &s,
-        "a_name_that_is_not_utf8_is_recorded_exactly_and_restored",
-    ) else {
-        return;
-    };
+    let s = scratch!();
+    let _vol = util::or_skip!(util::trash_vol(&s));
     let t = trash(&s);
     let rel = std::ffi::OsString::from_vec(b"vol/d/caf\xe9\nline".to_vec());
     s.file(&rel, "bytes\n");
@@ -1575,10 +1466,8 @@ fn a_name_that_is_not_utf8_is_recorded_exactly_and_restored() {
 
 #[test]
 fn status_shows_the_running_reaper() {
-    let s = Scratch::new();
-    let Some(_vol) = vol(&s, "status_shows_the_running_reaper") else {
-        return;
-    };
+    let s = scratch!();
+    let _vol = util::or_skip!(util::trash_vol(&s));
     let t = trash(&s);
     for i in 0..400 {
         s.file(format!("vol/tree/d{}/f{i}", i % 8), "");
@@ -1632,13 +1521,8 @@ fn status_shows_the_running_reaper() {
 
 #[test]
 fn mode_background_from_the_config_file_or_the_environment() {
-    let s = Scratch::new();
-    let Some(_vol) = vol(
-        &s,
-        "mode_background_from_the_config_file_or_the_environment",
-    ) else {
-        return;
-    };
+    let s = scratch!();
+    let _vol = util::or_skip!(util::trash_vol(&s));
     let t = trash(&s);
     s.file("vol/a", "a\n");
     s.file("vol/b", "b\n");
@@ -1690,10 +1574,8 @@ fn mode_background_from_the_config_file_or_the_environment() {
 /// record must not mean no removal.
 #[test]
 fn a_full_file_system_falls_back_to_removing_now() {
-    let s = Scratch::new();
-    let Some(_vol) = vol(&s, "a_full_file_system_falls_back_to_removing_now") else {
-        return;
-    };
+    let s = scratch!();
+    let _vol = util::or_skip!(util::trash_vol(&s));
     s.file("vol/neighbour", "stays\n");
     // Fill the 16 MiB tmpfs to the last block.
     let filler = s.path("vol/filler");
@@ -1720,10 +1602,8 @@ fn a_full_file_system_falls_back_to_removing_now() {
 /// ones whose grace window ends while it waits.
 #[test]
 fn reap_watch_frees_entries_as_they_arrive() {
-    let s = Scratch::new();
-    let Some(_vol) = vol(&s, "reap_watch_frees_entries_as_they_arrive") else {
-        return;
-    };
+    let s = scratch!();
+    let _vol = util::or_skip!(util::trash_vol(&s));
     let t = trash(&s);
     s.file("vol/neighbour", "stays\n");
     s.file("vol/a", "a\n");
@@ -1778,10 +1658,8 @@ fn reap_watch_frees_entries_as_they_arrive() {
 
 #[test]
 fn status_count_walks_pending_trees() {
-    let s = Scratch::new();
-    let Some(_vol) = vol(&s, "status_count_walks_pending_trees") else {
-        return;
-    };
+    let s = scratch!();
+    let _vol = util::or_skip!(util::trash_vol(&s));
     let t = trash(&s);
     small_tree(&s, "vol/tree", 9);
     let (tree_bytes, _) = util::allocated_bytes(&s.path("vol/tree"));
@@ -1818,10 +1696,8 @@ fn status_count_walks_pending_trees() {
 /// ever made there.
 #[test]
 fn trashes_of_the_first_layout_are_still_read() {
-    let s = Scratch::new();
-    let Some(_vol) = vol(&s, "trashes_of_the_first_layout_are_still_read") else {
-        return;
-    };
+    let s = scratch!();
+    let _vol = util::or_skip!(util::trash_vol(&s));
     let uid = util::euid();
     let old = s.mkdir(format!("vol/.reclaim/{uid}"));
     fs::set_permissions(s.path("vol/.reclaim"), fs::Permissions::from_mode(0o755)).unwrap();

@@ -7,7 +7,7 @@ use std::time::Instant;
 
 use serde_json::Value;
 
-use crate::util::{self, Scratch};
+use crate::util::{self, scratch, Scratch};
 
 fn tree(s: &Scratch, files: usize) {
     for d in 0..4 {
@@ -19,7 +19,7 @@ fn tree(s: &Scratch, files: usize) {
 
 #[test]
 fn iops_cap_is_never_exceeded() {
-    let s = Scratch::new();
+    let s = scratch!();
     tree(&s, 400);
     let t0 = Instant::now();
     let out = s
@@ -38,7 +38,7 @@ fn iops_cap_is_never_exceeded() {
 
 #[test]
 fn iops_cap_applies_with_fast_too() {
-    let s = Scratch::new();
+    let s = scratch!();
     tree(&s, 100);
     let t0 = Instant::now();
     let out = s
@@ -52,7 +52,7 @@ fn iops_cap_applies_with_fast_too() {
 
 #[test]
 fn tree_is_governed_only_when_asked_or_on_a_slow_or_shared_file_system() {
-    let s = Scratch::new();
+    let s = scratch!();
     tree(&s, 200);
     // A local SSD is not governed by default (issue 2's speed).
     let out = s
@@ -103,7 +103,7 @@ fn tree_is_governed_only_when_asked_or_on_a_slow_or_shared_file_system() {
 
 #[test]
 fn zero_iops_is_a_usage_error() {
-    let s = Scratch::new();
+    let s = scratch!();
     tree(&s, 4);
     let out = s.rm(&["-r", "--iops", "0", "t"]).output().unwrap();
     assert_eq!(out.status.code(), Some(2));

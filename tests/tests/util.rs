@@ -1,6 +1,6 @@
 //! Shared helpers: per-test scratch directories that refuse to touch anything outside
-//! themselves, tree builders, snapshots, the `reclaim` command, and guards for mounts and
-//! immutable flags that undo themselves even when a test panics.
+//! themselves, tree builders, snapshots, the `reclaim` command, skips that are said and
+//! counted, and volumes and immutable flags that undo themselves even when a test panics.
 
 use std::collections::BTreeMap;
 use std::ffi::{OsStr, OsString};
@@ -38,31 +38,138 @@ pub fn is_root() -> bool {
     rustix::process::geteuid().is_root()
 }
 
-/// Returns true (and says why) when a root-only test has to be skipped.
-pub fn skip_unless_root(test: &str) -> bool {
+// ---------------------------------------------------------------------------------------------
+// Skips. A test that cannot run here (not root, a tool missing) ends early, and the harness
+// counts it as passed: libtest cannot mark a test ignored at run time. So every skip is said
+// (`SKIPPED <test>: <why>` on stderr, shown with --nocapture) and counted: when the run ends, a
+// summary on stderr lists every test that skipped itself, in full or in part. Helpers that find
+// a test cannot run return `Err(why)`; the test ends itself with `or_skip!` (these macros name
+// the function they are written in, so they belong in the test itself, not in a helper).
+
+/// Ends the test here as skipped, saying why: `skip!("no {tool}")`.
+macro_rules! skip {
+    ($($why:tt)+) => {{
+        $crate::util::skipped($crate::util::test_name!(), &format!($($why)+));
+        return;
+    }};
+}
+pub(crate) use skip;
+
+/// The `Ok` value of `result`; on `Err(why)` the test ends here as skipped (see `skip!`).
+macro_rules! or_skip {
+    ($result:expr) => {
+        match $result {
+            Ok(value) => value,
+            Err(why) => $crate::util::skip!("{}", why),
+        }
+    };
+}
+pub(crate) use or_skip;
+
+/// Ends the test here as skipped unless it runs as root.
+macro_rules! require_root {
+    () => {
+        $crate::util::or_skip!($crate::util::need_root())
+    };
+}
+pub(crate) use require_root;
+
+/// Ok when running as root, else why not.
+pub fn need_root() -> Result<(), String> {
     if is_root() {
-        false
+        Ok(())
     } else {
-        eprintln!("{test}: skipped, needs root");
-        true
+        Err("needs root".to_string())
     }
 }
 
+/// The tests of this run that skipped themselves (in full or in part), with why.
+static SKIPPED: std::sync::Mutex<Vec<(String, String)>> = std::sync::Mutex::new(Vec::new());
+
+/// Records that `test` skips itself (or a part: `why` then says which), and says so. Use
+/// `skip!`/`or_skip!` to end a test; call this directly for a part that does not run.
+pub fn skipped(test: &str, why: &str) {
+    let why = why.lines().map(str::trim).collect::<Vec<_>>().join(" ");
+    eprintln!("SKIPPED {test}: {why}");
+    let mut all = SKIPPED.lock().unwrap_or_else(|e| e.into_inner());
+    if all.is_empty() {
+        // SAFETY: registers a plain function, called once by exit(3) at the end of the run.
+        unsafe { libc::atexit(report_skipped) };
+    }
+    all.push((test.to_string(), why));
+}
+
+/// At exit: the summary of the skips, on stderr (after libtest's own, which counts them as
+/// passed).
+extern "C" fn report_skipped() {
+    let all = SKIPPED.lock().unwrap_or_else(|e| e.into_inner());
+    let mut by_test: BTreeMap<&str, Vec<&str>> = BTreeMap::new();
+    for (test, why) in all.iter() {
+        by_test.entry(test).or_default().push(why);
+    }
+    let mut text = format!(
+        "\nreclaim tests: {} skipped, in full or in part (counted as passed above):\n",
+        by_test.len()
+    );
+    for (test, whys) in &by_test {
+        text.push_str(&format!("  {test}: {}\n", whys.join("; ")));
+    }
+    let _ = std::io::stderr().write_all(text.as_bytes());
+}
+
+/// The name of the test this is written in, as the harness lists it (`trash::grace_needs_background`):
+/// the path of the enclosing function without the crate, closures inside it not counted.
+macro_rules! test_name {
+    () => {{
+        fn f() {}
+        let name = std::any::type_name_of_val(&f);
+        let name = name.strip_suffix("::f").unwrap_or(name);
+        let name = name.trim_end_matches("::{{closure}}");
+        name.split_once("::").map_or(name, |(_crate, path)| path)
+    }};
+}
+pub(crate) use test_name;
+
+/// A fresh scratch directory named after the test this is written in.
+macro_rules! scratch {
+    () => {
+        $crate::util::Scratch::new($crate::util::test_name!())
+    };
+}
+pub(crate) use scratch;
+
 static COUNTER: AtomicU64 = AtomicU64::new(0);
 
-/// A temporary directory of one test. Everything a test builds or removes lives inside it;
-/// every helper checks that, and that the directory still carries the marker this process
-/// wrote into it, before it does anything.
+/// A temporary directory of one test, made by `scratch!()` and named after it:
+/// `reclaim-test-<TestNameInCamelCase>-XXXXXX` (camel case, so that the words of the name never
+/// turn up in lowercase in the messages a test checks, which may hold the absolute path).
+/// Everything a test builds or removes lives inside it; every helper checks that, and that
+/// the directory still carries the marker this process wrote into it, before it does anything.
 pub struct Scratch {
     dir: Option<tempfile::TempDir>,
     root: PathBuf,
     token: String,
+    test: String,
 }
 
 impl Scratch {
-    pub fn new() -> Scratch {
+    /// A scratch directory for the test named `test` (see `scratch!()`).
+    pub fn new(test: &str) -> Scratch {
+        let camel: String = test
+            .rsplit("::")
+            .next()
+            .unwrap_or(test)
+            .split('_')
+            .flat_map(|w| {
+                let mut c = w.chars();
+                c.next()
+                    .map(|first| first.to_ascii_uppercase())
+                    .into_iter()
+                    .chain(c)
+            })
+            .collect();
         let dir = tempfile::Builder::new()
-            .prefix("reclaim-test-")
+            .prefix(&format!("reclaim-test-{camel}-"))
             .tempdir()
             .expect("create tempdir");
         let root = dir.path().canonicalize().expect("canonicalize tempdir");
@@ -77,7 +184,13 @@ impl Scratch {
             dir: Some(dir),
             root,
             token,
+            test: test.to_string(),
         }
+    }
+
+    /// The name of the test this directory belongs to.
+    pub fn test(&self) -> &str {
+        &self.test
     }
 
     /// The (canonical) root of the scratch directory.
@@ -414,69 +527,212 @@ fn unmount(p: &Path) {
     }
 }
 
-/// A mount inside a scratch directory, unmounted on drop.
-pub struct MountGuard {
+// ---------------------------------------------------------------------------------------------
+// Volumes: every file system a test mounts.
+
+/// A file system of one test, mounted on a directory it makes itself inside the scratch
+/// directory: a tmpfs, an ext3/ext4 image (sparse, in a temporary directory of the volume's
+/// own, loop-mounted), or a bind mount of another scratch path. On drop, also when the test
+/// panics, it unmounts what it mounted (lazily if busy), detaches its loop device and removes
+/// its image; it never unmounts a mount it did not make, nor detaches a loop device whose
+/// backing file is not its image. Err from a constructor: why the volume cannot be had here
+/// (not root, no mkfs), for `or_skip!`.
+pub struct Volume {
     target: PathBuf,
+    /// Our mount's id (the first field of /proc/self/mountinfo).
+    mount_id: u64,
+    /// The directory holding the image of a loop-mounted volume.
+    image_dir: Option<tempfile::TempDir>,
 }
 
-/// `mount ARGS TARGET`; None (after saying what failed) if it did not succeed.
-fn mount<S: AsRef<OsStr>>(what: &str, args: &[S], target: &Path) -> Option<()> {
-    let out = std::process::Command::new("mount")
-        .args(args)
-        .arg(target)
-        .output()
-        .ok()?;
+/// Runs a setup command; Err (`cannot WHAT: ...`, for a skip) if it did not succeed.
+fn run_setup(what: &str, cmd: &mut std::process::Command) -> Result<(), String> {
+    let out = cmd.output().map_err(|e| format!("cannot {what}: {e}"))?;
     if !out.status.success() {
-        eprintln!("{what} failed: {}", String::from_utf8_lossy(&out.stderr));
-        return None;
+        return Err(format!(
+            "cannot {what}: {}",
+            String::from_utf8_lossy(&out.stderr).trim_end()
+        ));
     }
-    Some(())
+    Ok(())
 }
 
-impl MountGuard {
-    /// Mounts a fresh tmpfs on `root/rel` (which must exist). None if that fails.
-    pub fn tmpfs(scratch: &Scratch, rel: &str) -> Option<MountGuard> {
-        MountGuard::tmpfs_with(scratch, rel, "size=16m")
-    }
+/// `mount ARGS TARGET`; Err (why, for a skip) if it did not succeed.
+fn mount<S: AsRef<OsStr>>(what: &str, args: &[S], target: &Path) -> Result<(), String> {
+    run_setup(
+        what,
+        std::process::Command::new("mount").args(args).arg(target),
+    )
+}
 
-    /// Mounts a fresh tmpfs with mount `options` (e.g. `size=4m,nr_inodes=8`) on `root/rel`.
-    pub fn tmpfs_with(scratch: &Scratch, rel: &str, options: &str) -> Option<MountGuard> {
-        let target = scratch.path(rel);
-        mount(
-            "mount tmpfs",
-            &["-t", "tmpfs", "-o", options, "reclaim-test"],
-            &target,
-        )?;
-        Some(MountGuard { target })
-    }
-
-    /// Makes a fresh journaled ext4 image `root/<rel>.img` (sparse, with `inodes` inodes) and
-    /// loop-mounts it on `root/rel` (which must exist), so a big test does not depend on the
-    /// history of the host's file system. None if that fails (not root, no mkfs.ext4).
-    pub fn ext4_image(scratch: &Scratch, rel: &str, inodes: u64) -> Option<MountGuard> {
-        MountGuard::ext_image(scratch, rel, "mkfs.ext4", 8 << 30, inodes)
-    }
-
-    /// Bind-mounts `root/src` on `root/dst` (both must exist), read-only if asked.
-    pub fn bind(scratch: &Scratch, src: &str, dst: &str, read_only: bool) -> Option<MountGuard> {
-        let source = scratch.path(src);
-        let target = scratch.path(dst);
-        mount(
-            "mount --bind",
-            &[OsStr::new("--bind"), source.as_os_str()],
-            &target,
-        )?;
-        let guard = MountGuard { target };
-        if read_only {
-            mount("remount ro", &["-o", "remount,bind,ro"], &guard.target)?;
+/// The ids of the mounts at exactly `target`, bottom first.
+fn mounts_at(target: &Path) -> Vec<u64> {
+    let info = fs::read("/proc/self/mountinfo").unwrap_or_default();
+    let mut out = Vec::new();
+    for line in info.split(|&b| b == b'\n') {
+        let mut fields = line.split(|&b| b == b' ');
+        let (Some(id), Some(point)) = (fields.next(), fields.nth(3)) else {
+            continue;
+        };
+        if Path::new(OsStr::from_bytes(&unescape_mountinfo(point))) == target {
+            if let Some(id) = std::str::from_utf8(id).ok().and_then(|i| i.parse().ok()) {
+                out.push(id);
+            }
         }
-        Some(guard)
+    }
+    out
+}
+
+impl Volume {
+    /// A fresh tmpfs of 16 MiB on `root/rel`.
+    pub fn tmpfs(scratch: &Scratch, rel: impl AsRef<Path>) -> Result<Volume, String> {
+        Volume::tmpfs_with(scratch, rel, "size=16m")
+    }
+
+    /// A fresh tmpfs with mount `options` (e.g. `size=4m,nr_inodes=8`) on `root/rel`.
+    pub fn tmpfs_with(
+        scratch: &Scratch,
+        rel: impl AsRef<Path>,
+        options: &str,
+    ) -> Result<Volume, String> {
+        Volume::mount(
+            scratch,
+            rel,
+            "mount a tmpfs",
+            &["-t", "tmpfs", "-o", options, "reclaim-test"].map(OsString::from),
+            None,
+        )
+    }
+
+    /// A fresh journaled ext4 image of `size` bytes (sparse) with `inodes` inodes of 256 bytes,
+    /// loop-mounted on `root/rel`: a file system whose history is the test's alone.
+    pub fn ext4(scratch: &Scratch, rel: &str, size: u64, inodes: u64) -> Result<Volume, String> {
+        Volume::image(scratch, rel, "mkfs.ext4", size, inodes)
+    }
+
+    /// As `ext4`, but ext3: block-mapped files, which cost one indirect block per 4 MiB to
+    /// free. Keep `size` and `inodes` small: mkfs.ext3 writes its inode tables in full.
+    pub fn ext3(scratch: &Scratch, rel: &str, size: u64, inodes: u64) -> Result<Volume, String> {
+        Volume::image(scratch, rel, "mkfs.ext3", size, inodes)
+    }
+
+    /// `root/src` bind-mounted on `root/rel`, read-only if asked.
+    pub fn bind(
+        scratch: &Scratch,
+        src: &str,
+        rel: &str,
+        read_only: bool,
+    ) -> Result<Volume, String> {
+        let source = scratch.path(src);
+        let v = Volume::mount(
+            scratch,
+            rel,
+            "bind-mount",
+            &[OsString::from("--bind"), source.into_os_string()],
+            None,
+        )?;
+        if read_only {
+            mount("remount read-only", &["-o", "remount,bind,ro"], &v.target)?;
+        }
+        Ok(v)
+    }
+
+    fn image(
+        scratch: &Scratch,
+        rel: &str,
+        mkfs: &str,
+        size: u64,
+        inodes: u64,
+    ) -> Result<Volume, String> {
+        need_root()?;
+        let dir = tempfile::Builder::new()
+            .prefix("reclaim-test-image-")
+            .tempdir()
+            .map_err(|e| format!("cannot make a directory for an image: {e}"))?;
+        let image = dir.path().join(format!("{mkfs}.img"));
+        fs::File::create(&image)
+            .and_then(|f| f.set_len(size))
+            .map_err(|e| format!("cannot make {}: {e}", image.display()))?;
+        run_setup(
+            &format!("run {mkfs}"),
+            std::process::Command::new(mkfs)
+                .args(["-q", "-F", "-I", "256", "-N", &inodes.to_string()])
+                .arg(&image),
+        )?;
+        let args = [OsString::from("-o"), OsString::from("loop"), image.into()];
+        Volume::mount(scratch, rel, "loop-mount an image", &args, Some(dir))
+    }
+
+    /// Makes the mount point `root/rel` (its parent may exist; it must not), then
+    /// `mount ARGS root/rel`.
+    fn mount(
+        scratch: &Scratch,
+        rel: impl AsRef<Path>,
+        what: &str,
+        args: &[OsString],
+        image_dir: Option<tempfile::TempDir>,
+    ) -> Result<Volume, String> {
+        let rel = rel.as_ref();
+        let target = scratch.path(rel);
+        assert!(
+            fs::symlink_metadata(&target).is_err(),
+            "{} exists: a volume mounts only on a directory it makes",
+            target.display()
+        );
+        need_root()?;
+        if let Some(parent) = rel.parent() {
+            scratch.mkdir(parent);
+        }
+        fs::create_dir(&target).unwrap_or_else(|e| panic!("mkdir {}: {e}", target.display()));
+        mount(what, args, &target)?;
+        let mount_id = *mounts_at(&target)
+            .last()
+            .unwrap_or_else(|| panic!("{} is not in mountinfo after mounting", target.display()));
+        Ok(Volume {
+            target,
+            mount_id,
+            image_dir,
+        })
     }
 }
 
-impl Drop for MountGuard {
+/// Loop devices whose backing file lies in `dir`.
+fn loop_devices_backed_in(dir: &Path) -> Vec<PathBuf> {
+    let dir = dir.canonicalize().unwrap_or_else(|_| dir.to_path_buf());
+    let mut out = Vec::new();
+    for e in fs::read_dir("/sys/block").into_iter().flatten().flatten() {
+        let Ok(backing) = fs::read(e.path().join("loop/backing_file")) else {
+            continue;
+        };
+        if Path::new(OsStr::from_bytes(backing.trim_ascii_end())).starts_with(&dir) {
+            out.push(Path::new("/dev").join(e.file_name()));
+        }
+    }
+    out
+}
+
+impl Drop for Volume {
     fn drop(&mut self) {
-        unmount(&self.target);
+        let here = mounts_at(&self.target);
+        match here.last() {
+            // Gone already (the test unmounted it).
+            _ if !here.contains(&self.mount_id) => {}
+            Some(&top) if top == self.mount_id => unmount(&self.target),
+            _ => eprintln!(
+                "another mount is on top of {}: not unmounting it",
+                self.target.display()
+            ),
+        }
+        // A loop device left attached (mount's auto-clear did not happen) is detached if, and
+        // only if, its backing file is our image.
+        if let Some(dir) = &self.image_dir {
+            for dev in loop_devices_backed_in(dir.path()) {
+                let _ = std::process::Command::new("losetup")
+                    .arg("-d")
+                    .arg(dev)
+                    .output();
+            }
+        }
     }
 }
 
@@ -486,18 +742,15 @@ pub struct ImmutableGuard {
 }
 
 impl ImmutableGuard {
-    pub fn new(scratch: &Scratch, rel: &str) -> Option<ImmutableGuard> {
+    /// Err: why not (for a skip).
+    pub fn new(scratch: &Scratch, rel: &str) -> Result<ImmutableGuard, String> {
+        need_root()?;
         let target = scratch.path(rel);
-        let out = std::process::Command::new("chattr")
-            .arg("+i")
-            .arg(&target)
-            .output()
-            .ok()?;
-        if !out.status.success() {
-            eprintln!("chattr +i failed: {}", String::from_utf8_lossy(&out.stderr));
-            return None;
-        }
-        Some(ImmutableGuard { target })
+        run_setup(
+            "chattr +i",
+            std::process::Command::new("chattr").arg("+i").arg(&target),
+        )?;
+        Ok(ImmutableGuard { target })
     }
 }
 
@@ -665,15 +918,13 @@ pub fn stderr_of(o: &Output) -> String {
 /// except a fresh writable bind mount of the scratch directory on itself. For the refusal
 /// tests that must name `/` (directly or through a symlink): if the refusal were broken,
 /// nothing outside the scratch directory could be removed. `cwd` is relative to the scratch
-/// root. Returns None (after saying why) when this cannot be set up (not root, no `unshare`).
+/// root. Err: why this cannot be set up here (not root, no `unshare`), for a skip.
 pub fn run_in_readonly_world<S: AsRef<OsStr>>(
     scratch: &Scratch,
     cwd: &str,
     args: &[S],
-) -> Option<Output> {
-    if skip_unless_root("run_in_readonly_world") {
-        return None;
-    }
+) -> Result<Output, String> {
+    need_root()?;
     let cwd = scratch.path(cwd);
     const SCRIPT: &str = r#"
 set -u
@@ -702,15 +953,14 @@ exec "$@"
         .env("RECLAIM_TEST_RW", scratch.root())
         .env("RECLAIM_TEST_CWD", &cwd)
         .output()
-        .ok()?;
+        .map_err(|e| format!("cannot run unshare: {e}"))?;
     if out.status.code() == Some(99) {
-        eprintln!(
-            "read-only namespace could not be set up: {}",
-            stderr_of(&out)
-        );
-        return None;
+        return Err(format!(
+            "the read-only namespace cannot be set up: {}",
+            stderr_of(&out).trim_end()
+        ));
     }
-    Some(out)
+    Ok(out)
 }
 
 /// An `OsStr` from raw bytes.
@@ -724,21 +974,21 @@ pub fn os(bytes: &[u8]) -> &OsStr {
 #[test]
 #[should_panic(expected = "refusing")]
 fn harness_refuses_parent_escape() {
-    let s = Scratch::new();
+    let s = scratch!();
     let _ = s.rm(&["-r", "../"]);
 }
 
 #[test]
 #[should_panic(expected = "refusing")]
 fn harness_refuses_absolute_path_outside() {
-    let s = Scratch::new();
+    let s = scratch!();
     let _ = s.rm(&["-r", "--dry-run", "/"]);
 }
 
 #[test]
 #[should_panic(expected = "refusing")]
 fn harness_refuses_symlink_out_with_trailing_slash() {
-    let s = Scratch::new();
+    let s = scratch!();
     s.symlink("link", "/");
     let _ = s.rm(&["-r", "link/"]);
 }
@@ -746,7 +996,7 @@ fn harness_refuses_symlink_out_with_trailing_slash() {
 #[test]
 #[should_panic(expected = "refusing")]
 fn harness_refuses_dotdot_through_symlink() {
-    let s = Scratch::new();
+    let s = scratch!();
     s.symlink("link", "/usr");
     let _ = s.rm(&["-r", "link/.."]);
 }
@@ -754,51 +1004,41 @@ fn harness_refuses_dotdot_through_symlink() {
 #[test]
 #[should_panic(expected = "refusing")]
 fn harness_refuses_builder_path_with_dotdot() {
-    let s = Scratch::new();
+    let s = scratch!();
     s.file("a/../../escape", "x");
 }
 
 #[test]
 #[should_panic(expected = "lost its marker")]
 fn harness_refuses_scratch_without_marker() {
-    let s = Scratch::new();
+    let s = scratch!();
     fs::remove_file(s.root().join(MARKER)).unwrap();
     s.file("x", "x");
 }
 
-impl MountGuard {
-    /// A fresh image `root/<rel>.img` of `size` bytes (sparse) made by `mkfs` (`mkfs.ext4`;
-    /// `mkfs.ext3`, whose block-mapped files cost one indirect block per 4 MiB to free) with
-    /// `inodes` inodes, loop-mounted on `root/rel` (which must exist). Keep `size` and `inodes`
-    /// small for mkfs programs that write their inode tables in full (ext3 has no lazy init).
-    pub fn ext_image(
-        scratch: &Scratch,
-        rel: &str,
-        mkfs: &str,
-        size: u64,
-        inodes: u64,
-    ) -> Option<MountGuard> {
-        let target = scratch.path(rel);
-        let image = scratch.path(format!("{rel}.img"));
-        std::fs::File::create(&image)
-            .and_then(|f| f.set_len(size))
-            .ok()?;
-        let out = std::process::Command::new(mkfs)
-            .args(["-q", "-F", "-N", &inodes.to_string()])
-            .arg(&image)
-            .output()
-            .ok()?;
-        if !out.status.success() {
-            eprintln!("{mkfs} failed: {}", String::from_utf8_lossy(&out.stderr));
-            return None;
-        }
-        mount(
-            "mount -o loop",
-            &[OsStr::new("-o"), OsStr::new("loop"), image.as_os_str()],
-            &target,
-        )?;
-        Some(MountGuard { target })
-    }
+#[test]
+#[should_panic(expected = "a volume mounts only on a directory it makes")]
+fn harness_volume_refuses_a_mount_point_it_did_not_make() {
+    let s = scratch!();
+    s.file("vol/x", "x");
+    let _ = Volume::tmpfs(&s, "vol");
+}
+
+#[test]
+fn harness_volume_is_unmounted_and_detached_when_a_test_panics() {
+    let s = scratch!();
+    let v = or_skip!(Volume::ext4(&s, "vol", 64 << 20, 128));
+    let image_dir = v.image_dir.as_ref().unwrap().path().to_path_buf();
+    assert_eq!(mounts_at(&s.path("vol")).len(), 1);
+    assert_eq!(loop_devices_backed_in(&image_dir).len(), 1);
+    let failed = std::panic::catch_unwind(std::panic::AssertUnwindSafe(move || {
+        let _v = v;
+        panic!("the test fails");
+    }));
+    assert!(failed.is_err());
+    assert_eq!(mounts_at(&s.path("vol")), Vec::<u64>::new());
+    assert_eq!(loop_devices_backed_in(&image_dir), Vec::<PathBuf>::new());
+    assert!(!image_dir.exists());
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -808,18 +1048,14 @@ impl MountGuard {
 /// Name of the environment variable that keeps `rm --background` from starting a reaper.
 pub const NO_SPAWN: &str = "RECLAIM_NO_SPAWN";
 
-/// A fresh tmpfs mounted on `root/rel` (created here) for a test that hides things: None (after
-/// saying why) when not root or the mount fails.
-pub fn tmpfs_vol(scratch: &Scratch, rel: &str, test: &str) -> Option<MountGuard> {
-    if skip_unless_root(test) {
-        return None;
-    }
-    scratch.mkdir(rel);
-    let g = MountGuard::tmpfs(scratch, rel);
-    if g.is_none() {
-        eprintln!("{test}: skipped, cannot mount a tmpfs");
-    }
-    g
+/// A tmpfs on `root/vol` for a test that hides things, and a guard that waits for any reaper
+/// of its trash before the tmpfs is unmounted (a tuple drops its first field first).
+pub fn trash_vol(scratch: &Scratch) -> Result<(ReaperSettle, Volume), String> {
+    let v = Volume::tmpfs(scratch, "vol")?;
+    let settle = ReaperSettle {
+        trash: trash_dir(&scratch.path("vol")),
+    };
+    Ok((settle, v))
 }
 
 /// The effective uid of this process.
@@ -942,7 +1178,7 @@ pub fn wait_trash_idle(trash: &Path, timeout: std::time::Duration, empty: bool) 
     }
 }
 
-/// Declared after a volume's `MountGuard` (so dropped before it): on drop, waits up to 60 s
+/// Declared after a `Volume` (so dropped before it): on drop, waits up to 60 s
 /// until no reaper holds the lock of the trash, so that the volume can be unmounted.
 pub struct ReaperSettle {
     pub trash: PathBuf,
