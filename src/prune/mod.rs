@@ -18,6 +18,7 @@ use serde::Serialize;
 
 use crate::cli::{PruneArgs, SortArg};
 use crate::dirfd;
+use crate::pace::EntryPacing;
 use crate::remove;
 use crate::report::bytes;
 use crate::report::plural;
@@ -346,21 +347,8 @@ fn remove(plan: &[Entry], a: &PruneArgs, progress: bool) -> crate::report::Summa
         json: a.json,
         progress,
         threads_given: false,
-        pacing: if a.pace.fast {
-            crate::pace::Pacing::fast()
-        } else {
-            crate::pace::Pacing {
-                max_latency: Some(
-                    a.pace
-                        .max_latency
-                        .unwrap_or(crate::reaper::DEFAULT_MAX_LATENCY),
-                ),
-                rate: a.pace.rate,
-                trace: None,
-            }
-        },
-        iops: a.pace.iops,
-        pace_trees: a.pace.max_latency.is_some(),
+        pace: EntryPacing::from(&a.pace),
+        pace_trace: None,
         engine: remove::Options::default(),
         mode: if a.now {
             Mode::Now
@@ -371,8 +359,6 @@ fn remove(plan: &[Entry], a: &PruneArgs, progress: bool) -> crate::report::Summa
         },
         grace: None,
         durable: false,
-        entry_pacing: crate::reaper::entry_pacing(&a.pace),
-        reaper_args: a.pace.to_args(),
         known_sizes: known,
         profile: None,
         small_dir_stats: None,

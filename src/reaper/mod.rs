@@ -25,25 +25,22 @@ use rustix::fs::{fsync, unlinkat, AtFlags, FileType};
 use rustix::io::Errno;
 use serde::{Deserialize, Serialize};
 
-use crate::cli::{PaceArgs, ReapArgs};
+use crate::cli::ReapArgs;
 use crate::dirfd;
 use crate::error::{Failure, Reason};
 use crate::interrupt;
 use crate::locks;
 use crate::pace::throttle::Throttle;
-use crate::pace::Pacing;
+use crate::pace::EntryPacing;
 use crate::quote::quote;
 use crate::remove::{self, Counters, DirTarget};
 use crate::report::plural;
 use crate::report::ErrorEntry;
 use crate::shrink;
-use crate::trash::meta::{now_unix, EntryPacing, Meta};
+use crate::trash::meta::{now_unix, Meta};
 use crate::trash::{self, safefile, Trash, DATA, LOCK, LOG, REAPING};
 use failure::FailedRecord;
 use state::StateFile;
-
-/// The latency budget when an entry does not say (as `reclaim rm`'s default).
-pub use crate::pace::DEFAULT_MAX_LATENCY;
 
 /// When a reaper run stops.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -663,7 +660,7 @@ fn free_reaping(
                 entry,
                 REAPING,
                 facts,
-                &to_pacing(pacing),
+                &pacing.pacing(),
                 &shrink::Hiding::InPlace,
                 &cb,
             );
@@ -747,23 +744,6 @@ fn clear_entry(
     }
 }
 
-/// The pacing an entry asked for, as the shrinker takes it. The record is the user's: a
-/// budget that is no duration (negative, not finite, beyond 100 years) counts as not given.
-pub fn to_pacing(p: &EntryPacing) -> Pacing {
-    if p.fast {
-        return Pacing::fast();
-    }
-    let budget = p
-        .max_latency_ms
-        .filter(|ms| ms.is_finite() && *ms > 0.0 && *ms / 1e3 <= crate::units::MAX_DURATION_SECS)
-        .map_or(DEFAULT_MAX_LATENCY, |ms| Duration::from_secs_f64(ms / 1e3));
-    Pacing {
-        max_latency: Some(budget),
-        rate: p.rate.filter(|r| *r > 0),
-        trace: None,
-    }
-}
-
 /// Removes a tree of an entry with the engine (paced like `reclaim rm -r`; large files shrunk
 /// in place, the tree being private). `Ok(false)`: stopped by a signal.
 fn free_tree(
@@ -791,7 +771,7 @@ fn free_tree(
             .is_some_and(|d| d >= crate::profile::SLOW_DISK_P50);
     let paced = (pacing.pace_trees || (profile.governed && slow_enough)) && !pacing.fast;
     let tree_files =
-        (!pacing.fast).then(|| Arc::new(shrink::TreeFiles::new(to_pacing(pacing), true)));
+        (!pacing.fast).then(|| Arc::new(shrink::TreeFiles::new(pacing.pacing(), true)));
     if let Some(tf) = &tree_files {
         engine.large_files = Some(tf.clone());
     }
@@ -811,7 +791,7 @@ fn free_tree(
     let sink = remove::Quiet;
     let outcome = std::thread::scope(|s| {
         if let (true, Some(throttle)) = (paced, &engine.throttle) {
-            let p = to_pacing(pacing);
+            let p = pacing.pacing();
             let pace_trees = pacing.pace_trees;
             let dir = probe_dir.clone();
             let throttle = throttle.clone();
@@ -844,17 +824,6 @@ fn free_tree(
         return Err(outcome.failures);
     }
     Ok(!interrupt::stopping())
-}
-
-/// The pacing flags of `reclaim rm`, as recorded in an entry.
-pub fn entry_pacing(p: &PaceArgs) -> EntryPacing {
-    EntryPacing {
-        fast: p.fast,
-        max_latency_ms: p.max_latency.map(|d| d.as_secs_f64() * 1e3),
-        rate: p.rate,
-        iops: p.iops,
-        pace_trees: p.max_latency.is_some(),
-    }
 }
 
 /// Frees every trash this process may act on as `opts` says: its own in this process, other
@@ -1124,7 +1093,7 @@ pub fn command(a: &ReapArgs) -> u8 {
         } else {
             Locked::Wait
         },
-        pacing: a.pace.given().then(|| entry_pacing(&a.pace)),
+        pacing: a.pace.given().then(|| EntryPacing::from(&a.pace)),
         engine,
         only: None,
         log: if a.detached {
@@ -1146,7 +1115,7 @@ pub fn command(a: &ReapArgs) -> u8 {
             bar.tick();
         }
     };
-    let mut child_args = a.pace.to_args();
+    let mut child_args = EntryPacing::from(&a.pace).to_args();
     if let Some(t) = a.threads {
         child_args.push(format!("--threads={t}").into());
     }

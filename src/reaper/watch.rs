@@ -50,7 +50,7 @@ fn signature(t: &Trash) -> Option<(u64, i64, i64, i64, i64)> {
 
 /// `reclaim reap --watch`; returns the exit code (0 when stopped by a signal: a service stop).
 pub fn command(a: &ReapArgs) -> u8 {
-    let mut child_args: Vec<OsString> = a.pace.to_args();
+    let mut child_args: Vec<OsString> = crate::pace::EntryPacing::from(&a.pace).to_args();
     if let Some(t) = a.threads {
         child_args.push(format!("--threads={t}").into());
     }

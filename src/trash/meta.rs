@@ -13,23 +13,9 @@ use serde::{Deserialize, Serialize};
 
 use super::safefile::{self, Bad};
 use crate::dirfd::Lineage;
+use crate::pace::EntryPacing;
 
 pub const META: &CStr = c"meta.json";
-
-/// How the entry is to be freed: the pacing of the `reclaim rm` that hid it.
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
-pub struct EntryPacing {
-    pub fast: bool,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub max_latency_ms: Option<f64>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub rate: Option<u64>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub iops: Option<u64>,
-    /// Trees paced by the latency probe too (`--max-latency` was given).
-    #[serde(default)]
-    pub pace_trees: bool,
-}
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Meta {
@@ -54,6 +40,7 @@ pub struct Meta {
     /// Allocated bytes (`st_blocks`), when known (files: at hide time; trees: not walked).
     pub allocated: Option<u64>,
     pub files: Option<u64>,
+    /// How the entry is to be freed: the pacing of the `reclaim rm` that hid it.
     #[serde(default)]
     pub pacing: EntryPacing,
 }
