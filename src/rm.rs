@@ -704,7 +704,7 @@ fn left_of_file(req: &Request, g: &Gentle, l: &shrink::Left) -> String {
             format!(
                 "{} is in the trash with {} left (entry {id}); {}",
                 g.path,
-                crate::report::bytes(l.bytes),
+                crate::format::bytes(l.bytes),
                 reaper_note()
             )
         }
@@ -714,7 +714,7 @@ fn left_of_file(req: &Request, g: &Gentle, l: &shrink::Left) -> String {
             l.hidden
                 .as_ref()
                 .map_or_else(|| "a hidden name".into(), |h| h.to_string()),
-            crate::report::bytes(l.bytes)
+            crate::format::bytes(l.bytes)
         ),
     }
 }
@@ -851,20 +851,16 @@ fn remove_gently(
         let Some(bar) = &bar else { return };
         let secs = started.elapsed().as_secs_f64().max(1e-3);
         let rate = freed as f64 / secs;
-        let eta = if rate > 0.0 {
-            format!("{:.0} s", (total - freed) as f64 / rate)
-        } else {
-            "?".into()
-        };
+        let eta = crate::format::eta((rate > 0.0).then(|| (total - freed) as f64 / rate));
         let lat = pacer
             .and_then(|p| p.last_latency())
             .map(|d| format!(", other I/O {:.1} ms", d.as_secs_f64() * 1e3))
             .unwrap_or_default();
         bar.set_message(format!(
-            "freeing {shown}: {} of {}, {}/s{lat}, ETA {eta}",
-            crate::report::bytes(freed),
-            crate::report::bytes(total),
-            crate::report::bytes(rate as u64),
+            "freeing {shown}: {} of {}, {}{lat}, {eta}",
+            crate::format::bytes(freed),
+            crate::format::bytes(total),
+            crate::format::rate(rate),
         ));
         bar.tick();
     };

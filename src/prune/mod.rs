@@ -18,10 +18,9 @@ use serde::Serialize;
 
 use crate::cli::{PruneArgs, SortArg};
 use crate::dirfd;
+use crate::format::{bytes, group, plural, seconds};
 use crate::pace::EntryPacing;
 use crate::remove;
-use crate::report::bytes;
-use crate::report::plural;
 use crate::rm::{Mode, Request};
 use policy::{Candidate, LocalZone, Plan, Policy, SortBy, Space, Zone};
 
@@ -314,7 +313,7 @@ fn human(r: &Report) -> String {
     }
     s.push_str(&format!(
         "plan: remove {} of {} ({}){}\n",
-        crate::report::group(r.remove_count as u64),
+        group(r.remove_count as u64),
         plural(r.plan.len() as u64, "entry", "entries"),
         bytes(r.remove_bytes),
         if r.dry_run {
@@ -381,11 +380,11 @@ fn outcome_line(s: &crate::report::Summary, a: &PruneArgs) -> String {
         )
     } else {
         format!(
-            "removed {} and {}, {} freed, in {:.2} s{failed}",
+            "removed {} and {}, {} freed, in {}{failed}",
             plural(s.files, "file", "files"),
             plural(s.dirs, "directory", "directories"),
             bytes(s.bytes_freed),
-            s.elapsed_s
+            seconds(s.elapsed_s)
         )
     }
 }

@@ -29,7 +29,7 @@ use std::fmt;
 
 use serde::Serialize;
 
-use crate::report::{bytes, group};
+use crate::format::{age, age_to_the_second, bytes, bytes_exact, group};
 
 /// One candidate: an entry of a directory being pruned.
 #[derive(Clone, Debug)]
@@ -452,7 +452,7 @@ pub fn plan(
                 d[i].remove = true;
                 d[i].reasons.push(format!(
                     "removed: the entries total {} > --max-total {}",
-                    exact(total),
+                    bytes_exact(total),
                     limit(max, total)
                 ));
                 total = total.saturating_sub(entries[i].allocated.unwrap_or(0));
@@ -492,7 +492,7 @@ pub fn plan(
                     d[i].remove = true;
                     d[i].reasons.push(format!(
                         "removed: free space would be {} < --keep-free {}",
-                        exact(will_be),
+                        bytes_exact(will_be),
                         wanted(will_be)
                     ));
                     will_be = will_be.saturating_add(entries[i].allocated.unwrap_or(0));
@@ -501,7 +501,7 @@ pub fn plan(
             if will_be < want {
                 unmet.push(format!(
                     "free space will be {} of the {} wanted, with every removable entry removed",
-                    exact(will_be),
+                    bytes_exact(will_be),
                     wanted(will_be)
                 ));
             }
@@ -586,62 +586,22 @@ pub fn newest_first(entries: &[Candidate], sort: SortBy) -> Vec<usize> {
     order
 }
 
-/// A measured amount: `1.9 GiB (1,987,654,321 B)`, or `512 B`.
-pub fn exact(n: u64) -> String {
-    if n < 1024 {
-        format!("{n} B")
-    } else {
-        format!("{} ({} B)", bytes(n), group(n))
-    }
-}
-
 /// A limit compared with `other`: rounded, unless it would look the same as `other` rounded.
 fn limit(n: u64, other: u64) -> String {
     if bytes(n) == bytes(other) {
-        exact(n)
+        bytes_exact(n)
     } else {
         bytes(n)
     }
 }
 
 /// Two ages that are compared: rounded, unless they would look the same (then to the second).
-fn two_ages(limit: f64, age: f64) -> (String, String) {
-    let (a, b) = (human_age(limit), human_age(age));
+fn two_ages(limit: f64, age_secs: f64) -> (String, String) {
+    let (a, b) = (age(limit), age(age_secs));
     if a == b {
-        (precise_age(limit), precise_age(age))
+        (age_to_the_second(limit), age_to_the_second(age_secs))
     } else {
         (a, b)
-    }
-}
-
-/// `3d 4h`, `1.5h`, `5 min`, `12 s`.
-pub fn human_age(secs: f64) -> String {
-    let s = secs.max(0.0);
-    if s >= 86_400.0 {
-        let d = (s / 86_400.0).floor();
-        let h = ((s - d * 86_400.0) / 3600.0).floor();
-        if h > 0.0 {
-            format!("{d:.0}d {h:.0}h")
-        } else {
-            format!("{d:.0}d")
-        }
-    } else if s >= 3600.0 {
-        format!("{:.1}h", s / 3600.0)
-    } else if s >= 60.0 {
-        format!("{:.0} min", s / 60.0)
-    } else {
-        format!("{s:.0} s")
-    }
-}
-
-/// `3d 00:05:12`, `04:00:00`: to the second.
-fn precise_age(secs: f64) -> String {
-    let s = secs.max(0.0).round() as u64;
-    let (d, h, m, s) = (s / 86_400, s % 86_400 / 3600, s % 3600 / 60, s % 60);
-    if d > 0 {
-        format!("{d}d {h:02}:{m:02}:{s:02}")
-    } else {
-        format!("{h:02}:{m:02}:{s:02}")
     }
 }
 

@@ -28,13 +28,13 @@ use serde::{Deserialize, Serialize};
 use crate::cli::ReapArgs;
 use crate::dirfd;
 use crate::error::{Failure, Reason};
+use crate::format::{self, plural};
 use crate::interrupt;
 use crate::locks;
 use crate::pace::throttle::Throttle;
 use crate::pace::EntryPacing;
 use crate::quote::quote;
 use crate::remove::{self, Counters, DirTarget};
-use crate::report::plural;
 use crate::report::ErrorEntry;
 use crate::shrink;
 use crate::trash::meta::{now_unix, Meta};
@@ -410,15 +410,16 @@ fn log(trash: &Trash, to: Log, line: &str) {
 fn freed_line(path: &std::path::Path, files: u64, bytes: u64, took: Duration) -> String {
     let secs = took.as_secs_f64();
     let rate = if secs > 0.0 {
-        format!(", {}/s", crate::report::bytes((bytes as f64 / secs) as u64))
+        format!(", {}", format::rate(bytes as f64 / secs))
     } else {
         String::new()
     };
     format!(
-        "freed {}: {}, {} in {secs:.2} s{rate}",
+        "freed {}: {}, {} in {}{rate}",
         quote(path),
-        crate::report::plural(files, "file", "files"),
-        crate::report::bytes(bytes),
+        plural(files, "file", "files"),
+        format::bytes(bytes),
+        format::seconds(secs),
     )
 }
 
@@ -1011,10 +1012,10 @@ fn waiting_for(t: &Trash, pid: u32) -> String {
     if let Some(st) = st {
         if let Some(e) = &st.entry {
             s.push_str(&format!(
-                ": freeing {}, {} freed so far ({}/s)",
+                ": freeing {}, {} freed so far ({})",
                 quote(e),
-                crate::report::bytes(st.freed_bytes),
-                crate::report::bytes(st.rate_bps as u64)
+                format::bytes(st.freed_bytes),
+                format::rate(st.rate_bps)
             ));
         }
     }
@@ -1175,11 +1176,11 @@ impl ReapSummary {
     /// One paragraph for the terminal.
     pub fn human(&self, took: Duration) -> String {
         let mut s = format!(
-            "freed {} ({}, {}) in {:.2} s",
+            "freed {} ({}, {}) in {}",
             plural(self.entries_freed, "entry", "entries"),
             plural(self.files, "file", "files"),
-            crate::report::bytes(self.bytes_freed),
-            took.as_secs_f64()
+            format::bytes(self.bytes_freed),
+            format::seconds(took.as_secs_f64())
         );
         if self.waiting > 0 {
             let until = match (self.next_grace_unix, self.last_grace_unix) {

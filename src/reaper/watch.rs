@@ -76,7 +76,7 @@ pub fn command(a: &ReapArgs) -> u8 {
                             quote(&path),
                             plural(s.entries_freed, "entry", "entries"),
                             plural(s.files, "file", "files"),
-                            crate::report::bytes(s.bytes_freed)
+                            crate::format::bytes(s.bytes_freed)
                         );
                     }
                     let mut now_logged = HashSet::new();
