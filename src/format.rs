@@ -2,6 +2,10 @@
 //! written by one function here so it reads the same wherever it is shown. Reading them from
 //! the command line is `units`; what a message says around them stays with its module.
 
+use jiff::civil::DateTime;
+use jiff::tz::TimeZone;
+use jiff::Timestamp;
+
 /// Thousands separators: 1234567 -> "1,234,567".
 pub fn group(n: u64) -> String {
     let digits = n.to_string();
@@ -164,6 +168,53 @@ pub fn age_to_the_second(secs: f64) -> String {
     }
 }
 
+/// The system's time zone (`TZ`, else `/etc/localtime`), UTC when it names none.
+pub fn local_zone() -> TimeZone {
+    TimeZone::try_system().unwrap_or(TimeZone::UTC)
+}
+
+/// A calendar time to the minute: `2026-11-22 08:15`.
+pub fn minute(c: &DateTime) -> String {
+    format!(
+        "{:04}-{:02}-{:02} {:02}:{:02}",
+        c.year(),
+        c.month(),
+        c.day(),
+        c.hour(),
+        c.minute()
+    )
+}
+
+/// A moment in local time to the second, `2026-11-23 01:45:12` (`@SECONDS` beyond the
+/// calendar's years -9999 to 9999).
+pub fn local_time(t: f64) -> String {
+    match Timestamp::from_second(t.floor() as i64) {
+        Ok(ts) => {
+            let c = local_zone().to_datetime(ts);
+            format!("{}:{:02}", minute(&c), c.second())
+        }
+        Err(_) => format!("@{}", t.floor()),
+    }
+}
+
+/// `YYYYMMDDTHHMMSS` of a unix time, UTC (entry ids, log lines).
+pub fn utc_stamp(secs: u64) -> String {
+    let ts = i64::try_from(secs)
+        .ok()
+        .and_then(|s| Timestamp::from_second(s).ok())
+        .unwrap_or(Timestamp::MAX);
+    let c = TimeZone::UTC.to_datetime(ts);
+    format!(
+        "{:04}{:02}{:02}T{:02}{:02}{:02}",
+        c.year(),
+        c.month(),
+        c.day(),
+        c.hour(),
+        c.minute(),
+        c.second()
+    )
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -229,5 +280,15 @@ mod tests {
         assert_eq!(age(12.0), "12 s");
         assert_eq!(age_to_the_second(3.0 * 86_400.0 + 312.0), "3d 00:05:12");
         assert_eq!(age_to_the_second(4.0 * 3600.0), "04:00:00");
+    }
+
+    #[test]
+    fn moments() {
+        assert_eq!(utc_stamp(0), "19700101T000000");
+        assert_eq!(utc_stamp(951_782_400), "20000229T000000");
+        assert_eq!(utc_stamp(1_795_336_496), "20261122T083456");
+        let c = jiff::civil::date(2026, 11, 22).at(8, 5, 59, 999);
+        assert_eq!(minute(&c), "2026-11-22 08:05");
+        assert_eq!(local_time(1e15), "@1000000000000000");
     }
 }

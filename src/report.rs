@@ -13,7 +13,7 @@ use serde::Serialize;
 
 use crate::error::Failure;
 pub use crate::format::plural;
-use crate::format::{bytes, eta, group, seconds};
+use crate::format::{bytes, eta, group, local_time, seconds};
 use crate::quote::{quote, PathField};
 use crate::remove::{Counters, Sink};
 
@@ -224,23 +224,6 @@ impl Summary {
         }
         s
     }
-}
-
-/// A moment in local time to the second, `2026-11-23 01:45:12` (`@SECONDS` if the C library
-/// has no local time for it).
-pub fn local_time(t: f64) -> String {
-    let Some(tm) = crate::prune::policy::local_tm(t) else {
-        return format!("@{}", t.floor());
-    };
-    format!(
-        "{:04}-{:02}-{:02} {:02}:{:02}:{:02}",
-        tm.tm_year + 1900,
-        tm.tm_mon + 1,
-        tm.tm_mday,
-        tm.tm_hour,
-        tm.tm_min,
-        tm.tm_sec
-    )
 }
 
 /// Prints `-v` lines on stdout and error lines on stderr as they happen.

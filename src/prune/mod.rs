@@ -22,7 +22,7 @@ use crate::format::{bytes, group, plural, seconds};
 use crate::pace::EntryPacing;
 use crate::remove;
 use crate::rm::{Mode, Request};
-use policy::{Candidate, LocalZone, Plan, Policy, SortBy, Space, Zone};
+use policy::{Candidate, Plan, Policy, SortBy, Space};
 
 /// One entry of a pruned directory.
 #[derive(Debug, Serialize)]
@@ -118,13 +118,14 @@ pub fn command(a: &PruneArgs, progress: bool) -> u8 {
     }
     let cands: Vec<Candidate> = listed.iter().map(|(c, _)| c.clone()).collect();
     let now = crate::trash::meta::now_unix();
-    let plan = match policy::plan(&cands, &pol, now, &space, &LocalZone) {
+    let zone = crate::format::local_zone();
+    let plan = match policy::plan(&cands, &pol, now, &space, &zone) {
         Ok(p) => p,
         Err(e) => return failed(e.to_string(), 1),
     };
     let mut report = report_of(&listed, &plan, a.dry_run, pol.sort);
     if !a.json {
-        print!("{}", human(&report));
+        print!("{}", human(&report, &zone));
     }
     // Not an error (everything removable goes), but the operator must hear of it.
     for u in &report.unmet {
@@ -298,14 +299,14 @@ fn report_of(listed: &[Listed], plan: &Plan, dry_run: bool, sort: SortBy) -> Rep
     }
 }
 
-fn human(r: &Report) -> String {
+fn human(r: &Report, zone: &jiff::tz::TimeZone) -> String {
     let mut s = String::new();
     for e in &r.plan {
         let size = e.allocated.map_or_else(|| "?".into(), bytes);
         s.push_str(&format!(
             "{:<6}  {}  {:>10}  {}  ({})\n",
             if e.remove { "REMOVE" } else { "keep" },
-            local_time(e.mtime_unix),
+            crate::format::minute(&policy::civil(zone, e.mtime_unix)),
             size,
             e.path,
             e.reasons.join("; ")
@@ -387,9 +388,4 @@ fn outcome_line(s: &crate::report::Summary, a: &PruneArgs) -> String {
             seconds(s.elapsed_s)
         )
     }
-}
-
-/// `2026-11-22 08:15`, local time.
-fn local_time(t: f64) -> String {
-    LocalZone.civil(t).to_string()
 }

@@ -398,7 +398,7 @@ fn reap_trash(
 fn log(trash: &Trash, to: Log, line: &str) {
     match to {
         Log::TrashFile => {
-            let stamp = crate::trash::meta::utc_stamp(now_unix() as u64);
+            let stamp = format::utc_stamp(now_unix() as u64);
             let _ = safefile::append_log(&trash.dir, LOG, trash.uid, &format!("{stamp}Z {line}"));
         }
         Log::Stderr => eprintln!("{}: {line}", quote(&trash.path)),
@@ -1184,12 +1184,10 @@ impl ReapSummary {
         );
         if self.waiting > 0 {
             let until = match (self.next_grace_unix, self.last_grace_unix) {
-                (Some(a), Some(b)) if b - a >= 1.0 => format!(
-                    "{} to {}",
-                    crate::report::local_time(a),
-                    crate::report::local_time(b)
-                ),
-                (Some(t), _) | (None, Some(t)) => crate::report::local_time(t),
+                (Some(a), Some(b)) if b - a >= 1.0 => {
+                    format!("{} to {}", format::local_time(a), format::local_time(b))
+                }
+                (Some(t), _) | (None, Some(t)) => format::local_time(t),
                 (None, None) => "its grace window ends".into(),
             };
             s.push_str(&format!(
