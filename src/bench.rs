@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 use anyhow::{bail, Context, Result};
 
 use crate::cli::BenchArgs;
-use crate::report::group;
+use crate::format::group;
 use crate::workload::{self, Shape, Spec};
 
 pub fn run(args: &BenchArgs) -> Result<()> {

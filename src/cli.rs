@@ -250,31 +250,6 @@ pub struct PaceArgs {
     pub iops: Option<u64>,
 }
 
-impl PaceArgs {
-    /// Whether any pacing flag was given.
-    pub fn given(&self) -> bool {
-        self.fast || self.max_latency.is_some() || self.rate.is_some() || self.iops.is_some()
-    }
-
-    /// The flags again, for a detached reaper's command line.
-    pub fn to_args(&self) -> Vec<std::ffi::OsString> {
-        let mut v: Vec<std::ffi::OsString> = Vec::new();
-        if self.fast {
-            v.push("--fast".into());
-        }
-        if let Some(d) = self.max_latency {
-            v.push(format!("--max-latency={}us", d.as_micros()).into());
-        }
-        if let Some(r) = self.rate {
-            v.push(format!("--rate={r}").into());
-        }
-        if let Some(n) = self.iops {
-            v.push(format!("--iops={n}").into());
-        }
-        v
-    }
-}
-
 #[derive(Args, Debug)]
 pub struct RmArgs {
     /// Remove directories and their contents recursively

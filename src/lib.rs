@@ -8,6 +8,7 @@ pub mod config;
 pub mod dirfd;
 pub mod error;
 pub mod fdcache;
+pub mod format;
 pub mod generate;
 pub mod gnu;
 pub mod interrupt;

@@ -2,8 +2,8 @@ use std::io::IsTerminal;
 use std::process::ExitCode;
 
 use clap::{CommandFactory, FromArgMatches};
-use reclaim::cli::{Cli, Command, PaceArgs, RmArgs, When};
-use reclaim::pace::Pacing;
+use reclaim::cli::{Cli, Command, RmArgs, When};
+use reclaim::pace::EntryPacing;
 use reclaim::remove::Options;
 use reclaim::rm::{Mode, Request};
 
@@ -152,9 +152,8 @@ fn main() -> ExitCode {
                 json: a.json,
                 progress: leads && std::io::stderr().is_terminal(),
                 threads_given: a.threads.is_some(),
-                iops: a.pace.iops,
-                pace_trees: a.pace.max_latency.is_some(),
-                pacing: pacing(&a.pace, a.pace_trace),
+                pace: EntryPacing::from(&a.pace),
+                pace_trace: a.pace_trace,
                 mode: if a.mode.background {
                     Mode::Background
                 } else if a.mode.wait {
@@ -164,8 +163,6 @@ fn main() -> ExitCode {
                 },
                 grace: a.grace,
                 durable: a.durable,
-                entry_pacing: reclaim::reaper::entry_pacing(&a.pace),
-                reaper_args: a.pace.to_args(),
                 known_sizes: Default::default(),
                 // Under MPI, rank 0 reports for all.
                 print_summary: leads,
@@ -299,17 +296,5 @@ fn prompting(a: &RmArgs, m: Option<&clap::ArgMatches>) -> Asked {
     Asked {
         when,
         ignore_missing,
-    }
-}
-
-fn pacing(p: &PaceArgs, trace: Option<std::path::PathBuf>) -> Pacing {
-    if p.fast {
-        Pacing::fast()
-    } else {
-        Pacing {
-            max_latency: Some(p.max_latency.unwrap_or(reclaim::pace::DEFAULT_MAX_LATENCY)),
-            rate: p.rate,
-            trace,
-        }
     }
 }

@@ -12,6 +12,8 @@ use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use serde::Serialize;
 
 use crate::error::Failure;
+pub use crate::format::plural;
+use crate::format::{bytes, eta, group, local_time, seconds};
 use crate::quote::{quote, PathField};
 use crate::remove::{Counters, Sink};
 
@@ -62,10 +64,10 @@ impl Gentle {
     pub fn human(&self) -> String {
         let o = &self.outcome;
         let mut s = format!(
-            "{}: {} in {:.2} s",
+            "{}: {} in {}",
             self.path,
             bytes(o.allocated),
-            self.elapsed_s
+            seconds(self.elapsed_s)
         );
         if o.resumed {
             s.push_str(" (finished an interrupted removal)");
@@ -190,11 +192,11 @@ impl Summary {
         };
         let freed = if self.dry_run { "to free" } else { "freed" };
         let mut s = format!(
-            "{verb} {} and {}, {} {freed}, in {:.2} s",
+            "{verb} {} and {}, {} {freed}, in {}",
             plural(self.files, "file", "files"),
             plural(self.dirs, "directory", "directories"),
             bytes(self.bytes_freed),
-            self.elapsed_s,
+            seconds(self.elapsed_s),
         );
         // A rate says something about many files, not about one.
         if self.files >= 100 {
@@ -222,65 +224,6 @@ impl Summary {
         }
         s
     }
-}
-
-/// Thousands separators: 1234567 -> "1,234,567".
-pub fn group(n: u64) -> String {
-    let digits = n.to_string();
-    let mut out = String::new();
-    for (i, c) in digits.chars().enumerate() {
-        if i > 0 && (digits.len() - i) % 3 == 0 {
-            out.push(',');
-        }
-        out.push(c);
-    }
-    out
-}
-
-/// `n thing` or `n things`, `n` with thousands separators.
-pub fn plural(n: u64, one: &str, many: &str) -> String {
-    format!("{} {}", group(n), if n == 1 { one } else { many })
-}
-
-/// Binary units: 1536 -> "1.5 KiB"; one byte short of a GiB is "1.0 GiB", not "1024.0 MiB".
-pub fn bytes(n: u64) -> String {
-    const UNITS: [&str; 6] = ["B", "KiB", "MiB", "GiB", "TiB", "PiB"];
-    let mut v = n as f64;
-    let mut unit = 0;
-    // As printed: one decimal above bytes.
-    let shown = |v: f64, unit: usize| {
-        if unit == 0 {
-            v
-        } else {
-            (v * 10.0).round() / 10.0
-        }
-    };
-    while shown(v, unit) >= 1024.0 && unit + 1 < UNITS.len() {
-        v /= 1024.0;
-        unit += 1;
-    }
-    if unit == 0 {
-        format!("{n} B")
-    } else {
-        format!("{v:.1} {}", UNITS[unit])
-    }
-}
-
-/// A moment in local time to the second, `2026-11-23 01:45:12` (`@SECONDS` if the C library
-/// has no local time for it).
-pub fn local_time(t: f64) -> String {
-    let Some(tm) = crate::prune::policy::local_tm(t) else {
-        return format!("@{}", t.floor());
-    };
-    format!(
-        "{:04}-{:02}-{:02} {:02}:{:02}:{:02}",
-        tm.tm_year + 1900,
-        tm.tm_mon + 1,
-        tm.tm_mday,
-        tm.tm_hour,
-        tm.tm_min,
-        tm.tm_sec
-    )
 }
 
 /// Prints `-v` lines on stdout and error lines on stderr as they happen.
@@ -398,7 +341,7 @@ pub fn freeing_tree(
         None
     };
     if let Some(f) = done.filter(|f| *f > 0.01 && *f < 1.0 && secs > 1.0) {
-        parts.push(format!("ETA {:.0} s", secs * (1.0 - f) / f));
+        parts.push(eta(Some(secs * (1.0 - f) / f)));
     }
     format!("freeing {}: {}", quote(what), parts.join(", "))
 }
@@ -471,26 +414,5 @@ mod tests {
             freeing_tree("f", 3 << 30, 4 << 30, 0, 0, 3.0),
             "freeing 'f': 3.0 GiB of 4.0 GiB, ETA 1 s"
         );
-    }
-
-    use super::*;
-
-    #[test]
-    fn groups_thousands() {
-        assert_eq!(group(0), "0");
-        assert_eq!(group(999), "999");
-        assert_eq!(group(1000), "1,000");
-        assert_eq!(group(1234567), "1,234,567");
-    }
-
-    #[test]
-    fn binary_units() {
-        assert_eq!(bytes(512), "512 B");
-        assert_eq!(bytes(1536), "1.5 KiB");
-        assert_eq!(bytes(3 << 30), "3.0 GiB");
-        assert_eq!(bytes(1023), "1023 B");
-        assert_eq!(bytes((1 << 30) - 1), "1.0 GiB");
-        assert_eq!(bytes((1 << 20) - 51), "1.0 MiB");
-        assert_eq!(bytes((1 << 20) - 52), "1023.9 KiB");
     }
 }

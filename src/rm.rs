@@ -16,7 +16,7 @@ use crate::background::{Hide, Hider};
 use crate::dirfd::Facts;
 use crate::error::{Failure, Reason};
 use crate::pace::throttle::Throttle;
-use crate::pace::Pacing;
+use crate::pace::{EntryPacing, Pacing};
 use crate::profile::{Class, Profile};
 use crate::quote::quote;
 use crate::remove::{self, Counters, DirTarget, Options, Sink};
@@ -39,14 +39,15 @@ pub struct Request {
     pub progress: bool,
     /// `--threads` was given; otherwise the worker count follows the file system.
     pub threads_given: bool,
-    /// How large files are freed (`--fast`, `--max-latency`, `--rate`).
-    pub pacing: Pacing,
-    /// Cap on unlinks per second in trees.
-    pub iops: Option<u64>,
-    /// Pace trees by the latency probe too (`--max-latency` given explicitly). Off by default:
-    /// on an idle xfs the probe sees the removal's own journal traffic and slowed a 200k-file
-    /// tree 4.6x, and on the emulated HDD it did not lower the victims' p99 (bench/RESULTS.md).
-    pub pace_trees: bool,
+    /// The pacing asked for (`--fast`, `--max-latency`, `--rate`, `--iops`): how large files
+    /// are freed, how trees are governed, what trash entries record (a reaper frees them that
+    /// way) and the flags of a detached reaper. Trees are paced by the latency probe only when
+    /// `--max-latency` was given (`pace_trees`): on an idle xfs the probe sees the removal's own
+    /// journal traffic and slowed a 200k-file tree 4.6x, and on the emulated HDD it did not
+    /// lower the victims' p99 (bench/RESULTS.md).
+    pub pace: EntryPacing,
+    /// `--pace-trace`: the pacer's per-window decisions go to this file.
+    pub pace_trace: Option<PathBuf>,
     pub engine: Options,
     /// Foreground, or hide into the trash first (`--background`, `--wait`).
     pub mode: Mode,
@@ -54,10 +55,6 @@ pub struct Request {
     pub grace: Option<std::time::Duration>,
     /// `--durable`: one fsync per affected directory after its unlinks.
     pub durable: bool,
-    /// The pacing recorded in trash entries (the reaper frees them that way).
-    pub entry_pacing: crate::trash::meta::EntryPacing,
-    /// Pacing flags for a detached reaper's command line.
-    pub reaper_args: Vec<std::ffi::OsString>,
     /// Sizes (allocated bytes, files) the caller measured, by path as given (prune).
     pub known_sizes: std::collections::HashMap<PathBuf, (u64, u64)>,
     /// Print the summary / JSON object (a caller that reports itself turns it off).
@@ -70,6 +67,16 @@ pub struct Request {
     pub batch_threads: Option<usize>,
     /// `--preserve-root=all`: refuse directory arguments that are mount points.
     pub preserve_all_root: bool,
+}
+
+impl Request {
+    /// What the shrinker and the tree governor take of the pacing asked for.
+    fn pacing(&self) -> Pacing {
+        Pacing {
+            trace: self.pace_trace.clone(),
+            ..self.pace.pacing()
+        }
+    }
 }
 
 /// How `reclaim rm` frees space.
@@ -156,7 +163,7 @@ impl<'r> Run<'r> {
                 grace: req.grace,
                 known: None,
                 durable: req.durable,
-                pacing: req.entry_pacing.clone(),
+                pacing: req.pace.clone(),
             }),
             hidden: Vec::new(),
             fallback: Vec::new(),
@@ -378,8 +385,8 @@ impl<'r> Run<'r> {
             idle,
         } = plan_trees(req, &trees);
         // Large files inside the trees are shrunk like named ones (when pacing is on).
-        let tree_files = (!req.pacing.is_fast() && !req.engine.dry_run)
-            .then(|| Arc::new(shrink::TreeFiles::new(req.pacing.clone(), false)));
+        let tree_files = (!req.pace.fast && !req.engine.dry_run)
+            .then(|| Arc::new(shrink::TreeFiles::new(req.pacing(), false)));
         if let Some(tf) = &tree_files {
             engine.large_files = Some(tf.clone());
         }
@@ -395,12 +402,12 @@ impl<'r> Run<'r> {
                         throttle,
                         gate: engine.gate.as_deref(),
                         max_workers: engine.threads,
-                        rate: req.pace_trees,
+                        rate: req.pace.pace_trees,
                         idle: &idle,
                     };
-                    let (pacing, done) = (&req.pacing, &done);
+                    let (pacing, done) = (req.pacing(), &done);
                     Some(s.spawn(move || {
-                        crate::pace::tree::run(&**dir, pacing, &knobs, counters, done)
+                        crate::pace::tree::run(&**dir, &pacing, &knobs, counters, done)
                     }))
                 }
                 _ => None,
@@ -460,7 +467,7 @@ impl<'r> Run<'r> {
     fn hand_over(&mut self) {
         match self.req.mode {
             Mode::Background => {
-                self.hider.start_reapers(&self.req.reaper_args);
+                self.hider.start_reapers(&self.req.pace.to_args());
                 if crate::interrupt::stopping() && self.not_started > 0 {
                     self.left.push(format!(
                         "hid {} of {} paths; the other {} are untouched",
@@ -493,7 +500,7 @@ impl<'r> Run<'r> {
         if !req.threads_given {
             engine.threads = 0; // per file system, as for trees here
         }
-        let reaped = self.hider.wait(&engine, &req.reaper_args, &on_progress);
+        let reaped = self.hider.wait(&engine, &req.pace.to_args(), &on_progress);
         if let Some(bar) = &bar {
             bar.finish_and_clear();
         }
@@ -620,12 +627,12 @@ fn plan_trees(req: &Request, trees: &[DirTarget]) -> TreePlan {
     // disks, network file systems): a governor thread halves the active workers when the
     // probe sees other I/O hurt, then holds the unlink rate (which `--iops` caps).
     let governed = profile.as_ref().is_some_and(|p| p.governed);
-    let paced = (req.pace_trees || governed)
+    let paced = (req.pace.pace_trees || governed)
         && !trees.is_empty()
         && !req.engine.dry_run
-        && !req.pacing.is_fast();
-    if paced || (req.iops.is_some() && !trees.is_empty()) {
-        engine.throttle = Some(Arc::new(Throttle::new(req.iops)));
+        && !req.pace.fast;
+    if paced || (req.pace.iops.is_some() && !trees.is_empty()) {
+        engine.throttle = Some(Arc::new(Throttle::new(req.pace.iops)));
     }
     if paced {
         // A rotational disk starts with one worker and earns more after good windows: the
@@ -656,9 +663,9 @@ fn confirm_rotational(req: &Request, p: &mut Profile, first: &DirTarget) -> Vec<
     let applies = p.governed
         && p.class == Class::Rotational
         && p.source == "detected"
-        && !req.pace_trees
+        && !req.pace.pace_trees
         && !req.engine.dry_run
-        && !req.pacing.is_fast();
+        && !req.pace.fast;
     if !applies {
         return Vec::new();
     }
@@ -697,12 +704,12 @@ fn left_of_file(req: &Request, g: &Gentle, l: &shrink::Left) -> String {
     match (&l.trash, &l.entry) {
         (Some(trash), Some(id)) => {
             if let Ok(t) = crate::trash::Trash::open_path(Path::new(trash)) {
-                crate::background::start_reaper(&t, &req.reaper_args);
+                crate::background::start_reaper(&t, &req.pace.to_args());
             }
             format!(
                 "{} is in the trash with {} left (entry {id}); {}",
                 g.path,
-                crate::report::bytes(l.bytes),
+                crate::format::bytes(l.bytes),
                 reaper_note()
             )
         }
@@ -712,7 +719,7 @@ fn left_of_file(req: &Request, g: &Gentle, l: &shrink::Left) -> String {
             l.hidden
                 .as_ref()
                 .map_or_else(|| "a hidden name".into(), |h| h.to_string()),
-            crate::report::bytes(l.bytes)
+            crate::format::bytes(l.bytes)
         ),
     }
 }
@@ -825,7 +832,7 @@ fn entry_key(t: &Target) -> EntryKey {
 
 /// A regular file big enough that freeing it may hurt others, and pacing is on.
 fn gentle_candidate(req: &Request, facts: &Facts) -> bool {
-    !req.pacing.is_fast()
+    !req.pace.fast
         && facts.file_type == rustix::fs::FileType::RegularFile
         && facts.allocated >= shrink::GENTLE_MIN_BYTES
 }
@@ -849,20 +856,16 @@ fn remove_gently(
         let Some(bar) = &bar else { return };
         let secs = started.elapsed().as_secs_f64().max(1e-3);
         let rate = freed as f64 / secs;
-        let eta = if rate > 0.0 {
-            format!("{:.0} s", (total - freed) as f64 / rate)
-        } else {
-            "?".into()
-        };
+        let eta = crate::format::eta((rate > 0.0).then(|| (total - freed) as f64 / rate));
         let lat = pacer
             .and_then(|p| p.last_latency())
             .map(|d| format!(", other I/O {:.1} ms", d.as_secs_f64() * 1e3))
             .unwrap_or_default();
         bar.set_message(format!(
-            "freeing {shown}: {} of {}, {}/s{lat}, ETA {eta}",
-            crate::report::bytes(freed),
-            crate::report::bytes(total),
-            crate::report::bytes(rate as u64),
+            "freeing {shown}: {} of {}, {}{lat}, {eta}",
+            crate::format::bytes(freed),
+            crate::format::bytes(total),
+            crate::format::rate(rate),
         ));
         bar.tick();
     };
@@ -873,7 +876,7 @@ fn remove_gently(
         grace: None,
         known: Some((facts.allocated, 1)),
         durable: req.durable,
-        pacing: req.entry_pacing.clone(),
+        pacing: req.pace.clone(),
     };
     let hiding = match &original {
         Some(o) if crate::trash::hide::unsuitable(o, facts, facts.mnt_id).is_none() => {
@@ -885,7 +888,7 @@ fn remove_gently(
         }
         _ => shrink::Hiding::Renamed { finish: true },
     };
-    let outcome = shrink::remove_file(base, name, facts, &req.pacing, &hiding, &on_progress)?;
+    let outcome = shrink::remove_file(base, name, facts, &req.pacing(), &hiding, &on_progress)?;
     if let Some(bar) = &bar {
         bar.set_message(String::new());
     }

@@ -8,9 +8,10 @@ use rustix::io::Errno;
 use serde::{Deserialize, Serialize};
 
 use crate::dirfd;
+use crate::format::{bytes, duration_rounded, group, plural, rate};
 use crate::quote::quote;
 use crate::reaper::{self, failure::FailedRecord, state};
-use crate::report::{bytes, group, ErrorEntry};
+use crate::report::ErrorEntry;
 use crate::trash::meta::{now_unix, Meta};
 use crate::trash::{self, Trash, Unusable, DATA, REAPING};
 
@@ -349,13 +350,13 @@ impl Status {
             let pending = if t.unknown_size == 0 {
                 format!(
                     "{}, {} pending",
-                    crate::report::plural(t.pending_files, "file", "files"),
+                    plural(t.pending_files, "file", "files"),
                     bytes(t.pending_bytes)
                 )
             } else if t.unknown_size == t.entries {
                 format!(
                     "size unknown ({}: `reclaim status --count` walks {})",
-                    crate::report::plural(t.unknown_size, "tree", "trees"),
+                    plural(t.unknown_size, "tree", "trees"),
                     if t.unknown_size == 1 { "it" } else { "them" }
                 )
             } else {
@@ -363,15 +364,15 @@ impl Status {
                     "at least {} in {} pending, and {} of unknown size \
                      (`reclaim status --count` walks them)",
                     bytes(t.pending_bytes),
-                    crate::report::plural(t.pending_files, "file", "files"),
-                    crate::report::plural(t.unknown_size, "tree", "trees"),
+                    plural(t.pending_files, "file", "files"),
+                    plural(t.unknown_size, "tree", "trees"),
                 )
             };
             s.push_str(&format!(
                 "{} (file system at {}): {}, {pending}\n",
                 quote(&t.trash),
                 quote(&t.mount),
-                crate::report::plural(t.entries, "entry", "entries"),
+                plural(t.entries, "entry", "entries"),
             ));
             let stuck = t
                 .items
@@ -383,23 +384,23 @@ impl Status {
                         "  reaper {} waiting for a grace window{}\n",
                         r.pid,
                         r.next_due_unix
-                            .map(|d| format!(" (next in {})", secs(d - now)))
+                            .map(|d| format!(" (next in {})", duration_rounded(d - now)))
                             .unwrap_or_default()
                     ));
                 }
                 Some(r) => {
                     let eta = match r.eta_s {
-                        Some(e) => format!("ETA {}", secs(e)),
+                        Some(e) => format!("ETA {}", duration_rounded(e)),
                         None if t.unknown_size > 0 => "ETA ? (a tree of unknown size)".into(),
                         None => "ETA ?".into(),
                     };
                     s.push_str(&format!(
-                        "  reaper {} {}: {}/s, {} freed and {} removed so far ({} files/s), {eta}{}\n",
+                        "  reaper {} {}: {}, {} freed and {} removed so far ({} files/s), {eta}{}\n",
                         r.pid,
                         r.state,
-                        bytes(r.rate_bps as u64),
+                        rate(r.rate_bps),
                         bytes(r.freed_bytes),
-                        crate::report::plural(r.files, "file", "files"),
+                        plural(r.files, "file", "files"),
                         group(r.files_per_s as u64),
                         r.entry
                             .as_ref()
@@ -418,7 +419,7 @@ impl Status {
             for i in &t.items {
                 let size = i.allocated.map_or_else(|| "?".into(), bytes);
                 let when = match (i.state.as_str(), i.grace_until_unix) {
-                    ("grace", Some(g)) => format!(", restorable for {}", secs(g - now)),
+                    ("grace", Some(g)) => format!(", restorable for {}", duration_rounded(g - now)),
                     _ => String::new(),
                 };
                 let original = crate::quote::PathField {
@@ -445,8 +446,8 @@ impl Status {
                     }
                     s.push_str(&format!(
                         "      {}; the next in {} (fix the cause, then `reclaim reap`)\n",
-                        crate::report::plural(u64::from(f.attempts), "attempt", "attempts"),
-                        secs(f.next_attempt_unix - now)
+                        crate::format::plural(u64::from(f.attempts), "attempt", "attempts"),
+                        duration_rounded(f.next_attempt_unix - now)
                     ));
                 }
                 if let Some(pid) = i.holder_pid {
@@ -462,17 +463,6 @@ impl Status {
         }
         s.pop();
         s
-    }
-}
-
-fn secs(s: f64) -> String {
-    let s = s.max(0.0);
-    if s < 90.0 {
-        format!("{s:.0} s")
-    } else if s < 5400.0 {
-        format!("{:.0} min", s / 60.0)
-    } else {
-        format!("{:.1} h", s / 3600.0)
     }
 }
 

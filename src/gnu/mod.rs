@@ -128,11 +128,7 @@ pub fn remove(program: &str, o: &args::Options) -> ExitCode {
     let mut r = Remover::new(o, program, out, root);
     // Large files are freed gently, as by `reclaim rm` (paced by the latency other I/O sees).
     let large = std::sync::Arc::new(crate::shrink::TreeFiles::new(
-        crate::pace::Pacing {
-            max_latency: Some(crate::pace::DEFAULT_MAX_LATENCY),
-            rate: None,
-            trace: None,
-        },
+        crate::pace::EntryPacing::default().pacing(),
         false,
     ));
     r.large = Some(large.clone());

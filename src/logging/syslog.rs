@@ -23,21 +23,8 @@ const SEND_TIMEOUT: Duration = Duration::from_secs(2);
 
 /// The line for `message` at `t` (seconds since the epoch) from process `pid`.
 pub fn format(priority: Priority, message: &str, t: f64, pid: u32) -> String {
-    const MONTHS: [&str; 12] = [
-        "Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec",
-    ];
-    let stamp = match crate::prune::policy::local_tm(t) {
-        Some(tm) => format!(
-            "{} {:>2} {:02}:{:02}:{:02} ",
-            MONTHS[tm.tm_mon.clamp(0, 11) as usize],
-            tm.tm_mday,
-            tm.tm_hour,
-            tm.tm_min,
-            tm.tm_sec
-        ),
-        // The daemon stamps a line without a time when it receives it.
-        None => String::new(),
-    };
+    // The daemon stamps a line without a time when it receives it.
+    let stamp = crate::format::syslog_stamp(t).map_or_else(String::new, |s| s + " ");
     let mut text = message;
     if text.len() > MAX_MESSAGE {
         let mut end = MAX_MESSAGE;

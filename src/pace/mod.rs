@@ -2,9 +2,7 @@
 //! same file system; the controller turns windows of those measurements into a step size and a
 //! pause, AIMD-style (like cgroup io.latency or TCP), so removal uses the budget and no more.
 
-/// The latency budget for other I/O when large files are freed and none is given.
-pub const DEFAULT_MAX_LATENCY: std::time::Duration = std::time::Duration::from_millis(20);
-
+pub mod asked;
 pub mod controller;
 pub mod pacer;
 pub mod probe;
@@ -12,4 +10,5 @@ pub mod signals;
 pub mod throttle;
 pub mod tree;
 
+pub use asked::{EntryPacing, DEFAULT_MAX_LATENCY};
 pub use pacer::{LatencyStats, PaceReport, Pacer, Pacing};

@@ -18,11 +18,11 @@ use serde::Serialize;
 
 use crate::cli::{PruneArgs, SortArg};
 use crate::dirfd;
+use crate::format::{bytes, group, plural, seconds};
+use crate::pace::EntryPacing;
 use crate::remove;
-use crate::report::bytes;
-use crate::report::plural;
 use crate::rm::{Mode, Request};
-use policy::{Candidate, LocalZone, Plan, Policy, SortBy, Space, Zone};
+use policy::{Candidate, Plan, Policy, SortBy, Space};
 
 /// One entry of a pruned directory.
 #[derive(Debug, Serialize)]
@@ -118,13 +118,14 @@ pub fn command(a: &PruneArgs, progress: bool) -> u8 {
     }
     let cands: Vec<Candidate> = listed.iter().map(|(c, _)| c.clone()).collect();
     let now = crate::trash::meta::now_unix();
-    let plan = match policy::plan(&cands, &pol, now, &space, &LocalZone) {
+    let zone = crate::format::local_zone();
+    let plan = match policy::plan(&cands, &pol, now, &space, &zone) {
         Ok(p) => p,
         Err(e) => return failed(e.to_string(), 1),
     };
     let mut report = report_of(&listed, &plan, a.dry_run, pol.sort);
     if !a.json {
-        print!("{}", human(&report));
+        print!("{}", human(&report, &zone));
     }
     // Not an error (everything removable goes), but the operator must hear of it.
     for u in &report.unmet {
@@ -298,14 +299,14 @@ fn report_of(listed: &[Listed], plan: &Plan, dry_run: bool, sort: SortBy) -> Rep
     }
 }
 
-fn human(r: &Report) -> String {
+fn human(r: &Report, zone: &jiff::tz::TimeZone) -> String {
     let mut s = String::new();
     for e in &r.plan {
         let size = e.allocated.map_or_else(|| "?".into(), bytes);
         s.push_str(&format!(
             "{:<6}  {}  {:>10}  {}  ({})\n",
             if e.remove { "REMOVE" } else { "keep" },
-            local_time(e.mtime_unix),
+            crate::format::minute(&policy::civil(zone, e.mtime_unix)),
             size,
             e.path,
             e.reasons.join("; ")
@@ -313,7 +314,7 @@ fn human(r: &Report) -> String {
     }
     s.push_str(&format!(
         "plan: remove {} of {} ({}){}\n",
-        crate::report::group(r.remove_count as u64),
+        group(r.remove_count as u64),
         plural(r.plan.len() as u64, "entry", "entries"),
         bytes(r.remove_bytes),
         if r.dry_run {
@@ -346,21 +347,8 @@ fn remove(plan: &[Entry], a: &PruneArgs, progress: bool) -> crate::report::Summa
         json: a.json,
         progress,
         threads_given: false,
-        pacing: if a.pace.fast {
-            crate::pace::Pacing::fast()
-        } else {
-            crate::pace::Pacing {
-                max_latency: Some(
-                    a.pace
-                        .max_latency
-                        .unwrap_or(crate::reaper::DEFAULT_MAX_LATENCY),
-                ),
-                rate: a.pace.rate,
-                trace: None,
-            }
-        },
-        iops: a.pace.iops,
-        pace_trees: a.pace.max_latency.is_some(),
+        pace: EntryPacing::from(&a.pace),
+        pace_trace: None,
         engine: remove::Options::default(),
         mode: if a.now {
             Mode::Now
@@ -371,8 +359,6 @@ fn remove(plan: &[Entry], a: &PruneArgs, progress: bool) -> crate::report::Summa
         },
         grace: None,
         durable: false,
-        entry_pacing: crate::reaper::entry_pacing(&a.pace),
-        reaper_args: a.pace.to_args(),
         known_sizes: known,
         profile: None,
         small_dir_stats: None,
@@ -396,16 +382,11 @@ fn outcome_line(s: &crate::report::Summary, a: &PruneArgs) -> String {
         )
     } else {
         format!(
-            "removed {} and {}, {} freed, in {:.2} s{failed}",
+            "removed {} and {}, {} freed, in {}{failed}",
             plural(s.files, "file", "files"),
             plural(s.dirs, "directory", "directories"),
             bytes(s.bytes_freed),
-            s.elapsed_s
+            seconds(s.elapsed_s)
         )
     }
-}
-
-/// `2026-11-22 08:15`, local time.
-fn local_time(t: f64) -> String {
-    LocalZone.civil(t).to_string()
 }

@@ -1,6 +1,6 @@
 //! The retention policy as a pure function: given the candidate entries (time, size, file
 //! system) and the rules, decide what to keep and what to remove, with a reason for each.
-//! No I/O here (local time comes in as a `Zone`), so every combination of rules can be tested.
+//! No I/O here (local time comes in as a `TimeZone`), so every combination of rules can be tested.
 //!
 //! Keep rules are restic's `forget` rules, with its documented semantics (its worked examples
 //! are tables in `policy/tests.rs`):
@@ -27,9 +27,12 @@
 use std::collections::{HashMap, HashSet};
 use std::fmt;
 
+use jiff::civil::{Date, DateTime};
+use jiff::tz::TimeZone;
+use jiff::{Span, Timestamp};
 use serde::Serialize;
 
-use crate::report::{bytes, group};
+use crate::format::{age, age_to_the_second, bytes, bytes_exact, group};
 
 /// One candidate: an entry of a directory being pruned.
 #[derive(Clone, Debug)]
@@ -85,126 +88,37 @@ impl fmt::Display for CalendarSpan {
     }
 }
 
-/// A local calendar time, to the second. On the way into `Zone::instant` the fields may be out
-/// of range: they carry over (February 31 is March 3 or 2; month 0 is December of the year
-/// before), as Go's `time.Date` (restic) and `mktime(3)` do.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Civil {
-    pub year: i64,
-    pub month: i64,
-    pub day: i64,
-    pub hour: i64,
-    pub minute: i64,
-    pub second: i64,
+/// The local calendar time of an instant (seconds since the epoch), to the second; beyond the
+/// calendar's range (years -9999 to 9999) the first or last second it has.
+pub fn civil(zone: &TimeZone, t: f64) -> DateTime {
+    let ts = Timestamp::from_second(t.floor() as i64).unwrap_or(if t < 0.0 {
+        Timestamp::MIN
+    } else {
+        Timestamp::MAX
+    });
+    zone.to_datetime(ts)
 }
 
-impl Civil {
-    /// Days since 1970-01-01 of its date.
-    fn days(&self) -> i64 {
-        let m0 = self.month - 1;
-        days_from_civil(self.year + m0.div_euclid(12), m0.rem_euclid(12) + 1, 1) + self.day - 1
-    }
-
-    /// Seconds since the epoch if this were UTC.
-    fn utc_seconds(&self) -> i64 {
-        self.days() * 86_400 + self.hour * 3600 + self.minute * 60 + self.second
-    }
-
-    fn from_utc_seconds(t: i64) -> Civil {
-        let (year, month, day) = civil_from_days(t.div_euclid(86_400));
-        let s = t.rem_euclid(86_400);
-        Civil {
-            year,
-            month,
-            day,
-            hour: s / 3600,
-            minute: s % 3600 / 60,
-            second: s % 60,
-        }
+/// The instant of a local calendar time, in seconds since the epoch. A time that a daylight
+/// saving change skips or repeats is taken as Temporal's "compatible" does: later across a
+/// gap (by its length), the earlier of the two in a fold.
+pub fn instant(zone: &TimeZone, c: DateTime) -> f64 {
+    match zone.to_ambiguous_timestamp(c).compatible() {
+        Ok(ts) => ts.as_second() as f64,
+        Err(_) if c.year() < 0 => f64::NEG_INFINITY,
+        Err(_) => f64::INFINITY,
     }
 }
 
-impl fmt::Display for Civil {
-    /// `2026-11-22 08:15`.
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(
-            f,
-            "{:04}-{:02}-{:02} {:02}:{:02}",
-            self.year, self.month, self.day, self.hour, self.minute
-        )
-    }
-}
-
-/// Local time as the plan needs it: the calendar of an instant, and the instant of a calendar
-/// time (fields carried over as `Civil` says).
-pub trait Zone {
-    fn civil(&self, t: f64) -> Civil;
-    fn instant(&self, c: Civil) -> f64;
-}
-
-/// A fixed offset east of UTC, in seconds (`FixedZone(0)` is UTC): tests, and the fallback
-/// when the C library has no answer.
-#[derive(Clone, Copy, Debug)]
-pub struct FixedZone(pub i64);
-
-impl Zone for FixedZone {
-    fn civil(&self, t: f64) -> Civil {
-        Civil::from_utc_seconds(t.floor() as i64 + self.0)
-    }
-
-    fn instant(&self, c: Civil) -> f64 {
-        (c.utc_seconds() - self.0) as f64
-    }
-}
-
-/// The system's local time (`TZ`, `/etc/localtime`), through the C library.
-#[derive(Clone, Copy, Debug)]
-pub struct LocalZone;
-
-impl Zone for LocalZone {
-    fn civil(&self, t: f64) -> Civil {
-        match local_tm(t) {
-            Some(tm) => Civil {
-                year: tm.tm_year as i64 + 1900,
-                month: tm.tm_mon as i64 + 1,
-                day: tm.tm_mday as i64,
-                hour: tm.tm_hour as i64,
-                minute: tm.tm_min as i64,
-                second: tm.tm_sec as i64,
-            },
-            None => FixedZone(0).civil(t),
-        }
-    }
-
-    fn instant(&self, c: Civil) -> f64 {
-        let int = |v: i64| libc::c_int::try_from(v).ok();
-        let fields = (
-            int(c.year - 1900),
-            int(c.month - 1),
-            int(c.day),
-            int(c.hour),
-            int(c.minute),
-            int(c.second),
-        );
-        let (Some(year), Some(mon), Some(mday), Some(hour), Some(min), Some(sec)) = fields else {
-            return FixedZone(0).instant(c);
-        };
-        // SAFETY: a zeroed tm is a valid value; mktime reads and normalizes only the tm we pass.
-        let mut tm: libc::tm = unsafe { std::mem::zeroed() };
-        tm.tm_year = year;
-        tm.tm_mon = mon;
-        tm.tm_mday = mday;
-        tm.tm_hour = hour;
-        tm.tm_min = min;
-        tm.tm_sec = sec;
-        tm.tm_isdst = -1;
-        let t = unsafe { libc::mktime(&mut tm) };
-        if t == -1 {
-            FixedZone(0).instant(c)
-        } else {
-            t as f64
-        }
-    }
+/// `c` moved by whole years, months and days on the calendar, the days carried over as Go's
+/// `time.AddDate` (restic) does: March 31 minus one month is "February 31", March 3 (or 2 in
+/// a leap year). `None` beyond the calendar's range.
+pub fn add_date(c: DateTime, years: i64, months: i64, days: i64) -> Option<DateTime> {
+    let m0 = i64::from(c.month()) - 1 + months;
+    let year = i64::from(c.year()) + years + m0.div_euclid(12);
+    let first = Date::new(i16::try_from(year).ok()?, m0.rem_euclid(12) as i8 + 1, 1).ok()?;
+    let day = Span::new().try_days(i64::from(c.day()) - 1 + days).ok()?;
+    Some(first.checked_add(day).ok()?.to_datetime(c.time()))
 }
 
 /// A calendar period of restic's `--keep-hourly` ... `--keep-yearly`.
@@ -219,15 +133,19 @@ pub enum Period {
 
 impl Period {
     /// The number of the period a local time falls in: one per hour, day, ISO week (Monday to
-    /// Sunday), month or year.
-    pub fn bucket(self, c: &Civil) -> i64 {
+    /// Sunday), month or year (numbers to tell periods apart, not to count them).
+    pub fn bucket(self, c: &DateTime) -> i64 {
+        let (year, month) = (i64::from(c.year()), i64::from(c.month()));
+        let day = year * 366 + i64::from(c.day_of_year());
         match self {
-            Period::Hour => c.days() * 24 + c.hour,
-            Period::Day => c.days(),
-            // 1970-01-01 was a Thursday: +3 puts every Monday at a multiple of 7.
-            Period::Week => (c.days() + 3).div_euclid(7),
-            Period::Month => c.year * 12 + c.month - 1,
-            Period::Year => c.year,
+            Period::Hour => day * 24 + i64::from(c.hour()),
+            Period::Day => day,
+            Period::Week => {
+                let w = c.date().iso_week_date();
+                i64::from(w.year()) * 53 + i64::from(w.week())
+            }
+            Period::Month => year * 12 + month - 1,
+            Period::Year => year,
         }
     }
 
@@ -345,7 +263,7 @@ pub fn plan(
     policy: &Policy,
     now: f64,
     space: &HashMap<u64, Space>,
-    zone: &dyn Zone,
+    zone: &TimeZone,
 ) -> Result<Plan, PlanError> {
     if !policy.has_remove_rule() && !policy.has_keep_rule() {
         return Err(PlanError::NoRule);
@@ -375,11 +293,11 @@ pub fn plan(
     }
     let periods = policy.periods();
     if !periods.is_empty() {
-        let civil: Vec<Civil> = entries.iter().map(|c| zone.civil(c.mtime)).collect();
+        let local: Vec<DateTime> = entries.iter().map(|c| civil(zone, c.mtime)).collect();
         for (period, n) in periods {
             let (one, many) = period.noun();
             let flag = period.flag();
-            for (i, oldest) in keep_periods(&order, n, |i| period.bucket(&civil[i])) {
+            for (i, oldest) in keep_periods(&order, n, |i| period.bucket(&local[i])) {
                 // `oldest` only when fewer than n buckets were found, so n >= 2 there.
                 let why = if oldest {
                     format!(
@@ -400,7 +318,7 @@ pub fn plan(
                     i,
                     format!(
                         "kept: newer than {}, {span} before the newest entry (--keep-within {span})",
-                        zone.civil(cut)
+                        crate::format::minute(&civil(zone, cut))
                     ),
                     &mut d,
                 ),
@@ -452,7 +370,7 @@ pub fn plan(
                 d[i].remove = true;
                 d[i].reasons.push(format!(
                     "removed: the entries total {} > --max-total {}",
-                    exact(total),
+                    bytes_exact(total),
                     limit(max, total)
                 ));
                 total = total.saturating_sub(entries[i].allocated.unwrap_or(0));
@@ -492,7 +410,7 @@ pub fn plan(
                     d[i].remove = true;
                     d[i].reasons.push(format!(
                         "removed: free space would be {} < --keep-free {}",
-                        exact(will_be),
+                        bytes_exact(will_be),
                         wanted(will_be)
                     ));
                     will_be = will_be.saturating_add(entries[i].allocated.unwrap_or(0));
@@ -501,7 +419,7 @@ pub fn plan(
             if will_be < want {
                 unmet.push(format!(
                     "free space will be {} of the {} wanted, with every removable entry removed",
-                    exact(will_be),
+                    bytes_exact(will_be),
                     wanted(will_be)
                 ));
             }
@@ -535,18 +453,16 @@ pub fn within_cutoff(
     entries: &[Candidate],
     span: CalendarSpan,
     now: f64,
-    zone: &dyn Zone,
+    zone: &TimeZone,
 ) -> Option<f64> {
     let latest = entries
         .iter()
         .map(|c| c.mtime)
         .filter(|&t| t < now)
         .fold(None, |m: Option<f64>, t| Some(m.map_or(t, |m| m.max(t))))?;
-    let mut c = zone.civil(latest);
-    c.year -= span.years;
-    c.month -= span.months;
-    c.day -= span.days;
-    Some(zone.instant(c) + (latest - latest.floor()) - span.hours as f64 * 3600.0)
+    let back = add_date(civil(zone, latest), -span.years, -span.months, -span.days);
+    let day = back.map_or(f64::NEG_INFINITY, |c| instant(zone, c));
+    Some(day + (latest - latest.floor()) - span.hours as f64 * 3600.0)
 }
 
 /// restic's bucket rule: going from newest to oldest (`order`), keeps the first entry of each
@@ -586,96 +502,23 @@ pub fn newest_first(entries: &[Candidate], sort: SortBy) -> Vec<usize> {
     order
 }
 
-/// A measured amount: `1.9 GiB (1,987,654,321 B)`, or `512 B`.
-pub fn exact(n: u64) -> String {
-    if n < 1024 {
-        format!("{n} B")
-    } else {
-        format!("{} ({} B)", bytes(n), group(n))
-    }
-}
-
 /// A limit compared with `other`: rounded, unless it would look the same as `other` rounded.
 fn limit(n: u64, other: u64) -> String {
     if bytes(n) == bytes(other) {
-        exact(n)
+        bytes_exact(n)
     } else {
         bytes(n)
     }
 }
 
 /// Two ages that are compared: rounded, unless they would look the same (then to the second).
-fn two_ages(limit: f64, age: f64) -> (String, String) {
-    let (a, b) = (human_age(limit), human_age(age));
+fn two_ages(limit: f64, age_secs: f64) -> (String, String) {
+    let (a, b) = (age(limit), age(age_secs));
     if a == b {
-        (precise_age(limit), precise_age(age))
+        (age_to_the_second(limit), age_to_the_second(age_secs))
     } else {
         (a, b)
     }
-}
-
-/// `3d 4h`, `1.5h`, `5 min`, `12 s`.
-pub fn human_age(secs: f64) -> String {
-    let s = secs.max(0.0);
-    if s >= 86_400.0 {
-        let d = (s / 86_400.0).floor();
-        let h = ((s - d * 86_400.0) / 3600.0).floor();
-        if h > 0.0 {
-            format!("{d:.0}d {h:.0}h")
-        } else {
-            format!("{d:.0}d")
-        }
-    } else if s >= 3600.0 {
-        format!("{:.1}h", s / 3600.0)
-    } else if s >= 60.0 {
-        format!("{:.0} min", s / 60.0)
-    } else {
-        format!("{s:.0} s")
-    }
-}
-
-/// `3d 00:05:12`, `04:00:00`: to the second.
-fn precise_age(secs: f64) -> String {
-    let s = secs.max(0.0).round() as u64;
-    let (d, h, m, s) = (s / 86_400, s % 86_400 / 3600, s % 3600 / 60, s % 60);
-    if d > 0 {
-        format!("{d}d {h:02}:{m:02}:{s:02}")
-    } else {
-        format!("{h:02}:{m:02}:{s:02}")
-    }
-}
-
-/// The broken-down local time of `t` (seconds since the epoch), if the C library has one.
-pub fn local_tm(t: f64) -> Option<libc::tm> {
-    let secs = t.floor() as libc::time_t;
-    // SAFETY: a zeroed tm is a valid value; localtime_r writes only into the tm we pass.
-    let mut tm: libc::tm = unsafe { std::mem::zeroed() };
-    let ok = unsafe { !libc::localtime_r(&secs, &mut tm).is_null() };
-    ok.then_some(tm)
-}
-
-/// Days since 1970-01-01 of a civil date (Howard Hinnant's algorithm).
-fn days_from_civil(y: i64, m: i64, d: i64) -> i64 {
-    let y = if m <= 2 { y - 1 } else { y };
-    let era = y.div_euclid(400);
-    let yoe = y - era * 400;
-    let mp = (m + 9) % 12;
-    let doy = (153 * mp + 2) / 5 + d - 1;
-    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
-    era * 146_097 + doe - 719_468
-}
-
-/// The civil date `(year, month, day)` of a count of days since 1970-01-01 (the inverse).
-fn civil_from_days(z: i64) -> (i64, i64, i64) {
-    let z = z + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z - era * 146_097;
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let d = doy - (153 * mp + 2) / 5 + 1;
-    let m = if mp < 10 { mp + 3 } else { mp - 9 };
-    (yoe + era * 400 + i64::from(m <= 2), m, d)
 }
 
 #[cfg(test)]

@@ -26,26 +26,23 @@ use rustix::fs::{fsync, unlinkat, AtFlags, FileType};
 use rustix::io::Errno;
 use serde::{Deserialize, Serialize};
 
-use crate::cli::{PaceArgs, ReapArgs};
+use crate::cli::ReapArgs;
 use crate::dirfd;
 use crate::error::{Failure, Reason};
+use crate::format::{self, plural};
 use crate::interrupt;
 use crate::locks;
 use crate::logging::{Dest, Priority, Record, Sink};
 use crate::pace::throttle::Throttle;
-use crate::pace::Pacing;
+use crate::pace::EntryPacing;
 use crate::quote::quote;
 use crate::remove::{self, Counters, DirTarget};
-use crate::report::plural;
 use crate::report::ErrorEntry;
 use crate::shrink;
-use crate::trash::meta::{now_unix, EntryPacing, Meta};
+use crate::trash::meta::{now_unix, Meta};
 use crate::trash::{self, safefile, Trash, DATA, LOCK, LOG, REAPING};
 use failure::FailedRecord;
 use state::StateFile;
-
-/// The latency budget when an entry does not say (as `reclaim rm`'s default).
-pub use crate::pace::DEFAULT_MAX_LATENCY;
 
 /// When a reaper run stops.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -413,7 +410,7 @@ fn log(trash: &Trash, to: &Sink, rec: Record) {
     match to.dest() {
         Dest::None => {}
         Dest::File => {
-            let stamp = crate::trash::meta::utc_stamp(now_unix() as u64);
+            let stamp = format::utc_stamp(now_unix() as u64);
             let line = format!("{stamp}Z {}", rec.message);
             let _ = safefile::append_log(&trash.dir, LOG, trash.uid, &line);
         }
@@ -431,9 +428,9 @@ fn freed_record(entry: &CStr, path: &Path, files: u64, bytes: u64, took: Duratio
     let line = format!(
         "freed {}: {}, {} in {secs:.2} s{}",
         quote(path),
-        crate::report::plural(files, "file", "files"),
-        crate::report::bytes(bytes),
-        rate.map_or_else(String::new, |r| format!(", {}/s", crate::report::bytes(r)))
+        plural(files, "file", "files"),
+        format::bytes(bytes),
+        rate.map_or_else(String::new, |r| format!(", {}/s", format::bytes(r)))
     );
     let rec = Record::new(Priority::Info, line)
         .field("RECLAIM_EVENT", "freed")
@@ -479,7 +476,7 @@ fn failed_records(entry: &CStr, path: &Path, record: &FailedRecord) -> Vec<Recor
                 quote(path),
                 plural(failed, "path", "paths"),
                 record.attempts,
-                crate::report::local_time(record.next_attempt_unix)
+                format::local_time(record.next_attempt_unix)
             ),
         ))
         .path("RECLAIM_PATH", path),
@@ -494,7 +491,7 @@ fn backoff_record(entry: &CStr, path: &Path, record: &FailedRecord) -> Record {
         format!(
             "{}: not retried before {} (failed {})",
             quote(path),
-            crate::report::local_time(record.next_attempt_unix),
+            format::local_time(record.next_attempt_unix),
             plural(u64::from(record.attempts), "time", "times")
         ),
     )
@@ -758,7 +755,7 @@ fn free_reaping(
                 entry,
                 REAPING,
                 facts,
-                &to_pacing(pacing),
+                &pacing.pacing(),
                 &shrink::Hiding::InPlace,
                 &cb,
             );
@@ -842,23 +839,6 @@ fn clear_entry(
     }
 }
 
-/// The pacing an entry asked for, as the shrinker takes it. The record is the user's: a
-/// budget that is no duration (negative, not finite, beyond 100 years) counts as not given.
-pub fn to_pacing(p: &EntryPacing) -> Pacing {
-    if p.fast {
-        return Pacing::fast();
-    }
-    let budget = p
-        .max_latency_ms
-        .filter(|ms| ms.is_finite() && *ms > 0.0 && *ms / 1e3 <= crate::units::MAX_DURATION_SECS)
-        .map_or(DEFAULT_MAX_LATENCY, |ms| Duration::from_secs_f64(ms / 1e3));
-    Pacing {
-        max_latency: Some(budget),
-        rate: p.rate.filter(|r| *r > 0),
-        trace: None,
-    }
-}
-
 /// Removes a tree of an entry with the engine (paced like `reclaim rm -r`; large files shrunk
 /// in place, the tree being private). `Ok(false)`: stopped by a signal.
 fn free_tree(
@@ -886,7 +866,7 @@ fn free_tree(
             .is_some_and(|d| d >= crate::profile::SLOW_DISK_P50);
     let paced = (pacing.pace_trees || (profile.governed && slow_enough)) && !pacing.fast;
     let tree_files =
-        (!pacing.fast).then(|| Arc::new(shrink::TreeFiles::new(to_pacing(pacing), true)));
+        (!pacing.fast).then(|| Arc::new(shrink::TreeFiles::new(pacing.pacing(), true)));
     if let Some(tf) = &tree_files {
         engine.large_files = Some(tf.clone());
     }
@@ -906,7 +886,7 @@ fn free_tree(
     let sink = remove::Quiet;
     let outcome = std::thread::scope(|s| {
         if let (true, Some(throttle)) = (paced, &engine.throttle) {
-            let p = to_pacing(pacing);
+            let p = pacing.pacing();
             let pace_trees = pacing.pace_trees;
             let dir = probe_dir.clone();
             let throttle = throttle.clone();
@@ -939,17 +919,6 @@ fn free_tree(
         return Err(outcome.failures);
     }
     Ok(!interrupt::stopping())
-}
-
-/// The pacing flags of `reclaim rm`, as recorded in an entry.
-pub fn entry_pacing(p: &PaceArgs) -> EntryPacing {
-    EntryPacing {
-        fast: p.fast,
-        max_latency_ms: p.max_latency.map(|d| d.as_secs_f64() * 1e3),
-        rate: p.rate,
-        iops: p.iops,
-        pace_trees: p.max_latency.is_some(),
-    }
 }
 
 /// Frees every trash this process may act on as `opts` says: its own in this process, other
@@ -1137,10 +1106,10 @@ fn waiting_for(t: &Trash, pid: u32) -> String {
     if let Some(st) = st {
         if let Some(e) = &st.entry {
             s.push_str(&format!(
-                ": freeing {}, {} freed so far ({}/s)",
+                ": freeing {}, {} freed so far ({})",
                 quote(e),
-                crate::report::bytes(st.freed_bytes),
-                crate::report::bytes(st.rate_bps as u64)
+                format::bytes(st.freed_bytes),
+                format::rate(st.rate_bps)
             ));
         }
     }
@@ -1242,7 +1211,7 @@ pub fn command(a: &ReapArgs) -> u8 {
         } else {
             Locked::Wait
         },
-        pacing: a.pace.given().then(|| entry_pacing(&a.pace)),
+        pacing: a.pace.given().then(|| EntryPacing::from(&a.pace)),
         engine,
         only: None,
         log: Sink::new(dest).prefixed(a.log_prefix),
@@ -1258,7 +1227,7 @@ pub fn command(a: &ReapArgs) -> u8 {
             bar.tick();
         }
     };
-    let mut child_args = a.pace.to_args();
+    let mut child_args = EntryPacing::from(&a.pace).to_args();
     if let Some(t) = a.threads {
         child_args.push(format!("--threads={t}").into());
     }
@@ -1322,20 +1291,18 @@ impl ReapSummary {
     /// One paragraph for the terminal.
     pub fn human(&self, took: Duration) -> String {
         let mut s = format!(
-            "freed {} ({}, {}) in {:.2} s",
+            "freed {} ({}, {}) in {}",
             plural(self.entries_freed, "entry", "entries"),
             plural(self.files, "file", "files"),
-            crate::report::bytes(self.bytes_freed),
-            took.as_secs_f64()
+            format::bytes(self.bytes_freed),
+            format::seconds(took.as_secs_f64())
         );
         if self.waiting > 0 {
             let until = match (self.next_grace_unix, self.last_grace_unix) {
-                (Some(a), Some(b)) if b - a >= 1.0 => format!(
-                    "{} to {}",
-                    crate::report::local_time(a),
-                    crate::report::local_time(b)
-                ),
-                (Some(t), _) | (None, Some(t)) => crate::report::local_time(t),
+                (Some(a), Some(b)) if b - a >= 1.0 => {
+                    format!("{} to {}", format::local_time(a), format::local_time(b))
+                }
+                (Some(t), _) | (None, Some(t)) => format::local_time(t),
                 (None, None) => "its grace window ends".into(),
             };
             s.push_str(&format!(

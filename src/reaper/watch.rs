@@ -54,7 +54,7 @@ fn signature(t: &Trash) -> Option<(u64, i64, i64, i64, i64)> {
 /// `reclaim reap --watch`; returns the exit code (0 when stopped by a signal: a service stop).
 pub fn command(a: &ReapArgs) -> u8 {
     let dest = a.log.unwrap_or(Target::Auto).resolve(false, true);
-    let mut child_args: Vec<OsString> = a.pace.to_args();
+    let mut child_args: Vec<OsString> = crate::pace::EntryPacing::from(&a.pace).to_args();
     if let Some(t) = a.threads {
         child_args.push(format!("--threads={t}").into());
     }
@@ -93,7 +93,7 @@ pub fn command(a: &ReapArgs) -> u8 {
                                 quote(&path),
                                 plural(s.entries_freed, "entry", "entries"),
                                 plural(s.files, "file", "files"),
-                                crate::report::bytes(s.bytes_freed)
+                                crate::format::bytes(s.bytes_freed)
                             ),
                         );
                     }

@@ -3,6 +3,8 @@
 
 use serde::Serialize;
 
+use crate::format::binary_units;
+
 /// Buckets: 0 for size 0, then one per bit length of the size (1..=64).
 const BUCKETS: usize = 65;
 
@@ -112,34 +114,16 @@ impl Histogram {
     }
 }
 
-/// A power of two (or 0, or 1) in exact binary units: 0 B, 1 B, 512 B, 4 KiB, 16 EiB.
-fn exact(n: u128) -> String {
-    const UNITS: [&str; 7] = ["B", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB"];
-    let mut v = n;
-    let mut unit = 0;
-    while v >= 1024 && v % 1024 == 0 && unit + 1 < UNITS.len() {
-        v /= 1024;
-        unit += 1;
-    }
-    format!("{v} {}", UNITS[unit])
-}
-
-/// A byte count for people: exact binary units when it is a whole number of them (`64 KiB`,
-/// `1 MiB`), else one decimal (`1.5 KiB`).
-pub fn size(n: u64) -> String {
-    if n < 1024 || n % 1024 == 0 {
-        exact(n.into())
-    } else {
-        crate::report::bytes(n)
-    }
-}
-
 /// The human label of a bucket: `0 B`, `1 B`, `2 B – 4 B` (upper bound exclusive).
 pub fn label(b: &Bucket) -> String {
     match (b.min, b.max) {
         (0, 0) => "0 B".into(),
         (1, 1) => "1 B".into(),
-        (min, max) => format!("{} – {}", exact(min.into()), exact(u128::from(max) + 1)),
+        (min, max) => format!(
+            "{} – {}",
+            binary_units(min.into()),
+            binary_units(u128::from(max) + 1)
+        ),
     }
 }
 
@@ -194,8 +178,5 @@ mod tests {
             allocated_bytes: 0,
         };
         assert_eq!(label(&top), "8 EiB – 16 EiB");
-        assert_eq!(size(65_536), "64 KiB");
-        assert_eq!(size(1536), "1.5 KiB");
-        assert_eq!(size(1000), "1000 B");
     }
 }

@@ -14,9 +14,8 @@ use super::estimate::Calibration;
 use super::histogram::{self, Bucket};
 use super::tally::Counts;
 use super::walk::Live;
+use crate::format::{bytes, duration, group, percent, plural, size};
 use crate::quote::PathField;
-use crate::report::plural;
-use crate::report::{bytes, group};
 
 /// The whole result of one `reclaim scan`; `--json` prints exactly this.
 #[derive(Debug, Serialize)]
@@ -197,14 +196,6 @@ fn shown(path: &str) -> String {
         .collect()
 }
 
-fn percent(part: u64, whole: u64) -> String {
-    if whole == 0 {
-        "-".into()
-    } else {
-        format!("{:.1}%", part as f64 * 100.0 / whole as f64)
-    }
-}
-
 /// One line of counts: `1,234 files, 56 directories, 1 symlink, 0 other`.
 fn counts_line(c: &Counts) -> String {
     let mut s = format!(
@@ -223,24 +214,6 @@ fn counts_line(c: &Counts) -> String {
         ));
     }
     s
-}
-
-/// A duration for people: `0.42 s`, `8.4 s`, `3 min 12 s`, `2 h 05 min`.
-pub fn duration(secs: f64) -> String {
-    if !secs.is_finite() {
-        return "?".into();
-    }
-    if secs < 10.0 {
-        format!("{secs:.2} s")
-    } else if secs < 60.0 {
-        format!("{secs:.1} s")
-    } else if secs < 3600.0 {
-        let s = secs.round() as u64;
-        format!("{} min {:02} s", s / 60, s % 60)
-    } else {
-        let m = (secs / 60.0).round() as u64;
-        format!("{} h {:02} min", m / 60, m % 60)
-    }
 }
 
 /// The human report.
@@ -271,7 +244,7 @@ pub fn human(r: &ScanReport) -> String {
     let _ = writeln!(
         out,
         "  small files (< {}): {} ({} of the files)",
-        histogram::size(r.small_threshold),
+        size(r.small_threshold),
         group(t.small_files),
         percent(t.small_files, t.files)
     );
@@ -322,7 +295,7 @@ pub fn human(r: &ScanReport) -> String {
         &mut out,
         &format!(
             "directories with the most small files (< {}, directly inside)",
-            histogram::size(r.small_threshold)
+            size(r.small_threshold)
         ),
         ["small", "files"],
         &r.top_by_small_files,
@@ -615,14 +588,6 @@ mod tests {
         assert_eq!(v["exclude"][0], "*.o");
         assert_eq!(v["top_by_allocated_bytes"][0]["tree_allocated_bytes"], 8192);
         assert_eq!(v["top_by_files"][0]["tree_files"], 1500);
-    }
-
-    #[test]
-    fn durations() {
-        assert_eq!(duration(0.421), "0.42 s");
-        assert_eq!(duration(12.34), "12.3 s");
-        assert_eq!(duration(192.0), "3 min 12 s");
-        assert_eq!(duration(7500.0), "2 h 05 min");
     }
 
     #[test]

@@ -230,9 +230,9 @@ pub fn ranks_line(ranks: &[Rank]) -> String {
         "ranks: {} on {}, entries per rank {}–{} (median {})",
         ranks.len(),
         crate::report::plural(hosts.len() as u64, "host", "hosts"),
-        crate::report::group(per[0]),
-        crate::report::group(per[per.len() - 1]),
-        crate::report::group(per[per.len() / 2]),
+        crate::format::group(per[0]),
+        crate::format::group(per[per.len() - 1]),
+        crate::format::group(per[per.len() / 2]),
     )
 }
 

@@ -14,11 +14,12 @@ use rustix::fs::{fsync, mkdirat, unlinkat, AtFlags, Mode};
 use crate::rename::{noreplace, Into};
 use rustix::io::Errno;
 
-use super::meta::{self, EntryPacing, Meta};
+use super::meta::{self, Meta};
 use super::{Trash, DATA, REAPING};
 use crate::dirfd::{self, Facts, Lineage};
 use crate::error::Reason;
 use crate::locks;
+use crate::pace::EntryPacing;
 
 /// A target now in the trash.
 #[derive(Clone, Debug, serde::Serialize)]

@@ -13,23 +13,9 @@ use serde::{Deserialize, Serialize};
 
 use super::safefile::{self, Bad};
 use crate::dirfd::Lineage;
+use crate::pace::EntryPacing;
 
 pub const META: &CStr = c"meta.json";
-
-/// How the entry is to be freed: the pacing of the `reclaim rm` that hid it.
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
-pub struct EntryPacing {
-    pub fast: bool,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub max_latency_ms: Option<f64>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub rate: Option<u64>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub iops: Option<u64>,
-    /// Trees paced by the latency probe too (`--max-latency` was given).
-    #[serde(default)]
-    pub pace_trees: bool,
-}
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Meta {
@@ -54,6 +40,7 @@ pub struct Meta {
     /// Allocated bytes (`st_blocks`), when known (files: at hide time; trees: not walked).
     pub allocated: Option<u64>,
     pub files: Option<u64>,
+    /// How the entry is to be freed: the pacing of the `reclaim rm` that hid it.
     #[serde(default)]
     pub pacing: EntryPacing,
 }
@@ -122,7 +109,7 @@ pub fn new_id() -> String {
         .unwrap_or_default();
     format!(
         "{}.{:06}Z-{}-{}",
-        utc_stamp(now.as_secs()),
+        crate::format::utc_stamp(now.as_secs()),
         now.subsec_micros(),
         std::process::id(),
         SEQ.fetch_add(1, Ordering::Relaxed)
@@ -138,27 +125,6 @@ pub fn is_entry_name(name: &[u8]) -> bool {
         && !name.contains(&b'/')
 }
 
-/// `YYYYMMDDTHHMMSS` of a unix time, UTC (civil-from-days, Howard Hinnant's algorithm).
-pub fn utc_stamp(secs: u64) -> String {
-    let days = (secs / 86_400) as i64;
-    let rem = secs % 86_400;
-    let z = days + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z - era * 146_097;
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let d = doy - (153 * mp + 2) / 5 + 1;
-    let m = if mp < 10 { mp + 3 } else { mp - 9 };
-    let y = yoe + era * 400 + i64::from(m <= 2);
-    format!(
-        "{y:04}{m:02}{d:02}T{:02}{:02}{:02}",
-        rem / 3600,
-        rem / 60 % 60,
-        rem % 60
-    )
-}
-
 /// The name as an `OsStr` (for messages).
 pub fn os(name: &CStr) -> &OsStr {
     OsStr::from_bytes(name.to_bytes())
@@ -167,13 +133,6 @@ pub fn os(name: &CStr) -> &OsStr {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn utc_stamps_match_known_dates() {
-        assert_eq!(utc_stamp(0), "19700101T000000");
-        assert_eq!(utc_stamp(951_782_400), "20000229T000000");
-        assert_eq!(utc_stamp(1_795_336_496), "20261122T083456");
-    }
 
     #[test]
     fn ids_sort_oldest_first_and_are_recognised() {
