@@ -44,6 +44,11 @@ pub struct Options {
     /// `lstat` the entries of small directories to meet large files (off where a stat is a
     /// round trip: network file systems).
     pub stat_small_dirs: bool,
+    /// Look names of a large directory up ahead of their unlinks, from a few threads (a
+    /// network file system: an unlink looks its name up under the directory's lock, one
+    /// round trip more each, when the client's cached entry has expired; lookups of their
+    /// own run in parallel, outside that lock).
+    pub look_ahead: bool,
     /// Active workers, steered by the governor while the walk runs.
     pub gate: Option<Arc<crate::walk::Gate>>,
     /// An entry already gone when it is unlinked is a failure (ENOENT), as GNU rm reports it
@@ -82,6 +87,7 @@ impl Default for Options {
             throttle: None,
             large_files: None,
             stat_small_dirs: true,
+            look_ahead: false,
             gate: None,
             report_vanished: false,
         }
@@ -101,8 +107,12 @@ impl Options {
         }
         self.batch_threads = profile.batch_threads.min(self.threads).max(1);
         self.stat_small_dirs = profile.stat_small_dirs;
+        self.look_ahead = profile.class == crate::profile::Class::Network;
     }
 }
+
+/// Threads looking names up ahead of the unlinks of one batch (`Options::look_ahead`).
+const LOOK_AHEAD_THREADS: usize = 8;
 
 /// CPUs this process may run on.
 pub fn cpus() -> usize {
@@ -460,6 +470,9 @@ impl Visitor for Remover<'_> {
             && names.len() <= LARGE_FILE_DIR_MAX
             && !self.opts.dry_run
             && self.opts.stat_small_dirs;
+        if self.opts.look_ahead && !few && !self.opts.dry_run && names.len() > LARGE_FILE_DIR_MAX {
+            return self.entries_looked_ahead(node, fd, names);
+        }
         let mut dirs = Vec::new();
         for name in names.iter() {
             let result = match (&self.opts.large_files, few) {
@@ -514,6 +527,54 @@ impl Visitor for Remover<'_> {
         if self.sink.wants_removed() {
             self.sink.removed(&node.path(), true);
         }
+    }
+}
+
+impl Remover<'_> {
+    /// Unlinks `names` in order while a few threads `lstat` the names ahead of the unlinks
+    /// (never one already unlinked): each unlink then finds its name freshly looked up. The
+    /// lookups only read; what happens to each name is decided by its unlink alone.
+    fn entries_looked_ahead(&self, node: &RNode, fd: &OwnedFd, names: Names<'_>) -> Vec<CString> {
+        use std::sync::atomic::AtomicUsize;
+        let list: Vec<&CStr> = names.iter().collect();
+        let next = AtomicUsize::new(0);
+        let unlinked = AtomicUsize::new(0);
+        let mut dirs = Vec::new();
+        std::thread::scope(|s| {
+            for _ in 0..LOOK_AHEAD_THREADS {
+                s.spawn(|| loop {
+                    let i = next
+                        .fetch_max(unlinked.load(Ordering::Relaxed), Ordering::Relaxed)
+                        .max(unlinked.load(Ordering::Relaxed));
+                    if i >= list.len() || crate::interrupt::stopping() {
+                        break;
+                    }
+                    if next
+                        .compare_exchange(i, i + 1, Ordering::Relaxed, Ordering::Relaxed)
+                        .is_ok()
+                    {
+                        let _ = dirfd::lstat_at(fd, list[i]);
+                    }
+                });
+            }
+            for (i, name) in list.iter().enumerate() {
+                let result = self.unlink_one(fd, name, || node.child_path(name));
+                unlinked.store(i + 1, Ordering::Relaxed);
+                match result {
+                    UnlinkResult::Done => {}
+                    UnlinkResult::IsDir => dirs.push((*name).to_owned()),
+                    UnlinkResult::Failed(e) => {
+                        self.fail(node.child_path(name), Reason::Os(e), Some(node))
+                    }
+                    UnlinkResult::Refused(reason) => {
+                        self.fail(node.child_path(name), reason, Some(node))
+                    }
+                }
+            }
+            // The lookers stop at the end of the list.
+            next.store(list.len(), Ordering::Relaxed);
+        });
+        dirs
     }
 }
 
