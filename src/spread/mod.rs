@@ -131,8 +131,11 @@ pub fn agree(t: &dyn Transport, mine: Result<Vec<(u32, u64)>, String>) -> Result
             match Msg::decode(&bytes)? {
                 Msg::Go if from == 0 => break Ok(()),
                 Msg::Abort(why) if from == 0 => break Err(Error::Abort(why)),
-                // Early work talk of a rank that already started cannot happen: rank 0 says go
-                // only after everyone reported.
+                // A rank that had its go before this one (messages from different ranks are not
+                // ordered) may already ask for work: none here yet, it asks again later. A
+                // question left unanswered would keep it asking, never reporting, forever.
+                Msg::Steal => t.send(from, Msg::Work(Vec::new()).encode()),
+                // Nothing else is sent to a rank before its go.
                 _ => continue,
             }
         };

@@ -205,3 +205,24 @@ fn ranks_that_see_other_trees_remove_nothing() {
         "{why}"
     );
 }
+
+#[test]
+fn a_rank_asked_for_work_before_its_go_answers() {
+    // Rank 2 had its go and asks rank 1 for work before rank 0's go reaches rank 1 (MPI orders
+    // messages per pair of ranks only). Unanswered, rank 2 would wait for the answer forever,
+    // never report, and the job would never end.
+    let mesh = local::mesh(3);
+    let trees = || Ok(vec![(0, 7)]);
+    mesh[2].send(0, Msg::Trees(trees()).encode());
+    mesh[2].send(1, Msg::Steal.encode());
+    std::thread::scope(|s| {
+        for t in &mesh[..2] {
+            s.spawn(move || agree(t, trees()).unwrap());
+        }
+    });
+    let mut answered = false;
+    while let Some((from, bytes)) = mesh[2].try_recv() {
+        answered |= from == 1 && matches!(Msg::decode(&bytes), Ok(Msg::Work(w)) if w.is_empty());
+    }
+    assert!(answered, "rank 1 did not answer rank 2's request for work");
+}
