@@ -38,6 +38,9 @@ fn netfs_bin() -> Option<PathBuf> {
             let built = StdCommand::new(env!("CARGO"))
                 .args(["build", "--quiet", "--bin", "netfs", "--manifest-path"])
                 .arg(crate_dir.join("Cargo.toml"))
+                // Where `find` looks, whatever CARGO_TARGET_DIR says.
+                .arg("--target-dir")
+                .arg(crate_dir.join("target"))
                 .status()
                 .is_ok_and(|s| s.success());
             built.then(find).flatten()
