@@ -48,8 +48,9 @@ fn netfs_bin() -> Option<PathBuf> {
         .clone()
 }
 
-/// A `netfs` daemon serving `root/back` at `root/vol`; stopped and unmounted on drop.
-struct Net {
+/// A `netfs` daemon serving `root/back` at `root/vol`; stopped and unmounted on drop (also
+/// used by the MPI tests, to slow a removal down).
+pub(crate) struct Net {
     child: Option<Child>,
     vol: PathBuf,
 }
@@ -57,7 +58,7 @@ struct Net {
 impl Net {
     /// Starts netfs (RTT `rtt`, mounted as `fuse.nfs` so reclaim sees a network file system).
     /// Err: why not (for a skip).
-    fn start(s: &Scratch, rtt: &str) -> Result<Net, String> {
+    pub(crate) fn start(s: &Scratch, rtt: &str) -> Result<Net, String> {
         util::need_root()?;
         let bin = netfs_bin().ok_or("netfs could not be built (cargo build --manifest-path bench/slowdisk/Cargo.toml --bin netfs)")?;
         let back = s.mkdir("back");

@@ -355,6 +355,21 @@ impl Scratch {
     /// lie inside the scratch directory. `args` follow the subcommand (e.g. `rm`).
     pub fn cmd_in<S: AsRef<OsStr>>(&self, cwd: impl AsRef<Path>, args: &[S]) -> Command {
         let cwd = self.path(cwd);
+        self.check_args(&cwd, args);
+        let mut c = Command::new(reclaim_bin());
+        // Hermetic (a test may set its own RECLAIM_CONFIG after this): no config file, and
+        // only the trashes of file systems mounted in this test's scratch directory.
+        c.env("RECLAIM_CONFIG", "");
+        c.env("RECLAIM_UNDER", &self.root);
+        c.current_dir(&cwd)
+            .args(args)
+            .timeout(std::time::Duration::from_secs(120));
+        c
+    }
+
+    /// Panics unless every path argument of `args` (a subcommand and its arguments), taken
+    /// relative to `cwd`, lies inside the scratch directory.
+    pub fn check_args<S: AsRef<OsStr>>(&self, cwd: &Path, args: &[S]) {
         let mut after_dashdash = false;
         let mut takes_value = false;
         let mut first = true;
@@ -380,15 +395,6 @@ impl Scratch {
             }
             self.assert_inside(&cwd.join(a));
         }
-        let mut c = Command::new(reclaim_bin());
-        // Hermetic (a test may set its own RECLAIM_CONFIG after this): no config file, and
-        // only the trashes of file systems mounted in this test's scratch directory.
-        c.env("RECLAIM_CONFIG", "");
-        c.env("RECLAIM_UNDER", &self.root);
-        c.current_dir(&cwd)
-            .args(args)
-            .timeout(std::time::Duration::from_secs(120));
-        c
     }
 
     /// `reclaim ARGS...` in the scratch root (paths checked).
@@ -914,18 +920,37 @@ pub fn stderr_of(o: &Output) -> String {
     String::from_utf8_lossy(&o.stderr).into_owned()
 }
 
-/// Runs `reclaim ARGS...` in a private mount namespace in which every mount is read-only
-/// except a fresh writable bind mount of the scratch directory on itself. For the refusal
-/// tests that must name `/` (directly or through a symlink): if the refusal were broken,
-/// nothing outside the scratch directory could be removed. `cwd` is relative to the scratch
-/// root. Err: why this cannot be set up here (not root, no `unshare`), for a skip.
+/// Runs `reclaim ARGS...` in a private mount namespace in which every mount is read-only,
+/// the scratch directory too. For the refusal tests that must name `/` (directly or through a
+/// symlink): if the refusal were broken, nothing could be removed. `cwd` is relative to the
+/// scratch root. Err: why this cannot be set up here (not root, no `unshare`), for a skip.
 pub fn run_in_readonly_world<S: AsRef<OsStr>>(
     scratch: &Scratch,
     cwd: &str,
     args: &[S],
 ) -> Result<Output, String> {
+    let out = readonly_world(scratch, cwd, false)?
+        .arg(reclaim_bin())
+        .args(args)
+        .output()
+        .map_err(|e| format!("cannot run unshare: {e}"))?;
+    readonly_world_set_up(out)
+}
+
+/// The command that runs a program (its arguments follow) in the read-only world of
+/// `run_in_readonly_world`, in `root/cwd`, with the scratch directory bind-mounted on itself
+/// `writable` or not (for programs that must write, such as `mpirun`: nothing outside the
+/// scratch directory can be removed). Check its output with `readonly_world_set_up`. Err: why
+/// not (not root), for a skip.
+pub fn readonly_world(
+    scratch: &Scratch,
+    cwd: &str,
+    writable: bool,
+) -> Result<std::process::Command, String> {
     need_root()?;
     let cwd = scratch.path(cwd);
+    // Whether a bind mount of a read-only mount is read-only differs between versions of
+    // mount(8): said explicitly.
     const SCRIPT: &str = r#"
 set -u
 findmnt -rn -o TARGET | sort -u | while IFS= read -r m; do
@@ -934,26 +959,30 @@ done
 bad=$(awk '{ opt[$5] = $6 } END { for (m in opt) if (opt[m] !~ /^ro(,|$)/) print m }' /proc/self/mountinfo)
 if [ -n "$bad" ]; then echo "reclaim-test: still writable: $bad" >&2; exit 99; fi
 mount --bind "$RECLAIM_TEST_RW" "$RECLAIM_TEST_RW" || exit 99
+mount -o "remount,bind,$RECLAIM_TEST_RW_MODE" "$RECLAIM_TEST_RW" || exit 99
 cd "$RECLAIM_TEST_CWD" || exit 99
 exec "$@"
 "#;
-    let out = std::process::Command::new("unshare")
-        .args([
-            "--mount",
-            "--propagation",
-            "private",
-            "sh",
-            "-c",
-            SCRIPT,
-            "sh",
-        ])
-        .arg(reclaim_bin())
-        .args(args)
-        .env("RECLAIM_CONFIG", "")
-        .env("RECLAIM_TEST_RW", scratch.root())
-        .env("RECLAIM_TEST_CWD", &cwd)
-        .output()
-        .map_err(|e| format!("cannot run unshare: {e}"))?;
+    let mut c = std::process::Command::new("unshare");
+    c.args([
+        "--mount",
+        "--propagation",
+        "private",
+        "sh",
+        "-c",
+        SCRIPT,
+        "sh",
+    ])
+    .env("RECLAIM_CONFIG", "")
+    .env("RECLAIM_TEST_RW", scratch.root())
+    .env("RECLAIM_TEST_RW_MODE", if writable { "rw" } else { "ro" })
+    .env("RECLAIM_TEST_CWD", &cwd);
+    Ok(c)
+}
+
+/// The output of a `readonly_world` command; Err (for a skip) if the world could not be set
+/// up (exit status 99).
+pub fn readonly_world_set_up(out: Output) -> Result<Output, String> {
     if out.status.code() == Some(99) {
         return Err(format!(
             "the read-only namespace cannot be set up: {}",
