@@ -69,9 +69,12 @@ fn main() -> ExitCode {
                 }
             };
             if _job.is_some() && (a.mode.background || a.mode.wait || asked.when != When::Never) {
-                eprintln!(
-                    "reclaim rm: under MPI the ranks remove in the foreground: -i, -I, --background and --wait do not apply\nTry 'reclaim rm --help' for more information."
-                );
+                // Every rank stops; rank 0 says why.
+                if reclaim::spread::leads() {
+                    eprintln!(
+                        "reclaim rm: under MPI the ranks remove in the foreground: -i, -I, --background and --wait do not apply\nTry 'reclaim rm --help' for more information."
+                    );
+                }
                 return ExitCode::from(2);
             }
             let leads = reclaim::spread::leads();

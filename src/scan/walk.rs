@@ -248,11 +248,17 @@ pub fn scan(
         return Partial::new(first, opts.top, errors, skipped).outcome(Vec::new());
     };
     // Every rank sees the same directories, or none scans.
-    let mine = Ok(roots
-        .iter()
-        .map(|r| (r.index as u32, r.expect.ino))
-        .collect());
-    if let Err(e) = crate::spread::agree(t, mine) {
+    let trees = crate::spread::Trees {
+        roots: roots
+            .iter()
+            .map(|r| (&*r.base, r.name.as_c_str(), r.display.as_path()))
+            .collect(),
+        // A scan writes nothing.
+        dry_run: true,
+    };
+    let agreed = crate::spread::agree(t, &trees);
+    drop(trees);
+    if let Err(e) = agreed {
         let errors = roots
             .iter()
             .map(|r| ScanError {
@@ -292,6 +298,7 @@ pub fn scan(
         counts: &counts,
         add: &add,
     };
+    let first_path = roots.first().map(|r| r.display.clone());
     // Whole directories only: a directory's counts (files, small files) stay in one rank.
     let (workers, reports) =
         walk::run_shared(&scanner, roots, &walk_opts, leads, false, |w, ev| {
@@ -300,7 +307,17 @@ pub fn scan(
     for w in workers {
         first.merge(w);
     }
-    let (errors, skipped) = scanner.take_failures();
+    let (mut errors, skipped) = scanner.take_failures();
+    if !leads && crate::interrupt::stopping() {
+        // What this rank handed back undone is not counted: rank 0 must say so.
+        if let Some(path) = first_path {
+            errors.push(ScanError {
+                path,
+                doing: "cannot scan",
+                reason: crate::spread::stopped_line(t),
+            });
+        }
+    }
     let mut mine = Partial::new(first, opts.top, errors, skipped);
     let reports = crate::spread::conclude(&job, reports, mine.encode());
     for (rank, bytes) in reports.payloads {

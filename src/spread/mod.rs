@@ -23,7 +23,7 @@ pub mod local;
 pub mod mpi;
 pub mod wire;
 
-use wire::{Counts, Msg};
+use wire::{Counts, Msg, TreeId};
 
 /// Messages between the ranks of one job.
 pub trait Transport: Send + Sync {
@@ -123,13 +123,15 @@ fn recv(t: &dyn Transport) -> (usize, Vec<u8>) {
 /// Before any work: every rank says which trees it sees (argument index and inode), rank 0
 /// checks that all see the same and says go; any difference (a path that is another
 /// directory on some host, a path missing there) stops every rank before anything is removed.
-pub fn agree(t: &dyn Transport, mine: Result<Vec<(u32, u64)>, String>) -> Result<(), Error> {
+pub fn agree(t: &dyn Transport, trees: &Trees<'_>) -> Result<(), Error> {
+    let mine = trees.ids();
     if t.rank() != 0 {
         t.send(0, Msg::Trees(mine).encode());
         return loop {
             let (from, bytes) = recv(t);
             match Msg::decode(&bytes)? {
                 Msg::Go if from == 0 => break Ok(()),
+                Msg::Mark(name) if from == 0 => t.send(0, Msg::Marked(trees.sees(&name)).encode()),
                 Msg::Abort(why) if from == 0 => break Err(Error::Abort(why)),
                 // A rank that had its go before this one (messages from different ranks are not
                 // ordered) may already ask for work: none here yet, it asks again later. A
@@ -155,16 +157,39 @@ pub fn agree(t: &dyn Transport, mine: Result<Vec<(u32, u64)>, String>) -> Result
             reported += 1;
             match (theirs, &own) {
                 (Err(why), _) => problems.push((from, why)),
-                (Ok(theirs), Some(own)) if &theirs != own => problems.push((
-                    from,
-                    format!(
-                        "sees other directories than rank 0 (inodes {} vs {}): are the paths on one shared file system everywhere?",
-                        list(&theirs),
-                        list(own)
-                    ),
-                )),
+                (Ok(theirs), Some(own)) => {
+                    if let Some(why) = differs(&theirs, own) {
+                        problems.push((from, why));
+                    }
+                }
                 _ => {}
             }
+        }
+    }
+    // The same inodes may still be other directories (a copy local to each host, made the
+    // same way): a file rank 0 makes at the top of each tree must be there for every rank.
+    if problems.is_empty() && t.size() > 1 {
+        if let Some(mark) = trees.mark() {
+            for r in 1..t.size() {
+                t.send(r, Msg::Mark(mark.clone()).encode());
+            }
+            let mut answered = 1;
+            while answered < t.size() {
+                let (from, bytes) = recv(t);
+                if let Msg::Marked(seen) = Msg::decode(&bytes)? {
+                    answered += 1;
+                    if let Some(i) = seen.iter().position(|s| !s) {
+                        problems.push((
+                            from,
+                            format!(
+                                "does not see what rank 0 sees in {} (the same inode numbers, other directories: a copy local to its host?)",
+                                trees.shown(i)
+                            ),
+                        ));
+                    }
+                }
+            }
+            trees.unmark(&mark);
         }
     }
     problems.sort();
@@ -188,12 +213,186 @@ pub fn agree(t: &dyn Transport, mine: Result<Vec<(u32, u64)>, String>) -> Result
     }
 }
 
-fn list(trees: &[(u32, u64)]) -> String {
+/// The trees of a job as one rank sees them, for `agree`.
+pub struct Trees<'a> {
+    /// Each tree: the directory holding it, its name there, how messages show it.
+    pub roots: Vec<(
+        &'a std::os::fd::OwnedFd,
+        &'a std::ffi::CStr,
+        &'a std::path::Path,
+    )>,
+    /// A dry run writes nothing: no mark (the inodes, birth times and file system types are
+    /// still compared).
+    pub dry_run: bool,
+}
+
+impl Trees<'_> {
+    fn ids(&self) -> Result<Vec<TreeId>, String> {
+        self.roots
+            .iter()
+            .enumerate()
+            .map(|(i, (base, name, shown))| {
+                tree_id(i, *base, name)
+                    .map_err(|e| format!("cannot see {}: {e}", crate::quote::quote(shown)))
+            })
+            .collect()
+    }
+
+    fn shown(&self, i: usize) -> String {
+        self.roots
+            .get(i)
+            .map_or_else(String::new, |r| crate::quote::quote(r.2).to_string())
+    }
+
+    fn mark_name(mark: &str) -> Option<std::ffi::CString> {
+        std::ffi::CString::new(mark).ok()
+    }
+
+    /// Rank 0: makes the mark (an empty file of a random name) at the top of every tree;
+    /// `None` if it could not (a dry run, a directory it may not write: then the inodes,
+    /// birth times and types are all it has).
+    fn mark(&self) -> Option<String> {
+        use rustix::fs::{openat, Mode, OFlags};
+        if self.dry_run || self.roots.is_empty() {
+            return None;
+        }
+        let mark = format!(".reclaim-mpi-{}", crate::trash::safefile::random_hex(8));
+        let name = Self::mark_name(&mark)?;
+        let mut made = 0;
+        for (base, dir, _) in &self.roots {
+            let made_here = crate::dirfd::open_dir_at(*base, dir).ok().and_then(|d| {
+                openat(
+                    &d,
+                    &name,
+                    OFlags::CREATE
+                        | OFlags::EXCL
+                        | OFlags::WRONLY
+                        | OFlags::NOFOLLOW
+                        | OFlags::CLOEXEC,
+                    Mode::RUSR | Mode::WUSR,
+                )
+                .ok()
+            });
+            if made_here.is_none() {
+                break;
+            }
+            made += 1;
+        }
+        if made < self.roots.len() {
+            self.unmark(&mark);
+            return None;
+        }
+        Some(mark)
+    }
+
+    /// Whether this rank sees the mark at the top of each tree.
+    fn sees(&self, mark: &str) -> Vec<bool> {
+        let Some(name) = Self::mark_name(mark) else {
+            return vec![false; self.roots.len()];
+        };
+        self.roots
+            .iter()
+            .map(|(base, dir, _)| {
+                crate::dirfd::open_dir_at(*base, dir)
+                    .and_then(|d| crate::dirfd::lstat_at(&d, &name))
+                    .is_ok_and(|f| f.file_type == rustix::fs::FileType::RegularFile)
+            })
+            .collect()
+    }
+
+    /// Rank 0: removes the marks it made.
+    fn unmark(&self, mark: &str) {
+        let Some(name) = Self::mark_name(mark) else {
+            return;
+        };
+        for (base, dir, _) in &self.roots {
+            if let Ok(d) = crate::dirfd::open_dir_at(*base, dir) {
+                let _ = rustix::fs::unlinkat(&d, &name, rustix::fs::AtFlags::empty());
+            }
+        }
+    }
+}
+
+/// Why another rank's trees are not rank 0's, if they are not.
+fn differs(theirs: &[TreeId], own: &[TreeId]) -> Option<String> {
+    const SHARED: &str = "are the paths on one shared file system everywhere?";
+    if theirs.len() != own.len() {
+        return Some(format!(
+            "sees {} of rank 0's {} (a path missing there, or not a directory): {SHARED}",
+            theirs.len(),
+            crate::format::plural(own.len() as u64, "directory", "directories"),
+        ));
+    }
+    let (a, b) = theirs.iter().zip(own).find(|(a, b)| !a.same(b))?;
+    Some(if a.ino != b.ino || a.index != b.index {
+        format!(
+            "sees other directories than rank 0 (inodes {} vs {}): {SHARED}",
+            list(theirs),
+            list(own)
+        )
+    } else if a.fs_type != b.fs_type {
+        format!(
+            "sees the directory with inode {} on another kind of file system than rank 0 (type {:#x} vs {:#x}): {SHARED}",
+            a.ino, a.fs_type, b.fs_type
+        )
+    } else {
+        format!(
+            "sees a directory with rank 0's inode number {} but born at another time (a copy local to its host?): {SHARED}",
+            a.ino
+        )
+    })
+}
+
+fn list(trees: &[TreeId]) -> String {
     trees
         .iter()
-        .map(|(_, ino)| ino.to_string())
+        .map(|t| t.ino.to_string())
         .collect::<Vec<_>>()
         .join(",")
+}
+
+/// What this rank sees at the tree `name` in `base` (argument `index` among the trees).
+pub fn tree_id(
+    index: usize,
+    base: &impl std::os::fd::AsFd,
+    name: &std::ffi::CStr,
+) -> Result<TreeId, String> {
+    use rustix::fs::{statx, AtFlags, StatxFlags};
+    let st = statx(
+        base,
+        name,
+        AtFlags::SYMLINK_NOFOLLOW,
+        StatxFlags::INO | StatxFlags::BTIME,
+    )
+    .map_err(crate::error::errno_text)?;
+    let born_ns = if st.stx_mask & StatxFlags::BTIME.bits() != 0 {
+        (st.stx_btime.tv_sec as u64)
+            .wrapping_mul(1_000_000_000)
+            .wrapping_add(u64::from(st.stx_btime.tv_nsec))
+            .max(1)
+    } else {
+        0
+    };
+    let dir = crate::dirfd::open_dir_at(base, name).map_err(crate::error::errno_text)?;
+    let fs_type = rustix::fs::fstatfs(&dir)
+        .map_err(crate::error::errno_text)?
+        .f_type as u64;
+    Ok(TreeId {
+        index: index as u32,
+        ino: st.stx_ino,
+        born_ns,
+        fs_type,
+    })
+}
+
+/// The failure a rank other than 0 reports when a signal stopped it before the end: what it
+/// handed back undone was kept (its ancestors stay), and this says why, so rank 0 exits 1.
+pub fn stopped_line(t: &dyn Transport) -> String {
+    format!(
+        "rank {} on {} was stopped by a signal before it finished; run the same command again to finish",
+        t.rank(),
+        t.host()
+    )
 }
 
 /// Most pieces of work handed over at once.
@@ -385,7 +584,12 @@ pub fn drive(job: &Job<'_>, walk: &dyn Shared, events: &Receiver<Event>) -> Repo
                 // before its root can finish).
                 Msg::Stop => return reports,
                 m @ (Msg::Progress(_) | Msg::Final { .. }) => reports.absorb(job, from, m),
-                Msg::Trees(_) | Msg::Go | Msg::Abort(_) | Msg::Exit => {}
+                Msg::Trees(_)
+                | Msg::Go
+                | Msg::Abort(_)
+                | Msg::Mark(_)
+                | Msg::Marked(_)
+                | Msg::Exit => {}
             }
         }
         if me == 0 && roots_left == 0 {
@@ -516,12 +720,16 @@ pub fn remove_trees(
 ) -> crate::remove::Outcome {
     use crate::error::{Failure, Reason};
     use std::sync::atomic::Ordering::Relaxed;
-    let mine = Ok(targets
-        .iter()
-        .enumerate()
-        .map(|(i, d)| (i as u32, d.ident.ino))
-        .collect());
-    if let Err(e) = agree(t, mine) {
+    let trees = Trees {
+        roots: targets
+            .iter()
+            .map(|d| (&*d.base, d.name.as_c_str(), d.display.as_path()))
+            .collect(),
+        dry_run: opts.dry_run,
+    };
+    let agreed = agree(t, &trees);
+    drop(trees);
+    if let Err(e) = agreed {
         let failures = targets
             .iter()
             .map(|d| Failure {
@@ -569,6 +777,7 @@ pub fn remove_trees(
         add: &add,
     };
     let leader = t.rank() == 0;
+    let first_display = targets.first().map(|d| d.display.clone());
     let (mut outcome, reports) = crate::remove::remove_trees_shared(
         targets,
         opts,
@@ -577,6 +786,17 @@ pub fn remove_trees(
         leader,
         |walk, ev| drive(&job, walk, ev),
     );
+    if t.rank() != 0 && crate::interrupt::stopping() {
+        if let Some(path) = first_display {
+            let f = Failure {
+                path,
+                reason: Reason::Job(stopped_line(t)),
+            };
+            sink.failed(&f);
+            collect.failures.lock().expect("failures lock").push(f);
+            counters.errors.fetch_add(1, Relaxed);
+        }
+    }
     let payload = wire::encode_failures(&collect.failures.lock().expect("failures lock"));
     let reports = conclude(&job, reports, payload);
     if leader {

@@ -13,11 +13,38 @@ use crate::walk::{Handoff, Work};
 /// Totals a rank reports (files, directories, bytes, errors).
 pub type Counts = [u64; 4];
 
+/// What a rank sees at one tree's path: enough to tell one shared directory from look-alikes
+/// (a node-local copy made the same way has the same inode numbers, not the same birth).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct TreeId {
+    /// Index of the tree among the arguments that are trees.
+    pub index: u32,
+    pub ino: u64,
+    /// Birth time in nanoseconds (`statx` btime); 0 where the file system does not say.
+    pub born_ns: u64,
+    /// The file system's type (`statfs` f_type).
+    pub fs_type: u64,
+}
+
+impl TreeId {
+    /// Whether `other` is the same directory as far as both can tell.
+    pub fn same(&self, other: &TreeId) -> bool {
+        self.index == other.index
+            && self.ino == other.ino
+            && self.fs_type == other.fs_type
+            && (self.born_ns == 0 || other.born_ns == 0 || self.born_ns == other.born_ns)
+    }
+}
+
 #[derive(Debug, PartialEq, Eq)]
 pub enum Msg {
     /// A rank's view of the trees before any work: (argument index, inode) each, or why it
     /// cannot take part.
-    Trees(Result<Vec<(u32, u64)>, String>),
+    Trees(Result<Vec<TreeId>, String>),
+    /// Rank 0: a file of this name was just made at the top of every tree; say which you see.
+    Mark(String),
+    /// Which trees' mark a rank sees (to rank 0).
+    Marked(Vec<bool>),
     /// Rank 0: everyone sees the same trees; start.
     Go,
     /// Rank 0: do nothing, for this reason.
@@ -144,8 +171,8 @@ impl Msg {
         match self {
             Msg::Trees(Ok(trees)) => {
                 w.u8(0).u8(0).u32(trees.len() as u32);
-                for (i, ino) in trees {
-                    w.u32(*i).u64(*ino);
+                for t in trees {
+                    w.u32(t.index).u64(t.ino).u64(t.born_ns).u64(t.fs_type);
                 }
             }
             Msg::Trees(Err(why)) => {
@@ -153,6 +180,15 @@ impl Msg {
             }
             Msg::Go => {
                 w.u8(1);
+            }
+            Msg::Mark(name) => {
+                w.u8(10).bytes(name.as_bytes());
+            }
+            Msg::Marked(seen) => {
+                w.u8(11).u32(seen.len() as u32);
+                for s in seen {
+                    w.u8(*s as u8);
+                }
             }
             Msg::Abort(why) => {
                 w.u8(2).bytes(why.as_bytes());
@@ -215,16 +251,30 @@ impl Msg {
         let msg = match r.u8()? {
             0 => match r.u8()? {
                 0 => {
-                    let n = r.count(12)?;
+                    let n = r.count(28)?;
                     let mut trees = Vec::with_capacity(n);
                     for _ in 0..n {
-                        trees.push((r.u32()?, r.u64()?));
+                        trees.push(TreeId {
+                            index: r.u32()?,
+                            ino: r.u64()?,
+                            born_ns: r.u64()?,
+                            fs_type: r.u64()?,
+                        });
                     }
                     Msg::Trees(Ok(trees))
                 }
                 _ => Msg::Trees(Err(text(r.bytes()?))),
             },
             1 => Msg::Go,
+            10 => Msg::Mark(text(r.bytes()?)),
+            11 => {
+                let n = r.count(1)?;
+                Msg::Marked(
+                    (0..n)
+                        .map(|_| r.u8().map(|b| b != 0))
+                        .collect::<Result<_, _>>()?,
+                )
+            }
             2 => Msg::Abort(text(r.bytes()?)),
             3 => Msg::Steal,
             4 => {
@@ -353,9 +403,24 @@ mod tests {
 
     #[test]
     fn every_message_round_trips_and_truncations_fail() {
-        round(Msg::Trees(Ok(vec![(0, 12), (3, u64::MAX)])));
+        round(Msg::Trees(Ok(vec![
+            TreeId {
+                index: 0,
+                ino: 12,
+                born_ns: 1,
+                fs_type: 0x6969,
+            },
+            TreeId {
+                index: 3,
+                ino: u64::MAX,
+                born_ns: 0,
+                fs_type: 2,
+            },
+        ])));
         round(Msg::Trees(Err("rank 2: no such tree".into())));
         round(Msg::Go);
+        round(Msg::Mark(".reclaim-mpi-0a1b".into()));
+        round(Msg::Marked(vec![true, false]));
         round(Msg::Abort("different trees".into()));
         round(Msg::Steal);
         round(Msg::Work(vec![

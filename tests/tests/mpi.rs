@@ -748,6 +748,48 @@ fn ranks_that_see_different_trees_remove_nothing() {
 }
 
 #[test]
+fn node_local_look_alikes_are_not_one_tree() {
+    // Every rank mounts a tmpfs of its own at the same path and makes the same tree in it (a
+    // node-local scratch area made by the job script): same path, same inode numbers, other
+    // directories. Nothing may be removed anywhere; each rank checks its own copy after.
+    let m = or_skip!(mpirun());
+    require_root!();
+    let s = scratch!();
+    s.mkdir("local");
+    let script = r#"exec unshare --mount --propagation private sh -c '
+        mount -t tmpfs look-alike local || exit 99
+        mkdir -p local/t/a/b && echo x >local/t/a/f && echo y >local/t/a/b/g
+        "$@"; rc=$?
+        [ -e local/t/a/f ] && [ -e local/t/a/b/g ] && echo "rank $OMPI_COMM_WORLD_RANK: intact"
+        exit $rc' sh "$@""#;
+    let out = m
+        .rm_via(&s, 2, script, &["-r", "--json", "local/t"])
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(
+        out.status.code(),
+        Some(1),
+        "{stdout}\n{}",
+        util::stderr_of(&out)
+    );
+    assert!(
+        stdout.contains("rank 0: intact") && stdout.contains("rank 1: intact"),
+        "{stdout}"
+    );
+    let lines = reclaim_lines(&out);
+    assert_eq!(lines.len(), 1, "{lines:?}");
+    // Told apart by birth time when the two were made in different clock ticks, else by the
+    // file rank 0 makes at the top of the tree that rank 1 does not see.
+    assert!(
+        (lines[0].contains("rank 1 sees a directory with rank 0's inode number")
+            || lines[0].contains("rank 1 does not see what rank 0 sees in 'local/t'"))
+            && lines[0].ends_with("nothing was removed"),
+        "{lines:?}"
+    );
+}
+
+#[test]
 fn foreground_only_options_are_refused_under_mpi() {
     let m = or_skip!(mpirun());
     let s = scratch!();
@@ -761,12 +803,12 @@ fn foreground_only_options_are_refused_under_mpi() {
             "{flag}: {}",
             util::stderr_of(&out)
         );
+        // Said once, by rank 0.
         let lines = reclaim_lines(&out);
-        assert!(
-            !lines.is_empty()
-                && lines.iter().all(|l| l
-                    == "reclaim rm: under MPI the ranks remove in the foreground: -i, -I, --background and --wait do not apply"),
-            "{flag}: {lines:?}"
+        assert_eq!(
+            lines,
+            vec!["reclaim rm: under MPI the ranks remove in the foreground: -i, -I, --background and --wait do not apply"],
+            "{flag}"
         );
         util::assert_same(flag, &before, &s.snapshot("."));
     }
@@ -1069,4 +1111,68 @@ fn ranks_on_two_hosts_share_one_removal() {
         seen.push(per);
     }
     panic!("one host did all the work in every try: {seen:?}");
+}
+
+#[test]
+fn a_rank_stopped_by_sigterm_is_in_rank_0s_report() {
+    // Rank 1 stops at a consistent point on SIGTERM and hands its work back undone: rank 0
+    // must not report a clean run (exit 1, a failure saying which rank stopped), and the tree
+    // stays for the same command to finish.
+    let m = or_skip!(mpirun());
+    require_root!();
+    let s = scratch!();
+    let _back = or_skip!(Volume::tmpfs_with(&s, "back", "size=256m"));
+    grid(&s, "back/t", 150, 20);
+    let _net = or_skip!(crate::netfs::Net::start(&s, "2ms"));
+    let pids = s.mkdir("pids");
+    let mut cmd = m.job_std(
+        &s,
+        3,
+        &via_argv(
+            &s,
+            r#"echo $$ > "pids/$OMPI_COMM_WORLD_RANK"; exec "$@""#,
+            &["-r", "--json", "--threads", "1", "vol/t"],
+        ),
+    );
+    let job = cmd
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let total = 150 * 21 + 1;
+    let t0 = Instant::now();
+    let victim: i32 = loop {
+        let pid = fs::read_to_string(pids.join("1"))
+            .ok()
+            .and_then(|p| p.trim().parse().ok());
+        if let (Some(pid), true) = (pid, entries_while_removed(&s.path("back/t")) < total - 100) {
+            break pid;
+        }
+        assert!(
+            t0.elapsed() < Duration::from_secs(60),
+            "the job did not start"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    // SAFETY: a signal to a process this test started (rank 1).
+    assert_eq!(unsafe { libc::kill(victim, libc::SIGTERM) }, 0);
+    let out = job.wait_with_output().unwrap();
+    let v = json(&out);
+    let errors = v["errors"].as_array().cloned().unwrap_or_default();
+    assert!(
+        errors.iter().any(|e| e["error"]
+            .as_str()
+            .is_some_and(|m| m.starts_with("rank 1 on ") && m.contains("stopped by a signal"))),
+        "rank 0 does not say rank 1 stopped: {v}\n{}",
+        util::stderr_of(&out)
+    );
+    assert!(
+        s.exists("back/t"),
+        "the tree is gone: rank 1 stopped too late for this test"
+    );
+    // The same command finishes.
+    let out = m.rm(&s, 3, &["-r", "--json", "vol/t"]).output().unwrap();
+    util::assert_success(&out);
+    assert!(!s.exists("back/t"), "the tree is still there");
 }
