@@ -198,12 +198,7 @@ pub fn remove_trees(
     counters: &Counters,
     sink: &dyn Sink,
 ) -> Outcome {
-    let remover = Remover {
-        opts: opts.clone(),
-        counters,
-        sink,
-        outcome: Mutex::new(Outcome::default()),
-    };
+    let remover = Remover::new(opts, counters, sink);
     let roots = targets
         .into_iter()
         .enumerate()
@@ -225,12 +220,7 @@ pub fn remove_trees_shared<R>(
     start: bool,
     drive: impl FnOnce(&dyn walk::Shared, &std::sync::mpsc::Receiver<walk::Event>) -> R,
 ) -> (Outcome, R) {
-    let remover = Remover {
-        opts: opts.clone(),
-        counters,
-        sink,
-        outcome: Mutex::new(Outcome::default()),
-    };
+    let remover = Remover::new(opts, counters, sink);
     let roots = targets
         .into_iter()
         .enumerate()
@@ -278,7 +268,16 @@ struct DirData {
 
 type RNode = Node<DirData>;
 
-impl Remover<'_> {
+impl<'a> Remover<'a> {
+    fn new(opts: &Options, counters: &'a Counters, sink: &'a dyn Sink) -> Self {
+        Remover {
+            opts: opts.clone(),
+            counters,
+            sink,
+            outcome: Mutex::new(Outcome::default()),
+        }
+    }
+
     fn fail(&self, path: PathBuf, reason: Reason, keep: Option<&RNode>) {
         if let Some(n) = keep {
             n.keep();

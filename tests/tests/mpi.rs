@@ -28,7 +28,7 @@ use std::time::{Duration, Instant};
 use assert_cmd::Command;
 use serde_json::Value;
 
-use crate::util::{self, or_skip, require_root, scratch, Scratch, Volume};
+use crate::util::{self, or_skip, require_root, scratch, Rng, Scratch, Volume};
 
 /// One job at a time.
 static SERIAL: Mutex<()> = Mutex::new(());
@@ -238,25 +238,6 @@ impl Place {
 
 // ---------------------------------------------------------------------------------------------
 // Random trees.
-
-/// splitmix64: a seeded generator, so every run builds the same trees.
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^ (z >> 31)
-    }
-    fn below(&mut self, n: u64) -> u64 {
-        self.next() % n.max(1)
-    }
-    fn chance(&mut self, percent: u64) -> bool {
-        self.below(100) < percent
-    }
-}
 
 /// Names are bytes on the wire, not text.
 const ODD_NAMES: &[&[u8]] = &[

@@ -17,7 +17,7 @@ use std::process::{Command as StdCommand, Output};
 use serde_json::Value;
 
 use crate::util::{
-    self, assert_same, json_object, reclaim_bin, scratch, stderr_of, Scratch, Volume,
+    self, assert_same, json_object, reclaim_bin, scratch, stderr_of, Rng, Scratch, Volume,
 };
 
 /// `reclaim scan --json ARGS...` in the scratch root; returns the output and the object.
@@ -71,27 +71,6 @@ fn du(s: &Scratch, rel: &str, apparent: bool) -> u64 {
     let flag = if apparent { "-b" } else { "--block-size=1" };
     let text = run_in(s, "du", &["-s", "-x", flag, rel]);
     text.split_whitespace().next().unwrap().parse().unwrap()
-}
-
-/// A small deterministic generator (SplitMix64), so a failing seed can be rerun.
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^ (z >> 31)
-    }
-
-    fn below(&mut self, n: u64) -> u64 {
-        self.next() % n.max(1)
-    }
-
-    fn chance(&mut self, percent: u64) -> bool {
-        self.below(100) < percent
-    }
 }
 
 /// A random tree of about `entries` entries under `root/rel`: nested and empty directories,
