@@ -1157,3 +1157,88 @@ fn a_rank_stopped_by_sigterm_is_in_rank_0s_report() {
     util::assert_success(&out);
     assert!(!s.exists("back/t"), "the tree is still there");
 }
+
+// ---------------------------------------------------------------------------------------------
+// scan.
+
+#[test]
+fn a_scan_by_ranks_counts_what_one_process_counts() {
+    // On the network file system emulator (2 ms per round trip), so that every rank has work:
+    // a tree with hard links across its directories (one inode met by several ranks) and a
+    // large directory. Totals, histogram and roots from 3 ranks equal one process's, and the
+    // ranks' counts add up to them.
+    let m = or_skip!(mpirun());
+    require_root!();
+    let s = scratch!();
+    let _back = or_skip!(Volume::tmpfs_with(&s, "back", "size=256m"));
+    grid(&s, "back/t", 120, 8);
+    s.file("back/t/shared", b"one inode, many names\n");
+    for i in 0..40 {
+        s.hardlink(
+            format!("back/t/d{}/e{}/hl{i}", i % 20, i % 20),
+            "back/t/shared",
+        );
+    }
+    s.symlink("back/t/d3/up", "../..");
+    for i in 0..1500 {
+        s.file(format!("back/t/flat/{i:05}"), vec![b'x'; i % 700]);
+    }
+    let _net = or_skip!(crate::netfs::Net::start(&s, "2ms"));
+    let one = s
+        .cmd(&["scan", "--json", "--no-estimate", "vol/t"])
+        .output()
+        .unwrap();
+    util::assert_success(&one);
+    let one = json(&one);
+    let mut argv: Vec<OsString> = vec![util::reclaim_bin()];
+    argv.extend(["scan", "--json", "--threads", "4", "vol/t"].map(OsString::from));
+    let mut tries = Vec::new();
+    for _ in 0..3 {
+        let out = m.job(&s, 3, &argv).output().unwrap();
+        util::assert_success(&out);
+        let v = json(&out);
+        for key in [
+            "files",
+            "dirs",
+            "symlinks",
+            "other",
+            "hard_links",
+            "small_files",
+            "allocated_bytes",
+            "apparent_bytes",
+            "histogram",
+            "roots",
+            "errors",
+            "skipped_mounts",
+        ] {
+            assert_eq!(v[key], one[key], "{key}: {v}");
+        }
+        assert_eq!(
+            v["top_by_allocated_bytes"][0]["tree_files"],
+            one["top_by_allocated_bytes"][0]["tree_files"]
+        );
+        // Per rank: names (files of every kind) and directories, adding up to the totals.
+        let per: Vec<(u64, u64)> = v["ranks"]
+            .as_array()
+            .unwrap_or_else(|| panic!("no ranks array: {v}"))
+            .iter()
+            .map(|r| (r["files"].as_u64().unwrap(), r["dirs"].as_u64().unwrap()))
+            .collect();
+        assert_eq!(per.len(), 3, "{v}");
+        let names: u64 = ["files", "symlinks", "other"]
+            .iter()
+            .map(|k| v[*k].as_u64().unwrap())
+            .sum();
+        assert_eq!(per.iter().map(|r| r.0).sum::<u64>(), names, "{v}");
+        assert_eq!(
+            per.iter().map(|r| r.1).sum::<u64>(),
+            v["dirs"].as_u64().unwrap(),
+            "{v}"
+        );
+        if per.iter().all(|r| r.0 + r.1 > 0) {
+            return;
+        }
+        tries.push(per);
+    }
+    panic!("a rank did no work in every try: {tries:?}");
+}
