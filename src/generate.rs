@@ -126,6 +126,10 @@ fn extra_sections(sub: &str) -> Vec<(&'static str, Vec<String>)> {
         "LC_ALL, LC_CTYPE, LANG: whether names are shown with UTF-8 characters or escaped, as \
          GNU rm quotes them."
             .into(),
+        "OMPI_COMM_WORLD_SIZE, PMI_SIZE, PMIX_SIZE (set by mpirun or srun): rm and scan run as \
+         ranks of that job (a build with --features mpi; without it, reclaim refuses to run as \
+         one of several ranks)."
+            .into(),
     ];
     let examples: Vec<String> = match sub {
         "rm" => vec![
@@ -133,6 +137,7 @@ fn extra_sections(sub: &str) -> Vec<(&'static str, Vec<String>)> {
             "reclaim rm -r --background --grace 1h old/   # gone now, freed later, restorable for an hour".into(),
             "reclaim rm --max-latency 5ms /data/dump.sql    # gentler next to a database".into(),
             "ln -s \"$(command -v reclaim)\" ~/.local/bin/rm   # reclaim as a drop-in GNU rm".into(),
+            "mpirun -np 32 --hostfile hosts reclaim rm -r /lustre/scratch/old   # 32 ranks on many clients (--features mpi)".into(),
         ],
         "status" => vec!["reclaim status --count    # what waits in the trashes, measured".into()],
         "restore" => vec!["reclaim restore /srv/app/config.yaml    # the newest entry of that path".into()],
@@ -148,6 +153,7 @@ fn extra_sections(sub: &str) -> Vec<(&'static str, Vec<String>)> {
         "scan" => vec![
             "reclaim scan /home    # where the bytes and the files are".into(),
             "reclaim scan --top 20 --exclude node_modules --exclude 'build/*' ~/src".into(),
+            "mpirun -np 16 --hostfile hosts reclaim scan /lustre/scratch   # counted by 16 ranks".into(),
         ],
         _ => vec![
             "reclaim rm -r DIR; reclaim status; reclaim scan DIR; reclaim bench --quick".into(),

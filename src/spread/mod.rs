@@ -59,14 +59,9 @@ pub fn set_job(t: Box<dyn Transport>) {
 /// Whether the environment says this process was started as a rank of a parallel job with
 /// more than one rank (Open MPI, MPICH/Hydra, Slurm's PMI), and with how many.
 pub fn launched_ranks() -> Option<usize> {
-    [
-        "OMPI_COMM_WORLD_SIZE",
-        "PMI_SIZE",
-        "PMIX_SIZE",
-        "MPI_LOCALNRANKS",
-    ]
-    .iter()
-    .find_map(|v| std::env::var(v).ok()?.parse::<usize>().ok())
+    ["OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "PMIX_SIZE"]
+        .iter()
+        .find_map(|v| std::env::var(v).ok()?.parse::<usize>().ok())
 }
 
 /// Whether this build can join an MPI job.
