@@ -542,16 +542,12 @@ impl Remover<'_> {
         std::thread::scope(|s| {
             for _ in 0..LOOK_AHEAD_THREADS {
                 s.spawn(|| loop {
-                    let i = next
-                        .fetch_max(unlinked.load(Ordering::Relaxed), Ordering::Relaxed)
-                        .max(unlinked.load(Ordering::Relaxed));
+                    let i = next.fetch_add(1, Ordering::Relaxed);
                     if i >= list.len() || crate::interrupt::stopping() {
                         break;
                     }
-                    if next
-                        .compare_exchange(i, i + 1, Ordering::Relaxed, Ordering::Relaxed)
-                        .is_ok()
-                    {
+                    // Names the unlinks already passed are left alone.
+                    if i >= unlinked.load(Ordering::Relaxed) {
                         let _ = dirfd::lstat_at(fd, list[i]);
                     }
                 });

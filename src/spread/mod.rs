@@ -64,9 +64,6 @@ pub fn launched_ranks() -> Option<usize> {
         .find_map(|v| std::env::var(v).ok()?.parse::<usize>().ok())
 }
 
-/// Whether this build can join an MPI job.
-pub const AVAILABLE: bool = cfg!(feature = "mpi");
-
 /// Joins the MPI job this process was started in (or `asked`: `--mpi`); `None` when there is
 /// none. The value returned keeps MPI initialized: drop it at the end, after the command.
 pub fn start(asked: bool) -> Result<Option<Box<dyn std::any::Any>>, String> {
@@ -453,8 +450,6 @@ pub struct Reports {
     pub ranks: Vec<Rank>,
     /// Counts this rank reported so far (the others).
     reported: Counts,
-    /// Finals received (rank 0).
-    finals: usize,
 }
 
 impl Reports {
@@ -468,7 +463,6 @@ impl Reports {
                 })
                 .collect(),
             reported: [0; 4],
-            finals: 0,
         }
     }
 
@@ -487,7 +481,6 @@ impl Reports {
                 (job.add)(counts);
                 self.ranks[from].add(&counts);
                 self.ranks[from].host = host;
-                self.finals += 1;
                 self.payloads.push((from, payload));
             }
             _ => {}
@@ -643,7 +636,8 @@ pub fn conclude(job: &Job<'_>, mut reports: Reports, payload: Vec<u8>) -> Report
         );
     }
     loop {
-        if me == 0 && reports.finals == n - 1 {
+        // Every other rank's last report is in once its payload is.
+        if me == 0 && reports.payloads.len() == n - 1 {
             for r in 1..n {
                 t.send(r, Msg::Exit.encode());
             }

@@ -9,7 +9,7 @@
 
 use std::collections::HashMap;
 use std::ffi::CString;
-use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{mpsc, Arc, Mutex};
 
 use super::{Listing, Node, Options, Root, Task, Visitor, Walk};
@@ -63,8 +63,6 @@ pub trait Shared: Sync {
     fn returned(&self, token: u64, kept: bool, summary: Vec<u8>);
     /// Tasks waiting in the queue (none: idle workers would take more).
     fn queued(&self) -> usize;
-    /// Exported work not back yet.
-    fn out(&self) -> usize;
 }
 
 /// How a node of a shared walk relates to the others.
@@ -92,7 +90,6 @@ type Exported<D> = (Arc<Node<D>>, bool);
 pub(super) struct Sharing<D> {
     /// Exported work by token: the node (the directory, or the one whose batch it was).
     exports: Mutex<HashMap<u64, Exported<D>>>,
-    out: AtomicUsize,
     next: AtomicU64,
     events: mpsc::Sender<Event>,
     /// Whether batches of one directory may go to other walks (not only whole directories).
@@ -122,7 +119,6 @@ pub fn run_shared<V: Visitor, R>(
     let (events, received) = mpsc::channel();
     let sharing = Sharing {
         exports: Mutex::new(HashMap::new()),
-        out: AtomicUsize::new(0),
         next: AtomicU64::new(1),
         events,
         batches,
@@ -212,9 +208,6 @@ impl<V: Visitor> Walk<'_, V> {
         if r.kept {
             r.node.keep();
         }
-        if let Some(sh) = &self.sharing {
-            sh.out.fetch_sub(1, Ordering::SeqCst);
-        }
         if r.batch {
             self.child_done(w, r.node);
         } else {
@@ -278,7 +271,6 @@ impl<V: Visitor> Shared for Walk<'_, V> {
                 chain,
                 work,
             });
-            sh.out.fetch_add(1, Ordering::SeqCst);
             sh.exports
                 .lock()
                 .expect("exports lock")
@@ -355,11 +347,5 @@ impl<V: Visitor> Shared for Walk<'_, V> {
 
     fn queued(&self) -> usize {
         self.queue.len()
-    }
-
-    fn out(&self) -> usize {
-        self.sharing
-            .as_ref()
-            .map_or(0, |sh| sh.out.load(Ordering::SeqCst))
     }
 }
