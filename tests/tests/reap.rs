@@ -30,7 +30,7 @@ pub(crate) fn run_ns(s: &Scratch, args: &[&str]) -> Output {
 }
 
 /// `reclaim reap --trash T EXTRA...`.
-fn reap(s: &Scratch, t: &Path, extra: &[&str]) -> Output {
+pub(crate) fn reap(s: &Scratch, t: &Path, extra: &[&str]) -> Output {
     let mut args = vec!["reap", "--trash", t.to_str().unwrap()];
     args.extend_from_slice(extra);
     run_ns(s, &args)

@@ -18,6 +18,8 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use serde_json::Value;
 
+use crate::reap::{reap, run_ns};
+
 use crate::util::{
     self, assert_same, entry_meta, free_bytes, scratch, snapshot_any as snapshot, snapshot_without,
     snapshot_without_trash, trash_entries, ImmutableGuard, ReaperSettle, Scratch, TrashLock,
@@ -69,24 +71,6 @@ fn rm_ns(s: &Scratch, args: &[&str]) -> Output {
         .env("XDG_STATE_HOME", util::state_home(s))
         .output()
         .unwrap()
-}
-
-/// `reclaim ARGS` (a subcommand and its arguments) in the scratch root, `RECLAIM_NO_SPAWN=1`.
-fn run_ns(s: &Scratch, args: &[&str]) -> Output {
-    s.cmd(args)
-        .env(NO_SPAWN, "1")
-        .env("XDG_STATE_HOME", util::state_home(s))
-        .timeout(Duration::from_secs(60))
-        .output()
-        .unwrap()
-}
-
-/// `reclaim reap --trash T EXTRA...`.
-fn reap(s: &Scratch, trash: &Path, extra: &[&str]) -> Output {
-    let t = trash.to_str().unwrap();
-    let mut args = vec!["reap", "--trash", t];
-    args.extend_from_slice(extra);
-    run_ns(s, &args)
 }
 
 /// `reclaim restore ARGS`.
