@@ -92,6 +92,21 @@ pub fn open_dir_at<Fd: AsFd>(parent: Fd, name: &CStr) -> Result<OwnedFd, Errno> 
     )
 }
 
+/// `open_dir_at` with `O_NOATIME` (reading it leaves its access time alone), where the
+/// caller may ask for it (its owner, or `CAP_FOWNER`); plainly otherwise.
+pub fn open_dir_at_noatime<Fd: AsFd>(parent: Fd, name: &CStr) -> Result<OwnedFd, Errno> {
+    let parent = parent.as_fd();
+    match openat(
+        parent,
+        name,
+        OFlags::RDONLY | OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::CLOEXEC | OFlags::NOATIME,
+        Mode::empty(),
+    ) {
+        Err(Errno::PERM) => open_dir_at(parent, name),
+        other => other,
+    }
+}
+
 /// Opens a directory by path (following symlinks in it, as `rm` does for the parents of its
 /// arguments).
 pub fn open_dir_path(path: &std::path::Path) -> Result<OwnedFd, Errno> {

@@ -27,6 +27,7 @@ pub mod rename;
 pub mod report;
 pub mod rm;
 pub mod scan;
+pub mod select;
 pub mod shrink;
 pub mod space;
 pub mod spread;

@@ -7,6 +7,7 @@
 
 use std::ffi::{CStr, CString};
 use std::os::fd::OwnedFd;
+use std::os::unix::ffi::OsStrExt;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
@@ -54,6 +55,9 @@ pub struct Options {
     /// An entry already gone when it is unlinked is a failure (ENOENT), as GNU rm reports it
     /// (rm mode; its `-f` drops them), rather than done.
     pub report_vanished: bool,
+    /// Remove only what this selection chooses below the roots (which stay): `rm -r --name`,
+    /// `--older-than`, ... (`select/`).
+    pub select: Option<Arc<crate::select::Selection>>,
 }
 
 /// Directories with at most this many non-directory entries have each entry `lstat`ed, so
@@ -90,6 +94,7 @@ impl Default for Options {
             look_ahead: false,
             gate: None,
             report_vanished: false,
+            select: None,
         }
     }
 }
@@ -249,6 +254,11 @@ fn walk_options(opts: &Options) -> walk::Options {
         fd_budget: opts.fd_budget.max(2),
         cross_mounts: opts.cross_mounts,
         gate: opts.gate.clone(),
+        // A selection by access time must not change what it measures.
+        noatime: opts
+            .select
+            .as_ref()
+            .is_some_and(|s| s.time_field() == crate::select::TimeField::Atime),
     }
 }
 
@@ -264,6 +274,10 @@ struct Remover<'a> {
 #[derive(Default)]
 struct DirData {
     allocated: AtomicU64,
+    /// A selection: whether its entries are carried (it is chosen, or inside a chosen one).
+    carried: std::sync::OnceLock<bool>,
+    /// A selection removed (or, in a dry run, would remove) something from it.
+    changed: std::sync::atomic::AtomicBool,
 }
 
 type RNode = Node<DirData>;
@@ -391,6 +405,15 @@ impl Visitor for Remover<'_> {
 
     fn not_opened(&self, _: &mut (), parent: &OwnedFd, node: &Arc<RNode>, why: NotOpened) -> Next {
         let parent_node = node.parent().map(|p| &**p);
+        if self.opts.select.is_some() && matches!(why, NotOpened::NotDir | NotOpened::Os(_)) {
+            // A selection decides on what it met: a directory replaced since is left alone.
+            let reason = match why {
+                NotOpened::Os(e) => Reason::Os(e),
+                _ => Reason::Changed,
+            };
+            self.fail(node.path(), reason, parent_node);
+            return Next::Keep;
+        }
         match why {
             // Replaced by a symlink or a file: remove that entry itself, never follow it.
             NotOpened::NotDir => match self.unlink_one(parent, node.name(), || node.path()) {
@@ -442,6 +465,18 @@ impl Visitor for Remover<'_> {
         }
     }
 
+    fn skip_subdir(&self, _: &mut (), node: &Arc<RNode>, name: &CStr) -> bool {
+        let Some(sel) = &self.opts.select else {
+            return false;
+        };
+        let skip = sel.descend(&self.here(sel, node), name.to_bytes()).is_none();
+        if skip {
+            // Left out: it stays, and so does the directory holding it.
+            node.keep();
+        }
+        skip
+    }
+
     fn list_failed(&self, node: &Arc<RNode>, e: Errno) {
         self.fail(node.path(), Reason::Os(e), Some(node));
     }
@@ -463,6 +498,9 @@ impl Visitor for Remover<'_> {
         few: bool,
         _walk: &Walk<'_, Self>,
     ) -> Vec<CString> {
+        if let Some(sel) = &self.opts.select {
+            return self.entries_selected(sel, node, fd, names, few);
+        }
         // Directories with few entries have each one `lstat`ed, so that large files in them
         // (a backup directory with a few big dumps) are freed gently.
         let few = few
@@ -497,6 +535,10 @@ impl Visitor for Remover<'_> {
         if node.kept() {
             return;
         }
+        // A selection searches the named directories: they stay.
+        if self.opts.select.is_some() && node.parent().is_none() {
+            return;
+        }
         walk.prefetch_parent(node);
         walk.release(node);
         let parent = match walk.parent_fd(node) {
@@ -509,14 +551,28 @@ impl Visitor for Remover<'_> {
                 return self.fail(node.path(), reason, node.parent().map(|p| &**p));
             }
         };
+        let selected = match &self.opts.select {
+            Some(sel) => match self.dir_selected(sel, node, &parent) {
+                Some(s) => Some(s),
+                None => return,
+            },
+            None => None,
+        };
         if !self.opts.dry_run {
             match unlinkat(&*parent, node.name(), AtFlags::REMOVEDIR) {
                 Ok(()) => {}
                 Err(Errno::NOENT) if !self.opts.report_vanished => return,
+                // Pruned only if still empty: someone added to it.
+                Err(Errno::NOTEMPTY | Errno::EXIST) if selected.is_some_and(|s| s.pruned) => {
+                    return node.parent().expect("not a root").keep();
+                }
                 Err(e) => {
                     return self.fail(node.path(), Reason::Os(e), node.parent().map(|p| &**p))
                 }
             }
+        }
+        if let Some(s) = &selected {
+            self.dir_removed(node, s);
         }
         self.counters.dirs.fetch_add(1, Ordering::Relaxed);
         self.counters.bytes.fetch_add(
@@ -579,4 +635,300 @@ enum UnlinkResult {
     Failed(Errno),
     /// The large-file path failed (it says why).
     Refused(Reason),
+}
+
+/// What a selection decided about a directory about to be removed.
+#[derive(Clone, Copy)]
+struct DirSelected {
+    /// Removed only because the run left it empty (`--prune-empty`).
+    pruned: bool,
+    stat: Option<crate::select::Stat>,
+}
+
+/// The selection's side of the engine (`select/` decides; this applies it on the walk).
+impl Remover<'_> {
+    /// What the selection needs to know about the directory `node` to place its entries.
+    fn here(&self, sel: &crate::select::Selection, node: &Arc<RNode>) -> crate::select::Here {
+        crate::select::Here {
+            depth: node.depth + 1,
+            carried: self.carried(sel, node),
+            rel: sel.needs_path().then(|| rel_path(node)),
+        }
+    }
+
+    /// Whether the entries of `node` are carried (it is chosen, or inside a chosen directory),
+    /// remembered per directory; directories above that are not known yet (work handed over
+    /// by another rank) are worked out top-down, without recursion.
+    fn carried(&self, sel: &crate::select::Selection, node: &Arc<RNode>) -> bool {
+        if let Some(c) = node.data.carried.get() {
+            return *c;
+        }
+        let mut chain = vec![node.clone()];
+        while let Some(p) = chain.last().and_then(|n| n.parent()) {
+            if p.data.carried.get().is_some() {
+                break;
+            }
+            chain.push(p.clone());
+        }
+        while let Some(n) = chain.pop() {
+            let c = match n.parent() {
+                None => false,
+                Some(p) => {
+                    let here = crate::select::Here {
+                        depth: p.depth + 1,
+                        carried: *p.data.carried.get().unwrap_or(&false),
+                        rel: sel.needs_path().then(|| rel_path(p)),
+                    };
+                    sel.carries(&here, n.name().to_bytes())
+                }
+            };
+            let _ = n.data.carried.set(c);
+        }
+        *node.data.carried.get().expect("set above")
+    }
+
+    /// The non-directory entries of `node` under a selection: each is placed (name, path,
+    /// depth, `d_type`), stated only if its tests need it, and unlinked (in a dry run,
+    /// counted) if they pass. Returns the names that turned out to be directories to enter.
+    fn entries_selected(
+        &self,
+        sel: &crate::select::Selection,
+        node: &Arc<RNode>,
+        fd: &OwnedFd,
+        names: Names<'_>,
+        few: bool,
+    ) -> Vec<CString> {
+        use crate::select::Place;
+        let here = self.here(sel, node);
+        let gentle = few && !self.opts.dry_run && self.opts.stat_small_dirs;
+        let mut dirs = Vec::new();
+        let mut kept = false;
+        let mut changed = false;
+        let mut records = Vec::new();
+        let mut tally = crate::select::tally::Batch::default();
+        let dir_path = (sel.list.is_some() || self.sink.wants_removed()).then(|| node.path());
+        let top = sel.tally.as_ref().map(|_| top_of(node, None));
+        for (name, dtype) in names.iter_typed() {
+            if sel.stopped() {
+                kept = true;
+                break;
+            }
+            let place = sel.place(&here, name.to_bytes(), dtype);
+            if !place.candidate() {
+                kept = true;
+                continue;
+            }
+            let st = if sel.needs_stat(place) {
+                match sel.stat(fd, name) {
+                    Ok(st) => Some(st),
+                    Err(Errno::NOENT) => continue,
+                    Err(e) => {
+                        self.fail(node.child_path(name), Reason::Os(e), Some(node));
+                        continue;
+                    }
+                }
+            } else {
+                None
+            };
+            if let Some(st) = &st {
+                if st.kind == FileType::Directory {
+                    match sel.descend(&here, name.to_bytes()) {
+                        Some(_) => dirs.push(name.to_owned()),
+                        None => kept = true,
+                    }
+                    continue;
+                }
+                if !sel.attributes(st, place == Place::Carried, false) {
+                    kept = true;
+                    continue;
+                }
+                if let (Some(h), Some(t)) = (&sel.histogram, st.time) {
+                    // `--keep-free`'s first walk: what it would free, by age; nothing goes.
+                    if st.nlink <= 1 {
+                        h.add(t, st.allocated);
+                    }
+                    kept = true;
+                    continue;
+                }
+            }
+            let result = match (&self.opts.large_files, gentle) {
+                (Some(large), true) => self.remove_maybe_large(&**large, fd, name, node),
+                _ => self.unlink_selected(fd, name, st.as_ref()),
+            };
+            match result {
+                UnlinkResult::Done => {
+                    changed = true;
+                    if let Some(p) = &dir_path {
+                        let path = p.join(std::ffi::OsStr::from_bytes(name.to_bytes()));
+                        if let Some(list) = &sel.list {
+                            list.record(&mut records, &path);
+                        }
+                        if self.sink.wants_removed() {
+                            self.sink.removed(&path, false);
+                        }
+                    }
+                    if let (Some(top), Some(st)) = (&top, &st) {
+                        let bytes = if st.nlink <= 1 { st.allocated } else { 0 };
+                        tally.count(top, st.uid, false, bytes);
+                    }
+                }
+                // Gone meanwhile: nothing to do, nothing to count.
+                UnlinkResult::Failed(Errno::NOENT) => {}
+                UnlinkResult::IsDir => match sel.descend(&here, name.to_bytes()) {
+                    Some(_) => dirs.push(name.to_owned()),
+                    None => kept = true,
+                },
+                UnlinkResult::Failed(e) => {
+                    self.fail(node.child_path(name), Reason::Os(e), Some(node))
+                }
+                UnlinkResult::Refused(reason) => {
+                    self.fail(node.child_path(name), reason, Some(node))
+                }
+            }
+        }
+        if kept {
+            node.keep();
+        }
+        if changed {
+            node.data.changed.store(true, Ordering::Relaxed);
+        }
+        if let Some(list) = &sel.list {
+            list.write(&records);
+        }
+        if let Some(t) = &sel.tally {
+            t.add(tally);
+        }
+        dirs
+    }
+
+    /// Unlinks one selected non-directory (a dry run only counts it); `st`: its stat, if the
+    /// selection took one (the bytes it frees are counted from it).
+    fn unlink_selected(
+        &self,
+        dir: &OwnedFd,
+        name: &CStr,
+        st: Option<&crate::select::Stat>,
+    ) -> UnlinkResult {
+        if !self.opts.dry_run {
+            if let Some(t) = &self.opts.throttle {
+                t.acquire();
+            }
+            match unlinkat(dir, name, AtFlags::empty()) {
+                Ok(()) => {}
+                Err(Errno::NOENT) => return UnlinkResult::Failed(Errno::NOENT),
+                Err(Errno::ISDIR) => return UnlinkResult::IsDir,
+                Err(e) => return UnlinkResult::Failed(e),
+            }
+        }
+        self.counters.files.fetch_add(1, Ordering::Relaxed);
+        if let Some(st) = st.filter(|s| s.nlink <= 1) {
+            self.counters
+                .bytes
+                .fetch_add(st.allocated, Ordering::Relaxed);
+        }
+        UnlinkResult::Done
+    }
+
+    /// Whether the finished directory `node` (not a root) goes, by the selection: chosen and
+    /// passing its tests right before its rmdir (read through `parent`), or emptied by this run
+    /// with `--prune-empty`. `None`: it stays (and so does its parent).
+    fn dir_selected(
+        &self,
+        sel: &crate::select::Selection,
+        node: &Arc<RNode>,
+        parent: &OwnedFd,
+    ) -> Option<DirSelected> {
+        let parent_node = node.parent().expect("roots are never removed by a selection");
+        let changed = node.data.changed.load(Ordering::Relaxed);
+        let stay = || {
+            parent_node.keep();
+            None
+        };
+        if sel.stopped() || sel.histogram.is_some() {
+            return stay();
+        }
+        let here = self.here(sel, parent_node);
+        let chosen = sel.dir_chosen(&here, node.name().to_bytes());
+        let prune = sel.prune_empty && changed;
+        if !chosen && !prune {
+            return stay();
+        }
+        let stat = if sel.needs_stat(crate::select::Place::Chosen) {
+            match sel.stat(parent, node.name()) {
+                Ok(st) => Some(st),
+                Err(_) => return stay(),
+            }
+        } else {
+            None
+        };
+        let passes = stat.map_or(true, |st| {
+            st.kind == FileType::Directory
+                && sel.attributes(&st, here.carried, changed && self.opts.dry_run)
+        });
+        if chosen && passes {
+            Some(DirSelected {
+                pruned: false,
+                stat,
+            })
+        } else if prune {
+            Some(DirSelected { pruned: true, stat })
+        } else {
+            stay()
+        }
+    }
+
+    /// Bookkeeping after a selected directory was removed: its parent changed, the audit list
+    /// and the totals have it.
+    fn dir_removed(&self, node: &Arc<RNode>, s: &DirSelected) {
+        let Some(sel) = &self.opts.select else { return };
+        if let Some(p) = node.parent() {
+            p.data.changed.store(true, Ordering::Relaxed);
+        }
+        if let Some(list) = &sel.list {
+            let mut rec = Vec::new();
+            list.record(&mut rec, &node.path());
+            list.write(&rec);
+        }
+        if let (Some(t), Some(st)) = (&sel.tally, &s.stat) {
+            let mut b = crate::select::tally::Batch::default();
+            let top = top_of(node.parent().expect("not a root"), Some(node.name()));
+            b.count(&top, st.uid, true, node.data.allocated.load(Ordering::Relaxed));
+            t.add(b);
+        }
+    }
+}
+
+/// The path of `node` relative to its root ("" for the root), as bytes.
+fn rel_path(node: &RNode) -> Vec<u8> {
+    let mut names: Vec<&CStr> = Vec::new();
+    let mut n = node;
+    while let Some(p) = n.parent() {
+        names.push(n.name());
+        n = p;
+    }
+    let mut out = Vec::new();
+    for (i, name) in names.iter().rev().enumerate() {
+        if i > 0 {
+            out.push(b'/');
+        }
+        out.extend_from_slice(name.to_bytes());
+    }
+    out
+}
+
+/// The top-level directory (below its argument) an entry of `node` counts in: the argument's
+/// child on the way to it, or, for a non-directory directly in the argument, the argument
+/// itself; `dir`: the entry is the directory of that name.
+fn top_of(node: &RNode, dir: Option<&CStr>) -> PathBuf {
+    let mut n = node;
+    let mut first: Option<&CStr> = dir;
+    while let Some(p) = n.parent() {
+        first = Some(n.name());
+        n = p;
+    }
+    let mut path = node.root.display.clone();
+    if let Some(f) = first {
+        path.push(std::ffi::OsStr::from_bytes(f.to_bytes()));
+    }
+    path
 }

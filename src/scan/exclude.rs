@@ -1,14 +1,15 @@
 //! `reclaim scan --exclude GLOB`: which entries of a scanned tree are left out (neither counted
 //! nor descended into). A glob without a '/' is matched against an entry's name, one with a
 //! '/' against its path relative to the scanned PATH; a trailing '/' limits a glob to
-//! directories. Matching is `globset`'s, with `*` and `?` never matching a '/' (`**` does).
+//! directories. The dialect is reclaim's one (`select::glob`): `*` and `?` never match a '/'
+//! (`**` does).
 //! Pure matching: no I/O.
 
 use std::ffi::OsStr;
 use std::os::unix::ffi::OsStrExt;
 use std::path::Path;
 
-use globset::{Glob, GlobBuilder, GlobSet, GlobSetBuilder};
+use globset::{Glob, GlobSet, GlobSetBuilder};
 
 /// One `--exclude` argument, checked.
 #[derive(Clone, Debug)]
@@ -35,14 +36,8 @@ pub fn parse(text: &str) -> Result<Pattern, String> {
         .strip_prefix("./")
         .or_else(|| body.strip_prefix('/'))
         .unwrap_or(body);
-    if body.is_empty() {
-        return Err("an empty glob matches nothing".into());
-    }
-    let glob = GlobBuilder::new(body)
-        .literal_separator(true)
-        .backslash_escape(true)
-        .build()
-        .map_err(|e| e.kind().to_string())?;
+    // The one glob dialect (src/select/glob.rs).
+    let glob = crate::select::glob::compile(body)?;
     Ok(Pattern {
         text: text.to_string(),
         glob,
