@@ -337,9 +337,115 @@ pub struct RmArgs {
     /// Names per unlink batch [default: 1024; 128 under MPI] (for measurements)
     #[arg(long, hide = true, value_parser = clap::value_parser!(u32).range(1..))]
     pub batch_size: Option<u32>,
+    #[command(flatten)]
+    pub select: SelectArgs,
     /// Files and directories to remove
     #[arg(value_name = "PATH", value_parser = clap::builder::OsStringValueParser::new())]
     pub paths: Vec<std::ffi::OsString>,
+}
+
+/// Selection on `rm -r` (DESIGN §11; the rules are in src/select/mod.rs and `rm --help`).
+#[derive(Args, Debug, Default, Clone)]
+#[command(next_help_heading = "Selection (with -r: remove only what matches below each PATH; the PATHs stay)")]
+pub struct SelectArgs {
+    /// Entries whose name matches GLOB (find -name GLOB); repeatable: any of them. A matching
+    /// directory goes whole
+    #[arg(long, value_name = "GLOB")]
+    pub name: Vec<String>,
+    /// Entries whose path below PATH matches GLOB: '*' and '?' stay within one name, '**'
+    /// spans directories (find -path 'PATH/GLOB', whose '*' also matches '/'); repeatable
+    #[arg(long = "path", value_name = "GLOB")]
+    pub path_glob: Vec<String>,
+    /// Never remove nor enter entries whose name matches GLOB (with a '/': whose path below
+    /// PATH does; a trailing '/': directories only) (find -name GLOB -prune); repeatable
+    #[arg(long, value_name = "GLOB", value_parser = crate::scan::exclude::parse)]
+    pub exclude: Vec<crate::scan::exclude::Pattern>,
+    /// Test entries at most N levels below PATH (find -maxdepth N); a matching directory
+    /// still goes whole
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
+    pub max_depth: Option<u32>,
+    /// Entries whose time (--time) is at least DURATION before now, exactly: 30d is 30 x 24 h
+    /// to the second (find ! -newermt '-30 days'; find -mtime +30 rounds to whole days: 31+)
+    #[arg(long, value_name = "DURATION", value_parser = crate::select::parse_age)]
+    pub older_than: Option<std::time::Duration>,
+    /// Entries whose time (--time) is less than DURATION before now (find -newermt '-30 days')
+    #[arg(long, value_name = "DURATION", value_parser = crate::select::parse_age)]
+    pub newer_than: Option<std::time::Duration>,
+    /// Which time the age tests read: mtime (data changed, default), atime (last read: least
+    /// recently used first), ctime (inode changed), btime (created)
+    #[arg(long, value_name = "TIME", value_parser = crate::select::TimeField::parse)]
+    pub time: Option<crate::select::TimeField>,
+    /// Entries larger than SIZE bytes, apparent size (find -size +Nc; K, M, G are 1024-based,
+    /// never rounded up as find's -size Nk)
+    #[arg(long, value_name = "SIZE", value_parser = crate::select::parse_size)]
+    pub larger_than: Option<u64>,
+    /// Entries smaller than SIZE bytes, apparent size (find -size -Nc)
+    #[arg(long, value_name = "SIZE", value_parser = crate::select::parse_size)]
+    pub smaller_than: Option<u64>,
+    /// Entries of these types (find -type): f file, d directory, l symlink, p fifo, s socket,
+    /// b block, c character device; comma-separated or repeated
+    #[arg(long = "type", value_name = "TYPES", value_parser = crate::select::parse_types)]
+    pub types: Vec<u8>,
+    /// Entries owned by this user (find -user); repeatable: any of them
+    #[arg(long, value_name = "NAME|UID", value_parser = crate::select::owner::parse_user)]
+    pub user: Vec<u32>,
+    /// Entries of this group (find -group); repeatable: any of them
+    #[arg(long, value_name = "NAME|GID", value_parser = crate::select::owner::parse_group)]
+    pub group: Vec<u32>,
+    /// Empty regular files and empty directories (find -empty)
+    #[arg(long)]
+    pub empty: bool,
+    /// Then also remove the directories this run left empty (never the PATHs themselves)
+    #[arg(long)]
+    pub prune_empty: bool,
+    /// Remove exactly the paths listed in FILE ('-': standard input), one per line (or
+    /// NUL-separated with -0), instead of PATH operands: `find ... -print0 | reclaim rm -r
+    /// --from - -0`. Parents are opened once each and never through a symlink
+    #[arg(long, value_name = "FILE")]
+    pub from: Option<PathBuf>,
+    /// --from and --list records are NUL-separated
+    #[arg(short = '0', long = "null")]
+    pub null: bool,
+    /// Write every removed path (with --dry-run: every path that would go) to FILE ('-':
+    /// standard output), one per line with '\' as '\\' and a newline as '\n' (NUL-separated
+    /// with -0): the audit trail
+    #[arg(long, value_name = "FILE")]
+    pub list: Option<PathBuf>,
+    /// Remove the oldest matching files (by --time) until the file system has this much free
+    /// (15% or 200G), counting space still pending in the trash; two walks, bounded memory
+    #[arg(long, value_name = "PERCENT|SIZE", value_parser = crate::units::parse_free_target)]
+    pub keep_free: Option<crate::prune::policy::FreeTarget>,
+}
+
+impl SelectArgs {
+    /// The tests, as a plain option struct.
+    pub fn spec(&self) -> crate::select::Spec {
+        crate::select::Spec {
+            names: self.name.clone(),
+            paths: self.path_glob.clone(),
+            exclude: self.exclude.clone(),
+            max_depth: self.max_depth,
+            older_than: self.older_than,
+            newer_than: self.newer_than,
+            time: self.time.unwrap_or_default(),
+            larger_than: self.larger_than,
+            smaller_than: self.smaller_than,
+            types: self.types.iter().fold(0, |a, t| a | t),
+            users: self.user.clone(),
+            groups: self.group.clone(),
+            empty: self.empty,
+            prune_empty: self.prune_empty,
+        }
+    }
+
+    /// Whether anything of the selection was asked for.
+    pub fn is_active(&self) -> bool {
+        self.spec().is_active()
+            || self.time.is_some()
+            || self.from.is_some()
+            || self.list.is_some()
+            || self.keep_free.is_some()
+    }
 }
 
 #[derive(Args, Debug)]

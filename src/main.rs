@@ -78,6 +78,30 @@ fn main() -> ExitCode {
                 return ExitCode::from(2);
             }
             let leads = reclaim::spread::leads();
+            // Selection (`--name`, `--older-than`, `--from`, ...): checked before anything runs.
+            let select = a.select.is_active().then(|| reclaim::select::Asked {
+                spec: a.select.spec(),
+                from: a.select.from.clone(),
+                null: a.select.null,
+                list: a.select.list.clone(),
+                keep_free: a.select.keep_free,
+            });
+            if let Some(s) = &select {
+                let c = reclaim::select::Context {
+                    recursive: a.recursive,
+                    operands: a.paths.len(),
+                    hiding: a.mode.background || a.mode.wait,
+                    prompt_each: asked.when == When::Always,
+                    mpi: _job.is_some(),
+                    dry_run: a.dry_run,
+                };
+                if let Err(e) = s.check(&c) {
+                    if leads {
+                        eprintln!("reclaim rm: {e}\nTry 'reclaim rm --help' for more information.");
+                    }
+                    return ExitCode::from(2);
+                }
+            }
             match asked.when {
                 When::Always => {
                     if a.mode.background || a.mode.wait || a.json || a.dry_run {
@@ -114,7 +138,7 @@ fn main() -> ExitCode {
                 }
                 _ => {}
             }
-            if a.paths.is_empty() && !a.force {
+            if a.paths.is_empty() && !a.force && a.select.from.is_none() {
                 eprintln!(
                     "reclaim rm: missing operand\nTry 'reclaim rm --help' for more information."
                 );
@@ -146,6 +170,19 @@ fn main() -> ExitCode {
                 engine.batch_threads = engine.batch_threads.min(engine.threads);
             }
             engine.fd_budget = reclaim::limits::fd_budget(engine.fd_budget, nofile, engine.threads);
+            if let Some(s) = &select {
+                match s.start(a.dry_run, a.json) {
+                    Ok(sel) => engine.select = Some(std::sync::Arc::new(sel)),
+                    Err(e @ reclaim::select::StartError::Usage(_)) => {
+                        eprintln!("reclaim rm: {e}\nTry 'reclaim rm --help' for more information.");
+                        return ExitCode::from(2);
+                    }
+                    Err(e) => {
+                        eprintln!("reclaim rm: {e}");
+                        return ExitCode::from(1);
+                    }
+                }
+            }
             let req = Request {
                 paths: a.paths.into_iter().map(Into::into).collect(),
                 recursive: a.recursive,
@@ -173,6 +210,7 @@ fn main() -> ExitCode {
                 small_dir_stats: a.small_dir_stats.as_deref().map(|v| v == "on"),
                 batch_threads: a.batch_threads.map(usize::from),
                 preserve_all_root: a.preserve_root.as_deref() == Some("all"),
+                select,
                 engine,
             };
             let summary = reclaim::rm::run(&req);

@@ -175,6 +175,7 @@ pub fn measure(base: &Arc<OwnedFd>, name: &CStr, display: &std::path::Path) -> (
 
 /// A directory to remove, resolved and checked by the caller: `name` inside the open
 /// directory `base`, expected to be the directory `ident`.
+#[derive(Clone)]
 pub struct DirTarget {
     pub base: Arc<OwnedFd>,
     pub name: CString,
@@ -535,8 +536,8 @@ impl Visitor for Remover<'_> {
         if node.kept() {
             return;
         }
-        // A selection searches the named directories: they stay.
-        if self.opts.select.is_some() && node.parent().is_none() {
+        // A selection searches the named directories: they stay (`--from`'s go whole).
+        if self.opts.select.as_ref().is_some_and(|s| !s.roots_too) && node.parent().is_none() {
             return;
         }
         walk.prefetch_parent(node);
@@ -672,7 +673,8 @@ impl Remover<'_> {
         }
         while let Some(n) = chain.pop() {
             let c = match n.parent() {
-                None => false,
+                // `--from`'s listed directories go whole.
+                None => sel.roots_too,
                 Some(p) => {
                     let here = crate::select::Here {
                         depth: p.depth + 1,
@@ -751,9 +753,10 @@ impl Remover<'_> {
                     continue;
                 }
             }
-            let result = match (&self.opts.large_files, gentle) {
-                (Some(large), true) => self.remove_maybe_large(&**large, fd, name, node),
-                _ => self.unlink_selected(fd, name, st.as_ref()),
+            // The large-file path says `removed` itself.
+            let (result, said) = match (&self.opts.large_files, gentle) {
+                (Some(large), true) => (self.remove_maybe_large(&**large, fd, name, node), true),
+                _ => (self.unlink_selected(fd, name, st.as_ref()), false),
             };
             match result {
                 UnlinkResult::Done => {
@@ -763,7 +766,7 @@ impl Remover<'_> {
                         if let Some(list) = &sel.list {
                             list.record(&mut records, &path);
                         }
-                        if self.sink.wants_removed() {
+                        if self.sink.wants_removed() && !said {
                             self.sink.removed(&path, false);
                         }
                     }
@@ -838,7 +841,14 @@ impl Remover<'_> {
         node: &Arc<RNode>,
         parent: &OwnedFd,
     ) -> Option<DirSelected> {
-        let parent_node = node.parent().expect("roots are never removed by a selection");
+        let Some(parent_node) = node.parent() else {
+            // A root goes only as a listed directory of `--from` (whole).
+            let stat = sel.counting.then(|| sel.stat(parent, node.name()).ok()).flatten();
+            return (sel.roots_too && !sel.stopped()).then_some(DirSelected {
+                pruned: false,
+                stat,
+            });
+        };
         let changed = node.data.changed.load(Ordering::Relaxed);
         let stay = || {
             parent_node.keep();
@@ -891,7 +901,10 @@ impl Remover<'_> {
         }
         if let (Some(t), Some(st)) = (&sel.tally, &s.stat) {
             let mut b = crate::select::tally::Batch::default();
-            let top = top_of(node.parent().expect("not a root"), Some(node.name()));
+            let top = match node.parent() {
+                Some(p) => top_of(p, Some(node.name())),
+                None => node.root.display.clone(),
+            };
             b.count(&top, st.uid, true, node.data.allocated.load(Ordering::Relaxed));
             t.add(b);
         }

@@ -47,6 +47,9 @@ pub struct Summary {
     /// Under MPI: what each rank did.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub ranks: Vec<crate::spread::Rank>,
+    /// A selection (`rm -r --name ...`, `--from`): totals per directory and owner, ...
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub selection: Option<crate::select::Report>,
 }
 
 /// One large file freed by the shrinker.
@@ -149,6 +152,7 @@ impl Summary {
             interrupted: None,
             profile: None,
             ranks: Vec::new(),
+            selection: None,
         }
     }
 

@@ -27,6 +27,8 @@ use crate::shrink;
 use crate::target::{Rejection, Resolver, Target};
 use crate::trash::hide::{Hidden, HideOptions};
 
+mod selected;
+
 /// What the user asked for.
 #[derive(Clone, Debug)]
 pub struct Request {
@@ -67,6 +69,9 @@ pub struct Request {
     pub batch_threads: Option<usize>,
     /// `--preserve-root=all`: refuse directory arguments that are mount points.
     pub preserve_all_root: bool,
+    /// A selection (`--name`, `--older-than`, `--from`, ...: `selected.rs`); compiled in
+    /// `engine.select`.
+    pub select: Option<crate::select::Asked>,
 }
 
 impl Request {
@@ -93,8 +98,13 @@ pub enum Mode {
 /// Runs `reclaim rm`; returns the summary (already printed) for the exit code.
 pub fn run(req: &Request) -> Summary {
     let mut run = Run::new(req);
-    let trees = run.arguments();
+    let trees = match req.select.as_ref().and_then(|s| s.from.as_deref()) {
+        Some(list) => run.from_list(list),
+        None => run.arguments(),
+    };
+    let trees = run.keep_free(trees);
     let trees = run.remove_trees(trees);
+    run.keep_free_done();
     run.sync_directories();
     if crate::interrupt::stopping() {
         if let Some(shown) = &trees.shown {
@@ -132,6 +142,8 @@ struct Run<'r> {
     not_started: usize,
     /// The directory entries of the arguments so far (see `entry_key`).
     seen: HashSet<EntryKey>,
+    /// What a selection's phases leave for the report.
+    selected: selected::State,
 }
 
 /// What the tree phase leaves for the report.
@@ -173,6 +185,7 @@ impl<'r> Run<'r> {
             left: Vec::new(),
             not_started: 0,
             seen: HashSet::new(),
+            selected: selected::State::default(),
         }
     }
 
@@ -225,6 +238,10 @@ impl<'r> Run<'r> {
             }
             match resolved {
                 Ok(Target::Tree(tree)) => trees.push(tree),
+                // A selection searches directories.
+                Ok(Target::Entry { display, .. }) if req.engine.select.is_some() => {
+                    self.fail(display, Reason::Os(Errno::NOTDIR))
+                }
                 Ok(Target::Entry {
                     base,
                     name,
@@ -527,6 +544,7 @@ impl<'r> Run<'r> {
     /// line on what was done and what was left.
     fn report(mut self, trees: Trees) -> Summary {
         let req = self.req;
+        let selection = self.selection_report();
         self.printer.flush();
         // Counting bytes per file costs a stat each; otherwise ask the file systems what they
         // got back; it is never less than what reclaim knows exactly (directories' st_blocks,
@@ -557,6 +575,7 @@ impl<'r> Run<'r> {
             interrupted: crate::interrupt::requested(),
             profile: trees.profile,
             ranks: trees.ranks,
+            selection,
             ..summary
         };
         if req.print_summary {
@@ -804,6 +823,9 @@ fn print_summary(req: &Request, summary: &Summary, printer: &Printer, failures: 
     } else if req.progress || req.verbose || req.engine.dry_run {
         // Off a terminal (cron, scripts) nothing but the errors, as GNU rm.
         eprintln!("{}", summary.human());
+        for line in summary.selection.iter().flat_map(|s| s.human()) {
+            eprintln!("{line}");
+        }
     }
     // Recap on a terminal, where the lines may have scrolled away (never in scripts' output:
     // each failure was said once already).

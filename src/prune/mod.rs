@@ -246,7 +246,7 @@ fn fnmatch(pattern: &str, name: &CStr) -> bool {
 
 /// Space already on its way back per device of `devs`: what the trashes there still hold
 /// (`count`: walking trees whose size was not recorded).
-fn pending_by_dev(count: bool, devs: &[u64]) -> HashMap<u64, u64> {
+pub(crate) fn pending_by_dev(count: bool, devs: &[u64]) -> HashMap<u64, u64> {
     let mut found = crate::trash::discover(crate::trash::uid());
     found.trashes.retain(|t| devs.contains(&t.ident.dev));
     let dev_of: HashMap<String, u64> = found
@@ -365,6 +365,7 @@ fn remove(plan: &[Entry], a: &PruneArgs, progress: bool) -> crate::report::Summa
         batch_threads: None,
         preserve_all_root: false,
         print_summary: false,
+        select: None,
     };
     crate::rm::run(&req)
 }

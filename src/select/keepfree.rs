@@ -150,3 +150,63 @@ mod tests {
         assert!((r - 1.0027).abs() < 1e-3, "{r}");
     }
 }
+
+/// What `--keep-free` found and did (`"keep_free"` in `--json`).
+#[derive(Clone, Debug, Default, serde::Serialize)]
+pub struct Outcome {
+    /// Free bytes wanted on the file system.
+    pub target_free: u64,
+    /// Free when it started.
+    pub free_before: u64,
+    /// Pending in this user's trashes there (counted as free).
+    pub pending: u64,
+    /// What had to be freed (0: nothing to do).
+    pub need: u64,
+    /// Matching files and the bytes they free, by the first walk.
+    pub candidates: u64,
+    pub candidate_bytes: u64,
+    /// Where it cut (files at least this old went); `None`: nothing needed, or all of them.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cutoff: Option<Cutoff>,
+    /// The target was reached during the removal (it stopped there).
+    pub reached: bool,
+}
+
+impl Outcome {
+    pub fn human(&self) -> String {
+        use crate::format::bytes;
+        let have = self.free_before.saturating_add(self.pending);
+        if self.need == 0 {
+            return format!(
+                "--keep-free: {} free ({} of it pending in the trash), target {}: nothing to remove",
+                bytes(have),
+                bytes(self.pending),
+                bytes(self.target_free)
+            );
+        }
+        let cut = match &self.cutoff {
+            Some(c) => format!(
+                "files older than {} ({} of {} matching)",
+                crate::format::age(c.age_s),
+                bytes(c.bytes),
+                bytes(self.candidate_bytes)
+            ),
+            None => format!(
+                "every matching file ({}: less than needed)",
+                bytes(self.candidate_bytes)
+            ),
+        };
+        format!(
+            "--keep-free: {} free ({} pending in the trash), target {}: {} to free; took {cut}{}",
+            bytes(have),
+            bytes(self.pending),
+            bytes(self.target_free),
+            bytes(self.need),
+            if self.reached {
+                "; stopped at the target"
+            } else {
+                ""
+            }
+        )
+    }
+}

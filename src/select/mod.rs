@@ -32,6 +32,7 @@ pub mod tally;
 use std::ffi::CStr;
 use std::os::fd::AsFd;
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::os::unix::fs::OpenOptionsExt;
 use std::time::{Duration, SystemTime};
 
 use rustix::fs::{statx, AtFlags, FileType, StatxFlags};
@@ -197,6 +198,20 @@ impl Spec {
     }
 }
 
+/// What `reclaim rm` was asked to select: the tests and what goes with them.
+#[derive(Clone, Debug, Default)]
+pub struct Asked {
+    pub spec: Spec,
+    /// `--from FILE` (`-`: stdin): the listed paths instead of PATH operands.
+    pub from: Option<std::path::PathBuf>,
+    /// `-0`: `--from` and `--list` records are NUL-separated.
+    pub null: bool,
+    /// `--list FILE` (`-`: stdout).
+    pub list: Option<std::path::PathBuf>,
+    /// `--keep-free`.
+    pub keep_free: Option<crate::prune::policy::FreeTarget>,
+}
+
 /// Why a selection cannot be used.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum SpecError {
@@ -305,6 +320,10 @@ pub struct Selection {
     pub histogram: Option<keepfree::Histogram>,
     /// Set when the run must remove nothing more (`--keep-free` reached its target).
     stop: AtomicBool,
+    /// `--keep-free`'s cutoff, once the first walk fixed it: only entries at or before it go.
+    cutoff: std::sync::OnceLock<Stamp>,
+    /// The roots go too, whole (`--from`'s listed directories), not only what is below them.
+    pub roots_too: bool,
 }
 
 impl Selection {
@@ -370,12 +389,19 @@ impl Selection {
             list: None,
             histogram: None,
             stop: AtomicBool::new(false),
+            cutoff: std::sync::OnceLock::new(),
+            roots_too: false,
         })
     }
 
-    /// Adds `--older-than` at an exact time (`--keep-free`'s cutoff): entries at or before it.
-    pub fn older_than_stamp(&mut self, cutoff: Stamp) {
-        self.older = Some(self.older.map_or(cutoff, |o| o.min(cutoff)));
+    /// Sets `--keep-free`'s cutoff: from now on only entries whose time is at or before it go.
+    pub fn set_cutoff(&self, cutoff: Stamp) {
+        let _ = self.cutoff.set(cutoff);
+    }
+
+    /// Whether an age test applies (asked, or `--keep-free`'s cutoff).
+    fn ages(&self) -> bool {
+        self.older.is_some() || self.newer.is_some() || self.cutoff.get().is_some()
     }
 
     /// The moment ages count from.
@@ -481,8 +507,7 @@ impl Selection {
     pub fn needs_stat(&self, place: Place) -> bool {
         self.counting
             || place == Place::ChosenIfType
-            || self.older.is_some()
-            || self.newer.is_some()
+            || self.ages()
             || self.larger.is_some()
             || self.smaller.is_some()
             || !self.users.is_empty()
@@ -492,7 +517,7 @@ impl Selection {
 
     fn mask(&self) -> StatxFlags {
         let mut m = StatxFlags::TYPE;
-        if self.older.is_some() || self.newer.is_some() || self.histogram.is_some() {
+        if self.ages() || self.histogram.is_some() {
             m |= self.time.flag();
         }
         if self.larger.is_some() || self.smaller.is_some() || self.empty {
@@ -545,7 +570,7 @@ impl Selection {
                 return false;
             }
         }
-        if self.older.is_some() || self.newer.is_some() {
+        if self.ages() {
             let t = if changed && dir && matches!(self.time, TimeField::Mtime | TimeField::Ctime)
             {
                 Some(self.now)
@@ -553,7 +578,10 @@ impl Selection {
                 st.time
             };
             let Some(t) = t else { return false };
-            if self.older.is_some_and(|o| t > o) || self.newer.is_some_and(|n| t <= n) {
+            if self.older.is_some_and(|o| t > o)
+                || self.newer.is_some_and(|n| t <= n)
+                || self.cutoff.get().is_some_and(|c| t > *c)
+            {
                 return false;
             }
         }
@@ -573,3 +601,154 @@ impl Selection {
 
 #[cfg(test)]
 mod tests;
+
+/// What else `reclaim rm` was asked, for `Asked::check`.
+pub struct Context {
+    pub recursive: bool,
+    pub operands: usize,
+    /// `--background` or `--wait`.
+    pub hiding: bool,
+    /// `-i`: one question per entry.
+    pub prompt_each: bool,
+    /// Under MPI.
+    pub mpi: bool,
+    pub dry_run: bool,
+}
+
+impl Asked {
+    /// Combinations that cannot work, in one line each (a usage error).
+    pub fn check(&self, c: &Context) -> Result<(), String> {
+        let tests = self.spec.is_active();
+        if c.hiding {
+            return Err("--background and --wait hide whole paths with one rename; a selection would need one rename per matching entry into the trash, which costs as much as removing it: run the selection without them".into());
+        }
+        if c.prompt_each {
+            return Err("-i asks about each entry in GNU rm's order; it does not combine with a selection".into());
+        }
+        if let Some(from) = &self.from {
+            if c.operands > 0 {
+                return Err(format!(
+                    "--from {} lists the paths to remove; give no PATH operands with it",
+                    crate::quote::quote(from)
+                ));
+            }
+            if tests || self.keep_free.is_some() {
+                return Err("--from removes exactly the listed paths; choose them with find (or reclaim's tests on PATH operands), not both".into());
+            }
+            if c.mpi {
+                return Err("--from is not shared by MPI ranks yet: run it as one process".into());
+            }
+            return Ok(());
+        }
+        if !c.recursive {
+            return Err("the selection options choose what to remove inside directories: they need -r".into());
+        }
+        if c.mpi && (self.list.is_some() || self.keep_free.is_some()) {
+            return Err("--list and --keep-free are not shared by MPI ranks yet: run them as one process".into());
+        }
+        if self.keep_free.is_some() && self.spec.newer_than.is_some() {
+            return Err("--keep-free removes the oldest first; --newer-than would have it remove the newest".into());
+        }
+        let _ = c.dry_run;
+        Ok(())
+    }
+
+    /// The selection to run: compiled, with its report and audit list set up (`-` as the list
+    /// is standard output). `report`: keep totals per directory and owner (a dry run, JSON).
+    pub fn start(&self, dry_run: bool, report: bool) -> Result<Selection, StartError> {
+        let mut sel = Selection::new(&self.spec, SystemTime::now()).map_err(StartError::Usage)?;
+        sel.counting = dry_run || report;
+        if sel.counting {
+            sel.tally = Some(tally::Tally::default());
+        }
+        sel.roots_too = self.from.is_some();
+        if let Some(path) = &self.list {
+            let w: Box<dyn std::io::Write + Send> = if path.as_os_str() == "-" {
+                Box::new(std::io::stdout())
+            } else {
+                let f = std::fs::OpenOptions::new()
+                    .write(true)
+                    .create(true)
+                    .truncate(true)
+                    .custom_flags(libc::O_NOCTTY | libc::O_CLOEXEC)
+                    .mode(0o600)
+                    .open(path)
+                    .map_err(|e| StartError::List(path.clone(), e))?;
+                Box::new(std::io::BufWriter::with_capacity(1 << 20, f))
+            };
+            sel.list = Some(list::List::new(w, self.null));
+        }
+        Ok(sel)
+    }
+}
+
+/// Why a selection could not start.
+#[derive(Debug, thiserror::Error)]
+pub enum StartError {
+    #[error("{0}")]
+    Usage(SpecError),
+    #[error("cannot write the list to {}: {}", crate::quote::quote(.0), crate::error::errno_text(rustix::io::Errno::from_io_error(.1).unwrap_or(Errno::IO)))]
+    List(std::path::PathBuf, std::io::Error),
+}
+
+/// What a selection adds to `reclaim rm`'s summary (`"selection"` in `--json`).
+#[derive(Clone, Debug, Default, serde::Serialize)]
+pub struct Report {
+    /// Totals per top-level directory below each PATH (per listed parent with `--from`) and
+    /// per owner; a dry run or `--json` only (they cost a stat per entry).
+    #[serde(flatten, skip_serializing_if = "Option::is_none")]
+    pub totals: Option<tally::Report>,
+    /// `--from`: paths listed more than once (each removed once).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub duplicates: Option<u64>,
+    /// `--list`: where the audit list went.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub list: Option<crate::quote::PathField>,
+    /// `--keep-free`: the target, what the first walk found and where it cut.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub keep_free: Option<keepfree::Outcome>,
+}
+
+impl Report {
+    /// The report's lines for a person (the totals as two small tables).
+    pub fn human(&self) -> Vec<String> {
+        use crate::format::{bytes, group};
+        let mut lines = Vec::new();
+        if let Some(k) = &self.keep_free {
+            lines.push(k.human());
+        }
+        if let Some(d) = self.duplicates.filter(|d| *d > 0) {
+            lines.push(format!(
+                "{} listed more than once (removed once)",
+                crate::format::plural(d, "path", "paths")
+            ));
+        }
+        if let Some(t) = &self.totals {
+            let row = |what: String, t: &tally::Totals| {
+                format!(
+                    "  {:>12} {:>9} {:>7}  {what}",
+                    bytes(t.bytes),
+                    group(t.files),
+                    group(t.dirs)
+                )
+            };
+            if !t.by_top.is_empty() {
+                lines.push(format!("  {:>12} {:>9} {:>7}  directory", "bytes", "files", "dirs"));
+                for l in &t.by_top {
+                    lines.push(row(l.path.to_string(), &l.totals));
+                }
+            }
+            if !t.by_owner.is_empty() {
+                lines.push(format!("  {:>12} {:>9} {:>7}  owner", "bytes", "files", "dirs"));
+                for l in &t.by_owner {
+                    let who = match &l.user {
+                        Some(u) => format!("{u} ({})", l.uid),
+                        None => l.uid.to_string(),
+                    };
+                    lines.push(row(who, &l.totals));
+                }
+            }
+        }
+        lines
+    }
+}
