@@ -105,17 +105,17 @@ else:  # tree: leaf directories of 100 files under d/<a>/<b>; every third file i
             want -= 1
 PY
 
-mkimage() { # fs -> mount point
-    local fs=$1 img=$SCRATCH/$1.img mnt=$SCRATCH/$1 dev
+mkimage() { # fs: a fresh image of it, mounted on MNT
+    local fs=$1 img=$SCRATCH/$1.img dev
+    MNT=$SCRATCH/$1
     guard "$img"
-    truncate -s 12G "$img"
+    truncate -s 8G "$img"
     case $fs in
-        ext4) mkfs.ext4 -q -N 3000000 "$img" ;;
+        ext4) mkfs.ext4 -q -N $((3 * (FLAT > TREE ? FLAT : TREE) / 2 + 100000)) "$img" ;;
         xfs) mkfs.xfs -q "$img" ;;
     esac
     dev=$(losetup -f --show "$img"); LOOPS+=("$dev")
-    mkdir "$mnt"; mount "$dev" "$mnt"; MOUNTED+=("$mnt")
-    echo "$mnt"
+    mkdir "$MNT"; mount "$dev" "$MNT"; MOUNTED+=("$MNT")
 }
 
 RESULTS=$OUT/results.tsv
@@ -144,7 +144,7 @@ rotate() { # run -> the methods of "$@" rotated by run (alternating order betwee
 }
 
 for fs in $FSS; do
-    mnt=$(mkimage "$fs")
+    mkimage "$fs"; mnt=$MNT
     for run in $(seq 1 "$RUNS"); do
         if [[ " $SECTIONS " == *" flat "* ]]; then
             for m in $(rotate "$run" reclaim find-delete xargs-P2 xargs-P4 floor); do

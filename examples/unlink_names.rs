@@ -23,7 +23,11 @@ fn main() -> anyhow::Result<()> {
         .filter(|n| !n.is_empty())
         .map(|n| CString::new(n).expect("no NUL inside"))
         .collect();
-    let fd = open(dir.as_str(), OFlags::PATH | OFlags::DIRECTORY, Mode::empty())?;
+    let fd = open(
+        dir.as_str(),
+        OFlags::PATH | OFlags::DIRECTORY,
+        Mode::empty(),
+    )?;
     let next = AtomicUsize::new(0);
     let failed = AtomicUsize::new(0);
     std::thread::scope(|s| {

@@ -6,6 +6,50 @@ use clap::{Args, Parser, Subcommand, ValueEnum};
 
 use crate::workload::{Shape, Spec};
 
+/// `rm --help`'s part on selection: the rules and the find equivalents side by side.
+pub const SELECT_HELP: &str = "\
+Selection (-r with --name, --path, --older-than, ...; DESIGN.md section 11):
+  Each PATH is searched; it stays. Tests are AND-ed; a repeated --name/--path/--user/--group
+  is any of them. Rules:
+  - --name, --path and --type choose entries; a chosen directory goes whole (its contents
+    are carried), except with --empty.
+  - --older-than, --newer-than, --larger-than, --smaller-than, --user, --group hold for every
+    entry removed, on its own inode, inside a chosen directory too: an old directory never
+    takes a newer file with it.
+  - A file is tested right before its unlink (d_type alone when only names and types are
+    tested, else one statx with only the fields needed); a directory right before its rmdir,
+    after its contents, and only if empty then. Removing entries makes a directory new (as
+    with find -delete): add --prune-empty to remove the directories the run left empty.
+  - Ages are exact: 30d is 30 x 24 h before now, to the nanosecond. find -mtime +30 counts
+    whole days and so means 31 days or more; reclaim's 30d is find's -newermt '-30 days'.
+  - Sizes are apparent sizes in bytes (K, M, G = 1024-based), as find -size Nc; find's -size
+    -1M rounds up to whole MiB, reclaim never does.
+  - Globs: '*' and '?' stay within one name ('?' is one byte), '**' spans directories,
+    [...] [!...] classes, {a,b} alternatives, '\\' escapes. find -path's '*' also matches '/'.
+  - No symlink is followed; other mounts are skipped and reported as without a selection.
+
+  reclaim rm -r ...                        find equivalent
+  --name 'test*.txt' D                     find D -mindepth 1 -name 'test*.txt' -delete
+  --name cache D                           find D -mindepth 1 -name cache -prune -exec rm -rf {} +
+  --path 'logs/*.gz' D                     find D -path 'D/logs/*.gz' ! -path 'D/logs/*/*' -delete
+  --older-than 30d D                       find D -mindepth 1 ! -newermt '-30 days' -delete
+  --time atime --older-than 60d D          find D -mindepth 1 ! -neweramt '-60 days' -delete
+  --newer-than 2h D                        find D -mindepth 1 -newermt '-2 hours' -delete
+  --larger-than 1G D                       find D -mindepth 1 -size +1073741824c -delete
+  --smaller-than 100 D                     find D -mindepth 1 -size -100c -delete
+  --type f,l D                             find D -mindepth 1 \\( -type f -o -type l \\) -delete
+  --user alice D                           find D -mindepth 1 -user alice -delete
+  --empty D                                find D -mindepth 1 -empty -delete
+  --exclude .git --name '*.o' D            find D -name .git -prune -o -name '*.o' -delete (*)
+  --max-depth 1 --name '*.tmp' D           find D -mindepth 1 -maxdepth 1 -name '*.tmp' -delete
+  --from LIST -0                           xargs -0 rm -r < LIST
+  (*) -prune does nothing under find's -delete; reclaim never enters an excluded directory.
+
+  --dry-run and --json give totals per top-level directory and per owner; --list FILE writes
+  every removed path; --keep-free 15% removes the oldest matching files until 15% is free
+  (space pending in the trash counts as free). --background and --wait are refused with a
+  selection (a rename into the trash per entry costs as much as removing it).";
+
 #[derive(Parser, Debug)]
 #[command(
     name = "reclaim",
@@ -21,7 +65,7 @@ pub struct Cli {
 #[derive(Subcommand, Debug)]
 pub enum Command {
     /// Remove files and directory trees (GNU rm flags; never follows symlinks; one file system)
-    #[command(args_override_self = true, infer_long_args = true)]
+    #[command(args_override_self = true, infer_long_args = true, after_long_help = SELECT_HELP)]
     Rm(RmArgs),
     /// Show what is waiting in the trashes to be freed, and the reapers freeing it
     Status(StatusArgs),
@@ -346,7 +390,9 @@ pub struct RmArgs {
 
 /// Selection on `rm -r` (DESIGN §11; the rules are in src/select/mod.rs and `rm --help`).
 #[derive(Args, Debug, Default, Clone)]
-#[command(next_help_heading = "Selection (with -r: remove only what matches below each PATH; the PATHs stay)")]
+#[command(
+    next_help_heading = "Selection (with -r: remove only what matches below each PATH; the PATHs stay)"
+)]
 pub struct SelectArgs {
     /// Entries whose name matches GLOB (find -name GLOB); repeatable: any of them. A matching
     /// directory goes whole

@@ -470,7 +470,9 @@ impl Visitor for Remover<'_> {
         let Some(sel) = &self.opts.select else {
             return false;
         };
-        let skip = sel.descend(&self.here(sel, node), name.to_bytes()).is_none();
+        let skip = sel
+            .descend(&self.here(sel, node), name.to_bytes())
+            .is_none();
         if skip {
             // Left out: it stays, and so does the directory holding it.
             node.keep();
@@ -843,7 +845,10 @@ impl Remover<'_> {
     ) -> Option<DirSelected> {
         let Some(parent_node) = node.parent() else {
             // A root goes only as a listed directory of `--from` (whole).
-            let stat = sel.counting.then(|| sel.stat(parent, node.name()).ok()).flatten();
+            let stat = sel
+                .counting
+                .then(|| sel.stat(parent, node.name()).ok())
+                .flatten();
             return (sel.roots_too && !sel.stopped()).then_some(DirSelected {
                 pruned: false,
                 stat,
@@ -905,7 +910,12 @@ impl Remover<'_> {
                 Some(p) => top_of(p, Some(node.name())),
                 None => node.root.display.clone(),
             };
-            b.count(&top, st.uid, true, node.data.allocated.load(Ordering::Relaxed));
+            b.count(
+                &top,
+                st.uid,
+                true,
+                node.data.allocated.load(Ordering::Relaxed),
+            );
             t.add(b);
         }
     }

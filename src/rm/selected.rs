@@ -121,7 +121,9 @@ impl Run<'_> {
         for t in others {
             self.fail(
                 t.display,
-                Reason::Job("--keep-free frees one file system at a time; this one is on another".into()),
+                Reason::Job(
+                    "--keep-free frees one file system at a time; this one is on another".into(),
+                ),
             );
         }
         let Ok(vfs) = rustix::fs::fstatvfs(&*first.base) else {
@@ -134,7 +136,12 @@ impl Run<'_> {
         };
         let free_before = vfs.f_bavail * vfs.f_frsize;
         let pending = dev
-            .map(|d| crate::prune::pending_by_dev(true, &[d]).get(&d).copied().unwrap_or(0))
+            .map(|d| {
+                crate::prune::pending_by_dev(true, &[d])
+                    .get(&d)
+                    .copied()
+                    .unwrap_or(0)
+            })
             .unwrap_or(0);
         let need = want.saturating_sub(free_before.saturating_add(pending));
         let mut outcome = keepfree::Outcome {
@@ -161,8 +168,12 @@ impl Run<'_> {
         let mut engine = req.engine.clone();
         engine.dry_run = true;
         engine.select = Some(first_sel.clone());
-        engine.apply(&crate::profile::Profile::detect(&*first.base), req.threads_given);
-        let outcome1 = remove::remove_trees(trees.clone(), &engine, &Counters::default(), &remove::Quiet);
+        engine.apply(
+            &crate::profile::Profile::detect(&*first.base),
+            req.threads_given,
+        );
+        let outcome1 =
+            remove::remove_trees(trees.clone(), &engine, &Counters::default(), &remove::Quiet);
         self.failures.extend(outcome1.failures.iter().cloned());
         for f in &outcome1.failures {
             self.printer.failed(f);
@@ -214,7 +225,10 @@ impl Run<'_> {
         if let Some(list) = &sel.list {
             if let Err(e) = list.finish() {
                 let path = asked.list.clone().unwrap_or_default();
-                self.fail(path, Reason::Os(Errno::from_io_error(&e).unwrap_or(Errno::IO)));
+                self.fail(
+                    path,
+                    Reason::Os(Errno::from_io_error(&e).unwrap_or(Errno::IO)),
+                );
             }
         }
         Some(crate::select::Report {

@@ -459,7 +459,10 @@ mod tests {
         assert_eq!(split(b"/"), Err(Reason::Root));
         assert_eq!(split(b"//"), Err(Reason::Root));
         // `..` inside is the kernel's (no symlink is followed on the way).
-        assert_eq!(split(b"a/../b").unwrap().parent, vec![b"a".to_vec(), b"..".to_vec()]);
+        assert_eq!(
+            split(b"a/../b").unwrap().parent,
+            vec![b"a".to_vec(), b"..".to_vec()]
+        );
     }
 
     #[test]

@@ -128,7 +128,10 @@ mod tests {
         // 10 MB: the ten oldest days (91..=100 days old).
         let c = h.cutoff(10 << 20).unwrap();
         assert!(c.bytes >= 10 << 20 && c.bytes < 11 << 20, "{c:?}");
-        assert!(c.age_s > 90.0 * day as f64 && c.age_s <= 91.0 * day as f64, "{c:?}");
+        assert!(
+            c.age_s > 90.0 * day as f64 && c.age_s <= 91.0 * day as f64,
+            "{c:?}"
+        );
         // The cutoff takes those files and no younger one.
         assert!((now.0 - 91 * day, 0) <= c.at);
         assert!((now.0 - 90 * day, 0) > c.at);

@@ -31,8 +31,8 @@ pub mod tally;
 
 use std::ffi::CStr;
 use std::os::fd::AsFd;
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::os::unix::fs::OpenOptionsExt;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, SystemTime};
 
 use rustix::fs::{statx, AtFlags, FileType, StatxFlags};
@@ -245,10 +245,7 @@ pub enum Place {
 impl Place {
     /// Whether it may still be removed (after its attribute tests).
     pub fn candidate(self) -> bool {
-        matches!(
-            self,
-            Place::Carried | Place::Chosen | Place::ChosenIfType
-        )
+        matches!(self, Place::Carried | Place::Chosen | Place::ChosenIfType)
     }
 }
 
@@ -571,8 +568,7 @@ impl Selection {
             }
         }
         if self.ages() {
-            let t = if changed && dir && matches!(self.time, TimeField::Mtime | TimeField::Ctime)
-            {
+            let t = if changed && dir && matches!(self.time, TimeField::Mtime | TimeField::Ctime) {
                 Some(self.now)
             } else {
                 st.time
@@ -585,8 +581,7 @@ impl Selection {
                 return false;
             }
         }
-        if self.larger.is_some_and(|l| st.size <= l) || self.smaller.is_some_and(|s| st.size >= s)
-        {
+        if self.larger.is_some_and(|l| st.size <= l) || self.smaller.is_some_and(|s| st.size >= s) {
             return false;
         }
         if !self.users.is_empty() && !self.users.contains(&st.uid) {
@@ -623,7 +618,10 @@ impl Asked {
             return Err("--background and --wait hide whole paths with one rename; a selection would need one rename per matching entry into the trash, which costs as much as removing it: run the selection without them".into());
         }
         if c.prompt_each {
-            return Err("-i asks about each entry in GNU rm's order; it does not combine with a selection".into());
+            return Err(
+                "-i asks about each entry in GNU rm's order; it does not combine with a selection"
+                    .into(),
+            );
         }
         if let Some(from) = &self.from {
             if c.operands > 0 {
@@ -641,10 +639,16 @@ impl Asked {
             return Ok(());
         }
         if !c.recursive {
-            return Err("the selection options choose what to remove inside directories: they need -r".into());
+            return Err(
+                "the selection options choose what to remove inside directories: they need -r"
+                    .into(),
+            );
         }
         if c.mpi && (self.list.is_some() || self.keep_free.is_some()) {
-            return Err("--list and --keep-free are not shared by MPI ranks yet: run them as one process".into());
+            return Err(
+                "--list and --keep-free are not shared by MPI ranks yet: run them as one process"
+                    .into(),
+            );
         }
         if self.keep_free.is_some() && self.spec.newer_than.is_some() {
             return Err("--keep-free removes the oldest first; --newer-than would have it remove the newest".into());
@@ -733,13 +737,19 @@ impl Report {
                 )
             };
             if !t.by_top.is_empty() {
-                lines.push(format!("  {:>12} {:>9} {:>7}  directory", "bytes", "files", "dirs"));
+                lines.push(format!(
+                    "  {:>12} {:>9} {:>7}  directory",
+                    "bytes", "files", "dirs"
+                ));
                 for l in &t.by_top {
                     lines.push(row(l.path.to_string(), &l.totals));
                 }
             }
             if !t.by_owner.is_empty() {
-                lines.push(format!("  {:>12} {:>9} {:>7}  owner", "bytes", "files", "dirs"));
+                lines.push(format!(
+                    "  {:>12} {:>9} {:>7}  owner",
+                    "bytes", "files", "dirs"
+                ));
                 for l in &t.by_owner {
                     let who = match &l.user {
                         Some(u) => format!("{u} ({})", l.uid),

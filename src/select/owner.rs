@@ -50,14 +50,26 @@ fn lookup(name: &str, db: Db) -> Option<u32> {
         Db::User => unsafe {
             let mut pw: libc::passwd = std::mem::zeroed();
             let mut result: *mut libc::passwd = std::ptr::null_mut();
-            let rc = libc::getpwnam_r(c.as_ptr(), &mut pw, buf.as_mut_ptr(), buf.len(), &mut result);
+            let rc = libc::getpwnam_r(
+                c.as_ptr(),
+                &mut pw,
+                buf.as_mut_ptr(),
+                buf.len(),
+                &mut result,
+            );
             (rc, (!result.is_null()).then_some(pw.pw_uid))
         },
         // SAFETY: as above, for getgrnam_r and `gr`.
         Db::Group => unsafe {
             let mut gr: libc::group = std::mem::zeroed();
             let mut result: *mut libc::group = std::ptr::null_mut();
-            let rc = libc::getgrnam_r(c.as_ptr(), &mut gr, buf.as_mut_ptr(), buf.len(), &mut result);
+            let rc = libc::getgrnam_r(
+                c.as_ptr(),
+                &mut gr,
+                buf.as_mut_ptr(),
+                buf.len(),
+                &mut result,
+            );
             (rc, (!result.is_null()).then_some(gr.gr_gid))
         },
     })

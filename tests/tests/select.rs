@@ -145,12 +145,23 @@ impl Gen {
                 self.now - (AGES[r.below(AGES.len() as u64) as usize] * DAY as f64) as i64
             };
             let ts = [
-                libc::timespec { tv_sec: a, tv_nsec: 0 },
-                libc::timespec { tv_sec: m, tv_nsec: 0 },
+                libc::timespec {
+                    tv_sec: a,
+                    tv_nsec: 0,
+                },
+                libc::timespec {
+                    tv_sec: m,
+                    tv_nsec: 0,
+                },
             ];
             // SAFETY: a valid path and two timespecs; AT_SYMLINK_NOFOLLOW sets a link's own.
             unsafe {
-                libc::utimensat(libc::AT_FDCWD, c.as_ptr(), ts.as_ptr(), libc::AT_SYMLINK_NOFOLLOW)
+                libc::utimensat(
+                    libc::AT_FDCWD,
+                    c.as_ptr(),
+                    ts.as_ptr(),
+                    libc::AT_SYMLINK_NOFOLLOW,
+                )
             };
         }
     }
@@ -247,7 +258,10 @@ impl Case {
             push("--name", GLOBS[n].0);
         }
         if let Some((lit, whole)) = self.path {
-            push("--path", &format!("{lit}/{}", if whole { "**" } else { "*" }));
+            push(
+                "--path",
+                &format!("{lit}/{}", if whole { "**" } else { "*" }),
+            );
         }
         if let Some(x) = self.exclude {
             push("--exclude", x);
@@ -452,7 +466,9 @@ fn prune_left_empty(root: &Path, before: &[(PathBuf, usize)]) {
     dirs.sort_by_key(|(p, _)| std::cmp::Reverse(p.components().count()));
     let mut lost: std::collections::HashSet<PathBuf> = std::collections::HashSet::new();
     for (d, had) in &dirs {
-        let Ok(rd) = std::fs::read_dir(d) else { continue };
+        let Ok(rd) = std::fs::read_dir(d) else {
+            continue;
+        };
         let now = rd.count();
         if now < *had || lost.contains(d) {
             if now == 0 && std::fs::remove_dir(d).is_ok() {
@@ -464,7 +480,10 @@ fn prune_left_empty(root: &Path, before: &[(PathBuf, usize)]) {
 }
 
 fn now() -> i64 {
-    SystemTime::now().duration_since(UNIX_EPOCH).unwrap().as_secs() as i64
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .unwrap()
+        .as_secs() as i64
 }
 
 /// Runs `cases` generated cases from `seed`.
@@ -475,7 +494,10 @@ fn differential(s: &Scratch, seed: u64, cases: u64) {
     }
     let uids = is_root();
     if !uids {
-        util::skipped(s.test(), "not root: owners are not varied and --user is not tested");
+        util::skipped(
+            s.test(),
+            "not root: owners are not varied and --user is not tested",
+        );
     }
     let outside = s.mkdir("outside");
     s.file("outside/keep", "k");
@@ -541,7 +563,10 @@ fn field_report_name_glob_in_one_directory() {
     for i in 0..100 {
         s.file(format!("logs/keep{i}.log"), "");
     }
-    let out = s.rm(&["-r", "--name", "test*.txt", "logs"]).output().unwrap();
+    let out = s
+        .rm(&["-r", "--name", "test*.txt", "logs"])
+        .output()
+        .unwrap();
     util::assert_success(&out);
     let left: Vec<_> = std::fs::read_dir(&d).unwrap().collect();
     assert_eq!(left.len(), 100);
@@ -560,12 +585,21 @@ fn a_matched_directory_goes_whole_but_never_takes_newer_files() {
         filetime(&s.path(p), old);
     }
     // By name alone: whole.
-    let out = s.rm(&["-r", "--name", "cache", "--dry-run", "--json", "d"]).output().unwrap();
+    let out = s
+        .rm(&["-r", "--name", "cache", "--dry-run", "--json", "d"])
+        .output()
+        .unwrap();
     let j: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
-    assert_eq!((j["files"].as_u64(), j["dirs"].as_u64()), (Some(2), Some(2)));
+    assert_eq!(
+        (j["files"].as_u64(), j["dirs"].as_u64()),
+        (Some(2), Some(2))
+    );
     assert!(s.exists("d/cache/deep/new"), "a dry run removes nothing");
     // With an age: the newer file and the directories holding it stay.
-    let out = s.rm(&["-r", "--name", "cache", "--older-than", "30d", "d"]).output().unwrap();
+    let out = s
+        .rm(&["-r", "--name", "cache", "--older-than", "30d", "d"])
+        .output()
+        .unwrap();
     util::assert_success(&out);
     assert!(!s.exists("d/cache/old"));
     assert!(s.exists("d/cache/deep/new"));
@@ -578,7 +612,8 @@ fn a_matched_directory_goes_whole_but_never_takes_newer_files() {
 
 fn filetime(p: &Path, t: SystemTime) {
     let f = std::fs::File::open(p).unwrap();
-    f.set_times(std::fs::FileTimes::new().set_accessed(t).set_modified(t)).unwrap();
+    f.set_times(std::fs::FileTimes::new().set_accessed(t).set_modified(t))
+        .unwrap();
 }
 
 #[test]
@@ -590,9 +625,15 @@ fn prune_empty_removes_what_the_run_emptied_and_nothing_else() {
     s.mkdir("d/c");
     s.file("d/c/x.tmp", "");
     s.file("d/c/y", "");
-    let out = s.rm(&["-r", "--name", "*.tmp", "--prune-empty", "d"]).output().unwrap();
+    let out = s
+        .rm(&["-r", "--name", "*.tmp", "--prune-empty", "d"])
+        .output()
+        .unwrap();
     util::assert_success(&out);
-    assert!(!s.exists("d/a"), "emptied by the run, and its parent then too");
+    assert!(
+        !s.exists("d/a"),
+        "emptied by the run, and its parent then too"
+    );
     assert!(s.exists("d/already-empty"), "not emptied by the run");
     assert!(s.exists("d/c/y") && !s.exists("d/c/x.tmp"));
 }
@@ -607,7 +648,12 @@ fn dry_run_removes_nothing_and_reports_per_owner_and_top_directory() {
     s.file("scratch/bob/y", vec![b'b'; 100]);
     s.file("scratch/top", "t");
     if is_root() {
-        for p in ["scratch/alice", "scratch/alice/run1", "scratch/alice/run1/out", "scratch/alice/x"] {
+        for p in [
+            "scratch/alice",
+            "scratch/alice/run1",
+            "scratch/alice/run1/out",
+            "scratch/alice/x",
+        ] {
             std::os::unix::fs::lchown(s.path(p), Some(1000), Some(1000)).unwrap();
         }
         std::os::unix::fs::lchown(s.path("scratch/bob/y"), Some(1001), Some(1001)).unwrap();
@@ -642,7 +688,10 @@ fn dry_run_removes_nothing_and_reports_per_owner_and_top_directory() {
         assert_eq!(of(0)["files"], 1);
     }
     // The human dry run says the same, in tables.
-    let out = s.rm(&["-r", "--larger-than", "0", "--dry-run", "scratch"]).output().unwrap();
+    let out = s
+        .rm(&["-r", "--larger-than", "0", "--dry-run", "scratch"])
+        .output()
+        .unwrap();
     let err = util::stderr_of(&out);
     assert!(err.contains("would remove 4 files"), "{err}");
     assert!(err.contains("owner") && err.contains("directory"), "{err}");
@@ -658,21 +707,43 @@ fn list_holds_every_removed_path_escaped_or_nul_separated() {
     s.file("d/keep", "");
     let list = s.path("removed.txt");
     let out = s
-        .rm(&[OsStr::new("-r"), "--name".as_ref(), "*.tmp".as_ref(), "--list".as_ref(), list.as_os_str(), "d".as_ref()])
+        .rm(&[
+            OsStr::new("-r"),
+            "--name".as_ref(),
+            "*.tmp".as_ref(),
+            "--list".as_ref(),
+            list.as_os_str(),
+            "d".as_ref(),
+        ])
         .output()
         .unwrap();
     util::assert_success(&out);
     let text = std::fs::read(&list).unwrap();
-    let mut lines: Vec<&[u8]> = text.split(|&b| b == b'\n').filter(|l| !l.is_empty()).collect();
+    let mut lines: Vec<&[u8]> = text
+        .split(|&b| b == b'\n')
+        .filter(|l| !l.is_empty())
+        .collect();
     lines.sort();
     assert_eq!(
         lines,
-        vec![&b"d/a.tmp"[..], b"d/new\\nline.tmp", b"d/sub/back\\\\slash.tmp"]
+        vec![
+            &b"d/a.tmp"[..],
+            b"d/new\\nline.tmp",
+            b"d/sub/back\\\\slash.tmp"
+        ]
     );
     s.file("d/b.tmp", "");
     s.file(OsStr::from_bytes(b"d/n\nl.tmp"), "");
     let out = s
-        .rm(&[OsStr::new("-r"), "--name".as_ref(), "*.tmp".as_ref(), "-0".as_ref(), "--list".as_ref(), list.as_os_str(), "d".as_ref()])
+        .rm(&[
+            OsStr::new("-r"),
+            "--name".as_ref(),
+            "*.tmp".as_ref(),
+            "-0".as_ref(),
+            "--list".as_ref(),
+            list.as_os_str(),
+            "d".as_ref(),
+        ])
         .output()
         .unwrap();
     util::assert_success(&out);
@@ -694,13 +765,28 @@ fn from_removes_exactly_the_listed_paths_nul_or_newline() {
     let root = s.root().to_path_buf();
     let list = s.path("list0");
     let mut l = Vec::new();
-    for p in [&b"t/a/1"[..], b"t/a/b/3", b"t/a/new\nline", b"t/./a/2", b"t/a/1", b"t/dir", b"t/missing", b"t/a/b/../2"] {
+    for p in [
+        &b"t/a/1"[..],
+        b"t/a/b/3",
+        b"t/a/new\nline",
+        b"t/./a/2",
+        b"t/a/1",
+        b"t/dir",
+        b"t/missing",
+        b"t/a/b/../2",
+    ] {
         l.extend_from_slice(&root.join(OsStr::from_bytes(p)).into_os_string().into_vec());
         l.push(0);
     }
     std::fs::write(&list, &l).unwrap();
     let out = s
-        .rm(&[OsStr::new("-r"), "--from".as_ref(), list.as_os_str(), "-0".as_ref(), "--json".as_ref()])
+        .rm(&[
+            OsStr::new("-r"),
+            "--from".as_ref(),
+            list.as_os_str(),
+            "-0".as_ref(),
+            "--json".as_ref(),
+        ])
         .output()
         .unwrap();
     assert_eq!(out.status.code(), Some(1), "{}", util::stderr_of(&out));
@@ -709,7 +795,9 @@ fn from_removes_exactly_the_listed_paths_nul_or_newline() {
     assert_eq!(j["selection"]["duplicates"], 2, "{j}");
     let errors = j["errors"].as_array().unwrap();
     assert_eq!(errors.len(), 1, "{errors:?}");
-    assert!(errors.iter().any(|e| e["path"].as_str().unwrap().ends_with("t/missing")));
+    assert!(errors
+        .iter()
+        .any(|e| e["path"].as_str().unwrap().ends_with("t/missing")));
     for gone in ["t/a/1", "t/a/2", "t/a/b/3", "t/dir"] {
         assert!(!s.exists(gone), "{gone}");
     }
@@ -741,7 +829,10 @@ fn from_never_goes_through_a_symlinked_parent() {
         .unwrap();
     assert_eq!(out.status.code(), Some(1));
     let err = util::stderr_of(&out);
-    assert!(err.contains("is a symbolic link") && err.contains("t/link"), "{err}");
+    assert!(
+        err.contains("is a symbolic link") && err.contains("t/link"),
+        "{err}"
+    );
     assert!(s.exists("real/victim"), "never followed");
     assert!(s.exists("t/link"));
 }
@@ -757,7 +848,10 @@ fn keep_free_removes_oldest_first_and_stops_at_the_target() {
     for i in 1..=30u64 {
         let p = d.join(format!("f{i}"));
         std::fs::write(&p, vec![7u8; 1 << 20]).unwrap();
-        filetime(&p, SystemTime::now() - std::time::Duration::from_secs(i * DAY as u64));
+        filetime(
+            &p,
+            SystemTime::now() - std::time::Duration::from_secs(i * DAY as u64),
+        );
     }
     let free = || {
         let v = rustix::fs::statvfs(&s.path("vol")).unwrap();
@@ -765,24 +859,51 @@ fn keep_free_removes_oldest_first_and_stops_at_the_target() {
     };
     let target = free() + (10 << 20) + (512 << 10);
     let out = s
-        .cmd(&[OsStr::new("rm"), "-r".as_ref(), "--keep-free".as_ref(), target.to_string().as_ref(), "--json".as_ref(), d.as_os_str()])
+        .cmd(&[
+            OsStr::new("rm"),
+            "-r".as_ref(),
+            "--keep-free".as_ref(),
+            target.to_string().as_ref(),
+            "--json".as_ref(),
+            d.as_os_str(),
+        ])
         .output()
         .unwrap();
     util::assert_success(&out);
     assert!(free() >= target, "free {} < target {target}", free());
-    let left: Vec<u64> = (1..=30).filter(|i| d.join(format!("f{i}")).exists()).collect();
+    let left: Vec<u64> = (1..=30)
+        .filter(|i| d.join(format!("f{i}")).exists())
+        .collect();
     // The oldest went (11 of them, at most one bucket more), the newest stayed.
     assert!((17..=19).contains(&left.len()), "left {left:?}");
-    assert_eq!(left, (1..=left.len() as u64).collect::<Vec<_>>(), "oldest first");
+    assert_eq!(
+        left,
+        (1..=left.len() as u64).collect::<Vec<_>>(),
+        "oldest first"
+    );
     let j: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
-    assert!(j["selection"]["keep_free"]["need"].as_u64().unwrap() > 10 << 20, "{j}");
+    assert!(
+        j["selection"]["keep_free"]["need"].as_u64().unwrap() > 10 << 20,
+        "{j}"
+    );
     // Reached already: nothing more goes.
     let out = s
-        .cmd(&[OsStr::new("rm"), "-r".as_ref(), "--keep-free".as_ref(), "1M".as_ref(), d.as_os_str()])
+        .cmd(&[
+            OsStr::new("rm"),
+            "-r".as_ref(),
+            "--keep-free".as_ref(),
+            "1M".as_ref(),
+            d.as_os_str(),
+        ])
         .output()
         .unwrap();
     util::assert_success(&out);
-    assert_eq!((1..=30).filter(|i| d.join(format!("f{i}")).exists()).count(), left.len());
+    assert_eq!(
+        (1..=30)
+            .filter(|i| d.join(format!("f{i}")).exists())
+            .count(),
+        left.len()
+    );
 }
 
 #[test]
@@ -793,7 +914,10 @@ fn selection_needs_r_and_refuses_background_and_files() {
     let out = s.rm(&["--name", "x", "d"]).output().unwrap();
     assert_eq!(out.status.code(), Some(2));
     assert!(util::stderr_of(&out).contains("need -r"));
-    let out = s.rm(&["-r", "--name", "x", "--background", "d"]).output().unwrap();
+    let out = s
+        .rm(&["-r", "--name", "x", "--background", "d"])
+        .output()
+        .unwrap();
     assert_eq!(out.status.code(), Some(2));
     assert!(util::stderr_of(&out).contains("one rename per matching entry"));
     let out = s.rm(&["-r", "--older-than", "30", "d"]).output().unwrap();
