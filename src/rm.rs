@@ -99,7 +99,7 @@ pub enum Mode {
 pub fn run(req: &Request) -> Summary {
     let mut run = Run::new(req);
     let trees = match req.select.as_ref().and_then(|s| s.from.as_deref()) {
-        Some(list) => run.from_list(list),
+        Some(list) => run.remove_listed(list),
         None => run.arguments(),
     };
     let trees = run.keep_free(trees);

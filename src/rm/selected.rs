@@ -32,7 +32,7 @@ impl Run<'_> {
     /// `--from LIST`: reads the list, opens each parent once (never through a symlink),
     /// unlinks the listed non-directories and returns the listed directories (removed whole by
     /// the engine, with `-r`).
-    pub(super) fn from_list(&mut self, list: &Path) -> Vec<DirTarget> {
+    pub(super) fn remove_listed(&mut self, list: &Path) -> Vec<DirTarget> {
         let req = self.req;
         let Some(sel) = req.engine.select.clone() else {
             return Vec::new();

@@ -13,6 +13,7 @@
 //!      [-empty] -delete`;
 //!   3. `--prune-empty` (find has none): then every directory the run removed something from
 //!      and left empty goes, deepest first (done here, by its definition).
+//!
 //! Ages: `--older-than D` is `! -newermt @(now - D)`; no time in the trees is within an hour
 //! of a cutoff, so the moment each tool takes as "now" does not matter.
 
@@ -302,7 +303,7 @@ impl Case {
     fn carries(&self) -> bool {
         (!self.names.is_empty() || self.path.is_some())
             && !self.empty
-            && self.types.is_none_or(|t| t.contains('d'))
+            && self.types.map_or(true, |t| t.contains('d'))
     }
 
     /// find's name, path and type tests (PLACE TYPE).
@@ -470,10 +471,8 @@ fn prune_left_empty(root: &Path, before: &[(PathBuf, usize)]) {
             continue;
         };
         let now = rd.count();
-        if now < *had || lost.contains(d) {
-            if now == 0 && std::fs::remove_dir(d).is_ok() {
-                lost.insert(d.parent().unwrap().to_path_buf());
-            }
+        if (now < *had || lost.contains(d)) && now == 0 && std::fs::remove_dir(d).is_ok() {
+            lost.insert(d.parent().unwrap().to_path_buf());
         }
     }
     let _ = root;
@@ -543,7 +542,7 @@ fn differential(s: &Scratch, seed: u64, cases: u64) {
 #[test]
 fn selection_leaves_what_find_leaves() {
     let s = util::scratch!();
-    differential(&s, 0x5e1e_c7, 200);
+    differential(&s, 0x005e_1ec7, 200);
 }
 
 #[test]
@@ -854,7 +853,7 @@ fn keep_free_removes_oldest_first_and_stops_at_the_target() {
         );
     }
     let free = || {
-        let v = rustix::fs::statvfs(&s.path("vol")).unwrap();
+        let v = rustix::fs::statvfs(s.path("vol")).unwrap();
         v.f_bavail * v.f_frsize
     };
     let target = free() + (10 << 20) + (512 << 10);
