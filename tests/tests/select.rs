@@ -546,10 +546,10 @@ fn selection_leaves_what_find_leaves() {
 }
 
 #[test]
-#[ignore = "thousands of cases (a few minutes)"]
+#[ignore = "2,000 cases (a few minutes)"]
 fn selection_leaves_what_find_leaves_thousands() {
     let s = util::scratch!();
-    differential(&s, 0xdead_beef, 3000);
+    differential(&s, 0xdead_beef, 2000);
 }
 
 #[test]
