@@ -786,13 +786,30 @@ pub fn remove_trees(
             counters.errors.fetch_add(1, Relaxed);
         }
     }
-    let payload = wire::encode_failures(&collect.failures.lock().expect("failures lock"));
+    let failures = wire::encode_failures(&collect.failures.lock().expect("failures lock"));
+    // A selection's totals (`--dry-run`, `--json`) travel after the failures, as JSON.
+    let tally = opts.select.as_ref().and_then(|s| s.tally.as_ref());
+    let mut payload = (failures.len() as u32).to_le_bytes().to_vec();
+    payload.extend_from_slice(&failures);
+    if let Some(t) = tally {
+        payload.extend(serde_json::to_vec(&t.report()).expect("totals serialize"));
+    }
     let reports = conclude(&job, reports, payload);
     if leader {
         outcome.ranks = reports.ranks.clone();
     }
-    for (rank, bytes) in reports.payloads {
-        match wire::decode_failures(&bytes) {
+    for (rank, payload) in reports.payloads {
+        let (bytes, totals) = split_payload(&payload);
+        if let (Some(t), Some(json)) = (tally, totals.filter(|j| !j.is_empty())) {
+            match serde_json::from_slice::<crate::select::tally::Report>(json) {
+                Ok(r) => t.absorb(&r),
+                Err(e) => {
+                    eprintln!("reclaim: the totals of rank {rank} were not readable ({e})");
+                    counters.errors.fetch_add(1, Relaxed);
+                }
+            }
+        }
+        match wire::decode_failures(bytes) {
             Ok(fs) => {
                 for f in fs {
                     if f.reason == Reason::MountPoint {
@@ -810,6 +827,14 @@ pub fn remove_trees(
     outcome.failures.sort_by(|a, b| a.path.cmp(&b.path));
     outcome.skipped_mounts.sort();
     outcome
+}
+
+/// A rank's payload: its failures (as `wire` encodes them) and, if any, its selection totals.
+fn split_payload(p: &[u8]) -> (&[u8], Option<&[u8]>) {
+    match p.get(..4).map(|n| u32::from_le_bytes(n.try_into().expect("4 bytes")) as usize) {
+        Some(n) if p.len() >= 4 + n => (&p[4..4 + n], Some(&p[4 + n..])),
+        _ => (p, None),
+    }
 }
 
 /// A sink that also keeps the failures (a rank's report to rank 0).
