@@ -16,7 +16,7 @@ use rustix::io::Errno;
 use super::Run;
 use crate::error::Reason;
 use crate::prune::policy::FreeTarget;
-use crate::remove::{self, Counters, DirTarget, Sink};
+use crate::remove::{self, Counters, DirTarget};
 use crate::select::{from, keepfree, Selection};
 
 /// What the selection's phases leave for the report.
@@ -172,12 +172,8 @@ impl Run<'_> {
             &crate::profile::Profile::detect(&*first.base),
             req.threads_given,
         );
-        let outcome1 =
-            remove::remove_trees(trees.clone(), &engine, &Counters::default(), &remove::Quiet);
-        self.failures.extend(outcome1.failures.iter().cloned());
-        for f in &outcome1.failures {
-            self.printer.failed(f);
-        }
+        // What it cannot read, the second walk meets and reports again: said once, there.
+        remove::remove_trees(trees.clone(), &engine, &Counters::default(), &remove::Quiet);
         let h = first_sel.histogram.as_ref().expect("set above");
         outcome.candidates = h.files();
         outcome.candidate_bytes = h.total();
