@@ -831,7 +831,10 @@ pub fn remove_trees(
 
 /// A rank's payload: its failures (as `wire` encodes them) and, if any, its selection totals.
 fn split_payload(p: &[u8]) -> (&[u8], Option<&[u8]>) {
-    match p.get(..4).map(|n| u32::from_le_bytes(n.try_into().expect("4 bytes")) as usize) {
+    match p
+        .get(..4)
+        .map(|n| u32::from_le_bytes(n.try_into().expect("4 bytes")) as usize)
+    {
         Some(n) if p.len() >= 4 + n => (&p[4..4 + n], Some(&p[4 + n..])),
         _ => (p, None),
     }
