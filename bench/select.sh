@@ -4,11 +4,15 @@
 #   flat:  one directory of N `test*.txt` + 1,000 other files:
 #          reclaim rm -r --name 'test*.txt' | find -name 'test*.txt' -delete |
 #          find -print0 | xargs -0 -P2 rm | ... -P4 | the unlink floor of the matching names
+#          (and reclaim with --profile local-ssd: the loop image says rotational)
 #   age:   a tree of M files (leaf directories of 100), a third 60 days old, the rest 1 day:
 #          reclaim rm -r --older-than 30d | find -type f -mtime +30 -delete
 #   from:  the same tree, a list of L of its files (NUL-separated, absolute paths):
 #          reclaim rm --from LIST -0 | xargs -0 -P2 rm < LIST
 #   net:   the age purge on the netfs emulator (bench/slowdisk, --rtt): reclaim vs find -delete
+#          (and reclaim rm --from, the list of the old third)
+#   mpi:   the age purge of a --mpi-files tree under `mpirun -np N` (--ranks), each rank its own
+#          client of one emulated NFS server (as bench/mpi.sh), against one plain process
 # Methods alternate within each run (the machine is shared: medians of --runs runs). Run as
 # root:
 #
@@ -24,16 +28,19 @@ shopt -s inherit_errexit 2>/dev/null || true
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
 FLAT=1000000 TREE=1000000 FROM=200000 RUNS=3 FSS="ext4 xfs" NET=20000 RTT=0.5ms
-SCRATCH_BASE=${RECLAIM_BENCH_SCRATCH:-/var/tmp} OUT="" NO_BUILD=0 SECTIONS="flat age from net"
+MPI_FILES=200000 RANKS="1 2 4 8"
+SCRATCH_BASE=${RECLAIM_BENCH_SCRATCH:-/var/tmp} OUT="" NO_BUILD=0 SECTIONS="flat age from net mpi"
 need_arg() { [[ $# -ge 2 && -n $2 ]] || { echo "select.sh: $1 needs a value" >&2; exit 2; }; }
 while [[ $# -gt 0 ]]; do
     case $1 in
-        --quick) FLAT=20000 TREE=20000 FROM=10000 NET=5000 RUNS=1 ;;
+        --quick) FLAT=20000 TREE=20000 FROM=10000 NET=5000 MPI_FILES=5000 RANKS="1 2" RUNS=1 ;;
         --flat) need_arg "$@"; FLAT=$2; shift ;;
         --tree) need_arg "$@"; TREE=$2; shift ;;
         --from) need_arg "$@"; FROM=$2; shift ;;
         --net) need_arg "$@"; NET=$2; shift ;;
         --rtt) need_arg "$@"; RTT=$2; shift ;;
+        --mpi-files) need_arg "$@"; MPI_FILES=$2; shift ;;
+        --ranks) need_arg "$@"; RANKS=$2; shift ;;
         --runs) need_arg "$@"; RUNS=$2; shift ;;
         --fs) need_arg "$@"; FSS=$2; shift ;;
         --sections) need_arg "$@"; SECTIONS=$2; shift ;;
@@ -57,7 +64,7 @@ FLOORN=$TARGET_DIR/release/examples/unlink_names
 NETFS=$REPO/bench/slowdisk/target/release/netfs
 if [[ $NO_BUILD == 0 ]]; then
     log "building reclaim (release), unlink_names and netfs"
-    (cd "$REPO" && cargo build --release --bins --example unlink_names) >>"$OUT/logs/build.log" 2>&1 ||
+    (cd "$REPO" && cargo build --release --features mpi --bins --example unlink_names) >>"$OUT/logs/build.log" 2>&1 ||
         die "build failed (see $OUT/logs/build.log)"
     (cd "$REPO/bench/slowdisk" && cargo build --release --bin netfs) >>"$OUT/logs/build.log" 2>&1 ||
         die "netfs build failed"
@@ -132,6 +139,10 @@ timed() { # section fs run method dir expect_left cmd...
     [[ $left == "$expect" ]] || warn "$sec/$fs/$m left $left files, expected $expect"
     printf '%s\t%s\t%s\t%s\t%.2f\t%s\n' "$sec" "$fs" "$run" "$m" "$(echo "$t1 - $t0" | bc)" "$left" >>"$RESULTS"
     log "$sec $fs run $run $m: $(echo "$t1 - $t0" | bc) s (left $left), load $(load1)"
+    # What is left goes from the server's side when there is one (quicker than through a client).
+    case $dir in
+        "$SCRATCH"/net/*|"$SCRATCH"/c0/*) dir=$SCRATCH/back/${dir##*/} ;;
+    esac
     guard "$dir"
     rm -rf --one-file-system -- "$dir"
 }
@@ -147,12 +158,15 @@ for fs in $FSS; do
     mkimage "$fs"; mnt=$MNT
     for run in $(seq 1 "$RUNS"); do
         if [[ " $SECTIONS " == *" flat "* ]]; then
-            for m in $(rotate "$run" reclaim find-delete xargs-P2 xargs-P4 floor); do
+            for m in $(rotate "$run" reclaim reclaim-ssd find-delete xargs-P2 xargs-P4 floor); do
                 d=$mnt/flat; guard "$d"
                 python3 "$SCRATCH/mk.py" flat "$d" "$FLAT" "$SCRATCH/names"
                 sync; drop_caches
                 case $m in
                     reclaim) timed flat "$fs" "$run" "$m" "$d" 1000 "$RECLAIM" rm -r --name 'test*.txt' "$d" ;;
+                    # The loop image says rotational; on this busy VM the idle probe can find it
+                    # slow and govern the removal (one worker to start): the engine without it.
+                    reclaim-ssd) timed flat "$fs" "$run" "$m" "$d" 1000 "$RECLAIM" rm -r --profile local-ssd --name 'test*.txt' "$d" ;;
                     find-delete) timed flat "$fs" "$run" "$m" "$d" 1000 find "$d" -name 'test*.txt' -delete ;;
                     xargs-P2) timed flat "$fs" "$run" "$m" "$d" 1000 sh -c 'find "$1" -name "test*.txt" -print0 | xargs -0 -P2 -n 1000 rm -f' sh "$d" ;;
                     xargs-P4) timed flat "$fs" "$run" "$m" "$d" 1000 sh -c 'find "$1" -name "test*.txt" -print0 | xargs -0 -P4 -n 1000 rm -f' sh "$d" ;;
@@ -217,6 +231,45 @@ PY
     done
 fi
 
+if [[ " $SECTIONS " == *" mpi "* ]]; then
+    command -v mpirun >/dev/null || die "mpirun not found (Debian: openmpi-bin)"
+    [[ -n $NETFS_PID ]] && { kill -TERM "$NETFS_PID"; wait "$NETFS_PID" 2>/dev/null || true; NETFS_PID=""; }
+    mountpoint -q "$SCRATCH/back" 2>/dev/null || {
+        mkdir -p "$SCRATCH/back"
+        mount -t tmpfs -o size=2g,nr_inodes=4m select-back "$SCRATCH/back"; MOUNTED+=("$SCRATCH/back")
+    }
+    MAXR=$(tr ' ' '\n' <<<"$RANKS" | sort -n | tail -1)
+    mounts=()
+    for i in $(seq 0 $((MAXR - 1))); do mkdir -p "$SCRATCH/c$i"; mounts+=(--mount "$SCRATCH/c$i"); done
+    mkdir -p "$SCRATCH/common"
+    rm -f "$SCRATCH/ready"
+    "$NETFS" --backing "$SCRATCH/back" "${mounts[@]}" --rtt "$RTT" --slots 64 --server-ops 128 \
+        --readdirplus --subtype nfs --ready-file "$SCRATCH/ready" 2>>"$OUT/logs/netfs.log" &
+    NETFS_PID=$!
+    for _ in $(seq 1 200); do [[ -f $SCRATCH/ready ]] && break; sleep 0.05; done
+    [[ -f $SCRATCH/ready ]] || die "netfs did not mount"
+    cat >"$SCRATCH/rank.sh" <<'RANK'
+#!/bin/sh
+r=${OMPI_COMM_WORLD_RANK:?not started by mpirun}
+exec unshare -m --propagation private sh -c 'mount --bind "$1" "$2" && shift 2 && exec "$@"' \
+    sh "$CLIENTS/c$r" "$COMMON" "$@"
+RANK
+    chmod +x "$SCRATCH/rank.sh"
+    left=$((MPI_FILES - (MPI_FILES + 2) / 3))
+    for run in $(seq 1 "$RUNS"); do
+        for m in $(rotate "$run" plain $(for n in $RANKS; do echo "np$n"; done)); do
+            guard "$SCRATCH/back/tree"
+            python3 "$SCRATCH/mk.py" tree "$SCRATCH/back/tree" "$MPI_FILES"
+            case $m in
+                plain) timed mpi netfs "$run" "$m" "$SCRATCH/c0/tree" "$left" "$RECLAIM" rm -r --older-than 30d "$SCRATCH/c0/tree" ;;
+                np*) timed mpi netfs "$run" "$m" "$SCRATCH/c0/tree" "$left" mpirun --allow-run-as-root --oversubscribe \
+                        -x "CLIENTS=$SCRATCH" -x "COMMON=$SCRATCH/common" -x RECLAIM_CONFIG= -np "${m#np}" \
+                        "$SCRATCH/rank.sh" "$RECLAIM" rm -r --older-than 30d "$SCRATCH/common/tree" ;;
+            esac
+        done
+    done
+fi
+
 log "medians (seconds) per section, file system and method:"
 python3 - "$RESULTS" <<'PY' | tee "$OUT/summary.txt"
 import csv, statistics, sys
@@ -225,7 +278,7 @@ groups = {}
 for r in rows:
     groups.setdefault((r["section"], r["fs"]), {}).setdefault(r["method"], []).append(float(r["seconds"]))
 for (sec, fs), ms in groups.items():
-    base = statistics.median(ms.get("reclaim", ms.get("reclaim-from", [float("nan")])))
+    base = statistics.median(ms.get("reclaim", ms.get("reclaim-from", ms.get("plain", [float("nan")]))))
     for m, v in ms.items():
         med = statistics.median(v)
         print(f"{sec}\t{fs}\t{m}\t{med:.2f} s\t(n={len(v)}; reclaim/this = {base / med:.2f})")
