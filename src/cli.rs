@@ -17,9 +17,9 @@ Selection (-r with --name, --path, --older-than, ...; DESIGN.md section 11):
     entry removed, on its own inode, inside a chosen directory too: an old directory never
     takes a newer file with it.
   - A file is tested right before its unlink (d_type alone when only names and types are
-    tested, else one statx with only the fields needed); a directory right before its rmdir,
-    after its contents, and only if empty then. Removing entries makes a directory new (as
-    with find -delete): add --prune-empty to remove the directories the run left empty.
+    tested, else one statx with only the fields needed). A directory is tested as the walk
+    found it, before any of its entries went (as find -depth does), and goes only if it is
+    empty by its rmdir; --prune-empty also removes the directories the run left empty.
   - Ages are exact: 30d is 30 x 24 h before now, to the nanosecond. find -mtime +30 counts
     whole days and so means 31 days or more; reclaim's 30d is find's -newermt '-30 days'.
   - Sizes are apparent sizes in bytes (K, M, G = 1024-based), as find -size Nc; find's -size

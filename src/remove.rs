@@ -279,6 +279,8 @@ struct DirData {
     carried: std::sync::OnceLock<bool>,
     /// A selection removed (or, in a dry run, would remove) something from it.
     changed: std::sync::atomic::AtomicBool,
+    /// A selection: its own facts as the walk found it, before any entry went.
+    found: std::sync::OnceLock<crate::select::Stat>,
 }
 
 type RNode = Node<DirData>;
@@ -462,6 +464,16 @@ impl Visitor for Remover<'_> {
             NotOpened::Os(e) => {
                 self.fail(node.path(), Reason::Os(e), parent_node);
                 Next::Keep
+            }
+        }
+    }
+
+    fn opened_fd(&self, _: &mut (), node: &Arc<RNode>, fd: &OwnedFd) {
+        if let Some(sel) = &self.opts.select {
+            if node.parent().is_some() && sel.needs_stat(crate::select::Place::Chosen) {
+                if let Ok(st) = sel.stat(fd, c"") {
+                    let _ = node.data.found.set(st);
+                }
             }
         }
     }
@@ -742,7 +754,7 @@ impl Remover<'_> {
                     }
                     continue;
                 }
-                if !sel.attributes(st, place == Place::Carried, false) {
+                if !sel.attributes(st, place == Place::Carried) {
                     kept = true;
                     continue;
                 }
@@ -868,17 +880,21 @@ impl Remover<'_> {
         if !chosen && !prune {
             return stay();
         }
+        // Its own tests read it as the walk found it, before its entries went (as find
+        // -depth does): removing entries does not make it new.
         let stat = if sel.needs_stat(crate::select::Place::Chosen) {
-            match sel.stat(parent, node.name()) {
-                Ok(st) => Some(st),
-                Err(_) => return stay(),
+            match node.data.found.get() {
+                Some(st) => Some(*st),
+                None => match sel.stat(parent, node.name()) {
+                    Ok(st) => Some(st),
+                    Err(_) => return stay(),
+                },
             }
         } else {
             None
         };
         let passes = stat.map_or(true, |st| {
-            st.kind == FileType::Directory
-                && sel.attributes(&st, here.carried, changed && self.opts.dry_run)
+            st.kind == FileType::Directory && sel.attributes(&st, here.carried)
         });
         if chosen && passes {
             Some(DirSelected {

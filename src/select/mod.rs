@@ -14,10 +14,10 @@
 //!   `--user`, `--group`) hold for every entry removed, on its own inode, also inside a chosen
 //!   directory: an old directory never takes a newer file with it.
 //! - Non-directories are tested right before their unlink (from `d_type` alone when the tests
-//!   allow, else one `statx` with only the fields needed); a directory right before its
-//!   `rmdir`, after its contents, and only if it is empty then — removing entries makes a
-//!   directory new, as with `find -delete`; `--prune-empty` removes the directories the run
-//!   left empty.
+//!   allow, else one `statx` with only the fields needed). A directory's own tests read it as
+//!   the walk found it, before any of its entries went (as `find -depth` does: removing
+//!   entries does not make it new), and it goes only if it is empty by its `rmdir`;
+//!   `--prune-empty` also removes the directories the run left empty that its tests keep.
 //! - `--exclude` entries are never removed nor entered; `--max-depth N` tests entries at most N
 //!   levels below the argument (a chosen directory still goes whole).
 //! - Ages are exact (now minus the duration, to the nanosecond), never rounded to days.
@@ -532,10 +532,15 @@ impl Selection {
         m
     }
 
-    /// One `statx` of `name` in `dir` (not following a symlink) with only the fields the
-    /// tests need.
+    /// One `statx` of `name` in `dir` (not following a symlink; `""`: `dir` itself) with only
+    /// the fields the tests need.
     pub fn stat<Fd: AsFd>(&self, dir: Fd, name: &CStr) -> Result<Stat, Errno> {
-        let s = statx(dir, name, AtFlags::SYMLINK_NOFOLLOW, self.mask())?;
+        let flags = if name.is_empty() {
+            AtFlags::SYMLINK_NOFOLLOW | AtFlags::EMPTY_PATH
+        } else {
+            AtFlags::SYMLINK_NOFOLLOW
+        };
+        let s = statx(dir, name, flags, self.mask())?;
         let time = match self.time {
             TimeField::Mtime => Some(s.stx_mtime),
             TimeField::Atime => Some(s.stx_atime),
@@ -554,9 +559,8 @@ impl Selection {
     }
 
     /// The attribute tests on an entry's own facts. `carried`: inside a chosen directory (the
-    /// type and emptiness tests were the chosen directory's). `changed`: a directory this run
-    /// removed entries from (a dry run reads its time as now, as the real run would).
-    pub fn attributes(&self, st: &Stat, carried: bool, changed: bool) -> bool {
+    /// type and emptiness tests were the chosen directory's).
+    pub fn attributes(&self, st: &Stat, carried: bool) -> bool {
         let dir = st.kind == FileType::Directory;
         if !carried {
             if !self.type_ok(st.kind) {
@@ -568,12 +572,7 @@ impl Selection {
             }
         }
         if self.ages() {
-            let t = if changed && dir && matches!(self.time, TimeField::Mtime | TimeField::Ctime) {
-                Some(self.now)
-            } else {
-                st.time
-            };
-            let Some(t) = t else { return false };
+            let Some(t) = st.time else { return false };
             if self.older.is_some_and(|o| t > o)
                 || self.newer.is_some_and(|n| t <= n)
                 || self.cutoff.get().is_some_and(|c| t > *c)

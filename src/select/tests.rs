@@ -85,13 +85,11 @@ fn ages_are_exact_and_guard_carried_entries() {
         ..Spec::default()
     });
     // 30 days to the second: at the cutoff it goes, a second younger it stays.
-    assert!(s.attributes(&file(1, 30 * day), true, false));
-    assert!(!s.attributes(&file(1, 30 * day - 1), true, false));
-    // A directory this run emptied reads as new in a dry run, as it would be.
+    assert!(s.attributes(&file(1, 30 * day), true));
+    assert!(!s.attributes(&file(1, 30 * day - 1), true));
     let mut d = file(4096, 40 * day);
     d.kind = FileType::Directory;
-    assert!(s.attributes(&d, true, false));
-    assert!(!s.attributes(&d, true, true));
+    assert!(s.attributes(&d, true));
 }
 
 #[test]
@@ -127,12 +125,12 @@ fn sizes_owners_and_impossible_combinations() {
         users: vec![1000],
         ..Spec::default()
     });
-    assert!(s.attributes(&file(50, 0), false, false));
-    assert!(!s.attributes(&file(10, 0), false, false));
-    assert!(!s.attributes(&file(100, 0), false, false));
+    assert!(s.attributes(&file(50, 0), false));
+    assert!(!s.attributes(&file(10, 0), false));
+    assert!(!s.attributes(&file(100, 0), false));
     let mut other = file(50, 0);
     other.uid = 0;
-    assert!(!s.attributes(&other, false, false));
+    assert!(!s.attributes(&other, false));
     let bad = Spec {
         larger_than: Some(10),
         smaller_than: Some(11),

@@ -224,6 +224,9 @@ pub trait Visitor: Sync + Sized {
     fn dir_data(&self) -> Self::Dir;
     /// Directory `node` was opened (and checked); `facts` are its own.
     fn opened(&self, w: &mut Self::Worker, node: &Arc<Node<Self::Dir>>, facts: &Facts);
+    /// Directory `node` was opened as `fd`, before any of its entries is dealt with (a
+    /// selection reads the directory's own facts here, as find does).
+    fn opened_fd(&self, _w: &mut Self::Worker, _node: &Arc<Node<Self::Dir>>, _fd: &OwnedFd) {}
     /// Directory `node` was not opened; `parent` is the fd of the directory holding it.
     fn not_opened(
         &self,
@@ -739,6 +742,7 @@ impl<'a, V: Visitor> Walk<'a, V> {
                         None => {
                             let _ = node.ident.set(facts.ident);
                             self.visitor.opened(w, node, &facts);
+                            self.visitor.opened_fd(w, node, &fd);
                             return Ok(fd);
                         }
                         Some(why) => why,

@@ -452,13 +452,21 @@ fn ranks_share_a_selection_and_its_totals() {
     util::assert_success(&one);
     let one = json(&one);
     let out = m
-        .rm(&s, 3, &["-r", "--name", "f1*", "--json", "--threads", "1", &t])
+        .rm(
+            &s,
+            3,
+            &["-r", "--name", "f1*", "--json", "--threads", "1", &t],
+        )
         .output()
         .unwrap();
     util::assert_success(&out);
     let v = json(&out);
     // f1 and f10..f19 in each of 120 directories.
-    assert_eq!((v["files"].as_u64(), v["dirs"].as_u64()), (Some(1320), Some(0)), "{v}");
+    assert_eq!(
+        (v["files"].as_u64(), v["dirs"].as_u64()),
+        (Some(1320), Some(0)),
+        "{v}"
+    );
     assert_eq!(one["files"], v["files"]);
     ranks(&v, 3);
     let files = |j: &Value, key: &str| -> u64 {
@@ -471,7 +479,11 @@ fn ranks_share_a_selection_and_its_totals() {
     };
     assert_eq!(files(&v, "by_owner"), 1320, "{v}");
     assert_eq!(files(&v, "by_top"), 1320, "{v}");
-    assert_eq!(v["selection"]["by_top"].as_array().unwrap().len(), 20, "{v}");
+    assert_eq!(
+        v["selection"]["by_top"].as_array().unwrap().len(),
+        20,
+        "{v}"
+    );
     assert_eq!(find_counts(&s.path(&t)), (120 * 9, 141));
 }
 
