@@ -1,38 +1,16 @@
 //! reclaim: remove data from Linux file systems fast, gently and safely.
+//!
+//! The layers, top to bottom; each imports only the ones below it (DESIGN.md §13,
+//! `tests/tests/layers.rs` holds the code to it):
+//! `cli` (flags, config, units) → `cmd` (one file per subcommand, GNU mode: the only code that
+//! prints or picks an exit code) → `ui` (progress, summaries, tables) → `reaper` (the trash's
+//! lifecycle) → `engine` (walk, remove, shrink, pace, profile, spread, scan) → `trash` (the
+//! on-disk format) → `sys` (dirfd, mounts, locks, signals, errors, logging, quoting).
 
-pub mod asuser;
-pub mod background;
-pub mod bench;
 pub mod cli;
-pub mod config;
-pub mod dirfd;
-pub mod error;
-pub mod fdcache;
-pub mod format;
-pub mod generate;
-pub mod gnu;
-pub mod interrupt;
-pub mod limits;
-pub mod locks;
-pub mod logging;
-pub mod mounts;
-pub mod pace;
-pub mod pool;
-pub mod profile;
-pub mod prune;
-pub mod quote;
+pub mod cmd;
+pub mod engine;
 pub mod reaper;
-pub mod remove;
-pub mod rename;
-pub mod report;
-pub mod rm;
-pub mod scan;
-pub mod shrink;
-pub mod space;
-pub mod spread;
-pub mod status;
-pub mod target;
+pub mod sys;
 pub mod trash;
-pub mod units;
-pub mod walk;
-pub mod workload;
+pub mod ui;

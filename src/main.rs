@@ -2,20 +2,20 @@ use std::io::IsTerminal;
 use std::process::ExitCode;
 
 use clap::{CommandFactory, FromArgMatches};
-use reclaim::cli::{Cli, Command, RmArgs, When};
-use reclaim::pace::EntryPacing;
-use reclaim::remove::Options;
-use reclaim::rm::{Mode, Request};
+use reclaim::cli::args::{Cli, Command, RmArgs, When};
+use reclaim::cmd::rm::{Mode, Request};
+use reclaim::engine::pace::EntryPacing;
+use reclaim::engine::remove::Options;
 
 fn main() -> ExitCode {
     // Before any thread starts: the locale's character set decides how names are quoted.
-    reclaim::quote::utf8_locale();
+    reclaim::sys::quote::utf8_locale();
     // `reclaim` in ps/pgrep/top, also when started as /proc/self/exe (a reaper, a child).
     let _ = rustix::thread::set_name(c"reclaim");
     // Through a link or copy named `rm`, reclaim is GNU rm (src/gnu/).
     let mut argv = std::env::args_os();
-    if let Some(argv0) = argv.next().filter(|a| reclaim::gnu::invoked_as_rm(a)) {
-        return reclaim::gnu::main(&argv0, &argv.collect::<Vec<_>>());
+    if let Some(argv0) = argv.next().filter(|a| reclaim::cmd::gnu::invoked_as_rm(a)) {
+        return reclaim::cmd::gnu::main(&argv0, &argv.collect::<Vec<_>>());
     }
     // GNU rm's one option that may not be abbreviated (`reclaim rm` infers the others).
     if let Some(a) = std::env::args_os()
@@ -46,9 +46,9 @@ fn main() -> ExitCode {
     // filter, instead of a panic on EPIPE. Not for a reaper: its work must not stop because
     // whoever read its output went away (it stops at consistent points on SIGTERM).
     if !matches!(cli.command, Command::Reap(_)) {
-        reclaim::gnu::default_sigpipe();
+        reclaim::cmd::gnu::default_sigpipe();
     }
-    let config = match reclaim::config::Config::load() {
+    let config = match reclaim::cli::config::Config::load() {
         Ok(c) => c,
         Err(e) => {
             eprintln!("reclaim: config: {e}");
@@ -61,7 +61,7 @@ fn main() -> ExitCode {
             let asked = prompting(&a, matches.subcommand_matches("rm"));
             a.force = asked.ignore_missing;
             // Under mpirun: every rank joins the job before anything else is done.
-            let _job = match reclaim::spread::start(a.mpi) {
+            let _job = match reclaim::engine::spread::start(a.mpi) {
                 Ok(job) => job,
                 Err(e) => {
                     eprintln!("reclaim rm: {e}");
@@ -70,14 +70,14 @@ fn main() -> ExitCode {
             };
             if _job.is_some() && (a.mode.background || a.mode.wait || asked.when != When::Never) {
                 // Every rank stops; rank 0 says why.
-                if reclaim::spread::leads() {
+                if reclaim::engine::spread::leads() {
                     eprintln!(
                         "reclaim rm: under MPI the ranks remove in the foreground: -i, -I, --background and --wait do not apply\nTry 'reclaim rm --help' for more information."
                     );
                 }
                 return ExitCode::from(2);
             }
-            let leads = reclaim::spread::leads();
+            let leads = reclaim::engine::spread::leads();
             match asked.when {
                 When::Always => {
                     if a.mode.background || a.mode.wait || a.json || a.dry_run {
@@ -86,9 +86,9 @@ fn main() -> ExitCode {
                         );
                         return ExitCode::from(2);
                     }
-                    let o = reclaim::gnu::args::Options {
+                    let o = reclaim::cmd::gnu::args::Options {
                         ignore_missing: a.force,
-                        interactive: reclaim::gnu::args::Interactive::Always,
+                        interactive: reclaim::cmd::gnu::args::Interactive::Always,
                         one_file_system: !a.cross_mounts,
                         remove_empty_dirs: a.dir,
                         recursive: a.recursive,
@@ -103,12 +103,16 @@ fn main() -> ExitCode {
                         );
                         return ExitCode::from(2);
                     }
-                    reclaim::interrupt::install(true);
-                    return reclaim::gnu::remove("reclaim", &o);
+                    reclaim::sys::interrupt::install(true);
+                    return reclaim::cmd::gnu::remove("reclaim", &o);
                 }
                 When::Once
                     if !a.paths.is_empty()
-                        && !reclaim::gnu::confirm_once("reclaim", a.paths.len(), a.recursive) =>
+                        && !reclaim::cmd::gnu::confirm_once(
+                            "reclaim",
+                            a.paths.len(),
+                            a.recursive,
+                        ) =>
                 {
                     return ExitCode::SUCCESS;
                 }
@@ -126,8 +130,8 @@ fn main() -> ExitCode {
                 );
                 return ExitCode::from(2);
             }
-            let nofile = reclaim::limits::raise_nofile();
-            reclaim::interrupt::install(true);
+            let nofile = reclaim::sys::limits::raise_nofile();
+            reclaim::sys::interrupt::install(true);
             let mut engine = Options {
                 cross_mounts: a.cross_mounts,
                 dry_run: a.dry_run,
@@ -145,7 +149,8 @@ fn main() -> ExitCode {
                 engine.threads = t.into();
                 engine.batch_threads = engine.batch_threads.min(engine.threads);
             }
-            engine.fd_budget = reclaim::limits::fd_budget(engine.fd_budget, nofile, engine.threads);
+            engine.fd_budget =
+                reclaim::sys::limits::fd_budget(engine.fd_budget, nofile, engine.threads);
             let req = Request {
                 paths: a.paths.into_iter().map(Into::into).collect(),
                 recursive: a.recursive,
@@ -175,13 +180,13 @@ fn main() -> ExitCode {
                 preserve_all_root: a.preserve_root.as_deref() == Some("all"),
                 engine,
             };
-            let summary = reclaim::rm::run(&req);
+            let summary = reclaim::cmd::rm::run(&req);
             ExitCode::from(match summary.interrupted {
-                Some(sig) => reclaim::interrupt::exit_code(sig),
+                Some(sig) => reclaim::sys::interrupt::exit_code(sig),
                 None => u8::from(!summary.errors.is_empty()),
             })
         }
-        Command::Status(a) => ExitCode::from(reclaim::status::command(
+        Command::Status(a) => ExitCode::from(reclaim::cmd::status::command(
             a.json,
             a.count,
             a.trash.as_deref(),
@@ -202,10 +207,10 @@ fn main() -> ExitCode {
         }
         Command::Reap(mut a) => {
             config.apply_reap(&mut a);
-            reclaim::limits::raise_nofile();
+            reclaim::sys::limits::raise_nofile();
             // A detached reaper ignores the terminal's hangup; the rest stop at a consistent
             // point on SIGINT/SIGTERM/SIGHUP.
-            reclaim::interrupt::install(!a.detached);
+            reclaim::sys::interrupt::install(!a.detached);
             ExitCode::from(reclaim::reaper::command(&a))
         }
         Command::Prune(mut a) => {
@@ -213,26 +218,29 @@ fn main() -> ExitCode {
                 eprintln!("reclaim prune: {e}");
                 return ExitCode::from(2);
             }
-            reclaim::limits::raise_nofile();
-            reclaim::interrupt::install(true);
-            ExitCode::from(reclaim::prune::command(&a, std::io::stderr().is_terminal()))
+            reclaim::sys::limits::raise_nofile();
+            reclaim::sys::interrupt::install(true);
+            ExitCode::from(reclaim::engine::prune::command(
+                &a,
+                std::io::stderr().is_terminal(),
+            ))
         }
         Command::Scan(a) => {
-            let _job = match reclaim::spread::start(a.mpi) {
+            let _job = match reclaim::engine::spread::start(a.mpi) {
                 Ok(job) => job,
                 Err(e) => {
                     eprintln!("reclaim scan: {e}");
                     return ExitCode::from(2);
                 }
             };
-            reclaim::limits::raise_nofile();
-            ExitCode::from(reclaim::scan::command(&a))
+            reclaim::sys::limits::raise_nofile();
+            ExitCode::from(reclaim::engine::scan::command(&a))
         }
         Command::Completions { shell } => {
-            reclaim::generate::completions(shell);
+            reclaim::cli::generate::completions(shell);
             ExitCode::SUCCESS
         }
-        Command::Man { dir } => match reclaim::generate::man_pages(&dir) {
+        Command::Man { dir } => match reclaim::cli::generate::man_pages(&dir) {
             Ok(pages) => {
                 for p in pages {
                     println!("{}", p.display());
@@ -241,17 +249,19 @@ fn main() -> ExitCode {
             }
             Err(e) => {
                 let why = match e.raw_os_error() {
-                    Some(n) => reclaim::error::errno_text(rustix::io::Errno::from_raw_os_error(n)),
+                    Some(n) => {
+                        reclaim::sys::error::errno_text(rustix::io::Errno::from_raw_os_error(n))
+                    }
                     None => e.to_string(),
                 };
                 eprintln!(
                     "reclaim man: cannot write into {}: {why} (give an existing directory)",
-                    reclaim::quote::quote(&dir)
+                    reclaim::sys::quote::quote(&dir)
                 );
                 ExitCode::from(1)
             }
         },
-        Command::Bench(a) => match reclaim::bench::run(&a) {
+        Command::Bench(a) => match reclaim::cmd::bench::run(&a) {
             Ok(()) => ExitCode::SUCCESS,
             Err(e) => {
                 eprintln!("reclaim bench: {e:#}");

@@ -8,8 +8,9 @@
 //! could. Every file of a trash is hostile input: a damaged entry is reported and skipped,
 //! never waited on; an entry that cannot be fully freed is recorded (`failed.json`) and retried
 //! with back-off. While it only waits for grace windows it holds nothing open. Each freed
-//! entry and each failure is logged where `--log` says (`crate::logging`).
+//! entry and each failure is logged where `--log` says (`crate::sys::logging`).
 
+pub mod background;
 pub mod failure;
 pub mod spawn;
 pub mod state;
@@ -26,21 +27,21 @@ use rustix::fs::{fsync, unlinkat, AtFlags, FileType};
 use rustix::io::Errno;
 use serde::{Deserialize, Serialize};
 
-use crate::cli::ReapArgs;
-use crate::dirfd;
-use crate::error::{Failure, Reason};
-use crate::format::{self, plural};
-use crate::interrupt;
-use crate::locks;
-use crate::logging::{Dest, Priority, Record, Sink};
-use crate::pace::throttle::Throttle;
-use crate::pace::EntryPacing;
-use crate::quote::quote;
-use crate::remove::{self, Counters, DirTarget};
-use crate::report::ErrorEntry;
-use crate::shrink;
+use crate::cli::args::ReapArgs;
+use crate::engine::pace::throttle::Throttle;
+use crate::engine::pace::EntryPacing;
+use crate::engine::remove::{self, Counters, DirTarget};
+use crate::engine::shrink;
+use crate::sys::dirfd;
+use crate::sys::error::{Failure, Reason};
+use crate::sys::format::{self, plural};
+use crate::sys::interrupt;
+use crate::sys::locks;
+use crate::sys::logging::{Dest, Priority, Record, Sink};
+use crate::sys::quote::quote;
 use crate::trash::meta::{now_unix, Meta};
 use crate::trash::{self, safefile, Trash, DATA, LOCK, LOG, REAPING};
+use crate::ui::report::ErrorEntry;
 use failure::FailedRecord;
 use state::StateFile;
 
@@ -103,7 +104,7 @@ pub struct ReapSummary {
     pub skipped_locked: Vec<String>,
     /// Large files shrunk in steps (resumed ones say so).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub gentle: Vec<crate::report::Gentle>,
+    pub gentle: Vec<crate::ui::report::Gentle>,
     /// When the earliest grace window of what is left ends.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub next_grace_unix: Option<f64>,
@@ -135,7 +136,7 @@ pub enum LockError {
     /// The `lock` is not a plain file of the trash's owner (it was not opened).
     #[error("damaged: lock {0}")]
     Damaged(safefile::Bad),
-    #[error("{}", crate::error::errno_text(*.0))]
+    #[error("{}", crate::sys::error::errno_text(*.0))]
     Os(Errno),
 }
 
@@ -271,7 +272,7 @@ fn reap_trash(
                 if let Some(e) = st.entry.as_ref().filter(|_| st.entry_tree) {
                     // Against the entry's recorded size when known (0: unknown; a tree is
                     // measured only by `status --count` or `prune`).
-                    on_progress(&crate::report::freeing_tree(
+                    on_progress(&crate::ui::report::freeing_tree(
                         e,
                         st.freed_bytes.saturating_sub(st.entry_freed_base),
                         st.entry_bytes.unwrap_or(0),
@@ -528,7 +529,7 @@ enum Step {
 enum Damage {
     #[error("is not a directory (not an entry reclaim made)")]
     NotADirectory,
-    #[error("{}", crate::error::errno_text(*.0))]
+    #[error("{}", crate::sys::error::errno_text(*.0))]
     Os(Errno),
     #[error("the entry is owned by uid {found}, not by the trash's owner (uid {owner})")]
     Owner { found: u32, owner: u32 },
@@ -592,8 +593,13 @@ fn reap_entry(
                 return Step::Grace(until);
             }
         }
-        match crate::rename::noreplace(&entry, DATA, &entry, REAPING, crate::rename::Into::Private)
-        {
+        match crate::sys::rename::noreplace(
+            &entry,
+            DATA,
+            &entry,
+            REAPING,
+            crate::sys::rename::Into::Private,
+        ) {
             Ok(()) => {}
             Err(Errno::NOENT) => return Step::Busy,
             Err(Errno::EXIST) => {
@@ -718,7 +724,7 @@ fn free_reaping(
         FileType::Directory => {
             // The engine stats no file: what came back is the file system's free space (never
             // less than the directories' blocks, which it does count).
-            let before = crate::space::FreeSpace::of(&**entry);
+            let before = crate::sys::space::FreeSpace::of(&**entry);
             let known = counters.bytes.load(Ordering::Relaxed);
             let target = DirTarget {
                 base: entry.clone(),
@@ -736,13 +742,14 @@ fn free_reaping(
                 &mut sum.gentle,
             );
             let dirs = counters.bytes.load(Ordering::Relaxed) - known;
-            sum.bytes_freed += dirs.max(before.freed_since(&crate::space::FreeSpace::of(&**entry)));
+            sum.bytes_freed +=
+                dirs.max(before.freed_since(&crate::sys::space::FreeSpace::of(&**entry)));
             r
         }
         FileType::RegularFile => {
             let t = std::time::Instant::now();
-            let cb = |freed: u64, total: u64, _: Option<&crate::pace::Pacer>| {
-                on_progress(&crate::report::freeing_tree(
+            let cb = |freed: u64, total: u64, _: Option<&crate::engine::pace::Pacer>| {
+                on_progress(&crate::ui::report::freeing_tree(
                     &shown_text,
                     freed,
                     total,
@@ -765,8 +772,8 @@ fn free_reaping(
                     counters.files.fetch_add(1, Ordering::Relaxed);
                     sum.bytes_freed += o.allocated;
                     if o.steps > 0 {
-                        sum.gentle.push(crate::report::Gentle {
-                            path: crate::quote::PathField::new(shown),
+                        sum.gentle.push(crate::ui::report::Gentle {
+                            path: crate::sys::quote::PathField::new(shown),
                             elapsed_s: t.elapsed().as_secs_f64(),
                             outcome: o,
                         });
@@ -847,23 +854,23 @@ fn free_tree(
     pacing: &EntryPacing,
     engine: &remove::Options,
     counters: &Counters,
-    gentle: &mut Vec<crate::report::Gentle>,
+    gentle: &mut Vec<crate::ui::report::Gentle>,
 ) -> Result<bool, Vec<Failure>> {
     let mut engine = engine.clone();
     // As `reclaim rm -r` does on this file system: its profile's workers (unless given) and
     // governor.
-    let profile = crate::profile::Profile::detect(&**probe_dir);
+    let profile = crate::engine::profile::Profile::detect(&**probe_dir);
     engine.apply(&profile, engine.threads != 0);
     // A disk that only says it is rotational is governed only if, idle, it answers like one.
-    let idle = if profile.class == crate::profile::Class::Rotational && !pacing.pace_trees {
-        crate::pace::tree::idle_samples(&**probe_dir)
+    let idle = if profile.class == crate::engine::profile::Class::Rotational && !pacing.pace_trees {
+        crate::engine::pace::tree::idle_samples(&**probe_dir)
     } else {
         Vec::new()
     };
-    let slow_enough = profile.class != crate::profile::Class::Rotational
+    let slow_enough = profile.class != crate::engine::profile::Class::Rotational
         || pacing.pace_trees
-        || crate::pace::pacer::percentile(&crate::pace::pacer::sorted(&idle), 50.0)
-            .is_some_and(|d| d >= crate::profile::SLOW_DISK_P50);
+        || crate::engine::pace::pacer::percentile(&crate::engine::pace::pacer::sorted(&idle), 50.0)
+            .is_some_and(|d| d >= crate::engine::profile::SLOW_DISK_P50);
     let paced = (pacing.pace_trees || (profile.governed && slow_enough)) && !pacing.fast;
     let tree_files =
         (!pacing.fast).then(|| Arc::new(shrink::TreeFiles::new(pacing.pacing(), true)));
@@ -875,12 +882,12 @@ fn free_tree(
     }
     if paced {
         // A rotational disk starts with one worker and earns more (as `reclaim rm`).
-        let start = if profile.class == crate::profile::Class::Rotational {
+        let start = if profile.class == crate::engine::profile::Class::Rotational {
             1
         } else {
             engine.threads
         };
-        engine.gate = Some(Arc::new(crate::walk::Gate::new(start)));
+        engine.gate = Some(Arc::new(crate::engine::walk::Gate::new(start)));
     }
     let done = AtomicBool::new(false);
     let sink = remove::Quiet;
@@ -894,14 +901,14 @@ fn free_tree(
             let max_workers = engine.threads;
             let done = &done;
             s.spawn(move || {
-                let knobs = crate::pace::tree::Knobs {
+                let knobs = crate::engine::pace::tree::Knobs {
                     throttle: &throttle,
                     gate: gate.as_deref(),
                     max_workers,
                     rate: pace_trees,
                     idle: &idle,
                 };
-                crate::pace::tree::run(&*dir, &p, &knobs, counters, done)
+                crate::engine::pace::tree::run(&*dir, &p, &knobs, counters, done)
             });
         }
         let out = remove::remove_trees(vec![target], &engine, counters, &sink);
@@ -909,8 +916,8 @@ fn free_tree(
         out
     });
     for (path, o, took) in tree_files.map(|tf| tf.take()).unwrap_or_default() {
-        gentle.push(crate::report::Gentle {
-            path: crate::quote::PathField::new(path),
+        gentle.push(crate::ui::report::Gentle {
+            path: crate::sys::quote::PathField::new(path),
             elapsed_s: took.as_secs_f64(),
             outcome: o,
         });
@@ -990,7 +997,7 @@ pub fn reap_all(
         // waits for these trashes at least as early: then it is theirs, and this one leaves.
         let own: Vec<&Trash> = trashes
             .iter()
-            .filter(|t| !crate::asuser::needed(t.uid))
+            .filter(|t| !crate::sys::asuser::needed(t.uid))
             .collect();
         let covered = !own.is_empty()
             && own.len() == trashes.len()
@@ -1031,7 +1038,7 @@ fn pass_over(
     on_progress: OnProgress<'_>,
     on_line: &mut dyn FnMut(&str),
 ) -> ReapSummary {
-    if !crate::asuser::needed(t.uid) {
+    if !crate::sys::asuser::needed(t.uid) {
         return run(std::slice::from_ref(t), opts, on_progress);
     }
     let mut args = child_args.to_vec();
@@ -1061,7 +1068,7 @@ fn after_reaper(
 ) -> ReapSummary {
     loop {
         while let Some(pid) = holder(t) {
-            if crate::asuser::needed(t.uid) && !runs_this_program(pid) {
+            if crate::sys::asuser::needed(t.uid) && !runs_this_program(pid) {
                 on_line(&format!(
                     "reclaim reap: not waiting for {}: its lock is held by process {pid}, which is not reclaim",
                     quote(&t.path)
@@ -1099,7 +1106,7 @@ fn runs_this_program(pid: u32) -> bool {
 fn waiting_for(t: &Trash, pid: u32) -> String {
     let mut s = format!("waiting for reaper {pid} to finish with {}", quote(&t.path));
     // Another user's trash is read only as that user: root shows the pid alone.
-    let st = (!crate::asuser::needed(t.uid))
+    let st = (!crate::sys::asuser::needed(t.uid))
         .then(|| state::read(&t.dir, t.uid))
         .flatten()
         .filter(|st| st.pid == pid);
@@ -1138,7 +1145,7 @@ pub fn relay_sink(dest: Dest, prefix: bool) -> Sink {
 /// Reaps another user's trash in a child running as that user (`reclaim reap --trash T
 /// --once --json`), and returns its summary.
 pub fn as_owner(t: &Trash, args: &[OsString], on_line: &mut dyn FnMut(&str)) -> ReapSummary {
-    let who = crate::asuser::Identity::of(t.uid);
+    let who = crate::sys::asuser::Identity::of(t.uid);
     let mut argv: Vec<OsString> = vec![
         "reap".into(),
         "--trash".into(),
@@ -1147,7 +1154,7 @@ pub fn as_owner(t: &Trash, args: &[OsString], on_line: &mut dyn FnMut(&str)) -> 
         "--json".into(),
     ];
     argv.extend(args.iter().cloned());
-    match crate::asuser::run_json::<ReapSummary>(Some(&who), &argv, on_line) {
+    match crate::sys::asuser::run_json::<ReapSummary>(Some(&who), &argv, on_line) {
         Ok((s, _)) => s,
         Err(e) => ReapSummary {
             errors: vec![ErrorEntry::new(&t.path, e.to_string())],
@@ -1167,7 +1174,7 @@ pub fn command(a: &ReapArgs) -> u8 {
     }
     let dest = a
         .log
-        .unwrap_or(crate::logging::Target::Auto)
+        .unwrap_or(crate::sys::logging::Target::Auto)
         .resolve(a.detached, false);
     let trash_arg = a.trash.clone();
     let open = move || -> Result<Vec<Trash>, OpenError> {
@@ -1219,7 +1226,7 @@ pub fn command(a: &ReapArgs) -> u8 {
         // detached reaper tries a failed entry once when it starts.
         retry_failed: !a.once || a.retry_failed,
     };
-    let progress = crate::report::Progress::start(!a.json && !a.detached);
+    let progress = crate::ui::report::Progress::start(!a.json && !a.detached);
     let bar = progress.bar();
     let on_progress = |line: &str| {
         if let Some(bar) = &bar {

@@ -14,14 +14,14 @@ use std::sync::mpsc;
 use std::time::Duration;
 
 use super::{ReapSummary, Trash};
-use crate::asuser::{self, ChildError, Identity};
-use crate::cli::ReapArgs;
-use crate::interrupt;
-use crate::logging::{Priority, Record, Sink, Target};
-use crate::quote::quote;
-use crate::report::plural;
+use crate::cli::args::ReapArgs;
+use crate::sys::asuser::{self, ChildError, Identity};
+use crate::sys::interrupt;
+use crate::sys::logging::{Priority, Record, Sink, Target};
+use crate::sys::quote::quote;
 use crate::trash;
 use crate::trash::meta::now_unix;
+use crate::ui::report::plural;
 
 /// Set to a file to have `reap --watch` append one JSON line per pass (`t`, `pass_s`:
 /// how long the pass took, `running`: children at work), for the hostile soak.
@@ -54,7 +54,7 @@ fn signature(t: &Trash) -> Option<(u64, i64, i64, i64, i64)> {
 /// `reclaim reap --watch`; returns the exit code (0 when stopped by a signal: a service stop).
 pub fn command(a: &ReapArgs) -> u8 {
     let dest = a.log.unwrap_or(Target::Auto).resolve(false, true);
-    let mut child_args: Vec<OsString> = crate::pace::EntryPacing::from(&a.pace).to_args();
+    let mut child_args: Vec<OsString> = crate::engine::pace::EntryPacing::from(&a.pace).to_args();
     if let Some(t) = a.threads {
         child_args.push(format!("--threads={t}").into());
     }
@@ -93,7 +93,7 @@ pub fn command(a: &ReapArgs) -> u8 {
                                 quote(&path),
                                 plural(s.entries_freed, "entry", "entries"),
                                 plural(s.files, "file", "files"),
-                                crate::format::bytes(s.bytes_freed)
+                                crate::sys::format::bytes(s.bytes_freed)
                             ),
                         );
                     }

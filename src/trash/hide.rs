@@ -11,21 +11,21 @@ use std::path::{Path, PathBuf};
 
 use rustix::fs::{fsync, mkdirat, unlinkat, AtFlags, Mode};
 
-use crate::rename::{noreplace, Into};
+use crate::sys::rename::{noreplace, Into};
 use rustix::io::Errno;
 
 use super::meta::{self, Meta};
 use super::{Trash, DATA, REAPING};
-use crate::dirfd::{self, Facts, Lineage};
-use crate::error::Reason;
-use crate::locks;
-use crate::pace::EntryPacing;
+use crate::engine::pace::EntryPacing;
+use crate::sys::dirfd::{self, Facts, Lineage};
+use crate::sys::error::Reason;
+use crate::sys::locks;
 
 /// A target now in the trash.
 #[derive(Clone, Debug, serde::Serialize)]
 pub struct Hidden {
     #[serde(flatten)]
-    pub path: crate::quote::PathField,
+    pub path: crate::sys::quote::PathField,
     pub id: String,
     pub trash: String,
     /// When its grace window ends (`--grace`): until then `reclaim restore ID` puts it back.
@@ -195,7 +195,7 @@ fn hide_once(
     }
     Ok(Ok((
         Hidden {
-            path: crate::quote::PathField::new(original),
+            path: crate::sys::quote::PathField::new(original),
             id,
             trash: trash.path.to_string_lossy().into_owned(),
             restorable_until_unix: m.grace_until_unix.filter(|g| *g > now),
@@ -234,10 +234,10 @@ pub fn unsuitable(original: &Path, facts: &Facts, parent_mnt: u64) -> Option<Str
         return Some("it is inside reclaim's trash".into());
     }
     if facts.file_type == rustix::fs::FileType::Directory {
-        if let Some(m) = crate::mounts::inside(original).first() {
+        if let Some(m) = crate::sys::mounts::inside(original).first() {
             return Some(format!(
                 "another file system is mounted inside it ({}); moving it would move the mount",
-                crate::quote::quote(&m.point)
+                crate::sys::quote::quote(&m.point)
             ));
         }
     }
@@ -246,5 +246,5 @@ pub fn unsuitable(original: &Path, facts: &Facts, parent_mnt: u64) -> Option<Str
 
 /// The absolute path of `name` in `base`, if the directory has one.
 pub fn absolute(base: &OwnedFd, name: &CStr) -> Option<PathBuf> {
-    Some(crate::mounts::fd_path(base)?.join(meta::os(name)))
+    Some(crate::sys::mounts::fd_path(base)?.join(meta::os(name)))
 }

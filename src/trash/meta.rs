@@ -12,8 +12,8 @@ use rustix::io::Errno;
 use serde::{Deserialize, Serialize};
 
 use super::safefile::{self, Bad};
-use crate::dirfd::Lineage;
-use crate::pace::EntryPacing;
+use crate::engine::pace::EntryPacing;
+use crate::sys::dirfd::Lineage;
 
 pub const META: &CStr = c"meta.json";
 
@@ -49,7 +49,9 @@ impl Meta {
     /// The original path, exactly.
     pub fn original_path(&self) -> PathBuf {
         match &self.original_hex {
-            Some(hex) => OsString::from_vec(crate::quote::unhex(hex).unwrap_or_default()).into(),
+            Some(hex) => {
+                OsString::from_vec(crate::sys::quote::unhex(hex).unwrap_or_default()).into()
+            }
             None => PathBuf::from(&self.original),
         }
     }
@@ -109,7 +111,7 @@ pub fn new_id() -> String {
         .unwrap_or_default();
     format!(
         "{}.{:06}Z-{}-{}",
-        crate::format::utc_stamp(now.as_secs()),
+        crate::sys::format::utc_stamp(now.as_secs()),
         now.subsec_micros(),
         std::process::id(),
         SEQ.fetch_add(1, Ordering::Relaxed)

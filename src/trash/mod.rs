@@ -19,9 +19,9 @@ use std::path::{Path, PathBuf};
 use rustix::fs::{mkdirat, Mode};
 use rustix::io::Errno;
 
-use crate::dirfd::{self, Ident};
-use crate::mounts::{self, Mount};
-use crate::quote::quote;
+use crate::sys::dirfd::{self, Ident};
+use crate::sys::mounts::{self, Mount};
+use crate::sys::quote::quote;
 
 /// Prefix of a trash's name at its top: `.reclaim-<uid>`, or `.reclaim-<uid>.<random>` when
 /// the plain name was taken by something that is not the user's trash.
@@ -42,7 +42,7 @@ pub const LOG: &CStr = c"reaper.log";
 /// Why a trash cannot be used.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum TrashError {
-    #[error("{}", crate::error::errno_text(*.0))]
+    #[error("{}", crate::sys::error::errno_text(*.0))]
     Os(#[from] Errno),
     #[error("{} {why}; not using it", quote(.path))]
     Unsafe { path: PathBuf, why: String },
@@ -135,7 +135,7 @@ impl Trash {
             Err(e @ (Errno::ACCESS | Errno::PERM)) => {
                 return Err(unsafe_(&format!(
                     "cannot be opened ({}): not this user's",
-                    crate::error::errno_text(e)
+                    crate::sys::error::errno_text(e)
                 )))
             }
             Err(e) => return Err(e.into()),

@@ -14,10 +14,10 @@ use serde::{Deserialize, Serialize};
 
 use super::meta::{self, Meta};
 use super::{Trash, DATA, REAPING};
-use crate::dirfd::{self, Lineage};
-use crate::locks;
-use crate::quote::{quote, PathField};
-use crate::report::ErrorEntry;
+use crate::sys::dirfd::{self, Lineage};
+use crate::sys::locks;
+use crate::sys::quote::{quote, PathField};
+use crate::ui::report::ErrorEntry;
 
 /// Why an entry was not restored.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -40,7 +40,7 @@ pub enum RestoreError {
     DestinationTaken(PathBuf),
     #[error("{} is on another file system than the entry (a restore is a rename)", quote(.0))]
     OtherFileSystem(PathBuf),
-    #[error("cannot restore to {}: {}", quote(.0), crate::error::errno_text(*.1))]
+    #[error("cannot restore to {}: {}", quote(.0), crate::sys::error::errno_text(*.1))]
     Destination(PathBuf, Errno),
     #[error("{0}")]
     Os(Errno),
@@ -76,7 +76,7 @@ pub fn restore(
     to: Option<&Path>,
 ) -> Result<Restored, Failed> {
     let (trash, id) = find(trashes, arg, me).ok_or((None, RestoreError::NotFound))?;
-    if crate::asuser::needed(trash.uid) {
+    if crate::sys::asuser::needed(trash.uid) {
         return as_owner(trash, &id, to);
     }
     restore_entry(trash, &id, to)
@@ -146,14 +146,13 @@ fn restore_entry(trash: &Trash, id: &CString, to: Option<&Path>) -> Result<Resto
     if !same {
         return Err(gone());
     }
-    crate::rename::noreplace(&entry, DATA, &pfd, &name, crate::rename::Into::Shared).map_err(
-        |e| {
+    crate::sys::rename::noreplace(&entry, DATA, &pfd, &name, crate::sys::rename::Into::Shared)
+        .map_err(|e| {
             fail(match e {
                 Errno::EXIST | Errno::NOTEMPTY => RestoreError::Taken,
                 e => RestoreError::Os(e),
             })
-        },
-    )?;
+        })?;
     // The target is back; what is left is an empty record (a crash here leaves a data-less
     // entry, which the reaper removes).
     let _ = fsync(&pfd);
@@ -185,13 +184,12 @@ fn restore_to(
             e => Err(e),
         })
         .map_err(|e| RestoreError::Destination(parent.into(), e))?;
-    crate::rename::noreplace(entry, DATA, &pfd, &name, crate::rename::Into::Shared).map_err(
-        |e| match e {
+    crate::sys::rename::noreplace(entry, DATA, &pfd, &name, crate::sys::rename::Into::Shared)
+        .map_err(|e| match e {
             Errno::EXIST | Errno::NOTEMPTY => RestoreError::DestinationTaken(dest.clone()),
             Errno::XDEV => RestoreError::OtherFileSystem(dest.clone()),
             e => RestoreError::Destination(dest.clone(), e),
-        },
-    )?;
+        })?;
     let _ = fsync(&pfd);
     let _ = unlinkat(entry, meta::META, AtFlags::empty());
     let _ = unlinkat(entry, super::FAILED, AtFlags::empty());
@@ -204,7 +202,7 @@ fn restore_to(
 
 /// Restores entry `id` of another user's `trash` in a child running as that user.
 fn as_owner(trash: &Trash, id: &CString, to: Option<&Path>) -> Result<Restored, Failed> {
-    let who = crate::asuser::Identity::of(trash.uid);
+    let who = crate::sys::asuser::Identity::of(trash.uid);
     let mut argv: Vec<OsString> = vec![
         "restore".into(),
         "--json".into(),
@@ -219,7 +217,7 @@ fn as_owner(trash: &Trash, id: &CString, to: Option<&Path>) -> Result<Restored, 
     }
     argv.push(OsStr::from_bytes(id.to_bytes()).to_owned());
     let mut lines = |_: &str| {};
-    match crate::asuser::run_json::<Report>(Some(&who), &argv, &mut lines) {
+    match crate::sys::asuser::run_json::<Report>(Some(&who), &argv, &mut lines) {
         Ok((mut r, _)) => {
             if let Some(ok) = r.restored.pop() {
                 return Ok(ok);

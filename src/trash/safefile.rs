@@ -21,7 +21,7 @@ pub const MAX_BYTES: u64 = 64 << 10;
 pub enum Bad {
     #[error("is missing")]
     Missing,
-    #[error("{}", crate::error::errno_text(*.0))]
+    #[error("{}", crate::sys::error::errno_text(*.0))]
     Os(Errno),
     #[error("is a {0}, not a regular file")]
     NotRegular(&'static str),
@@ -302,7 +302,7 @@ mod tests {
     #[test]
     fn reads_only_small_regular_files_of_the_owner() {
         let d = tempfile::tempdir().unwrap();
-        let dir = crate::dirfd::open_dir_path(d.path()).unwrap();
+        let dir = crate::sys::dirfd::open_dir_path(d.path()).unwrap();
         std::fs::write(d.path().join("ok"), b"{\"a\":1}").unwrap();
         assert_eq!(read(&dir, c"ok", me()).unwrap(), b"{\"a\":1}");
         assert_eq!(read(&dir, c"nope", me()), Err(Bad::Missing));
@@ -327,7 +327,7 @@ mod tests {
     #[test]
     fn replace_never_writes_through_an_existing_name() {
         let d = tempfile::tempdir().unwrap();
-        let dir = crate::dirfd::open_dir_path(d.path()).unwrap();
+        let dir = crate::sys::dirfd::open_dir_path(d.path()).unwrap();
         std::fs::write(d.path().join("precious"), b"keep").unwrap();
         std::fs::hard_link(d.path().join("precious"), d.path().join("state")).unwrap();
         replace(&dir, c"state", b"new").unwrap();
@@ -340,7 +340,7 @@ mod tests {
     #[test]
     fn lock_and_log_refuse_planted_files() {
         let d = tempfile::tempdir().unwrap();
-        let dir = crate::dirfd::open_dir_path(d.path()).unwrap();
+        let dir = crate::sys::dirfd::open_dir_path(d.path()).unwrap();
         assert!(open_lock(&dir, c"lock", me()).is_ok());
         assert!(open_lock(&dir, c"lock", me()).is_ok(), "an existing one");
         rustix::fs::mknodat(&dir, c"f", FileType::Fifo, Mode::from_raw_mode(0o600), 0).unwrap();
@@ -407,7 +407,7 @@ mod fuzz {
         #[test]
         fn records_from_arbitrary_bytes(text in bytes()) {
             let d = tempfile::tempdir().unwrap();
-            let dir = crate::dirfd::open_dir_path(d.path()).unwrap();
+            let dir = crate::sys::dirfd::open_dir_path(d.path()).unwrap();
             std::fs::write(d.path().join("meta.json"), &text).unwrap();
             std::fs::write(d.path().join("failed.json"), &text).unwrap();
             std::fs::write(d.path().join("reaper.json"), &text).unwrap();
@@ -415,7 +415,7 @@ mod fuzz {
             if let Ok(Some(m)) = crate::trash::meta::Meta::read(&dir, me) {
                 let _ = m.original_path();
                 let _ = m.in_grace(0.0);
-                let _ = crate::quote::quote(m.original_path());
+                let _ = crate::sys::quote::quote(m.original_path());
             }
             if let Ok(Some(f)) = crate::reaper::failure::FailedRecord::read(&dir, me) {
                 for e in &f.errors {
@@ -425,7 +425,7 @@ mod fuzz {
             let _ = crate::reaper::state::read(&dir, me).map(|s| s.alive());
             // What a child prints (hostile when it runs as another user).
             let _ = serde_json::from_slice::<crate::reaper::ReapSummary>(&text);
-            if let Ok(st) = serde_json::from_slice::<crate::status::Status>(&text) {
+            if let Ok(st) = serde_json::from_slice::<crate::cmd::status::Status>(&text) {
                 let _ = st.human();
             }
             let _ = serde_json::from_slice::<crate::trash::restore::Report>(&text);
@@ -434,7 +434,7 @@ mod fuzz {
         #[test]
         fn names_quote_on_one_printable_line(name in prop::collection::vec(any::<u8>(), 0..40)) {
             for utf8 in [false, true] {
-                let q = crate::quote::quote_bytes(&name, utf8);
+                let q = crate::sys::quote::quote_bytes(&name, utf8);
                 prop_assert!(!q.chars().any(char::is_control), "{q:?}");
             }
             let _ = crate::trash::name_uid(&name);

@@ -1,0 +1,4 @@
+//! What the user sees, as text: the live progress line, `-v` lines, summaries and tables. Computes
+//! nothing about removal itself; the commands (`cmd/`) decide where it goes.
+
+pub mod report;
