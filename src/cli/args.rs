@@ -4,6 +4,7 @@ use std::path::PathBuf;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
 
+use crate::cmd::gnu::args::When;
 use crate::engine::workload::{Shape, Spec};
 
 #[derive(Parser, Debug)]
@@ -189,40 +190,11 @@ pub struct ModeArgs {
     pub wait: bool,
 }
 
-/// `--interactive=WHEN`.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum When {
-    Never,
-    Once,
-    Always,
-}
-
-/// GNU's argmatch: `never`/`no`/`none`, `once`, `always`/`yes`, or an unambiguous prefix.
+/// GNU's argmatch (`cmd::gnu::args::argmatch`): `never`/`no`/`none`, `once`, `always`/`yes`,
+/// or an unambiguous prefix.
 fn parse_when(s: &str) -> Result<When, String> {
-    const WORDS: &[(&str, When)] = &[
-        ("never", When::Never),
-        ("no", When::Never),
-        ("none", When::Never),
-        ("once", When::Once),
-        ("always", When::Always),
-        ("yes", When::Always),
-    ];
-    if let Some((_, w)) = WORDS.iter().find(|(n, _)| *n == s) {
-        return Ok(*w);
-    }
-    let mut found = WORDS
-        .iter()
-        .filter(|(n, _)| n.starts_with(s))
-        .map(|(_, w)| *w);
-    match found.next() {
-        Some(w) if found.all(|o| o == w) => Ok(w),
-        Some(_) => Err(format!(
-            "ambiguous argument '{s}' (use never, once or always)"
-        )),
-        None => Err(format!(
-            "invalid argument '{s}' (use never, once or always)"
-        )),
-    }
+    crate::cmd::gnu::args::argmatch(s.as_bytes())
+        .map_err(|kind| format!("{kind} argument '{s}' (use never, once or always)"))
 }
 
 fn parse_profile(s: &str) -> Result<crate::engine::profile::Class, String> {

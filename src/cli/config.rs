@@ -172,8 +172,9 @@ impl Config {
     }
 
     /// Loads and merges the config files; a missing file is no error (except one named by
-    /// `RECLAIM_CONFIG`), a malformed one is.
-    pub fn load() -> Result<Config, ConfigError> {
+    /// `RECLAIM_CONFIG`), a malformed one is. What to warn about (files skipped) goes to
+    /// `warnings`.
+    pub fn load(warnings: &mut Vec<String>) -> Result<Config, ConfigError> {
         let explicit = std::env::var_os("RECLAIM_CONFIG").is_some();
         let mut cfg = Config::default();
         for f in Config::files() {
@@ -182,7 +183,7 @@ impl Config {
                 Err(e) if e.kind() == std::io::ErrorKind::NotFound && !explicit => {}
                 // Another user's HOME (sudo -u keeps it): not ours to read; say so, go on.
                 Err(e) if e.kind() == std::io::ErrorKind::PermissionDenied && !explicit => {
-                    eprintln!("reclaim: config: skipping '{}': {e}", f.display());
+                    warnings.push(format!("skipping '{}': {e}", f.display()));
                 }
                 Err(e) => return Err(ConfigError::Read(f, e)),
             }

@@ -1,56 +1,55 @@
-//! Man pages and shell completions, generated from the clap definition in `cli.rs` (so they
-//! cannot drift from the real flags). Writes only where it is told to.
-
-use std::path::Path;
+//! Man pages and shell completions, generated from the clap definition in `args.rs` (so they
+//! cannot drift from the real flags), as bytes: `cmd::man` and `cmd::completions` write them.
 
 use clap::CommandFactory;
 
 use crate::cli::args::Cli;
 
-/// Shell completions for `shell`, on stdout.
-pub fn completions(shell: clap_complete::Shell) {
+/// Shell completions for `shell`.
+pub fn completions(shell: clap_complete::Shell) -> Vec<u8> {
     let mut cmd = Cli::command();
-    clap_complete::generate(shell, &mut cmd, "reclaim", &mut std::io::stdout());
+    let mut out = Vec::new();
+    clap_complete::generate(shell, &mut cmd, "reclaim", &mut out);
+    out
 }
 
-/// `reclaim.1` and one page per subcommand (`reclaim-rm.1`, ...) into `dir`, which must be
-/// an existing directory (nothing is created but the pages).
-pub fn man_pages(dir: &Path) -> std::io::Result<Vec<std::path::PathBuf>> {
-    if !std::fs::metadata(dir)?.is_dir() {
-        return Err(std::io::Error::from_raw_os_error(libc::ENOTDIR));
-    }
+/// `reclaim.1` and one page per subcommand (`reclaim-rm.1`, ...): each file name with its
+/// text.
+pub fn man_pages() -> Vec<(String, Vec<u8>)> {
     let cmd = Cli::command();
-    let mut written = Vec::new();
-    let page = |cmd: clap::Command, name: String| -> std::io::Result<std::path::PathBuf> {
-        let path = dir.join(format!("{name}.1"));
+    let page = |cmd: clap::Command, name: String| -> (String, Vec<u8>) {
         let mut out = Vec::new();
         let sub = name.strip_prefix("reclaim-").unwrap_or("");
         // clap wants a 'static name; these few strings live until the process exits.
         let static_name: &'static str = Box::leak(name.clone().into_boxed_str());
         let versioned = cmd.get_version().is_some();
         let man = clap_mangen::Man::new(cmd.name(static_name));
-        man.render_title(&mut out)?;
-        man.render_name_section(&mut out)?;
-        man.render_synopsis_section(&mut out)?;
-        man.render_description_section(&mut out)?;
-        man.render_options_section(&mut out)?;
-        if sub.is_empty() {
-            man.render_subcommands_section(&mut out)?;
-        }
+        let rendered: std::io::Result<()> = (|| {
+            man.render_title(&mut out)?;
+            man.render_name_section(&mut out)?;
+            man.render_synopsis_section(&mut out)?;
+            man.render_description_section(&mut out)?;
+            man.render_options_section(&mut out)?;
+            if sub.is_empty() {
+                man.render_subcommands_section(&mut out)?;
+            }
+            Ok(())
+        })();
+        rendered.expect("writing into memory");
         for (title, body) in extra_sections(sub) {
             out.extend_from_slice(roff_section(title, &body).as_bytes());
         }
         if versioned {
-            man.render_version_section(&mut out)?;
+            man.render_version_section(&mut out)
+                .expect("writing into memory");
         }
-        std::fs::write(&path, out)?;
-        Ok(path)
+        (format!("{name}.1"), out)
     };
+    let mut pages = vec![page(cmd.clone(), "reclaim".into())];
     for sub in cmd.get_subcommands().filter(|s| !s.is_hide_set()) {
-        written.push(page(sub.clone(), format!("reclaim-{}", sub.get_name()))?);
+        pages.push(page(sub.clone(), format!("reclaim-{}", sub.get_name())));
     }
-    written.insert(0, page(cmd, "reclaim".into())?);
-    Ok(written)
+    pages
 }
 
 /// A roff section: each paragraph becomes `.PP` text, with roff's special characters escaped.
@@ -173,26 +172,26 @@ mod tests {
 
     #[test]
     fn man_pages_cover_every_command_and_flag() {
-        let dir = tempfile::tempdir().unwrap();
-        let pages = man_pages(dir.path()).unwrap();
-        let names: Vec<String> = pages
-            .iter()
-            .map(|p| p.file_name().unwrap().to_string_lossy().into_owned())
-            .collect();
+        let pages = man_pages();
+        let names: Vec<&str> = pages.iter().map(|(n, _)| n.as_str()).collect();
         for want in [
             "reclaim.1",
             "reclaim-rm.1",
             "reclaim-status.1",
             "reclaim-prune.1",
         ] {
-            assert!(names.iter().any(|n| n == want), "{want} in {names:?}");
+            assert!(names.contains(&want), "{want} in {names:?}");
         }
-        let rm = std::fs::read_to_string(dir.path().join("reclaim-rm.1")).unwrap();
+        let text = |name: &str| {
+            let (_, t) = pages.iter().find(|(n, _)| n == name).unwrap();
+            String::from_utf8(t.clone()).unwrap()
+        };
+        let rm = text("reclaim-rm.1");
         for flag in ["background", "durable", r"max\-latency", "grace"] {
             assert!(rm.contains(flag), "reclaim-rm.1 lacks {flag}");
         }
-        for page in &pages {
-            let text = std::fs::read_to_string(page).unwrap();
+        for name in &names {
+            let text = text(name);
             for section in [
                 ".SH NAME",
                 ".SH SYNOPSIS",
@@ -203,17 +202,9 @@ mod tests {
                 ".SH ENVIRONMENT",
                 ".SH EXAMPLES",
             ] {
-                assert!(text.contains(section), "{}: no {section}", page.display());
+                assert!(text.contains(section), "{name}: no {section}");
             }
         }
-    }
-
-    #[test]
-    fn man_refuses_a_missing_directory() {
-        let dir = tempfile::tempdir().unwrap();
-        let missing = dir.path().join("nonexistent/x");
-        assert!(man_pages(&missing).is_err());
-        assert!(!dir.path().join("nonexistent").exists());
     }
 
     #[test]

@@ -4,10 +4,7 @@
 use std::time::Duration;
 
 use crate::engine::prune::policy::CalendarSpan;
-
-/// The longest duration accepted anywhere (100 years of 365.25 days): beyond it a grace window
-/// or an age is a typo, and `Duration` arithmetic on `SystemTime` could overflow.
-pub const MAX_DURATION_SECS: f64 = 100.0 * 365.25 * 86_400.0;
+use crate::sys::format::MAX_DURATION_SECS;
 
 /// Why a quantity given on the command line or in the config file is not one. Each variant
 /// carries the text as given.

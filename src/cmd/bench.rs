@@ -2,21 +2,49 @@
 //! Creates identical scratch workloads in a fresh directory it owns, removes them alternately
 //! with both tools, and prints times and the ratio. It removes nothing outside that directory.
 
-use std::path::Path;
-use std::process::Command;
+use std::path::{Path, PathBuf};
+use std::process::{Command, ExitCode};
 use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context, Result};
 
-use crate::cli::args::BenchArgs;
 use crate::engine::workload::{self, Shape, Spec};
 use crate::sys::format::group;
 
-pub fn run(args: &BenchArgs) -> Result<()> {
+/// What `reclaim bench` was asked.
+#[derive(Clone, Debug)]
+pub struct Options {
+    /// 100,000 files instead of 1,000,000.
+    pub quick: bool,
+    /// Where the scratch directory goes (`None`: the system temp dir).
+    pub dir: Option<PathBuf>,
+    /// Number of files (overrides `quick`).
+    pub files: Option<u64>,
+    pub shape: Shape,
+    /// Runs per method (the median is reported).
+    pub runs: u32,
+    /// Drop the page cache before each timed removal.
+    pub cold: bool,
+    /// Workers for reclaim.
+    pub threads: Option<u16>,
+}
+
+/// `reclaim bench`.
+pub fn run(o: &Options) -> ExitCode {
+    match bench(o) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("reclaim bench: {e:#}");
+            ExitCode::from(1)
+        }
+    }
+}
+
+fn bench(args: &Options) -> Result<()> {
     let files = args
         .files
         .unwrap_or(if args.quick { 100_000 } else { 1_000_000 });
-    let shape = args.shape.shape(32, 100);
+    let shape = args.shape;
     let spec = Spec {
         shape,
         files,

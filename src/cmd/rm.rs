@@ -1,908 +1,202 @@
-//! The `reclaim rm` command: resolves arguments, removes single entries directly and trees with
-//! the parallel engine, and reports. Owns the mapping from what happened to the exit code.
+//! `reclaim rm`: checks what the flags ask for together, joins an MPI job, asks `-I`'s question
+//! or hands `-i` to GNU's one-at-a-time walk (`gnu`), runs the removal (`reaper::rm`) with its
+//! progress on the terminal (`ui::report::RmView`), prints the summary and picks the exit code.
 
-use std::collections::HashSet;
-use std::ffi::CStr;
-use std::os::fd::OwnedFd;
-use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::ffi::OsString;
+use std::io::IsTerminal;
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::time::Duration;
 
-use rustix::fs::{unlinkat, AtFlags};
-use rustix::io::Errno;
+use crate::cmd::gnu::args::{Prompting, When};
+use crate::engine::profile::Class;
+use crate::engine::remove;
+use crate::reaper::rm::{Mode, Removal, Request};
+use crate::trash::meta::EntryPacing;
+use crate::ui::report::RmView;
 
-use crate::engine::pace::throttle::Throttle;
-use crate::engine::pace::{EntryPacing, Pacing};
-use crate::engine::profile::{Class, Profile};
-use crate::engine::remove::{self, Counters, DirTarget, Options, Sink};
-use crate::engine::shrink;
-use crate::engine::target::{Rejection, Resolver, Target};
-use crate::reaper::background::{Hide, Hider};
-use crate::sys::dirfd::Facts;
-use crate::sys::error::{Failure, Reason};
-use crate::sys::quote::quote;
-use crate::trash::hide::{Hidden, HideOptions};
-use crate::ui::report::plural;
-use crate::ui::report::Gentle;
-use crate::ui::report::{Printer, Progress, Summary};
-
-/// What the user asked for.
+/// What `reclaim rm` was asked.
 #[derive(Clone, Debug)]
-pub struct Request {
-    pub paths: Vec<PathBuf>,
+pub struct Options {
+    pub paths: Vec<OsString>,
+    /// `-f`, `-i`, `-I`, `--interactive` (the last one counts).
+    pub prompting: Prompting,
     pub recursive: bool,
-    pub force: bool,
     pub dir: bool,
     pub verbose: bool,
+    pub dry_run: bool,
     pub json: bool,
-    pub progress: bool,
-    /// `--threads` was given; otherwise the worker count follows the file system.
-    pub threads_given: bool,
-    /// The pacing asked for (`--fast`, `--max-latency`, `--rate`, `--iops`): how large files
-    /// are freed, how trees are governed, what trash entries record (a reaper frees them that
-    /// way) and the flags of a detached reaper. Trees are paced by the latency probe only when
-    /// `--max-latency` was given (`pace_trees`): on an idle xfs the probe sees the removal's own
-    /// journal traffic and slowed a 200k-file tree 4.6x, and on the emulated HDD it did not
-    /// lower the victims' p99 (bench/RESULTS.md).
-    pub pace: EntryPacing,
-    /// `--pace-trace`: the pacer's per-window decisions go to this file.
-    pub pace_trace: Option<PathBuf>,
-    pub engine: Options,
-    /// Foreground, or hide into the trash first (`--background`, `--wait`).
-    pub mode: Mode,
-    /// `--grace`: how long hidden entries stay restorable before the reaper frees them.
-    pub grace: Option<std::time::Duration>,
-    /// `--durable`: one fsync per affected directory after its unlinks.
-    pub durable: bool,
-    /// Sizes (allocated bytes, files) the caller measured, by path as given (prune).
-    pub known_sizes: std::collections::HashMap<PathBuf, (u64, u64)>,
-    /// Print the summary / JSON object (a caller that reports itself turns it off).
-    pub print_summary: bool,
-    /// `--profile`: the file system class to assume instead of the detected one.
-    pub profile: Option<Class>,
-    /// Stat small directories' entries or not, whatever the profile says (measurements).
-    pub small_dir_stats: Option<bool>,
-    /// Workers at once in one directory's batches, whatever the profile says (measurements).
-    pub batch_threads: Option<usize>,
-    /// `--preserve-root=all`: refuse directory arguments that are mount points.
+    pub cross_mounts: bool,
+    /// `--preserve-root=all`.
     pub preserve_all_root: bool,
+    pub mode: Mode,
+    pub grace: Option<Duration>,
+    pub durable: bool,
+    pub pace: EntryPacing,
+    pub pace_trace: Option<PathBuf>,
+    pub threads: Option<u16>,
+    pub profile: Option<Class>,
+    pub mpi: bool,
+    pub fd_budget: usize,
+    pub stat_files: bool,
+    pub small_dir_stats: Option<bool>,
+    pub batch_threads: Option<usize>,
+    pub batch_size: Option<u32>,
 }
 
-impl Request {
-    /// What the shrinker and the tree governor take of the pacing asked for.
-    fn pacing(&self) -> Pacing {
-        Pacing {
-            trace: self.pace_trace.clone(),
-            ..self.pace.pacing()
+/// A usage error: the message (after `reclaim rm: `), then the pointer to `--help`; exit 2.
+fn usage(message: &str) -> ExitCode {
+    eprintln!("reclaim rm: {message}\nTry 'reclaim rm --help' for more information.");
+    ExitCode::from(2)
+}
+
+/// `reclaim rm`.
+pub fn run(o: &Options) -> ExitCode {
+    let force = o.prompting.ignore_missing;
+    let when = o.prompting.when.unwrap_or(When::Never);
+    // Under mpirun: every rank joins the job before anything else is done.
+    let job = match crate::engine::spread::start(o.mpi) {
+        Ok(job) => job,
+        Err(e) => {
+            eprintln!("reclaim rm: {e}");
+            return ExitCode::from(2);
         }
-    }
-}
-
-/// How `reclaim rm` frees space.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Mode {
-    /// Remove in the foreground (paced).
-    Now,
-    /// Hide into the trash; a detached reaper frees it.
-    Background,
-    /// Hide into the trash, then free it here before returning.
-    Wait,
-}
-
-/// Runs `reclaim rm`; returns the summary (already printed) for the exit code.
-pub fn run(req: &Request) -> Summary {
-    let mut run = Run::new(req);
-    let trees = run.arguments();
-    let trees = run.remove_trees(trees);
-    run.sync_directories();
-    if crate::sys::interrupt::stopping() {
-        if let Some(shown) = &trees.shown {
-            run.left.push(format!(
-                "{shown} partly removed (run the same command again to finish)"
-            ));
+    };
+    let hiding = o.mode != Mode::Now;
+    if job.is_some() && (hiding || when != When::Never) {
+        // Every rank stops; rank 0 says why.
+        if crate::engine::spread::leads() {
+            return usage(
+                "under MPI the ranks remove in the foreground: -i, -I, --background and --wait do not apply",
+            );
         }
+        return ExitCode::from(2);
     }
-    run.hand_over();
-    run.report(trees)
-}
-
-/// One run of `reclaim rm`, phase by phase: the arguments one at a time (hidden, or removed if
-/// single entries), then the trees with the engine, the fsyncs of `--durable`, the hand-over
-/// to a reaper (`--background`, `--wait`) and the report. What every phase adds to lives here.
-struct Run<'r> {
-    req: &'r Request,
-    started: Instant,
-    counters: Counters,
-    progress: Progress,
-    printer: Printer,
-    resolver: Resolver,
-    hider: Hider,
-    /// Arguments hidden into a trash (`--background`, `--wait`).
-    hidden: Vec<Hidden>,
-    /// Arguments that could not be hidden, removed in the foreground instead.
-    fallback: Vec<String>,
-    /// Directories whose entries were removed here: fsynced once each at the end (--durable).
-    touched: Vec<Arc<OwnedFd>>,
-    failures: Vec<Failure>,
-    gentle: Vec<Gentle>,
-    /// What a stop signal left, in one line each (said at the end).
-    left: Vec<String>,
-    /// Arguments a stop signal came before.
-    not_started: usize,
-    /// The directory entries of the arguments so far (see `entry_key`).
-    seen: HashSet<EntryKey>,
-}
-
-/// What the tree phase leaves for the report.
-struct Trees {
-    /// The trees, quoted and joined (for the line after a stop signal); `None`: there were none.
-    shown: Option<String>,
-    skipped_mounts: Vec<PathBuf>,
-    pace: Option<crate::engine::pace::PaceReport>,
-    profile: Option<Profile>,
-    /// Under MPI: what each rank did.
-    ranks: Vec<crate::engine::spread::Rank>,
-}
-
-impl<'r> Run<'r> {
-    fn new(req: &'r Request) -> Self {
-        let started = Instant::now();
-        let progress = Progress::start(req.progress && !req.json);
-        let printer = Printer::new(req.verbose, req.engine.dry_run, req.json, progress.bar());
-        let mut resolver = Resolver::new(req.recursive, req.dir);
-        resolver.preserve_all_root = req.preserve_all_root;
-        Run {
-            req,
-            started,
-            counters: Counters::default(),
-            progress,
-            printer,
-            resolver,
-            hider: Hider::new(HideOptions {
-                grace: req.grace,
-                known: None,
-                durable: req.durable,
-                pacing: req.pace.clone(),
-            }),
-            hidden: Vec::new(),
-            fallback: Vec::new(),
-            touched: Vec::new(),
-            failures: Vec::new(),
-            gentle: Vec::new(),
-            left: Vec::new(),
-            not_started: 0,
-            seen: HashSet::new(),
-        }
-    }
-
-    /// The arguments in order, until a stop signal: each is resolved, then hidden
-    /// (`--background`, `--wait`), removed here if it is a single entry, or kept for the
-    /// engine if it is a tree. Returns the trees.
-    fn arguments(&mut self) -> Vec<DirTarget> {
-        let req = self.req;
-        let hiding = req.mode != Mode::Now && !req.engine.dry_run;
-        let mut trees = Vec::new();
-        for (i, path) in req.paths.iter().enumerate() {
-            if crate::sys::interrupt::stopping() {
-                self.not_started = req.paths.len() - i;
-                break;
-            }
-            let resolved = self.resolver.resolve(path);
-            // Under MPI, rank 0 removes the single entries and reports the arguments; the
-            // other ranks take part in the trees only.
-            if !crate::engine::spread::leads() {
-                if let Ok(t @ Target::Tree(_)) = resolved {
-                    if self.seen.insert(entry_key(&t)) {
-                        if let Target::Tree(tree) = t {
-                            trees.push(tree);
-                        }
-                    }
-                }
-                continue;
-            }
-            // The same directory entry named twice (`rm -r t t`): gone by the second time, as
-            // for GNU rm.
-            if let Ok(t) = &resolved {
-                if !self.seen.insert(entry_key(t)) {
-                    if !req.force {
-                        self.fail(path.clone(), Reason::Os(Errno::NOENT));
-                    }
-                    continue;
-                }
-            }
-            if let (true, Ok(t)) = (hiding, &resolved) {
-                if self.hide(path, t) {
-                    continue;
-                }
-            }
-            if req.durable {
-                match &resolved {
-                    Ok(Target::Tree(d)) => touch(&mut self.touched, &d.base),
-                    Ok(Target::Entry { base, .. }) => touch(&mut self.touched, base),
-                    Err(_) => {}
-                }
-            }
-            match resolved {
-                Ok(Target::Tree(tree)) => trees.push(tree),
-                Ok(Target::Entry {
-                    base,
-                    name,
-                    display,
-                    is_dir,
-                    allocated,
-                    facts,
-                }) => self.remove_entry(&base, &name, display, is_dir, allocated, &facts),
-                Err(Rejection::Missing) => self.missing(path),
-                // `-f` says nothing about what cannot exist (GNU: ENOTDIR for `file/x` too).
-                Err(Rejection::Refused(Reason::Os(
-                    Errno::NOTDIR | Errno::INVAL | Errno::ILSEQ,
-                ))) if req.force => {}
-                Err(Rejection::Refused(reason)) => self.fail(path.clone(), reason),
-            }
-        }
-        trees
-    }
-
-    /// Hides one resolved argument into its trash. False if it is to be removed here instead
-    /// (no trash could take it, and no grace window was asked for).
-    fn hide(&mut self, path: &Path, target: &Target) -> bool {
-        let (base, name, display) = match target {
-            Target::Tree(d) => (&d.base, &d.name, &d.display),
-            Target::Entry {
-                base,
-                name,
-                display,
-                ..
-            } => (base, name, display),
-        };
-        match self
-            .hider
-            .hide(base, name, self.req.known_sizes.get(path).copied())
+    match when {
+        When::Always => return one_at_a_time(o, hiding),
+        When::Once
+            if !o.paths.is_empty()
+                && !super::gnu::confirm_once("reclaim", o.paths.len(), o.recursive) =>
         {
-            Hide::Hidden(h) => {
-                if self.req.verbose {
-                    let passed = std::mem::take(
-                        &mut *self
-                            .hider
-                            .passed_over
-                            .lock()
-                            .unwrap_or_else(|e| e.into_inner()),
-                    );
-                    for u in passed {
-                        self.printer.note(&format!(
-                            "not using {}: it {}",
-                            quote(&u.path),
-                            u.reason
-                        ));
-                    }
-                    self.printer
-                        .note(&format!("hidden {} (entry {})", quote(display), h.id));
-                }
-                self.hidden.push(h);
-                true
-            }
-            Hide::Fallback(why) => {
-                self.printer.error_line(&format!(
-                    "{}: {why}; removing it now instead",
-                    quote(display)
-                ));
-                self.fallback.push(display.to_string_lossy().into_owned());
-                false
-            }
-            Hide::Refused(why) => {
-                self.fail(display.clone(), Reason::GraceRefused(why));
-                true
-            }
-            Hide::Failed(Reason::Os(Errno::NOENT)) if self.req.force => true,
-            Hide::Failed(reason) => {
-                self.fail(display.clone(), reason);
-                true
-            }
+            return ExitCode::SUCCESS;
         }
+        _ => {}
     }
-
-    /// Removes one single entry (a file, a symlink, an empty directory with `-d`) at once; a
-    /// large file gently.
-    fn remove_entry(
-        &mut self,
-        base: &Arc<OwnedFd>,
-        name: &CStr,
-        display: PathBuf,
-        is_dir: bool,
-        allocated: u64,
-        facts: &Facts,
-    ) {
-        let req = self.req;
-        let result = if req.engine.dry_run {
-            Ok(())
-        } else if is_dir {
-            unlinkat(&**base, name, AtFlags::REMOVEDIR).map_err(Reason::Os)
-        } else if gentle_candidate(req, facts) {
-            remove_gently(
-                req,
-                &self.hider,
-                base,
-                name,
-                &display,
-                facts,
-                &self.progress,
-            )
-            .map(|g| {
-                if let Some(l) = &g.outcome.left {
-                    self.left.push(left_of_file(req, &g, l));
-                }
-                self.gentle.push(g);
-            })
-        } else {
-            unlinkat(&**base, name, AtFlags::empty()).map_err(Reason::Os)
-        };
-        match result {
-            Ok(()) => {
-                let counter = if is_dir {
-                    &self.counters.dirs
-                } else {
-                    &self.counters.files
-                };
-                counter.fetch_add(1, Ordering::Relaxed);
-                self.counters.bytes.fetch_add(allocated, Ordering::Relaxed);
-                if req.verbose {
-                    self.printer.removed(&display, is_dir);
-                }
-            }
-            Err(Reason::Os(Errno::NOENT)) if req.force => {}
-            Err(reason) => self.fail(display, reason),
-        }
+    if o.paths.is_empty() && !force {
+        return usage("missing operand");
     }
-
-    /// An argument gone from its path: maybe a removal of it was interrupted (kill -9 during
-    /// its shrink) and waits in the trash; finish that instead of saying "No such file".
-    fn missing(&mut self, path: &Path) {
-        match resume_interrupted(self.req, path, &self.progress) {
-            Some(Ok(g)) => self.gentle.push(g),
-            Some(Err(reason)) => self.fail(path.to_path_buf(), reason),
-            None if self.req.force => {}
-            None => self.fail(path.to_path_buf(), Reason::Os(Errno::NOENT)),
-        }
+    if o.grace.is_some() && o.mode != Mode::Background {
+        return usage("--grace needs --background (entries wait in the trash that long)");
     }
-
-    /// Removes the trees with the parallel engine, set up by the file system's profile and
-    /// paced when asked or governed; large files in them are shrunk like named ones. The
-    /// progress line ends here (also without trees).
-    fn remove_trees(&mut self, trees: Vec<DirTarget>) -> Trees {
-        let req = self.req;
-        let shown = (!trees.is_empty()).then(|| {
-            trees
-                .iter()
-                .map(|t| quote(&t.display))
-                .collect::<Vec<_>>()
-                .join(", ")
-        });
-        let TreePlan {
-            mut engine,
-            profile,
-            paced,
-            idle,
-        } = plan_trees(req, &trees);
-        // Large files inside the trees are shrunk like named ones (when pacing is on).
-        let tree_files = (!req.pace.fast && !req.engine.dry_run)
-            .then(|| Arc::new(shrink::TreeFiles::new(req.pacing(), false)));
-        if let Some(tf) = &tree_files {
-            engine.large_files = Some(tf.clone());
-        }
-        let pace_dir = trees.first().map(|t| t.base.clone());
-        let done = AtomicBool::new(false);
-        let (counters, progress, printer) = (&self.counters, &self.progress, &self.printer);
-        let started = self.started;
-        let (outcome, pace) = std::thread::scope(|s| {
-            s.spawn(|| progress.tick_until(counters, started, &done));
-            let pacer = match (&engine.throttle, &pace_dir) {
-                (Some(throttle), Some(dir)) if paced => {
-                    let knobs = crate::engine::pace::tree::Knobs {
-                        throttle,
-                        gate: engine.gate.as_deref(),
-                        max_workers: engine.threads,
-                        rate: req.pace.pace_trees,
-                        idle: &idle,
-                    };
-                    let (pacing, done) = (req.pacing(), &done);
-                    Some(s.spawn(move || {
-                        crate::engine::pace::tree::run(&**dir, &pacing, &knobs, counters, done)
-                    }))
-                }
-                _ => None,
-            };
-            let outcome = if let Some(job) = crate::engine::spread::job() {
-                // Every rank, also without trees: the ranks agree on them first.
-                crate::engine::spread::remove_trees(job, trees, &engine, counters, printer)
-            } else if trees.is_empty() {
-                remove::Outcome::default()
-            } else if req.verbose {
-                // One argument after the other, so -v lists them in the order given.
-                let mut all = remove::Outcome::default();
-                for t in trees {
-                    let o = remove::remove_trees(vec![t], &engine, counters, printer);
-                    all.failures.extend(o.failures);
-                    all.skipped_mounts.extend(o.skipped_mounts);
-                }
-                all
-            } else {
-                remove::remove_trees(trees, &engine, counters, printer)
-            };
-            done.store(true, Ordering::Relaxed);
-            (outcome, pacer.and_then(|p| p.join().ok()))
-        });
-        self.failures.extend(outcome.failures);
-        for (path, outcome, took) in tree_files.map(|tf| tf.take()).unwrap_or_default() {
-            self.gentle.push(Gentle {
-                path: crate::sys::quote::PathField::new(path),
-                elapsed_s: took.as_secs_f64(),
-                outcome,
-            });
-        }
-        Trees {
-            shown,
-            skipped_mounts: outcome.skipped_mounts,
-            pace,
-            profile,
-            ranks: outcome.ranks,
-        }
+    let nofile = crate::sys::limits::raise_nofile();
+    super::catch_signals(true);
+    let req = request(o, job.is_some(), nofile);
+    let leads = crate::engine::spread::leads();
+    let live = leads && std::io::stderr().is_terminal();
+    let view = RmView::new(o.verbose, o.dry_run, o.json, live && !o.json);
+    let removal = crate::reaper::rm::run(&req, &view);
+    view.printer().flush();
+    // Under MPI, rank 0 reports for all.
+    if leads {
+        report(o, live, &removal, &view);
     }
-
-    /// `--durable`: one fsync per directory entries were removed from here.
-    fn sync_directories(&mut self) {
-        if !self.req.durable || self.req.engine.dry_run {
-            return;
-        }
-        for dir in std::mem::take(&mut self.touched) {
-            if let Err(e) = rustix::fs::fsync(&*dir) {
-                let shown = crate::sys::mounts::fd_path(&*dir).unwrap_or_default();
-                self.fail(shown, Reason::Os(e));
-            }
-        }
+    if let Some(sig) = removal.summary.interrupted {
+        view.printer()
+            .error_line(&crate::ui::report::interrupted(sig, &removal));
+        return super::stopped_by(sig);
     }
+    ExitCode::from(u8::from(!removal.failures.is_empty()))
+}
 
-    /// What was hidden goes on: a detached reaper frees it (`--background`), or it is freed
-    /// here before returning (`--wait`).
-    fn hand_over(&mut self) {
-        match self.req.mode {
-            Mode::Background => {
-                self.hider.start_reapers(&self.req.pace.to_args());
-                if crate::sys::interrupt::stopping() && self.not_started > 0 {
-                    self.left.push(format!(
-                        "hid {} of {} paths; the other {} are untouched",
-                        self.hidden.len(),
-                        self.req.paths.len(),
-                        self.not_started
-                    ));
-                    self.not_started = 0;
-                }
-            }
-            Mode::Wait if !self.hider.used.is_empty() => self.wait(),
-            _ => {}
-        }
-    }
-
-    /// `--wait`: frees the entries hidden by this run here, with their progress on the
-    /// terminal.
-    fn wait(&mut self) {
-        let req = self.req;
-        // A bar of its own: the tree phase's ended (finished and cleared) before this.
-        let progress = Progress::start(req.progress && !req.json);
-        let bar = progress.bar();
-        let on_progress = |line: &str| {
-            if let Some(bar) = &bar {
-                bar.set_message(line.to_string());
-                bar.tick();
-            }
-        };
-        let mut engine = req.engine.clone();
-        if !req.threads_given {
-            engine.threads = 0; // per file system, as for trees here
-        }
-        let reaped = self.hider.wait(&engine, &req.pace.to_args(), &on_progress);
-        if let Some(bar) = &bar {
-            bar.finish_and_clear();
-        }
-        if reaped.interrupted || (crate::sys::interrupt::stopping() && reaped.remaining > 0) {
-            self.left.push(format!(
-                "{} left in the trash; {}",
-                plural(reaped.remaining, "entry", "entries"),
-                reaper_note()
-            ));
-        }
-        self.counters
-            .files
-            .fetch_add(reaped.files, Ordering::Relaxed);
-        self.counters
-            .bytes
-            .fetch_add(reaped.bytes_freed, Ordering::Relaxed);
-        self.gentle.extend(reaped.gentle);
-        for e in reaped.errors {
-            self.fail(e.path.exact(), Reason::Freeing(e.error));
-        }
-    }
-
-    /// The summary: printed (unless the caller reports itself), and after a stop signal one
-    /// line on what was done and what was left.
-    fn report(mut self, trees: Trees) -> Summary {
-        let req = self.req;
-        self.printer.flush();
-        // Counting bytes per file costs a stat each; otherwise ask the file systems what they
-        // got back; it is never less than what reclaim knows exactly (directories' st_blocks,
-        // from the statx it does anyway, and the single entries it resolved).
-        let known = self.counters.bytes.load(Ordering::Relaxed);
-        let bytes_freed = if req.engine.dry_run || req.engine.stat_files {
-            known
-        } else {
-            known.max(
-                self.resolver
-                    .space_before
-                    .freed_since(&self.resolver.space_now()),
-            )
-        };
-        let summary = Summary::new(
-            &self.counters,
-            bytes_freed,
-            self.started.elapsed(),
-            &self.failures,
-            &trees.skipped_mounts,
-            req.engine.dry_run,
-            std::mem::take(&mut self.gentle),
+/// `-i`: one entry at a time, with GNU's prompts and order.
+fn one_at_a_time(o: &Options, hiding: bool) -> ExitCode {
+    if hiding || o.json || o.dry_run {
+        return usage(
+            "-i asks about each entry in turn; it does not combine with --background, --wait, --json or --dry-run",
         );
-        let summary = Summary {
-            pace: trees.pace,
-            hidden: std::mem::take(&mut self.hidden),
-            fallback: std::mem::take(&mut self.fallback),
-            interrupted: crate::sys::interrupt::requested(),
-            profile: trees.profile,
-            ranks: trees.ranks,
-            ..summary
-        };
-        if req.print_summary {
-            print_summary(req, &summary, &self.printer, &self.failures);
-        }
-        if let Some(sig) = summary.interrupted {
-            if self.not_started > 0 {
-                self.left.push(format!(
-                    "{} not started",
-                    plural(self.not_started as u64, "argument", "arguments")
-                ));
-            }
-            if self.left.is_empty() {
-                self.left.push("everything asked for was done".into());
-            }
-            self.printer.error_line(&format!(
-                "interrupted by {}: removed {} and {}; {}",
-                crate::sys::interrupt::name(sig),
-                plural(summary.files, "file", "files"),
-                plural(summary.dirs, "directory", "directories"),
-                self.left.join("; ")
-            ));
-        }
-        summary
     }
-
-    fn fail(&mut self, path: PathBuf, reason: Reason) {
-        let f = Failure { path, reason };
-        self.printer.failed(&f);
-        self.failures.push(f);
-    }
-}
-
-/// How the trees are removed.
-struct TreePlan {
-    engine: Options,
-    /// The profile of the first tree's file system: it decides the defaults.
-    profile: Option<Profile>,
-    /// A governor paces the trees.
-    paced: bool,
-    /// Probe latencies taken before the removal started (see `confirm_rotational`): the
-    /// governor's baseline when there are some.
-    idle: Vec<Duration>,
-}
-
-/// The engine's options for `trees`, the profile of the first tree's file system and whether
-/// (and from what baseline) the trees are paced.
-fn plan_trees(req: &Request, trees: &[DirTarget]) -> TreePlan {
-    let mut engine = req.engine.clone();
-    let mut profile = trees.first().map(|t| match req.profile {
-        Some(class) => Profile::named(class, &*t.base),
-        None => Profile::detect(&*t.base),
-    });
-    if let Some(p) = &profile {
-        engine.apply(p, req.threads_given);
-    }
-    if let Some(on) = req.small_dir_stats {
-        engine.stat_small_dirs = on;
-    }
-    if let Some(n) = req.batch_threads {
-        engine.batch_threads = n.min(engine.threads).max(1);
-    }
-    let idle = match (profile.as_mut(), trees.first()) {
-        (Some(p), Some(first)) => confirm_rotational(req, p, first),
-        _ => Vec::new(),
+    let gnu = super::gnu::args::Options {
+        prompting: o.prompting,
+        one_file_system: !o.cross_mounts,
+        remove_empty_dirs: o.dir,
+        recursive: o.recursive,
+        preserve_all_root: o.preserve_all_root,
+        verbose: o.verbose,
+        operands: o.paths.clone(),
+        ..Default::default()
     };
-    // Trees are governed when asked (`--max-latency`) or by the profile's default (rotational
-    // disks, network file systems): a governor thread halves the active workers when the
-    // probe sees other I/O hurt, then holds the unlink rate (which `--iops` caps).
-    let governed = profile.as_ref().is_some_and(|p| p.governed);
-    let paced = (req.pace.pace_trees || governed)
-        && !trees.is_empty()
-        && !req.engine.dry_run
-        && !req.pace.fast;
-    if paced || (req.pace.iops.is_some() && !trees.is_empty()) {
-        engine.throttle = Some(Arc::new(Throttle::new(req.pace.iops)));
+    if gnu.operands.is_empty() {
+        return usage("missing operand");
     }
-    if paced {
-        // A rotational disk starts with one worker and earns more after good windows: the
-        // four that ext4's profile allows hurt a busy HDD before the first miss was seen
-        // (bench/RESULTS.md, 2026-11-23).
-        let start = if profile
-            .as_ref()
-            .is_some_and(|p| p.class == Class::Rotational)
-        {
-            1
-        } else {
-            engine.threads
-        };
-        engine.gate = Some(Arc::new(crate::engine::walk::Gate::new(start)));
+    super::catch_signals(true);
+    super::gnu::remove("reclaim", &gnu)
+}
+
+/// The removal asked for: the engine's options (workers, fds, batches) and the rest.
+fn request(o: &Options, mpi: bool, nofile: u64) -> Request {
+    let mut engine = remove::Options {
+        cross_mounts: o.cross_mounts,
+        dry_run: o.dry_run,
+        stat_files: o.stat_files,
+        fd_budget: o.fd_budget,
+        ..remove::Options::default()
+    };
+    if let Some(n) = o.batch_size {
+        engine.batch = n as usize;
+    } else if mpi {
+        // Smaller pieces of one big directory, so that every rank gets some.
+        engine.batch = 128;
     }
-    TreePlan {
+    if let Some(t) = o.threads {
+        engine.threads = t.into();
+        engine.batch_threads = engine.batch_threads.min(engine.threads);
+    }
+    engine.fd_budget = crate::sys::limits::fd_budget(engine.fd_budget, nofile, engine.threads);
+    Request {
+        paths: o.paths.iter().map(Into::into).collect(),
+        recursive: o.recursive,
+        force: o.prompting.ignore_missing,
+        dir: o.dir,
+        verbose: o.verbose,
+        threads_given: o.threads.is_some(),
+        pace: o.pace.clone(),
+        pace_trace: o.pace_trace.clone(),
+        mode: o.mode,
+        grace: o.grace,
+        durable: o.durable,
+        known_sizes: Default::default(),
+        profile: o.profile,
+        small_dir_stats: o.small_dir_stats,
+        batch_threads: o.batch_threads,
+        preserve_all_root: o.preserve_all_root,
         engine,
-        profile,
-        paced,
-        idle,
     }
-}
-
-/// A disk that only says it is rotational (virtio, loop devices do) is governed by default
-/// only if, idle, it answers like one: measured before the removal starts (in `first`).
-/// Returns the probe latencies measured (then the governor's baseline), if any.
-fn confirm_rotational(req: &Request, p: &mut Profile, first: &DirTarget) -> Vec<Duration> {
-    let applies = p.governed
-        && p.class == Class::Rotational
-        && p.source == "detected"
-        && !req.pace.pace_trees
-        && !req.engine.dry_run
-        && !req.pace.fast;
-    if !applies {
-        return Vec::new();
-    }
-    let idle = crate::engine::pace::tree::idle_samples(&*first.base);
-    let p50 =
-        crate::engine::pace::pacer::percentile(&crate::engine::pace::pacer::sorted(&idle), 50.0);
-    if p50.map_or(true, |d| d < crate::engine::profile::SLOW_DISK_P50) {
-        p.governed = false;
-        p.note = Some(match p50 {
-            Some(d) => format!(
-                "says rotational but answers like an SSD (idle p50 {:.2} ms): not governed",
-                d.as_secs_f64() * 1e3
-            ),
-            None => "says rotational; no latency probe here: not governed".into(),
-        });
-    } else if let Some(d) = p50 {
-        p.note = Some(format!(
-            "a slow disk (idle p50 {:.2} ms): governed, starting with one worker",
-            d.as_secs_f64() * 1e3
-        ));
-    }
-    idle
-}
-
-/// How what is left in a trash gets freed, for the line after a stop signal.
-fn reaper_note() -> String {
-    if std::env::var_os(crate::reaper::spawn::NO_SPAWN_ENV).is_some_and(|v| v == "1") {
-        "`reclaim reap` frees it (`reclaim status` lists it)".into()
-    } else {
-        "a reaper frees it in the background (`reclaim status`)".into()
-    }
-}
-
-/// What a stop signal left of one large file, in words; starts the reaper for it if it is in
-/// the trash.
-fn left_of_file(req: &Request, g: &Gentle, l: &shrink::Left) -> String {
-    match (&l.trash, &l.entry) {
-        (Some(trash), Some(id)) => {
-            if let Ok(t) = crate::trash::Trash::open_path(Path::new(trash)) {
-                crate::reaper::background::start_reaper(&t, &req.pace.to_args());
-            }
-            format!(
-                "{} is in the trash with {} left (entry {id}); {}",
-                g.path,
-                crate::sys::format::bytes(l.bytes),
-                reaper_note()
-            )
-        }
-        _ => format!(
-            "{} is left partly freed as {} ({}): `reclaim rm` of that name finishes it",
-            g.path,
-            l.hidden
-                .as_ref()
-                .map_or_else(|| "a hidden name".into(), |h| h.to_string()),
-            crate::sys::format::bytes(l.bytes)
-        ),
-    }
-}
-
-/// For a path that is gone: the newest entry of this user's trashes recorded from it that a
-/// reaper claimed and nobody holds (a removal interrupted by `kill -9`), finished here, paced
-/// as it was asked. `None` if there is none.
-fn resume_interrupted(
-    req: &Request,
-    path: &Path,
-    progress: &Progress,
-) -> Option<Result<Gentle, Reason>> {
-    if req.engine.dry_run {
-        return None;
-    }
-    let wanted = crate::trash::restore::absolute(path)?;
-    let me = crate::trash::uid();
-    let trashes = crate::trash::discover(me).trashes;
-    let (t, id) = trashes.iter().find_map(|t| {
-        t.entries().into_iter().rev().find_map(|name| {
-            let entry = crate::sys::dirfd::open_dir_at(&t.dir, &name).ok()?;
-            let m = crate::trash::meta::Meta::read(&entry, t.uid).ok()??;
-            let claimed = crate::sys::dirfd::lstat_at(&entry, crate::trash::REAPING).is_ok();
-            let free = crate::sys::locks::try_exclusive(&entry).ok()?;
-            (claimed && free && m.uid == me && m.original_path() == wanted)
-                .then(|| (t, name.to_string_lossy().into_owned()))
-        })
-    })?;
-    eprintln!(
-        "reclaim: {}: finishing its interrupted removal (entry {id} in {})",
-        quote(path),
-        quote(&t.path)
-    );
-    let started = Instant::now();
-    let bar = progress.bar();
-    let on_progress = |line: &str| {
-        if let Some(bar) = &bar {
-            bar.set_message(line.to_string());
-            bar.tick();
-        }
-    };
-    let opts = crate::reaper::ReapOptions {
-        until: crate::reaper::Until::Empty,
-        locked: crate::reaper::Locked::Skip,
-        pacing: None,
-        engine: req.engine.clone(),
-        only: Some(vec![id]),
-        log: crate::sys::logging::Sink::quiet(),
-        retry_failed: true,
-    };
-    let sum = crate::reaper::run(std::slice::from_ref(t), &opts, &on_progress);
-    if let Some(e) = sum.errors.first() {
-        return Some(Err(Reason::Freeing(e.to_string())));
-    }
-    let mut outcome = sum
-        .gentle
-        .into_iter()
-        .next()
-        .map(|g| g.outcome)
-        .unwrap_or_default();
-    outcome.resumed = true;
-    outcome.allocated = outcome.allocated.max(sum.bytes_freed);
-    Some(Ok(Gentle {
-        path: crate::sys::quote::PathField::new(path),
-        elapsed_s: started.elapsed().as_secs_f64(),
-        outcome,
-    }))
 }
 
 /// The closing report: the JSON object, or a paragraph on stderr (on a terminal, with -v or
 /// for a dry run), and on a terminal the recap of failures when there were several.
-fn print_summary(req: &Request, summary: &Summary, printer: &Printer, failures: &[Failure]) {
-    if req.json {
+fn report(o: &Options, live: bool, r: &Removal, view: &RmView) {
+    let summary = &r.summary;
+    if o.json {
         println!(
             "{}",
             serde_json::to_string(summary).expect("summary serializes")
         );
-    } else if req.mode == Mode::Background && !summary.hidden.is_empty() {
-        if req.progress || req.verbose {
-            eprintln!("{}", summary.human_hidden());
+    } else if o.mode == Mode::Background && !summary.hidden.is_empty() {
+        if live || o.verbose {
+            eprintln!("{}", crate::ui::report::hidden(summary));
         }
-    } else if req.progress || req.verbose || req.engine.dry_run {
+    } else if live || o.verbose || o.dry_run {
         // Off a terminal (cron, scripts) nothing but the errors, as GNU rm.
-        eprintln!("{}", summary.human());
+        eprintln!("{}", crate::ui::report::summary(summary));
     }
     // Recap on a terminal, where the lines may have scrolled away (never in scripts' output:
     // each failure was said once already).
-    if failures.len() > 1 && req.progress && !req.json {
-        printer.error_line(&format!("{} paths could not be removed:", failures.len()));
-        for f in failures {
+    if r.failures.len() > 1 && live && !o.json {
+        view.printer()
+            .error_line(&format!("{} paths could not be removed:", r.failures.len()));
+        for f in &r.failures {
             eprintln!("  {f}");
         }
-    }
-}
-
-/// A directory entry: its parent directory's identity and its name.
-type EntryKey = (Option<crate::sys::dirfd::Ident>, std::ffi::CString);
-
-/// What identifies a resolved argument's directory entry: its parent directory and name.
-fn entry_key(t: &Target) -> EntryKey {
-    let (base, name) = match t {
-        Target::Tree(d) => (&d.base, &d.name),
-        Target::Entry { base, name, .. } => (base, name),
-    };
-    (
-        crate::sys::dirfd::fstat(&**base).ok().map(|f| f.ident),
-        name.clone(),
-    )
-}
-
-/// A regular file big enough that freeing it may hurt others, and pacing is on.
-fn gentle_candidate(req: &Request, facts: &Facts) -> bool {
-    !req.pace.fast
-        && facts.file_type == rustix::fs::FileType::RegularFile
-        && facts.allocated >= shrink::GENTLE_MIN_BYTES
-}
-
-/// Frees one large file with the shrinker, showing its progress on the terminal. It waits in
-/// the user's trash on its file system while it is shrunk (a stop signal or a crash leaves the
-/// rest there, for a reaper), or under a hidden name in its directory where there is none.
-fn remove_gently(
-    req: &Request,
-    hider: &Hider,
-    base: &OwnedFd,
-    name: &CStr,
-    display: &Path,
-    facts: &Facts,
-    progress: &Progress,
-) -> Result<Gentle, Reason> {
-    let started = Instant::now();
-    let bar = progress.bar();
-    let shown = quote(display);
-    let on_progress = |freed: u64, total: u64, pacer: Option<&crate::engine::pace::Pacer>| {
-        let Some(bar) = &bar else { return };
-        let secs = started.elapsed().as_secs_f64().max(1e-3);
-        let rate = freed as f64 / secs;
-        let eta = crate::sys::format::eta((rate > 0.0).then(|| (total - freed) as f64 / rate));
-        let lat = pacer
-            .and_then(|p| p.last_latency())
-            .map(|d| format!(", other I/O {:.1} ms", d.as_secs_f64() * 1e3))
-            .unwrap_or_default();
-        bar.set_message(format!(
-            "freeing {shown}: {} of {}, {}{lat}, {eta}",
-            crate::sys::format::bytes(freed),
-            crate::sys::format::bytes(total),
-            crate::sys::format::rate(rate),
-        ));
-        bar.tick();
-    };
-    let original = crate::trash::hide::absolute(base, name);
-    // The trash is found (and made, if need be) only if the file is shrunk at all.
-    let locate = || hider.trash_for(base).ok();
-    let opts = HideOptions {
-        grace: None,
-        known: Some((facts.allocated, 1)),
-        durable: req.durable,
-        pacing: req.pace.clone(),
-    };
-    let hiding = match &original {
-        Some(o) if crate::trash::hide::unsuitable(o, facts, facts.mnt_id).is_none() => {
-            shrink::Hiding::Trash {
-                locate: &locate,
-                original: o,
-                opts: &opts,
-            }
-        }
-        _ => shrink::Hiding::Renamed { finish: true },
-    };
-    let outcome = shrink::remove_file(base, name, facts, &req.pacing(), &hiding, &on_progress)?;
-    if let Some(bar) = &bar {
-        bar.set_message(String::new());
-    }
-    Ok(Gentle {
-        path: crate::sys::quote::PathField::new(display),
-        elapsed_s: started.elapsed().as_secs_f64(),
-        outcome,
-    })
-}
-
-/// Remembers a directory to fsync at the end (once, however many entries left it).
-fn touch(dirs: &mut Vec<Arc<OwnedFd>>, dir: &Arc<OwnedFd>) {
-    if !dirs.iter().any(|d| Arc::ptr_eq(d, dir)) {
-        dirs.push(dir.clone());
     }
 }

@@ -2,6 +2,7 @@
 //! pacing, file system profiles, scale-out under MPI, scan's walk and tallies, retention plans.
 //! Reports through sinks and returns results; never prints, never sees clap.
 
+pub mod glob;
 pub mod pace;
 pub mod profile;
 pub mod prune;

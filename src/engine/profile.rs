@@ -77,15 +77,6 @@ pub struct Profile {
 /// and 2 ms, 1.1-1.5x faster than 32; on a real NFS server 64 and 32 were equal).
 pub const NETWORK_WORKERS: usize = 64;
 
-/// Idle probe latency (the median of a few synchronous writes) from which a disk that says it
-/// is rotational is governed by default: a 7200 rpm disk's synchronous write takes a rotation
-/// or more, every time; a virtual or solid-state disk that calls itself rotational (virtio
-/// does) answers far below this. The median, not the p90: right after a `sync` of a freshly
-/// written tree, one or two writes of a fast disk wait on writeback, and a p90 of 3 ms made
-/// this VM's disk look slow, so a 100,000-file tree started with one worker and took 2.4x as
-/// long (bench --quick, 2026-11-23).
-pub const SLOW_DISK_P50: std::time::Duration = std::time::Duration::from_millis(3);
-
 /// `statfs` magic numbers (linux/magic.h and the file systems' own headers).
 mod magic {
     pub const EXT: u64 = 0xEF53;
@@ -175,7 +166,7 @@ impl Profile {
     }
 
     fn of(class: Class, fs_type: String, ext: bool, source: &'static str) -> Profile {
-        let cpus = crate::engine::remove::cpus();
+        let cpus = cpus();
         // ext2/3/4 gain from a second worker per CPU (it overlaps cold directory and
         // inode-table reads); xfs loses (its per-allocation-group locks contend): RESULTS.md.
         let local = if ext { 2 * cpus } else { cpus };
@@ -200,36 +191,6 @@ impl Profile {
             source,
             note: None,
         }
-    }
-
-    /// One line for `-v` and the summary.
-    pub fn human(&self) -> String {
-        format!(
-            "{} ({}{}): {} workers, {} per directory{}{}",
-            self.class.name(),
-            if self.fs_type.is_empty() {
-                "?"
-            } else {
-                &self.fs_type
-            },
-            if self.source == "detected" {
-                ""
-            } else {
-                ", from --profile"
-            },
-            self.workers,
-            self.batch_threads,
-            if self.governed { ", governed" } else { "" },
-            if self.stat_small_dirs {
-                ""
-            } else {
-                ", small directories not stated"
-            }
-        ) + &self
-            .note
-            .as_ref()
-            .map(|n| format!("; {n}"))
-            .unwrap_or_default()
     }
 }
 
@@ -270,6 +231,11 @@ fn rotational(dev: u64) -> bool {
     })
 }
 
+/// CPUs this process may run on.
+pub fn cpus() -> usize {
+    std::thread::available_parallelism().map_or(2, |n| n.get())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -296,7 +262,7 @@ mod tests {
         assert_eq!(p.batch_threads, 1);
         assert!(p.stat_small_dirs && p.governed);
         let p = Profile::of(Class::LocalSsd, "ext4".into(), true, "detected");
-        assert_eq!(p.workers, 2 * crate::engine::remove::cpus());
+        assert_eq!(p.workers, 2 * cpus());
         assert!(p.stat_small_dirs && !p.governed);
         assert_eq!(Class::parse("network"), Some(Class::Network));
         assert_eq!(Class::parse("floppy"), None);

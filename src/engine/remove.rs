@@ -14,6 +14,7 @@ use std::sync::{Arc, Mutex};
 use rustix::fs::{unlinkat, AtFlags, FileType};
 use rustix::io::Errno;
 
+use crate::engine::shrink::Found;
 use crate::engine::walk::{self, Lost, Names, Next, Node, NotOpened, Root, Visitor, Walk};
 use crate::sys::dirfd::{self, Ident};
 use crate::sys::error::{Failure, Reason};
@@ -40,7 +41,7 @@ pub struct Options {
     pub throttle: Option<std::sync::Arc<crate::engine::pace::throttle::Throttle>>,
     /// Who frees the large regular files met in small directories (the shrinker, paced);
     /// `None`: everything is unlinked.
-    pub large_files: Option<Arc<dyn LargeFiles>>,
+    pub large_files: Option<Arc<crate::engine::shrink::TreeFiles>>,
     /// `lstat` the entries of small directories to meet large files (off where a stat is a
     /// round trip: network file systems).
     pub stat_small_dirs: bool,
@@ -62,23 +63,11 @@ pub struct Options {
 /// stated: a stat per file cost up to 2.2x (bench/RESULTS.md).
 pub const LARGE_FILE_DIR_MAX: usize = 64;
 
-/// Frees one large regular file found in a tree, in place of its unlink.
-pub trait LargeFiles: Send + Sync + std::fmt::Debug {
-    /// Removes `name` in `dir` (`facts` from its `lstat`; `path` for messages).
-    fn remove(
-        &self,
-        dir: &OwnedFd,
-        name: &CStr,
-        facts: &dirfd::Facts,
-        path: &std::path::Path,
-    ) -> Result<(), Reason>;
-}
-
 impl Default for Options {
     fn default() -> Self {
         Options {
-            threads: 2 * cpus(),
-            batch_threads: cpus(),
+            threads: 2 * crate::engine::profile::cpus(),
+            batch_threads: crate::engine::profile::cpus(),
             cross_mounts: false,
             dry_run: false,
             fd_budget: 256,
@@ -114,11 +103,6 @@ impl Options {
 /// Threads looking names up ahead of the unlinks of one batch (`Options::look_ahead`).
 const LOOK_AHEAD_THREADS: usize = 8;
 
-/// CPUs this process may run on.
-pub fn cpus() -> usize {
-    std::thread::available_parallelism().map_or(2, |n| n.get())
-}
-
 /// Running totals, readable while the engine works (for a progress line).
 #[derive(Debug, Default)]
 pub struct Counters {
@@ -126,6 +110,13 @@ pub struct Counters {
     pub dirs: AtomicU64,
     pub bytes: AtomicU64,
     pub errors: AtomicU64,
+}
+
+impl Counters {
+    /// Files and directories removed so far.
+    pub fn entries(&self) -> u64 {
+        self.files.load(Ordering::Relaxed) + self.dirs.load(Ordering::Relaxed)
+    }
 }
 
 /// What happened to each entry, for `-v` and for the final report.
@@ -138,6 +129,9 @@ pub trait Sink: Sync {
     fn removed(&self, _path: &std::path::Path, _dir: bool) {}
     /// A path failed; called once per failure, as it happens.
     fn failed(&self, _failure: &Failure) {}
+    /// Something the removal went on without that the user should hear of (under MPI: a
+    /// message of another rank that could not be read).
+    fn warning(&self, _what: &dyn std::fmt::Display) {}
 }
 
 /// A sink that wants nothing (the caller reports from the counters and the outcome).
@@ -182,14 +176,7 @@ pub struct DirTarget {
 pub struct Outcome {
     pub failures: Vec<Failure>,
     pub skipped_mounts: Vec<PathBuf>,
-    /// Under MPI, on rank 0: what each rank did.
-    pub ranks: Vec<crate::engine::spread::Rank>,
 }
-
-/// Directories with at least this many entries are unlinked in inode order (as GNU fts does):
-/// neighbouring inodes share inode-table blocks, so a cold cache reads each block once.
-/// Hash order was 1.4-2x slower on ext4 (bench/RESULTS.md).
-const SORT_MIN: usize = 10_000;
 
 /// Removes every target tree, in parallel, and returns the failures.
 pub fn remove_trees(
@@ -245,7 +232,7 @@ fn walk_options(opts: &Options) -> walk::Options {
         threads: opts.threads.max(1),
         batch_threads: opts.batch_threads,
         batch: opts.batch,
-        sort_min: SORT_MIN,
+        sort_min: walk::BIG_DIR,
         fd_budget: opts.fd_budget.max(2),
         cross_mounts: opts.cross_mounts,
         gate: opts.gate.clone(),
@@ -296,7 +283,7 @@ impl<'a> Remover<'a> {
     /// unlinked as usual.
     fn remove_maybe_large(
         &self,
-        large: &dyn LargeFiles,
+        large: &crate::engine::shrink::TreeFiles,
         dir: &OwnedFd,
         name: &CStr,
         node: &RNode,
@@ -307,10 +294,7 @@ impl<'a> Remover<'a> {
             Err(Errno::NOENT) => return UnlinkResult::Done,
             Err(_) => return self.unlink_one(dir, name, || node.child_path(name)),
         };
-        if facts.file_type != FileType::RegularFile
-            || facts.nlink != 1
-            || facts.allocated < crate::engine::shrink::GENTLE_MIN_BYTES
-        {
+        if !crate::engine::shrink::candidate(&facts, Found::InTree) {
             return self.unlink_one(dir, name, || node.child_path(name));
         }
         let path = node.child_path(name);
@@ -475,7 +459,7 @@ impl Visitor for Remover<'_> {
         let mut dirs = Vec::new();
         for name in names.iter() {
             let result = match (&self.opts.large_files, few) {
-                (Some(large), true) => self.remove_maybe_large(&**large, fd, name, node),
+                (Some(large), true) => self.remove_maybe_large(large, fd, name, node),
                 _ => self.unlink_one(fd, name, || node.child_path(name)),
             };
             match result {

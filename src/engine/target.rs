@@ -94,9 +94,7 @@ impl Resolver {
             Err(e) => return Err(Rejection::Refused(Reason::Os(e))),
         };
         // As GNU rm shows it: `a///` is `a/`, so its entries are `a/x`.
-        let display = PathBuf::from(OsStr::from_bytes(crate::cmd::gnu::walk::trim_slashes(
-            bytes,
-        )));
+        let display = PathBuf::from(OsStr::from_bytes(trim_slashes(bytes)));
         if self.preserve_all_root
             && facts.file_type == FileType::Directory
             && dirfd::fstat(&*base).is_ok_and(|p| p.ident.dev != facts.ident.dev)
@@ -183,9 +181,28 @@ fn trim_trailing_slashes(mut b: &[u8]) -> &[u8] {
     b
 }
 
+/// fts' root name: two or more trailing slashes become one; `///` becomes `/`, `//` stays.
+pub fn trim_slashes(arg: &[u8]) -> &[u8] {
+    let mut len = arg.len();
+    if len > 2 && arg[len - 1] == b'/' {
+        while len > 1 && arg[len - 2] == b'/' {
+            len -= 1;
+        }
+    }
+    &arg[..len]
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn root_names_lose_extra_slashes_as_in_fts() {
+        assert_eq!(trim_slashes(b"a///"), b"a/");
+        assert_eq!(trim_slashes(b"a/"), b"a/");
+        assert_eq!(trim_slashes(b"//"), b"//");
+        assert_eq!(trim_slashes(b"///"), b"/");
+    }
 
     fn refused(r: Result<Target, Rejection>) -> Option<Reason> {
         match r {

@@ -124,11 +124,7 @@ pub fn create(root: &Path, spec: &Spec, threads: usize) -> io::Result<()> {
                         let Some((dir, start, end)) = chunks.get(i) else {
                             return Ok(());
                         };
-                        let dirfd = rustix::fs::open(
-                            root.join(dir),
-                            OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC,
-                            Mode::empty(),
-                        )?;
+                        let dirfd = crate::sys::dirfd::open_dir_path(&root.join(dir))?;
                         for j in *start..*end {
                             let fd = openat(
                                 &dirfd,
@@ -153,20 +149,11 @@ pub fn create(root: &Path, spec: &Spec, threads: usize) -> io::Result<()> {
 /// Creates a directory chain `depth` levels deep below `root` (names `d`), using dirfds so
 /// the total path may exceed PATH_MAX. Puts one file in every `file_every`-th level.
 pub fn create_deep_chain(root: &Path, depth: usize, file_every: usize) -> io::Result<()> {
-    let mut fd = rustix::fs::open(
-        root,
-        OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC,
-        Mode::empty(),
-    )?;
+    let mut fd = crate::sys::dirfd::open_dir_path(root)?;
     let name = CString::new("d").expect("static name");
     for level in 0..depth {
         mkdirat(&fd, name.as_c_str(), Mode::from_raw_mode(0o755))?;
-        let child = openat(
-            &fd,
-            name.as_c_str(),
-            OFlags::RDONLY | OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::CLOEXEC,
-            Mode::empty(),
-        )?;
+        let child = crate::sys::dirfd::open_dir_at(&fd, name.as_c_str())?;
         if file_every > 0 && level % file_every == 0 {
             openat(
                 &child,

@@ -211,7 +211,7 @@ impl Hider {
                 }
                 if locked {
                     // Another reaper has the trash; it frees our entries too (oldest first).
-                    on_progress("waiting for the running reaper, which frees these entries too");
+                    on_progress(&reaper::Progress::OthersFree);
                 }
                 if idle {
                     // Locked by another reaper, or an entry busy for a moment (a restore).
@@ -258,7 +258,7 @@ fn start_reapers<'t>(
     trashes: impl Iterator<Item = &'t Trash>,
     reaper_args: &[OsString],
 ) -> Vec<u32> {
-    if std::env::var_os(spawn::NO_SPAWN_ENV).is_some_and(|v| v == "1") {
+    if !spawn::enabled() {
         return Vec::new();
     }
     // A running reaper lists the trash again before it leaves, so it sees our entries.

@@ -7,9 +7,9 @@ use std::os::fd::OwnedFd;
 
 use serde::{Deserialize, Serialize};
 
+use crate::sys::error::ErrorEntry;
 use crate::sys::error::Failure;
 use crate::trash::{safefile, FAILED};
-use crate::ui::report::ErrorEntry;
 
 /// How many failed paths an entry's record keeps (the count of the rest is kept too).
 const KEEP: usize = 20;

@@ -12,8 +12,10 @@
 
 pub mod background;
 pub mod failure;
+pub mod rm;
 pub mod spawn;
 pub mod state;
+pub mod status;
 pub mod watch;
 
 use std::ffi::{CStr, CString, OsString};
@@ -27,21 +29,21 @@ use rustix::fs::{fsync, unlinkat, AtFlags, FileType};
 use rustix::io::Errno;
 use serde::{Deserialize, Serialize};
 
-use crate::cli::args::ReapArgs;
 use crate::engine::pace::throttle::Throttle;
-use crate::engine::pace::EntryPacing;
 use crate::engine::remove::{self, Counters, DirTarget};
 use crate::engine::shrink;
 use crate::sys::dirfd;
+use crate::sys::error::ErrorEntry;
 use crate::sys::error::{Failure, Reason};
+use crate::sys::format::now_unix;
 use crate::sys::format::{self, plural};
 use crate::sys::interrupt;
 use crate::sys::locks;
 use crate::sys::logging::{Dest, Priority, Record, Sink};
 use crate::sys::quote::quote;
-use crate::trash::meta::{now_unix, Meta};
+use crate::trash::meta::EntryPacing;
+use crate::trash::meta::Meta;
 use crate::trash::{self, safefile, Trash, DATA, LOCK, LOG, REAPING};
-use crate::ui::report::ErrorEntry;
 use failure::FailedRecord;
 use state::StateFile;
 
@@ -104,7 +106,7 @@ pub struct ReapSummary {
     pub skipped_locked: Vec<String>,
     /// Large files shrunk in steps (resumed ones say so).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub gentle: Vec<crate::ui::report::Gentle>,
+    pub gentle: Vec<crate::engine::shrink::Gentle>,
     /// When the earliest grace window of what is left ends.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub next_grace_unix: Option<f64>,
@@ -123,9 +125,33 @@ pub struct ReapSummary {
     pub error: Option<String>,
 }
 
-/// Progress callback for `--wait`: (original path, bytes freed so far, bytes to free).
-/// Shows one progress line (already worded: `report::freeing`, `report::freeing_tree`).
-pub type OnProgress<'a> = &'a (dyn Fn(&str) + Sync);
+/// What a reaper run tells its caller while it works (the command words and shows it).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum Progress<'a> {
+    /// Freeing an entry (`what`, its original path): `freed` bytes and `files` so far, against
+    /// its recorded size and file count when known (0: not known; a tree is measured only by
+    /// `status --count` or `prune`), `secs` since it started.
+    Freeing {
+        what: &'a str,
+        freed: u64,
+        total: u64,
+        files: u64,
+        total_files: u64,
+        secs: f64,
+    },
+    /// Waiting for reaper `pid` to finish with `trash`; in one's own trash (read from its
+    /// `reaper.json`) what that reaper frees: the entry, bytes freed so far, bytes per second.
+    WaitingFor {
+        trash: &'a Path,
+        pid: u32,
+        freeing: Option<(&'a str, u64, f64)>,
+    },
+    /// Another reaper holds the trash; it frees the entries waited for too (`rm --wait`).
+    OthersFree,
+}
+
+/// Where a reaper run's `Progress` goes.
+pub type OnProgress<'a> = &'a (dyn Fn(&Progress<'_>) + Sync);
 
 /// Holds a trash's lock while alive.
 pub struct TrashLock(#[allow(dead_code)] OwnedFd);
@@ -272,14 +298,14 @@ fn reap_trash(
                 if let Some(e) = st.entry.as_ref().filter(|_| st.entry_tree) {
                     // Against the entry's recorded size when known (0: unknown; a tree is
                     // measured only by `status --count` or `prune`).
-                    on_progress(&crate::ui::report::freeing_tree(
-                        e,
-                        st.freed_bytes.saturating_sub(st.entry_freed_base),
-                        st.entry_bytes.unwrap_or(0),
-                        st.files.saturating_sub(st.entry_files_base),
-                        st.entry_files.unwrap_or(0),
-                        now_unix() - st.entry_started_unix,
-                    ));
+                    on_progress(&Progress::Freeing {
+                        what: e,
+                        freed: st.freed_bytes.saturating_sub(st.entry_freed_base),
+                        total: st.entry_bytes.unwrap_or(0),
+                        files: st.files.saturating_sub(st.entry_files_base),
+                        total_files: st.entry_files.unwrap_or(0),
+                        secs: now_unix() - st.entry_started_unix,
+                    });
                 }
                 // In slices, so a short run does not wait for a whole tick to end.
                 for _ in 0..10 {
@@ -749,14 +775,14 @@ fn free_reaping(
         FileType::RegularFile => {
             let t = std::time::Instant::now();
             let cb = |freed: u64, total: u64, _: Option<&crate::engine::pace::Pacer>| {
-                on_progress(&crate::ui::report::freeing_tree(
-                    &shown_text,
+                on_progress(&Progress::Freeing {
+                    what: &shown_text,
                     freed,
                     total,
-                    0,
-                    0,
-                    t.elapsed().as_secs_f64(),
-                ))
+                    files: 0,
+                    total_files: 0,
+                    secs: t.elapsed().as_secs_f64(),
+                })
             };
             let o = shrink::remove_file(
                 entry,
@@ -772,7 +798,7 @@ fn free_reaping(
                     counters.files.fetch_add(1, Ordering::Relaxed);
                     sum.bytes_freed += o.allocated;
                     if o.steps > 0 {
-                        sum.gentle.push(crate::ui::report::Gentle {
+                        sum.gentle.push(crate::engine::shrink::Gentle {
                             path: crate::sys::quote::PathField::new(shown),
                             elapsed_s: t.elapsed().as_secs_f64(),
                             outcome: o,
@@ -854,7 +880,7 @@ fn free_tree(
     pacing: &EntryPacing,
     engine: &remove::Options,
     counters: &Counters,
-    gentle: &mut Vec<crate::ui::report::Gentle>,
+    gentle: &mut Vec<crate::engine::shrink::Gentle>,
 ) -> Result<bool, Vec<Failure>> {
     let mut engine = engine.clone();
     // As `reclaim rm -r` does on this file system: its profile's workers (unless given) and
@@ -870,7 +896,7 @@ fn free_tree(
     let slow_enough = profile.class != crate::engine::profile::Class::Rotational
         || pacing.pace_trees
         || crate::engine::pace::pacer::percentile(&crate::engine::pace::pacer::sorted(&idle), 50.0)
-            .is_some_and(|d| d >= crate::engine::profile::SLOW_DISK_P50);
+            .is_some_and(|d| d >= crate::engine::pace::tree::SLOW_DISK_P50);
     let paced = (pacing.pace_trees || (profile.governed && slow_enough)) && !pacing.fast;
     let tree_files =
         (!pacing.fast).then(|| Arc::new(shrink::TreeFiles::new(pacing.pacing(), true)));
@@ -908,7 +934,7 @@ fn free_tree(
                     rate: pace_trees,
                     idle: &idle,
                 };
-                crate::engine::pace::tree::run(&*dir, &p, &knobs, counters, done)
+                crate::engine::pace::tree::run(&*dir, &p, &knobs, &|| counters.entries(), done)
             });
         }
         let out = remove::remove_trees(vec![target], &engine, counters, &sink);
@@ -916,7 +942,7 @@ fn free_tree(
         out
     });
     for (path, o, took) in tree_files.map(|tf| tf.take()).unwrap_or_default() {
-        gentle.push(crate::ui::report::Gentle {
+        gentle.push(crate::engine::shrink::Gentle {
             path: crate::sys::quote::PathField::new(path),
             elapsed_s: took.as_secs_f64(),
             outcome: o,
@@ -931,7 +957,7 @@ fn free_tree(
 /// Frees every trash this process may act on as `opts` says: its own in this process, other
 /// users' (when root) each in a child running as that user. With `Locked::Wait`, a trash
 /// another reaper holds is taken up after all the others: this waits for that reaper to
-/// finish (telling `on_wait` what it does), then makes its own pass. With `Until::Empty`,
+/// finish (telling `on_progress` what it does), then makes its own pass. With `Until::Empty`,
 /// grace windows are waited out holding nothing open (trashes are opened again after each
 /// wait).
 pub fn reap_all(
@@ -939,7 +965,6 @@ pub fn reap_all(
     opts: &ReapOptions,
     child_args: &[OsString],
     on_progress: OnProgress<'_>,
-    on_wait: &dyn Fn(&str),
     on_line: &mut dyn FnMut(&str),
 ) -> ReapSummary {
     let mut sum = ReapSummary::default();
@@ -971,15 +996,7 @@ pub fn reap_all(
             }
         }
         for (t, skipped) in held {
-            let s = after_reaper(
-                t,
-                skipped,
-                pass_opts,
-                child_args,
-                on_progress,
-                on_wait,
-                on_line,
-            );
+            let s = after_reaper(t, skipped, pass_opts, child_args, on_progress, on_line);
             pass.merge(s);
         }
         let next = pass.next_grace_unix;
@@ -1063,7 +1080,6 @@ fn after_reaper(
     opts: &ReapOptions,
     child_args: &[OsString],
     on_progress: OnProgress<'_>,
-    on_wait: &dyn Fn(&str),
     on_line: &mut dyn FnMut(&str),
 ) -> ReapSummary {
     loop {
@@ -1075,7 +1091,20 @@ fn after_reaper(
                 ));
                 return skipped;
             }
-            on_wait(&waiting_for(t, pid));
+            // Another user's trash is read only as that user: root knows the pid alone.
+            let st = (!crate::sys::asuser::needed(t.uid))
+                .then(|| state::read(&t.dir, t.uid))
+                .flatten()
+                .filter(|st| st.pid == pid);
+            let freeing = st.as_ref().and_then(|st| {
+                let e = st.entry.as_deref()?;
+                Some((e, st.freed_bytes, st.rate_bps))
+            });
+            on_progress(&Progress::WaitingFor {
+                trash: &t.path,
+                pid,
+                freeing,
+            });
             if !interrupt::sleep(WAIT_POLL) {
                 skipped.interrupted = true;
                 return skipped;
@@ -1099,28 +1128,6 @@ fn after_reaper(
 fn runs_this_program(pid: u32) -> bool {
     let theirs = std::fs::read_link(format!("/proc/{pid}/exe"));
     matches!((theirs, std::fs::read_link("/proc/self/exe")), (Ok(a), Ok(b)) if a == b)
-}
-
-/// What a reaper waiting for reaper `pid` on `t` shows: the trash, and (in one's own trash,
-/// from its `reaper.json`) what that reaper is freeing and how fast.
-fn waiting_for(t: &Trash, pid: u32) -> String {
-    let mut s = format!("waiting for reaper {pid} to finish with {}", quote(&t.path));
-    // Another user's trash is read only as that user: root shows the pid alone.
-    let st = (!crate::sys::asuser::needed(t.uid))
-        .then(|| state::read(&t.dir, t.uid))
-        .flatten()
-        .filter(|st| st.pid == pid);
-    if let Some(st) = st {
-        if let Some(e) = &st.entry {
-            s.push_str(&format!(
-                ": freeing {}, {} freed so far ({})",
-                quote(e),
-                format::bytes(st.freed_bytes),
-                format::rate(st.rate_bps)
-            ));
-        }
-    }
-    s
 }
 
 /// The flags that make a child reaper (another user's pass) log where this one does, each line
@@ -1164,186 +1171,29 @@ pub fn as_owner(t: &Trash, args: &[OsString], on_line: &mut dyn FnMut(&str)) -> 
     }
 }
 
-/// `reclaim reap`; returns the exit code.
-pub fn command(a: &ReapArgs) -> u8 {
-    if a.detached {
-        spawn::detach();
-    }
-    if a.watch {
-        return watch::command(a);
-    }
-    let dest = a
-        .log
-        .unwrap_or(crate::sys::logging::Target::Auto)
-        .resolve(a.detached, false);
-    let trash_arg = a.trash.clone();
-    let open = move || -> Result<Vec<Trash>, OpenError> {
-        match &trash_arg {
-            Some(p) => Trash::open_path(p)
-                .map(|t| vec![t])
-                .map_err(|error| OpenError::Named {
-                    path: p.clone(),
-                    error,
-                }),
-            None => {
-                let found = trash::discover(trash::uid());
-                for u in &found.unreachable {
-                    eprintln!("reclaim reap: warning: {} {}", quote(&u.path), u.reason);
-                }
-                Ok(found.trashes)
-            }
-        }
-    };
-    let mut engine = remove::Options {
-        // 0: chosen per file system when a tree is freed (`free_tree`).
-        threads: 0,
-        ..remove::Options::default()
-    };
-    if let Some(t) = a.threads {
-        engine.threads = t.into();
-        engine.batch_threads = engine.batch_threads.min(engine.threads);
-    }
-    let opts = ReapOptions {
-        // Only a detached reaper waits out grace windows (`reap` frees what it can now and
-        // exits; `--watch` starts a pass when a window ends).
-        until: if a.detached {
-            Until::Empty
-        } else {
-            Until::Once
-        },
-        // `reap` waits for a reaper at work to finish, then frees what it left; a detached
-        // reaper and the service's passes leave the trash to it.
-        locked: if a.once || a.detached {
-            Locked::Skip
-        } else {
-            Locked::Wait
-        },
-        pacing: a.pace.given().then(|| EntryPacing::from(&a.pace)),
-        engine,
-        only: None,
-        log: Sink::new(dest).prefixed(a.log_prefix),
-        // `reap` (not `--once`, whose passes the service repeats) frees what it can now; a
-        // detached reaper tries a failed entry once when it starts.
-        retry_failed: !a.once || a.retry_failed,
-    };
-    let progress = crate::ui::report::Progress::start(!a.json && !a.detached);
-    let bar = progress.bar();
-    let on_progress = |line: &str| {
-        if let Some(bar) = &bar {
-            bar.set_message(line.to_string());
-            bar.tick();
-        }
-    };
-    let mut child_args = EntryPacing::from(&a.pace).to_args();
-    if let Some(t) = a.threads {
-        child_args.push(format!("--threads={t}").into());
-    }
-    child_args.extend(child_log_args(dest));
-    let started = std::time::Instant::now();
-    // Messages of this process and what children (other users' passes) print: on stderr, or
-    // with the log when it goes to the journal or syslog.
-    let lines = relay_sink(dest, a.log_prefix);
-    let mut relay = |line: &str| match &bar {
-        Some(b) => b.suspend(|| lines.relay(line, None)),
-        None => lines.relay(line, None),
-    };
-    let on_wait = |what: &str| {
-        if let Some(bar) = &bar {
-            bar.set_message(what.to_string());
-            bar.tick();
-        }
-    };
-    let sum = reap_all(
-        &open,
-        &opts,
-        &child_args,
-        &on_progress,
-        &on_wait,
-        &mut relay,
-    );
-    if let Some(bar) = &bar {
-        bar.finish_and_clear();
-    }
-    let failed = !sum.errors.is_empty() || sum.error.is_some();
-    if a.json {
-        println!(
-            "{}",
-            serde_json::to_string(&sum).expect("summary serializes")
-        );
-    } else {
-        if let Some(e) = &sum.error {
-            eprintln!("reclaim reap: {e}");
-        }
-        for e in &sum.errors {
-            eprintln!("reclaim reap: cannot free {e}");
-        }
-        if !a.detached {
-            eprintln!("{}", sum.human(started.elapsed()));
-        }
-    }
-    if let Some(sig) = interrupt::requested() {
-        if !a.json && !a.detached {
-            eprintln!(
-                "reclaim: interrupted by {}: {} left in the trash; `reclaim reap` continues",
-                interrupt::name(sig),
-                plural(sum.remaining, "entry", "entries")
-            );
-        }
-        return interrupt::exit_code(sig);
-    }
-    u8::from(failed)
-}
+#[cfg(test)]
+mod fuzz {
+    use proptest::prelude::*;
 
-impl ReapSummary {
-    /// One paragraph for the terminal.
-    pub fn human(&self, took: Duration) -> String {
-        let mut s = format!(
-            "freed {} ({}, {}) in {}",
-            plural(self.entries_freed, "entry", "entries"),
-            plural(self.files, "file", "files"),
-            format::bytes(self.bytes_freed),
-            format::seconds(took.as_secs_f64())
-        );
-        if self.waiting > 0 {
-            let until = match (self.next_grace_unix, self.last_grace_unix) {
-                (Some(a), Some(b)) if b - a >= 1.0 => {
-                    format!("{} to {}", format::local_time(a), format::local_time(b))
+    use crate::trash::safefile::fuzz::bytes;
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(400))]
+        #[test]
+        fn reaper_records_from_arbitrary_bytes(text in bytes()) {
+            let d = tempfile::tempdir().unwrap();
+            let dir = crate::sys::dirfd::open_dir_path(d.path()).unwrap();
+            std::fs::write(d.path().join("failed.json"), &text).unwrap();
+            std::fs::write(d.path().join("reaper.json"), &text).unwrap();
+            let me = rustix::process::geteuid().as_raw();
+            if let Ok(Some(f)) = super::failure::FailedRecord::read(&dir, me) {
+                for e in &f.errors {
+                    let _ = e.to_string();
                 }
-                (Some(t), _) | (None, Some(t)) => format::local_time(t),
-                (None, None) => "its grace window ends".into(),
-            };
-            s.push_str(&format!(
-                "; {} waiting, restorable until {until} (then freed by a reaper that waits \
-                 for {}, or by the next `reclaim reap`)",
-                plural(self.waiting, "entry", "entries"),
-                if self.waiting == 1 { "it" } else { "them" }
-            ));
+            }
+            let _ = super::state::read(&dir, me).map(|s| s.alive());
+            // What a child prints (hostile when it runs as another user).
+            let _ = serde_json::from_slice::<super::ReapSummary>(&text);
         }
-        if self.entries_failed > 0 {
-            s.push_str(&format!(
-                "; {} could not be freed",
-                plural(self.entries_failed, "entry", "entries")
-            ));
-        }
-        let other = self
-            .remaining
-            .saturating_sub(self.waiting)
-            .saturating_sub(self.entries_failed);
-        if other > 0 {
-            s.push_str(&format!(
-                "; {} left (being hidden or restored, waiting for a retry, or another reaper's)",
-                plural(other, "entry", "entries")
-            ));
-        }
-        for t in &self.skipped_locked {
-            s.push_str(&format!(
-                "\nskipped {}: another reaper is working on it",
-                quote(t)
-            ));
-        }
-        for g in &self.gentle {
-            s.push_str(&format!("\n  {}", g.human()));
-        }
-        s
     }
 }

@@ -14,14 +14,13 @@ use std::sync::mpsc;
 use std::time::Duration;
 
 use super::{ReapSummary, Trash};
-use crate::cli::args::ReapArgs;
 use crate::sys::asuser::{self, ChildError, Identity};
+use crate::sys::format::now_unix;
+use crate::sys::format::plural;
 use crate::sys::interrupt;
 use crate::sys::logging::{Priority, Record, Sink, Target};
 use crate::sys::quote::quote;
 use crate::trash;
-use crate::trash::meta::now_unix;
-use crate::ui::report::plural;
 
 /// Set to a file to have `reap --watch` append one JSON line per pass (`t`, `pass_s`:
 /// how long the pass took, `running`: children at work), for the hostile soak.
@@ -51,15 +50,14 @@ fn signature(t: &Trash) -> Option<(u64, i64, i64, i64, i64)> {
     ))
 }
 
-/// `reclaim reap --watch`; returns the exit code (0 when stopped by a signal: a service stop).
-pub fn command(a: &ReapArgs) -> u8 {
-    let dest = a.log.unwrap_or(Target::Auto).resolve(false, true);
-    let mut child_args: Vec<OsString> = crate::engine::pace::EntryPacing::from(&a.pace).to_args();
-    if let Some(t) = a.threads {
-        child_args.push(format!("--threads={t}").into());
-    }
+/// `reclaim reap --watch`: supervises until a stop signal. `log` is where the reapers log,
+/// `log_prefix` starts each stderr line with its priority, `child_args` are the flags every
+/// child pass gets (pacing, threads).
+pub fn run(log: Target, log_prefix: bool, child_args: &[OsString]) {
+    let dest = log.resolve(false, true);
+    let mut child_args = child_args.to_vec();
     child_args.extend(super::child_log_args(dest));
-    let lines = super::relay_sink(dest, a.log_prefix);
+    let lines = super::relay_sink(dest, log_prefix);
     let say = |priority: Priority, line: String| {
         lines.write(&Record::new(priority, line), Some("reclaim reap"));
     };
@@ -185,7 +183,6 @@ pub fn command(a: &ReapArgs) -> u8 {
         }
     }
     say(Priority::Info, "stopped".into());
-    0
 }
 
 /// Runs one `reap --once` pass over `path` as its owner `uid` in a child process; what it

@@ -10,6 +10,10 @@ use std::io::Read;
 use std::os::unix::process::CommandExt;
 use std::process::{Command, Stdio};
 
+/// Set to `1` to stop `reclaim rm --background` from starting a reaper (`reaper::spawn`); a
+/// child run as another user keeps it.
+pub const NO_SPAWN_ENV: &str = "RECLAIM_NO_SPAWN";
+
 /// Who a child runs as.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Identity {
@@ -141,7 +145,7 @@ pub fn run(
         "LANG",
         "LC_ALL",
         "LC_CTYPE",
-        crate::reaper::spawn::NO_SPAWN_ENV,
+        NO_SPAWN_ENV,
         // Where a reaper's log goes, when a test put it elsewhere.
         crate::sys::logging::journal::SOCKET_ENV,
         crate::sys::logging::syslog::SOCKET_ENV,

@@ -92,6 +92,17 @@ pub fn open_dir_at<Fd: AsFd>(parent: Fd, name: &CStr) -> Result<OwnedFd, Errno> 
     )
 }
 
+/// Opens directory `name` relative to `parent` as `O_PATH` (search permission is enough),
+/// `O_NOFOLLOW`: a handle for `*at` calls and `fstat` only, never to read it.
+pub fn open_dir_at_only<Fd: AsFd>(parent: Fd, name: &CStr) -> Result<OwnedFd, Errno> {
+    openat(
+        parent,
+        name,
+        OFlags::PATH | OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::CLOEXEC,
+        Mode::empty(),
+    )
+}
+
 /// Opens a directory by path (following symlinks in it, as `rm` does for the parents of its
 /// arguments).
 pub fn open_dir_path(path: &std::path::Path) -> Result<OwnedFd, Errno> {

@@ -73,6 +73,29 @@ pub fn errno_text(e: Errno) -> String {
     }
 }
 
+/// A path that failed, and why (`"path"`, `"path_hex"` when not UTF-8, `"error"`).
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct ErrorEntry {
+    #[serde(flatten)]
+    pub path: crate::sys::quote::PathField,
+    pub error: String,
+}
+
+impl ErrorEntry {
+    pub fn new(path: impl AsRef<std::ffi::OsStr>, error: impl Into<String>) -> Self {
+        ErrorEntry {
+            path: crate::sys::quote::PathField::new(path),
+            error: error.into(),
+        }
+    }
+}
+
+impl std::fmt::Display for ErrorEntry {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}: {}", self.path, self.error)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -6,6 +6,17 @@ use jiff::civil::DateTime;
 use jiff::tz::TimeZone;
 use jiff::Timestamp;
 
+/// The longest duration accepted anywhere (100 years of 365.25 days): beyond it a grace window
+/// or an age is a typo, and `Duration` arithmetic on `SystemTime` could overflow.
+pub const MAX_DURATION_SECS: f64 = 100.0 * 365.25 * 86_400.0;
+
+/// Seconds since the epoch, now.
+pub fn now_unix() -> f64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0.0, |d| d.as_secs_f64())
+}
+
 /// Thousands separators: 1234567 -> "1,234,567".
 pub fn group(n: u64) -> String {
     let digits = n.to_string();

@@ -8,13 +8,22 @@ use std::sync::atomic::{AtomicI32, AtomicUsize, Ordering};
 static SIGNAL: AtomicI32 = AtomicI32::new(0);
 static COUNT: AtomicUsize = AtomicUsize::new(0);
 
+/// A signal whose handler could not be installed (the run goes on; that signal ends it).
+#[derive(Debug, thiserror::Error)]
+#[error("cannot catch signal {signal}: {error}")]
+pub struct Uncaught {
+    pub signal: i32,
+    pub error: std::io::Error,
+}
+
 /// Notes SIGINT, SIGTERM and (unless `hangup` is false: a detached reaper ignores it) SIGHUP
-/// instead of dying. Call once, early.
-pub fn install(hangup: bool) {
+/// instead of dying. Call once, early. Returns the signals it could not catch.
+pub fn install(hangup: bool) -> Vec<Uncaught> {
     let mut signals = vec![libc::SIGINT, libc::SIGTERM];
     if hangup {
         signals.push(libc::SIGHUP);
     }
+    let mut uncaught = Vec::new();
     for sig in signals {
         // SAFETY: the action only stores to atomics, which is async-signal-safe.
         let r = unsafe {
@@ -23,9 +32,20 @@ pub fn install(hangup: bool) {
                 COUNT.fetch_add(1, Ordering::SeqCst);
             })
         };
-        if let Err(e) = r {
-            eprintln!("reclaim: cannot catch signal {sig}: {e}");
+        if let Err(error) = r {
+            uncaught.push(Uncaught { signal: sig, error });
         }
+    }
+    uncaught
+}
+
+/// Restores SIGPIPE's default action (Rust ignores it, so a write to a closed pipe would be
+/// an error, and `println!` panics on it): a closed stdout then ends the process silently.
+pub fn default_sigpipe() {
+    // SAFETY: sets the disposition of one signal to its default; called before any thread
+    // starts, and no handler of ours is replaced.
+    unsafe {
+        libc::signal(libc::SIGPIPE, libc::SIG_DFL);
     }
 }
 
@@ -45,11 +65,6 @@ pub fn stopping() -> bool {
 /// How many stop signals arrived (a second one ends what the first let finish).
 pub fn count() -> usize {
     COUNT.load(Ordering::SeqCst)
-}
-
-/// The exit status of a run stopped by `sig`: 128 + the signal number, as shells report it.
-pub fn exit_code(sig: i32) -> u8 {
-    (128 + sig).clamp(0, 255) as u8
 }
 
 /// The signal's name for messages.

@@ -16,10 +16,10 @@ use rustix::io::Errno;
 
 use super::meta::{self, Meta};
 use super::{Trash, DATA, REAPING};
-use crate::engine::pace::EntryPacing;
 use crate::sys::dirfd::{self, Facts, Lineage};
 use crate::sys::error::Reason;
 use crate::sys::locks;
+use crate::trash::meta::EntryPacing;
 
 /// A target now in the trash.
 #[derive(Clone, Debug, serde::Serialize)]
@@ -135,7 +135,7 @@ fn hide_once(
             return Ok(Err(Reason::Os(e)));
         }
     };
-    let now = meta::now_unix();
+    let now = crate::sys::format::now_unix();
     let mut m =
         Meta {
             version: 2,

@@ -15,9 +15,9 @@ use serde::{Deserialize, Serialize};
 use super::meta::{self, Meta};
 use super::{Trash, DATA, REAPING};
 use crate::sys::dirfd::{self, Lineage};
+use crate::sys::error::ErrorEntry;
 use crate::sys::locks;
 use crate::sys::quote::{quote, PathField};
-use crate::ui::report::ErrorEntry;
 
 /// Why an entry was not restored.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -300,66 +300,4 @@ fn lexical_absolute(p: &Path) -> Option<PathBuf> {
         }
     }
     Some(out)
-}
-
-/// `reclaim restore [--json] [--trash DIR] [--to PATH] ID|PATH...`; returns the exit code.
-pub fn command(args: &[OsString], json: bool, only: Option<&Path>, to: Option<&Path>) -> u8 {
-    let me = super::uid();
-    let trashes = match only {
-        Some(p) => match Trash::open_path(p) {
-            Ok(t) => vec![t],
-            Err(e) => {
-                let report = Report {
-                    errors: vec![ErrorEntry::new(p, format!("cannot use this trash: {e}"))],
-                    ..Report::default()
-                };
-                if json {
-                    finish(json, report);
-                } else {
-                    eprintln!("reclaim: {}", report.errors[0]);
-                }
-                return 1;
-            }
-        },
-        None => super::discover(me).trashes,
-    };
-    let mut report = Report::default();
-    for a in args {
-        match restore(&trashes, a, me, to) {
-            Ok(r) => {
-                if !json {
-                    println!("restored {} (entry {})", r.path, quote(&r.id));
-                }
-                report.restored.push(r);
-            }
-            Err((original, e)) => {
-                let arg = Path::new(a);
-                let shown = match &original {
-                    Some(o) if o.as_path() != arg => {
-                        format!("{} (entry {})", quote(o), quote(arg))
-                    }
-                    _ => quote(arg),
-                };
-                if !json {
-                    eprintln!("reclaim: cannot restore {shown}: {e}");
-                }
-                report.errors.push(ErrorEntry::new(
-                    original.as_deref().unwrap_or(arg),
-                    e.to_string(),
-                ));
-            }
-        }
-    }
-    let failed = !report.errors.is_empty();
-    finish(json, report);
-    u8::from(failed)
-}
-
-fn finish(json: bool, report: Report) {
-    if json {
-        println!(
-            "{}",
-            serde_json::to_string(&report).expect("report serializes")
-        );
-    }
 }

@@ -354,11 +354,13 @@ mod tests {
 
 /// The parsers of what a trash holds, fed arbitrary bytes: never a panic, and whatever parses
 /// is usable (paths come back, sums saturate, names quote on one line).
+/// Hostile bytes for the readers of the trash's small files (and what children print): the
+/// strategies are shared with the tests of the layers above (`reaper`, `ui::status`).
 #[cfg(test)]
-mod fuzz {
+pub(crate) mod fuzz {
     use proptest::prelude::*;
 
-    fn json_like() -> impl Strategy<Value = Vec<u8>> {
+    pub(crate) fn json_like() -> impl Strategy<Value = Vec<u8>> {
         let leaf = prop_oneof![
             Just("null".to_string()),
             any::<bool>().prop_map(|b| b.to_string()),
@@ -398,7 +400,7 @@ mod fuzz {
         })
     }
 
-    fn bytes() -> impl Strategy<Value = Vec<u8>> {
+    pub(crate) fn bytes() -> impl Strategy<Value = Vec<u8>> {
         prop_oneof![prop::collection::vec(any::<u8>(), 0..300), json_like()]
     }
 
@@ -409,25 +411,13 @@ mod fuzz {
             let d = tempfile::tempdir().unwrap();
             let dir = crate::sys::dirfd::open_dir_path(d.path()).unwrap();
             std::fs::write(d.path().join("meta.json"), &text).unwrap();
-            std::fs::write(d.path().join("failed.json"), &text).unwrap();
-            std::fs::write(d.path().join("reaper.json"), &text).unwrap();
             let me = rustix::process::geteuid().as_raw();
             if let Ok(Some(m)) = crate::trash::meta::Meta::read(&dir, me) {
                 let _ = m.original_path();
                 let _ = m.in_grace(0.0);
                 let _ = crate::sys::quote::quote(m.original_path());
             }
-            if let Ok(Some(f)) = crate::reaper::failure::FailedRecord::read(&dir, me) {
-                for e in &f.errors {
-                    let _ = e.to_string();
-                }
-            }
-            let _ = crate::reaper::state::read(&dir, me).map(|s| s.alive());
             // What a child prints (hostile when it runs as another user).
-            let _ = serde_json::from_slice::<crate::reaper::ReapSummary>(&text);
-            if let Ok(st) = serde_json::from_slice::<crate::cmd::status::Status>(&text) {
-                let _ = st.human();
-            }
             let _ = serde_json::from_slice::<crate::trash::restore::Report>(&text);
         }
 

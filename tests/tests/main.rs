@@ -14,6 +14,7 @@ mod adversary;
 mod crash;
 mod gentle;
 mod gnu_rm;
+mod layers;
 mod mpi;
 mod netfs;
 mod props;

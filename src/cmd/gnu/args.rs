@@ -20,14 +20,56 @@ pub enum Interactive {
     Always,
 }
 
+/// `--interactive=WHEN`, and what `-f`, `-i` and `-I` stand for.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum When {
+    Never,
+    /// `-I`: one question before removing more than three arguments or recursively.
+    Once,
+    Always,
+}
+
+/// One of the options that decide the prompting, as given.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum PromptFlag {
+    /// `-f`, `--force`.
+    Force,
+    /// `-i` (`Always`), `-I` (`Once`), `--interactive[=WHEN]`.
+    Interactive(When),
+}
+
+/// What `-f`, `-i`, `-I` and `--interactive` add up to, by GNU rm's rules (the one home of
+/// them: `rm` mode and `reclaim rm` both fold their flags through `apply`, in the order given):
+/// the last one decides when to ask; `-f` ignores missing files unless `-i`, `-I` or
+/// `--interactive=once|always` follow it.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Prompting {
+    /// `None`: none was given (GNU rm asks about write-protected files on a terminal;
+    /// `reclaim rm` never asks).
+    pub when: Option<When>,
+    pub ignore_missing: bool,
+}
+
+impl Prompting {
+    pub fn apply(&mut self, flag: PromptFlag) {
+        match flag {
+            PromptFlag::Force => {
+                self.when = Some(When::Never);
+                self.ignore_missing = true;
+            }
+            PromptFlag::Interactive(When::Never) => self.when = Some(When::Never),
+            PromptFlag::Interactive(w) => {
+                self.when = Some(w);
+                self.ignore_missing = false;
+            }
+        }
+    }
+}
+
 /// Everything `rm`'s options decide.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Options {
-    pub ignore_missing: bool,
-    pub interactive: Interactive,
-    /// `-I`, `--interactive=once`: one question before removing more than three arguments or
-    /// recursively.
-    pub prompt_once: bool,
+    pub prompting: Prompting,
     pub one_file_system: bool,
     pub remove_empty_dirs: bool,
     pub recursive: bool,
@@ -39,12 +81,31 @@ pub struct Options {
     pub operands: Vec<OsString>,
 }
 
+impl Options {
+    pub fn ignore_missing(&self) -> bool {
+        self.prompting.ignore_missing
+    }
+
+    /// When to ask about each entry.
+    pub fn interactive(&self) -> Interactive {
+        match self.prompting.when {
+            None | Some(When::Once) => Interactive::Sometimes,
+            Some(When::Never) => Interactive::Never,
+            Some(When::Always) => Interactive::Always,
+        }
+    }
+
+    /// `-I`, `--interactive=once`: one question before removing more than three arguments or
+    /// recursively.
+    pub fn prompt_once(&self) -> bool {
+        self.prompting.when == Some(When::Once)
+    }
+}
+
 impl Default for Options {
     fn default() -> Self {
         Options {
-            ignore_missing: false,
-            interactive: Interactive::Sometimes,
-            prompt_once: false,
+            prompting: Prompting::default(),
             one_file_system: false,
             remove_empty_dirs: false,
             recursive: false,
@@ -146,13 +207,13 @@ const LONG: &[(&str, HasArg, Long)] = &[
 
 /// `--interactive`'s arguments and what they mean (argmatch: unique prefixes, or prefixes
 /// whose every match means the same).
-const WHEN: &[(&str, Interactive, bool)] = &[
-    ("never", Interactive::Never, false),
-    ("no", Interactive::Never, false),
-    ("none", Interactive::Never, false),
-    ("once", Interactive::Sometimes, true),
-    ("always", Interactive::Always, false),
-    ("yes", Interactive::Always, false),
+const WHEN: &[(&str, When)] = &[
+    ("never", When::Never),
+    ("no", When::Never),
+    ("none", When::Never),
+    ("once", When::Once),
+    ("always", When::Always),
+    ("yes", When::Always),
 ];
 
 /// Parses `args` (without argv[0]) as GNU `rm` does.
@@ -186,7 +247,7 @@ pub fn parse(args: &[OsString]) -> Parsed {
             Step::Stop(p) => return p,
         }
     }
-    if operands.is_empty() && !o.ignore_missing {
+    if operands.is_empty() && !o.ignore_missing() {
         return Parsed::Usage(UsageError::with_help("missing operand".into()));
     }
     o.operands = operands;
@@ -202,21 +263,9 @@ fn short_options(o: &mut Options, cluster: &[u8]) -> Step {
     for &c in cluster {
         match c {
             b'd' => o.remove_empty_dirs = true,
-            b'f' => {
-                o.interactive = Interactive::Never;
-                o.ignore_missing = true;
-                o.prompt_once = false;
-            }
-            b'i' => {
-                o.interactive = Interactive::Always;
-                o.ignore_missing = false;
-                o.prompt_once = false;
-            }
-            b'I' => {
-                o.interactive = Interactive::Sometimes;
-                o.ignore_missing = false;
-                o.prompt_once = true;
-            }
+            b'f' => o.prompting.apply(PromptFlag::Force),
+            b'i' => o.prompting.apply(PromptFlag::Interactive(When::Always)),
+            b'I' => o.prompting.apply(PromptFlag::Interactive(When::Once)),
             b'r' | b'R' => o.recursive = true,
             b'v' => o.verbose = true,
             _ => {
@@ -277,7 +326,7 @@ fn long_option(o: &mut Options, text: &[u8]) -> Step {
         Long::Verbose => short_options(o, b"v"),
         Long::Interactive => {
             let when = match value {
-                None => (Interactive::Always, false),
+                None => When::Always,
                 Some(v) => match argmatch(v) {
                     Ok(w) => w,
                     Err(kind) => {
@@ -295,22 +344,7 @@ fn long_option(o: &mut Options, text: &[u8]) -> Step {
                     }
                 },
             };
-            match when {
-                (Interactive::Never, _) => {
-                    o.interactive = Interactive::Never;
-                    o.prompt_once = false;
-                }
-                (_, true) => {
-                    o.interactive = Interactive::Sometimes;
-                    o.ignore_missing = false;
-                    o.prompt_once = true;
-                }
-                _ => {
-                    o.interactive = Interactive::Always;
-                    o.ignore_missing = false;
-                    o.prompt_once = false;
-                }
-            }
+            o.prompting.apply(PromptFlag::Interactive(when));
             Step::Go
         }
         Long::OneFileSystem => {
@@ -348,17 +382,18 @@ fn long_option(o: &mut Options, text: &[u8]) -> Step {
     }
 }
 
-/// argmatch: an exact match, or a prefix whose matches all mean the same.
-fn argmatch(v: &[u8]) -> Result<(Interactive, bool), &'static str> {
-    if let Some((_, i, once)) = WHEN.iter().find(|(n, ..)| n.as_bytes() == v) {
-        return Ok((*i, *once));
+/// `--interactive`'s argument by argmatch: an exact match, or a prefix whose matches all mean
+/// the same (`never`/`no`/`none`, `once`, `always`/`yes`); else `"ambiguous"` or `"invalid"`.
+pub fn argmatch(v: &[u8]) -> Result<When, &'static str> {
+    if let Some((_, w)) = WHEN.iter().find(|(n, _)| n.as_bytes() == v) {
+        return Ok(*w);
     }
-    let mut found: Option<(Interactive, bool)> = None;
-    for (n, i, once) in WHEN {
+    let mut found: Option<When> = None;
+    for (n, w) in WHEN {
         if n.as_bytes().starts_with(v) {
             match found {
-                None => found = Some((*i, *once)),
-                Some(f) if f == (*i, *once) => {}
+                None => found = Some(*w),
+                Some(f) if f == *w => {}
                 Some(_) => return Err("ambiguous"),
             }
         }
@@ -393,13 +428,13 @@ mod tests {
     fn options_anywhere_and_the_last_of_f_i_wins() {
         let o = opts(&["a", "-rf", "b", "-i", "--", "-v"]);
         assert!(o.recursive);
-        assert_eq!(o.interactive, Interactive::Always);
-        assert!(!o.ignore_missing);
+        assert_eq!(o.interactive(), Interactive::Always);
+        assert!(!o.ignore_missing());
         assert!(!o.verbose);
         assert_eq!(o.operands, vec!["a", "b", "-v"]);
         let o = opts(&["-I", "-f", "x"]);
-        assert_eq!(o.interactive, Interactive::Never);
-        assert!(!o.prompt_once);
+        assert_eq!(o.interactive(), Interactive::Never);
+        assert!(!o.prompt_once());
         assert_eq!(opts(&["-"]).operands, vec!["-"]);
     }
 
@@ -407,12 +442,12 @@ mod tests {
     fn long_prefixes_and_argmatch() {
         assert!(opts(&["--rec", "x"]).recursive);
         assert_eq!(
-            opts(&["--interactive=n", "x"]).interactive,
+            opts(&["--interactive=n", "x"]).interactive(),
             Interactive::Never
         );
-        assert!(opts(&["--inter=o", "x"]).prompt_once);
+        assert!(opts(&["--inter=o", "x"]).prompt_once());
         assert_eq!(
-            opts(&["--interactive", "x"]).interactive,
+            opts(&["--interactive", "x"]).interactive(),
             Interactive::Always
         );
         assert!(opts(&["--preserve-root=all", "x"]).preserve_all_root);

@@ -12,7 +12,6 @@ use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use rustix::fs::{openat, Mode, OFlags};
 use rustix::io::Errno;
 
 use super::args::Options;
@@ -32,11 +31,7 @@ pub fn remover<'o>(
     move |parent, name, path, ident| {
         // The engine holds its own fd of the parent (the current directory for an operand).
         let base = if parent.as_raw_fd() == rustix::fs::CWD.as_raw_fd() {
-            rustix::fs::open(
-                ".",
-                OFlags::PATH | OFlags::DIRECTORY | OFlags::CLOEXEC,
-                Mode::empty(),
-            )
+            dirfd::open_dir_path_only(std::path::Path::new("."))
         } else {
             rustix::io::fcntl_dupfd_cloexec(parent, 3)
         };
@@ -82,7 +77,7 @@ pub fn remover<'o>(
         let mut failures: Vec<Failure> = outcome
             .failures
             .into_iter()
-            .filter(|f| !(o.ignore_missing && ignorable(&f.reason)))
+            .filter(|f| !(o.ignore_missing() && ignorable(&f.reason)))
             .collect();
         if failures.is_empty() {
             return Status::Ok;
@@ -183,29 +178,18 @@ impl Positions<'_> {
     /// Opens the directory `comps` below the operand (never following a symlink) and lists it.
     fn list(&mut self, comps: &[Vec<u8>]) -> Option<HashMap<Vec<u8>, usize>> {
         // A fresh open of the same directory (a dup would share the read position).
-        let mut fd: OwnedFd = openat(
-            self.root?,
-            c".",
-            OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC,
-            Mode::empty(),
-        )
-        .ok()?;
+        let mut fd: OwnedFd = dirfd::open_dir_at(self.root?, c".").ok()?;
         for c in comps {
             let name = CString::new(c.clone()).ok()?;
-            fd = openat(
-                &fd,
-                &name,
-                OFlags::RDONLY | OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::CLOEXEC,
-                Mode::empty(),
-            )
-            .ok()?;
+            fd = dirfd::open_dir_at(&fd, &name).ok()?;
         }
         let mut entries: Vec<(Vec<u8>, u64)> = Vec::new();
         dirfd::for_each_entry(&fd, &mut self.buf, |n, _, ino| {
             entries.push((n.to_bytes().to_vec(), ino));
         })
         .ok()?;
-        if entries.len() > 10_000 && super::walk::inode_sort_helps(fd.as_fd()) {
+        if entries.len() > crate::engine::walk::BIG_DIR && super::walk::inode_sort_helps(fd.as_fd())
+        {
             entries.sort_by_key(|e| e.1);
         }
         Some(

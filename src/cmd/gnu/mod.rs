@@ -24,23 +24,11 @@ pub fn invoked_as_rm(argv0: &OsStr) -> bool {
     base == b"rm"
 }
 
-/// Restores SIGPIPE's default action (Rust ignores it, so a write to a closed pipe would be
-/// an error, and `println!` panics on it): a closed stdout then ends the process silently.
-pub fn default_sigpipe() {
-    // SAFETY: sets the disposition of one signal to its default; called before any thread
-    // starts, and no handler of ours is replaced.
-    unsafe {
-        libc::signal(libc::SIGPIPE, libc::SIG_DFL);
-    }
-}
-
 /// Runs `rm` with `args` (without argv[0]); `program` is argv[0] as given, the prefix of
 /// every message (as GNU prints it).
 pub fn main(program: &OsStr, args: &[OsString]) -> ExitCode {
-    // `rm -v | head` ends as GNU's does: killed by SIGPIPE, silently.
-    default_sigpipe();
     // Ctrl-C stops between two entries (and a large file's shrink at a consistent point).
-    crate::sys::interrupt::install(true);
+    crate::cmd::catch_signals(true);
     let program = program.to_string_lossy().into_owned();
     match args::parse(args) {
         Parsed::Help => {
@@ -117,7 +105,7 @@ pub fn remove(program: &str, o: &args::Options) -> ExitCode {
     } else {
         None
     };
-    if o.prompt_once && !confirm_once(program, o.operands.len(), o.recursive) {
+    if o.prompt_once() && !confirm_once(program, o.operands.len(), o.recursive) {
         return ExitCode::SUCCESS;
     }
     let out: Box<dyn Write> = if std::io::stdout().is_terminal() {
@@ -128,7 +116,7 @@ pub fn remove(program: &str, o: &args::Options) -> ExitCode {
     let mut r = Remover::new(o, program, out, root);
     // Large files are freed gently, as by `reclaim rm` (paced by the latency other I/O sees).
     let large = std::sync::Arc::new(crate::engine::shrink::TreeFiles::new(
-        crate::engine::pace::EntryPacing::default().pacing(),
+        crate::trash::meta::EntryPacing::default().pacing(),
         false,
     ));
     r.large = Some(large.clone());
@@ -168,7 +156,7 @@ pub fn remove(program: &str, o: &args::Options) -> ExitCode {
             crate::sys::interrupt::name(sig),
             crate::sys::quote::quote(current)
         );
-        return ExitCode::from(crate::sys::interrupt::exit_code(sig));
+        return crate::cmd::stopped_by(sig);
     }
     finish_stdout(
         program,

@@ -16,7 +16,7 @@ use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
 use std::os::unix::ffi::OsStrExt;
 use std::path::Path;
 
-use rustix::fs::{openat, unlinkat, AtFlags, FileType, Mode, OFlags, CWD};
+use rustix::fs::{unlinkat, AtFlags, FileType, CWD};
 use rustix::io::Errno;
 
 use super::args::{Interactive, Options};
@@ -124,10 +124,10 @@ impl<'o, W: Write> Remover<'o, W> {
 
     /// Whether any prompt could be shown (then order matters even without `-v`).
     pub fn may_prompt(&self) -> bool {
-        match self.o.interactive {
+        match self.o.interactive() {
             Interactive::Never => false,
             Interactive::Always => true,
-            Interactive::Sometimes => self.stdin_tty && !self.o.ignore_missing && !self.superuser,
+            Interactive::Sometimes => self.stdin_tty && !self.o.ignore_missing() && !self.superuser,
         }
     }
 
@@ -137,7 +137,7 @@ impl<'o, W: Write> Remover<'o, W> {
 
     /// Removes one operand (an fts root) and everything below it.
     pub fn operand(&mut self, arg: &OsStr) -> Status {
-        let path = trim_slashes(arg.as_bytes()).to_vec();
+        let path = crate::engine::target::trim_slashes(arg.as_bytes()).to_vec();
         let Ok(name) = CString::new(path.clone()) else {
             // A name with a NUL cannot come from argv.
             return Status::Error;
@@ -428,10 +428,7 @@ impl<'o, W: Write> Remover<'o, W> {
             return None;
         }
         let facts = dirfd::lstat_at(at.dir, at.name).ok()?;
-        if facts.file_type != FileType::RegularFile
-            || facts.nlink != 1
-            || facts.allocated < crate::engine::shrink::GENTLE_MIN_BYTES
-        {
+        if !crate::engine::shrink::candidate(&facts, crate::engine::shrink::Found::InTree) {
             return None;
         }
         // The shrinker hides the file under a name in its own directory first: an operand's
@@ -451,7 +448,6 @@ impl<'o, W: Write> Remover<'o, W> {
                 at.name.to_owned(),
             )
         };
-        use crate::engine::remove::LargeFiles;
         match large.remove(&dir, &name, &facts, Path::new(OsStr::from_bytes(path))) {
             Ok(()) => {
                 if self.o.verbose {
@@ -459,7 +455,7 @@ impl<'o, W: Write> Remover<'o, W> {
                 }
                 Some(Status::Ok)
             }
-            Err(crate::sys::error::Reason::Os(e)) if self.o.ignore_missing && nonexistent(e) => {
+            Err(crate::sys::error::Reason::Os(e)) if self.o.ignore_missing() && nonexistent(e) => {
                 Some(Status::Ok)
             }
             Err(reason) => {
@@ -487,7 +483,7 @@ impl<'o, W: Write> Remover<'o, W> {
         if marked {
             return (Status::Declined, empty);
         }
-        if o.interactive == Interactive::Never {
+        if o.interactive() == Interactive::Never {
             return (Status::Ok, empty);
         }
         let mut stat: Option<Result<Facts, Errno>> = None;
@@ -501,11 +497,11 @@ impl<'o, W: Write> Remover<'o, W> {
             Link,
         }
         let mut ty = if is_dir { Ty::Dir } else { Ty::Unknown };
-        let always = o.interactive == Interactive::Always;
+        let always = o.interactive() == Interactive::Always;
         // 1: write-protected, 0: not, -1: could not tell (errno in `wp_err`).
         let mut wp = 0i8;
         let mut wp_err = Errno::NOENT;
-        if !o.ignore_missing && (always || self.stdin_tty) && !self.superuser {
+        if !o.ignore_missing() && (always || self.stdin_tty) && !self.superuser {
             match lstat(&mut stat) {
                 Err(e) => {
                     wp = -1;
@@ -612,7 +608,7 @@ impl<'o, W: Write> Remover<'o, W> {
         if e == Errno::ROFS && dirfd::lstat_at(at.dir, at.name).err() == Some(Errno::NOENT) {
             e = Errno::NOENT;
         }
-        if self.o.ignore_missing && nonexistent(e) {
+        if self.o.ignore_missing() && nonexistent(e) {
             return Status::Ok;
         }
         if let Some(d) = dnr {
@@ -645,7 +641,7 @@ impl<'o, W: Write> Remover<'o, W> {
         dirfd::for_each_entry(fd, &mut self.buf, |name, kind, ino| {
             entries.push((name.to_owned(), kind, ino));
         })?;
-        if entries.len() > 10_000 && inode_sort_helps(fd.as_fd()) {
+        if entries.len() > crate::engine::walk::BIG_DIR && inode_sort_helps(fd.as_fd()) {
             entries.sort_by_key(|e| e.2);
         }
         Ok(entries.into_iter().map(|(n, k, _)| (n, k)).collect())
@@ -671,12 +667,7 @@ impl<'o, W: Write> Remover<'o, W> {
         }
         if let (Some(parent), Some(fd)) = (self.frames.last_mut(), frame.fd.as_ref()) {
             if parent.fd.is_none() {
-                let reopened = openat(
-                    fd,
-                    c"..",
-                    OFlags::RDONLY | OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::CLOEXEC,
-                    Mode::empty(),
-                );
+                let reopened = dirfd::open_dir_at(fd, c"..");
                 match reopened {
                     Ok(p) if dirfd::fstat(&p).map(|g| g.ident).ok() == Some(parent.ident) => {
                         parent.fd = Some(p);
@@ -711,17 +702,6 @@ impl<'o, W: Write> Remover<'o, W> {
 
 fn q(path: &[u8]) -> String {
     quote(OsStr::from_bytes(path))
-}
-
-/// fts' root name: two or more trailing slashes become one; `///` becomes `/`, `//` stays.
-pub fn trim_slashes(arg: &[u8]) -> &[u8] {
-    let mut len = arg.len();
-    if len > 2 && arg[len - 1] == b'/' {
-        while len > 1 && arg[len - 2] == b'/' {
-            len -= 1;
-        }
-    }
-    &arg[..len]
 }
 
 /// A child's path: the parent's without one trailing slash, a slash, the name.
@@ -770,20 +750,11 @@ fn nonexistent(e: Errno) -> bool {
     )
 }
 
-/// Opens a directory to read its entries as fts does (`O_NOFOLLOW`: a symlink in its place
-/// fails; `O_NONBLOCK`: a FIFO swapped in never blocks).
+/// Opens a directory to read its entries (`O_NOFOLLOW`: a symlink in its place fails;
+/// `O_DIRECTORY`: so does a FIFO or a terminal swapped in, before it is opened, so fts'
+/// `O_NONBLOCK|O_NOCTTY` would add nothing).
 fn open_for_reading(at: At<'_>) -> Result<OwnedFd, Errno> {
-    openat(
-        at.dir,
-        at.name,
-        OFlags::RDONLY
-            | OFlags::DIRECTORY
-            | OFlags::NOFOLLOW
-            | OFlags::NONBLOCK
-            | OFlags::NOCTTY
-            | OFlags::CLOEXEC,
-        Mode::empty(),
-    )
+    dirfd::open_dir_at(at.dir, at.name)
 }
 
 /// gnulib's `is_empty_dir`: opens it for reading and finds no entry.
@@ -814,11 +785,7 @@ mod tests {
     use super::*;
 
     #[test]
-    fn root_names_lose_extra_slashes_as_in_fts() {
-        assert_eq!(trim_slashes(b"a///"), b"a/");
-        assert_eq!(trim_slashes(b"a/"), b"a/");
-        assert_eq!(trim_slashes(b"//"), b"//");
-        assert_eq!(trim_slashes(b"///"), b"/");
+    fn children_join_their_parent_with_one_slash() {
         assert_eq!(join(b"a/", b"x"), b"a/x");
         assert_eq!(join(b"a", b"x"), b"a/x");
     }

@@ -10,5 +10,5 @@ pub mod signals;
 pub mod throttle;
 pub mod tree;
 
-pub use asked::{EntryPacing, DEFAULT_MAX_LATENCY};
+pub use asked::DEFAULT_MAX_LATENCY;
 pub use pacer::{LatencyStats, PaceReport, Pacer, Pacing};

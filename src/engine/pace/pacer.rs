@@ -64,33 +64,6 @@ pub struct PaceReport {
     pub workers_final: Option<usize>,
 }
 
-impl PaceReport {
-    /// "other I/O p50/p99 1.2/3.4 ms before, 2.0/9.9 ms during (budget 20 ms), 5 back-offs"
-    pub fn human(&self) -> String {
-        let f = |v: Option<f64>| v.map_or("-".into(), |v| format!("{v:.1}"));
-        let mut s = String::new();
-        if self.probe_before.count > 0 || self.probe_during.count > 0 {
-            s.push_str(&format!(
-                "other I/O p50/p99 {}/{} ms before, {}/{} ms during",
-                f(self.probe_before.p50_ms),
-                f(self.probe_before.p99_ms),
-                f(self.probe_during.p50_ms),
-                f(self.probe_during.p99_ms),
-            ));
-        }
-        if let Some(t) = self.max_latency_ms {
-            s.push_str(&format!(" (budget {t:.0} ms), {} back-offs", self.backoffs));
-        }
-        if let (Some(max), Some(min)) = (self.workers_max, self.workers_min) {
-            s.push_str(&format!("; workers {max} -> lowest {min}"));
-        }
-        if let Some(e) = &self.probe_error {
-            s.push_str(&format!("; no latency probe: {e}"));
-        }
-        s
-    }
-}
-
 #[derive(Clone, Debug, Default, Serialize, serde::Deserialize)]
 #[serde(default)]
 pub struct LatencyStats {

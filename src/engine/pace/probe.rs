@@ -261,12 +261,7 @@ mod tests {
     #[test]
     fn probe_measures_and_leaves_nothing_behind() {
         let dir = tempfile::tempdir().unwrap();
-        let fd = rustix::fs::open(
-            dir.path(),
-            OFlags::DIRECTORY | OFlags::RDONLY,
-            Mode::empty(),
-        )
-        .unwrap();
+        let fd = crate::sys::dirfd::open_dir_path(dir.path()).unwrap();
         let t0 = Instant::now();
         let probe = Probe::start(&fd, Spacing::default()).unwrap();
         let (samples, _) = probe.wait(t0, Duration::from_secs(5), Duration::from_secs(5));

@@ -16,7 +16,6 @@ use super::controller::{Config, Controller, Verdict, Window};
 use super::pacer::{baseline_until, percentile, sorted, LatencyStats, PaceReport, Pacing};
 use super::probe::{Probe, Spacing};
 use super::throttle::Throttle;
-use crate::engine::remove::Counters;
 use crate::engine::walk::Gate;
 
 const WINDOW: Duration = Duration::from_millis(250);
@@ -24,6 +23,15 @@ const WINDOW: Duration = Duration::from_millis(250);
 const MIN_RATE: f64 = 20.0;
 /// Good windows in a row before one more worker (2 s).
 const GROW_AFTER: u32 = 8;
+
+/// Idle probe latency (the median of a few synchronous writes) from which a disk that says it
+/// is rotational is governed by default: a 7200 rpm disk's synchronous write takes a rotation
+/// or more, every time; a virtual or solid-state disk that calls itself rotational (virtio
+/// does) answers far below this. The median, not the p90: right after a `sync` of a freshly
+/// written tree, one or two writes of a fast disk wait on writeback, and a p90 of 3 ms made
+/// this VM's disk look slow, so a 100,000-file tree started with one worker and took 2.4x as
+/// long (bench --quick, 2026-11-23).
+pub const SLOW_DISK_P50: std::time::Duration = std::time::Duration::from_millis(3);
 
 /// The idle latency of the probe on the file system of `dir` (p90 of a few synchronous writes,
 /// taken before any removal starts): whether a disk that says it is rotational really answers
@@ -36,7 +44,7 @@ pub fn idle_p90(dir: impl AsFd) -> Option<Duration> {
 /// it cannot be probed): the governor's baseline where they were taken anyway.
 pub fn idle_samples(dir: impl AsFd) -> Vec<Duration> {
     match Probe::start(&dir, Spacing::default()) {
-        Ok(probe) => super::pacer::baseline(&probe, crate::engine::profile::SLOW_DISK_P50),
+        Ok(probe) => super::pacer::baseline(&probe, SLOW_DISK_P50),
         Err(_) => Vec::new(),
     }
 }
@@ -60,12 +68,13 @@ pub struct Knobs<'a> {
     pub idle: &'a [Duration],
 }
 
-/// Watches the probe and steers the knobs until `done` is set; returns the books.
+/// Watches the probe and steers the knobs until `done` is set, reading the entries removed so
+/// far from `entries`; returns the books.
 pub fn run(
     dir: impl AsFd,
     pacing: &Pacing,
     knobs: &Knobs<'_>,
-    counters: &Counters,
+    entries: &(dyn Fn() -> u64 + Sync),
     done: &AtomicBool,
 ) -> PaceReport {
     let throttle = knobs.throttle;
@@ -106,7 +115,7 @@ pub fn run(
         window: WINDOW,
         probe_interval: Spacing::default().min_interval,
     });
-    let ops = || counters.files.load(Ordering::Relaxed) + counters.dirs.load(Ordering::Relaxed);
+    let ops = entries;
     let mut during = Vec::new();
     let mut good_streak = 0u32;
     let mut start = Instant::now();

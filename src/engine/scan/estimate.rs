@@ -250,13 +250,7 @@ fn open_place(kind: PlaceKind, path: &Path) -> Result<OwnedFd, PassedWhy> {
     let top = dirfd::open_dir_path_only(top).map_err(PassedWhy::Os)?;
     let name = CString::new(std::os::unix::ffi::OsStrExt::as_bytes(name))
         .map_err(|_| PassedWhy::NotPrivate)?;
-    let fd = openat(
-        &top,
-        &name,
-        OFlags::PATH | OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::CLOEXEC,
-        Mode::empty(),
-    )
-    .map_err(|e| match e {
+    let fd = dirfd::open_dir_at_only(&top, &name).map_err(|e| match e {
         Errno::LOOP | Errno::NOTDIR => PassedWhy::NotPrivate,
         e => PassedWhy::Os(e),
     })?;
@@ -276,20 +270,8 @@ fn open_place(kind: PlaceKind, path: &Path) -> Result<OwnedFd, PassedWhy> {
 /// Whether directory `fd` is none of `trees` and below none of them: its `..` chain (across
 /// mounts, up to `/`) meets none. Unknown (an error, a chain too long) counts as inside.
 fn outside(fd: &OwnedFd, trees: &[Ident]) -> bool {
-    let up = |d: &OwnedFd| {
-        openat(
-            d,
-            c"..",
-            OFlags::PATH | OFlags::DIRECTORY | OFlags::CLOEXEC,
-            Mode::empty(),
-        )
-    };
-    let Ok(mut cur) = openat(
-        fd,
-        c".",
-        OFlags::PATH | OFlags::DIRECTORY | OFlags::CLOEXEC,
-        Mode::empty(),
-    ) else {
+    let up = |d: &OwnedFd| dirfd::open_dir_at_only(d, c"..");
+    let Ok(mut cur) = dirfd::open_dir_at_only(fd, c".") else {
         return false;
     };
     let Ok(mut ident) = dirfd::fstat(&cur).map(|f| f.ident) else {
@@ -318,7 +300,7 @@ fn outside(fd: &OwnedFd, trees: &[Ident]) -> bool {
 pub struct Work {
     /// Non-directory names (each an unlink).
     pub names: u64,
-    /// Of those, names in directories of at least `walk::BIG_DIR` entries: the engine unlinks
+    /// Of those, names in directories of at least `engine::walk::BIG_DIR` entries: the engine unlinks
     /// those at about one directory's pace, since every unlink takes the directory's lock.
     pub big_dir_names: u64,
     pub dirs: u64,

@@ -1,14 +1,15 @@
 //! `reclaim scan --exclude GLOB`: which entries of a scanned tree are left out (neither counted
 //! nor descended into). A glob without a '/' is matched against an entry's name, one with a
 //! '/' against its path relative to the scanned PATH; a trailing '/' limits a glob to
-//! directories. Matching is `globset`'s, with `*` and `?` never matching a '/' (`**` does).
+//! directories. Matching is `globset`'s (`engine::glob::path`), with `*` and `?` never
+//! matching a '/' (`**` does).
 //! Pure matching: no I/O.
 
 use std::ffi::OsStr;
 use std::os::unix::ffi::OsStrExt;
 use std::path::Path;
 
-use globset::{Glob, GlobBuilder, GlobSet, GlobSetBuilder};
+use globset::{Glob, GlobSet, GlobSetBuilder};
 
 /// One `--exclude` argument, checked.
 #[derive(Clone, Debug)]
@@ -38,11 +39,7 @@ pub fn parse(text: &str) -> Result<Pattern, String> {
     if body.is_empty() {
         return Err("an empty glob matches nothing".into());
     }
-    let glob = GlobBuilder::new(body)
-        .literal_separator(true)
-        .backslash_escape(true)
-        .build()
-        .map_err(|e| e.kind().to_string())?;
+    let glob = crate::engine::glob::path(body).map_err(|e| e.kind().to_string())?;
     Ok(Pattern {
         text: text.to_string(),
         glob,

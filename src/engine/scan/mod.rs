@@ -1,8 +1,7 @@
-//! `reclaim scan PATH...`: where the files are. Resolves the PATHs (a symlink named as a PATH
-//! is not followed unless written with a trailing slash), runs the parallel walk (`walk`),
-//! adds up (`tally`, `histogram`), estimates the removal time (`estimate`), and prints
-//! (`report`). Owns the mapping from what happened to the exit code: 0 all read, 1 some paths
-//! could not be read (each named on stderr), 2 usage (clap).
+//! Where the files are (`reclaim scan`'s library half). Resolves the PATHs (a symlink named as
+//! a PATH is not followed unless written with a trailing slash), runs the parallel walk
+//! (`walk`), adds up (`tally`, `histogram`), estimates the removal time (`estimate`), and
+//! returns the report (`report`); what happens meanwhile goes to its caller's `Events`.
 //!
 //! A scan reads only. The one thing it writes is the estimate's private calibration directory
 //! (skipped with `--no-estimate`): never inside a scanned tree, and it removes only what it
@@ -16,45 +15,81 @@ pub mod tally;
 pub mod walk;
 
 use std::ffi::{CString, OsStr};
-use std::io::Write;
 use std::os::fd::OwnedFd;
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::AtomicBool;
 use std::time::Instant;
 
-use rustix::fs::{openat, Mode, OFlags, CWD};
+use rustix::fs::CWD;
 use rustix::io::Errno;
 
-use crate::cli::args::ScanArgs;
+use crate::engine::profile::Class;
 use crate::sys::dirfd::Ident;
 use crate::sys::error::errno_text;
 use crate::sys::quote::PathField;
-use report::{ErrorEntry, Estimate, NotEstimated, Progress, RootEntry, ScanReport, TopEntry};
+use report::{ErrorEntry, Estimate, NotEstimated, RootEntry, ScanReport, TopEntry};
 use tally::Counts;
-use walk::{Kind, Live, ScanError, Start};
+use walk::{Live, ScanError, Start};
 
-/// `reclaim scan`; returns the exit code.
-pub fn command(a: &ScanArgs) -> u8 {
+/// What to scan, and how.
+#[derive(Clone, Debug)]
+pub struct Options {
+    pub paths: Vec<std::ffi::OsString>,
+    /// Directories in each top list.
+    pub top: usize,
+    /// Files smaller than this count as small.
+    pub small: u64,
+    /// Workers (`None`: as the first directory's file system profile says).
+    pub threads: Option<u16>,
+    pub cross_mounts: bool,
+    pub exclude: Vec<exclude::Pattern>,
+    /// No removal-time estimate.
+    pub no_estimate: bool,
+    /// The file system class to assume instead of the detected one.
+    pub profile: Option<Class>,
+}
+
+/// What a scan tells its caller as it goes.
+pub trait Events: Sync {
+    /// A path could not be read (once per failure, as it happens).
+    fn error(&self, e: &ScanError);
+    /// Something the scan went on without (under MPI: another rank's message unread).
+    fn warning(&self, what: &dyn std::fmt::Display);
+    /// The walk runs: `live` moves until `done` is set. Called from a thread of its own,
+    /// which it may keep until then.
+    fn walking(&self, live: &Live, started: Instant, done: &AtomicBool);
+    /// The estimate is being calibrated in `place`.
+    fn calibrating(&self, place: &Path);
+}
+
+/// What a scan found. Under MPI, rank 0 has the report for all ranks; the others none.
+pub struct Scanned {
+    pub report: Option<ScanReport>,
+    /// Some path could not be read.
+    pub failed: bool,
+}
+
+/// Scans `o.paths`, telling `events` as it goes.
+pub fn run(o: &Options, events: &dyn Events) -> Scanned {
     let started = Instant::now();
-    let progress = Progress::start();
-    // Under MPI, rank 0 names the PATHs' errors and prints the report for all ranks; each
-    // rank names the errors of what it walked.
+    // Under MPI, rank 0 names the PATHs' errors and reports for all ranks; each rank names
+    // the errors of what it walked.
     let leads = crate::engine::spread::leads();
-    let say = |e: &ScanError| progress.println(&format!("reclaim: {e}"));
+    let say = |e: &ScanError| events.error(e);
     let mut errors: Vec<ScanError> = Vec::new();
 
     let mut starts = Vec::new();
     // Per PATH: (device, a dup of its directory fd for the estimate, the path shown).
     let mut places: Vec<(u64, Option<OwnedFd>, PathBuf)> = Vec::new();
-    for arg in &a.paths {
+    for arg in &o.paths {
         match resolve(arg) {
             Ok(start) => {
                 let place = match &start {
                     Start::Dir { display, fd, stat } => {
-                        (stat.dev, fd.try_clone().ok(), display.clone())
+                        (stat.ident.dev, fd.try_clone().ok(), display.clone())
                     }
-                    Start::Entry { display, stat } => (stat.dev, None, display.clone()),
+                    Start::Entry { display, stat } => (stat.ident.dev, None, display.clone()),
                 };
                 places.push(place);
                 starts.push(start);
@@ -71,43 +106,53 @@ pub fn command(a: &ScanArgs) -> u8 {
     let first_dir = places.iter().find_map(|p| p.1.as_ref());
     // The first directory's file system profile decides the workers (a stat is a round trip
     // on a network file system: tens in flight).
-    let profile = first_dir.map(|fd| match a.profile {
+    let profile = first_dir.map(|fd| match o.profile {
         Some(class) => crate::engine::profile::Profile::named(class, fd),
         None => crate::engine::profile::Profile::detect(fd),
     });
-    let threads = match (a.threads, &profile) {
+    let threads = match (o.threads, &profile) {
         (Some(n), _) => usize::from(n),
         (None, Some(p)) => p.workers,
-        (None, None) => crate::engine::remove::cpus(),
+        (None, None) => crate::engine::profile::cpus(),
     };
     let nofile = crate::sys::limits::raise_nofile();
     let opts = walk::Options {
         threads,
-        cross_mounts: a.cross_mounts,
-        small: a.small,
-        top: a.top,
-        exclude: exclude::Exclude::new(&a.exclude),
+        cross_mounts: o.cross_mounts,
+        small: o.small,
+        top: o.top,
+        exclude: exclude::Exclude::new(&o.exclude),
         fd_budget: crate::sys::limits::fd_budget(256, nofile, threads),
     };
     let live = Live::default();
     let done = AtomicBool::new(false);
     let outcome = std::thread::scope(|s| {
-        s.spawn(|| progress.tick_until(&live, started, &done));
-        let outcome = walk::scan(starts, &opts, &live, &say, crate::engine::spread::job());
+        s.spawn(|| events.walking(&live, started, &done));
+        let warn = |w: &dyn std::fmt::Display| events.warning(w);
+        let outcome = walk::scan(
+            starts,
+            &opts,
+            &live,
+            &say,
+            &warn,
+            crate::engine::spread::job(),
+        );
         done.store(true, std::sync::atomic::Ordering::Relaxed);
         outcome
     });
     let elapsed = started.elapsed();
 
     if !leads {
-        return u8::from(!outcome.errors.is_empty());
+        return Scanned {
+            report: None,
+            failed: !outcome.errors.is_empty(),
+        };
     }
-    let estimate = if a.no_estimate || crate::engine::spread::job().is_some() {
+    let estimate = if o.no_estimate || crate::engine::spread::job().is_some() {
         None
     } else {
-        Some(estimate_all(&places, &outcome.per_root, &progress))
+        Some(estimate_all(&places, &outcome.per_root, events))
     };
-    progress.clear();
     errors.extend(outcome.errors);
     let mut ranks = outcome.ranks;
 
@@ -128,11 +173,11 @@ pub fn command(a: &ScanArgs) -> u8 {
             .collect()
     };
     let report = ScanReport {
-        paths: a.paths.iter().map(|p| lossy(Path::new(p))).collect(),
+        paths: o.paths.iter().map(|p| lossy(Path::new(p))).collect(),
         totals,
-        small_threshold: a.small,
+        small_threshold: o.small,
         histogram: outcome.histogram.buckets(),
-        exclude: a.exclude.iter().map(|p| p.text.clone()).collect(),
+        exclude: o.exclude.iter().map(|p| p.text.clone()).collect(),
         top_by_allocated_bytes: top(outcome.top_bytes),
         top_by_files: top(outcome.top_files),
         top_by_small_files: top(outcome.top_small),
@@ -159,15 +204,10 @@ pub fn command(a: &ScanArgs) -> u8 {
         profile,
         ranks: std::mem::take(&mut ranks),
     };
-    let text = if a.json {
-        serde_json::to_string(&report).expect("scan report serializes") + "\n"
-    } else {
-        report::human(&report)
-    };
-    // A closed stdout (`| head`) is not an error worth a panic.
-    let mut out = std::io::stdout().lock();
-    let _ = out.write_all(text.as_bytes()).and_then(|()| out.flush());
-    u8::from(!errors.is_empty())
+    Scanned {
+        report: Some(report),
+        failed: !errors.is_empty(),
+    }
 }
 
 /// Opens a PATH: a directory with `O_DIRECTORY|O_NOFOLLOW` (a trailing slash makes the kernel
@@ -185,14 +225,14 @@ fn resolve(arg: &OsStr) -> Result<Start, ScanError> {
     if name.as_bytes().is_empty() {
         return Err(fail("cannot open", errno_text(Errno::NOENT)));
     }
-    let flags = OFlags::RDONLY | OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::CLOEXEC;
-    match openat(CWD, &name, flags, Mode::empty()) {
+    match crate::sys::dirfd::open_dir_at(CWD, &name) {
         Ok(fd) => {
-            let stat = walk::stat_fd(&fd).map_err(|e| fail("cannot stat", errno_text(e)))?;
+            let stat =
+                crate::sys::dirfd::fstat(&fd).map_err(|e| fail("cannot stat", errno_text(e)))?;
             Ok(Start::Dir { display, fd, stat })
         }
-        Err(Errno::NOTDIR) | Err(Errno::LOOP) => match walk::stat_at(CWD, &name) {
-            Ok(st) if st.kind == Kind::Symlink => Err(fail(
+        Err(Errno::NOTDIR) | Err(Errno::LOOP) => match crate::sys::dirfd::lstat_at(CWD, &name) {
+            Ok(st) if st.file_type == rustix::fs::FileType::Symlink => Err(fail(
                 "not following",
                 "it is a symbolic link (add a trailing slash to scan the directory it points to)"
                     .into(),
@@ -210,7 +250,7 @@ fn resolve(arg: &OsStr) -> Result<Start, ScanError> {
 fn estimate_all(
     places: &[(u64, Option<OwnedFd>, PathBuf)],
     per_root: &[Counts],
-    progress: &Progress,
+    events: &dyn Events,
 ) -> Estimate {
     /// The work on one device, and the first directory PATH there (where it is calibrated).
     struct Group<'a> {
@@ -271,7 +311,7 @@ fn estimate_all(
             ));
             continue;
         }
-        match calibrate_near(fd, shown, dev, &trees, progress) {
+        match calibrate_near(fd, shown, dev, &trees, events) {
             Ok(c) => {
                 seconds += estimate::seconds(&work, &c);
                 calibrations.push(c);
@@ -301,16 +341,13 @@ fn calibrate_near(
     shown: &Path,
     dev: u64,
     trees: &[Ident],
-    progress: &Progress,
+    events: &dyn Events,
 ) -> Result<estimate::Calibration, Uncalibrated> {
     let threads = crate::engine::remove::threads_for(root);
     let (found, mut passed) = estimate::places(root, trees);
     let tried_any = !found.is_empty();
     for place in found {
-        progress.message(&format!(
-            "calibrating the removal estimate in {}",
-            crate::sys::quote::quote(&place.path)
-        ));
+        events.calibrating(&place.path);
         match estimate::calibrate(&place.fd, &place.path, dev, threads) {
             Ok(mut c) => {
                 c.place = Some(place.kind);

@@ -28,7 +28,7 @@ pub struct Counts {
     /// Entries left out by `--exclude` (not counted, not descended into; what is inside an
     /// excluded directory is not known).
     pub excluded: u64,
-    /// Non-directory names in directories of at least `BIG_DIR` entries (removal of those is
+    /// Non-directory names in directories of at least `engine::walk::BIG_DIR` entries (removal of those is
     /// bound by one directory's lock, not spread over workers).
     #[serde(skip)]
     pub big_dir_names: u64,

@@ -6,23 +6,19 @@
 
 use std::collections::HashSet;
 use std::ffi::{CStr, CString};
-use std::os::fd::{AsFd, OwnedFd};
+use std::os::fd::OwnedFd;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
-use rustix::fs::{statx, AtFlags, FileType, StatxFlags};
+use rustix::fs::FileType;
 use rustix::io::Errno;
 
 use super::exclude::Exclude;
 use super::histogram::Histogram;
 use super::tally::{Counts, TopN};
 use crate::engine::walk::{self, Lost, Names, Next, Node, NotOpened, Root, Visitor, Walk};
-use crate::sys::dirfd::{Facts, Ident};
-
-/// Directories with at least this many entries count as big for the removal estimate (the
-/// engine unlinks those in inode order, bound by the directory's lock).
-pub const BIG_DIR: usize = 10_000;
+use crate::sys::dirfd::{self, Facts};
 
 /// Entries of one directory handed to one worker for `statx`; bigger directories are split so
 /// that other workers share the work (a million files in one directory).
@@ -31,66 +27,6 @@ const BATCH: usize = 1024;
 /// Entries are `statx`ed in inode order from this many on: neighbouring inodes share
 /// inode-table blocks, so a cold cache reads each block once, in ascending order.
 const SORT_MIN: usize = 256;
-
-/// What kind of inode an entry is.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Kind {
-    File,
-    Dir,
-    Symlink,
-    Other,
-}
-
-/// What `statx` says about an inode that a scan needs.
-#[derive(Clone, Copy, Debug)]
-pub struct Stat {
-    pub dev: u64,
-    pub ino: u64,
-    pub mnt_id: u64,
-    pub kind: Kind,
-    pub nlink: u32,
-    /// `st_size`.
-    pub size: u64,
-    /// `st_blocks * 512`.
-    pub allocated: u64,
-}
-
-const MASK: StatxFlags = StatxFlags::TYPE
-    .union(StatxFlags::INO)
-    .union(StatxFlags::NLINK)
-    .union(StatxFlags::SIZE)
-    .union(StatxFlags::BLOCKS)
-    .union(StatxFlags::MNT_ID);
-
-impl Stat {
-    fn from_statx(s: &rustix::fs::Statx) -> Stat {
-        let kind = match FileType::from_raw_mode(s.stx_mode.into()) {
-            FileType::RegularFile => Kind::File,
-            FileType::Directory => Kind::Dir,
-            FileType::Symlink => Kind::Symlink,
-            _ => Kind::Other,
-        };
-        Stat {
-            dev: rustix::fs::makedev(s.stx_dev_major, s.stx_dev_minor),
-            ino: s.stx_ino,
-            mnt_id: s.stx_mnt_id,
-            kind,
-            nlink: s.stx_nlink,
-            size: s.stx_size,
-            allocated: s.stx_blocks * 512,
-        }
-    }
-}
-
-/// `statx` of `name` in `dir`, not following a final symlink.
-pub fn stat_at<Fd: AsFd>(dir: Fd, name: &CStr) -> Result<Stat, Errno> {
-    statx(dir, name, AtFlags::SYMLINK_NOFOLLOW, MASK).map(|s| Stat::from_statx(&s))
-}
-
-/// `statx` of an open fd.
-pub fn stat_fd<Fd: AsFd>(fd: Fd) -> Result<Stat, Errno> {
-    statx(fd, c"", AtFlags::EMPTY_PATH, MASK).map(|s| Stat::from_statx(&s))
-}
 
 /// How the walk works.
 #[derive(Clone, Debug)]
@@ -113,10 +49,10 @@ pub enum Start {
     Dir {
         display: PathBuf,
         fd: OwnedFd,
-        stat: Stat,
+        stat: Facts,
     },
     /// Anything else: counted as the one entry it is.
-    Entry { display: PathBuf, stat: Stat },
+    Entry { display: PathBuf, stat: Facts },
 }
 
 /// Running totals for a progress line.
@@ -181,12 +117,14 @@ pub struct Outcome {
     pub ranks: Vec<crate::engine::spread::Rank>,
 }
 
-/// Scans every start in parallel. `on_error` is called once per failure, as it happens.
+/// Scans every start in parallel. `on_error` is called once per failure, as it happens;
+/// `on_warning` for what a rank of an MPI job ignored.
 pub fn scan(
     starts: Vec<Start>,
     opts: &Options,
     live: &Live,
     on_error: &(dyn Fn(&ScanError) + Sync),
+    on_warning: &(dyn Fn(&dyn std::fmt::Display) + Sync),
     job: Option<&dyn crate::engine::spread::Transport>,
 ) -> Outcome {
     // Under MPI, rank 0 counts the PATHs that are not directories and reports for all.
@@ -203,7 +141,7 @@ pub fn scan(
         root_devs: starts
             .iter()
             .map(|s| match s {
-                Start::Dir { stat, .. } | Start::Entry { stat, .. } => stat.dev,
+                Start::Dir { stat, .. } | Start::Entry { stat, .. } => stat.ident.dev,
             })
             .collect(),
     };
@@ -212,10 +150,7 @@ pub fn scan(
     for (index, start) in starts.into_iter().enumerate() {
         match start {
             Start::Dir { display, fd, stat } => {
-                let ident = Ident {
-                    dev: stat.dev,
-                    ino: stat.ino,
-                };
+                let ident = stat.ident;
                 roots.push(Root::new(
                     index,
                     Arc::new(fd),
@@ -274,7 +209,7 @@ pub fn scan(
     }
     for r in &roots {
         // Work below a root this rank never opens is checked against its mount.
-        if let Ok(st) = stat_fd(&*r.base) {
+        if let Ok(st) = dirfd::fstat(&*r.base) {
             r.set_mnt_id(st.mnt_id);
         }
     }
@@ -297,6 +232,7 @@ pub fn scan(
         roots: roots.len(),
         counts: &counts,
         add: &add,
+        warn: on_warning,
     };
     let first_path = roots.first().map(|r| r.display.clone());
     // Whole directories only: a directory's counts (files, small files) stay in one rank.
@@ -660,21 +596,22 @@ impl Scanner<'_> {
         self.skipped.lock().expect("skipped lock").push(path);
     }
 
-    fn same_mount(&self, root: &Root, st: &Stat) -> bool {
-        self.opts.cross_mounts || (Some(st.mnt_id) == root.mnt_id() && st.dev == root.expect.dev)
+    fn same_mount(&self, root: &Root, st: &Facts) -> bool {
+        self.opts.cross_mounts
+            || (Some(st.mnt_id) == root.mnt_id() && st.ident.dev == root.expect.dev)
     }
 
     /// Counts one non-directory; returns the bytes it added (0 for a further hard link).
-    fn count_entry(&self, tally: &mut Tally, root: usize, st: &Stat) -> u64 {
+    fn count_entry(&self, tally: &mut Tally, root: usize, st: &Facts) -> u64 {
         let first_link = st.nlink <= 1
             || self
                 .seen
                 .lock()
                 .expect("seen lock")
-                .insert((st.dev, st.ino));
+                .insert((st.ident.dev, st.ident.ino));
         let c = &mut tally.per_root[root];
-        match st.kind {
-            Kind::File => {
+        match st.file_type {
+            FileType::RegularFile => {
                 c.files += 1;
                 if st.size < self.opts.small {
                     c.small_files += 1;
@@ -683,8 +620,8 @@ impl Scanner<'_> {
                     c.hard_links += 1;
                 }
             }
-            Kind::Symlink => c.symlinks += 1,
-            Kind::Other | Kind::Dir => c.other += 1,
+            FileType::Symlink => c.symlinks += 1,
+            _ => c.other += 1,
         }
         if !first_link {
             return 0;
@@ -693,20 +630,20 @@ impl Scanner<'_> {
             let fs = self
                 .root_devs
                 .iter()
-                .position(|d| *d == st.dev)
-                .map_or(st.dev | 1 << 63, |i| i as u64);
+                .position(|d| *d == st.ident.dev)
+                .map_or(st.ident.dev | 1 << 63, |i| i as u64);
             tally.links.push(Link {
                 fs,
-                ino: st.ino,
+                ino: st.ident.ino,
                 root: root as u32,
-                file: st.kind == Kind::File,
+                file: st.file_type == FileType::RegularFile,
                 allocated: st.allocated,
                 size: st.size,
             });
         }
         c.allocated_bytes += st.allocated;
         c.apparent_bytes += st.size;
-        if st.kind == Kind::File {
+        if st.file_type == FileType::RegularFile {
             tally.histogram.add(st.size, st.allocated);
         }
         st.allocated
@@ -753,12 +690,15 @@ impl Visitor for Scanner<'_> {
         match why {
             // Replaced by a symlink or a file since it was listed: count what is there now,
             // never follow it.
-            NotOpened::NotDir => match stat_at(parent, node.name()) {
-                Ok(st) if st.kind != Kind::Dir => {
+            NotOpened::NotDir => match dirfd::lstat_at(parent, node.name()) {
+                Ok(st) if st.file_type != FileType::Directory => {
                     if self.same_mount(root, &st) {
                         let allocated = self.count_entry(w, root.index, &st);
                         if let Some(p) = node.parent() {
-                            p.data.add_tree(allocated, u64::from(st.kind == Kind::File));
+                            p.data.add_tree(
+                                allocated,
+                                u64::from(st.file_type == FileType::RegularFile),
+                            );
                         }
                         self.live.names.fetch_add(1, Ordering::Relaxed);
                     } else {
@@ -776,7 +716,7 @@ impl Visitor for Scanner<'_> {
             ),
             // Unreadable (EACCES): the directory itself is still there and counted, as du and
             // find do.
-            NotOpened::Os(e) => match stat_at(parent, node.name()) {
+            NotOpened::Os(e) => match dirfd::lstat_at(parent, node.name()) {
                 Ok(st) if node.parent().is_some() && !self.same_mount(root, &st) => {
                     self.skip_mount(path)
                 }
@@ -809,7 +749,7 @@ impl Visitor for Scanner<'_> {
     }
 
     fn listed(&self, w: &mut Tally, node: &Arc<SNode>, names: usize) {
-        if names >= BIG_DIR {
+        if names >= walk::BIG_DIR {
             w.per_root[node.root.index].big_dir_names += names as u64;
         }
     }
@@ -840,9 +780,9 @@ impl Visitor for Scanner<'_> {
                 excluded += 1;
                 continue;
             }
-            match stat_at(fd, name) {
+            match dirfd::lstat_at(fd, name) {
                 // A directory after all (DT_UNKNOWN, or swapped in since listed).
-                Ok(st) if st.kind == Kind::Dir => {
+                Ok(st) if st.file_type == FileType::Directory => {
                     if self.excluded(node, name, true) {
                         excluded += 1;
                     } else {
@@ -853,7 +793,7 @@ impl Visitor for Scanner<'_> {
                 Ok(st) if !self.same_mount(root, &st) => self.skip_mount(node.child_path(name)),
                 Ok(st) => {
                     count += 1;
-                    if st.kind == Kind::File {
+                    if st.file_type == FileType::RegularFile {
                         files += 1;
                         if st.size < self.opts.small {
                             small += 1;

@@ -33,6 +33,25 @@ pub const HIDDEN_PREFIX: &str = ".reclaim-shrink.";
 /// checking it (open, lease, FIEMAP) made `rm --durable` of 1,000 16 MiB WAL segments 1.45x
 /// unlink-all + one fsync with a 16 MiB threshold (bench/RESULTS.md).
 pub const GENTLE_MIN_BYTES: u64 = 64 << 20;
+/// Where a file was met.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Found {
+    /// Named as an argument (or a trash entry of its own).
+    Named,
+    /// Inside a tree being removed.
+    InTree,
+}
+
+/// Whether a file goes to the shrinker rather than a plain unlink (the one home of this
+/// rule): a regular file allocating `GENTLE_MIN_BYTES` or more. In a tree, only one with a
+/// single link (more links: unlinking frees nothing); a named one with more goes to the
+/// shrinker, which unlinks it whole and says why.
+pub fn candidate(facts: &Facts, found: Found) -> bool {
+    facts.file_type == rustix::fs::FileType::RegularFile
+        && facts.allocated >= GENTLE_MIN_BYTES
+        && (found == Found::Named || facts.nlink == 1)
+}
+
 /// A file whose whole removal costs at most this many metadata units is unlinked at once: a
 /// few extents in up to four 128 MiB regions (a 16 MiB WAL segment that straddles a block
 /// group boundary costs 2.003 units, and was paced when this was 2: bench/RESULTS.md).
@@ -64,6 +83,16 @@ pub struct Outcome {
     /// What the pacing cost other I/O (probe latency before vs during, and its back-offs).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub pace: Option<PaceReport>,
+}
+
+/// One large file freed by the shrinker.
+#[derive(Debug, serde::Serialize, serde::Deserialize)]
+pub struct Gentle {
+    #[serde(flatten)]
+    pub path: crate::sys::quote::PathField,
+    pub elapsed_s: f64,
+    #[serde(flatten)]
+    pub outcome: Outcome,
 }
 
 /// What a stop signal left of a file being shrunk.
@@ -135,7 +164,7 @@ pub fn remove_file(
         out.unlinked_whole = Some(why);
         unlink(dir, name)
     };
-    if facts.allocated < GENTLE_MIN_BYTES {
+    if !candidate(facts, Found::Named) {
         unlink(dir, name)?;
         return Ok(out);
     }
@@ -547,8 +576,10 @@ impl TreeFiles {
     }
 }
 
-impl crate::engine::remove::LargeFiles for TreeFiles {
-    fn remove(
+impl TreeFiles {
+    /// Removes `name` in `dir` (`facts` from its `lstat`; `path` for messages) with the
+    /// shrinker, in place of its unlink.
+    pub fn remove(
         &self,
         dir: &OwnedFd,
         name: &CStr,

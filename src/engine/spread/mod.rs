@@ -414,24 +414,6 @@ impl Rank {
     }
 }
 
-/// One line about the ranks of a job: how many, on how many hosts, and how evenly the work
-/// went (files and directories per rank).
-pub fn ranks_line(ranks: &[Rank]) -> String {
-    let mut hosts: Vec<&str> = ranks.iter().map(|r| r.host.as_str()).collect();
-    hosts.sort_unstable();
-    hosts.dedup();
-    let mut per: Vec<u64> = ranks.iter().map(|r| r.files + r.dirs).collect();
-    per.sort_unstable();
-    format!(
-        "ranks: {} on {}, entries per rank {}–{} (median {})",
-        ranks.len(),
-        crate::ui::report::plural(hosts.len() as u64, "host", "hosts"),
-        crate::sys::format::group(per[0]),
-        crate::sys::format::group(per[per.len() - 1]),
-        crate::sys::format::group(per[per.len() / 2]),
-    )
-}
-
 /// What the driver of a rank needs from its caller.
 pub struct Job<'a> {
     pub transport: &'a dyn Transport,
@@ -441,6 +423,8 @@ pub struct Job<'a> {
     pub counts: &'a (dyn Fn() -> Counts + Sync),
     /// Rank 0: another rank's counts since its last report.
     pub add: &'a (dyn Fn(Counts) + Sync),
+    /// What this rank ignored (a message it could not read, work it refused): for the user.
+    pub warn: &'a (dyn Fn(&dyn std::fmt::Display) + Sync),
 }
 
 /// What rank 0 learns from the others at the end.
@@ -537,7 +521,7 @@ pub fn drive(job: &Job<'_>, walk: &dyn Shared, events: &Receiver<Event>) -> Repo
             let msg = match Msg::decode(&bytes) {
                 Ok(m) => m,
                 Err(e) => {
-                    eprintln!("reclaim: rank {me}: {e} (from rank {from}); ignored");
+                    (job.warn)(&format_args!("rank {me}: {e} (from rank {from}); ignored"));
                     continue;
                 }
             };
@@ -561,7 +545,9 @@ pub fn drive(job: &Job<'_>, walk: &dyn Shared, events: &Receiver<Event>) -> Repo
                     }
                     for h in hs {
                         if let Err(e) = walk.import(from, h) {
-                            eprintln!("reclaim: rank {me}: work from rank {from} ignored: {e}");
+                            (job.warn)(&format_args!(
+                                "rank {me}: work from rank {from} ignored: {e}"
+                            ));
                         }
                     }
                 }
@@ -653,7 +639,7 @@ pub fn conclude(job: &Job<'_>, mut reports: Reports, payload: Vec<u8>) -> Report
                 reports.absorb(job, from, m)
             }
             Ok(_) => {}
-            Err(e) => eprintln!("reclaim: rank {me}: {e} (from rank {from}); ignored"),
+            Err(e) => (job.warn)(&format_args!("rank {me}: {e} (from rank {from}); ignored")),
         }
     }
     t.flush();
@@ -701,14 +687,15 @@ impl Lcg {
 /// Removes the trees as one rank of `t`'s job (every rank calls it with the trees it resolved
 /// from the same arguments). Failures are printed by the rank that met them, through `sink`;
 /// rank 0 returns every rank's failures (and counts them into `counters`), the others their
-/// own. Nothing is removed unless every rank sees the same trees.
+/// own, and rank 0 what each rank did. Nothing is removed unless every rank sees the same
+/// trees.
 pub fn remove_trees(
     t: &dyn Transport,
     targets: Vec<crate::engine::remove::DirTarget>,
     opts: &crate::engine::remove::Options,
     counters: &crate::engine::remove::Counters,
     sink: &dyn crate::engine::remove::Sink,
-) -> crate::engine::remove::Outcome {
+) -> (crate::engine::remove::Outcome, Vec<Rank>) {
     use crate::sys::error::{Failure, Reason};
     use std::sync::atomic::Ordering::Relaxed;
     let trees = Trees {
@@ -734,14 +721,14 @@ pub fn remove_trees(
             }
         }
         counters.errors.fetch_add(failures.len() as u64, Relaxed);
-        return crate::engine::remove::Outcome {
+        let outcome = crate::engine::remove::Outcome {
             failures,
             skipped_mounts: Vec::new(),
-            ranks: Vec::new(),
         };
+        return (outcome, Vec::new());
     }
     if targets.is_empty() {
-        return crate::engine::remove::Outcome::default();
+        return Default::default();
     }
     let collect = Collect {
         inner: sink,
@@ -761,11 +748,13 @@ pub fn remove_trees(
         counters.bytes.fetch_add(c[2], Relaxed);
         counters.errors.fetch_add(c[3], Relaxed);
     };
+    let warn = |w: &dyn std::fmt::Display| sink.warning(w);
     let job = Job {
         transport: t,
         roots: targets.len(),
         counts: &counts,
         add: &add,
+        warn: &warn,
     };
     let leader = t.rank() == 0;
     let first_display = targets.first().map(|d| d.display.clone());
@@ -790,9 +779,11 @@ pub fn remove_trees(
     }
     let payload = wire::encode_failures(&collect.failures.lock().expect("failures lock"));
     let reports = conclude(&job, reports, payload);
-    if leader {
-        outcome.ranks = reports.ranks.clone();
-    }
+    let ranks = if leader {
+        reports.ranks.clone()
+    } else {
+        Vec::new()
+    };
     for (rank, bytes) in reports.payloads {
         match wire::decode_failures(&bytes) {
             Ok(fs) => {
@@ -804,14 +795,16 @@ pub fn remove_trees(
                 }
             }
             Err(e) => {
-                eprintln!("reclaim: the report of rank {rank} was not readable ({e})");
+                sink.warning(&format_args!(
+                    "the report of rank {rank} was not readable ({e})"
+                ));
                 counters.errors.fetch_add(1, Relaxed);
             }
         }
     }
     outcome.failures.sort_by(|a, b| a.path.cmp(&b.path));
     outcome.skipped_mounts.sort();
-    outcome
+    (outcome, ranks)
 }
 
 /// A sink that also keeps the failures (a rank's report to rank 0).
@@ -830,6 +823,9 @@ impl crate::engine::remove::Sink for Collect<'_> {
     fn failed(&self, f: &crate::sys::error::Failure) {
         self.inner.failed(f);
         self.failures.lock().expect("failures lock").push(f.clone());
+    }
+    fn warning(&self, what: &dyn std::fmt::Display) {
+        self.inner.warning(what)
     }
 }
 

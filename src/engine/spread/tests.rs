@@ -75,7 +75,7 @@ fn run(
                 s.spawn(move || {
                     let counters = Counters::default();
                     let targets = paths.iter().map(|p| target(p)).collect();
-                    let o = remove_trees(t, targets, opts, &counters, &Quiet);
+                    let (o, _) = remove_trees(t, targets, opts, &counters, &Quiet);
                     (counters, o)
                 })
             })
@@ -195,7 +195,7 @@ fn ranks_that_see_other_trees_remove_nothing() {
             .map(|t| {
                 let p = if t.rank() == 2 { b.clone() } else { a.clone() };
                 s.spawn(move || {
-                    remove_trees(t, vec![target(&p)], &small(), &Counters::default(), &Quiet)
+                    remove_trees(t, vec![target(&p)], &small(), &Counters::default(), &Quiet).0
                 })
             })
             .collect();

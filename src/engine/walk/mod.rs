@@ -35,6 +35,14 @@ mod pool;
 mod share;
 pub use share::{run_shared, Event, Handoff, Shared, Work};
 
+/// Directories with this many entries or more are big (the one home of the number): the
+/// engine unlinks their names in inode order (`Options::sort_min`; neighbouring inodes share
+/// inode-table blocks, so a cold cache reads each block once, and hash order was 1.4-2x slower
+/// on ext4: bench/RESULTS.md), scan's estimate counts their names apart (removal there is
+/// bound by the directory's lock), and GNU's fts, which `rm` mode follows, sorts a directory of
+/// more than this many by inode.
+pub const BIG_DIR: usize = 10_000;
+
 /// How a walk works.
 #[derive(Clone, Debug)]
 pub struct Options {

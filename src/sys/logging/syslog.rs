@@ -44,7 +44,7 @@ pub fn send(socket: &Path, rec: &Record) -> std::io::Result<()> {
     let line = format(
         rec.priority,
         &rec.message,
-        crate::trash::meta::now_unix(),
+        crate::sys::format::now_unix(),
         std::process::id(),
     );
     let sock = UnixDatagram::unbound()?;
