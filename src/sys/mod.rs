@@ -14,3 +14,6 @@ pub mod mounts;
 pub mod quote;
 pub mod rename;
 pub mod space;
+
+#[cfg(test)]
+pub mod testing;

@@ -358,7 +358,7 @@ mod against_gnu {
             names.dedup();
             for (locale, utf8) in [("C", false), ("C.UTF-8", true)] {
                 let Some(want) = gnu(&names, locale) else {
-                    eprintln!("same_as_ls: skipped, GNU ls not available");
+                    crate::sys::testing::skipped("same_as_ls", "GNU ls not available");
                     return Ok(());
                 };
                 let ours: Vec<String> = names.iter().map(|n| quote_bytes(n, utf8)).collect();

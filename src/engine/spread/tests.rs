@@ -135,7 +135,10 @@ fn a_dry_run_counts_what_one_process_counts() {
 fn failures_anywhere_reach_rank_0_and_keep_their_ancestors() {
     // A mount point inside the tree (root only): skipped, reported, its ancestors kept.
     if !rustix::process::geteuid().is_root() {
-        eprintln!("SKIPPED failures_anywhere_reach_rank_0_and_keep_their_ancestors: needs root (a tmpfs mount point inside the tree)");
+        crate::sys::testing::skipped(
+            "failures_anywhere_reach_rank_0_and_keep_their_ancestors",
+            "needs root (a tmpfs mount point inside the tree)",
+        );
         return;
     }
     let tmp = tempfile::tempdir().unwrap();
