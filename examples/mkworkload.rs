@@ -1,4 +1,4 @@
-//! Creates a deterministic benchmark workload (see `reclaim::engine::workload`).
+//! Creates a deterministic benchmark workload (see `reclaim::workload`).
 //!
 //! `mkworkload --shape flat|tree --files N [--fanout 32] [--per-leaf 100] [--size BYTES]
 //! [--threads T] DIR`
@@ -11,8 +11,8 @@ use std::time::Instant;
 
 use anyhow::{bail, Context};
 use clap::Parser;
-use reclaim::cli::args::WorkloadArgs;
-use reclaim::engine::workload::{self, Spec};
+use reclaim::workload::{self, Spec};
+use reclaim::WorkloadArgs;
 
 /// Create a deterministic workload of files in a new directory.
 #[derive(Debug, Parser)]

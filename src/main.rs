@@ -1,26 +1,25 @@
-//! The `reclaim` binary: GNU `rm` mode when invoked as `rm`, else the command line (`cli`) →
-//! the command (`cmd`) → the exit status; and the SIGPIPE policy of every command.
+//! The `reclaim` binary: GNU `rm` mode when invoked as `rm`, else the command line
+//! (`reclaim::parse`) → the command (`reclaim::run`) → the exit status; and the SIGPIPE
+//! policy of every command.
 
 use std::process::ExitCode;
 
-use reclaim::{cli, cmd, sys};
-
 fn main() -> ExitCode {
     // Before any thread starts: the locale's character set decides how names are quoted.
-    sys::quote::utf8_locale();
+    reclaim::utf8_locale();
     // `reclaim` in ps/pgrep/top, also when started as /proc/self/exe (a reaper, a child).
     let _ = rustix::thread::set_name(c"reclaim");
     let args: Vec<_> = std::env::args_os().collect();
     // Through a link or copy named `rm`, reclaim is GNU rm (src/cmd/gnu/): `rm -v | head`
     // ends as GNU's does, killed by SIGPIPE, silently.
-    if let Some(argv0) = args.first().filter(|a| cmd::gnu::invoked_as_rm(a)) {
-        sys::interrupt::default_sigpipe();
-        return cmd::gnu::main(argv0, &args[1..]);
+    if let Some(argv0) = args.first().filter(|a| reclaim::invoked_as_rm(a)) {
+        reclaim::default_sigpipe();
+        return reclaim::rm_main(argv0, &args[1..]);
     }
-    let invocation = match cli::parse(args) {
+    let invocation = match reclaim::parse(args) {
         Ok(i) => i,
-        Err(cli::Error::Clap(e)) => e.exit(),
-        Err(cli::Error::Usage {
+        Err(reclaim::Error::Clap(e)) => e.exit(),
+        Err(reclaim::Error::Usage {
             warnings,
             message,
             code,
@@ -37,7 +36,7 @@ fn main() -> ExitCode {
     // stop because whoever read its output went away (SIGPIPE stays ignored; it stops at
     // consistent points on SIGTERM).
     if !invocation.is_reaper() {
-        sys::interrupt::default_sigpipe();
+        reclaim::default_sigpipe();
     }
-    cmd::run(invocation)
+    reclaim::run(invocation)
 }

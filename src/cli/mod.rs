@@ -352,7 +352,7 @@ mod tests {
         let p = EntryPacing::default().pacing();
         assert_eq!(
             p.max_latency,
-            Some(crate::engine::pace::DEFAULT_MAX_LATENCY)
+            Some(crate::engine::pace::asked::DEFAULT_MAX_LATENCY)
         );
         assert!(EntryPacing::from(&parse(&["--fast".into()]))
             .pacing()
@@ -371,7 +371,7 @@ mod tests {
         let help = help.unwrap().to_string();
         let default = format!(
             "[default: {}ms ",
-            crate::engine::pace::DEFAULT_MAX_LATENCY.as_millis()
+            crate::engine::pace::asked::DEFAULT_MAX_LATENCY.as_millis()
         );
         assert!(help.contains(&default), "{help}");
     }

@@ -389,7 +389,7 @@ impl Visitor for Remover<'_> {
                     Next::Keep
                 }
             },
-            NotOpened::OtherMount(_) => {
+            NotOpened::OtherMount => {
                 self.fail(node.path(), Reason::MountPoint, parent_node);
                 Next::Keep
             }

@@ -18,16 +18,6 @@ pub fn try_exclusive(fd: impl AsFd) -> Result<bool, Errno> {
     }
 }
 
-/// `flock(fd, LOCK_EX)`, waiting for it.
-pub fn exclusive(fd: impl AsFd) -> Result<(), Errno> {
-    loop {
-        match rustix::fs::flock(&fd, rustix::fs::FlockOperation::LockExclusive) {
-            Err(Errno::INTR) => {}
-            r => return r,
-        }
-    }
-}
-
 /// The kinds of `/proc/locks` lines we look for.
 #[derive(Clone, Copy)]
 pub enum Kind {

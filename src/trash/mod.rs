@@ -70,7 +70,6 @@ pub struct Trash {
     /// Its owner, whose entries it holds.
     pub uid: u32,
     pub ident: Ident,
-    pub mnt_id: u64,
 }
 
 /// The uid a trash name stands for: `.reclaim-<uid>` or `.reclaim-<uid>.<suffix>`.
@@ -150,7 +149,6 @@ impl Trash {
             mount: mount.point.clone(),
             uid,
             ident: facts.ident,
-            mnt_id: facts.mnt_id,
         })
     }
 

@@ -33,13 +33,6 @@ pub enum Bad {
     TooBig(u64),
 }
 
-impl Bad {
-    /// Whether the file is simply not there (not a sign of tampering).
-    pub fn is_missing(&self) -> bool {
-        matches!(self, Bad::Missing)
-    }
-}
-
 /// What a file type is called in messages.
 pub fn type_name(t: FileType) -> &'static str {
     match t {
@@ -202,11 +195,6 @@ pub fn replace(dir: impl AsFd, name: &CStr, bytes: &[u8]) -> Result<(), Errno> {
 fn temp_name(name: &CStr) -> CString {
     CString::new(format!(".{}.{}.tmp", name.to_string_lossy(), random_hex(8)))
         .expect("no NUL in a temp name")
-}
-
-/// Whether `name` is one of `replace`'s temporary names (left by a process killed mid-write).
-pub fn is_temp_name(name: &[u8]) -> bool {
-    name.starts_with(b".") && name.ends_with(b".tmp")
 }
 
 /// `n` random bytes as lowercase hex (from the kernel's generator).

@@ -4,7 +4,7 @@
 
 use std::time::{Duration, Instant};
 
-use reclaim::engine::workload::{self, Shape, Spec};
+use reclaim::workload::{self, Shape, Spec};
 
 use crate::util::{self, parse_report, scratch, Scratch};
 

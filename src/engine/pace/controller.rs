@@ -172,11 +172,6 @@ impl Controller {
         c
     }
 
-    /// The (sanitized) configuration in force.
-    pub fn config(&self) -> &Config {
-        &self.cfg
-    }
-
     /// Cost units for the next step.
     pub fn step(&self) -> u64 {
         self.step
@@ -187,6 +182,7 @@ impl Controller {
         self.pause
     }
 
+    #[cfg(test)]
     /// Counters and current settings.
     pub fn stats(&self) -> Stats {
         self.stats
@@ -343,6 +339,7 @@ impl Tally {
 
 /// The 90th percentile by nearest rank (the ⌈0.9·n⌉-th smallest), uncorrected; `None` when
 /// empty. For reports: the controller judges with the corrected count above.
+#[cfg(test)]
 pub fn p90(samples: &[Duration]) -> Option<Duration> {
     if samples.is_empty() {
         return None;

@@ -10,5 +10,4 @@ pub mod signals;
 pub mod throttle;
 pub mod tree;
 
-pub use asked::DEFAULT_MAX_LATENCY;
-pub use pacer::{LatencyStats, PaceReport, Pacer, Pacing};
+pub use pacer::{PaceReport, Pacer, Pacing};

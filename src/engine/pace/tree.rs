@@ -33,13 +33,6 @@ const GROW_AFTER: u32 = 8;
 /// long (bench --quick, 2026-11-23).
 pub const SLOW_DISK_P50: std::time::Duration = std::time::Duration::from_millis(3);
 
-/// The idle latency of the probe on the file system of `dir` (p90 of a few synchronous writes,
-/// taken before any removal starts): whether a disk that says it is rotational really answers
-/// like one. A removal's own journal traffic would inflate a baseline taken while it runs.
-pub fn idle_p90(dir: impl AsFd) -> Option<Duration> {
-    percentile(&sorted(&idle_samples(dir)), 90.0)
-}
-
 /// A few probe latencies on the file system of `dir` before any removal starts (empty when
 /// it cannot be probed): the governor's baseline where they were taken anyway.
 pub fn idle_samples(dir: impl AsFd) -> Vec<Duration> {

@@ -92,6 +92,7 @@ impl Histogram {
     }
 
     /// Files counted.
+    #[cfg(test)]
     pub fn total(&self) -> u64 {
         self.files.iter().sum()
     }

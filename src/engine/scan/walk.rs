@@ -708,7 +708,7 @@ impl Visitor for Scanner<'_> {
                 Ok(_) | Err(Errno::NOENT) => {}
                 Err(e) => self.fail(path, "cannot stat", text(e)),
             },
-            NotOpened::OtherMount(_) => self.skip_mount(path),
+            NotOpened::OtherMount => self.skip_mount(path),
             NotOpened::Changed => self.fail(
                 path,
                 "cannot open directory",

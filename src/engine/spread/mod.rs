@@ -18,6 +18,7 @@ use std::time::{Duration, Instant};
 
 use crate::engine::walk::{Event, Shared};
 
+#[cfg(test)]
 pub mod local;
 #[cfg(feature = "mpi")]
 pub mod mpi;
@@ -52,6 +53,7 @@ pub fn job() -> Option<&'static dyn Transport> {
 }
 
 /// Registers the job's transport (once, before any command runs).
+#[cfg(feature = "mpi")]
 pub fn set_job(t: Box<dyn Transport>) {
     let _ = JOB.set(t);
 }

@@ -195,7 +195,7 @@ pub enum NotOpened {
     /// No longer a directory (a symlink or a file in its place: `ELOOP`/`ENOTDIR`).
     NotDir,
     /// A directory of another mount (or a bind mount), with its facts.
-    OtherMount(Facts),
+    OtherMount,
     /// The root is no longer the directory the caller checked (device/inode).
     Changed,
     /// Open failed otherwise (`EACCES`, ...).
@@ -311,10 +311,6 @@ impl<'a> Names<'a> {
         self.range.1 - self.range.0
     }
 
-    pub fn is_empty(&self) -> bool {
-        self.len() == 0
-    }
-
     pub fn iter(&self) -> impl Iterator<Item = &'a CStr> + 'a {
         let listing = self.listing;
         (self.range.0..self.range.1).map(move |i| listing.name(i))
@@ -357,6 +353,7 @@ impl Gate {
     }
 
     /// Workers at work right now.
+    #[cfg(test)]
     pub fn active(&self) -> usize {
         self.state.lock().expect("gate lock").1
     }
@@ -720,8 +717,7 @@ impl<'a, V: Visitor> Walk<'a, V> {
                     } else {
                         let same_mount = root.mnt_id.get() == Some(&facts.mnt_id)
                             && facts.ident.dev == root.expect.dev;
-                        (!same_mount && !self.opts.cross_mounts)
-                            .then_some(NotOpened::OtherMount(facts))
+                        (!same_mount && !self.opts.cross_mounts).then_some(NotOpened::OtherMount)
                     };
                     match why {
                         None => {
