@@ -391,32 +391,4 @@ pub(crate) mod fuzz {
     pub(crate) fn bytes() -> impl Strategy<Value = Vec<u8>> {
         prop_oneof![prop::collection::vec(any::<u8>(), 0..300), json_like()]
     }
-
-    proptest! {
-        #![proptest_config(ProptestConfig::with_cases(400))]
-        #[test]
-        fn records_from_arbitrary_bytes(text in bytes()) {
-            let d = tempfile::tempdir().unwrap();
-            let dir = crate::sys::dirfd::open_dir_path(d.path()).unwrap();
-            std::fs::write(d.path().join("meta.json"), &text).unwrap();
-            let me = rustix::process::geteuid().as_raw();
-            if let Ok(Some(m)) = crate::trash::meta::Meta::read(&dir, me) {
-                let _ = m.original_path();
-                let _ = m.in_grace(0.0);
-                let _ = crate::sys::quote::quote(m.original_path());
-            }
-            // What a child prints (hostile when it runs as another user).
-            let _ = serde_json::from_slice::<crate::trash::restore::Report>(&text);
-        }
-
-        #[test]
-        fn names_quote_on_one_printable_line(name in prop::collection::vec(any::<u8>(), 0..40)) {
-            for utf8 in [false, true] {
-                let q = crate::sys::quote::quote_bytes(&name, utf8);
-                prop_assert!(!q.chars().any(char::is_control), "{q:?}");
-            }
-            let _ = crate::trash::name_uid(&name);
-            let _ = crate::trash::meta::is_entry_name(&name);
-        }
-    }
 }

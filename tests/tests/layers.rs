@@ -255,7 +255,10 @@ fn path_tree(b: &[u8], i: &mut usize) -> Vec<Vec<String>> {
 struct Source {
     rel: PathBuf,
     module: Vec<String>,
+    /// The text without comments and literals (what is checked).
     code: String,
+    /// The text as it is (what is shown).
+    text: String,
 }
 
 fn read_sources() -> Vec<Source> {
@@ -267,9 +270,11 @@ fn read_sources() -> Vec<Source> {
         .into_iter()
         .map(|p| {
             let rel = p.strip_prefix(&src).unwrap().to_path_buf();
+            let text = std::fs::read_to_string(&p).unwrap();
             Source {
                 module: module_of(&rel),
-                code: code_only(&std::fs::read_to_string(&p).unwrap()),
+                code: code_only(&text),
+                text,
                 rel,
             }
         })
