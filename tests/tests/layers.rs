@@ -398,7 +398,7 @@ fn only_cmd_ui_and_main_print() {
         if PRINTERS.contains(&s.module[0].as_str()) {
             continue;
         }
-        for (n, line) in s.code.lines().enumerate() {
+        for ((n, line), shown) in s.code.lines().enumerate().zip(s.text.lines()) {
             let b = line.as_bytes();
             for mac in ["print!(", "println!(", "eprint!(", "eprintln!(", "dbg!("] {
                 let hit = line
@@ -409,7 +409,7 @@ fn only_cmd_ui_and_main_print() {
                         "src/{}:{}: {}",
                         s.rel.display(),
                         n + 1,
-                        line.trim()
+                        shown.trim()
                     ));
                 }
             }

@@ -257,7 +257,8 @@ pub struct Plan {
 }
 
 /// Decides what to remove. `now` is seconds since the epoch; `space` is per `dev`; `zone` says
-/// what local time is (calendar rules).
+/// what local time is (calendar rules). The keep rules first (what they keep is never removed),
+/// then the remove rules, each on what is left.
 pub fn plan(
     entries: &[Candidate],
     policy: &Policy,
@@ -268,36 +269,102 @@ pub fn plan(
     if !policy.has_remove_rule() && !policy.has_keep_rule() {
         return Err(PlanError::NoRule);
     }
-    let order = newest_first(entries, policy.sort);
-    let mut d: Vec<Decision> = entries
-        .iter()
-        .map(|_| Decision {
-            remove: false,
-            reasons: Vec::new(),
-        })
-        .collect();
-    let mut kept = vec![false; entries.len()];
-    let mut keep = |i: usize, why: String, d: &mut [Decision]| {
-        kept[i] = true;
-        d[i].reasons.push(why);
-    };
+    let mut p = Planner::new(entries, policy.sort);
     if let Some(n) = policy.keep_last {
-        for &i in order.iter().take(n) {
+        p.keep_last(n);
+    }
+    p.keep_periods(&policy.periods(), zone);
+    if let Some(span) = policy.keep_within {
+        p.keep_within(span, now, zone);
+    }
+    if !policy.has_remove_rule() {
+        p.remove_unkept();
+    }
+    if let Some(age) = policy.older_than {
+        p.remove_older_than(age, now);
+    }
+    if let Some(max) = policy.max_total {
+        p.remove_above_total(max);
+    }
+    let unmet = match policy.keep_free {
+        Some(target) => p.remove_for_free_space(target, space),
+        None => Vec::new(),
+    };
+    let decisions = p.finish();
+    let removed = decisions.iter().filter(|x| x.remove).count();
+    if removed == entries.len() && removed > 0 && !policy.allow_empty {
+        return Err(PlanError::WouldEmpty(removed));
+    }
+    Ok(Plan { decisions, unmet })
+}
+
+/// A plan being made: the decision on each entry, and which a keep rule keeps.
+struct Planner<'e> {
+    entries: &'e [Candidate],
+    /// Indices, newest first.
+    order: Vec<usize>,
+    d: Vec<Decision>,
+    kept: Vec<bool>,
+}
+
+impl<'e> Planner<'e> {
+    fn new(entries: &'e [Candidate], sort: SortBy) -> Self {
+        Planner {
+            entries,
+            order: newest_first(entries, sort),
+            d: entries
+                .iter()
+                .map(|_| Decision {
+                    remove: false,
+                    reasons: Vec::new(),
+                })
+                .collect(),
+            kept: vec![false; entries.len()],
+        }
+    }
+
+    fn keep(&mut self, i: usize, why: String) {
+        self.kept[i] = true;
+        self.d[i].reasons.push(why);
+    }
+
+    /// Neither kept by a rule nor removed yet.
+    fn removable(&self, i: usize) -> bool {
+        !self.kept[i] && !self.d[i].remove
+    }
+
+    fn remove(&mut self, i: usize, why: String) {
+        self.d[i].remove = true;
+        self.d[i].reasons.push(why);
+    }
+
+    /// Indices, oldest first.
+    fn oldest_first(&self) -> Vec<usize> {
+        self.order.iter().rev().copied().collect()
+    }
+
+    /// `--keep-last N`.
+    fn keep_last(&mut self, n: usize) {
+        for i in self.order.clone().into_iter().take(n) {
             let why = if n == 1 {
                 "kept: the newest (--keep-last 1)".to_string()
             } else {
                 format!("kept: one of the {n} newest (--keep-last {n})")
             };
-            keep(i, why, &mut d);
+            self.keep(i, why);
         }
     }
-    let periods = policy.periods();
-    if !periods.is_empty() {
-        let local: Vec<DateTime> = entries.iter().map(|c| civil(zone, c.mtime)).collect();
-        for (period, n) in periods {
+
+    /// `--keep-hourly/-daily/-weekly/-monthly/-yearly N`, on the local calendar.
+    fn keep_periods(&mut self, periods: &[(Period, usize)], zone: &TimeZone) {
+        if periods.is_empty() {
+            return;
+        }
+        let local: Vec<DateTime> = self.entries.iter().map(|c| civil(zone, c.mtime)).collect();
+        for &(period, n) in periods {
             let (one, many) = period.noun();
             let flag = period.flag();
-            for (i, oldest) in keep_periods(&order, n, |i| period.bucket(&local[i])) {
+            for (i, oldest) in keep_periods(&self.order, n, |i| period.bucket(&local[i])) {
                 // `oldest` only when fewer than n buckets were found, so n >= 2 there.
                 let why = if oldest {
                     format!(
@@ -306,80 +373,94 @@ pub fn plan(
                 } else {
                     format!("kept: newest of its {one} ({flag} {n})")
                 };
-                keep(i, why, &mut d);
+                self.keep(i, why);
             }
         }
     }
-    if let Some(span) = policy.keep_within {
-        let cut = within_cutoff(entries, span, now, zone);
-        for (i, c) in entries.iter().enumerate() {
+
+    /// `--keep-within SPAN`.
+    fn keep_within(&mut self, span: CalendarSpan, now: f64, zone: &TimeZone) {
+        let cut = within_cutoff(self.entries, span, now, zone);
+        for i in 0..self.entries.len() {
             match cut {
-                Some(cut) if c.mtime > cut => keep(
+                Some(cut) if self.entries[i].mtime > cut => self.keep(
                     i,
                     format!(
                         "kept: newer than {}, {span} before the newest entry (--keep-within {span})",
                         crate::sys::format::minute(&civil(zone, cut))
                     ),
-                    &mut d,
                 ),
-                None => keep(
+                None => self.keep(
                     i,
                     format!("kept: every entry is in the future (--keep-within {span})"),
-                    &mut d,
                 ),
                 Some(_) => {}
             }
         }
     }
-    let newest = order.first().copied();
-    let removable = |i: usize, d: &[Decision]| !kept[i] && !d[i].remove;
 
-    if !policy.has_remove_rule() {
-        for &i in &order {
-            if removable(i, &d) {
-                d[i].remove = true;
-                d[i].reasons.push("removed: no keep rule keeps it".into());
+    /// Keep rules alone: what they do not keep goes (restic's semantics).
+    fn remove_unkept(&mut self) {
+        for i in self.order.clone() {
+            if self.removable(i) {
+                self.remove(i, "removed: no keep rule keeps it".into());
             }
         }
     }
-    if let Some(age) = policy.older_than {
-        for &i in &order {
-            let old = now - entries[i].mtime;
-            if old > age && Some(i) != newest && removable(i, &d) {
+
+    /// `--older-than AGE`: never the newest entry.
+    fn remove_older_than(&mut self, age: f64, now: f64) {
+        let newest = self.order.first().copied();
+        for i in self.order.clone() {
+            let old = now - self.entries[i].mtime;
+            if old > age && Some(i) != newest && self.removable(i) {
                 let (a, o) = two_ages(age, old);
-                d[i].remove = true;
-                d[i].reasons
-                    .push(format!("removed: older than {a} (age {o}; --older-than)"));
-            } else if old > age && Some(i) == newest && !kept[i] {
-                d[i].reasons
+                self.remove(
+                    i,
+                    format!("removed: older than {a} (age {o}; --older-than)"),
+                );
+            } else if old > age && Some(i) == newest && !self.kept[i] {
+                self.d[i]
+                    .reasons
                     .push("kept: the newest entry is never removed for its age alone".into());
             }
         }
     }
-    let oldest_first: Vec<usize> = order.iter().rev().copied().collect();
-    if let Some(max) = policy.max_total {
-        let mut total: u64 = (0..entries.len())
-            .filter(|&i| !d[i].remove)
-            .map(|i| entries[i].allocated.unwrap_or(0))
+
+    /// `--max-total SIZE`: oldest first until what is left totals at most `max`.
+    fn remove_above_total(&mut self, max: u64) {
+        let size = |i: usize| self.entries[i].allocated.unwrap_or(0);
+        let mut total: u64 = (0..self.entries.len())
+            .filter(|&i| !self.d[i].remove)
+            .map(size)
             .fold(0, u64::saturating_add);
-        for &i in &oldest_first {
+        for i in self.oldest_first() {
             if total <= max {
                 break;
             }
-            if removable(i, &d) {
-                d[i].remove = true;
-                d[i].reasons.push(format!(
-                    "removed: the entries total {} > --max-total {}",
-                    bytes_exact(total),
-                    limit(max, total)
-                ));
-                total = total.saturating_sub(entries[i].allocated.unwrap_or(0));
+            if self.removable(i) {
+                self.remove(
+                    i,
+                    format!(
+                        "removed: the entries total {} > --max-total {}",
+                        bytes_exact(total),
+                        limit(max, total)
+                    ),
+                );
+                total = total.saturating_sub(self.entries[i].allocated.unwrap_or(0));
             }
         }
     }
-    let mut unmet = Vec::new();
-    if let Some(target) = policy.keep_free {
-        let mut devs: Vec<u64> = entries.iter().map(|c| c.dev).collect();
+
+    /// `--keep-free 15%|200G`, per file system: oldest first until it will have that much
+    /// free, counting what is on its way back. Returns the targets that stay unmet.
+    fn remove_for_free_space(
+        &mut self,
+        target: FreeTarget,
+        space: &HashMap<u64, Space>,
+    ) -> Vec<String> {
+        let mut unmet = Vec::new();
+        let mut devs: Vec<u64> = self.entries.iter().map(|c| c.dev).collect();
         devs.sort_unstable();
         devs.dedup();
         for dev in devs {
@@ -392,28 +473,27 @@ pub fn plan(
                 FreeTarget::Bytes(_) => limit(want, have),
                 FreeTarget::Percent(p) => format!("{p}% = {}", limit(want, have)),
             };
-            let freeing = |d: &[Decision]| -> u64 {
-                (0..entries.len())
-                    .filter(|&i| entries[i].dev == dev && d[i].remove)
-                    .map(|i| entries[i].allocated.unwrap_or(0))
-                    .fold(0, u64::saturating_add)
-            };
-            let mut will_be = sp
-                .avail
-                .saturating_add(sp.pending)
-                .saturating_add(freeing(&d));
-            for &i in oldest_first.iter().filter(|&&i| entries[i].dev == dev) {
+            let on_dev = |i: &usize| self.entries[*i].dev == dev;
+            let freeing: u64 = (0..self.entries.len())
+                .filter(|i| on_dev(i) && self.d[*i].remove)
+                .map(|i| self.entries[i].allocated.unwrap_or(0))
+                .fold(0, u64::saturating_add);
+            let mut will_be = sp.avail.saturating_add(sp.pending).saturating_add(freeing);
+            let candidates: Vec<usize> = self.oldest_first().into_iter().filter(on_dev).collect();
+            for i in candidates {
                 if will_be >= want {
                     break;
                 }
-                if removable(i, &d) {
-                    d[i].remove = true;
-                    d[i].reasons.push(format!(
-                        "removed: free space would be {} < --keep-free {}",
-                        bytes_exact(will_be),
-                        wanted(will_be)
-                    ));
-                    will_be = will_be.saturating_add(entries[i].allocated.unwrap_or(0));
+                if self.removable(i) {
+                    self.remove(
+                        i,
+                        format!(
+                            "removed: free space would be {} < --keep-free {}",
+                            bytes_exact(will_be),
+                            wanted(will_be)
+                        ),
+                    );
+                    will_be = will_be.saturating_add(self.entries[i].allocated.unwrap_or(0));
                 }
             }
             if will_be < want {
@@ -424,24 +504,22 @@ pub fn plan(
                 ));
             }
         }
+        unmet
     }
-    for (i, dec) in d.iter_mut().enumerate() {
-        if !dec.remove && dec.reasons.is_empty() {
-            dec.reasons.push(if kept[i] {
-                "kept".into()
-            } else {
-                "kept: no rule removes it".into()
-            });
+
+    /// The decisions, each with a reason (an entry no rule spoke of is kept).
+    fn finish(mut self) -> Vec<Decision> {
+        for (i, dec) in self.d.iter_mut().enumerate() {
+            if !dec.remove && dec.reasons.is_empty() {
+                dec.reasons.push(if self.kept[i] {
+                    "kept".into()
+                } else {
+                    "kept: no rule removes it".into()
+                });
+            }
         }
+        self.d
     }
-    let removed = d.iter().filter(|x| x.remove).count();
-    if removed == entries.len() && removed > 0 && !policy.allow_empty {
-        return Err(PlanError::WouldEmpty(removed));
-    }
-    Ok(Plan {
-        decisions: d,
-        unmet,
-    })
 }
 
 /// restic's `--keep-within` limit: the newest entry's time (an entry in the future does not
