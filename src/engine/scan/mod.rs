@@ -77,44 +77,9 @@ pub fn run(o: &Options, events: &dyn Events) -> Scanned {
     // the errors of what it walked.
     let leads = crate::engine::spread::leads();
     let say = |e: &ScanError| events.error(e);
-    let mut errors: Vec<ScanError> = Vec::new();
-
-    let mut starts = Vec::new();
-    // Per PATH: (device, a dup of its directory fd for the estimate, the path shown).
-    let mut places: Vec<(u64, Option<OwnedFd>, PathBuf)> = Vec::new();
-    for arg in &o.paths {
-        match resolve(arg) {
-            Ok(start) => {
-                let place = match &start {
-                    Start::Dir { display, fd, stat } => {
-                        (stat.ident.dev, fd.try_clone().ok(), display.clone())
-                    }
-                    Start::Entry { display, stat } => (stat.ident.dev, None, display.clone()),
-                };
-                places.push(place);
-                starts.push(start);
-            }
-            Err(e) => {
-                if leads {
-                    say(&e);
-                    errors.push(e);
-                }
-            }
-        }
-    }
-
+    let (starts, places, mut errors) = resolve_all(&o.paths, leads, &say);
     let first_dir = places.iter().find_map(|p| p.1.as_ref());
-    // The first directory's file system profile decides the workers (a stat is a round trip
-    // on a network file system: tens in flight).
-    let profile = first_dir.map(|fd| match o.profile {
-        Some(class) => crate::engine::profile::Profile::named(class, fd),
-        None => crate::engine::profile::Profile::detect(fd),
-    });
-    let threads = match (o.threads, &profile) {
-        (Some(n), _) => usize::from(n),
-        (None, Some(p)) => p.workers,
-        (None, None) => crate::engine::profile::cpus(),
-    };
+    let (profile, threads) = workers(o, first_dir);
     let nofile = crate::sys::limits::raise_nofile();
     let opts = walk::Options {
         threads,
@@ -161,17 +126,6 @@ pub fn run(o: &Options, events: &dyn Events) -> Scanned {
         totals.merge(c);
     }
     let lossy = |p: &Path| p.to_string_lossy().into_owned();
-    let top = |list: Vec<walk::TopDir>| -> Vec<TopEntry> {
-        list.into_iter()
-            .map(|d| TopEntry {
-                path: PathField::new(&d.path),
-                tree_allocated_bytes: d.tree_allocated,
-                tree_files: d.tree_files,
-                files: d.files,
-                small_files: d.small_files,
-            })
-            .collect()
-    };
     let report = ScanReport {
         paths: o.paths.iter().map(|p| lossy(Path::new(p))).collect(),
         totals,
@@ -208,6 +162,71 @@ pub fn run(o: &Options, events: &dyn Events) -> Scanned {
         report: Some(report),
         failed: !errors.is_empty(),
     }
+}
+
+/// Per PATH: its device, a dup of its directory fd (for the estimate), the path shown.
+type Place = (u64, Option<OwnedFd>, PathBuf);
+
+/// Opens the PATHs: what to walk, where each is, and (when `leads`: rank 0 names them) the
+/// ones that could not be opened, each said to `say` too.
+fn resolve_all(
+    paths: &[std::ffi::OsString],
+    leads: bool,
+    say: &dyn Fn(&ScanError),
+) -> (Vec<Start>, Vec<Place>, Vec<ScanError>) {
+    let (mut starts, mut places, mut errors) = (Vec::new(), Vec::new(), Vec::new());
+    for arg in paths {
+        match resolve(arg) {
+            Ok(start) => {
+                let place = match &start {
+                    Start::Dir { display, fd, stat } => {
+                        (stat.ident.dev, fd.try_clone().ok(), display.clone())
+                    }
+                    Start::Entry { display, stat } => (stat.ident.dev, None, display.clone()),
+                };
+                places.push(place);
+                starts.push(start);
+            }
+            Err(e) => {
+                if leads {
+                    say(&e);
+                    errors.push(e);
+                }
+            }
+        }
+    }
+    (starts, places, errors)
+}
+
+/// The profile of the first directory's file system and the workers it (or `--threads`)
+/// says: a stat is a round trip on a network file system, so tens go in flight there.
+fn workers(
+    o: &Options,
+    first_dir: Option<&OwnedFd>,
+) -> (Option<crate::engine::profile::Profile>, usize) {
+    let profile = first_dir.map(|fd| match o.profile {
+        Some(class) => crate::engine::profile::Profile::named(class, fd),
+        None => crate::engine::profile::Profile::detect(fd),
+    });
+    let threads = match (o.threads, &profile) {
+        (Some(n), _) => usize::from(n),
+        (None, Some(p)) => p.workers,
+        (None, None) => crate::engine::profile::cpus(),
+    };
+    (profile, threads)
+}
+
+/// A top list as reported.
+fn top(list: Vec<walk::TopDir>) -> Vec<TopEntry> {
+    list.into_iter()
+        .map(|d| TopEntry {
+            path: PathField::new(&d.path),
+            tree_allocated_bytes: d.tree_allocated,
+            tree_files: d.tree_files,
+            files: d.files,
+            small_files: d.small_files,
+        })
+        .collect()
 }
 
 /// Opens a PATH: a directory with `O_DIRECTORY|O_NOFOLLOW` (a trailing slash makes the kernel
