@@ -291,31 +291,7 @@ fn reap_trash(
     let mut left: Vec<CString> = Vec::new();
     let mut lock = Some(lock);
     std::thread::scope(|s| {
-        s.spawn(|| {
-            while !done.load(Ordering::Relaxed) {
-                state.set(|st| st.files = files.files.load(Ordering::Relaxed));
-                let st = state.snapshot();
-                if let Some(e) = st.entry.as_ref().filter(|_| st.entry_tree) {
-                    // Against the entry's recorded size when known (0: unknown; a tree is
-                    // measured only by `status --count` or `prune`).
-                    on_progress(&Progress::Freeing {
-                        what: e,
-                        freed: st.freed_bytes.saturating_sub(st.entry_freed_base),
-                        total: st.entry_bytes.unwrap_or(0),
-                        files: st.files.saturating_sub(st.entry_files_base),
-                        total_files: st.entry_files.unwrap_or(0),
-                        secs: now_unix() - st.entry_started_unix,
-                    });
-                }
-                // In slices, so a short run does not wait for a whole tick to end.
-                for _ in 0..10 {
-                    if done.load(Ordering::Relaxed) {
-                        break;
-                    }
-                    std::thread::sleep(Duration::from_millis(50));
-                }
-            }
-        });
+        s.spawn(|| tell_progress(&state, &files, &done, on_progress));
         let _done = Done(&done);
         loop {
             let names: Vec<CString> = match &opts.only {
@@ -339,68 +315,21 @@ fn reap_trash(
                     files.files.load(Ordering::Relaxed),
                     std::time::Instant::now(),
                 );
-                match reap_entry(trash, name, opts, &state, &files, sum, on_progress) {
-                    Step::Freed(path) => {
-                        sum.entries_freed += 1;
-                        progressed = true;
-                        let done_files = files
-                            .files
-                            .load(Ordering::Relaxed)
-                            .saturating_sub(files_before);
-                        log(
-                            trash,
-                            &opts.log,
-                            freed_record(
-                                name,
-                                &path,
-                                done_files,
-                                sum.bytes_freed.saturating_sub(bytes_before),
-                                started.elapsed(),
-                            ),
-                        );
-                    }
-                    Step::Grace(until) => {
-                        sum.next_grace_unix = min_opt(sum.next_grace_unix, Some(until));
-                        sum.last_grace_unix = max_opt(sum.last_grace_unix, Some(until));
-                        sum.waiting += 1;
-                        left.push(name.clone());
-                    }
-                    Step::Backoff { path, record } => {
-                        let until = record.next_attempt_unix;
-                        sum.next_retry_unix = min_opt(sum.next_retry_unix, Some(until));
-                        left.push(name.clone());
-                        log(trash, &opts.log, backoff_record(name, &path, &record));
-                    }
-                    Step::Busy => left.push(name.clone()),
-                    Step::Interrupted => {
+                let step = reap_entry(trash, name, opts, &state, &files, sum, on_progress);
+                let freed = Freed {
+                    files: files
+                        .files
+                        .load(Ordering::Relaxed)
+                        .saturating_sub(files_before),
+                    bytes: sum.bytes_freed.saturating_sub(bytes_before),
+                    took: started.elapsed(),
+                };
+                match account(trash, opts, name, step, &freed, sum) {
+                    Some(true) => progressed = true,
+                    Some(false) => left.push(name.clone()),
+                    None => {
                         sum.interrupted = true;
                         break;
-                    }
-                    Step::Failed { path, record } => {
-                        left.push(name.clone());
-                        sum.entries_failed += 1;
-                        sum.next_retry_unix =
-                            min_opt(sum.next_retry_unix, Some(record.next_attempt_unix));
-                        for rec in failed_records(name, &path, &record) {
-                            log(trash, &opts.log, rec);
-                        }
-                        sum.errors.extend(record.errors);
-                    }
-                    Step::Damaged(why) => {
-                        left.push(name.clone());
-                        sum.entries_failed += 1;
-                        let path = trash.shown(name, None);
-                        log(
-                            trash,
-                            &opts.log,
-                            Record::new(Priority::Err, format!("{}: damaged: {why}", quote(&path)))
-                                .field("RECLAIM_EVENT", "damaged")
-                                .field("RECLAIM_ENTRY", name.to_bytes())
-                                .path("RECLAIM_PATH", &path)
-                                .field("RECLAIM_ERROR", why.to_string()),
-                        );
-                        sum.errors
-                            .push(ErrorEntry::new(path, format!("damaged: {why}")));
                     }
                 }
             }
@@ -428,6 +357,102 @@ fn reap_trash(
     sum.files = sum
         .files
         .saturating_add(files.files.load(Ordering::Relaxed));
+}
+
+/// Tells `on_progress` what the reaper frees (its state, with the files counted so far) until
+/// `done` is set: a tree against its recorded size when known (0: unknown; a tree is measured
+/// only by `status --count` or `prune`).
+fn tell_progress(
+    state: &StateFile,
+    files: &Counters,
+    done: &AtomicBool,
+    on_progress: OnProgress<'_>,
+) {
+    while !done.load(Ordering::Relaxed) {
+        state.set(|st| st.files = files.files.load(Ordering::Relaxed));
+        let st = state.snapshot();
+        if let Some(e) = st.entry.as_ref().filter(|_| st.entry_tree) {
+            on_progress(&Progress::Freeing {
+                what: e,
+                freed: st.freed_bytes.saturating_sub(st.entry_freed_base),
+                total: st.entry_bytes.unwrap_or(0),
+                files: st.files.saturating_sub(st.entry_files_base),
+                total_files: st.entry_files.unwrap_or(0),
+                secs: now_unix() - st.entry_started_unix,
+            });
+        }
+        // In slices, so a short run does not wait for a whole tick to end.
+        for _ in 0..10 {
+            if done.load(Ordering::Relaxed) {
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+}
+
+/// What freeing one entry took (for its log line).
+struct Freed {
+    files: u64,
+    bytes: u64,
+    took: Duration,
+}
+
+/// Adds what became of entry `name` (`step`) to the summary and the log. `Some(true)`: it was
+/// freed; `Some(false)`: it is left (grace, back-off, busy, failed, damaged); `None`: a stop
+/// signal came.
+fn account(
+    trash: &Trash,
+    opts: &ReapOptions,
+    name: &CStr,
+    step: Step,
+    freed: &Freed,
+    sum: &mut ReapSummary,
+) -> Option<bool> {
+    match step {
+        Step::Freed(path) => {
+            sum.entries_freed += 1;
+            let rec = freed_record(name, &path, freed.files, freed.bytes, freed.took);
+            log(trash, &opts.log, rec);
+            return Some(true);
+        }
+        Step::Grace(until) => {
+            sum.next_grace_unix = min_opt(sum.next_grace_unix, Some(until));
+            sum.last_grace_unix = max_opt(sum.last_grace_unix, Some(until));
+            sum.waiting += 1;
+        }
+        Step::Backoff { path, record } => {
+            let until = record.next_attempt_unix;
+            sum.next_retry_unix = min_opt(sum.next_retry_unix, Some(until));
+            log(trash, &opts.log, backoff_record(name, &path, &record));
+        }
+        Step::Busy => {}
+        Step::Interrupted => return None,
+        Step::Failed { path, record } => {
+            sum.entries_failed += 1;
+            sum.next_retry_unix = min_opt(sum.next_retry_unix, Some(record.next_attempt_unix));
+            for rec in failed_records(name, &path, &record) {
+                log(trash, &opts.log, rec);
+            }
+            sum.errors.extend(record.errors);
+        }
+        Step::Damaged(why) => {
+            sum.entries_failed += 1;
+            let path = trash.shown(name, None);
+            log(
+                trash,
+                &opts.log,
+                Record::new(Priority::Err, format!("{}: damaged: {why}", quote(&path)))
+                    .field("RECLAIM_EVENT", "damaged")
+                    .field("RECLAIM_ENTRY", name.to_bytes())
+                    .path("RECLAIM_PATH", &path)
+                    .field("RECLAIM_ERROR", why.to_string()),
+            );
+            sum.errors
+                .push(ErrorEntry::new(path, format!("damaged: {why}")));
+        }
+    }
+    Some(false)
 }
 
 /// Logs a record about `trash` where this reaper logs: a dated line in the trash's
