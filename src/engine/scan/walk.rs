@@ -182,6 +182,21 @@ pub fn scan(
         let (errors, skipped) = scanner.take_failures();
         return Partial::new(first, opts.top, errors, skipped).outcome(Vec::new());
     };
+    scan_shared(&scanner, first, roots, &walk_opts, t, leads, on_warning)
+}
+
+/// The walk as one rank of an MPI job `t`: the ranks agree on the trees, walk them together,
+/// and rank 0 (`leads`) merges every rank's counts.
+fn scan_shared(
+    scanner: &Scanner<'_>,
+    mut first: Tally,
+    roots: Vec<Root>,
+    walk_opts: &walk::Options,
+    t: &dyn crate::engine::spread::Transport,
+    leads: bool,
+    on_warning: &(dyn Fn(&dyn std::fmt::Display) + Sync),
+) -> Outcome {
+    let (opts, live, on_error) = (&scanner.opts, scanner.live, scanner.on_error);
     // Every rank sees the same directories, or none scans.
     let trees = crate::engine::spread::Trees {
         roots: roots
@@ -236,10 +251,9 @@ pub fn scan(
     };
     let first_path = roots.first().map(|r| r.display.clone());
     // Whole directories only: a directory's counts (files, small files) stay in one rank.
-    let (workers, reports) =
-        walk::run_shared(&scanner, roots, &walk_opts, leads, false, |w, ev| {
-            crate::engine::spread::drive(&job, w, ev)
-        });
+    let (workers, reports) = walk::run_shared(scanner, roots, walk_opts, leads, false, |w, ev| {
+        crate::engine::spread::drive(&job, w, ev)
+    });
     for w in workers {
         first.merge(w);
     }
