@@ -168,54 +168,13 @@ pub fn remove_file(
         unlink(dir, name)?;
         return Ok(out);
     }
-    if let Some(pid) = lease_holder(facts) {
-        whole(&mut out, format!("process {pid} holds a lease on it"))?;
-        return Ok(out);
-    }
-    // O_NONBLOCK: a lease taken meanwhile makes open fail at once instead of waiting for the
-    // lease-break timeout.
-    let fd = match openat(
-        dir,
-        name,
-        OFlags::WRONLY | OFlags::NOFOLLOW | OFlags::NONBLOCK | OFlags::CLOEXEC | OFlags::NOCTTY,
-        Mode::empty(),
-    ) {
-        Ok(fd) => fd,
-        Err(Errno::NOENT) => return Err(Reason::Os(Errno::NOENT)),
-        Err(Errno::WOULDBLOCK) => {
-            whole(&mut out, "another process holds a lease on it".into())?;
-            return Ok(out);
-        }
-        Err(e) => {
-            whole(
-                &mut out,
-                format!(
-                    "cannot open it for writing ({})",
-                    crate::sys::error::errno_text(e)
-                ),
-            )?;
+    let (fd, now) = match open_to_shrink(dir, name, facts)? {
+        Opened::Shrink(fd, now) => (fd, now),
+        Opened::Whole(why) => {
+            whole(&mut out, why)?;
             return Ok(out);
         }
     };
-    let now = dirfd::fstat(&fd).map_err(Reason::Os)?;
-    if now.ident != facts.ident || now.file_type != rustix::fs::FileType::RegularFile {
-        return Err(Reason::Changed);
-    }
-    if now.nlink != 1 {
-        whole(
-            &mut out,
-            format!(
-                "it has {} hard links (shrinking would empty the others)",
-                now.nlink
-            ),
-        )?;
-        return Ok(out);
-    }
-    if let Err(why) = take_write_lease(&fd) {
-        drop(fd);
-        whole(&mut out, why.to_string())?;
-        return Ok(out);
-    }
     // Cheap to free (a few extents) or no pacing asked for: plain unlink, no hide, no fsync.
     let plan = Plan::read(&fd)?;
     if plan.total <= CHEAP_UNITS || pacing.is_fast() {
@@ -256,22 +215,7 @@ pub fn remove_file(
             // Stopped by a signal: leave the rest where it is, and say where.
             let bytes = dirfd::fstat(&fd).map_or(0, |f| f.allocated);
             drop(fd);
-            out.left = Some(match &place {
-                Place::Here(n) => Left {
-                    bytes,
-                    trash: None,
-                    entry: None,
-                    hidden: crate::sys::mounts::fd_path(dir).map(|d| {
-                        crate::sys::quote::PathField::new(d.join(crate::trash::meta::os(n)))
-                    }),
-                },
-                Place::Entry { trash, id, .. } => Left {
-                    bytes,
-                    trash: Some(trash.to_string_lossy().into_owned()),
-                    entry: Some(id.to_string_lossy().into_owned()),
-                    hidden: None,
-                },
-            });
+            out.left = Some(left_at(&place, dir, bytes));
             return Ok(out);
         }
         Err(e) => {
@@ -294,6 +238,76 @@ pub fn remove_file(
         let _ = rustix::fs::unlinkat(trash_dir, id, AtFlags::REMOVEDIR);
     }
     Ok(out)
+}
+
+/// What opening a file to shrink it found.
+enum Opened {
+    /// Open for writing, with its facts now.
+    Shrink(OwnedFd, Facts),
+    /// Not to be shrunk: unlink it whole, for this reason.
+    Whole(String),
+}
+
+/// Opens `name` to shrink it, checked: still the regular file `facts` describes, with one
+/// link, and no lease of another process on it (ours taken, so nobody opens it meanwhile
+/// unnoticed).
+fn open_to_shrink(dir: &OwnedFd, name: &CStr, facts: &Facts) -> Result<Opened, Reason> {
+    if let Some(pid) = lease_holder(facts) {
+        return Ok(Opened::Whole(format!("process {pid} holds a lease on it")));
+    }
+    // O_NONBLOCK: a lease taken meanwhile makes open fail at once instead of waiting for the
+    // lease-break timeout.
+    let fd = match openat(
+        dir,
+        name,
+        OFlags::WRONLY | OFlags::NOFOLLOW | OFlags::NONBLOCK | OFlags::CLOEXEC | OFlags::NOCTTY,
+        Mode::empty(),
+    ) {
+        Ok(fd) => fd,
+        Err(Errno::NOENT) => return Err(Reason::Os(Errno::NOENT)),
+        Err(Errno::WOULDBLOCK) => {
+            return Ok(Opened::Whole("another process holds a lease on it".into()))
+        }
+        Err(e) => {
+            return Ok(Opened::Whole(format!(
+                "cannot open it for writing ({})",
+                crate::sys::error::errno_text(e)
+            )))
+        }
+    };
+    let now = dirfd::fstat(&fd).map_err(Reason::Os)?;
+    if now.ident != facts.ident || now.file_type != rustix::fs::FileType::RegularFile {
+        return Err(Reason::Changed);
+    }
+    if now.nlink != 1 {
+        return Ok(Opened::Whole(format!(
+            "it has {} hard links (shrinking would empty the others)",
+            now.nlink
+        )));
+    }
+    if let Err(why) = take_write_lease(&fd) {
+        return Ok(Opened::Whole(why.to_string()));
+    }
+    Ok(Opened::Shrink(fd, now))
+}
+
+/// Where a stop signal left a file being shrunk (`bytes` still allocated).
+fn left_at(place: &Place, dir: &OwnedFd, bytes: u64) -> Left {
+    match place {
+        Place::Here(n) => Left {
+            bytes,
+            trash: None,
+            entry: None,
+            hidden: crate::sys::mounts::fd_path(dir)
+                .map(|d| crate::sys::quote::PathField::new(d.join(crate::trash::meta::os(n)))),
+        },
+        Place::Entry { trash, id, .. } => Left {
+            bytes,
+            trash: Some(trash.to_string_lossy().into_owned()),
+            entry: Some(id.to_string_lossy().into_owned()),
+            hidden: None,
+        },
+    }
 }
 
 /// Moves the file where it waits while shrunk (see `Hiding`). On failure it is where it was.
