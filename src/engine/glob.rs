@@ -185,16 +185,13 @@ fn bracket(p: &[u8], start: usize) -> Bracket {
                     }
                 }
             }
-            b'[' if p.get(i + 1) == Some(&b'.') => {
-                // `[.c.]`: in the C locale only one byte names itself; anything else fails.
-                match (p.get(i + 2), p.get(i + 3), p.get(i + 4)) {
-                    (Some(&e), Some(b'.'), Some(b']')) => {
-                        i += 5;
-                        e
-                    }
-                    _ => return Bracket::Never,
+            b'[' if p.get(i + 1) == Some(&b'.') => match collating(p, i + 2) {
+                Some(e) => {
+                    i += 5;
+                    e
                 }
-            }
+                None => return Bracket::Never,
+            },
             _ => {
                 i += 1;
                 c
@@ -206,18 +203,13 @@ fn bracket(p: &[u8], start: usize) -> Bracket {
             return Bracket::Never;
         }
         let hi = if p.get(i) == Some(&b'-') && p.get(i + 1).is_some_and(|&e| e != b']') {
-            let (hi, next) = match p[i + 1] {
-                b'\\' => match p.get(i + 2) {
-                    Some(&e) => (e, i + 3),
-                    None => return Bracket::Never,
-                },
-                b'[' if p.get(i + 2) == Some(&b'.') => {
-                    match (p.get(i + 3), p.get(i + 4), p.get(i + 5)) {
-                        (Some(&e), Some(b'.'), Some(b']')) => (e, i + 6),
-                        _ => return Bracket::Never,
-                    }
-                }
-                e => (e, i + 2),
+            let end = match p[i + 1] {
+                b'\\' => p.get(i + 2).map(|&e| (e, i + 3)),
+                b'[' if p.get(i + 2) == Some(&b'.') => collating(p, i + 3).map(|e| (e, i + 6)),
+                e => Some((e, i + 2)),
+            };
+            let Some((hi, next)) = end else {
+                return Bracket::Never;
             };
             i = next;
             hi
@@ -231,6 +223,15 @@ fn bracket(p: &[u8], start: usize) -> Bracket {
         } else {
             set.raw.extend_from_slice(&p[item..i]);
         }
+    }
+}
+
+/// `[.c.]` from its `c` at `at`: in the C locale only one byte names itself (anything else
+/// fails the pattern: `None`).
+fn collating(p: &[u8], at: usize) -> Option<u8> {
+    match (p.get(at), p.get(at + 1), p.get(at + 2)) {
+        (Some(&e), Some(b'.'), Some(b']')) => Some(e),
+        _ => None,
     }
 }
 
