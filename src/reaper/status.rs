@@ -256,23 +256,8 @@ fn item(t: &Trash, name: &std::ffi::CStr, now: f64, count: bool) -> Option<Item>
         // Live: a file being shrunk counts down. Never what a record claims.
         Some(trash::entry_allocated(&entry))
     } else if count {
-        // What is left of it now (a tree being reaped shrinks).
-        let entry = std::sync::Arc::new(entry);
-        let inner = if data.is_some() { DATA } else { REAPING };
-        let shown = t.shown(name, Some(inner));
-        let (bytes, n) = crate::engine::remove::measure(&entry, inner, &shown);
+        let (bytes, n) = count_tree(t, name, entry, m.clone(), data.is_some());
         it.files = Some(n);
-        // A whole entry's size, learned once, is kept in its record: `reap` and `--wait`
-        // show progress against it. Only while nobody else holds the entry.
-        if let (Some(mut m), true) = (m.clone(), data.is_some()) {
-            if crate::sys::locks::try_exclusive(&*entry).unwrap_or(false)
-                && (m.allocated, m.files) != (Some(bytes), Some(n))
-            {
-                m.allocated = Some(bytes);
-                m.files = Some(n);
-                let _ = m.rewrite(&entry);
-            }
-        }
         Some(bytes)
     } else {
         m.as_ref().and_then(|m| m.allocated)
@@ -288,6 +273,33 @@ fn item(t: &Trash, name: &std::ffi::CStr, now: f64, count: bool) -> Option<Item>
     }
     .into();
     Some(it)
+}
+
+/// What is left of the tree of entry `name` now (a tree being reaped shrinks): allocated bytes
+/// and files. A whole entry's size (`whole`: not claimed yet), learned once, is kept in its
+/// record (`m`): `reap` and `--wait` show progress against it. Only while nobody else holds
+/// the entry.
+fn count_tree(
+    t: &Trash,
+    name: &std::ffi::CStr,
+    entry: std::os::fd::OwnedFd,
+    m: Option<Meta>,
+    whole: bool,
+) -> (u64, u64) {
+    let entry = std::sync::Arc::new(entry);
+    let inner = if whole { DATA } else { REAPING };
+    let shown = t.shown(name, Some(inner));
+    let (bytes, n) = crate::engine::remove::measure(&entry, inner, &shown);
+    if let (Some(mut m), true) = (m, whole) {
+        if crate::sys::locks::try_exclusive(&*entry).unwrap_or(false)
+            && (m.allocated, m.files) != (Some(bytes), Some(n))
+        {
+            m.allocated = Some(bytes);
+            m.files = Some(n);
+            let _ = m.rewrite(&entry);
+        }
+    }
+    (bytes, n)
 }
 
 /// The reaper of `t`: the holder of its lock, or one that waits (holding nothing) for a grace
