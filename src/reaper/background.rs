@@ -1,7 +1,7 @@
-//! `reclaim rm --background` and `--wait`: hides each target into its file system's trash
-//! (one rename), then either starts a detached reaper or frees the entries in this process.
-//! Targets that cannot go to a trash (a mount point, one inside it, no usable trash) are
-//! handed back to the foreground path with the reason.
+//! `reclaim rm --background` and `--wait` (for `reaper::rm`): hides each target into its file
+//! system's trash (one rename), then either starts a detached reaper or frees the entries in
+//! this process. Targets that cannot go to a trash (a mount point, one inside it, no usable
+//! trash) are handed back to the foreground path with the reason.
 
 use std::collections::HashMap;
 use std::ffi::{CStr, OsString};

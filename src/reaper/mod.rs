@@ -8,7 +8,8 @@
 //! could. Every file of a trash is hostile input: a damaged entry is reported and skipped,
 //! never waited on; an entry that cannot be fully freed is recorded (`failed.json`) and retried
 //! with back-off. While it only waits for grace windows it holds nothing open. Each freed
-//! entry and each failure is logged where `--log` says (`crate::sys::logging`).
+//! entry and each failure is logged where `--log` says (`crate::sys::logging`); what it does
+//! meanwhile goes to its caller as `Progress`, and it never prints (`cmd::reap` reports).
 
 pub mod background;
 pub mod failure;

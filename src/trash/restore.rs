@@ -1,8 +1,9 @@
-//! `reclaim restore`: puts a trashed target back at its original path, while it is still
-//! whole (no reaper has claimed it). One rename, the other way; refuses rather than overwrite
-//! anything or put it into another directory than it came from (the same device, inode,
-//! owner and birth time or generation). By original path it considers only the caller's own
-//! entries; root may name another user's entry by its ID, and then restores it as that user.
+//! `reclaim restore`'s library half (`cmd::restore` reports): puts a trashed target back at
+//! its original path, while it is still whole (no reaper has claimed it). One rename, the other
+//! way; refuses rather than overwrite anything or put it into another directory than it came
+//! from (the same device, inode, owner and birth time or generation). By original path it
+//! considers only the caller's own entries; root may name another user's entry by its ID, and
+//! then restores it as that user.
 
 use std::ffi::{CString, OsStr, OsString};
 use std::os::unix::ffi::OsStrExt;
