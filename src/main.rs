@@ -19,16 +19,12 @@ fn main() -> ExitCode {
     let invocation = match reclaim::parse(args) {
         Ok(i) => i,
         Err(reclaim::Error::Clap(e)) => e.exit(),
-        Err(reclaim::Error::Usage {
-            warnings,
-            message,
-            code,
-        }) => {
+        Err(reclaim::Error::Usage { warnings, message }) => {
             for w in warnings {
                 eprintln!("reclaim: config: {w}");
             }
             eprintln!("{message}");
-            return ExitCode::from(code);
+            return ExitCode::from(2);
         }
     };
     // A closed stdout (`reclaim status | head -1`) ends the command quietly, as for any Unix

@@ -25,12 +25,16 @@ use config::Config;
 pub enum Error {
     /// clap's own (also `--help` and `--version`): `exit()` prints it and exits as clap does.
     Clap(clap::Error),
-    /// A usage error of ours: the warnings and the message to print, and the exit status.
+    /// A usage error of ours (exit status 2): the configuration's warnings and the message
+    /// to print.
     Usage {
         warnings: Vec<String>,
         message: String,
-        code: u8,
     },
+}
+
+fn usage(warnings: Vec<String>, message: String) -> Error {
+    Error::Usage { warnings, message }
 }
 
 /// Reads the command line `args` (argv[0] first) and the configuration.
@@ -43,13 +47,7 @@ pub fn parse(args: Vec<OsString>) -> Result<Invocation, Error> {
     let mut warnings = Vec::new();
     let config = match Config::load(&mut warnings) {
         Ok(c) => c,
-        Err(e) => {
-            return Err(Error::Usage {
-                warnings,
-                message: format!("reclaim: config: {e}"),
-                code: 2,
-            })
-        }
+        Err(e) => return Err(usage(warnings, format!("reclaim: config: {e}"))),
     };
     let command = match cli.command {
         args::Command::Rm(mut a) => {
@@ -74,22 +72,12 @@ pub fn parse(args: Vec<OsString>) -> Result<Invocation, Error> {
         }
         args::Command::Prune(mut a) => {
             if let Err(e) = config.apply_prune(&mut a) {
-                return Err(Error::Usage {
-                    warnings,
-                    message: format!("reclaim prune: {e}"),
-                    code: 2,
-                });
+                return Err(usage(warnings, format!("reclaim prune: {e}")));
             }
             let pattern = a.pattern.as_deref().map(crate::engine::glob::Name::new);
             let pattern = match pattern.transpose() {
                 Ok(p) => p,
-                Err(e) => {
-                    return Err(Error::Usage {
-                        warnings,
-                        message: format!("reclaim prune: --match: {e}"),
-                        code: 2,
-                    })
-                }
+                Err(e) => return Err(usage(warnings, format!("reclaim prune: --match: {e}"))),
             };
             Command::Prune(Box::new(prune(a, pattern)))
         }
@@ -122,14 +110,10 @@ fn no_preserve_root_abbreviated(args: &[OsString]) -> Result<(), Error> {
                 .starts_with(a.as_encoded_bytes())
     });
     match abbreviated {
-        Some(a) if args.get(1).is_some_and(|c| c == "rm") => Err(Error::Usage {
-            warnings: Vec::new(),
-            message: format!(
+        Some(a) if args.get(1).is_some_and(|c| c == "rm") => Err(usage(Vec::new(), format!(
                 "reclaim rm: you may not abbreviate the --no-preserve-root option ({})\nTry 'reclaim rm --help' for more information.",
                 a.to_string_lossy()
-            ),
-            code: 2,
-        }),
+            ))),
         _ => Ok(()),
     }
 }
