@@ -921,8 +921,7 @@ fn free_tree(
     };
     let slow_enough = profile.class != crate::engine::profile::Class::Rotational
         || pacing.pace_trees
-        || crate::engine::pace::pacer::percentile(&crate::engine::pace::pacer::sorted(&idle), 50.0)
-            .is_some_and(|d| d >= crate::engine::pace::tree::SLOW_DISK_P50);
+        || crate::engine::pace::tree::idle_median(&idle).1;
     let paced = (pacing.pace_trees || (profile.governed && slow_enough)) && !pacing.fast;
     let tree_files =
         (!pacing.fast).then(|| Arc::new(shrink::TreeFiles::new(pacing.pacing(), true)));

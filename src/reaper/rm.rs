@@ -733,9 +733,8 @@ fn confirm_rotational(req: &Request, p: &mut Profile, first: &DirTarget) -> Vec<
         return Vec::new();
     }
     let idle = crate::engine::pace::tree::idle_samples(&*first.base);
-    let p50 =
-        crate::engine::pace::pacer::percentile(&crate::engine::pace::pacer::sorted(&idle), 50.0);
-    if p50.map_or(true, |d| d < crate::engine::pace::tree::SLOW_DISK_P50) {
+    let (p50, slow) = crate::engine::pace::tree::idle_median(&idle);
+    if !slow {
         p.governed = false;
         p.note = Some(match p50 {
             Some(d) => format!(

@@ -42,6 +42,14 @@ pub fn idle_samples(dir: impl AsFd) -> Vec<Duration> {
     }
 }
 
+/// The median of the idle probe latencies `idle` (`None`: none measured), and whether it says
+/// the disk is slow (one rule for `reclaim rm` and the reaper): a disk that only says it is
+/// rotational is governed by default only if, idle, it answers like one.
+pub fn idle_median(idle: &[Duration]) -> (Option<Duration>, bool) {
+    let p50 = percentile(&sorted(idle), 50.0);
+    (p50, p50.is_some_and(|d| d >= SLOW_DISK_P50))
+}
+
 /// What the governor steers.
 pub struct Knobs<'a> {
     pub throttle: &'a Throttle,
