@@ -665,23 +665,7 @@ fn reap_entry(
             return fail(&entry, &shown, failed.as_ref(), &[os_failure(&shown, e)]);
         }
     }
-    let shown_text = shown.to_string_lossy().into_owned();
-    state.activate();
-    let (entry_bytes, entry_files) = meta
-        .as_ref()
-        .map_or((None, None), |m| (m.allocated, m.files));
-    let entry_tree = meta.as_ref().map_or(true, |m| m.kind == "dir");
-    state.set(|st| {
-        st.state = "freeing".into();
-        st.entry = Some(shown_text.clone());
-        st.next_due_unix = None;
-        st.entry_bytes = entry_bytes;
-        st.entry_files = entry_files;
-        st.entry_freed_base = st.freed_bytes;
-        st.entry_files_base = st.files;
-        st.entry_started_unix = now_unix();
-        st.entry_tree = entry_tree;
-    });
+    started(state, &shown, meta.as_ref());
     let pacing = opts
         .pacing
         .clone()
@@ -713,6 +697,26 @@ fn reap_entry(
         Ok(false) => Step::Interrupted,
         Err(failures) => fail(&entry, &shown, failed.as_ref(), &failures),
     }
+}
+
+/// Says in the state file that the entry shown as `shown` (recorded as `meta`) is being freed
+/// now, with what is known of its size.
+fn started(state: &StateFile<'_>, shown: &Path, meta: Option<&Meta>) {
+    let shown_text = shown.to_string_lossy().into_owned();
+    state.activate();
+    let (entry_bytes, entry_files) = meta.map_or((None, None), |m| (m.allocated, m.files));
+    let entry_tree = meta.map_or(true, |m| m.kind == "dir");
+    state.set(|st| {
+        st.state = "freeing".into();
+        st.entry = Some(shown_text);
+        st.next_due_unix = None;
+        st.entry_bytes = entry_bytes;
+        st.entry_files = entry_files;
+        st.entry_freed_base = st.freed_bytes;
+        st.entry_files_base = st.files;
+        st.entry_started_unix = now_unix();
+        st.entry_tree = entry_tree;
+    });
 }
 
 /// Checks an open entry: the trash owner's directory, its record (if any) a plain file naming

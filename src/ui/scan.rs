@@ -140,60 +140,7 @@ fn counts_line(c: &Counts) -> String {
 /// The human report.
 pub fn human(r: &ScanReport) -> String {
     let mut out = String::new();
-    let t = &r.totals;
-    for root in &r.roots {
-        let _ = writeln!(out, "{}: {}", root.path, counts_line(&root.counts));
-        if r.roots.len() > 1 {
-            let _ = writeln!(
-                out,
-                "  allocated {}, apparent {}",
-                bytes(root.counts.allocated_bytes),
-                bytes(root.counts.apparent_bytes)
-            );
-        }
-    }
-    if r.roots.len() > 1 {
-        let _ = writeln!(out, "total: {}", counts_line(t));
-    }
-    let _ = writeln!(
-        out,
-        "  allocated {} ({} bytes), apparent {}",
-        bytes(t.allocated_bytes),
-        group(t.allocated_bytes),
-        bytes(t.apparent_bytes)
-    );
-    let _ = writeln!(
-        out,
-        "  small files (< {}): {} ({} of the files)",
-        size(r.small_threshold),
-        group(t.small_files),
-        percent(t.small_files, t.files)
-    );
-    if !r.exclude.is_empty() {
-        let globs: Vec<String> = r
-            .exclude
-            .iter()
-            .map(|g| crate::sys::quote::quote(std::path::Path::new(g)))
-            .collect();
-        let _ = writeln!(
-            out,
-            "  excluded (--exclude {}): {}, neither counted nor descended into",
-            globs.join(" "),
-            plural(t.excluded, "entry", "entries")
-        );
-    }
-    let entries = t.names() + t.dirs;
-    let _ = writeln!(
-        out,
-        "  scanned in {} with {} ({} entries/s){}",
-        duration(r.elapsed_s),
-        plural(r.threads as u64, "thread", "threads"),
-        group((entries as f64 / r.elapsed_s.max(1e-6)) as u64),
-        r.profile
-            .as_ref()
-            .map(|p| format!("; profile {} ({})", p.class.name(), p.fs_type))
-            .unwrap_or_default()
-    );
+    totals(&mut out, r);
 
     if !r.histogram.is_empty() {
         histogram_table(&mut out, &r.histogram);
@@ -253,6 +200,64 @@ pub fn human(r: &ScanReport) -> String {
         out.push('\n');
     }
     out
+}
+
+/// The counts per PATH and in total, the small files, what was excluded, how long it took.
+fn totals(out: &mut String, r: &ScanReport) {
+    let t = &r.totals;
+    for root in &r.roots {
+        let _ = writeln!(out, "{}: {}", root.path, counts_line(&root.counts));
+        if r.roots.len() > 1 {
+            let _ = writeln!(
+                out,
+                "  allocated {}, apparent {}",
+                bytes(root.counts.allocated_bytes),
+                bytes(root.counts.apparent_bytes)
+            );
+        }
+    }
+    if r.roots.len() > 1 {
+        let _ = writeln!(out, "total: {}", counts_line(t));
+    }
+    let _ = writeln!(
+        out,
+        "  allocated {} ({} bytes), apparent {}",
+        bytes(t.allocated_bytes),
+        group(t.allocated_bytes),
+        bytes(t.apparent_bytes)
+    );
+    let _ = writeln!(
+        out,
+        "  small files (< {}): {} ({} of the files)",
+        size(r.small_threshold),
+        group(t.small_files),
+        percent(t.small_files, t.files)
+    );
+    if !r.exclude.is_empty() {
+        let globs: Vec<String> = r
+            .exclude
+            .iter()
+            .map(|g| crate::sys::quote::quote(std::path::Path::new(g)))
+            .collect();
+        let _ = writeln!(
+            out,
+            "  excluded (--exclude {}): {}, neither counted nor descended into",
+            globs.join(" "),
+            plural(t.excluded, "entry", "entries")
+        );
+    }
+    let entries = t.names() + t.dirs;
+    let _ = writeln!(
+        out,
+        "  scanned in {} with {} ({} entries/s){}",
+        duration(r.elapsed_s),
+        plural(r.threads as u64, "thread", "threads"),
+        group((entries as f64 / r.elapsed_s.max(1e-6)) as u64),
+        r.profile
+            .as_ref()
+            .map(|p| format!("; profile {} ({})", p.class.name(), p.fs_type))
+            .unwrap_or_default()
+    );
 }
 
 fn estimate_line(e: &Estimate) -> String {
