@@ -69,6 +69,52 @@ pub struct Knobs<'a> {
     pub idle: &'a [Duration],
 }
 
+/// A missed window: half the workers (down to one), then (with `Knobs::rate`) half the unlink
+/// rate that the window `achieved`.
+fn back_off(knobs: &Knobs<'_>, achieved: f64, report: &mut PaceReport) {
+    match knobs.gate.filter(|g| g.limit() > 1) {
+        // Fewer operations in flight first: the harm is the queue they make.
+        Some(g) => {
+            let n = g.limit() / 2;
+            g.set(n);
+            report.workers_min = report.workers_min.map(|m| m.min(n));
+        }
+        None if !knobs.rate => {}
+        None => {
+            let current = knobs.throttle.rate().unwrap_or(f64::INFINITY);
+            knobs
+                .throttle
+                .set_rate(Some((current.min(achieved) / 2.0).max(MIN_RATE)));
+        }
+    }
+}
+
+/// A good window: the rate back first (up by a sixteenth; past eight times what one worker
+/// `achieved`, no cap at all), then a worker after `GROW_AFTER` good windows in a row.
+fn give_back(knobs: &Knobs<'_>, achieved: f64, max_workers: usize, good_streak: &mut u32) {
+    let throttle = knobs.throttle;
+    if throttle.held_down() {
+        if let Some(r) = throttle.rate() {
+            let up = r + (r / 16.0).max(MIN_RATE);
+            // Past what one worker achieved unthrottled: let it go entirely.
+            throttle.set_rate(if up > 8.0 * achieved.max(MIN_RATE) {
+                None
+            } else {
+                Some(up)
+            });
+        }
+    } else if let Some(g) = knobs.gate.filter(|g| g.limit() < max_workers) {
+        // A worker back only after GROW_AFTER good windows in a row: growing on every good
+        // one kept the emulated HDD oscillating between one and four workers (48 misses in
+        // 118 windows, probe p99 3.0x idle against rm's 1.7x; bench/RESULTS.md).
+        *good_streak += 1;
+        if *good_streak >= GROW_AFTER {
+            g.set(g.limit() + 1);
+            *good_streak = 0;
+        }
+    }
+}
+
 /// Watches the probe and steers the knobs until `done` is set, reading the entries removed so
 /// far from `entries`; returns the books.
 pub fn run(
@@ -78,7 +124,6 @@ pub fn run(
     entries: &(dyn Fn() -> u64 + Sync),
     done: &AtomicBool,
 ) -> PaceReport {
-    let throttle = knobs.throttle;
     let mut report = PaceReport {
         max_latency_ms: pacing.max_latency.map(|d| d.as_secs_f64() * 1e3),
         rate_cap: None,
@@ -142,43 +187,9 @@ pub fn run(
             Verdict::Miss => {
                 report.backoffs += 1;
                 good_streak = 0;
-                match knobs.gate.filter(|g| g.limit() > 1) {
-                    // Fewer operations in flight first: the harm is the queue they make.
-                    Some(g) => {
-                        let n = g.limit() / 2;
-                        g.set(n);
-                        report.workers_min = report.workers_min.map(|m| m.min(n));
-                    }
-                    None if !knobs.rate => {}
-                    None => {
-                        let current = throttle.rate().unwrap_or(f64::INFINITY);
-                        throttle.set_rate(Some((current.min(achieved) / 2.0).max(MIN_RATE)));
-                    }
-                }
+                back_off(knobs, achieved, &mut report);
             }
-            Verdict::Good => {
-                if throttle.held_down() {
-                    if let Some(r) = throttle.rate() {
-                        let up = r + (r / 16.0).max(MIN_RATE);
-                        // Past what one worker achieved unthrottled: let it go entirely.
-                        throttle.set_rate(if up > 8.0 * achieved.max(MIN_RATE) {
-                            None
-                        } else {
-                            Some(up)
-                        });
-                    }
-                } else if let Some(g) = knobs.gate.filter(|g| g.limit() < max_workers) {
-                    // A worker back only after GROW_AFTER good windows in a row: growing on
-                    // every good one kept the emulated HDD oscillating between one and four
-                    // workers (48 misses in 118 windows, probe p99 3.0x idle against rm's
-                    // 1.7x; bench/RESULTS.md).
-                    good_streak += 1;
-                    if good_streak >= GROW_AFTER {
-                        g.set(g.limit() + 1);
-                        good_streak = 0;
-                    }
-                }
-            }
+            Verdict::Good => give_back(knobs, achieved, max_workers, &mut good_streak),
             Verdict::Unknown => {}
         }
         start = Instant::now();

@@ -476,6 +476,55 @@ impl Reports {
     }
 }
 
+/// The walk's own events: work finished here for another rank goes back to it, finished roots
+/// are counted (rank 0). Whether there were any.
+fn forward(
+    walk: &dyn Shared,
+    t: &dyn Transport,
+    events: &Receiver<Event>,
+    roots_left: &mut usize,
+) -> bool {
+    let me = t.rank();
+    let mut any = false;
+    while let Ok(e) = events.try_recv() {
+        any = true;
+        match e {
+            Event::Done {
+                to,
+                token,
+                kept,
+                summary,
+            } if to == me => walk.returned(token, kept, summary),
+            Event::Done {
+                to,
+                token,
+                kept,
+                summary,
+            } => t.send(
+                to,
+                Msg::Done {
+                    token,
+                    kept,
+                    summary,
+                }
+                .encode(),
+            ),
+            Event::RootDone(_) => *roots_left = roots_left.saturating_sub(1),
+        }
+    }
+    any
+}
+
+/// A rank other than 0: its counts since its last report, to rank 0 (if any changed).
+fn report_progress(job: &Job<'_>, reports: &mut Reports) {
+    let c = (job.counts)();
+    let d = delta(&c, &reports.reported);
+    if d.iter().any(|v| *v > 0) {
+        job.transport.send(0, Msg::Progress(d).encode());
+        reports.reported = c;
+    }
+}
+
 /// Runs the protocol on this rank's thread while the walk runs, until all work of the job is
 /// done (rank 0: its roots are finished; the others: rank 0 says so). Then `conclude`.
 pub fn drive(job: &Job<'_>, walk: &dyn Shared, events: &Receiver<Event>) -> Reports {
@@ -491,33 +540,7 @@ pub fn drive(job: &Job<'_>, walk: &dyn Shared, events: &Receiver<Event>) -> Repo
     let mut last_report = Instant::now();
     let mut nap = Duration::from_micros(50);
     loop {
-        let mut busy = false;
-        while let Ok(e) = events.try_recv() {
-            busy = true;
-            match e {
-                Event::Done {
-                    to,
-                    token,
-                    kept,
-                    summary,
-                } if to == me => walk.returned(token, kept, summary),
-                Event::Done {
-                    to,
-                    token,
-                    kept,
-                    summary,
-                } => t.send(
-                    to,
-                    Msg::Done {
-                        token,
-                        kept,
-                        summary,
-                    }
-                    .encode(),
-                ),
-                Event::RootDone(_) => roots_left = roots_left.saturating_sub(1),
-            }
-        }
+        let mut busy = forward(walk, t, events, &mut roots_left);
         while let Some((from, bytes)) = t.try_recv() {
             busy = true;
             let msg = match Msg::decode(&bytes) {
@@ -587,12 +610,7 @@ pub fn drive(job: &Job<'_>, walk: &dyn Shared, events: &Receiver<Event>) -> Repo
             busy = true;
         }
         if me != 0 && now.duration_since(last_report) >= PROGRESS_EVERY {
-            let c = (job.counts)();
-            let d = delta(&c, &reports.reported);
-            if d.iter().any(|v| *v > 0) {
-                t.send(0, Msg::Progress(d).encode());
-                reports.reported = c;
-            }
+            report_progress(job, &mut reports);
             last_report = now;
         }
         if busy {
@@ -710,24 +728,7 @@ pub fn remove_trees(
     let agreed = agree(t, &trees);
     drop(trees);
     if let Err(e) = agreed {
-        let failures = targets
-            .iter()
-            .map(|d| Failure {
-                path: d.display.clone(),
-                reason: Reason::Job(e.to_string()),
-            })
-            .collect::<Vec<_>>();
-        if t.rank() == 0 {
-            for f in &failures {
-                sink.failed(f);
-            }
-        }
-        counters.errors.fetch_add(failures.len() as u64, Relaxed);
-        let outcome = crate::engine::remove::Outcome {
-            failures,
-            skipped_mounts: Vec::new(),
-        };
-        return (outcome, Vec::new());
+        return (disagreed(t, &targets, &e, counters, sink), Vec::new());
     }
     if targets.is_empty() {
         return Default::default();
@@ -807,6 +808,37 @@ pub fn remove_trees(
     outcome.failures.sort_by(|a, b| a.path.cmp(&b.path));
     outcome.skipped_mounts.sort();
     (outcome, ranks)
+}
+
+/// The ranks do not see the same trees (`e`): nothing is removed, every tree failed (rank 0
+/// says so).
+fn disagreed(
+    t: &dyn Transport,
+    targets: &[crate::engine::remove::DirTarget],
+    e: &dyn std::fmt::Display,
+    counters: &crate::engine::remove::Counters,
+    sink: &dyn crate::engine::remove::Sink,
+) -> crate::engine::remove::Outcome {
+    use crate::sys::error::{Failure, Reason};
+    let failures = targets
+        .iter()
+        .map(|d| Failure {
+            path: d.display.clone(),
+            reason: Reason::Job(e.to_string()),
+        })
+        .collect::<Vec<_>>();
+    if t.rank() == 0 {
+        for f in &failures {
+            sink.failed(f);
+        }
+    }
+    counters
+        .errors
+        .fetch_add(failures.len() as u64, std::sync::atomic::Ordering::Relaxed);
+    crate::engine::remove::Outcome {
+        failures,
+        skipped_mounts: Vec::new(),
+    }
 }
 
 /// A sink that also keeps the failures (a rank's report to rank 0).
