@@ -96,6 +96,44 @@ fn hide_as(
 /// The entry directory disappeared before the target was moved into it.
 struct Vanished;
 
+/// The record of a new entry `id` for `original` (`facts` from its `lstat`, its parent's
+/// `parent`), hidden `now`: what a reaper, `status` and `restore` read of it.
+fn record(
+    id: &str,
+    trash: &Trash,
+    parent: Lineage,
+    original: &Path,
+    facts: &Facts,
+    opts: &HideOptions,
+    now: f64,
+) -> Meta {
+    let mut m =
+        Meta {
+            version: 2,
+            id: id.to_string(),
+            original: String::new(),
+            original_hex: None,
+            parent_dev: parent.dev,
+            parent_ino: parent.ino,
+            parent: Some(parent),
+            uid: trash.uid,
+            created_unix: now,
+            grace_until_unix: opts.grace.map(|g| now + g.as_secs_f64()),
+            kind: kind(facts.file_type).into(),
+            allocated: opts.known.map(|k| k.0).or_else(|| {
+                (facts.file_type != rustix::fs::FileType::Directory)
+                    .then_some(if facts.nlink <= 1 { facts.allocated } else { 0 })
+            }),
+            files: opts
+                .known
+                .map(|k| k.1)
+                .or_else(|| (facts.file_type != rustix::fs::FileType::Directory).then_some(1)),
+            pacing: opts.pacing.clone(),
+        };
+    m.set_original(original);
+    m
+}
+
 fn hide_once(
     trash: &Trash,
     base: &OwnedFd,
@@ -136,30 +174,7 @@ fn hide_once(
         }
     };
     let now = crate::sys::format::now_unix();
-    let mut m =
-        Meta {
-            version: 2,
-            id: id.clone(),
-            original: String::new(),
-            original_hex: None,
-            parent_dev: parent.dev,
-            parent_ino: parent.ino,
-            parent: Some(parent),
-            uid: trash.uid,
-            created_unix: now,
-            grace_until_unix: opts.grace.map(|g| now + g.as_secs_f64()),
-            kind: kind(facts.file_type).into(),
-            allocated: opts.known.map(|k| k.0).or_else(|| {
-                (facts.file_type != rustix::fs::FileType::Directory)
-                    .then_some(if facts.nlink <= 1 { facts.allocated } else { 0 })
-            }),
-            files: opts
-                .known
-                .map(|k| k.1)
-                .or_else(|| (facts.file_type != rustix::fs::FileType::Directory).then_some(1)),
-            pacing: opts.pacing.clone(),
-        };
-    m.set_original(original);
+    let m = record(&id, trash, parent, original, facts, opts, now);
     let before = m
         .write_new(&entry, opts.durable)
         .and_then(|()| sync_if(opts.durable, &entry))
