@@ -324,29 +324,7 @@ fn long_option(o: &mut Options, text: &[u8]) -> Step {
         Long::Recursive => short_options(o, b"r"),
         Long::Dir => short_options(o, b"d"),
         Long::Verbose => short_options(o, b"v"),
-        Long::Interactive => {
-            let when = match value {
-                None => When::Always,
-                Some(v) => match argmatch(v) {
-                    Ok(w) => w,
-                    Err(kind) => {
-                        let mut e = UsageError::with_help(format!(
-                            "{kind} argument {} for '--interactive'",
-                            quote(OsStr::from_bytes(v))
-                        ));
-                        e.raw = vec![
-                            "Valid arguments are:".into(),
-                            "  - 'never', 'no', 'none'".into(),
-                            "  - 'once'".into(),
-                            "  - 'always', 'yes'".into(),
-                        ];
-                        return Step::Stop(Parsed::Usage(e));
-                    }
-                },
-            };
-            o.prompting.apply(PromptFlag::Interactive(when));
-            Step::Go
-        }
+        Long::Interactive => interactive(o, value),
         Long::OneFileSystem => {
             o.one_file_system = true;
             Step::Go
@@ -380,6 +358,31 @@ fn long_option(o: &mut Options, text: &[u8]) -> Step {
         Long::Help => Step::Stop(Parsed::Help),
         Long::Version => Step::Stop(Parsed::Version),
     }
+}
+
+/// `--interactive[=WHEN]`.
+fn interactive(o: &mut Options, value: Option<&[u8]>) -> Step {
+    let when = match value {
+        None => When::Always,
+        Some(v) => match argmatch(v) {
+            Ok(w) => w,
+            Err(kind) => {
+                let mut e = UsageError::with_help(format!(
+                    "{kind} argument {} for '--interactive'",
+                    quote(OsStr::from_bytes(v))
+                ));
+                e.raw = vec![
+                    "Valid arguments are:".into(),
+                    "  - 'never', 'no', 'none'".into(),
+                    "  - 'once'".into(),
+                    "  - 'always', 'yes'".into(),
+                ];
+                return Step::Stop(Parsed::Usage(e));
+            }
+        },
+    };
+    o.prompting.apply(PromptFlag::Interactive(when));
+    Step::Go
 }
 
 /// `--interactive`'s argument by argmatch: an exact match, or a prefix whose matches all mean

@@ -216,6 +216,65 @@ impl<'o, W: Write> Remover<'o, W> {
         }
     }
 
+    /// An operand that is no directory to remove recursively: `.` or `..`, `/` (or what
+    /// resolves to it), a mount point under `--preserve-root=all`. Says why (and is true).
+    fn top_refused(&mut self, path: &[u8], f: &Facts) -> bool {
+        let o = self.o;
+        if dot_or_dotdot(last_component(path)) {
+            self.say(&format!(
+                "refusing to remove '.' or '..' directory: skipping {}",
+                q(path)
+            ));
+            return true;
+        }
+        if self.root == Some(f.ident) {
+            if path == b"/" {
+                self.say("it is dangerous to operate recursively on '/'");
+            } else {
+                self.say(&format!(
+                    "it is dangerous to operate recursively on {} (same as '/')",
+                    q(path)
+                ));
+            }
+            if o.preserve_root {
+                self.say("use --no-preserve-root to override this failsafe");
+            } else {
+                self.say("reclaim never removes '/', not even with --no-preserve-root");
+            }
+            return true;
+        }
+        if o.preserve_all_root {
+            let mut parent = path.to_vec();
+            if parent.last() != Some(&b'/') {
+                parent.push(b'/');
+            }
+            parent.extend_from_slice(b"..");
+            match CString::new(parent.clone())
+                .ok()
+                .and_then(|p| dirfd::lstat_at(CWD, &p).ok())
+            {
+                None => {
+                    self.say(&format!(
+                        "failed to stat {}: skipping {}",
+                        q(&parent),
+                        q(path)
+                    ));
+                    return true;
+                }
+                Some(p) if p.ident.dev != self.dev => {
+                    self.say(&format!(
+                        "skipping {}, since it's on a different device",
+                        q(path)
+                    ));
+                    self.say("and --preserve-root=all is in effect");
+                    return true;
+                }
+                Some(_) => {}
+            }
+        }
+        false
+    }
+
     /// A directory's first visit (fts' `FTS_D`).
     fn pre(&mut self, at: At<'_>, path: &[u8], f: &Facts, top: bool) -> Pre {
         let o = self.o;
@@ -230,59 +289,8 @@ impl<'o, W: Write> Remover<'o, W> {
             self.mark_ancestors();
             return Pre::Done(Status::Error);
         }
-        if top {
-            if dot_or_dotdot(last_component(path)) {
-                self.say(&format!(
-                    "refusing to remove '.' or '..' directory: skipping {}",
-                    q(path)
-                ));
-                return Pre::Done(Status::Error);
-            }
-            if self.root == Some(f.ident) {
-                if path == b"/" {
-                    self.say("it is dangerous to operate recursively on '/'");
-                } else {
-                    self.say(&format!(
-                        "it is dangerous to operate recursively on {} (same as '/')",
-                        q(path)
-                    ));
-                }
-                if o.preserve_root {
-                    self.say("use --no-preserve-root to override this failsafe");
-                } else {
-                    self.say("reclaim never removes '/', not even with --no-preserve-root");
-                }
-                return Pre::Done(Status::Error);
-            }
-            if o.preserve_all_root {
-                let mut parent = path.to_vec();
-                if parent.last() != Some(&b'/') {
-                    parent.push(b'/');
-                }
-                parent.extend_from_slice(b"..");
-                match CString::new(parent.clone())
-                    .ok()
-                    .and_then(|p| dirfd::lstat_at(CWD, &p).ok())
-                {
-                    None => {
-                        self.say(&format!(
-                            "failed to stat {}: skipping {}",
-                            q(&parent),
-                            q(path)
-                        ));
-                        return Pre::Done(Status::Error);
-                    }
-                    Some(p) if p.ident.dev != self.dev => {
-                        self.say(&format!(
-                            "skipping {}, since it's on a different device",
-                            q(path)
-                        ));
-                        self.say("and --preserve-root=all is in effect");
-                        return Pre::Done(Status::Error);
-                    }
-                    Some(_) => {}
-                }
-            }
+        if top && self.top_refused(path, f) {
+            return Pre::Done(Status::Error);
         }
         let (mut s, empty) = self.prompt(at, path, true, true, true, false);
         if s == Status::Ok && empty == Some(true) {
@@ -502,25 +510,13 @@ impl<'o, W: Write> Remover<'o, W> {
         let mut wp = 0i8;
         let mut wp_err = Errno::NOENT;
         if !o.ignore_missing() && (always || self.stdin_tty) && !self.superuser {
-            match lstat(&mut stat) {
+            match write_protected(at, lstat(&mut stat)) {
+                Ok(true) => wp = 1,
+                Ok(false) => {}
                 Err(e) => {
                     wp = -1;
                     wp_err = e;
                 }
-                Ok(f) if f.file_type == FileType::Symlink => {}
-                Ok(_) => match rustix::fs::accessat(
-                    at.dir,
-                    at.name,
-                    rustix::fs::Access::WRITE_OK,
-                    AtFlags::EACCESS,
-                ) {
-                    Ok(()) => {}
-                    Err(Errno::ACCESS) => wp = 1,
-                    Err(e) => {
-                        wp = -1;
-                        wp_err = e;
-                    }
-                },
             }
         }
         if wp == 0 && !always {
@@ -702,6 +698,24 @@ impl<'o, W: Write> Remover<'o, W> {
 
 fn q(path: &[u8]) -> String {
     quote(OsStr::from_bytes(path))
+}
+
+/// GNU's `write_protected_non_symlink`: whether `at` (its `lstat` in `facts`) may not be
+/// written by this user (a symlink never is), or why that could not be told.
+fn write_protected(at: At<'_>, facts: Result<Facts, Errno>) -> Result<bool, Errno> {
+    if facts?.file_type == FileType::Symlink {
+        return Ok(false);
+    }
+    match rustix::fs::accessat(
+        at.dir,
+        at.name,
+        rustix::fs::Access::WRITE_OK,
+        AtFlags::EACCESS,
+    ) {
+        Ok(()) => Ok(false),
+        Err(Errno::ACCESS) => Ok(true),
+        Err(e) => Err(e),
+    }
 }
 
 /// A child's path: the parent's without one trailing slash, a slash, the name.
