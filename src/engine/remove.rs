@@ -1,0 +1,997 @@
+//! The parallel removal engine: the work `reclaim rm -r` does on the shared dirfd walk
+//! (`walk.rs`): every non-directory is `unlinkat`ed on its parent's fd (large regular files in
+//! small directories go to the shrinker), and a directory is removed by the worker that
+//! finishes its last child. It never follows a symlink (a directory swapped for one is
+//! unlinked as the link it is), never leaves the tree's mount unless told to, and never builds
+//! a path for a syscall.
+
+use std::ffi::{CStr, CString};
+use std::os::fd::OwnedFd;
+use std::os::unix::ffi::OsStrExt;
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+
+use rustix::fs::{unlinkat, AtFlags, FileType};
+use rustix::io::Errno;
+
+use crate::engine::shrink::Found;
+use crate::engine::walk::{self, Lost, Names, Next, Node, NotOpened, Root, Visitor, Walk};
+use crate::sys::dirfd::{self, Ident};
+use crate::sys::error::{Failure, Reason};
+
+/// `--from`'s listed names, unlinked in batches.
+pub mod listed;
+
+/// How the engine works.
+#[derive(Clone, Debug)]
+pub struct Options {
+    /// Workers. More than the CPU count pays on cold caches: a worker waiting for a directory
+    /// or inode-table read costs no CPU while the others go on.
+    pub threads: usize,
+    /// Workers allowed at once inside one large directory's unlink batches. Those contend on
+    /// the directory's lock, so more than the CPU count only burns CPU.
+    pub batch_threads: usize,
+    pub cross_mounts: bool,
+    pub dry_run: bool,
+    /// Directory fds held at most (a few more may be in use for a moment).
+    pub fd_budget: usize,
+    /// Names per unlink batch handed to another worker inside one large directory.
+    pub batch: usize,
+    /// `statx` each non-directory before unlinking it, to count the bytes freed (always on in
+    /// a dry run). Off by default: it costs a syscall per file (see bench/RESULTS.md).
+    pub stat_files: bool,
+    /// Unlink rate limit, steered by the tree pacer and capped by `--iops`; `None` = none.
+    pub throttle: Option<std::sync::Arc<crate::engine::pace::throttle::Throttle>>,
+    /// Who frees the large regular files met in small directories (the shrinker, paced);
+    /// `None`: everything is unlinked.
+    pub large_files: Option<Arc<crate::engine::shrink::TreeFiles>>,
+    /// `lstat` the entries of small directories to meet large files (off where a stat is a
+    /// round trip: network file systems).
+    pub stat_small_dirs: bool,
+    /// Look names of a large directory up ahead of their unlinks, from a few threads (a
+    /// network file system: an unlink looks its name up under the directory's lock, one
+    /// round trip more each, when the client's cached entry has expired; lookups of their
+    /// own run in parallel, outside that lock).
+    pub look_ahead: bool,
+    /// Active workers, steered by the governor while the walk runs.
+    pub gate: Option<Arc<crate::engine::walk::Gate>>,
+    /// An entry already gone when it is unlinked is a failure (ENOENT), as GNU rm reports it
+    /// (rm mode; its `-f` drops them), rather than done.
+    pub report_vanished: bool,
+    /// Remove only what this selection chooses below the roots (which stay): `rm -r --name`,
+    /// `--older-than`, ... (`select/`).
+    pub select: Option<Arc<crate::engine::select::Selection>>,
+}
+
+/// Directories with at most this many non-directory entries have each entry `lstat`ed, so
+/// that large files in them (a backup directory with a few big dumps) go to `large_files`
+/// instead of being unlinked at once. Bigger directories (the million small files) are not
+/// stated: a stat per file cost up to 2.2x (bench/RESULTS.md).
+pub const LARGE_FILE_DIR_MAX: usize = 64;
+
+impl Default for Options {
+    fn default() -> Self {
+        Options {
+            threads: 2 * crate::engine::profile::cpus(),
+            batch_threads: crate::engine::profile::cpus(),
+            cross_mounts: false,
+            dry_run: false,
+            fd_budget: 256,
+            batch: 1024,
+            stat_files: false,
+            throttle: None,
+            large_files: None,
+            stat_small_dirs: true,
+            look_ahead: false,
+            gate: None,
+            report_vanished: false,
+            select: None,
+        }
+    }
+}
+
+/// The best worker count for trees on the file system of `dir`, as its profile says.
+pub fn threads_for(dir: impl std::os::fd::AsFd) -> usize {
+    crate::engine::profile::Profile::detect(dir).workers
+}
+
+impl Options {
+    /// Workers, workers per directory and stats as `profile` says (unless `threads_given`).
+    pub fn apply(&mut self, profile: &crate::engine::profile::Profile, threads_given: bool) {
+        if !threads_given {
+            self.threads = profile.workers;
+        }
+        self.batch_threads = profile.batch_threads.min(self.threads).max(1);
+        self.stat_small_dirs = profile.stat_small_dirs;
+        self.look_ahead = profile.class == crate::engine::profile::Class::Network;
+    }
+}
+
+/// Threads looking names up ahead of the unlinks of one batch (`Options::look_ahead`).
+const LOOK_AHEAD_THREADS: usize = 8;
+
+/// Running totals, readable while the engine works (for a progress line).
+#[derive(Debug, Default)]
+pub struct Counters {
+    pub files: AtomicU64,
+    pub dirs: AtomicU64,
+    pub bytes: AtomicU64,
+    pub errors: AtomicU64,
+}
+
+impl Counters {
+    /// Files and directories removed so far.
+    pub fn entries(&self) -> u64 {
+        self.files.load(Ordering::Relaxed) + self.dirs.load(Ordering::Relaxed)
+    }
+}
+
+/// What happened to each entry, for `-v` and for the final report.
+pub trait Sink: Sync {
+    /// Whether `removed` wants to be called (building paths costs time on the hot path).
+    fn wants_removed(&self) -> bool {
+        false
+    }
+    /// A non-directory (`dir == false`) or directory was removed (or would be, in a dry run).
+    fn removed(&self, _path: &std::path::Path, _dir: bool) {}
+    /// A path failed; called once per failure, as it happens.
+    fn failed(&self, _failure: &Failure) {}
+    /// Something the removal went on without that the user should hear of (under MPI: a
+    /// message of another rank that could not be read).
+    fn warning(&self, _what: &dyn std::fmt::Display) {}
+}
+
+/// A sink that wants nothing (the caller reports from the counters and the outcome).
+pub struct Quiet;
+impl Sink for Quiet {}
+
+/// Allocated bytes and files of the tree `name` in `base` (a dry run of the engine, which
+/// stats everything): what removing it would free. Removes nothing.
+pub fn measure(base: &Arc<OwnedFd>, name: &CStr, display: &std::path::Path) -> (u64, u64) {
+    let Ok(f) = dirfd::lstat_at(&**base, name) else {
+        return (0, 0);
+    };
+    let counters = Counters::default();
+    let opts = Options {
+        dry_run: true,
+        ..Options::default()
+    };
+    let target = DirTarget {
+        base: base.clone(),
+        name: name.to_owned(),
+        display: display.to_path_buf(),
+        ident: f.ident,
+    };
+    remove_trees(vec![target], &opts, &counters, &Quiet);
+    (
+        counters.bytes.load(Ordering::Relaxed),
+        counters.files.load(Ordering::Relaxed),
+    )
+}
+
+/// A directory to remove, resolved and checked by the caller: `name` inside the open
+/// directory `base`, expected to be the directory `ident`.
+#[derive(Clone)]
+pub struct DirTarget {
+    pub base: Arc<OwnedFd>,
+    pub name: CString,
+    pub display: PathBuf,
+    pub ident: Ident,
+}
+
+/// What the engine did that the caller must report.
+#[derive(Debug, Default)]
+pub struct Outcome {
+    pub failures: Vec<Failure>,
+    pub skipped_mounts: Vec<PathBuf>,
+}
+
+/// Removes every target tree, in parallel, and returns the failures.
+pub fn remove_trees(
+    targets: Vec<DirTarget>,
+    opts: &Options,
+    counters: &Counters,
+    sink: &dyn Sink,
+) -> Outcome {
+    let remover = Remover::new(opts, counters, sink);
+    let roots = targets
+        .into_iter()
+        .enumerate()
+        .map(|(i, t)| Root::new(i, t.base, t.name, t.display, t.ident))
+        .collect();
+    walk::run(&remover, roots, &walk_options(opts));
+    remover.outcome.into_inner().expect("outcome lock")
+}
+
+/// Removes the trees together with other processes (the ranks of `spread`): as
+/// `remove_trees`, with `drive` running the exchange on the calling thread. `start`: this
+/// process begins with the trees (rank 0); the others receive work. Returns this process's
+/// failures and what `drive` returned.
+pub fn remove_trees_shared<R>(
+    targets: Vec<DirTarget>,
+    opts: &Options,
+    counters: &Counters,
+    sink: &dyn Sink,
+    start: bool,
+    drive: impl FnOnce(&dyn walk::Shared, &std::sync::mpsc::Receiver<walk::Event>) -> R,
+) -> (Outcome, R) {
+    let remover = Remover::new(opts, counters, sink);
+    let roots = targets
+        .into_iter()
+        .enumerate()
+        .map(|(i, t)| {
+            let root = Root::new(i, t.base, t.name, t.display, t.ident);
+            // Work below a root this process never opens is checked against its mount.
+            if let Ok(f) = dirfd::lstat_at(&*root.base, &root.name) {
+                root.set_mnt_id(f.mnt_id);
+            }
+            root
+        })
+        .collect();
+    let walk_opts = walk_options(opts);
+    // Batches of one big directory go to other ranks too: they are other clients, each with
+    // its own lock on the directory, where threads of one client would contend on one.
+    let (_, r) = walk::run_shared(&remover, roots, &walk_opts, start, true, drive);
+    (remover.outcome.into_inner().expect("outcome lock"), r)
+}
+
+fn walk_options(opts: &Options) -> walk::Options {
+    walk::Options {
+        threads: opts.threads.max(1),
+        batch_threads: opts.batch_threads,
+        batch: opts.batch,
+        sort_min: walk::BIG_DIR,
+        fd_budget: opts.fd_budget.max(2),
+        cross_mounts: opts.cross_mounts,
+        gate: opts.gate.clone(),
+        // A selection by access time must not change what it measures.
+        noatime: opts
+            .select
+            .as_ref()
+            .is_some_and(|s| s.time_field() == crate::engine::select::TimeField::Atime),
+    }
+}
+
+/// The removal's work on the walk.
+struct Remover<'a> {
+    opts: Options,
+    counters: &'a Counters,
+    sink: &'a dyn Sink,
+    outcome: Mutex<Outcome>,
+}
+
+/// Per directory: its allocated bytes (from the `statx` done when it was opened).
+#[derive(Default)]
+struct DirData {
+    allocated: AtomicU64,
+    /// A selection: whether its entries are carried (it is chosen, or inside a chosen one).
+    carried: std::sync::OnceLock<bool>,
+    /// A selection removed (or, in a dry run, would remove) something from it.
+    changed: std::sync::atomic::AtomicBool,
+    /// A selection: its own facts as the walk found it, before any entry went.
+    found: std::sync::OnceLock<crate::engine::select::Stat>,
+}
+
+type RNode = Node<DirData>;
+
+impl<'a> Remover<'a> {
+    fn new(opts: &Options, counters: &'a Counters, sink: &'a dyn Sink) -> Self {
+        Remover {
+            opts: opts.clone(),
+            counters,
+            sink,
+            outcome: Mutex::new(Outcome::default()),
+        }
+    }
+
+    fn fail(&self, path: PathBuf, reason: Reason, keep: Option<&RNode>) {
+        if let Some(n) = keep {
+            n.keep();
+        }
+        let failure = Failure { path, reason };
+        self.counters.errors.fetch_add(1, Ordering::Relaxed);
+        self.sink.failed(&failure);
+        let mut out = self.outcome.lock().expect("outcome lock");
+        if failure.reason == Reason::MountPoint {
+            out.skipped_mounts.push(failure.path.clone());
+        }
+        out.failures.push(failure);
+    }
+
+    /// `lstat`s `name`: a large regular file with one link goes to `large`, anything else is
+    /// unlinked as usual.
+    fn remove_maybe_large(
+        &self,
+        large: &crate::engine::shrink::TreeFiles,
+        dir: &OwnedFd,
+        name: &CStr,
+        node: &RNode,
+    ) -> UnlinkResult {
+        // As cached: the shrinker opens and checks the file itself before any step.
+        let facts = match dirfd::lstat_at_cached(dir, name) {
+            Ok(f) => f,
+            Err(Errno::NOENT) => return UnlinkResult::Done,
+            Err(_) => return self.unlink_one(dir, name, || node.child_path(name)),
+        };
+        if !crate::engine::shrink::candidate(&facts, Found::InTree) {
+            return self.unlink_one(dir, name, || node.child_path(name));
+        }
+        let path = node.child_path(name);
+        match large.remove(dir, name, &facts, &path) {
+            Ok(()) | Err(Reason::Os(Errno::NOENT)) => {
+                self.counters.files.fetch_add(1, Ordering::Relaxed);
+                self.counters
+                    .bytes
+                    .fetch_add(facts.allocated, Ordering::Relaxed);
+                if self.sink.wants_removed() {
+                    self.sink.removed(&path, false);
+                }
+                UnlinkResult::Done
+            }
+            Err(reason) => UnlinkResult::Refused(reason),
+        }
+    }
+
+    fn unlink_one(
+        &self,
+        dir: &OwnedFd,
+        name: &CStr,
+        path: impl FnOnce() -> PathBuf,
+    ) -> UnlinkResult {
+        let facts = if self.opts.stat_files || self.opts.dry_run {
+            match dirfd::lstat_at(dir, name) {
+                Ok(f) => Some(f),
+                Err(Errno::NOENT) => return UnlinkResult::Done,
+                Err(_) => None,
+            }
+        } else {
+            None
+        };
+        if let Some(f) = facts {
+            if f.file_type == FileType::Directory {
+                return UnlinkResult::IsDir;
+            }
+        }
+        if !self.opts.dry_run {
+            if let Some(t) = &self.opts.throttle {
+                t.acquire();
+            }
+            match unlinkat(dir, name, AtFlags::empty()) {
+                Ok(()) => {}
+                Err(Errno::NOENT) if !self.opts.report_vanished => return UnlinkResult::Done,
+                Err(Errno::ISDIR) => return UnlinkResult::IsDir,
+                Err(e) => return UnlinkResult::Failed(e),
+            }
+        }
+        self.counters.files.fetch_add(1, Ordering::Relaxed);
+        if let Some(f) = facts.filter(|f| f.nlink <= 1) {
+            self.counters
+                .bytes
+                .fetch_add(f.allocated, Ordering::Relaxed);
+        }
+        if self.sink.wants_removed() {
+            self.sink.removed(&path(), false);
+        }
+        UnlinkResult::Done
+    }
+}
+
+impl Visitor for Remover<'_> {
+    type Dir = DirData;
+    type Worker = ();
+
+    fn worker(&self) {}
+
+    fn dir_data(&self) -> DirData {
+        DirData::default()
+    }
+
+    fn opened(&self, _: &mut (), node: &Arc<RNode>, facts: &dirfd::Facts) {
+        node.data
+            .allocated
+            .store(facts.allocated, Ordering::Relaxed);
+    }
+
+    fn not_opened(&self, _: &mut (), parent: &OwnedFd, node: &Arc<RNode>, why: NotOpened) -> Next {
+        let parent_node = node.parent().map(|p| &**p);
+        if self.opts.select.is_some() && matches!(why, NotOpened::NotDir | NotOpened::Os(_)) {
+            // A selection decides on what it met: a directory replaced since is left alone.
+            let reason = match why {
+                NotOpened::Os(e) => Reason::Os(e),
+                _ => Reason::Changed,
+            };
+            self.fail(node.path(), reason, parent_node);
+            return Next::Keep;
+        }
+        match why {
+            // Replaced by a symlink or a file: remove that entry itself, never follow it.
+            NotOpened::NotDir => match self.unlink_one(parent, node.name(), || node.path()) {
+                UnlinkResult::Done => Next::Done,
+                UnlinkResult::IsDir => Next::Retry,
+                UnlinkResult::Failed(e) => {
+                    self.fail(node.path(), Reason::Os(e), parent_node);
+                    Next::Keep
+                }
+                UnlinkResult::Refused(r) => {
+                    self.fail(node.path(), r, parent_node);
+                    Next::Keep
+                }
+            },
+            NotOpened::OtherMount => {
+                self.fail(node.path(), Reason::MountPoint, parent_node);
+                Next::Keep
+            }
+            NotOpened::Changed => {
+                self.fail(node.path(), Reason::Changed, parent_node);
+                Next::Keep
+            }
+            // A directory that cannot be read may still be empty: rmdir needs only the
+            // parent (as GNU rm does for `mkdir -m0 d; rm -rf d`). If it is not empty, the
+            // reason to say is why it could not be read.
+            NotOpened::Os(e @ (Errno::ACCESS | Errno::PERM)) if !self.opts.dry_run => {
+                match unlinkat(parent, node.name(), AtFlags::REMOVEDIR) {
+                    Ok(()) | Err(Errno::NOENT) => {
+                        self.counters.dirs.fetch_add(1, Ordering::Relaxed);
+                        if self.sink.wants_removed() {
+                            self.sink.removed(&node.path(), true);
+                        }
+                        Next::Done
+                    }
+                    Err(r) => {
+                        let shown = match r {
+                            Errno::NOTEMPTY | Errno::ISDIR | Errno::NOTDIR | Errno::EXIST => e,
+                            r => r,
+                        };
+                        self.fail(node.path(), Reason::Os(shown), parent_node);
+                        Next::Keep
+                    }
+                }
+            }
+            NotOpened::Os(e) => {
+                self.fail(node.path(), Reason::Os(e), parent_node);
+                Next::Keep
+            }
+        }
+    }
+
+    fn opened_fd(&self, _: &mut (), node: &Arc<RNode>, fd: &OwnedFd) {
+        if let Some(sel) = &self.opts.select {
+            if node.parent().is_some() && sel.needs_stat(crate::engine::select::Place::Chosen) {
+                if let Ok(st) = sel.stat(fd, c"") {
+                    let _ = node.data.found.set(st);
+                }
+            }
+        }
+    }
+
+    fn skip_subdir(&self, _: &mut (), node: &Arc<RNode>, name: &CStr) -> bool {
+        let Some(sel) = &self.opts.select else {
+            return false;
+        };
+        let skip = sel
+            .descend(&self.here(sel, node), name.to_bytes())
+            .is_none();
+        if skip {
+            // Left out: it stays, and so does the directory holding it.
+            node.keep();
+        }
+        skip
+    }
+
+    fn list_failed(&self, node: &Arc<RNode>, e: Errno) {
+        self.fail(node.path(), Reason::Os(e), Some(node));
+    }
+
+    fn lost(&self, path: PathBuf, why: Lost, node: &Arc<RNode>) {
+        let reason = match why {
+            Lost::Os(e) => Reason::Os(e),
+            Lost::Changed => Reason::Changed,
+        };
+        self.fail(path, reason, Some(node));
+    }
+
+    fn entries(
+        &self,
+        _: &mut (),
+        node: &Arc<RNode>,
+        fd: &OwnedFd,
+        names: Names<'_>,
+        few: bool,
+        _walk: &Walk<'_, Self>,
+    ) -> Vec<CString> {
+        if let Some(sel) = &self.opts.select {
+            return self.entries_selected(sel, node, fd, names, few);
+        }
+        // Directories with few entries have each one `lstat`ed, so that large files in them
+        // (a backup directory with a few big dumps) are freed gently.
+        let few = few
+            && names.len() <= LARGE_FILE_DIR_MAX
+            && !self.opts.dry_run
+            && self.opts.stat_small_dirs;
+        if self.opts.look_ahead && !few && !self.opts.dry_run && names.len() > LARGE_FILE_DIR_MAX {
+            return self.entries_looked_ahead(node, fd, names);
+        }
+        let mut dirs = Vec::new();
+        for name in names.iter() {
+            let result = match (&self.opts.large_files, few) {
+                (Some(large), true) => self.remove_maybe_large(large, fd, name, node),
+                _ => self.unlink_one(fd, name, || node.child_path(name)),
+            };
+            match result {
+                UnlinkResult::Done => {}
+                // A directory after all (DT_UNKNOWN, or swapped in): remove it as one.
+                UnlinkResult::IsDir => dirs.push(name.to_owned()),
+                UnlinkResult::Failed(e) => {
+                    self.fail(node.child_path(name), Reason::Os(e), Some(node))
+                }
+                UnlinkResult::Refused(reason) => {
+                    self.fail(node.child_path(name), reason, Some(node))
+                }
+            }
+        }
+        dirs
+    }
+
+    fn finished(&self, _: &mut (), node: &Arc<RNode>, walk: &Walk<'_, Self>) {
+        if node.kept() {
+            return;
+        }
+        // A selection searches the named directories: they stay (`--from`'s go whole).
+        if self.opts.select.as_ref().is_some_and(|s| !s.roots_too) && node.parent().is_none() {
+            return;
+        }
+        walk.prefetch_parent(node);
+        walk.release(node);
+        let parent = match walk.parent_fd(node) {
+            Ok(fd) => fd,
+            Err(lost) => {
+                let reason = match lost {
+                    Lost::Os(e) => Reason::Os(e),
+                    Lost::Changed => Reason::Changed,
+                };
+                return self.fail(node.path(), reason, node.parent().map(|p| &**p));
+            }
+        };
+        let selected = match &self.opts.select {
+            Some(sel) => match self.dir_selected(sel, node, &parent) {
+                Some(s) => Some(s),
+                None => return,
+            },
+            None => None,
+        };
+        if !self.opts.dry_run {
+            match unlinkat(&*parent, node.name(), AtFlags::REMOVEDIR) {
+                Ok(()) => {}
+                Err(Errno::NOENT) if !self.opts.report_vanished => return,
+                // Pruned only if still empty: someone added to it.
+                Err(Errno::NOTEMPTY | Errno::EXIST) if selected.is_some_and(|s| s.pruned) => {
+                    return node.parent().expect("not a root").keep();
+                }
+                Err(e) => {
+                    return self.fail(node.path(), Reason::Os(e), node.parent().map(|p| &**p))
+                }
+            }
+        }
+        if let Some(s) = &selected {
+            self.dir_removed(node, s);
+        }
+        self.counters.dirs.fetch_add(1, Ordering::Relaxed);
+        self.counters.bytes.fetch_add(
+            node.data.allocated.load(Ordering::Relaxed),
+            Ordering::Relaxed,
+        );
+        if self.sink.wants_removed() {
+            self.sink.removed(&node.path(), true);
+        }
+    }
+}
+
+impl Remover<'_> {
+    /// Unlinks `names` in order while a few threads `lstat` the names ahead of the unlinks
+    /// (never one already unlinked): each unlink then finds its name freshly looked up. The
+    /// lookups only read; what happens to each name is decided by its unlink alone.
+    fn entries_looked_ahead(&self, node: &RNode, fd: &OwnedFd, names: Names<'_>) -> Vec<CString> {
+        use std::sync::atomic::AtomicUsize;
+        let list: Vec<&CStr> = names.iter().collect();
+        let next = AtomicUsize::new(0);
+        let unlinked = AtomicUsize::new(0);
+        let mut dirs = Vec::new();
+        std::thread::scope(|s| {
+            for _ in 0..LOOK_AHEAD_THREADS {
+                s.spawn(|| loop {
+                    let i = next.fetch_add(1, Ordering::Relaxed);
+                    if i >= list.len() || crate::sys::interrupt::stopping() {
+                        break;
+                    }
+                    // Names the unlinks already passed are left alone.
+                    if i >= unlinked.load(Ordering::Relaxed) {
+                        let _ = dirfd::lstat_at(fd, list[i]);
+                    }
+                });
+            }
+            for (i, name) in list.iter().enumerate() {
+                let result = self.unlink_one(fd, name, || node.child_path(name));
+                unlinked.store(i + 1, Ordering::Relaxed);
+                match result {
+                    UnlinkResult::Done => {}
+                    UnlinkResult::IsDir => dirs.push((*name).to_owned()),
+                    UnlinkResult::Failed(e) => {
+                        self.fail(node.child_path(name), Reason::Os(e), Some(node))
+                    }
+                    UnlinkResult::Refused(reason) => {
+                        self.fail(node.child_path(name), reason, Some(node))
+                    }
+                }
+            }
+            // The lookers stop at the end of the list.
+            next.store(list.len(), Ordering::Relaxed);
+        });
+        dirs
+    }
+}
+
+enum UnlinkResult {
+    Done,
+    IsDir,
+    Failed(Errno),
+    /// The large-file path failed (it says why).
+    Refused(Reason),
+}
+
+/// What a selection's tests say of one non-directory entry before its unlink.
+enum Verdict {
+    /// It stays (not chosen, excluded, a test failed, `--keep-free`'s first walk): so does
+    /// its directory.
+    Kept,
+    /// Gone meanwhile, or its stat failed (said): nothing to do.
+    Skip,
+    /// A directory after all (by its stat): to enter.
+    Enter,
+    /// It goes; its stat, if one was taken.
+    Remove(Option<crate::engine::select::Stat>),
+}
+
+/// What a selection decided about a directory about to be removed.
+#[derive(Clone, Copy)]
+struct DirSelected {
+    /// Removed only because the run left it empty (`--prune-empty`).
+    pruned: bool,
+    stat: Option<crate::engine::select::Stat>,
+}
+
+/// The selection's side of the engine (`select/` decides; this applies it on the walk).
+impl Remover<'_> {
+    /// What the selection needs to know about the directory `node` to place its entries.
+    fn here(
+        &self,
+        sel: &crate::engine::select::Selection,
+        node: &Arc<RNode>,
+    ) -> crate::engine::select::Here {
+        crate::engine::select::Here {
+            depth: node.depth + 1,
+            carried: self.carried(sel, node),
+            rel: sel.needs_path().then(|| rel_path(node)),
+        }
+    }
+
+    /// Whether the entries of `node` are carried (it is chosen, or inside a chosen directory),
+    /// remembered per directory; directories above that are not known yet (work handed over
+    /// by another rank) are worked out top-down, without recursion.
+    fn carried(&self, sel: &crate::engine::select::Selection, node: &Arc<RNode>) -> bool {
+        if let Some(c) = node.data.carried.get() {
+            return *c;
+        }
+        let mut chain = vec![node.clone()];
+        while let Some(p) = chain.last().and_then(|n| n.parent()) {
+            if p.data.carried.get().is_some() {
+                break;
+            }
+            chain.push(p.clone());
+        }
+        while let Some(n) = chain.pop() {
+            let c = match n.parent() {
+                // `--from`'s listed directories go whole.
+                None => sel.roots_too,
+                Some(p) => {
+                    let here = crate::engine::select::Here {
+                        depth: p.depth + 1,
+                        carried: *p.data.carried.get().unwrap_or(&false),
+                        rel: sel.needs_path().then(|| rel_path(p)),
+                    };
+                    sel.carries(&here, n.name().to_bytes())
+                }
+            };
+            let _ = n.data.carried.set(c);
+        }
+        *node.data.carried.get().expect("set above")
+    }
+
+    /// The non-directory entries of `node` under a selection: each is placed (name, path,
+    /// depth, `d_type`), stated only if its tests need it, and unlinked (in a dry run,
+    /// counted) if they pass. Returns the names that turned out to be directories to enter.
+    fn entries_selected(
+        &self,
+        sel: &crate::engine::select::Selection,
+        node: &Arc<RNode>,
+        fd: &OwnedFd,
+        names: Names<'_>,
+        few: bool,
+    ) -> Vec<CString> {
+        let here = self.here(sel, node);
+        let gentle = few && !self.opts.dry_run && self.opts.stat_small_dirs;
+        let mut dirs = Vec::new();
+        let mut kept = false;
+        let mut changed = false;
+        let mut records = Vec::new();
+        let mut tally = crate::engine::select::tally::Batch::default();
+        let dir_path = (sel.list.is_some() || self.sink.wants_removed()).then(|| node.path());
+        let top = sel.tally.as_ref().map(|_| top_of(node, None));
+        for (name, dtype) in names.iter_typed() {
+            if sel.stopped() {
+                kept = true;
+                break;
+            }
+            let st = match self.verdict(sel, &here, node, fd, name, dtype) {
+                Verdict::Kept => {
+                    kept = true;
+                    continue;
+                }
+                Verdict::Skip => continue,
+                Verdict::Enter => {
+                    dirs.push(name.to_owned());
+                    continue;
+                }
+                Verdict::Remove(st) => st,
+            };
+            // The large-file path says `removed` itself.
+            let (result, said) = match (&self.opts.large_files, gentle) {
+                (Some(large), true) => (self.remove_maybe_large(large, fd, name, node), true),
+                _ => (self.unlink_selected(fd, name, st.as_ref()), false),
+            };
+            match result {
+                UnlinkResult::Done => {
+                    changed = true;
+                    if let Some(p) = &dir_path {
+                        let path = p.join(std::ffi::OsStr::from_bytes(name.to_bytes()));
+                        if let Some(list) = &sel.list {
+                            list.record(&mut records, &path);
+                        }
+                        if self.sink.wants_removed() && !said {
+                            self.sink.removed(&path, false);
+                        }
+                    }
+                    if let (Some(top), Some(st)) = (&top, &st) {
+                        let bytes = if st.nlink <= 1 { st.allocated } else { 0 };
+                        tally.count(top, st.uid, false, bytes);
+                    }
+                }
+                // Gone meanwhile: nothing to do, nothing to count.
+                UnlinkResult::Failed(Errno::NOENT) => {}
+                UnlinkResult::IsDir => match sel.descend(&here, name.to_bytes()) {
+                    Some(_) => dirs.push(name.to_owned()),
+                    None => kept = true,
+                },
+                UnlinkResult::Failed(e) => {
+                    self.fail(node.child_path(name), Reason::Os(e), Some(node))
+                }
+                UnlinkResult::Refused(reason) => {
+                    self.fail(node.child_path(name), reason, Some(node))
+                }
+            }
+        }
+        if kept {
+            node.keep();
+        }
+        if changed {
+            node.data.changed.store(true, Ordering::Relaxed);
+        }
+        if let Some(list) = &sel.list {
+            list.write(&records);
+        }
+        if let Some(t) = &sel.tally {
+            t.add(tally);
+        }
+        dirs
+    }
+
+    /// What the selection's tests say of the non-directory entry `name` of `node` (as
+    /// `d_type` says; `here`: where `node`'s entries are), before its unlink: placed, stated
+    /// only if a test needs it, tested. A stat that fails is said here.
+    fn verdict(
+        &self,
+        sel: &crate::engine::select::Selection,
+        here: &crate::engine::select::Here,
+        node: &Arc<RNode>,
+        fd: &OwnedFd,
+        name: &CStr,
+        dtype: FileType,
+    ) -> Verdict {
+        use crate::engine::select::Place;
+        let place = sel.place(here, name.to_bytes(), dtype);
+        if !place.candidate() {
+            return Verdict::Kept;
+        }
+        if !sel.needs_stat(place) {
+            return Verdict::Remove(None);
+        }
+        let st = match sel.stat(fd, name) {
+            Ok(st) => st,
+            Err(Errno::NOENT) => return Verdict::Skip,
+            Err(e) => {
+                self.fail(node.child_path(name), Reason::Os(e), Some(node));
+                return Verdict::Skip;
+            }
+        };
+        if st.kind == FileType::Directory {
+            return match sel.descend(here, name.to_bytes()) {
+                Some(_) => Verdict::Enter,
+                None => Verdict::Kept,
+            };
+        }
+        if !sel.attributes(&st, place == Place::Carried) {
+            return Verdict::Kept;
+        }
+        if let (Some(h), Some(t)) = (&sel.histogram, st.time) {
+            // `--keep-free`'s first walk: what it would free, by age; nothing goes.
+            if st.nlink <= 1 {
+                h.add(t, st.allocated);
+            }
+            return Verdict::Kept;
+        }
+        Verdict::Remove(Some(st))
+    }
+
+    /// Unlinks one selected non-directory (a dry run only counts it); `st`: its stat, if the
+    /// selection took one (the bytes it frees are counted from it).
+    fn unlink_selected(
+        &self,
+        dir: &OwnedFd,
+        name: &CStr,
+        st: Option<&crate::engine::select::Stat>,
+    ) -> UnlinkResult {
+        if !self.opts.dry_run {
+            if let Some(t) = &self.opts.throttle {
+                t.acquire();
+            }
+            match unlinkat(dir, name, AtFlags::empty()) {
+                Ok(()) => {}
+                Err(Errno::NOENT) => return UnlinkResult::Failed(Errno::NOENT),
+                Err(Errno::ISDIR) => return UnlinkResult::IsDir,
+                Err(e) => return UnlinkResult::Failed(e),
+            }
+        }
+        self.counters.files.fetch_add(1, Ordering::Relaxed);
+        if let Some(st) = st.filter(|s| s.nlink <= 1) {
+            self.counters
+                .bytes
+                .fetch_add(st.allocated, Ordering::Relaxed);
+        }
+        UnlinkResult::Done
+    }
+
+    /// Whether the finished directory `node` (not a root) goes, by the selection: chosen and
+    /// passing its tests right before its rmdir (read through `parent`), or emptied by this run
+    /// with `--prune-empty`. `None`: it stays (and so does its parent).
+    fn dir_selected(
+        &self,
+        sel: &crate::engine::select::Selection,
+        node: &Arc<RNode>,
+        parent: &OwnedFd,
+    ) -> Option<DirSelected> {
+        let Some(parent_node) = node.parent() else {
+            // A root goes only as a listed directory of `--from` (whole).
+            let stat = sel
+                .counting
+                .then(|| sel.stat(parent, node.name()).ok())
+                .flatten();
+            return (sel.roots_too && !sel.stopped()).then_some(DirSelected {
+                pruned: false,
+                stat,
+            });
+        };
+        let changed = node.data.changed.load(Ordering::Relaxed);
+        let stay = || {
+            parent_node.keep();
+            None
+        };
+        if sel.stopped() || sel.histogram.is_some() {
+            return stay();
+        }
+        let here = self.here(sel, parent_node);
+        let chosen = sel.dir_chosen(&here, node.name().to_bytes());
+        let prune = sel.prune_empty && changed;
+        if !chosen && !prune {
+            return stay();
+        }
+        // Its own tests read it as the walk found it, before its entries went (as find
+        // -depth does): removing entries does not make it new.
+        let stat = if sel.needs_stat(crate::engine::select::Place::Chosen) {
+            match node.data.found.get() {
+                Some(st) => Some(*st),
+                None => match sel.stat(parent, node.name()) {
+                    Ok(st) => Some(st),
+                    Err(_) => return stay(),
+                },
+            }
+        } else {
+            None
+        };
+        let passes = stat.map_or(true, |st| {
+            st.kind == FileType::Directory && sel.attributes(&st, here.carried)
+        });
+        if chosen && passes {
+            Some(DirSelected {
+                pruned: false,
+                stat,
+            })
+        } else if prune {
+            Some(DirSelected { pruned: true, stat })
+        } else {
+            stay()
+        }
+    }
+
+    /// Bookkeeping after a selected directory was removed: its parent changed, the audit list
+    /// and the totals have it.
+    fn dir_removed(&self, node: &Arc<RNode>, s: &DirSelected) {
+        let Some(sel) = &self.opts.select else { return };
+        if let Some(p) = node.parent() {
+            p.data.changed.store(true, Ordering::Relaxed);
+        }
+        if let Some(list) = &sel.list {
+            let mut rec = Vec::new();
+            list.record(&mut rec, &node.path());
+            list.write(&rec);
+        }
+        if let (Some(t), Some(st)) = (&sel.tally, &s.stat) {
+            let mut b = crate::engine::select::tally::Batch::default();
+            let top = match node.parent() {
+                Some(p) => top_of(p, Some(node.name())),
+                None => node.root.display.clone(),
+            };
+            b.count(
+                &top,
+                st.uid,
+                true,
+                node.data.allocated.load(Ordering::Relaxed),
+            );
+            t.add(b);
+        }
+    }
+}
+
+/// The path of `node` relative to its root ("" for the root), as bytes.
+fn rel_path(node: &RNode) -> Vec<u8> {
+    let mut names: Vec<&CStr> = Vec::new();
+    let mut n = node;
+    while let Some(p) = n.parent() {
+        names.push(n.name());
+        n = p;
+    }
+    let mut out = Vec::new();
+    for (i, name) in names.iter().rev().enumerate() {
+        if i > 0 {
+            out.push(b'/');
+        }
+        out.extend_from_slice(name.to_bytes());
+    }
+    out
+}
+
+/// The top-level directory (below its argument) an entry of `node` counts in: the argument's
+/// child on the way to it, or, for a non-directory directly in the argument, the argument
+/// itself; `dir`: the entry is the directory of that name.
+fn top_of(node: &RNode, dir: Option<&CStr>) -> PathBuf {
+    let mut n = node;
+    let mut first: Option<&CStr> = dir;
+    while let Some(p) = n.parent() {
+        first = Some(n.name());
+        n = p;
+    }
+    let mut path = node.root.display.clone();
+    if let Some(f) = first {
+        path.push(std::ffi::OsStr::from_bytes(f.to_bytes()));
+    }
+    path
+}
