@@ -109,7 +109,8 @@ pub enum SortArg {
     after_help = "Keep rules are restic's: each counts on its own, and an entry is kept if any \
     rule keeps it. Calendar periods are local time; only periods that have an entry count; when \
     fewer than N have one, the oldest entry is kept too. With keep rules alone, everything they do \
-    not keep is removed."
+    not keep is removed.\n\nTo remove by name anywhere below a directory: `reclaim rm -r --name GLOB DIR` \
+    (rm --help)."
 )]
 pub struct PruneArgs {
     /// Keep the N newest entries
