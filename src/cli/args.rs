@@ -7,6 +7,50 @@ use clap::{Args, Parser, Subcommand, ValueEnum};
 use crate::cmd::gnu::args::When;
 use crate::engine::workload::{Shape, Spec};
 
+/// `rm --help`'s part on selection: the rules and the find equivalents side by side.
+pub const SELECT_HELP: &str = "\
+Selection (-r with --name, --path, --older-than, ...; DESIGN.md section 11):
+  Each PATH is searched; it stays. Tests are AND-ed; a repeated --name/--path/--user/--group
+  is any of them. Rules:
+  - --name, --path and --type choose entries; a chosen directory goes whole (its contents
+    are carried), except with --empty.
+  - --older-than, --newer-than, --larger-than, --smaller-than, --user, --group hold for every
+    entry removed, on its own inode, inside a chosen directory too: an old directory never
+    takes a newer file with it.
+  - A file is tested right before its unlink (d_type alone when only names and types are
+    tested, else one statx with only the fields needed). A directory is tested as the walk
+    found it, before any of its entries went (as find -depth does), and goes only if it is
+    empty by its rmdir; --prune-empty also removes the directories the run left empty.
+  - Ages are exact: 30d is 30 x 24 h before now, to the nanosecond. find -mtime +30 counts
+    whole days and so means 31 days or more; reclaim's 30d is find's -newermt '-30 days'.
+  - Sizes are apparent sizes in bytes (K, M, G = 1024-based), as find -size Nc; find's -size
+    -1M rounds up to whole MiB, reclaim never does.
+  - Globs: '*' and '?' stay within one name ('?' is one byte), '**' spans directories,
+    [...] [!...] classes, {a,b} alternatives, '\\' escapes. find -path's '*' also matches '/'.
+  - No symlink is followed; other mounts are skipped and reported as without a selection.
+
+  reclaim rm -r ...                        find equivalent
+  --name 'test*.txt' D                     find D -mindepth 1 -name 'test*.txt' -delete
+  --name cache D                           find D -mindepth 1 -name cache -prune -exec rm -rf {} +
+  --path 'logs/*.gz' D                     find D -path 'D/logs/*.gz' ! -path 'D/logs/*/*' -delete
+  --older-than 30d D                       find D -mindepth 1 ! -newermt '-30 days' -delete
+  --time atime --older-than 60d D          find D -mindepth 1 ! -neweramt '-60 days' -delete
+  --newer-than 2h D                        find D -mindepth 1 -newermt '-2 hours' -delete
+  --larger-than 1G D                       find D -mindepth 1 -size +1073741824c -delete
+  --smaller-than 100 D                     find D -mindepth 1 -size -100c -delete
+  --type f,l D                             find D -mindepth 1 \\( -type f -o -type l \\) -delete
+  --user alice D                           find D -mindepth 1 -user alice -delete
+  --empty D                                find D -mindepth 1 -empty -delete
+  --exclude .git --name '*.o' D            find D -name .git -prune -o -name '*.o' -delete (*)
+  --max-depth 1 --name '*.tmp' D           find D -mindepth 1 -maxdepth 1 -name '*.tmp' -delete
+  --from LIST -0                           xargs -0 rm -r < LIST
+  (*) -prune does nothing under find's -delete; reclaim never enters an excluded directory.
+
+  --dry-run and --json give totals per top-level directory and per owner; --list FILE writes
+  every removed path; --keep-free 15% removes the oldest matching files until 15% is free
+  (space pending in the trash counts as free). --background and --wait are refused with a
+  selection (a rename into the trash per entry costs as much as removing it).";
+
 #[derive(Parser, Debug)]
 #[command(
     name = "reclaim",
@@ -22,7 +66,7 @@ pub struct Cli {
 #[derive(Subcommand, Debug)]
 pub enum Command {
     /// Remove files and directory trees (GNU rm flags; never follows symlinks; one file system)
-    #[command(args_override_self = true, infer_long_args = true)]
+    #[command(args_override_self = true, infer_long_args = true, after_long_help = SELECT_HELP)]
     Rm(RmArgs),
     /// Show what is waiting in the trashes to be freed, and the reapers freeing it
     Status(StatusArgs),
@@ -65,7 +109,8 @@ pub enum SortArg {
     after_help = "Keep rules are restic's: each counts on its own, and an entry is kept if any \
     rule keeps it. Calendar periods are local time; only periods that have an entry count; when \
     fewer than N have one, the oldest entry is kept too. With keep rules alone, everything they do \
-    not keep is removed."
+    not keep is removed.\n\nTo remove by name anywhere below a directory: `reclaim rm -r --name GLOB DIR` \
+    (rm --help)."
 )]
 pub struct PruneArgs {
     /// Keep the N newest entries
@@ -154,8 +199,8 @@ pub struct ScanArgs {
     /// Leave out entries whose name matches GLOB, or whose path relative to PATH does if GLOB
     /// has a '/' (a trailing '/': directories only): neither counted nor descended into.
     /// `*` and `?` never match a '/', `**` does. Repeatable
-    #[arg(long, value_name = "GLOB", value_parser = crate::engine::scan::exclude::parse)]
-    pub exclude: Vec<crate::engine::scan::exclude::Pattern>,
+    #[arg(long, value_name = "GLOB", value_parser = crate::engine::glob::exclude::parse)]
+    pub exclude: Vec<crate::engine::glob::exclude::Pattern>,
     /// Skip the removal-time estimate (it times a few thousand unlinks of scratch files in a
     /// private directory on the same file system, never inside the scanned tree)
     #[arg(long)]
@@ -309,9 +354,128 @@ pub struct RmArgs {
     /// Names per unlink batch [default: 1024; 128 under MPI] (for measurements)
     #[arg(long, hide = true, value_parser = clap::value_parser!(u32).range(1..))]
     pub batch_size: Option<u32>,
+    #[command(flatten)]
+    pub select: SelectArgs,
     /// Files and directories to remove
     #[arg(value_name = "PATH", value_parser = clap::builder::OsStringValueParser::new())]
     pub paths: Vec<std::ffi::OsString>,
+}
+
+/// Selection on `rm -r` (DESIGN §11; the rules are in src/engine/select/mod.rs and `rm --help`).
+#[derive(Args, Debug, Default, Clone)]
+#[command(
+    next_help_heading = "Selection (with -r: remove only what matches below each PATH; the PATHs stay)"
+)]
+pub struct SelectArgs {
+    /// Entries whose name matches GLOB (find -name GLOB); repeatable: any of them. A matching
+    /// directory goes whole
+    #[arg(long, value_name = "GLOB")]
+    pub name: Vec<String>,
+    /// Entries whose path below PATH matches GLOB: '*' and '?' stay within one name, '**'
+    /// spans directories (find -path 'PATH/GLOB', whose '*' also matches '/'); repeatable
+    #[arg(long = "path", value_name = "GLOB")]
+    pub path_glob: Vec<String>,
+    /// Never remove nor enter entries whose name matches GLOB (with a '/': whose path below
+    /// PATH does; a trailing '/': directories only) (find -name GLOB -prune); repeatable
+    #[arg(long, value_name = "GLOB", value_parser = crate::engine::glob::exclude::parse)]
+    pub exclude: Vec<crate::engine::glob::exclude::Pattern>,
+    /// Test entries at most N levels below PATH (find -maxdepth N); a matching directory
+    /// still goes whole
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
+    pub max_depth: Option<u32>,
+    /// Entries whose time (--time) is at least DURATION before now, exactly: 30d is 30 x 24 h
+    /// to the second (find ! -newermt '-30 days'; find -mtime +30 rounds to whole days: 31+)
+    #[arg(long, value_name = "DURATION", value_parser = crate::cli::units::parse_age)]
+    pub older_than: Option<std::time::Duration>,
+    /// Entries whose time (--time) is less than DURATION before now (find -newermt '-30 days')
+    #[arg(long, value_name = "DURATION", value_parser = crate::cli::units::parse_age)]
+    pub newer_than: Option<std::time::Duration>,
+    /// Which time the age tests read: mtime (data changed, default), atime (last read: least
+    /// recently used first), ctime (inode changed), btime (created)
+    #[arg(long, value_name = "TIME", value_parser = crate::engine::select::TimeField::parse)]
+    pub time: Option<crate::engine::select::TimeField>,
+    /// Entries larger than SIZE bytes, apparent size (find -size +Nc; K, M, G are 1024-based,
+    /// never rounded up as find's -size Nk)
+    #[arg(long, value_name = "SIZE", value_parser = crate::cli::units::parse_size)]
+    pub larger_than: Option<u64>,
+    /// Entries smaller than SIZE bytes, apparent size (find -size -Nc)
+    #[arg(long, value_name = "SIZE", value_parser = crate::cli::units::parse_size)]
+    pub smaller_than: Option<u64>,
+    /// Entries of these types (find -type): f file, d directory, l symlink, p fifo, s socket,
+    /// b block, c character device; comma-separated or repeated
+    #[arg(long = "type", value_name = "TYPES", value_parser = crate::engine::select::parse_types)]
+    pub types: Vec<u8>,
+    /// Entries owned by this user (find -user); repeatable: any of them
+    #[arg(long, value_name = "NAME|UID", value_parser = crate::engine::select::owner::parse_user)]
+    pub user: Vec<u32>,
+    /// Entries of this group (find -group); repeatable: any of them
+    #[arg(long, value_name = "NAME|GID", value_parser = crate::engine::select::owner::parse_group)]
+    pub group: Vec<u32>,
+    /// Empty regular files and empty directories (find -empty)
+    #[arg(long)]
+    pub empty: bool,
+    /// Then also remove the directories this run left empty (never the PATHs themselves)
+    #[arg(long)]
+    pub prune_empty: bool,
+    /// Remove exactly the paths listed in FILE ('-': standard input), one per line (or
+    /// NUL-separated with -0), instead of PATH operands: `find ... -print0 | reclaim rm -r
+    /// --from - -0`. Parents are opened once each and never through a symlink
+    #[arg(long, value_name = "FILE")]
+    pub from: Option<PathBuf>,
+    /// --from and --list records are NUL-separated
+    #[arg(short = '0', long = "null")]
+    pub null: bool,
+    /// Write every removed path (with --dry-run: every path that would go) to FILE ('-':
+    /// standard output), one per line with '\' as '\\' and a newline as '\n' (NUL-separated
+    /// with -0): the audit trail
+    #[arg(long, value_name = "FILE")]
+    pub list: Option<PathBuf>,
+    /// Remove the oldest matching files (by --time) until the file system has this much free
+    /// (15% or 200G), counting space still pending in the trash; two walks, bounded memory
+    #[arg(long, value_name = "PERCENT|SIZE", value_parser = crate::cli::units::parse_free_target)]
+    pub keep_free: Option<crate::engine::prune::policy::FreeTarget>,
+}
+
+impl SelectArgs {
+    /// The tests, as a plain option struct.
+    pub fn spec(&self) -> crate::engine::select::Spec {
+        crate::engine::select::Spec {
+            names: self.name.clone(),
+            paths: self.path_glob.clone(),
+            exclude: self.exclude.clone(),
+            max_depth: self.max_depth,
+            older_than: self.older_than,
+            newer_than: self.newer_than,
+            time: self.time.unwrap_or_default(),
+            larger_than: self.larger_than,
+            smaller_than: self.smaller_than,
+            types: self.types.iter().fold(0, |a, t| a | t),
+            users: self.user.clone(),
+            groups: self.group.clone(),
+            empty: self.empty,
+            prune_empty: self.prune_empty,
+        }
+    }
+
+    /// Whether anything of the selection was asked for.
+    pub fn is_active(&self) -> bool {
+        self.spec().is_active()
+            || self.time.is_some()
+            || self.from.is_some()
+            || self.list.is_some()
+            || self.keep_free.is_some()
+    }
+
+    /// The selection asked for, if any.
+    pub fn asked(&self) -> Option<crate::reaper::rm::Asked> {
+        self.is_active().then(|| crate::reaper::rm::Asked {
+            spec: self.spec(),
+            from: self.from.clone(),
+            null: self.null,
+            list: self.list.clone(),
+            keep_free: self.keep_free,
+        })
+    }
 }
 
 #[derive(Args, Debug)]

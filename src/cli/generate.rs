@@ -59,8 +59,13 @@ fn roff_section(title: &str, paragraphs: &[String]) -> String {
     } else {
         format!(".SH {title}\n")
     };
+    // The selection's table keeps its columns: no filling.
+    let preformatted = title == "SELECTION";
     for p in paragraphs {
         out.push_str(".PP\n");
+        if preformatted {
+            out.push_str(".nf\n");
+        }
         for line in p.lines() {
             let escaped = line.replace('\\', "\\e").replace('-', "\\-");
             // A line starting with . or ' would be a roff request.
@@ -69,6 +74,9 @@ fn roff_section(title: &str, paragraphs: &[String]) -> String {
             }
             out.push_str(&escaped);
             out.push('\n');
+        }
+        if preformatted {
+            out.push_str(".fi\n");
         }
     }
     out
@@ -137,6 +145,10 @@ fn extra_sections(sub: &str) -> Vec<(&'static str, Vec<String>)> {
             "reclaim rm --max-latency 5ms /data/dump.sql    # gentler next to a database".into(),
             "ln -s \"$(command -v reclaim)\" ~/.local/bin/rm   # reclaim as a drop-in GNU rm".into(),
             "mpirun -np 32 --hostfile hosts reclaim rm -r /lustre/scratch/old   # 32 ranks on many clients (--features mpi)".into(),
+            "reclaim rm -r --name 'test*.txt' .    # a million log files among others, at the unlink rate".into(),
+            "reclaim rm -r --time atime --older-than 60d --prune-empty --dry-run /scratch   # a purge's plan, per user".into(),
+            "reclaim rm -r --name '*.gz' --older-than 14d --list purged.txt /var/log/app    # a log cleanup, audited".into(),
+            "find /data -name '*.tmp' -print0 | reclaim rm --from - -0    # find chooses, reclaim removes".into(),
         ],
         "status" => vec!["reclaim status --count    # what waits in the trashes, measured".into()],
         "restore" => vec!["reclaim restore /srv/app/config.yaml    # the newest entry of that path".into()],
@@ -158,12 +170,18 @@ fn extra_sections(sub: &str) -> Vec<(&'static str, Vec<String>)> {
             "reclaim rm -r DIR; reclaim status; reclaim scan DIR; reclaim bench --quick".into(),
         ],
     };
-    vec![
+    let mut sections = Vec::new();
+    if sub == "rm" {
+        // The selection's rules and find equivalents, as `rm --help` says them.
+        sections.push(("SELECTION", vec![crate::cli::args::SELECT_HELP.to_string()]));
+    }
+    sections.extend([
         ("EXIT STATUS", exit),
         ("FILES", files),
         ("ENVIRONMENT", env),
         ("EXAMPLES", examples),
-    ]
+    ]);
+    sections
 }
 
 #[cfg(test)]

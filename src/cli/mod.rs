@@ -53,7 +53,7 @@ pub fn parse(args: Vec<OsString>) -> Result<Invocation, Error> {
         args::Command::Rm(mut a) => {
             config.apply_rm(&mut a);
             let prompting = prompting(&a, matches.subcommand_matches("rm"));
-            Command::Rm(rm(a, prompting))
+            Command::Rm(Box::new(rm(a, prompting)))
         }
         args::Command::Status(a) => Command::Status {
             json: a.json,
@@ -194,6 +194,7 @@ fn rm(a: RmArgs, prompting: Prompting) -> cmd::rm::Options {
         small_dir_stats: a.small_dir_stats.as_deref().map(|v| v == "on"),
         batch_threads: a.batch_threads.map(usize::from),
         batch_size: a.batch_size,
+        select: a.select.asked(),
         paths: a.paths,
     }
 }

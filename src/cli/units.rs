@@ -172,6 +172,21 @@ pub fn parse_size_or_zero(s: &str) -> Result<u64, QuantityError> {
     }
 }
 
+/// `rm --older-than`/`--newer-than`: a duration with a unit (a bare number is refused: `30`
+/// could be seconds or days).
+pub fn parse_age(s: &str) -> Result<Duration, String> {
+    let t = s.trim();
+    if !t.is_empty() && t.bytes().all(|b| b.is_ascii_digit() || b == b'.') {
+        return Err(format!("'{s}': give a unit (e.g. {t}d, {t}h, {t}m, {t}s)"));
+    }
+    parse_duration(s).map_err(|e| e.to_string())
+}
+
+/// `rm --larger-than`/`--smaller-than`: bytes (`0` allowed), with K, M, G, T (powers of 1024).
+pub fn parse_size(s: &str) -> Result<u64, String> {
+    parse_size_or_zero(s).map_err(|e| e.to_string())
+}
+
 /// `200M`, `1.5G`, `64KiB`, `4096` (binary multiples: K = 1024).
 pub fn parse_bytes(s: &str) -> Result<u64, QuantityError> {
     let (v, unit) = number_and_unit(s).map_err(|_| QuantityError::NotASize(s.into()))?;
@@ -218,6 +233,12 @@ fn number_and_unit(s: &str) -> Result<(f64, &str), std::num::ParseFloatError> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn ages_need_a_unit() {
+        assert!(parse_age("30").is_err());
+        assert_eq!(parse_age("30d"), Ok(Duration::from_secs(30 * 86_400)));
+    }
 
     #[test]
     fn calendar_spans_as_restic_writes_them() {

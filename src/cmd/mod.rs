@@ -20,7 +20,7 @@ use std::process::ExitCode;
 /// A command to run, as the command line asked for it.
 #[derive(Debug)]
 pub enum Command {
-    Rm(rm::Options),
+    Rm(Box<rm::Options>),
     Status {
         json: bool,
         count: bool,

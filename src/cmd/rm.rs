@@ -1,6 +1,8 @@
 //! `reclaim rm`: checks what the flags ask for together, joins an MPI job, asks `-I`'s question
-//! or hands `-i` to GNU's one-at-a-time walk (`gnu`), runs the removal (`reaper::rm`) with its
-//! progress on the terminal (`ui::report::RmView`), prints the summary and picks the exit code.
+//! or hands `-i` to GNU's one-at-a-time walk (`gnu`), sets up a selection (`--name`, `--from`,
+//! ...: `engine::select`, with `--list`'s file opened here), runs the removal (`reaper::rm`)
+//! with its progress on the terminal (`ui::report::RmView`), prints the summary (and the
+//! selection's tables, `ui::select`) and picks the exit code.
 
 use std::ffi::OsString;
 use std::io::IsTerminal;
@@ -11,7 +13,8 @@ use std::time::Duration;
 use crate::cmd::gnu::args::{Prompting, When};
 use crate::engine::profile::Class;
 use crate::engine::remove;
-use crate::reaper::rm::{Mode, Removal, Request};
+use crate::engine::select::Selection;
+use crate::reaper::rm::{Asked, Context, Mode, Removal, Request};
 use crate::trash::meta::EntryPacing;
 use crate::ui::report::RmView;
 
@@ -42,6 +45,8 @@ pub struct Options {
     pub small_dir_stats: Option<bool>,
     pub batch_threads: Option<usize>,
     pub batch_size: Option<u32>,
+    /// A selection (`--name`, `--older-than`, `--from`, `--list`, `--keep-free`, ...).
+    pub select: Option<Asked>,
 }
 
 /// A usage error: the message (after `reclaim rm: `), then the pointer to `--help`; exit 2.
@@ -72,6 +77,23 @@ pub fn run(o: &Options) -> ExitCode {
         }
         return ExitCode::from(2);
     }
+    // A selection: checked before anything runs (every rank stops; rank 0 says why).
+    if let Some(s) = &o.select {
+        let c = Context {
+            recursive: o.recursive,
+            operands: o.paths.len(),
+            hiding,
+            prompt_each: when == When::Always,
+            mpi: job.is_some(),
+            dry_run: o.dry_run,
+        };
+        if let Err(e) = s.check(&c) {
+            if crate::engine::spread::leads() {
+                return usage(&e);
+            }
+            return ExitCode::from(2);
+        }
+    }
     match when {
         When::Always => return one_at_a_time(o, hiding),
         When::Once
@@ -82,15 +104,20 @@ pub fn run(o: &Options) -> ExitCode {
         }
         _ => {}
     }
-    if o.paths.is_empty() && !force {
+    let from = o.select.as_ref().is_some_and(|s| s.from.is_some());
+    if o.paths.is_empty() && !force && !from {
         return usage("missing operand");
     }
     if o.grace.is_some() && o.mode != Mode::Background {
         return usage("--grace needs --background (entries wait in the trash that long)");
     }
+    let selection = match o.select.as_ref().map(|s| start(s, o)).transpose() {
+        Ok(s) => s,
+        Err(code) => return code,
+    };
     let nofile = crate::sys::limits::raise_nofile();
     super::catch_signals(true);
-    let req = request(o, job.is_some(), nofile);
+    let req = request(o, job.is_some(), nofile, selection);
     let leads = crate::engine::spread::leads();
     let live = leads && std::io::stderr().is_terminal();
     let view = RmView::new(o.verbose, o.dry_run, o.json, live && !o.json);
@@ -132,13 +159,51 @@ fn one_at_a_time(o: &Options, hiding: bool) -> ExitCode {
     super::gnu::remove("reclaim", &gnu)
 }
 
+/// The selection to run: compiled, with `--list`'s file (`-`: standard output) opened for it.
+/// A usage error exits 2, a list that cannot be written 1.
+fn start(s: &Asked, o: &Options) -> Result<Selection, ExitCode> {
+    let list = match &s.list {
+        None => None,
+        Some(path) => Some(open_list(path).map_err(|e| {
+            eprintln!(
+                "reclaim rm: cannot write the list to {}: {}",
+                crate::sys::quote::quote(path),
+                crate::sys::error::errno_text(
+                    rustix::io::Errno::from_io_error(&e).unwrap_or(rustix::io::Errno::IO)
+                )
+            );
+            ExitCode::from(1)
+        })?),
+    };
+    s.start(o.dry_run, o.json, list)
+        .map_err(|e| usage(&e.to_string()))
+}
+
+/// `--list FILE`'s writer: standard output for `-`, else the file, created or truncated, mode
+/// 0600, never a controlling terminal.
+fn open_list(path: &std::path::Path) -> std::io::Result<Box<dyn std::io::Write + Send>> {
+    use std::os::unix::fs::OpenOptionsExt;
+    if path.as_os_str() == "-" {
+        return Ok(Box::new(std::io::stdout()));
+    }
+    let f = std::fs::OpenOptions::new()
+        .write(true)
+        .create(true)
+        .truncate(true)
+        .custom_flags(libc::O_NOCTTY | libc::O_CLOEXEC)
+        .mode(0o600)
+        .open(path)?;
+    Ok(Box::new(std::io::BufWriter::with_capacity(1 << 20, f)))
+}
+
 /// The removal asked for: the engine's options (workers, fds, batches) and the rest.
-fn request(o: &Options, mpi: bool, nofile: u64) -> Request {
+fn request(o: &Options, mpi: bool, nofile: u64, selection: Option<Selection>) -> Request {
     let mut engine = remove::Options {
         cross_mounts: o.cross_mounts,
         dry_run: o.dry_run,
         stat_files: o.stat_files,
         fd_budget: o.fd_budget,
+        select: selection.map(std::sync::Arc::new),
         ..remove::Options::default()
     };
     if let Some(n) = o.batch_size {
@@ -169,6 +234,7 @@ fn request(o: &Options, mpi: bool, nofile: u64) -> Request {
         small_dir_stats: o.small_dir_stats,
         batch_threads: o.batch_threads,
         preserve_all_root: o.preserve_all_root,
+        select: o.select.clone(),
         engine,
     }
 }
@@ -189,6 +255,9 @@ fn report(o: &Options, live: bool, r: &Removal, view: &RmView) {
     } else if live || o.verbose || o.dry_run {
         // Off a terminal (cron, scripts) nothing but the errors, as GNU rm.
         eprintln!("{}", crate::ui::report::summary(summary));
+        for line in summary.selection.iter().flat_map(crate::ui::select::lines) {
+            eprintln!("{line}");
+        }
     }
     // Recap on a terminal, where the lines may have scrolled away (never in scripts' output:
     // each failure was said once already).

@@ -1,6 +1,10 @@
 //! Shell patterns, all matched by `globset` (the one home of globbing): `Name` reads a pattern
-//! as fnmatch(3) without flags does in the C locale (`prune --match`), `path` builds scan's
-//! `--exclude` globs in globset's own syntax. Pure matching: no I/O.
+//! as fnmatch(3) without flags does in the C locale (`prune --match`); `compile` and `Globs`
+//! are reclaim's own dialect on names and paths (`rm --name/--path/--exclude`, `scan
+//! --exclude`): globset's syntax with `*` and `?` never matching a '/' (`**` as a whole
+//! component matches any number of directories), `[...]`/`[!...]` classes, `{a,b}`
+//! alternatives and `\` escaping the next character, on bytes (a name need not be UTF-8, and
+//! `?` is one byte, as GNU find in the C locale). Pure matching: no I/O.
 //!
 //! fnmatch's syntax is not globset's: `{`, `}` and `,` are plain characters, `**` is `*`, a
 //! backslash escapes inside brackets too, a bracket expression may hold `[=c=]` and `[.c.]`, a
@@ -9,7 +13,13 @@
 //! bytes: `?` and every bracket expression match one byte, as fnmatch does in the C locale (in
 //! a UTF-8 locale fnmatch's `?` would match one whole character of a non-ASCII name).
 
-use globset::{Glob, GlobBuilder, GlobMatcher};
+pub mod exclude;
+
+use std::ffi::OsStr;
+use std::os::unix::ffi::OsStrExt;
+use std::path::Path;
+
+use globset::{Glob, GlobBuilder, GlobMatcher, GlobSet, GlobSetBuilder};
 
 /// A pattern on names, as fnmatch(3) reads it with no flags: `*` and `?` match any bytes
 /// (a leading `.` and `/` too), `[...]` and `[!...]`/`[^...]` a byte of a set, `\c` the
@@ -39,20 +49,54 @@ impl Name {
     }
 
     pub fn is_match(&self, name: &[u8]) -> bool {
-        use std::os::unix::ffi::OsStrExt;
         self.matcher
             .as_ref()
-            .is_some_and(|m| m.is_match(std::ffi::OsStr::from_bytes(name)))
+            .is_some_and(|m| m.is_match(OsStr::from_bytes(name)))
     }
 }
 
-/// A glob in globset's own syntax on paths (scan's `--exclude`): `*` and `?` never match a
-/// '/', `**` does, `\c` is `c`.
-pub fn path(glob: &str) -> Result<Glob, globset::Error> {
-    GlobBuilder::new(glob)
+/// One glob of reclaim's dialect on names and paths: `*` and `?` never match a '/', `**`
+/// does, `\c` is `c`. The error says what is wrong with it.
+pub fn compile(text: &str) -> Result<Glob, String> {
+    if text.is_empty() {
+        return Err("an empty glob matches nothing".into());
+    }
+    GlobBuilder::new(text)
         .literal_separator(true)
         .backslash_escape(true)
         .build()
+        .map_err(|e| e.kind().to_string())
+}
+
+/// Several globs of `compile`'s dialect; a candidate matches if any of them does.
+#[derive(Clone, Debug, Default)]
+pub struct Globs {
+    set: Option<GlobSet>,
+}
+
+impl Globs {
+    pub fn new(globs: impl IntoIterator<Item = Glob>) -> Globs {
+        let mut b = GlobSetBuilder::new();
+        let mut any = false;
+        for g in globs {
+            b.add(g);
+            any = true;
+        }
+        Globs {
+            set: any.then(|| b.build().expect("globs compiled one by one")),
+        }
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.set.is_none()
+    }
+
+    /// Whether some glob matches `candidate` (a name, or a path relative to the argument).
+    pub fn is_match(&self, candidate: &[u8]) -> bool {
+        self.set
+            .as_ref()
+            .is_some_and(|s| s.is_match(Path::new(OsStr::from_bytes(candidate))))
+    }
 }
 
 /// fnmatch's pattern in globset's syntax; `None` if it matches nothing.
@@ -340,6 +384,49 @@ mod tests {
         let n = std::ffi::CString::new(name).unwrap();
         // SAFETY: both are valid NUL-terminated strings that outlive the call.
         unsafe { libc::fnmatch(p.as_ptr(), n.as_ptr(), 0) == 0 }
+    }
+
+    fn m(glob: &str, name: &[u8]) -> bool {
+        Globs::new([compile(glob).unwrap()]).is_match(name)
+    }
+
+    #[test]
+    fn star_and_question_mark_stay_inside_a_component() {
+        assert!(m("test*.txt", b"test123.txt"));
+        assert!(!m("a/*", b"a/b/c"));
+        assert!(m("a/**", b"a/b/c"));
+        assert!(m("**/x", b"x"));
+        assert!(m("**/x", b"a/b/x"));
+        assert!(!m("a?b", b"a/b"));
+    }
+
+    #[test]
+    fn names_are_bytes() {
+        assert!(m("*", b"a\xffb"));
+        assert!(m("a?b", b"a\xffb"));
+        assert!(m("a?b", b"a\nb"));
+        // `?` is one byte: a two-byte UTF-8 character takes two.
+        assert!(!m("?", "é".as_bytes()));
+        assert!(m("??", "é".as_bytes()));
+        assert!(m("*", b".hidden"));
+    }
+
+    #[test]
+    fn classes_escapes_and_alternatives() {
+        assert!(m("[!a]", b"b"));
+        assert!(!m("[!a]", b"a"));
+        assert!(m("\\*", b"*"));
+        assert!(!m("\\*", b"x"));
+        assert!(m("{a,b}.log", b"b.log"));
+        assert!(m("\\{a\\}", b"{a}"));
+    }
+
+    #[test]
+    fn bad_globs_are_refused() {
+        assert!(compile("").is_err());
+        assert!(compile("a[").is_err());
+        assert!(compile("a{b").is_err());
+        assert!(compile("\\").is_err());
     }
 
     fn same(pattern: &str, name: &[u8]) -> Result<(), TestCaseError> {

@@ -8,6 +8,7 @@ pub mod profile;
 pub mod prune;
 pub mod remove;
 pub mod scan;
+pub mod select;
 pub mod shrink;
 pub mod spread;
 pub mod target;

@@ -34,6 +34,9 @@ use crate::trash::hide::{Hidden, HideOptions};
 use crate::trash::meta::EntryPacing;
 use crate::trash::Unusable;
 
+mod selected;
+pub use selected::{Asked, Context};
+
 /// What is to be removed, and how.
 #[derive(Clone, Debug)]
 pub struct Request {
@@ -72,6 +75,9 @@ pub struct Request {
     pub batch_threads: Option<usize>,
     /// `--preserve-root=all`: refuse directory arguments that are mount points.
     pub preserve_all_root: bool,
+    /// A selection (`--name`, `--older-than`, `--from`, ...: `selected.rs`); compiled in
+    /// `engine.select`.
+    pub select: Option<Asked>,
 }
 
 impl Request {
@@ -158,6 +164,9 @@ pub struct Summary {
     /// Under MPI: what each rank did.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub ranks: Vec<Rank>,
+    /// A selection (`rm -r --name ...`, `--from`): totals per directory and owner, ...
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub selection: Option<crate::engine::select::Report>,
 }
 
 /// What one removal did: the account, every failure (in the order met) and, after a stop
@@ -198,8 +207,13 @@ pub enum Left {
 /// Runs one removal, telling `events` as it goes; returns its account.
 pub fn run(req: &Request, events: &dyn Events) -> Removal {
     let mut run = Run::new(req, events);
-    let trees = run.arguments();
+    let trees = match req.select.as_ref().and_then(|s| s.from.as_deref()) {
+        Some(list) => run.remove_listed(list),
+        None => run.arguments(),
+    };
+    let trees = run.keep_free(trees);
     let trees = run.remove_trees(trees);
+    run.keep_free_done();
     run.sync_directories();
     if crate::sys::interrupt::stopping() {
         if let Some(shown) = &trees.shown {
@@ -234,6 +248,8 @@ struct Run<'r> {
     not_started: usize,
     /// The directory entries of the arguments so far (see `entry_key`).
     seen: HashSet<EntryKey>,
+    /// What a selection's phases leave for the report.
+    selected: selected::State,
 }
 
 /// What the tree phase leaves for the report.
@@ -272,6 +288,7 @@ impl<'r> Run<'r> {
             left: Vec::new(),
             not_started: 0,
             seen: HashSet::new(),
+            selected: selected::State::default(),
         }
     }
 
@@ -324,6 +341,10 @@ impl<'r> Run<'r> {
             }
             match resolved {
                 Ok(Target::Tree(tree)) => trees.push(tree),
+                // A selection searches directories.
+                Ok(Target::Entry { display, .. }) if req.engine.select.is_some() => {
+                    self.fail(display, Reason::Os(Errno::NOTDIR))
+                }
                 Ok(Target::Entry {
                     base,
                     name,
@@ -598,6 +619,7 @@ impl<'r> Run<'r> {
     /// The account: the summary, the failures and what a stop signal left.
     fn report(mut self, trees: Trees) -> Removal {
         let req = self.req;
+        let selection = self.selection_report();
         // Counting bytes per file costs a stat each; otherwise ask the file systems what they
         // got back; it is never less than what reclaim knows exactly (directories' st_blocks,
         // from the statx it does anyway, and the single entries it resolved).
@@ -637,6 +659,7 @@ impl<'r> Run<'r> {
             interrupted: crate::sys::interrupt::requested(),
             profile: trees.profile,
             ranks: trees.ranks,
+            selection,
         };
         Removal {
             summary,

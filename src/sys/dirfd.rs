@@ -92,6 +92,21 @@ pub fn open_dir_at<Fd: AsFd>(parent: Fd, name: &CStr) -> Result<OwnedFd, Errno> 
     )
 }
 
+/// `open_dir_at` with `O_NOATIME` (reading it leaves its access time alone), where the
+/// caller may ask for it (its owner, or `CAP_FOWNER`); plainly otherwise.
+pub fn open_dir_at_noatime<Fd: AsFd>(parent: Fd, name: &CStr) -> Result<OwnedFd, Errno> {
+    let parent = parent.as_fd();
+    match openat(
+        parent,
+        name,
+        OFlags::RDONLY | OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::CLOEXEC | OFlags::NOATIME,
+        Mode::empty(),
+    ) {
+        Err(Errno::PERM) => open_dir_at(parent, name),
+        other => other,
+    }
+}
+
 /// Opens directory `name` relative to `parent` as `O_PATH` (search permission is enough),
 /// `O_NOFOLLOW`: a handle for `*at` calls and `fstat` only, never to read it.
 pub fn open_dir_at_only<Fd: AsFd>(parent: Fd, name: &CStr) -> Result<OwnedFd, Errno> {

@@ -38,6 +38,9 @@ pub enum Reason {
     /// A grace window was asked for and cannot be kept: the target stays where it is.
     #[error("cannot keep it restorable: {0}; left in place")]
     GraceRefused(String),
+    /// `--from`: a directory on the way to the path is a symbolic link (never followed).
+    #[error("{} is a symbolic link; --from never follows one (list the real path)", crate::sys::quote::quote(.0))]
+    SymlinkInPath(PathBuf),
     /// A parallel job (MPI) could not do it: why, for every rank.
     #[error("{0}")]
     Job(String),

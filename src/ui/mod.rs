@@ -5,4 +5,5 @@ pub mod prune;
 pub mod reap;
 pub mod report;
 pub mod scan;
+pub mod select;
 pub mod status;

@@ -29,6 +29,7 @@ mod rm_gnu;
 mod safety;
 mod scale;
 mod scan;
+mod select;
 mod soak;
 mod trash;
 mod tree_pacing;

@@ -436,6 +436,57 @@ fn work_is_shared_between_ranks() {
     panic!("a rank did no work in every try: {seen:?}");
 }
 
+#[test]
+fn ranks_share_a_selection_and_its_totals() {
+    let m = or_skip!(mpirun());
+    let s = scratch!();
+    let p = Place::new(&s, false);
+    let (t, u) = (p.at("t"), p.at("u"));
+    grid(&s, &t, 120, 20);
+    grid(&s, &u, 120, 20);
+    // One process's plan, then three ranks': the same totals, per owner and directory too.
+    let one = s
+        .rm(&["-r", "--name", "f1*", "--dry-run", "--json", &u])
+        .output()
+        .unwrap();
+    util::assert_success(&one);
+    let one = json(&one);
+    let out = m
+        .rm(
+            &s,
+            3,
+            &["-r", "--name", "f1*", "--json", "--threads", "1", &t],
+        )
+        .output()
+        .unwrap();
+    util::assert_success(&out);
+    let v = json(&out);
+    // f1 and f10..f19 in each of 120 directories.
+    assert_eq!(
+        (v["files"].as_u64(), v["dirs"].as_u64()),
+        (Some(1320), Some(0)),
+        "{v}"
+    );
+    assert_eq!(one["files"], v["files"]);
+    ranks(&v, 3);
+    let files = |j: &Value, key: &str| -> u64 {
+        j["selection"][key]
+            .as_array()
+            .unwrap_or_else(|| panic!("{key}: {j}"))
+            .iter()
+            .map(|e| e["files"].as_u64().unwrap())
+            .sum()
+    };
+    assert_eq!(files(&v, "by_owner"), 1320, "{v}");
+    assert_eq!(files(&v, "by_top"), 1320, "{v}");
+    assert_eq!(
+        v["selection"]["by_top"].as_array().unwrap().len(),
+        20,
+        "{v}"
+    );
+    assert_eq!(find_counts(&s.path(&t)), (120 * 9, 141));
+}
+
 // ---------------------------------------------------------------------------------------------
 // Safety.
 

@@ -8,7 +8,6 @@
 //! created.
 
 pub mod estimate;
-pub mod exclude;
 pub mod histogram;
 pub mod report;
 pub mod tally;
@@ -43,7 +42,7 @@ pub struct Options {
     /// Workers (`None`: as the first directory's file system profile says).
     pub threads: Option<u16>,
     pub cross_mounts: bool,
-    pub exclude: Vec<exclude::Pattern>,
+    pub exclude: Vec<crate::engine::glob::exclude::Pattern>,
     /// No removal-time estimate.
     pub no_estimate: bool,
     /// The file system class to assume instead of the detected one.
@@ -86,7 +85,7 @@ pub fn run(o: &Options, events: &dyn Events) -> Scanned {
         cross_mounts: o.cross_mounts,
         small: o.small,
         top: o.top,
-        exclude: exclude::Exclude::new(&o.exclude),
+        exclude: crate::engine::glob::exclude::Exclude::new(&o.exclude),
         fd_budget: crate::sys::limits::fd_budget(256, nofile, threads),
     };
     let live = Live::default();

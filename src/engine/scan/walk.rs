@@ -14,9 +14,9 @@ use std::sync::{Arc, Mutex};
 use rustix::fs::FileType;
 use rustix::io::Errno;
 
-use super::exclude::Exclude;
 use super::histogram::Histogram;
 use super::tally::{Counts, TopN};
+use crate::engine::glob::exclude::Exclude;
 use crate::engine::walk::{self, Lost, Names, Next, Node, NotOpened, Root, Visitor, Walk};
 use crate::sys::dirfd::{self, Facts};
 
@@ -174,6 +174,7 @@ pub fn scan(
         fd_budget: opts.fd_budget.max(2),
         cross_mounts: opts.cross_mounts,
         gate: None,
+        noatime: false,
     };
     let Some(t) = job else {
         for w in walk::run(&scanner, roots, &walk_opts) {

@@ -780,31 +780,16 @@ pub fn remove_trees(
             counters.errors.fetch_add(1, Relaxed);
         }
     }
-    let payload = wire::encode_failures(&collect.failures.lock().expect("failures lock"));
+    // A selection's totals (`--dry-run`, `--json`) travel after the failures.
+    let tally = opts.select.as_ref().and_then(|s| s.tally.as_ref());
+    let payload = encode_payload(&collect.failures.lock().expect("failures lock"), tally);
     let reports = conclude(&job, reports, payload);
     let ranks = if leader {
         reports.ranks.clone()
     } else {
         Vec::new()
     };
-    for (rank, bytes) in reports.payloads {
-        match wire::decode_failures(&bytes) {
-            Ok(fs) => {
-                for f in fs {
-                    if f.reason == Reason::MountPoint {
-                        outcome.skipped_mounts.push(f.path.clone());
-                    }
-                    outcome.failures.push(f);
-                }
-            }
-            Err(e) => {
-                sink.warning(&format_args!(
-                    "the report of rank {rank} was not readable ({e})"
-                ));
-                counters.errors.fetch_add(1, Relaxed);
-            }
-        }
-    }
+    gather(reports.payloads, tally, &mut outcome, counters, sink);
     outcome.failures.sort_by(|a, b| a.path.cmp(&b.path));
     outcome.skipped_mounts.sort();
     (outcome, ranks)
@@ -838,6 +823,75 @@ fn disagreed(
     crate::engine::remove::Outcome {
         failures,
         skipped_mounts: Vec::new(),
+    }
+}
+
+/// Rank 0 (the others get none): every rank's failures into `outcome`, its selection totals
+/// into `tally`; a report it cannot read is a warning and an error.
+fn gather(
+    payloads: Vec<(usize, Vec<u8>)>,
+    tally: Option<&crate::engine::select::tally::Tally>,
+    outcome: &mut crate::engine::remove::Outcome,
+    counters: &crate::engine::remove::Counters,
+    sink: &dyn crate::engine::remove::Sink,
+) {
+    use crate::sys::error::Reason;
+    use std::sync::atomic::Ordering::Relaxed;
+    for (rank, payload) in payloads {
+        let (bytes, totals) = split_payload(&payload);
+        if let (Some(t), Some(json)) = (tally, totals.filter(|j| !j.is_empty())) {
+            match serde_json::from_slice::<crate::engine::select::tally::Report>(json) {
+                Ok(r) => t.absorb(&r),
+                Err(e) => {
+                    sink.warning(&format_args!(
+                        "the totals of rank {rank} were not readable ({e})"
+                    ));
+                    counters.errors.fetch_add(1, Relaxed);
+                }
+            }
+        }
+        match wire::decode_failures(bytes) {
+            Ok(fs) => {
+                outcome.skipped_mounts.extend(
+                    fs.iter()
+                        .filter(|f| f.reason == Reason::MountPoint)
+                        .map(|f| f.path.clone()),
+                );
+                outcome.failures.extend(fs);
+            }
+            Err(e) => {
+                sink.warning(&format_args!(
+                    "the report of rank {rank} was not readable ({e})"
+                ));
+                counters.errors.fetch_add(1, Relaxed);
+            }
+        }
+    }
+}
+
+/// A rank's report to rank 0: its failures (as `wire` encodes them, after their length) and,
+/// if any, its selection totals (as JSON).
+fn encode_payload(
+    failures: &[crate::sys::error::Failure],
+    tally: Option<&crate::engine::select::tally::Tally>,
+) -> Vec<u8> {
+    let failures = wire::encode_failures(failures);
+    let mut payload = (failures.len() as u32).to_le_bytes().to_vec();
+    payload.extend_from_slice(&failures);
+    if let Some(t) = tally {
+        payload.extend(serde_json::to_vec(&t.report()).expect("totals serialize"));
+    }
+    payload
+}
+
+/// A rank's payload (`encode_payload`): its failures and, if any, its selection totals.
+fn split_payload(p: &[u8]) -> (&[u8], Option<&[u8]>) {
+    match p
+        .get(..4)
+        .map(|n| u32::from_le_bytes(n.try_into().expect("4 bytes")) as usize)
+    {
+        Some(n) if p.len() >= 4 + n => (&p[4..4 + n], Some(&p[4 + n..])),
+        _ => (p, None),
     }
 }
 

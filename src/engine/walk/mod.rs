@@ -59,6 +59,8 @@ pub struct Options {
     pub cross_mounts: bool,
     /// How many workers may be at work at once (a governor may change it while it runs).
     pub gate: Option<Arc<Gate>>,
+    /// Open directories with `O_NOATIME` where allowed (a selection by access time).
+    pub noatime: bool,
 }
 
 /// One tree to walk: directory `name` inside the open directory `base`, expected to be
@@ -232,6 +234,9 @@ pub trait Visitor: Sync + Sized {
     fn dir_data(&self) -> Self::Dir;
     /// Directory `node` was opened (and checked); `facts` are its own.
     fn opened(&self, w: &mut Self::Worker, node: &Arc<Node<Self::Dir>>, facts: &Facts);
+    /// Directory `node` was opened as `fd`, before any of its entries is dealt with (a
+    /// selection reads the directory's own facts here, as find does).
+    fn opened_fd(&self, _w: &mut Self::Worker, _node: &Arc<Node<Self::Dir>>, _fd: &OwnedFd) {}
     /// Directory `node` was not opened; `parent` is the fd of the directory holding it.
     fn not_opened(
         &self,
@@ -283,13 +288,20 @@ pub trait Visitor: Sync + Sized {
 pub struct Listing {
     bytes: Vec<u8>,
     entries: Vec<(u64, u32, u32)>,
+    /// Per entry: its `d_type` (the file type bits of a mode, shifted down; 0: unknown).
+    types: Vec<u8>,
 }
 
 impl Listing {
-    fn push(&mut self, ino: u64, name: &CStr) {
+    fn push(&mut self, ino: u64, name: &CStr, ftype: FileType) {
         let start = self.bytes.len() as u32;
         self.bytes.extend_from_slice(name.to_bytes_with_nul());
         self.entries.push((ino, start, self.bytes.len() as u32));
+        self.types.push((ftype.as_raw_mode() >> 12) as u8);
+    }
+
+    fn file_type(&self, i: usize) -> FileType {
+        FileType::from_raw_mode(rustix::fs::RawMode::from(self.types[i]) << 12)
     }
 
     fn name(&self, i: usize) -> &CStr {
@@ -314,6 +326,12 @@ impl<'a> Names<'a> {
     pub fn iter(&self) -> impl Iterator<Item = &'a CStr> + 'a {
         let listing = self.listing;
         (self.range.0..self.range.1).map(move |i| listing.name(i))
+    }
+
+    /// Names with their `d_type` (`Unknown` where the file system did not say).
+    pub fn iter_typed(&self) -> impl Iterator<Item = (&'a CStr, FileType)> + 'a {
+        let listing = self.listing;
+        (self.range.0..self.range.1).map(move |i| (listing.name(i), listing.file_type(i)))
     }
 }
 
@@ -585,7 +603,12 @@ impl<'a, V: Visitor> Walk<'a, V> {
     /// `openat(O_NOFOLLOW|O_DIRECTORY)`, dropping held fds and retrying when out of them.
     fn open_at(&self, parent: &OwnedFd, name: &CStr) -> Result<OwnedFd, Errno> {
         loop {
-            match dirfd::open_dir_at(parent, name) {
+            let opened = if self.opts.noatime {
+                dirfd::open_dir_at_noatime(parent, name)
+            } else {
+                dirfd::open_dir_at(parent, name)
+            };
+            match opened {
                 Err(Errno::MFILE) | Err(Errno::NFILE) if self.fds.shrink() => continue,
                 other => return other,
             }
@@ -632,7 +655,7 @@ impl<'a, V: Visitor> Walk<'a, V> {
             if ftype == FileType::Directory {
                 subdirs.push(name.to_owned());
             } else {
-                all.push(ino, name);
+                all.push(ino, name, ftype);
             }
         });
         match listed {
@@ -653,7 +676,9 @@ impl<'a, V: Visitor> Walk<'a, V> {
         self.visitor.listed(w, &node, n);
         if n >= self.opts.sort_min {
             // Ascending inode order, as GNU rm: neighbouring inodes share inode-table blocks.
-            all.entries.sort_unstable_by_key(|e| e.0);
+            let mut both: Vec<_> = all.entries.drain(..).zip(all.types.drain(..)).collect();
+            both.sort_unstable_by_key(|e| e.0 .0);
+            (all.entries, all.types) = both.into_iter().unzip();
         }
         let size = self.opts.batch.max(1);
         let listing = Arc::new(all);
@@ -723,6 +748,7 @@ impl<'a, V: Visitor> Walk<'a, V> {
                         None => {
                             let _ = node.ident.set(facts.ident);
                             self.visitor.opened(w, node, &facts);
+                            self.visitor.opened_fd(w, node, &fd);
                             return Ok(fd);
                         }
                         Some(why) => why,

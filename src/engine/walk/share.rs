@@ -320,7 +320,7 @@ impl<V: Visitor> Shared for Walk<'_, V> {
             Work::Batch(names) => {
                 let mut listing = Listing::default();
                 for name in &names {
-                    listing.push(0, name);
+                    listing.push(0, name, rustix::fs::FileType::Unknown);
                 }
                 let len = names.len();
                 // Its one pending count (the listing's) is this batch's.

@@ -1,8 +1,8 @@
-//! `reclaim scan --exclude GLOB`: which entries of a scanned tree are left out (neither counted
-//! nor descended into). A glob without a '/' is matched against an entry's name, one with a
-//! '/' against its path relative to the scanned PATH; a trailing '/' limits a glob to
-//! directories. Matching is `globset`'s (`engine::glob::path`), with `*` and `?` never
-//! matching a '/' (`**` does).
+//! `--exclude GLOB` (`reclaim scan`, `reclaim rm -r`): which entries of a tree are left out
+//! (neither counted, removed nor descended into). A glob without a '/' is matched against an
+//! entry's name, one with a '/' against its path relative to PATH; a trailing '/' limits it to
+//! directories. The dialect is reclaim's one for paths (`super::compile`, also `rm
+//! --name/--path`): `*` and `?` never match a '/' (`**` does).
 //! Pure matching: no I/O.
 
 use std::ffi::OsStr;
@@ -36,10 +36,8 @@ pub fn parse(text: &str) -> Result<Pattern, String> {
         .strip_prefix("./")
         .or_else(|| body.strip_prefix('/'))
         .unwrap_or(body);
-    if body.is_empty() {
-        return Err("an empty glob matches nothing".into());
-    }
-    let glob = crate::engine::glob::path(body).map_err(|e| e.kind().to_string())?;
+    // The one glob dialect on paths (src/engine/glob.rs).
+    let glob = crate::engine::glob::compile(body)?;
     Ok(Pattern {
         text: text.to_string(),
         glob,

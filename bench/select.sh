@@ -1,0 +1,286 @@
+#!/usr/bin/env bash
+# Selection on `reclaim rm -r` (issue 22) against the peers a user would otherwise run, in the
+# same run, cold cache, on journaled ext4 and xfs loop images (and the emulated NFS):
+#   flat:  one directory of N `test*.txt` + 1,000 other files:
+#          reclaim rm -r --name 'test*.txt' | find -name 'test*.txt' -delete |
+#          find -print0 | xargs -0 -P2 rm | ... -P4 | the unlink floor of the matching names
+#          (and reclaim with --profile local-ssd: the loop image says rotational)
+#   age:   a tree of M files (leaf directories of 100), a third 60 days old, the rest 1 day:
+#          reclaim rm -r --older-than 30d | find -type f -mtime +30 -delete
+#   from:  the same tree, a list of L of its files (NUL-separated, absolute paths):
+#          reclaim rm --from LIST -0 | xargs -0 -P2 rm < LIST
+#   net:   the age purge on the netfs emulator (bench/slowdisk, --rtt): reclaim vs find -delete
+#          (and reclaim rm --from, the list of the old third)
+#   mpi:   the age purge of a --mpi-files tree under `mpirun -np N` (--ranks), each rank its own
+#          client of one emulated NFS server (as bench/mpi.sh), against one plain process
+# Methods alternate within each run (the machine is shared: medians of --runs runs). Run as
+# root:
+#
+#   bash bench/select.sh --quick                  # 20,000 files, one run (~2 min)
+#   bash bench/select.sh --flat 300000 --tree 300000 --from 200000 --runs 2
+#
+# Safety: everything lives in a marked mktemp scratch directory (lib.sh's guard); the loop
+# images and mounts are the script's own and are undone in an EXIT/INT/TERM trap.
+
+set -Eeuo pipefail
+shopt -s inherit_errexit 2>/dev/null || true
+# shellcheck source=bench/lib.sh
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+
+FLAT=1000000 TREE=1000000 FROM=200000 RUNS=3 FSS="ext4 xfs" NET=20000 RTT=0.5ms
+MPI_FILES=200000 RANKS="1 2 4 8"
+SCRATCH_BASE=${RECLAIM_BENCH_SCRATCH:-/var/tmp} OUT="" NO_BUILD=0 SECTIONS="flat age from net mpi"
+need_arg() { [[ $# -ge 2 && -n $2 ]] || { echo "select.sh: $1 needs a value" >&2; exit 2; }; }
+while [[ $# -gt 0 ]]; do
+    case $1 in
+        --quick) FLAT=20000 TREE=20000 FROM=10000 NET=5000 MPI_FILES=5000 RANKS="1 2" RUNS=1 ;;
+        --flat) need_arg "$@"; FLAT=$2; shift ;;
+        --tree) need_arg "$@"; TREE=$2; shift ;;
+        --from) need_arg "$@"; FROM=$2; shift ;;
+        --net) need_arg "$@"; NET=$2; shift ;;
+        --rtt) need_arg "$@"; RTT=$2; shift ;;
+        --mpi-files) need_arg "$@"; MPI_FILES=$2; shift ;;
+        --ranks) need_arg "$@"; RANKS=$2; shift ;;
+        --runs) need_arg "$@"; RUNS=$2; shift ;;
+        --fs) need_arg "$@"; FSS=$2; shift ;;
+        --sections) need_arg "$@"; SECTIONS=$2; shift ;;
+        --scratch-base) need_arg "$@"; SCRATCH_BASE=$2; shift ;;
+        --out) need_arg "$@"; OUT=$2; shift ;;
+        --no-build) NO_BUILD=1 ;;
+        -h|--help) sed -n '2,20p' "$0"; exit 0 ;;
+        *) echo "select.sh: unknown option $1" >&2; exit 2 ;;
+    esac
+    shift
+done
+[[ $EUID -eq 0 ]] || { echo "select.sh: must run as root (loop mounts, drop_caches)" >&2; exit 1; }
+
+REPO=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+TARGET_DIR=${CARGO_TARGET_DIR:-$REPO/target}
+OUT=${OUT:-$REPO/bench/out/select-$(date +%Y%m%d-%H%M%S)}
+mkdir -p "$OUT/logs"
+T0=$(date +%s) PROGRESS_LOG=$OUT/progress.log
+RECLAIM=$TARGET_DIR/release/reclaim
+FLOORN=$TARGET_DIR/release/examples/unlink_names
+NETFS=$REPO/bench/slowdisk/target/release/netfs
+if [[ $NO_BUILD == 0 ]]; then
+    log "building reclaim (release), unlink_names and netfs"
+    (cd "$REPO" && cargo build --release --features mpi --bins --example unlink_names) >>"$OUT/logs/build.log" 2>&1 ||
+        die "build failed (see $OUT/logs/build.log)"
+    (cd "$REPO/bench/slowdisk" && cargo build --release --bin netfs) >>"$OUT/logs/build.log" 2>&1 ||
+        die "netfs build failed"
+fi
+
+MARKER=.reclaim-bench-scratch TOKEN=$(head -c 12 /dev/urandom | od -An -tx1 | tr -d ' \n')
+SCRATCH=$(mktemp -d "$SCRATCH_BASE/reclaim-select.XXXXXX")
+echo "$TOKEN" >"$SCRATCH/$MARKER"
+LOOPS=() MOUNTED=() NETFS_PID=""
+cleanup() {
+    if [[ -n $NETFS_PID ]]; then kill -TERM "$NETFS_PID" 2>/dev/null || true; wait "$NETFS_PID" 2>/dev/null || true; fi
+    release_scratch select.sh
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+
+# The workloads, made by one Python process (creation is not timed).
+cat >"$SCRATCH/mk.py" <<'PY'
+import os, sys, time
+kind, d, n = sys.argv[1], sys.argv[2], int(sys.argv[3])
+os.mkdir(d)
+now = time.time()
+if kind == "flat":
+    with open(sys.argv[4], "wb") as names:
+        for i in range(n):
+            name = f"test{i}.txt"
+            os.close(os.open(os.path.join(d, name), os.O_CREAT | os.O_WRONLY, 0o644))
+            names.write(name.encode() + b"\0")
+        for i in range(1000):
+            os.close(os.open(os.path.join(d, f"keep{i}.log"), os.O_CREAT | os.O_WRONLY, 0o644))
+else:  # tree: leaf directories of 100 files under d/<a>/<b>; every third file is 60 days old
+    listing = open(sys.argv[4], "wb") if len(sys.argv) > 4 else None
+    want = int(sys.argv[5]) if len(sys.argv) > 5 else 0
+    step = max(1, n // want) if want else 0
+    for i in range(n):
+        leaf = os.path.join(d, f"a{i // 10000}", f"b{i // 100}")
+        if i % 100 == 0:
+            os.makedirs(leaf, exist_ok=True)
+        p = os.path.join(leaf, f"f{i}")
+        os.close(os.open(p, os.O_CREAT | os.O_WRONLY, 0o644))
+        age = 60 if i % 3 == 0 else 1
+        os.utime(p, (now - age * 86400, now - age * 86400))
+        if listing and i % step == 0 and want > 0:
+            listing.write(os.path.abspath(p).encode() + b"\0")
+            want -= 1
+PY
+
+mkimage() { # fs: a fresh image of it, mounted on MNT
+    local fs=$1 img=$SCRATCH/$1.img dev
+    MNT=$SCRATCH/$1
+    guard "$img"
+    truncate -s 8G "$img"
+    case $fs in
+        ext4) mkfs.ext4 -q -N $((3 * (FLAT > TREE ? FLAT : TREE) / 2 + 100000)) "$img" ;;
+        xfs) mkfs.xfs -q "$img" ;;
+    esac
+    dev=$(losetup -f --show "$img"); LOOPS+=("$dev")
+    mkdir "$MNT"; mount "$dev" "$MNT"; MOUNTED+=("$MNT")
+}
+
+RESULTS=$OUT/results.tsv
+echo -e "section\tfs\trun\tmethod\tseconds\tleft" >"$RESULTS"
+timed() { # section fs run method dir expect_left cmd...
+    local sec=$1 fs=$2 run=$3 m=$4 dir=$5 expect=$6 t0 t1 left
+    shift 6
+    drop_caches
+    t0=$(date +%s.%N)
+    "$@" >>"$OUT/logs/$sec-$m.log" 2>&1 || warn "$sec/$m exited $? (see logs)"
+    sync
+    t1=$(date +%s.%N)
+    left=$(find "$dir" -mindepth 1 -not -type d | wc -l)
+    [[ $left == "$expect" ]] || warn "$sec/$fs/$m left $left files, expected $expect"
+    printf '%s\t%s\t%s\t%s\t%.2f\t%s\n' "$sec" "$fs" "$run" "$m" "$(echo "$t1 - $t0" | bc)" "$left" >>"$RESULTS"
+    log "$sec $fs run $run $m: $(echo "$t1 - $t0" | bc) s (left $left), load $(load1)"
+    # What is left goes from the server's side when there is one (quicker than through a client).
+    case $dir in
+        "$SCRATCH"/net/*|"$SCRATCH"/c0/*) dir=$SCRATCH/back/${dir##*/} ;;
+    esac
+    guard "$dir"
+    rm -rf --one-file-system -- "$dir"
+}
+
+NPROC=$(nproc)
+rotate() { # run -> the methods of "$@" rotated by run (alternating order between runs)
+    local r=$1; shift
+    local a=("$@") n=$# i
+    for ((i = 0; i < n; i++)); do echo "${a[(i + r) % n]}"; done
+}
+
+for fs in $FSS; do
+    mkimage "$fs"; mnt=$MNT
+    for run in $(seq 1 "$RUNS"); do
+        if [[ " $SECTIONS " == *" flat "* ]]; then
+            for m in $(rotate "$run" reclaim reclaim-ssd find-delete xargs-P2 xargs-P4 floor); do
+                d=$mnt/flat; guard "$d"
+                python3 "$SCRATCH/mk.py" flat "$d" "$FLAT" "$SCRATCH/names"
+                sync; drop_caches
+                case $m in
+                    reclaim) timed flat "$fs" "$run" "$m" "$d" 1000 "$RECLAIM" rm -r --name 'test*.txt' "$d" ;;
+                    # The loop image says rotational; on this busy VM the idle probe can find it
+                    # slow and govern the removal (one worker to start): the engine without it.
+                    reclaim-ssd) timed flat "$fs" "$run" "$m" "$d" 1000 "$RECLAIM" rm -r --profile local-ssd --name 'test*.txt' "$d" ;;
+                    find-delete) timed flat "$fs" "$run" "$m" "$d" 1000 find "$d" -name 'test*.txt' -delete ;;
+                    xargs-P2) timed flat "$fs" "$run" "$m" "$d" 1000 sh -c 'find "$1" -name "test*.txt" -print0 | xargs -0 -P2 -n 1000 rm -f' sh "$d" ;;
+                    xargs-P4) timed flat "$fs" "$run" "$m" "$d" 1000 sh -c 'find "$1" -name "test*.txt" -print0 | xargs -0 -P4 -n 1000 rm -f' sh "$d" ;;
+                    floor) timed flat "$fs" "$run" "$m" "$d" 1000 "$FLOORN" --threads "$NPROC" "$d" "$SCRATCH/names" ;;
+                esac
+            done
+        fi
+        if [[ " $SECTIONS " == *" age "* ]]; then
+            left=$((TREE - (TREE + 2) / 3))
+            for m in $(rotate "$run" reclaim find-mtime); do
+                d=$mnt/tree; guard "$d"
+                python3 "$SCRATCH/mk.py" tree "$d" "$TREE"
+                case $m in
+                    reclaim) timed age "$fs" "$run" "$m" "$d" "$left" "$RECLAIM" rm -r --older-than 30d "$d" ;;
+                    find-mtime) timed age "$fs" "$run" "$m" "$d" "$left" find "$d" -type f -mtime +30 -delete ;;
+                esac
+            done
+        fi
+        if [[ " $SECTIONS " == *" from "* ]]; then
+            for m in $(rotate "$run" reclaim-from xargs-P2); do
+                d=$mnt/tree; guard "$d"
+                python3 "$SCRATCH/mk.py" tree "$d" "$TREE" "$SCRATCH/list" "$FROM"
+                listed=$(tr -cd '\0' <"$SCRATCH/list" | wc -c)
+                case $m in
+                    reclaim-from) timed from "$fs" "$run" "$m" "$d" $((TREE - listed)) "$RECLAIM" rm --from "$SCRATCH/list" -0 ;;
+                    xargs-P2) timed from "$fs" "$run" "$m" "$d" $((TREE - listed)) sh -c 'xargs -0 -P2 -n 1000 rm -f <"$1"' sh "$SCRATCH/list" ;;
+                esac
+            done
+        fi
+    done
+    unmount "$mnt"
+    detach "${LOOPS[-1]}"
+done
+
+if [[ " $SECTIONS " == *" net "* ]]; then
+    mkdir "$SCRATCH/back" "$SCRATCH/net"
+    mount -t tmpfs -o size=2g,nr_inodes=4m select-back "$SCRATCH/back"; MOUNTED+=("$SCRATCH/back")
+    "$NETFS" --backing "$SCRATCH/back" --mount "$SCRATCH/net" --rtt "$RTT" --slots 64 \
+        --server-ops 128 --readdirplus --subtype nfs --ready-file "$SCRATCH/ready" 2>>"$OUT/logs/netfs.log" &
+    NETFS_PID=$!
+    for _ in $(seq 1 200); do [[ -f $SCRATCH/ready ]] && break; sleep 0.05; done
+    [[ -f $SCRATCH/ready ]] || die "netfs did not mount"
+    left=$((NET - (NET + 2) / 3))
+    for run in $(seq 1 "$RUNS"); do
+        for m in $(rotate "$run" reclaim find-mtime reclaim-from); do
+            guard "$SCRATCH/back/tree"
+            python3 "$SCRATCH/mk.py" tree "$SCRATCH/back/tree" "$NET" "$SCRATCH/netlist" "$NET"
+            # The list names the files as the client sees them; only the old third goes.
+            python3 - "$SCRATCH/netlist" "$SCRATCH/back" "$SCRATCH/net" <<'PY'
+import os, sys
+lst, back, net = sys.argv[1:]
+out = [p.replace(back, net, 1) for p in open(lst, "rb").read().decode().split("\0") if p and int(p.rsplit("f", 1)[1]) % 3 == 0]
+open(lst, "wb").write("".join(p + "\0" for p in out).encode())
+PY
+            d=$SCRATCH/net/tree
+            case $m in
+                reclaim) timed net netfs "$run" "$m" "$d" "$left" "$RECLAIM" rm -r --older-than 30d "$d" ;;
+                find-mtime) timed net netfs "$run" "$m" "$d" "$left" find "$d" -type f -mtime +30 -delete ;;
+                reclaim-from) timed net netfs "$run" "$m" "$d" "$left" "$RECLAIM" rm --from "$SCRATCH/netlist" -0 ;;
+            esac
+        done
+    done
+fi
+
+if [[ " $SECTIONS " == *" mpi "* ]]; then
+    command -v mpirun >/dev/null || die "mpirun not found (Debian: openmpi-bin)"
+    [[ -n $NETFS_PID ]] && { kill -TERM "$NETFS_PID"; wait "$NETFS_PID" 2>/dev/null || true; NETFS_PID=""; }
+    mountpoint -q "$SCRATCH/back" 2>/dev/null || {
+        mkdir -p "$SCRATCH/back"
+        mount -t tmpfs -o size=2g,nr_inodes=4m select-back "$SCRATCH/back"; MOUNTED+=("$SCRATCH/back")
+    }
+    MAXR=$(tr ' ' '\n' <<<"$RANKS" | sort -n | tail -1)
+    mounts=()
+    for i in $(seq 0 $((MAXR - 1))); do mkdir -p "$SCRATCH/c$i"; mounts+=(--mount "$SCRATCH/c$i"); done
+    mkdir -p "$SCRATCH/common"
+    rm -f "$SCRATCH/ready"
+    "$NETFS" --backing "$SCRATCH/back" "${mounts[@]}" --rtt "$RTT" --slots 64 --server-ops 128 \
+        --readdirplus --subtype nfs --ready-file "$SCRATCH/ready" 2>>"$OUT/logs/netfs.log" &
+    NETFS_PID=$!
+    for _ in $(seq 1 200); do [[ -f $SCRATCH/ready ]] && break; sleep 0.05; done
+    [[ -f $SCRATCH/ready ]] || die "netfs did not mount"
+    cat >"$SCRATCH/rank.sh" <<'RANK'
+#!/bin/sh
+r=${OMPI_COMM_WORLD_RANK:?not started by mpirun}
+exec unshare -m --propagation private sh -c 'mount --bind "$1" "$2" && shift 2 && exec "$@"' \
+    sh "$CLIENTS/c$r" "$COMMON" "$@"
+RANK
+    chmod +x "$SCRATCH/rank.sh"
+    left=$((MPI_FILES - (MPI_FILES + 2) / 3))
+    for run in $(seq 1 "$RUNS"); do
+        for m in $(rotate "$run" plain $(for n in $RANKS; do echo "np$n"; done)); do
+            guard "$SCRATCH/back/tree"
+            python3 "$SCRATCH/mk.py" tree "$SCRATCH/back/tree" "$MPI_FILES"
+            case $m in
+                plain) timed mpi netfs "$run" "$m" "$SCRATCH/c0/tree" "$left" "$RECLAIM" rm -r --older-than 30d "$SCRATCH/c0/tree" ;;
+                np*) timed mpi netfs "$run" "$m" "$SCRATCH/c0/tree" "$left" mpirun --allow-run-as-root --oversubscribe \
+                        -x "CLIENTS=$SCRATCH" -x "COMMON=$SCRATCH/common" -x RECLAIM_CONFIG= -np "${m#np}" \
+                        "$SCRATCH/rank.sh" "$RECLAIM" rm -r --older-than 30d "$SCRATCH/common/tree" ;;
+            esac
+        done
+    done
+fi
+
+log "medians (seconds) per section, file system and method:"
+python3 - "$RESULTS" <<'PY' | tee "$OUT/summary.txt"
+import csv, statistics, sys
+rows = list(csv.DictReader(open(sys.argv[1]), delimiter="\t"))
+groups = {}
+for r in rows:
+    groups.setdefault((r["section"], r["fs"]), {}).setdefault(r["method"], []).append(float(r["seconds"]))
+for (sec, fs), ms in groups.items():
+    base = statistics.median(ms.get("reclaim", ms.get("reclaim-from", ms.get("plain", [float("nan")]))))
+    for m, v in ms.items():
+        med = statistics.median(v)
+        print(f"{sec}\t{fs}\t{m}\t{med:.2f} s\t(n={len(v)}; reclaim/this = {base / med:.2f})")
+PY
+log "results in $OUT"

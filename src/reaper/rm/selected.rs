@@ -1,0 +1,359 @@
+//! A removal's selection (DESIGN §11): what was asked (`Asked`: the tests and `--from`,
+//! `--list`, `--keep-free`), the combinations refused, and the phases beside the argument
+//! phase of `rm.rs`:
+//! the `--from` list (grouped and unlinked here, its directories handed to the engine whole),
+//! `--keep-free`'s first walk (the age histogram that fixes the cutoff) and the watch that
+//! stops the removal at the target, and the selection's part of the account. The tests
+//! themselves run in the engine's workers (`engine::select`, `engine::remove`); the command
+//! checks and starts the selection (`cmd::rm`), `ui::select` shows its part of the summary.
+//! Never prints: failures go to the run's `Events`.
+
+use std::ffi::OsStr;
+use std::os::unix::ffi::OsStrExt;
+use std::path::Path;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use rustix::io::Errno;
+
+use super::Run;
+use crate::engine::prune::policy::FreeTarget;
+use crate::engine::remove::{self, Counters, DirTarget};
+use crate::engine::select::list::List;
+use crate::engine::select::tally::Tally;
+use crate::engine::select::{from, keepfree, Selection, Spec, SpecError};
+use crate::sys::error::Reason;
+use crate::sys::quote::quote;
+
+/// What `reclaim rm` was asked to select: the tests and what goes with them.
+#[derive(Clone, Debug, Default)]
+pub struct Asked {
+    pub spec: Spec,
+    /// `--from FILE` (`-`: stdin): the listed paths instead of PATH operands.
+    pub from: Option<std::path::PathBuf>,
+    /// `-0`: `--from` and `--list` records are NUL-separated.
+    pub null: bool,
+    /// `--list FILE` (`-`: stdout).
+    pub list: Option<std::path::PathBuf>,
+    /// `--keep-free`.
+    pub keep_free: Option<FreeTarget>,
+}
+
+/// What else `reclaim rm` was asked, for `Asked::check`.
+pub struct Context {
+    pub recursive: bool,
+    pub operands: usize,
+    /// `--background` or `--wait`.
+    pub hiding: bool,
+    /// `-i`: one question per entry.
+    pub prompt_each: bool,
+    /// Under MPI.
+    pub mpi: bool,
+    pub dry_run: bool,
+}
+
+impl Asked {
+    /// Combinations that cannot work, in one line each (a usage error).
+    pub fn check(&self, c: &Context) -> Result<(), String> {
+        let tests = self.spec.is_active();
+        if c.hiding {
+            return Err("--background and --wait hide whole paths with one rename; a selection would need one rename per matching entry into the trash, which costs as much as removing it: run the selection without them".into());
+        }
+        if c.prompt_each {
+            return Err(
+                "-i asks about each entry in GNU rm's order; it does not combine with a selection"
+                    .into(),
+            );
+        }
+        if let Some(from) = &self.from {
+            if c.operands > 0 {
+                return Err(format!(
+                    "--from {} lists the paths to remove; give no PATH operands with it",
+                    quote(from)
+                ));
+            }
+            if tests || self.keep_free.is_some() {
+                return Err("--from removes exactly the listed paths; choose them with find (or reclaim's tests on PATH operands), not both".into());
+            }
+            if c.mpi {
+                return Err("--from is not shared by MPI ranks yet: run it as one process".into());
+            }
+            return Ok(());
+        }
+        if !c.recursive {
+            return Err(
+                "the selection options choose what to remove inside directories: they need -r"
+                    .into(),
+            );
+        }
+        if c.mpi && (self.list.is_some() || self.keep_free.is_some()) {
+            return Err(
+                "--list and --keep-free are not shared by MPI ranks yet: run them as one process"
+                    .into(),
+            );
+        }
+        if self.keep_free.is_some() && self.spec.newer_than.is_some() {
+            return Err("--keep-free removes the oldest first; --newer-than would have it remove the newest".into());
+        }
+        let _ = c.dry_run;
+        Ok(())
+    }
+
+    /// The selection to run: compiled, with its report and audit list set up. `report`: keep
+    /// totals per directory and owner (a dry run, JSON). `list`: where `--list` writes (the
+    /// command opened it).
+    pub fn start(
+        &self,
+        dry_run: bool,
+        report: bool,
+        list: Option<Box<dyn std::io::Write + Send>>,
+    ) -> Result<Selection, SpecError> {
+        let mut sel = Selection::new(&self.spec, std::time::SystemTime::now())?;
+        sel.counting = dry_run || report;
+        if sel.counting {
+            sel.tally = Some(Tally::default());
+        }
+        sel.roots_too = self.from.is_some();
+        sel.list = list.map(|w| List::new(w, self.null));
+        Ok(sel)
+    }
+}
+
+/// What the selection's phases leave for the report.
+#[derive(Default)]
+pub(super) struct State {
+    duplicates: Option<u64>,
+    keep_free: Option<keepfree::Outcome>,
+    /// `--keep-free`'s watch on the free space, while the removal runs.
+    watch: Option<(Arc<AtomicBool>, std::thread::JoinHandle<bool>)>,
+}
+
+impl Run<'_> {
+    /// `--from LIST`: reads the list, opens each parent once (never through a symlink),
+    /// unlinks the listed non-directories and returns the listed directories (removed whole by
+    /// the engine, with `-r`).
+    pub(super) fn remove_listed(&mut self, list: &Path) -> Vec<DirTarget> {
+        let req = self.req;
+        let Some(sel) = req.engine.select.clone() else {
+            return Vec::new();
+        };
+        let null = req.select.as_ref().is_some_and(|s| s.null);
+        let records = if list.as_os_str() == "-" {
+            from::read_list(std::io::stdin().lock(), null)
+        } else {
+            std::fs::File::open(list).and_then(|f| from::read_list(f, null))
+        };
+        let records = match records {
+            Ok(r) => r,
+            Err(e) => {
+                let errno = Errno::from_io_error(&e).unwrap_or(Errno::IO);
+                self.fail(list.to_path_buf(), Reason::Os(errno));
+                return Vec::new();
+            }
+        };
+        let groups = from::group(records);
+        self.selected.duplicates = Some(groups.duplicates);
+        for f in groups.failures {
+            self.fail(f.path, f.reason);
+        }
+        if !req.force {
+            for m in groups.missing {
+                self.fail(m, Reason::Os(Errno::NOENT));
+            }
+        }
+        let mut engine = req.engine.clone();
+        if let Some(g) = groups.groups.first() {
+            let profile = match req.profile {
+                Some(class) => crate::engine::profile::Profile::named(class, &*g.dir),
+                None => crate::engine::profile::Profile::detect(&*g.dir),
+            };
+            engine.apply(&profile, req.threads_given);
+        }
+        if let Some(n) = req.pace.iops {
+            engine.throttle = Some(Arc::new(crate::engine::pace::throttle::Throttle::new(
+                Some(n),
+            )));
+        }
+        let done = AtomicBool::new(false);
+        let (counters, events, started) = (&self.counters, self.events, self.started);
+        let removed = std::thread::scope(|s| {
+            s.spawn(|| events.trees(counters, started, &done));
+            let r = remove::listed::remove(
+                &groups.groups,
+                &engine,
+                req.recursive,
+                req.force,
+                &sel,
+                counters,
+                events,
+            );
+            done.store(true, Ordering::Relaxed);
+            r
+        });
+        // Each failure was said as it happened (the engine's Sink).
+        self.failures.extend(removed.failures);
+        if req.durable {
+            for g in &groups.groups {
+                super::touch(&mut self.touched, &g.dir);
+            }
+        }
+        removed.trees
+    }
+
+    /// `--keep-free`: how much must be freed on the trees' file system (counting what its
+    /// trashes still hold as free), and, from a first walk's age histogram of the matching
+    /// files, the cutoff that frees it oldest first. Starts the watch that stops the removal
+    /// once the target is reached. Returns the trees to remove (none if nothing is needed).
+    pub(super) fn keep_free(&mut self, trees: Vec<DirTarget>) -> Vec<DirTarget> {
+        let req = self.req;
+        let (Some(target), Some(sel)) = (
+            req.select.as_ref().and_then(|s| s.keep_free),
+            req.engine.select.clone(),
+        ) else {
+            return trees;
+        };
+        let Some(first) = trees.first().cloned() else {
+            return trees;
+        };
+        let dev = crate::sys::dirfd::fstat(&*first.base)
+            .map(|f| f.ident.dev)
+            .ok();
+        let (trees, others): (Vec<_>, Vec<_>) = trees
+            .into_iter()
+            .partition(|t| crate::sys::dirfd::fstat(&*t.base).map(|f| f.ident.dev).ok() == dev);
+        for t in others {
+            self.fail(
+                t.display,
+                Reason::Job(
+                    "--keep-free frees one file system at a time; this one is on another".into(),
+                ),
+            );
+        }
+        let Ok(vfs) = rustix::fs::fstatvfs(&*first.base) else {
+            return trees;
+        };
+        let total = vfs.f_blocks * vfs.f_frsize;
+        let want = match target {
+            FreeTarget::Bytes(b) => b,
+            FreeTarget::Percent(p) => (total as f64 * p / 100.0).ceil() as u64,
+        };
+        let free_before = vfs.f_bavail * vfs.f_frsize;
+        let events = self.events;
+        let pending = dev
+            .map(|d| {
+                crate::reaper::status::pending_by_dev(true, &[d], &mut |l| events.warning(&l))
+                    .get(&d)
+                    .copied()
+                    .unwrap_or(0)
+            })
+            .unwrap_or(0);
+        let need = want.saturating_sub(free_before.saturating_add(pending));
+        let mut outcome = keepfree::Outcome {
+            target_free: want,
+            free_before,
+            pending,
+            need,
+            ..Default::default()
+        };
+        if need == 0 {
+            self.selected.keep_free = Some(outcome);
+            return Vec::new();
+        }
+        // The first walk: a dry run that only fills the histogram.
+        let asked = req.select.as_ref().expect("--keep-free is a selection");
+        let now = sel.now();
+        let at = std::time::UNIX_EPOCH + Duration::new(now.0.max(0) as u64, now.1);
+        let Ok(mut first_sel) = Selection::new(&asked.spec, at) else {
+            return trees;
+        };
+        first_sel.counting = true;
+        first_sel.histogram = Some(keepfree::Histogram::new(now));
+        let first_sel = Arc::new(first_sel);
+        let mut engine = req.engine.clone();
+        engine.dry_run = true;
+        engine.select = Some(first_sel.clone());
+        engine.apply(
+            &crate::engine::profile::Profile::detect(&*first.base),
+            req.threads_given,
+        );
+        // What it cannot read, the second walk meets and reports again: said once, there.
+        remove::remove_trees(trees.clone(), &engine, &Counters::default(), &remove::Quiet);
+        let h = first_sel.histogram.as_ref().expect("set above");
+        outcome.candidates = h.files();
+        outcome.candidate_bytes = h.total();
+        outcome.cutoff = h.cutoff(need);
+        if let Some(c) = &outcome.cutoff {
+            sel.set_cutoff(c.at);
+        }
+        self.selected.keep_free = Some(outcome);
+        if !req.engine.dry_run {
+            self.selected.watch = Some(watch_free(first.base.clone(), want, pending, sel));
+        }
+        trees
+    }
+
+    /// Ends `--keep-free`'s watch; notes whether it stopped the removal at the target.
+    pub(super) fn keep_free_done(&mut self) {
+        if let Some((stop, watch)) = self.selected.watch.take() {
+            stop.store(true, Ordering::Relaxed);
+            let reached = watch.join().unwrap_or(false);
+            if let Some(k) = &mut self.selected.keep_free {
+                k.reached = reached;
+            }
+        }
+    }
+
+    /// The selection's part of the summary; a failed `--list` is a failure of the run.
+    pub(super) fn selection_report(&mut self) -> Option<crate::engine::select::Report> {
+        let sel = self.req.engine.select.clone()?;
+        let asked = self.req.select.as_ref()?;
+        if let Some(list) = &sel.list {
+            if let Err(e) = list.finish() {
+                let path = asked.list.clone().unwrap_or_default();
+                self.fail(
+                    path,
+                    Reason::Os(Errno::from_io_error(&e).unwrap_or(Errno::IO)),
+                );
+            }
+        }
+        Some(crate::engine::select::Report {
+            totals: sel.tally.as_ref().map(|t| t.report()),
+            duplicates: self.selected.duplicates,
+            list: asked
+                .list
+                .as_ref()
+                .filter(|p| p.as_os_str() != "-")
+                .map(|p| {
+                    crate::sys::quote::PathField::new(OsStr::from_bytes(p.as_os_str().as_bytes()))
+                }),
+            keep_free: self.selected.keep_free.take(),
+        })
+    }
+}
+
+/// `--keep-free`'s watch: every 20 ms, whether the file system of `base` has `want` bytes free
+/// (counting `pending` as free); then it stops the selection. Its flag ends it early; it
+/// returns whether it stopped the selection.
+fn watch_free(
+    base: Arc<std::os::fd::OwnedFd>,
+    want: u64,
+    pending: u64,
+    sel: Arc<Selection>,
+) -> (Arc<AtomicBool>, std::thread::JoinHandle<bool>) {
+    let stop = Arc::new(AtomicBool::new(false));
+    let done = stop.clone();
+    let watch = std::thread::spawn(move || loop {
+        if done.load(Ordering::Relaxed) {
+            return false;
+        }
+        if let Ok(v) = rustix::fs::fstatvfs(&*base) {
+            if (v.f_bavail * v.f_frsize).saturating_add(pending) >= want {
+                sel.stop();
+                return true;
+            }
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    });
+    (stop, watch)
+}
