@@ -17,6 +17,8 @@ pub mod locks;
 pub mod logging;
 pub mod mounts;
 pub mod pace;
+pub mod pack;
+pub mod pack_command;
 pub mod pool;
 pub mod profile;
 pub mod prune;

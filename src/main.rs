@@ -251,6 +251,15 @@ fn main() -> ExitCode {
                 ExitCode::from(1)
             }
         },
+        Command::Pack(a) => {
+            reclaim::limits::raise_nofile();
+            reclaim::interrupt::install(true);
+            ExitCode::from(reclaim::pack_command::pack(&a))
+        }
+        Command::Unpack(a) => {
+            reclaim::interrupt::install(true);
+            ExitCode::from(reclaim::pack_command::unpack(&a))
+        }
         Command::Bench(a) => match reclaim::bench::run(&a) {
             Ok(()) => ExitCode::SUCCESS,
             Err(e) => {

@@ -352,6 +352,7 @@ pub fn encode_failures(failures: &[Failure]) -> Vec<u8> {
             Reason::Freeing(s) => (8, 0, s),
             Reason::GraceRefused(s) => (9, 0, s),
             Reason::Job(s) => (10, 0, s),
+            Reason::Kept(s) => (11, 0, s),
         };
         w.u8(kind).u32(errno as u32).bytes(text.as_bytes());
     }
@@ -380,6 +381,7 @@ pub fn decode_failures(bytes: &[u8]) -> Result<Vec<Failure>, Malformed> {
             8 => Reason::Freeing(t),
             9 => Reason::GraceRefused(t),
             10 => Reason::Job(t),
+            11 => Reason::Kept(t),
             _ => return Err(Malformed("failure kind")),
         };
         out.push(Failure { path, reason });
