@@ -609,7 +609,7 @@ fn fresh(
     if !refused.is_empty() {
         return Err(PackError::Refused(refused));
     }
-    if entries.first().is_none_or(|e| !e.path.path.is_empty()) {
+    if !entries.first().is_some_and(|e| e.path.path.is_empty()) {
         return Err(PackError::Os(place.display.clone(), Errno::NOENT));
     }
     let m = Manifest {

@@ -105,7 +105,7 @@ impl Writer {
                 h.set_entry_type(tar::EntryType::Link);
                 let to = tar_path(&self.entries[first].rel());
                 self.tar
-                    .append_link(&mut h, &path, std::ffi::OsStr::from_bytes(&to))
+                    .append_link(&mut h, path, std::ffi::OsStr::from_bytes(&to))
                     .map_err(err)?;
                 self.entries.push(entry);
                 return Ok(());
@@ -126,14 +126,14 @@ impl Writer {
             Kind::Dir => {
                 h.set_entry_type(tar::EntryType::Directory);
                 self.tar
-                    .append_data(&mut h, &path, std::io::empty())
+                    .append_data(&mut h, path, std::io::empty())
                     .map_err(err)?;
             }
             Kind::Symlink => {
                 h.set_entry_type(tar::EntryType::Symlink);
                 let t = target.unwrap_or_default();
                 self.tar
-                    .append_link(&mut h, &path, std::ffi::OsStr::from_bytes(&t))
+                    .append_link(&mut h, path, std::ffi::OsStr::from_bytes(&t))
                     .map_err(err)?;
             }
             Kind::Fifo | Kind::Char | Kind::Block => {
@@ -149,7 +149,7 @@ impl Writer {
                         .map_err(err)?;
                 }
                 self.tar
-                    .append_data(&mut h, &path, std::io::empty())
+                    .append_data(&mut h, path, std::io::empty())
                     .map_err(err)?;
             }
             Kind::File => {
@@ -161,9 +161,7 @@ impl Writer {
                         // cut (and stays, `changed`).
                         let mut data = data;
                         data.resize(stat.size as usize, 0);
-                        self.tar
-                            .append_data(&mut h, &path, &data[..])
-                            .map_err(err)?;
+                        self.tar.append_data(&mut h, path, &data[..]).map_err(err)?;
                         hash
                     }
                     Content::Open(fd) => {

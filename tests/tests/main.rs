@@ -16,6 +16,7 @@ mod gentle;
 mod gnu_rm;
 mod mpi;
 mod netfs;
+mod pack;
 mod props;
 mod prune;
 mod races;
