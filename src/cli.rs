@@ -172,6 +172,17 @@ pub struct ScanArgs {
     /// scan PATH`; detected without this flag). Needs a build with `--features mpi`
     #[arg(long)]
     pub mpi: bool,
+    /// Pack candidates: subtrees of small files none of which was modified (see --time) for
+    /// this long, each with the `reclaim pack` command that turns it into one file
+    #[arg(long, default_value = "30d", value_name = "DURATION", value_parser = crate::units::parse_duration)]
+    pub pack_age: std::time::Duration,
+    /// Pack candidates by access time instead of modification time (none read for
+    /// --pack-age; only meaningful where atimes are kept: relatime updates them once a day)
+    #[arg(long, value_enum, default_value = "mtime", value_name = "mtime|atime")]
+    pub time: ScanTime,
+    /// Pack candidates have at least this many files
+    #[arg(long, default_value_t = 1000, value_name = "N")]
+    pub pack_min_files: u64,
     /// Directories to scan
     #[arg(value_name = "PATH", required = true, value_parser = clap::builder::OsStringValueParser::new())]
     pub paths: Vec<std::ffi::OsString>,
@@ -254,6 +265,13 @@ pub struct UnpackArgs {
     /// A new directory to restore the tree into (it must not exist)
     #[arg(value_name = "DEST")]
     pub dest: PathBuf,
+}
+
+/// Which time makes a scan's pack candidate cold.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum ScanTime {
+    Mtime,
+    Atime,
 }
 
 /// How `reclaim rm` frees space.

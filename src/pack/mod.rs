@@ -19,6 +19,7 @@
 //!    the archive; the same command again finds the archive, verifies it and finishes.
 
 pub mod acl;
+pub mod candidates;
 pub mod manifest;
 pub mod mount;
 pub mod source;

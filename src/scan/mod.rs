@@ -88,6 +88,11 @@ pub fn command(a: &ScanArgs) -> u8 {
         top: a.top,
         exclude: exclude::Exclude::new(&a.exclude),
         fd_budget: crate::limits::fd_budget(256, nofile, threads),
+        pack: Some(crate::pack::candidates::Rule::new(
+            a.pack_age,
+            a.time == crate::cli::ScanTime::Atime,
+            a.pack_min_files,
+        )),
     };
     let live = Live::default();
     let done = AtomicBool::new(false);
@@ -136,6 +141,29 @@ pub fn command(a: &ScanArgs) -> u8 {
         top_by_allocated_bytes: top(outcome.top_bytes),
         top_by_files: top(outcome.top_files),
         top_by_small_files: top(outcome.top_small),
+        pack_candidates: outcome
+            .pack_candidates
+            .iter()
+            .map(|c| report::PackEntry {
+                path: PathField::new(&c.path),
+                files: c.files,
+                small_files: c.small_files,
+                tree_allocated_bytes: c.allocated,
+                apparent_bytes: c.apparent,
+                saves_bytes: c.saves(),
+                newest: c.newest,
+                command: c.command(),
+            })
+            .collect(),
+        pack_rule: report::PackRule {
+            age_days: a.pack_age.as_secs() / 86_400,
+            time: if a.time == crate::cli::ScanTime::Atime {
+                "atime"
+            } else {
+                "mtime"
+            },
+            min_files: a.pack_min_files,
+        },
         roots: places
             .iter()
             .zip(outcome.per_root)

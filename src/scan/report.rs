@@ -37,6 +37,10 @@ pub struct ScanReport {
     pub top_by_files: Vec<TopEntry>,
     /// Directories with the most small regular files directly inside.
     pub top_by_small_files: Vec<TopEntry>,
+    /// Subtrees to pack into one archive (`reclaim pack`): nine in ten files small, none
+    /// newer than the rule says; none inside another; the most files first.
+    pub pack_candidates: Vec<PackEntry>,
+    pub pack_rule: PackRule,
     /// Per PATH, in the order given.
     pub roots: Vec<RootEntry>,
     /// Mount points inside that were not entered (other file systems, bind mounts).
@@ -67,6 +71,33 @@ pub struct TopEntry {
     pub files: u64,
     /// Of those, smaller than `--small`.
     pub small_files: u64,
+}
+
+/// A pack candidate.
+#[derive(Debug, Serialize)]
+pub struct PackEntry {
+    #[serde(flatten)]
+    pub path: PathField,
+    /// Regular files below it (they become one file).
+    pub files: u64,
+    pub small_files: u64,
+    pub tree_allocated_bytes: u64,
+    pub apparent_bytes: u64,
+    /// At least this much comes back (allocated minus the data, before compression).
+    pub saves_bytes: u64,
+    /// Its newest mtime (or atime), seconds since the epoch.
+    pub newest: i64,
+    /// The command that packs it.
+    pub command: String,
+}
+
+/// What made a pack candidate.
+#[derive(Debug, Serialize)]
+pub struct PackRule {
+    pub age_days: u64,
+    /// "mtime" or "atime".
+    pub time: &'static str,
+    pub min_files: u64,
 }
 
 #[derive(Debug, Serialize)]
@@ -302,6 +333,8 @@ pub fn human(r: &ScanReport) -> String {
         |e| [group(e.small_files), group(e.files)],
     );
 
+    pack_table(&mut out, r);
+
     if !r.skipped_mounts.is_empty() {
         let n = r.skipped_mounts.len() as u64;
         let _ = writeln!(
@@ -403,6 +436,31 @@ fn histogram_table(out: &mut String, buckets: &[Bucket]) {
 }
 
 /// A top list: two number columns (`head`), then the directory.
+/// Pack candidates: files -> 1, what it saves, the command.
+fn pack_table(out: &mut String, r: &ScanReport) {
+    if r.pack_candidates.is_empty() {
+        return;
+    }
+    let rule = &r.pack_rule;
+    let _ = writeln!(
+        out,
+        "\npack candidates (at least {} files, nine in ten small, none {} in {} days): each becomes one file",
+        group(rule.min_files),
+        if rule.time == "atime" { "read" } else { "modified" },
+        rule.age_days
+    );
+    for c in &r.pack_candidates {
+        let _ = writeln!(
+            out,
+            "  {} files -> 1, saves at least {} of {}: {}",
+            group(c.files),
+            bytes(c.saves_bytes),
+            bytes(c.tree_allocated_bytes),
+            c.command
+        );
+    }
+}
+
 fn top_table(
     out: &mut String,
     title: &str,
@@ -475,6 +533,21 @@ mod tests {
                 small_files: 1400,
             }],
             top_by_small_files: vec![],
+            pack_candidates: vec![PackEntry {
+                path: PathField::new("t/a"),
+                files: 1500,
+                small_files: 1400,
+                tree_allocated_bytes: 6_144_000,
+                apparent_bytes: 150_000,
+                saves_bytes: 5_994_000,
+                newest: 1_700_000_000,
+                command: "reclaim pack 't/a'".into(),
+            }],
+            pack_rule: PackRule {
+                age_days: 30,
+                time: "mtime",
+                min_files: 1000,
+            },
             skipped_mounts: vec!["t/m".into()],
             errors: vec![],
             estimate: Some(Estimate {
@@ -492,6 +565,15 @@ mod tests {
             profile: None,
             ranks: Vec::new(),
         }
+    }
+
+    #[test]
+    fn pack_candidates_read_with_their_command() {
+        let h = human(&sample());
+        assert!(
+            h.contains("\npack candidates (at least 1,000 files, nine in ten small, none modified in 30 days): each becomes one file\n  1,500 files -> 1, saves at least 5.7 MiB of 5.9 MiB: reclaim pack 't/a'\n"),
+            "{h}"
+        );
     }
 
     #[test]

@@ -53,6 +53,9 @@ pub struct Stat {
     pub size: u64,
     /// `st_blocks * 512`.
     pub allocated: u64,
+    /// Modification and access times (seconds), for pack candidates.
+    pub mtime: i64,
+    pub atime: i64,
 }
 
 const MASK: StatxFlags = StatxFlags::TYPE
@@ -60,7 +63,9 @@ const MASK: StatxFlags = StatxFlags::TYPE
     .union(StatxFlags::NLINK)
     .union(StatxFlags::SIZE)
     .union(StatxFlags::BLOCKS)
-    .union(StatxFlags::MNT_ID);
+    .union(StatxFlags::MNT_ID)
+    .union(StatxFlags::MTIME)
+    .union(StatxFlags::ATIME);
 
 impl Stat {
     fn from_statx(s: &rustix::fs::Statx) -> Stat {
@@ -78,6 +83,8 @@ impl Stat {
             nlink: s.stx_nlink,
             size: s.stx_size,
             allocated: s.stx_blocks * 512,
+            mtime: s.stx_mtime.tv_sec,
+            atime: s.stx_atime.tv_sec,
         }
     }
 }
@@ -105,6 +112,8 @@ pub struct Options {
     pub exclude: Exclude,
     /// Directory fds held at most (a few more, one per worker, may be in use for a moment).
     pub fd_budget: usize,
+    /// Which subtrees are pack candidates (`None`: none looked for).
+    pub pack: Option<crate::pack::candidates::Rule>,
 }
 
 /// One PATH to scan, opened and checked by the caller.
@@ -179,6 +188,9 @@ pub struct Outcome {
     pub skipped_mounts: Vec<PathBuf>,
     /// Under MPI, on rank 0: what each rank counted.
     pub ranks: Vec<crate::spread::Rank>,
+    /// Pack candidates (the largest subtrees first; none inside another). Under MPI: those
+    /// of the directories this rank finished.
+    pub pack_candidates: Vec<crate::pack::candidates::Candidate>,
 }
 
 /// Scans every start in parallel. `on_error` is called once per failure, as it happens.
@@ -206,6 +218,7 @@ pub fn scan(
                 Start::Dir { stat, .. } | Start::Entry { stat, .. } => stat.dev,
             })
             .collect(),
+        candidates: Mutex::new(Vec::new()),
     };
     let mut first = scanner.worker();
     let mut roots = Vec::new();
@@ -245,7 +258,9 @@ pub fn scan(
             first.merge(w);
         }
         let (errors, skipped) = scanner.take_failures();
-        return Partial::new(first, opts.top, errors, skipped).outcome(Vec::new());
+        let mut out = Partial::new(first, opts.top, errors, skipped).outcome(Vec::new());
+        out.pack_candidates = scanner.pack_candidates();
+        return out;
     };
     // Every rank sees the same directories, or none scans.
     let trees = crate::spread::Trees {
@@ -334,7 +349,9 @@ pub fn scan(
             }
         }
     }
-    mine.outcome(if leads { reports.ranks } else { Vec::new() })
+    let mut out = mine.outcome(if leads { reports.ranks } else { Vec::new() });
+    out.pack_candidates = scanner.pack_candidates();
+    out
 }
 
 /// What one rank found, in a form ranks can send and merge: the tallies, and the top lists as
@@ -429,6 +446,7 @@ impl Partial {
             errors,
             skipped_mounts,
             ranks,
+            pack_candidates: Vec::new(),
         }
     }
 
@@ -609,6 +627,8 @@ pub struct DirCounts {
     small: AtomicU64,
     tree_allocated: AtomicU64,
     tree_files: AtomicU64,
+    /// Sums for pack candidates over the subtree.
+    pack: crate::pack::candidates::Sums,
 }
 
 impl DirCounts {
@@ -634,9 +654,41 @@ struct Scanner<'a> {
     shared: bool,
     /// The device of each PATH.
     root_devs: Vec<u64>,
+    /// Directories found to be pack candidates.
+    candidates: Mutex<Vec<Arc<SNode>>>,
 }
 
 impl Scanner<'_> {
+    /// The pack candidates found, once the walk is over: none inside another, the most files
+    /// first, `top` of them.
+    fn pack_candidates(&self) -> Vec<crate::pack::candidates::Candidate> {
+        let nodes = std::mem::take(&mut *self.candidates.lock().expect("candidates lock"));
+        let mut out: Vec<_> = nodes
+            .iter()
+            .filter(|n| {
+                let mut p = n.parent();
+                while let Some(up) = p {
+                    if up.data.pack.taken.load(Ordering::Relaxed) {
+                        return false;
+                    }
+                    p = up.parent();
+                }
+                true
+            })
+            .map(|n| crate::pack::candidates::Candidate {
+                path: n.path(),
+                files: n.data.tree_files.load(Ordering::Relaxed),
+                small_files: n.data.pack.small.load(Ordering::Relaxed),
+                allocated: n.data.tree_allocated.load(Ordering::Relaxed),
+                apparent: n.data.pack.apparent.load(Ordering::Relaxed),
+                newest: n.data.pack.newest.load(Ordering::Relaxed),
+            })
+            .collect();
+        out.sort_by(|a, b| b.files.cmp(&a.files).then_with(|| a.path.cmp(&b.path)));
+        out.truncate(self.opts.top);
+        out
+    }
+
     /// The errors and the mount points left alone, once the walk is over.
     fn take_failures(&self) -> (Vec<ScanError>, Vec<PathBuf>) {
         (
@@ -835,6 +887,7 @@ impl Visitor for Scanner<'_> {
         let root = &node.root;
         let (mut files, mut small, mut count, mut allocated) = (0u64, 0u64, 0u64, 0u64);
         let (mut excluded, mut dirs) = (0u64, Vec::new());
+        let (mut apparent, mut newest) = (0u64, i64::MIN);
         for name in names.iter() {
             if self.excluded(node, name, false) {
                 excluded += 1;
@@ -855,10 +908,13 @@ impl Visitor for Scanner<'_> {
                     count += 1;
                     if st.kind == Kind::File {
                         files += 1;
+                        apparent += st.size;
                         if st.size < self.opts.small {
                             small += 1;
                         }
                     }
+                    let atime = self.opts.pack.is_some_and(|r| r.atime);
+                    newest = newest.max(if atime { st.atime } else { st.mtime });
                     allocated += self.count_entry(w, root.index, &st);
                 }
                 Err(Errno::NOENT) => {}
@@ -868,6 +924,7 @@ impl Visitor for Scanner<'_> {
         node.data.files.fetch_add(files, Ordering::Relaxed);
         node.data.small.fetch_add(small, Ordering::Relaxed);
         node.data.add_tree(allocated, files);
+        node.data.pack.add(small, apparent, newest);
         w.per_root[root.index].excluded += excluded;
         self.live.names.fetch_add(count, Ordering::Relaxed);
         self.live.allocated.fetch_add(allocated, Ordering::Relaxed);
@@ -880,9 +937,21 @@ impl Visitor for Scanner<'_> {
         let files = node.data.files.load(Ordering::Relaxed);
         let small = node.data.small.load(Ordering::Relaxed);
         let tree_allocated = node.data.tree_allocated.load(Ordering::Relaxed);
+        let tree_files = node.data.tree_files.load(Ordering::Relaxed);
         if let Some(p) = node.parent() {
-            p.data
-                .add_tree(tree_allocated, node.data.tree_files.load(Ordering::Relaxed));
+            p.data.add_tree(tree_allocated, tree_files);
+            node.data.pack.add_to(&p.data.pack);
+        }
+        if self
+            .opts
+            .pack
+            .is_some_and(|r| r.takes(tree_files, &node.data.pack))
+        {
+            node.data.pack.taken.store(true, Ordering::Relaxed);
+            self.candidates
+                .lock()
+                .expect("candidates lock")
+                .push(node.clone());
         }
         w.top_bytes.offer(tree_allocated, ino, || node.clone());
         w.top_files.offer(files, ino, || node.clone());
@@ -895,6 +964,9 @@ impl Visitor for Scanner<'_> {
         let mut w = crate::spread::wire::Writer::default();
         w.u64(node.data.tree_allocated.load(Ordering::Relaxed))
             .u64(node.data.tree_files.load(Ordering::Relaxed));
+        for v in node.data.pack.words() {
+            w.u64(v);
+        }
         w.0
     }
 
@@ -902,6 +974,9 @@ impl Visitor for Scanner<'_> {
         let mut r = crate::spread::wire::Reader(summary);
         if let (Ok(allocated), Ok(files), Some(p)) = (r.u64(), r.u64(), node.parent()) {
             p.data.add_tree(allocated, files);
+            if let (Ok(small), Ok(apparent), Ok(newest)) = (r.u64(), r.u64(), r.u64()) {
+                p.data.pack.add(small, apparent, newest as i64);
+            }
         }
     }
 }

@@ -644,3 +644,86 @@ fn files_modified_while_packing_stay_and_are_reported() {
         }
     }
 }
+
+#[test]
+fn scan_names_cold_small_file_subtrees_with_the_pack_command() {
+    let s = scratch!();
+    let old = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_secs() as i64
+        - 60 * 86_400;
+    for (dir, cold) in [
+        ("data/cold/a", true),
+        ("data/cold/b", true),
+        ("data/warm", false),
+    ] {
+        for i in 0..600 {
+            let p = s.file(format!("{dir}/f{i}"), "small");
+            if cold {
+                set_times(&p, old, 0);
+            }
+        }
+    }
+    // One recent file makes a subtree warm; atime is asked for separately.
+    let o = s
+        .cmd(&["scan", "--no-estimate", "--json", "data"])
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", util::stderr_of(&o));
+    let j: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let c = j["pack_candidates"].as_array().unwrap();
+    assert_eq!(c.len(), 1, "{c:?}");
+    assert!(
+        c[0]["path"].as_str().unwrap().ends_with("data/cold"),
+        "{c:?}"
+    );
+    assert_eq!(c[0]["files"], 1200);
+    assert!(c[0]["saves_bytes"].as_u64().unwrap() > 1000 * 4000);
+    assert_eq!(c[0]["command"], "reclaim pack 'data/cold'");
+    // Not accessed in 30 days: reading one file of b makes b (and so cold) warm by atime;
+    // a stays a candidate.
+    let b0 = s.path("data/cold/b/f0");
+    let c_b0 = std::ffi::CString::new(b0.as_os_str().as_bytes()).unwrap();
+    let now = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: libc::UTIME_NOW,
+    };
+    let keep = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: libc::UTIME_OMIT,
+    };
+    // SAFETY: a valid C string and two timespecs that outlive the call.
+    assert_eq!(
+        unsafe { libc::utimensat(libc::AT_FDCWD, c_b0.as_ptr(), [now, keep].as_ptr(), 0) },
+        0
+    );
+    let o = s
+        .cmd(&[
+            "scan",
+            "--no-estimate",
+            "--json",
+            "--time",
+            "atime",
+            "--pack-min-files",
+            "500",
+            "data",
+        ])
+        .output()
+        .unwrap();
+    let j: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let paths: Vec<&str> = j["pack_candidates"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c["path"].as_str().unwrap())
+        .collect();
+    assert_eq!(paths.len(), 1, "{paths:?}");
+    assert!(paths[0].ends_with("data/cold/a"), "{paths:?}");
+    let o = s.cmd(&["scan", "--no-estimate", "data"]).output().unwrap();
+    assert!(
+        util::stdout_of(&o).contains("1,200 files -> 1"),
+        "{}",
+        util::stdout_of(&o)
+    );
+}
