@@ -99,8 +99,6 @@ pub struct Outcome {
     pub files: u64,
     /// Apparent bytes of the regular files packed.
     pub bytes: u64,
-    /// Allocated bytes of the tree before (files and directories).
-    pub allocated: u64,
     pub archive_bytes: u64,
     pub compressor: String,
     pub removed_files: u64,
@@ -126,8 +124,6 @@ pub enum PackError {
     /// The tree holds what the archive cannot: each path and why.
     #[error("{} entr{} squashfs cannot hold; nothing was packed", .0.len(), if .0.len() == 1 { "y" } else { "ies" })]
     Refused(Vec<(PathBuf, String)>),
-    #[error("{0}")]
-    Walk(#[from] source::WalkError),
     #[error("{}: {}", quote(.0), crate::error::errno_text(*.1))]
     Os(PathBuf, Errno),
     #[error("{0}")]
@@ -507,14 +503,15 @@ fn fresh(
     if st.ident != place.ident {
         return Err(PackError::Os(place.display.clone(), Errno::STALE));
     }
+    let show = |rel: &[u8]| place.display.join(OsStr::from_bytes(rel));
     let listing = source::walk(&root).map_err(|e| match e {
         source::WalkError::Interrupted => stopped(),
-        e => {
-            // Paths relative to the tree: shown under it.
-            PackError::Walk(e)
-        }
+        source::WalkError::Os(rel, e) => PackError::Os(show(&rel), e),
+        source::WalkError::Mount(rel) => PackError::Refused(vec![(
+            show(&rel),
+            "a mount point of another file system: pack stays on one file system (pack it on its own)".into(),
+        )]),
     })?;
-    let show = |rel: &[u8]| place.display.join(OsStr::from_bytes(rel));
     if !listing.refused.is_empty() {
         return Err(PackError::Refused(
             listing
@@ -682,7 +679,6 @@ fn fresh(
     rustix::fs::fsync(&dir).map_err(|e| PackError::Os(target.display.clone(), e))?;
     on(Event::Archived);
     let mut out = outcome_of(target, &m, &partial.file);
-    out.allocated = 0;
     out.stayed = stayed;
     if !o.keep_originals {
         remove_originals(o, place, &m, &mut out, on);

@@ -135,14 +135,10 @@ pub fn walk(root: &OwnedFd) -> Result<Listing, WalkError> {
             }
             out.items.push(Item { rel, dtype: t });
         }
-        // Depth first: the subdirectories' entries follow right after... each in turn.
-        for d in subdirs.into_iter().rev() {
-            stack.push(d);
-        }
+        stack.extend(subdirs.into_iter().rev());
     }
-    // The order above lists a directory's entries before its subdirectories' entries; put
-    // every entry right after its parent's position instead (tar2sqfs needs only parents
-    // first, which both orders give): keep it as it is, sorted by path components.
+    // Depth first, each directory's entries right after it, as squashfs lists them (the
+    // read-back then meets them in the same order).
     out.items.sort_by(|a, b| cmp_paths(&a.rel, &b.rel));
     Ok(out)
 }

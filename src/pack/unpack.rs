@@ -19,8 +19,8 @@ use rustix::fs::{
 };
 use rustix::io::Errno;
 
-use super::manifest::{self, Entry, Kind, Manifest};
-use super::source::{self, c_rel};
+use super::manifest::{self, Entry, Manifest};
+use super::source;
 use super::tools;
 
 /// What an unpack did.
@@ -132,11 +132,6 @@ pub fn unpack(archive: &Path, dest: &Path, on: &dyn Fn(u64, u64)) -> Result<Unpa
     r?;
     waited?;
     u.finish_dirs();
-    if let Some(m) = u.m {
-        let seen: std::collections::HashSet<&Vec<u8>> = u.index.keys().collect();
-        let _ = seen;
-        let _ = m;
-    }
     Ok(u.out)
 }
 
@@ -314,14 +309,6 @@ impl Unpack<'_> {
                     ),
                 };
                 mknodat(&parent, cname, ft, Mode::from_raw_mode(0o600), dev).map_err(errno)?;
-                let fd = openat(
-                    &parent,
-                    cname,
-                    OFlags::PATH | OFlags::NOFOLLOW | OFlags::CLOEXEC,
-                    Mode::empty(),
-                )
-                .map_err(errno)?;
-                let _ = fd;
                 self.own_at(&parent, cname, &meta)?;
                 // Mode and times by name (no fd can be opened for writing on a FIFO or device
                 // without side effects); `parent` was opened without symlinks and the name is
@@ -424,7 +411,6 @@ impl Unpack<'_> {
                 self.out.failed.push((p, why));
             }
         }
-        let _ = c_rel(b"");
     }
 }
 
@@ -486,9 +472,4 @@ fn write_sparse(fd: &OwnedFd, mut r: impl Read, size: u64) -> std::io::Result<bl
     }
     rustix::fs::ftruncate(fd, size)?;
     Ok(hasher.finalize())
-}
-
-/// Sanity of a kind letter, for messages.
-pub fn kind_word(k: Kind) -> &'static str {
-    k.word()
 }

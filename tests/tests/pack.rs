@@ -727,3 +727,58 @@ fn scan_names_cold_small_file_subtrees_with_the_pack_command() {
         util::stdout_of(&o)
     );
 }
+
+#[test]
+fn a_user_packs_and_unpacks_their_own_tree() {
+    or_skip!(tools());
+    require_root!();
+    let s = scratch!();
+    fs::set_permissions(s.root(), fs::Permissions::from_mode(0o755)).unwrap();
+    s.mkdir("home");
+    for i in 0..40 {
+        s.file(format!("home/tree/d{}/f{i}", i % 4), format!("mine {i}"));
+    }
+    s.symlink("home/tree/link", "d0/f0");
+    let o = run(StdCommand::new("chown")
+        .args(["-hR", "65534:65534"])
+        .arg(s.path("home")));
+    assert!(o.status.success());
+    let before = listing(&s.path("home/tree"));
+    let as_nobody = |args: &[&str]| {
+        let _ = s.cmd(args);
+        StdCommand::new("setpriv")
+            .args(["--reuid=65534", "--regid=65534", "--clear-groups", "--"])
+            .arg(util::reclaim_bin())
+            .args(args)
+            .current_dir(s.root())
+            .env("HOME", s.root())
+            .env("RECLAIM_CONFIG", "")
+            .output()
+    };
+    let o = or_skip!(as_nobody(&["pack", "home/tree"]).map_err(|e| format!("setpriv: {e}")));
+    assert!(o.status.success(), "{}", util::stderr_of(&o));
+    assert!(!s.exists("home/tree"));
+    assert_eq!(fs::metadata(s.path("home/tree.sqfs")).unwrap().uid(), 65534);
+    let o = as_nobody(&["unpack", "home/tree.sqfs", "home/out"]).unwrap();
+    assert!(o.status.success(), "{}", util::stderr_of(&o));
+    assert_eq!(before, listing(&s.path("home/out")));
+}
+
+#[test]
+fn a_mount_point_inside_the_tree_is_refused_by_name() {
+    or_skip!(tools());
+    require_root!();
+    let s = scratch!();
+    s.file("tree/a", "a");
+    let _v = or_skip!(util::Volume::tmpfs(&s, "tree/vol"));
+    s.file("tree/vol/inside", "other file system");
+    let o = pack_cmd(&s, &["tree"]);
+    assert_eq!(o.status.code(), Some(2), "{}", util::stderr_of(&o));
+    let err = util::stderr_of(&o);
+    assert!(
+        err.contains("tree/vol") && err.contains("mount point"),
+        "{err}"
+    );
+    assert!(s.exists("tree/a") && s.exists("tree/vol/inside"));
+    assert!(!s.exists("tree.sqfs"));
+}
