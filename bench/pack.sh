@@ -99,6 +99,11 @@ LOOPS=() MOUNTED=() NETFS_PID=""
 stop_netfs() {
     if [[ -n $NETFS_PID ]]; then
         kill -TERM "$NETFS_PID" 2>/dev/null || true
+        # netfs unmounts on SIGTERM; once a run left it waiting on its threads after the
+        # unmount: give it 10 s, then end it.
+        local i
+        for i in $(seq 1 100); do kill -0 "$NETFS_PID" 2>/dev/null || break; sleep 0.1; done
+        kill -KILL "$NETFS_PID" 2>/dev/null || true
         wait "$NETFS_PID" 2>/dev/null || true
         NETFS_PID=""
     fi

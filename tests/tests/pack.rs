@@ -511,7 +511,7 @@ fn nothing_lost(s: &Scratch, files: &BTreeMap<PathBuf, Vec<u8>>, archive: &str, 
 
 fn kill_trials(trials: usize) {
     let s = scratch!();
-    let files = small_tree(&s, "tree", 600);
+    let files = small_tree(&s, "tree", 300);
     let mut rng = Rng(std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .unwrap()
