@@ -64,8 +64,19 @@ fn bar(json: bool) -> Option<indicatif::ProgressBar> {
     Some(b)
 }
 
+/// The tools' pipes: a `tar2sqfs` or `sqfs2tar` that dies (or is ended on Ctrl-C) must be an
+/// error reclaim reports, never a SIGPIPE that kills it halfway (the partial archive left).
+fn ignore_sigpipe() {
+    // SAFETY: sets the disposition of one signal to "ignore"; called on the main thread before
+    // the engine starts any thread, and no handler of ours is replaced.
+    unsafe {
+        libc::signal(libc::SIGPIPE, libc::SIG_IGN);
+    }
+}
+
 /// `reclaim pack`; returns the exit code.
 pub fn pack(a: &PackArgs) -> u8 {
+    ignore_sigpipe();
     let started = Instant::now();
     let o = pack::Options {
         dir: a.dir.clone(),
@@ -364,6 +375,7 @@ struct UnpackJson {
 
 /// `reclaim unpack`; returns the exit code.
 pub fn unpack(a: &UnpackArgs) -> u8 {
+    ignore_sigpipe();
     let started = Instant::now();
     let progress = bar(a.json);
     let on = |n: u64, b: u64| {

@@ -782,3 +782,53 @@ fn a_mount_point_inside_the_tree_is_refused_by_name() {
     assert!(s.exists("tree/a") && s.exists("tree/vol/inside"));
     assert!(!s.exists("tree.sqfs"));
 }
+
+#[test]
+fn ctrl_c_says_in_one_line_what_is_left_and_the_rerun_finishes() {
+    or_skip!(tools());
+    let s = scratch!();
+    let files = small_tree(&s, "tree", 3000);
+    for (trial, delay_ms) in [150u64, 600, 1500].into_iter().enumerate() {
+        s.check_args(s.root(), &["pack", "tree"]);
+        let child = StdCommand::new(util::reclaim_bin())
+            .env("RECLAIM_CONFIG", "")
+            .current_dir(s.root())
+            .args(["pack", "tree"])
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        std::thread::sleep(Duration::from_millis(delay_ms));
+        // SAFETY: a signal to the child this test started.
+        unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
+        let o = child.wait_with_output().unwrap();
+        let err = util::stderr_of(&o);
+        match o.status.code() {
+            // Finished before the signal landed.
+            Some(0) => {}
+            // Landed before reclaim caught SIGINT (it had only just started): nothing done.
+            None if std::os::unix::process::ExitStatusExt::signal(&o.status)
+                == Some(libc::SIGINT) =>
+            {
+                assert!(!s.exists("tree.sqfs"), "trial {trial}");
+            }
+            Some(130) => {
+                let lines: Vec<&str> = err.lines().filter(|l| l.contains("interrupted")).collect();
+                assert_eq!(lines.len(), 1, "trial {trial}: {err}");
+                assert!(lines[0].contains("'tree'"), "{err}");
+            }
+            c => panic!("trial {trial}: exit {c:?}: {err}"),
+        }
+        nothing_lost(&s, &files, "tree.sqfs", trial);
+        let o = pack_cmd(&s, &["tree"]);
+        assert!(
+            o.status.success(),
+            "trial {trial}: rerun: {}",
+            util::stderr_of(&o)
+        );
+        nothing_lost(&s, &files, "tree.sqfs", trial);
+        let o = s.cmd(&["unpack", "tree.sqfs", "tree"]).output().unwrap();
+        assert!(o.status.success(), "{}", util::stderr_of(&o));
+        fs::remove_file(s.path("tree.sqfs")).unwrap();
+    }
+}
