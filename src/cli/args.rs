@@ -81,6 +81,11 @@ pub enum Command {
     /// Where the files are: totals, size histogram, the biggest directories and small-file
     /// hotspots, estimated removal time
     Scan(ScanArgs),
+    /// Pack a tree of small files into one verified squashfs archive (DIR.sqfs), then remove
+    /// each original proven packed and unchanged (`--mount`: the archive mounted on DIR)
+    Pack(PackArgs),
+    /// Restore a packed tree exactly into a new directory
+    Unpack(UnpackArgs),
     /// Time `rm -rf` against `reclaim rm -r` on a scratch workload on your own disk
     Bench(BenchArgs),
     /// Print shell completions on stdout (e.g. `reclaim completions bash > /etc/bash_completion.d/reclaim`)
@@ -213,9 +218,106 @@ pub struct ScanArgs {
     /// scan PATH`; detected without this flag). Needs a build with `--features mpi`
     #[arg(long)]
     pub mpi: bool,
+    /// Pack candidates: subtrees of small files none of which was modified (see --time) for
+    /// this long, each with the `reclaim pack` command that turns it into one file
+    #[arg(long, default_value = "30d", value_name = "DURATION", value_parser = crate::cli::units::parse_duration)]
+    pub pack_age: std::time::Duration,
+    /// Pack candidates by access time instead of modification time (none read for
+    /// --pack-age; only meaningful where atimes are kept: relatime updates them once a day)
+    #[arg(long, value_enum, default_value = "mtime", value_name = "mtime|atime")]
+    pub time: ScanTime,
+    /// Pack candidates have at least this many files
+    #[arg(long, default_value_t = 1000, value_name = "N")]
+    pub pack_min_files: u64,
     /// Directories to scan
     #[arg(value_name = "PATH", required = true, value_parser = clap::builder::OsStringValueParser::new())]
     pub paths: Vec<std::ffi::OsString>,
+}
+
+#[derive(Args, Debug)]
+#[command(
+    after_help = "The archive is written under a temporary name, read back and compared \
+    with every original (BLAKE3), fsynced and renamed; only then each original is removed, if \
+    it is unchanged since it was read (inode, size, mtime, ctime). Changed or new files stay and \
+    are listed. Interrupted or killed, the same command again finishes. squashfs keeps times to \
+    the second and no ACLs: the archive's manifest keeps them exactly for `reclaim unpack`. \
+    Exit status: 0 all packed and removed, 1 some entries stayed (listed), 2 usage error or \
+    nothing could be packed."
+)]
+pub struct PackArgs {
+    /// The archive [default: DIR.sqfs beside DIR]
+    #[arg(long, value_name = "ARCHIVE")]
+    pub to: Option<PathBuf>,
+    /// Leave the archive mounted read-only on DIR (root: the kernel's squashfs; others:
+    /// squashfuse) and print the /etc/fstab line that mounts it at boot
+    #[arg(long)]
+    pub mount: bool,
+    /// With --mount: write a systemd .mount unit for it into DIR_OF_UNITS (e.g.
+    /// /etc/systemd/system) instead of printing the fstab line
+    #[arg(long, value_name = "DIR_OF_UNITS", requires = "mount")]
+    pub mount_unit: Option<PathBuf>,
+    /// Write and verify the archive, remove nothing
+    #[arg(long, conflicts_with = "mount")]
+    pub keep: bool,
+    /// Compression of the archive: zstd (default, level 3), lz4, gzip, xz; zstd:N for a level
+    #[arg(long, value_name = "NAME[:LEVEL]", value_parser = parse_compressor, default_value = "zstd")]
+    pub compress: crate::engine::pack::Compressor,
+    /// Readers, and removal workers [default: the file system's profile]
+    #[arg(long, value_parser = clap::value_parser!(u16).range(1..=1024))]
+    pub threads: Option<u16>,
+    /// Assume this kind of file system instead of the detected one: local-ssd, rotational,
+    /// memory, network, fuse
+    #[arg(long, value_name = "PROFILE", value_parser = parse_profile)]
+    pub profile: Option<crate::engine::profile::Class>,
+    /// Print one JSON object on stdout
+    #[arg(long)]
+    pub json: bool,
+    #[command(flatten)]
+    pub pace: PaceArgs,
+    /// The directory to pack
+    #[arg(value_name = "DIR")]
+    pub dir: PathBuf,
+}
+
+fn parse_compressor(s: &str) -> Result<crate::engine::pack::Compressor, String> {
+    use crate::engine::pack::Compressor;
+    let (name, level) = match s.split_once(':') {
+        Some((n, l)) => (n, Some(l)),
+        None => (s, None),
+    };
+    match (name, level) {
+        ("zstd", None) => Ok(Compressor::Zstd(3)),
+        ("zstd", Some(l)) => match l.parse::<u32>() {
+            Ok(n @ 1..=22) => Ok(Compressor::Zstd(n)),
+            _ => Err(format!("'{l}' is not a zstd level (1 to 22)")),
+        },
+        ("lz4", None) => Ok(Compressor::Lz4),
+        ("gzip", None) => Ok(Compressor::Gzip),
+        ("xz", None) => Ok(Compressor::Xz),
+        _ => Err(format!(
+            "'{s}' is not a compressor (use zstd, zstd:N, lz4, gzip or xz)"
+        )),
+    }
+}
+
+#[derive(Args, Debug)]
+pub struct UnpackArgs {
+    /// Print one JSON object on stdout
+    #[arg(long)]
+    pub json: bool,
+    /// The archive (written by `reclaim pack`, or any squashfs image)
+    #[arg(value_name = "ARCHIVE")]
+    pub archive: PathBuf,
+    /// A new directory to restore the tree into (it must not exist)
+    #[arg(value_name = "DEST")]
+    pub dest: PathBuf,
+}
+
+/// Which time makes a scan's pack candidate cold.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum ScanTime {
+    Mtime,
+    Atime,
 }
 
 /// How `reclaim rm` frees space.

@@ -17,7 +17,7 @@ use crate::cmd::{self, Command, Invocation};
 use crate::engine::prune::policy::{Policy, SortBy};
 use crate::reaper::rm::Mode;
 use crate::trash::meta::EntryPacing;
-use args::{Cli, PaceArgs, PruneArgs, ReapArgs, RmArgs, ScanArgs, SortArg};
+use args::{Cli, PaceArgs, PackArgs, PruneArgs, ReapArgs, RmArgs, ScanArgs, SortArg};
 use config::Config;
 
 /// Why the command line is not one to run.
@@ -90,6 +90,12 @@ pub fn parse(args: Vec<OsString>) -> Result<Invocation, Error> {
             runs: a.runs,
             cold: a.cold,
             threads: a.threads,
+        }),
+        args::Command::Pack(a) => Command::Pack(Box::new(pack(a))),
+        args::Command::Unpack(a) => Command::Unpack(cmd::pack::UnpackOptions {
+            archive: a.archive,
+            dest: a.dest,
+            json: a.json,
         }),
         args::Command::Completions { shell } => Command::Completions(generate::completions(shell)),
         args::Command::Man { dir } => Command::Man {
@@ -262,9 +268,34 @@ fn scan(a: ScanArgs) -> cmd::scan::Options {
             exclude: a.exclude,
             no_estimate: a.no_estimate,
             profile: a.profile,
+            pack: crate::engine::pack::candidates::Rule::new(
+                a.pack_age,
+                a.time == args::ScanTime::Atime,
+                a.pack_min_files,
+            ),
         },
         json: a.json,
         mpi: a.mpi,
+    }
+}
+
+fn pack(a: PackArgs) -> cmd::pack::Options {
+    cmd::pack::Options {
+        pack: crate::engine::pack::Options {
+            dir: a.dir,
+            to: a.to,
+            compressor: a.compress,
+            threads: a.threads.map(usize::from),
+            keep_dir: a.mount,
+            keep_originals: a.keep,
+            fast: a.pace.fast,
+            max_latency: a.pace.max_latency,
+            iops: a.pace.iops,
+            profile: a.profile,
+        },
+        mount: a.mount,
+        mount_unit: a.mount_unit,
+        json: a.json,
     }
 }
 

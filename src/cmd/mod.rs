@@ -6,6 +6,7 @@ pub mod bench;
 pub mod completions;
 pub mod gnu;
 pub mod man;
+pub mod pack;
 pub mod prune;
 pub mod reap;
 pub mod restore;
@@ -36,6 +37,8 @@ pub enum Command {
     Prune(Box<prune::Options>),
     Scan(scan::Options),
     Bench(bench::Options),
+    Pack(Box<pack::Options>),
+    Unpack(pack::UnpackOptions),
     /// The completion script, made from the command-line definition.
     Completions(Vec<u8>),
     /// The man pages (file name, text), made from the command-line definition, for `dir`.
@@ -85,6 +88,8 @@ pub fn run(inv: Invocation) -> ExitCode {
         Command::Prune(o) => prune::run(&o),
         Command::Scan(o) => scan::run(&o),
         Command::Bench(o) => bench::run(&o),
+        Command::Pack(o) => pack::run(&o),
+        Command::Unpack(o) => pack::run_unpack(&o),
         Command::Completions(script) => completions::run(&script),
         Command::Man { dir, pages } => man::run(&dir, &pages),
     }

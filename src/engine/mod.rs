@@ -4,6 +4,7 @@
 
 pub mod glob;
 pub mod pace;
+pub mod pack;
 pub mod profile;
 pub mod prune;
 pub mod remove;

@@ -62,6 +62,31 @@ pub struct Options {
     /// Remove only what this selection chooses below the roots (which stay): `rm -r --name`,
     /// `--older-than`, ... (`select/`).
     pub select: Option<Arc<crate::engine::select::Selection>>,
+    /// Which entries may go, asked just before each unlink and rmdir (`reclaim pack` removes
+    /// only what it proved packed); `None`: everything.
+    pub keep: Option<Arc<dyn Keep>>,
+}
+
+/// The condition of a selective removal: asked for every entry just before it would go. What
+/// it keeps stays, and so do the directories above it.
+pub trait Keep: Send + Sync + std::fmt::Debug {
+    /// Unlinks the non-directory `name` in `dir` if it may go (the condition does the unlink
+    /// itself, so that it can check and unlink as one step); `path` for messages.
+    fn unlink(&self, dir: &OwnedFd, name: &CStr, path: &std::path::Path) -> Kept;
+    /// Whether the directory `path` (`ident`, as opened), emptied, may be removed: `Ok(false)`
+    /// keeps it quietly, `Err` keeps it and reports why.
+    fn rmdir(&self, ident: Option<Ident>, path: &std::path::Path) -> Result<bool, Reason>;
+}
+
+/// What `Keep::unlink` did.
+#[derive(Debug)]
+pub enum Kept {
+    /// Unlinked (or already gone).
+    Gone,
+    /// A directory: walk it.
+    IsDir,
+    /// Left in place, for this reason (reported as a failure of its path).
+    Stays(Reason),
 }
 
 /// Directories with at most this many non-directory entries have each entry `lstat`ed, so
@@ -87,6 +112,7 @@ impl Default for Options {
             gate: None,
             report_vanished: false,
             select: None,
+            keep: None,
         }
     }
 }
@@ -353,6 +379,22 @@ impl<'a> Remover<'a> {
                 return UnlinkResult::IsDir;
             }
         }
+        if let (Some(keep), false) = (&self.opts.keep, self.opts.dry_run) {
+            if let Some(t) = &self.opts.throttle {
+                t.acquire();
+            }
+            let path = path();
+            match keep.unlink(dir, name, &path) {
+                Kept::Gone => {}
+                Kept::IsDir => return UnlinkResult::IsDir,
+                Kept::Stays(reason) => return UnlinkResult::Refused(reason),
+            }
+            self.counters.files.fetch_add(1, Ordering::Relaxed);
+            if self.sink.wants_removed() {
+                self.sink.removed(&path, false);
+            }
+            return UnlinkResult::Done;
+        }
         if !self.opts.dry_run {
             if let Some(t) = &self.opts.throttle {
                 t.acquire();
@@ -429,7 +471,9 @@ impl Visitor for Remover<'_> {
             // A directory that cannot be read may still be empty: rmdir needs only the
             // parent (as GNU rm does for `mkdir -m0 d; rm -rf d`). If it is not empty, the
             // reason to say is why it could not be read.
-            NotOpened::Os(e @ (Errno::ACCESS | Errno::PERM)) if !self.opts.dry_run => {
+            NotOpened::Os(e @ (Errno::ACCESS | Errno::PERM))
+                if !self.opts.dry_run && self.opts.keep.is_none() =>
+            {
                 match unlinkat(parent, node.name(), AtFlags::REMOVEDIR) {
                     Ok(()) | Err(Errno::NOENT) => {
                         self.counters.dirs.fetch_add(1, Ordering::Relaxed);
@@ -560,6 +604,16 @@ impl Visitor for Remover<'_> {
             },
             None => None,
         };
+        if let Some(keep) = &self.opts.keep {
+            match keep.rmdir(node.ident(), &node.path()) {
+                Ok(true) => {}
+                Ok(false) => {
+                    node.parent().inspect(|p| p.keep());
+                    return;
+                }
+                Err(reason) => return self.fail(node.path(), reason, node.parent().map(|p| &**p)),
+            }
+        }
         if !self.opts.dry_run {
             match unlinkat(&*parent, node.name(), AtFlags::REMOVEDIR) {
                 Ok(()) => {}

@@ -27,6 +27,9 @@ pub struct Facts {
     pub allocated: u64,
     /// `st_size`.
     pub size: u64,
+    /// Modification and access times (seconds since the epoch; a scan's pack candidates).
+    pub mtime: i64,
+    pub atime: i64,
 }
 
 impl Facts {
@@ -41,6 +44,8 @@ impl Facts {
             nlink: s.stx_nlink,
             allocated: s.stx_blocks * 512,
             size: s.stx_size,
+            mtime: s.stx_mtime.tv_sec,
+            atime: s.stx_atime.tv_sec,
         }
     }
 }
@@ -50,7 +55,9 @@ const MASK: StatxFlags = StatxFlags::TYPE
     .union(StatxFlags::NLINK)
     .union(StatxFlags::SIZE)
     .union(StatxFlags::BLOCKS)
-    .union(StatxFlags::MNT_ID);
+    .union(StatxFlags::MNT_ID)
+    .union(StatxFlags::MTIME)
+    .union(StatxFlags::ATIME);
 
 /// `statx` of `name` in `dir`, not following a final symlink.
 pub fn lstat_at<Fd: AsFd>(dir: Fd, name: &CStr) -> Result<Facts, Errno> {

@@ -44,6 +44,9 @@ pub enum Reason {
     /// A parallel job (MPI) could not do it: why, for every rank.
     #[error("{0}")]
     Job(String),
+    /// Kept on purpose by the removal's condition (`remove::Keep`): why.
+    #[error("{0}")]
+    Kept(String),
 }
 
 /// One failed path with its reason.

@@ -49,6 +49,16 @@ pub fn default_sigpipe() {
     }
 }
 
+/// Ignores SIGPIPE: a write to a pipe whose reader died (a child tool ended on Ctrl-C) is
+/// then an error (`EPIPE`) the caller reports, not the end of the process.
+pub fn ignore_sigpipe() {
+    // SAFETY: sets the disposition of one signal to "ignore"; called on the main thread before
+    // the command starts any thread, and no handler of ours is replaced.
+    unsafe {
+        libc::signal(libc::SIGPIPE, libc::SIG_IGN);
+    }
+}
+
 /// The signal that asked this run to stop, if one did.
 pub fn requested() -> Option<i32> {
     match SIGNAL.load(Ordering::SeqCst) {

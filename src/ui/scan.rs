@@ -170,6 +170,8 @@ pub fn human(r: &ScanReport) -> String {
         |e| [group(e.small_files), group(e.files)],
     );
 
+    pack_table(&mut out, r);
+
     if !r.skipped_mounts.is_empty() {
         let n = r.skipped_mounts.len() as u64;
         let _ = writeln!(
@@ -328,6 +330,31 @@ fn histogram_table(out: &mut String, buckets: &[Bucket]) {
     }
 }
 
+/// Pack candidates: files -> 1, what it saves, the command.
+fn pack_table(out: &mut String, r: &ScanReport) {
+    if r.pack_candidates.is_empty() {
+        return;
+    }
+    let rule = &r.pack_rule;
+    let _ = writeln!(
+        out,
+        "\npack candidates (at least {} files, nine in ten small, none {} in {} days): each becomes one file",
+        group(rule.min_files),
+        if rule.time == "atime" { "read" } else { "modified" },
+        rule.age_days
+    );
+    for c in &r.pack_candidates {
+        let _ = writeln!(
+            out,
+            "  {} files -> 1, saves at least {} of {}: {}",
+            group(c.files),
+            bytes(c.saves_bytes),
+            bytes(c.tree_allocated_bytes),
+            c.command
+        );
+    }
+}
+
 /// A top list: two number columns (`head`), then the directory.
 fn top_table(
     out: &mut String,
@@ -359,7 +386,7 @@ fn top_table(
 mod tests {
     use super::*;
     use crate::engine::scan::estimate::Calibration;
-    use crate::engine::scan::report::{ErrorEntry, NotEstimated, RootEntry};
+    use crate::engine::scan::report::{ErrorEntry, NotEstimated, PackEntry, PackRule, RootEntry};
     use crate::sys::quote::PathField;
 
     fn sample() -> ScanReport {
@@ -404,6 +431,21 @@ mod tests {
                 small_files: 1400,
             }],
             top_by_small_files: vec![],
+            pack_candidates: vec![PackEntry {
+                path: PathField::new("t/a"),
+                files: 1500,
+                small_files: 1400,
+                tree_allocated_bytes: 6_144_000,
+                apparent_bytes: 150_000,
+                saves_bytes: 5_994_000,
+                newest: 1_700_000_000,
+                command: "reclaim pack 't/a'".into(),
+            }],
+            pack_rule: PackRule {
+                age_days: 30,
+                time: "mtime",
+                min_files: 1000,
+            },
             skipped_mounts: vec!["t/m".into()],
             errors: vec![],
             estimate: Some(Estimate {
@@ -421,6 +463,15 @@ mod tests {
             profile: None,
             ranks: Vec::new(),
         }
+    }
+
+    #[test]
+    fn pack_candidates_read_with_their_command() {
+        let h = human(&sample());
+        assert!(
+            h.contains("\npack candidates (at least 1,000 files, nine in ten small, none modified in 30 days): each becomes one file\n  1,500 files -> 1, saves at least 5.7 MiB of 5.9 MiB: reclaim pack 't/a'\n"),
+            "{h}"
+        );
     }
 
     #[test]

@@ -45,6 +45,8 @@ fn every_help_is_golden() {
         &["reap"],
         &["prune"],
         &["scan"],
+        &["pack"],
+        &["unpack"],
         &["bench"],
         &["completions"],
         &["man"],
@@ -184,6 +186,34 @@ fn json_shapes_of_rm_scan_and_prune_are_golden() {
         .unwrap();
     util::assert_success(&out);
     golden("json/prune.txt", &json_shape(&out));
+}
+
+#[test]
+fn json_shapes_of_pack_and_unpack_are_golden() {
+    crate::util::or_skip!(crate::pack::tools());
+    let s = scratch!();
+    // pack: a tree packed and removed (`--fast`: whether a governor ran depends on how the
+    // disk answers); unpack: it back into a new directory. Needs squashfs-tools-ng.
+    tree(&s, "packme");
+    let out = s
+        .cmd(&[
+            "pack",
+            "--json",
+            "--fast",
+            "--profile",
+            "local-ssd",
+            "packme",
+        ])
+        .output()
+        .unwrap();
+    util::assert_success(&out);
+    golden("json/pack.txt", &json_shape(&out));
+    let out = s
+        .cmd(&["unpack", "--json", "packme.sqfs", "unpacked"])
+        .output()
+        .unwrap();
+    util::assert_success(&out);
+    golden("json/unpack.txt", &json_shape(&out));
 }
 
 #[test]

@@ -18,6 +18,7 @@ mod golden;
 mod layers;
 mod mpi;
 mod netfs;
+mod pack;
 mod props;
 mod prune;
 mod races;

@@ -27,7 +27,9 @@ use crate::engine::profile::Class;
 use crate::sys::dirfd::Ident;
 use crate::sys::error::errno_text;
 use crate::sys::quote::PathField;
-use report::{ErrorEntry, Estimate, NotEstimated, RootEntry, ScanReport, TopEntry};
+use report::{
+    ErrorEntry, Estimate, NotEstimated, PackEntry, PackRule, RootEntry, ScanReport, TopEntry,
+};
 use tally::Counts;
 use walk::{Live, ScanError, Start};
 
@@ -47,6 +49,8 @@ pub struct Options {
     pub no_estimate: bool,
     /// The file system class to assume instead of the detected one.
     pub profile: Option<Class>,
+    /// What makes a subtree a pack candidate.
+    pub pack: crate::engine::pack::candidates::Rule,
 }
 
 /// What a scan tells its caller as it goes.
@@ -87,6 +91,7 @@ pub fn run(o: &Options, events: &dyn Events) -> Scanned {
         top: o.top,
         exclude: crate::engine::glob::exclude::Exclude::new(&o.exclude),
         fd_budget: crate::sys::limits::fd_budget(256, nofile, threads),
+        pack: Some(o.pack),
     };
     let live = Live::default();
     let done = AtomicBool::new(false);
@@ -134,6 +139,12 @@ pub fn run(o: &Options, events: &dyn Events) -> Scanned {
         top_by_allocated_bytes: top(outcome.top_bytes),
         top_by_files: top(outcome.top_files),
         top_by_small_files: top(outcome.top_small),
+        pack_candidates: outcome.pack_candidates.iter().map(pack_entry).collect(),
+        pack_rule: PackRule {
+            age_days: o.pack.age_days,
+            time: if o.pack.atime { "atime" } else { "mtime" },
+            min_files: o.pack.min_files,
+        },
         roots: places
             .iter()
             .zip(outcome.per_root)
@@ -160,6 +171,20 @@ pub fn run(o: &Options, events: &dyn Events) -> Scanned {
     Scanned {
         report: Some(report),
         failed: !errors.is_empty(),
+    }
+}
+
+/// A pack candidate as the report shows it.
+fn pack_entry(c: &crate::engine::pack::candidates::Candidate) -> PackEntry {
+    PackEntry {
+        path: PathField::new(&c.path),
+        files: c.files,
+        small_files: c.small_files,
+        tree_allocated_bytes: c.allocated,
+        apparent_bytes: c.apparent,
+        saves_bytes: c.saves(),
+        newest: c.newest,
+        command: c.command(),
     }
 }
 

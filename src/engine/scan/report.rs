@@ -28,6 +28,10 @@ pub struct ScanReport {
     pub top_by_files: Vec<TopEntry>,
     /// Directories with the most small regular files directly inside.
     pub top_by_small_files: Vec<TopEntry>,
+    /// Subtrees to pack into one archive (`reclaim pack`): nine in ten files small, none
+    /// newer than the rule says; none inside another; the most files first.
+    pub pack_candidates: Vec<PackEntry>,
+    pub pack_rule: PackRule,
     /// Per PATH, in the order given.
     pub roots: Vec<RootEntry>,
     /// Mount points inside that were not entered (other file systems, bind mounts).
@@ -58,6 +62,33 @@ pub struct TopEntry {
     pub files: u64,
     /// Of those, smaller than `--small`.
     pub small_files: u64,
+}
+
+/// A pack candidate.
+#[derive(Debug, Serialize)]
+pub struct PackEntry {
+    #[serde(flatten)]
+    pub path: PathField,
+    /// Regular files below it (they become one file).
+    pub files: u64,
+    pub small_files: u64,
+    pub tree_allocated_bytes: u64,
+    pub apparent_bytes: u64,
+    /// At least this much comes back (allocated minus the data, before compression).
+    pub saves_bytes: u64,
+    /// Its newest mtime (or atime), seconds since the epoch.
+    pub newest: i64,
+    /// The command that packs it.
+    pub command: String,
+}
+
+/// What made a pack candidate.
+#[derive(Debug, Serialize)]
+pub struct PackRule {
+    pub age_days: u64,
+    /// "mtime" or "atime".
+    pub time: &'static str,
+    pub min_files: u64,
 }
 
 #[derive(Debug, Serialize)]

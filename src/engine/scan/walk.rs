@@ -41,6 +41,8 @@ pub struct Options {
     pub exclude: Exclude,
     /// Directory fds held at most (a few more, one per worker, may be in use for a moment).
     pub fd_budget: usize,
+    /// Which subtrees are pack candidates (`None`: none looked for).
+    pub pack: Option<crate::engine::pack::candidates::Rule>,
 }
 
 /// One PATH to scan, opened and checked by the caller.
@@ -115,6 +117,9 @@ pub struct Outcome {
     pub skipped_mounts: Vec<PathBuf>,
     /// Under MPI, on rank 0: what each rank counted.
     pub ranks: Vec<crate::engine::spread::Rank>,
+    /// Pack candidates (the largest subtrees first; none inside another). Under MPI: those
+    /// of the directories this rank finished.
+    pub pack_candidates: Vec<crate::engine::pack::candidates::Candidate>,
 }
 
 /// Scans every start in parallel. `on_error` is called once per failure, as it happens;
@@ -144,6 +149,7 @@ pub fn scan(
                 Start::Dir { stat, .. } | Start::Entry { stat, .. } => stat.ident.dev,
             })
             .collect(),
+        candidates: Mutex::new(Vec::new()),
     };
     let mut first = scanner.worker();
     let mut roots = Vec::new();
@@ -181,9 +187,13 @@ pub fn scan(
             first.merge(w);
         }
         let (errors, skipped) = scanner.take_failures();
-        return Partial::new(first, opts.top, errors, skipped).outcome(Vec::new());
+        let mut out = Partial::new(first, opts.top, errors, skipped).outcome(Vec::new());
+        out.pack_candidates = scanner.pack_candidates();
+        return out;
     };
-    scan_shared(&scanner, first, roots, &walk_opts, t, leads, on_warning)
+    let mut out = scan_shared(&scanner, first, roots, &walk_opts, t, leads, on_warning);
+    out.pack_candidates = scanner.pack_candidates();
+    out
 }
 
 /// The walk as one rank of an MPI job `t`: the ranks agree on the trees, walk them together,
@@ -380,6 +390,7 @@ impl Partial {
             errors,
             skipped_mounts,
             ranks,
+            pack_candidates: Vec::new(),
         }
     }
 
@@ -560,6 +571,8 @@ pub struct DirCounts {
     small: AtomicU64,
     tree_allocated: AtomicU64,
     tree_files: AtomicU64,
+    /// Sums for pack candidates over the subtree.
+    pack: crate::engine::pack::candidates::Sums,
 }
 
 impl DirCounts {
@@ -585,9 +598,41 @@ struct Scanner<'a> {
     shared: bool,
     /// The device of each PATH.
     root_devs: Vec<u64>,
+    /// Directories found to be pack candidates.
+    candidates: Mutex<Vec<Arc<SNode>>>,
 }
 
 impl Scanner<'_> {
+    /// The pack candidates found, once the walk is over: none inside another, the most files
+    /// first, `top` of them.
+    fn pack_candidates(&self) -> Vec<crate::engine::pack::candidates::Candidate> {
+        let nodes = std::mem::take(&mut *self.candidates.lock().expect("candidates lock"));
+        let mut out: Vec<_> = nodes
+            .iter()
+            .filter(|n| {
+                let mut p = n.parent();
+                while let Some(up) = p {
+                    if up.data.pack.taken.load(Ordering::Relaxed) {
+                        return false;
+                    }
+                    p = up.parent();
+                }
+                true
+            })
+            .map(|n| crate::engine::pack::candidates::Candidate {
+                path: n.path(),
+                files: n.data.tree_files.load(Ordering::Relaxed),
+                small_files: n.data.pack.small.load(Ordering::Relaxed),
+                allocated: n.data.tree_allocated.load(Ordering::Relaxed),
+                apparent: n.data.pack.apparent.load(Ordering::Relaxed),
+                newest: n.data.pack.newest.load(Ordering::Relaxed),
+            })
+            .collect();
+        out.sort_by(|a, b| b.files.cmp(&a.files).then_with(|| a.path.cmp(&b.path)));
+        out.truncate(self.opts.top);
+        out
+    }
+
     /// The errors and the mount points left alone, once the walk is over.
     fn take_failures(&self) -> (Vec<ScanError>, Vec<PathBuf>) {
         (
@@ -790,6 +835,8 @@ impl Visitor for Scanner<'_> {
         let root = &node.root;
         let (mut files, mut small, mut count, mut allocated) = (0u64, 0u64, 0u64, 0u64);
         let (mut excluded, mut dirs) = (0u64, Vec::new());
+        let (mut apparent, mut newest) = (0u64, i64::MIN);
+        let atime = self.opts.pack.is_some_and(|r| r.atime);
         for name in names.iter() {
             if self.excluded(node, name, false) {
                 excluded += 1;
@@ -810,10 +857,12 @@ impl Visitor for Scanner<'_> {
                     count += 1;
                     if st.file_type == FileType::RegularFile {
                         files += 1;
+                        apparent += st.size;
                         if st.size < self.opts.small {
                             small += 1;
                         }
                     }
+                    newest = newest.max(if atime { st.atime } else { st.mtime });
                     allocated += self.count_entry(w, root.index, &st);
                 }
                 Err(Errno::NOENT) => {}
@@ -823,6 +872,7 @@ impl Visitor for Scanner<'_> {
         node.data.files.fetch_add(files, Ordering::Relaxed);
         node.data.small.fetch_add(small, Ordering::Relaxed);
         node.data.add_tree(allocated, files);
+        node.data.pack.add(small, apparent, newest);
         w.per_root[root.index].excluded += excluded;
         self.live.names.fetch_add(count, Ordering::Relaxed);
         self.live.allocated.fetch_add(allocated, Ordering::Relaxed);
@@ -835,9 +885,21 @@ impl Visitor for Scanner<'_> {
         let files = node.data.files.load(Ordering::Relaxed);
         let small = node.data.small.load(Ordering::Relaxed);
         let tree_allocated = node.data.tree_allocated.load(Ordering::Relaxed);
+        let tree_files = node.data.tree_files.load(Ordering::Relaxed);
         if let Some(p) = node.parent() {
-            p.data
-                .add_tree(tree_allocated, node.data.tree_files.load(Ordering::Relaxed));
+            p.data.add_tree(tree_allocated, tree_files);
+            node.data.pack.add_to(&p.data.pack);
+        }
+        if self
+            .opts
+            .pack
+            .is_some_and(|r| r.takes(tree_files, &node.data.pack))
+        {
+            node.data.pack.taken.store(true, Ordering::Relaxed);
+            self.candidates
+                .lock()
+                .expect("candidates lock")
+                .push(node.clone());
         }
         w.top_bytes.offer(tree_allocated, ino, || node.clone());
         w.top_files.offer(files, ino, || node.clone());
@@ -850,6 +912,9 @@ impl Visitor for Scanner<'_> {
         let mut w = crate::engine::spread::wire::Writer::default();
         w.u64(node.data.tree_allocated.load(Ordering::Relaxed))
             .u64(node.data.tree_files.load(Ordering::Relaxed));
+        for v in node.data.pack.words() {
+            w.u64(v);
+        }
         w.0
     }
 
@@ -857,6 +922,9 @@ impl Visitor for Scanner<'_> {
         let mut r = crate::engine::spread::wire::Reader(summary);
         if let (Ok(allocated), Ok(files), Some(p)) = (r.u64(), r.u64(), node.parent()) {
             p.data.add_tree(allocated, files);
+            if let (Ok(small), Ok(apparent), Ok(newest)) = (r.u64(), r.u64(), r.u64()) {
+                p.data.pack.add(small, apparent, newest as i64);
+            }
         }
     }
 }

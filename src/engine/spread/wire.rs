@@ -353,6 +353,7 @@ pub fn encode_failures(failures: &[Failure]) -> Vec<u8> {
             Reason::GraceRefused(s) => (9, 0, s),
             Reason::Job(s) => (10, 0, s),
             Reason::SymlinkInPath(p) => (11, 0, p.to_str().unwrap_or_default()),
+            Reason::Kept(s) => (12, 0, s),
         };
         w.u8(kind).u32(errno as u32).bytes(text.as_bytes());
     }
@@ -382,6 +383,7 @@ pub fn decode_failures(bytes: &[u8]) -> Result<Vec<Failure>, Malformed> {
             9 => Reason::GraceRefused(t),
             10 => Reason::Job(t),
             11 => Reason::SymlinkInPath(t.into()),
+            12 => Reason::Kept(t),
             _ => return Err(Malformed("failure kind")),
         };
         out.push(Failure { path, reason });

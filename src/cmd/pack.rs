@@ -1,0 +1,212 @@
+//! `reclaim pack` and `reclaim unpack` as commands: run the engine (`engine::pack`) with a
+//! progress line (`ui::pack`), mount the archive if asked, print the summary or one JSON
+//! object, name every entry that stayed, and pick the exit code: 0 all done, 1 some entries
+//! stayed or failed (each listed), 2 usage error or nothing could be packed, 128+N stopped by
+//! signal N.
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+use std::time::Instant;
+
+use crate::engine::pack::mount::{self, How};
+use crate::engine::pack::unpack::{self, UnpackError};
+use crate::engine::pack::{self, Outcome, PackError};
+use crate::sys::format::plural;
+use crate::sys::interrupt;
+use crate::sys::quote::{quote, PathField};
+use crate::ui::pack::{PackReport, Progress, UnpackReport};
+
+/// What `reclaim pack` was asked.
+#[derive(Clone, Debug)]
+pub struct Options {
+    pub pack: pack::Options,
+    /// Leave the archive mounted on the directory.
+    pub mount: bool,
+    /// With `mount`: write a systemd .mount unit into this directory.
+    pub mount_unit: Option<PathBuf>,
+    pub json: bool,
+}
+
+/// What `reclaim unpack` was asked.
+#[derive(Clone, Debug)]
+pub struct UnpackOptions {
+    pub archive: PathBuf,
+    pub dest: PathBuf,
+    pub json: bool,
+}
+
+/// Writes `text` to stdout; a closed stdout (`| head`) is not worth a panic.
+fn say(text: &str) {
+    let mut out = std::io::stdout().lock();
+    let _ = out.write_all(text.as_bytes()).and_then(|()| out.flush());
+}
+
+/// `reclaim pack`.
+pub fn run(o: &Options) -> ExitCode {
+    // The tools' pipes: a tar2sqfs or sqfs2tar that dies (or is ended on Ctrl-C) must be an
+    // error reclaim reports, never a SIGPIPE that kills it halfway.
+    interrupt::ignore_sigpipe();
+    crate::sys::limits::raise_nofile();
+    super::catch_signals(true);
+    let started = Instant::now();
+    let dir = &o.pack.dir;
+    let progress = Progress::start(o.json);
+    let r = pack::pack(&o.pack, &|e| progress.event(e));
+    progress.clear();
+    let out = match r {
+        Ok(out) => out,
+        Err(e) => return failed(dir, &e),
+    };
+    let mut report = PackReport::new(dir, &out, started.elapsed().as_secs_f64());
+    let mut code = u8::from(!out.stayed.is_empty());
+    if !o.json {
+        for f in &out.stayed {
+            eprintln!("reclaim pack: {} stays: {}", quote(&f.path), f.reason);
+        }
+    }
+    if let Some(sig) = out.interrupted {
+        if o.json {
+            say(&crate::ui::pack::json(&report));
+        } else {
+            interrupted(dir, &out, sig);
+        }
+        return super::stopped_by(sig);
+    }
+    if o.mount && !mount_it(o, &out.archive, &mut report) {
+        code = 1;
+    }
+    if o.json {
+        say(&crate::ui::pack::json(&report));
+    } else {
+        say(&crate::ui::pack::summary(
+            &out,
+            &report,
+            dir,
+            o.pack.keep_originals,
+        ));
+    }
+    ExitCode::from(code)
+}
+
+/// The line a stop signal leaves: what was removed, what is left, and how to finish.
+fn interrupted(dir: &Path, out: &Outcome, sig: i32) {
+    let left = out
+        .entries
+        .saturating_sub(out.removed_files + out.removed_dirs);
+    eprintln!(
+        "reclaim pack: interrupted ({}): {} removed; up to {} still in {}, all of it in {} (verified); run `reclaim pack {}` again to finish",
+        interrupt::name(sig),
+        plural(out.removed_files, "file", "files"),
+        plural(left, "entry", "entries"),
+        quote(dir),
+        quote(&out.archive),
+        quote(dir),
+    );
+}
+
+/// Mounts `archive` on the directory and says how to mount it at boot (into `report`);
+/// whether all of that worked (each failure said on stderr).
+fn mount_it(o: &Options, archive: &Path, report: &mut PackReport) -> bool {
+    let dir = std::path::absolute(&o.pack.dir).unwrap_or_else(|_| o.pack.dir.clone());
+    let how = match mount::mount(archive, &dir) {
+        Ok(how) => how,
+        Err(e) => {
+            eprintln!("reclaim pack: {e}");
+            return false;
+        }
+    };
+    report.mounted = Some(match how {
+        How::Kernel => "kernel",
+        How::Fuse => "squashfuse",
+    });
+    let Some(units) = &o.mount_unit else {
+        report.fstab = Some(mount::fstab_line(archive, &dir));
+        return true;
+    };
+    match mount::write_unit(units, archive, &dir) {
+        Ok(p) => {
+            report.unit = Some(PathField::new(&p));
+            true
+        }
+        Err(e) => {
+            let errno = rustix::io::Errno::from_io_error(&e).unwrap_or(rustix::io::Errno::IO);
+            eprintln!(
+                "reclaim pack: cannot write the unit into {}: {}",
+                quote(units),
+                crate::sys::error::errno_text(errno)
+            );
+            false
+        }
+    }
+}
+
+/// Says why nothing was removed; the exit code.
+fn failed(dir: &Path, e: &PackError) -> ExitCode {
+    match e {
+        PackError::Refused(list) => {
+            for (p, why) in list {
+                eprintln!("reclaim pack: {}: {why}", quote(p));
+            }
+            eprintln!("reclaim pack: {e}: move or remove them first (nothing was written)");
+            ExitCode::from(2)
+        }
+        PackError::Interrupted(sig) => {
+            eprintln!(
+                "reclaim pack: interrupted ({}) before the archive was complete: {} is whole, nothing was removed, the partial archive was deleted",
+                interrupt::name(*sig),
+                quote(dir)
+            );
+            super::stopped_by(*sig)
+        }
+        e if e.is_usage() => {
+            eprintln!("reclaim pack: {e}");
+            ExitCode::from(2)
+        }
+        e => {
+            eprintln!("reclaim pack: {e}; {} was not touched", quote(dir));
+            ExitCode::from(1)
+        }
+    }
+}
+
+/// `reclaim unpack`.
+pub fn run_unpack(o: &UnpackOptions) -> ExitCode {
+    interrupt::ignore_sigpipe();
+    super::catch_signals(true);
+    let started = Instant::now();
+    let progress = Progress::start(o.json);
+    let r = unpack::unpack(&o.archive, &o.dest, &|n, b| progress.unpacked(n, b));
+    progress.clear();
+    let u = match r {
+        Ok(u) => u,
+        Err(UnpackError::Interrupted) => {
+            let sig = interrupt::requested().unwrap_or(libc::SIGINT);
+            eprintln!(
+                "reclaim unpack: interrupted ({}): {} holds part of the tree; remove it and unpack again",
+                interrupt::name(sig),
+                quote(&o.dest)
+            );
+            return super::stopped_by(sig);
+        }
+        Err(e @ UnpackError::Usage(..)) => {
+            eprintln!("reclaim unpack: {e}");
+            return ExitCode::from(2);
+        }
+        Err(e) => {
+            eprintln!("reclaim unpack: {e}");
+            return ExitCode::from(1);
+        }
+    };
+    if o.json {
+        let elapsed = started.elapsed().as_secs_f64();
+        let report = UnpackReport::new(&o.archive, &o.dest, &u, elapsed);
+        say(&crate::ui::pack::json(&report));
+    } else {
+        for (p, why) in &u.failed {
+            eprintln!("reclaim unpack: {}: {why}", quote(p));
+        }
+        say(&crate::ui::pack::unpacked(&u, &o.dest));
+    }
+    ExitCode::from(u8::from(!u.failed.is_empty()))
+}
