@@ -1,9 +1,10 @@
-//! Trust boundaries (issue 11, DESIGN.md §7): what a hostile local user, root's reaper service
-//! and interruptions must never achieve. Each test reproduces one finding of issue 11 with real
-//! uids (61001 the victim, 61002 the attacker, 61003 a third user; no passwd entries, run with
-//! `setpriv`) on a tmpfs or ext3/ext4 loop image mounted inside the test's scratch directory,
-//! whose top is world-writable and sticky like `/tmp`. The tests describe the behaviour of
-//! the contract in `issue11-contract.md`; most fail on the code before that fix.
+//! Trust boundaries (issues 11 and 20, DESIGN.md §7): what a hostile local user, root's reaper
+//! service and interruptions must never achieve. Each test reproduces one finding of issue 11
+//! or 20 with real uids (61001 the victim, 61002 the attacker, 61003 a third user; no passwd
+//! entries, run with `setpriv`) on a tmpfs or a loop image (ext3, ext4, xfs, btrfs) mounted
+//! inside the test's scratch directory, whose top is world-writable and sticky like `/tmp`.
+//! The tests of issue 11 describe the behaviour of the contract in `issue11-contract.md`; most
+//! fail on the code before that fix. Those of issue 20 are at the end, one per finding.
 //!
 //! Root only (mounts, `setpriv`, `mknod`, `chattr`); skipped, and said so, otherwise. Every
 //! command runs under a deadline: one that does not finish in time has hung (on a FIFO, a
@@ -206,17 +207,25 @@ impl World {
             envs: Vec::new(),
             cwd: self.s.root().to_path_buf(),
             spawn_reapers: false,
+            unset: Vec::new(),
+            prefix: Vec::new(),
+            groups: Vec::new(),
         }
     }
 
     /// Another program (`ln`, `mv`, `flock`, ...) as `who`, with the same path checks.
     fn tool_cmd(&self, who: u32, prog: &str, args: Vec<OsString>) -> Command {
+        self.tool_cmd_in(who, &[], prog, args)
+    }
+
+    /// `tool_cmd` with the supplementary `groups`.
+    fn tool_cmd_in(&self, who: u32, groups: &[u32], prog: &str, args: Vec<OsString>) -> Command {
         for a in &args {
             if !a.as_bytes().starts_with(b"-") {
                 self.s.assert_inside(&self.s.root().join(a));
             }
         }
-        let mut c = as_user(who, prog);
+        let mut c = as_user_in(who, groups, prog);
         c.args(&args)
             .current_dir(self.s.root())
             .env_clear()
@@ -262,16 +271,21 @@ impl Drop for World {
 }
 
 /// A command that runs `prog` as `who` (root: directly; others: `setpriv` with their uid and
-/// gid, no supplementary groups).
-fn as_user(who: u32, prog: impl AsRef<OsStr>) -> Command {
+/// gid and the supplementary `groups`, none: cleared).
+fn as_user_in(who: u32, groups: &[u32], prog: impl AsRef<OsStr>) -> Command {
     if who == ROOT {
         Command::new(prog)
     } else {
         let mut c = Command::new("setpriv");
         c.arg(format!("--reuid={who}"))
-            .arg(format!("--regid={who}"))
-            .args(["--clear-groups", "--"])
-            .arg(prog);
+            .arg(format!("--regid={who}"));
+        if groups.is_empty() {
+            c.arg("--clear-groups");
+        } else {
+            let list: Vec<String> = groups.iter().map(u32::to_string).collect();
+            c.arg(format!("--groups={}", list.join(",")));
+        }
+        c.arg("--").arg(prog);
         c
     }
 }
@@ -316,6 +330,12 @@ struct Run<'w> {
     envs: Vec<(OsString, OsString)>,
     cwd: PathBuf,
     spawn_reapers: bool,
+    /// Variables of the usual environment left out.
+    unset: Vec<&'static str>,
+    /// A program `reclaim` runs under (`prlimit ... --`).
+    prefix: Vec<OsString>,
+    /// Supplementary groups of the user (none: cleared).
+    groups: Vec<u32>,
 }
 
 impl Run<'_> {
@@ -347,7 +367,14 @@ impl Run<'_> {
             }
         }
         let home = self.w.home(self.who);
-        let mut c = as_user(self.who, util::reclaim_bin());
+        let mut c = match self.prefix.split_first() {
+            None => as_user_in(self.who, &self.groups, util::reclaim_bin()),
+            Some((prog, rest)) => {
+                let mut c = as_user_in(self.who, &self.groups, prog);
+                c.args(rest).arg(util::reclaim_bin());
+                c
+            }
+        };
         c.args(&self.args)
             .current_dir(&self.cwd)
             .env_clear()
@@ -365,6 +392,9 @@ impl Run<'_> {
         }
         for (k, v) in &self.envs {
             c.env(k, v);
+        }
+        for k in &self.unset {
+            c.env_remove(k);
         }
         c
     }
@@ -2609,4 +2639,72 @@ fn odd_names_are_quoted_like_gnu_rm() {
     for want in [format!("'{top}/c'$'\\n''d'"), format!("'{top}/'$'\\376'")] {
         assert!(human.contains(&want), "status lacks {want}:\n{human}");
     }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Issue 20 (trust boundaries, round 3): decoys, a careless root, shared group directories. Each
+// test below reproduces one finding of issue 20 and failed on the code before its fix.
+
+/// Finding 1: `reclaim man DIR` as root, into a directory a user can write, where that user
+/// planted a symlink to a root file, a FIFO and a hard link to another root file under page
+/// names: root's files are untouched, nothing hangs, every page is a fresh file of root's.
+#[test]
+#[ignore = "issue 20 finding 1: fails on the code before its fix, which follows this commit"]
+fn man_pages_never_write_through_planted_names() {
+    let w = util::or_skip!(World::new(scratch!(), Vol::Tmpfs));
+    let hardlinks = util::Sysctl::set("fs/protected_hardlinks", "0");
+    w.dir("r", ROOT, 0o755);
+    let conf = w.file("r/some.conf", ROOT, 0o644, "root's configuration\n");
+    let other = w.file("r/other.conf", ROOT, 0o644, "root's other file\n");
+    let (conf_print, other_print) = (print_of(&conf), print_of(&other));
+    let dir = w.dir("man", ATTACKER, 0o755);
+    w.tool_ok(ATTACKER, "ln", args!["-s", conf, dir.join("reclaim-rm.1")]);
+    w.tool_ok(ATTACKER, "mkfifo", args![dir.join("reclaim-scan.1")]);
+    if hardlinks.is_some() {
+        w.tool_ok(ATTACKER, "ln", args![other, dir.join("reclaim-status.1")]);
+    } else {
+        util::skipped(
+            util::test_name!(),
+            "the hard link part: no fs.protected_hardlinks=0",
+        );
+    }
+    let o = w
+        .reclaim(ROOT, args!["man", dir])
+        .output_within(Duration::from_secs(20));
+    assert_unchanged(&conf, &conf_print, "root's file behind a planted symlink");
+    assert_unchanged(
+        &other,
+        &other_print,
+        "root's file behind a planted hard link",
+    );
+    assert_exit(
+        &o,
+        0,
+        "root's `reclaim man` into a directory with planted names",
+    );
+    for page in [
+        "reclaim.1",
+        "reclaim-rm.1",
+        "reclaim-scan.1",
+        "reclaim-status.1",
+    ] {
+        let p = dir.join(page);
+        let m = fs::symlink_metadata(&p).unwrap_or_else(|e| panic!("{}: {e}", p.display()));
+        assert!(
+            m.is_file() && m.uid() == ROOT && m.nlink() == 1,
+            "{} is not a fresh file of root's: {m:?}",
+            p.display()
+        );
+        let text = fs::read_to_string(&p).unwrap();
+        assert!(
+            text.contains(".SH NAME"),
+            "{} is not a man page",
+            p.display()
+        );
+    }
+    let odd: Vec<OsString> = list(&dir)
+        .into_iter()
+        .filter(|n| !n.as_bytes().ends_with(b".1"))
+        .collect();
+    assert!(odd.is_empty(), "left behind in {}: {odd:?}", dir.display());
 }

@@ -650,6 +650,24 @@ impl Volume {
         size: u64,
         inodes: u64,
     ) -> Result<Volume, String> {
+        let inodes = inodes.to_string();
+        Volume::image_with(
+            scratch,
+            rel,
+            mkfs,
+            &["-q", "-F", "-I", "256", "-N", &inodes],
+            size,
+        )
+    }
+
+    /// An image of `size` bytes made by `mkfs ARGS IMAGE`, loop-mounted on `root/rel`.
+    fn image_with(
+        scratch: &Scratch,
+        rel: &str,
+        mkfs: &str,
+        mkfs_args: &[&str],
+        size: u64,
+    ) -> Result<Volume, String> {
         need_root()?;
         let dir = tempfile::Builder::new()
             .prefix("reclaim-test-image-")
@@ -661,9 +679,7 @@ impl Volume {
             .map_err(|e| format!("cannot make {}: {e}", image.display()))?;
         run_setup(
             &format!("run {mkfs}"),
-            std::process::Command::new(mkfs)
-                .args(["-q", "-F", "-I", "256", "-N", &inodes.to_string()])
-                .arg(&image),
+            std::process::Command::new(mkfs).args(mkfs_args).arg(&image),
         )?;
         let args = [OsString::from("-o"), OsString::from("loop"), image.into()];
         Volume::mount(scratch, rel, "loop-mount an image", &args, Some(dir))
