@@ -1,5 +1,7 @@
 //! Man pages and shell completions, generated from the clap definition in `cli.rs` (so they
-//! cannot drift from the real flags). Writes only where it is told to.
+//! cannot drift from the real flags). Writes only where it is told to, and there only fresh
+//! files (`safefile::replace_mode`): a name someone else prepared in that directory (a
+//! symlink, a FIFO, a hard link) is replaced, never written through or waited on.
 
 use std::path::Path;
 
@@ -16,9 +18,8 @@ pub fn completions(shell: clap_complete::Shell) {
 /// `reclaim.1` and one page per subcommand (`reclaim-rm.1`, ...) into `dir`, which must be
 /// an existing directory (nothing is created but the pages).
 pub fn man_pages(dir: &Path) -> std::io::Result<Vec<std::path::PathBuf>> {
-    if !std::fs::metadata(dir)?.is_dir() {
-        return Err(std::io::Error::from_raw_os_error(libc::ENOTDIR));
-    }
+    let os = |e: rustix::io::Errno| std::io::Error::from_raw_os_error(e.raw_os_error());
+    let dir_fd = crate::dirfd::open_dir_path(dir).map_err(os)?;
     let cmd = Cli::command();
     let mut written = Vec::new();
     let page = |cmd: clap::Command, name: String| -> std::io::Result<std::path::PathBuf> {
@@ -43,7 +44,8 @@ pub fn man_pages(dir: &Path) -> std::io::Result<Vec<std::path::PathBuf>> {
         if versioned {
             man.render_version_section(&mut out)?;
         }
-        std::fs::write(&path, out)?;
+        let file = std::ffi::CString::new(format!("{name}.1")).expect("no NUL in a page name");
+        crate::trash::safefile::replace_mode(&dir_fd, &file, &out, 0o644).map_err(os)?;
         Ok(path)
     };
     for sub in cmd.get_subcommands().filter(|s| !s.is_hide_set()) {
@@ -205,6 +207,29 @@ mod tests {
             ] {
                 assert!(text.contains(section), "{}: no {section}", page.display());
             }
+        }
+    }
+
+    #[test]
+    fn man_replaces_planted_names_without_writing_through_them() {
+        let dir = tempfile::tempdir().unwrap();
+        let kept = dir.path().join("kept");
+        std::fs::write(&kept, "keep\n").unwrap();
+        std::os::unix::fs::symlink(&kept, dir.path().join("reclaim-rm.1")).unwrap();
+        std::fs::hard_link(&kept, dir.path().join("reclaim-status.1")).unwrap();
+        rustix::fs::mknodat(
+            rustix::fs::CWD,
+            dir.path().join("reclaim-scan.1"),
+            rustix::fs::FileType::Fifo,
+            rustix::fs::Mode::from_raw_mode(0o600),
+            0,
+        )
+        .unwrap();
+        man_pages(dir.path()).unwrap();
+        assert_eq!(std::fs::read(&kept).unwrap(), b"keep\n");
+        for page in ["reclaim-rm.1", "reclaim-status.1", "reclaim-scan.1"] {
+            let m = std::fs::symlink_metadata(dir.path().join(page)).unwrap();
+            assert!(m.is_file(), "{page}: {m:?}");
         }
     }
 

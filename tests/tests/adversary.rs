@@ -2649,7 +2649,6 @@ fn odd_names_are_quoted_like_gnu_rm() {
 /// planted a symlink to a root file, a FIFO and a hard link to another root file under page
 /// names: root's files are untouched, nothing hangs, every page is a fresh file of root's.
 #[test]
-#[ignore = "issue 20 finding 1: fails on the code before its fix, which follows this commit"]
 fn man_pages_never_write_through_planted_names() {
     let w = util::or_skip!(World::new(scratch!(), Vol::Tmpfs));
     let hardlinks = util::Sysctl::set("fs/protected_hardlinks", "0");
