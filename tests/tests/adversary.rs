@@ -344,6 +344,12 @@ impl Run<'_> {
         self
     }
 
+    /// Leaves `k` out of the environment (`HOME`, `XDG_STATE_HOME`, `RECLAIM_CONFIG`, ...).
+    fn unset(mut self, k: &'static str) -> Self {
+        self.unset.push(k);
+        self
+    }
+
     fn cwd(mut self, p: &Path) -> Self {
         self.cwd = p.to_path_buf();
         self
@@ -2706,4 +2712,60 @@ fn man_pages_never_write_through_planted_names() {
         .filter(|n| !n.as_bytes().ends_with(b".1"))
         .collect();
     assert!(odd.is_empty(), "left behind in {}: {odd:?}", dir.display());
+}
+
+/// Finding 5: root with a user's HOME (`sudo -E`, `su` without `-`). The user planted a
+/// symlink to a root file where root writes its trash registry's temporary file, then FIFOs
+/// where root reads the registry and the configuration: root's file is untouched, nothing
+/// hangs, and root says once that it does not use that HOME.
+#[test]
+#[ignore = "issue 20 finding 5: fails on the code before its fix, which follows this commit"]
+fn root_with_a_users_home_reads_and_writes_nothing_there() {
+    let w = util::or_skip!(World::new(scratch!(), Vol::Ext4));
+    w.dir("r", ROOT, 0o755);
+    let target = w.file("r/target", ROOT, 0o644, "root's file\n");
+    let target_print = print_of(&target);
+    w.dir("sub", ROOT, 0o755);
+    w.file("sub/f", ROOT, 0o644, "root's file to remove\n");
+    // Root's trash cannot be at the top: it goes below, and is registered in the state
+    // directory of the HOME it was given.
+    let _frozen = util::or_skip!(chattr_i(&w.top, &w.top));
+    let home = w.home(ATTACKER);
+    let state = home.join(".local/state/reclaim");
+    w.tool_ok(ATTACKER, "mkdir", args!["-p", state]);
+    w.tool_ok(
+        ATTACKER,
+        "ln",
+        args!["-s", target, state.join("trashes.tmp")],
+    );
+    let careless = |args: Vec<OsString>| {
+        w.reclaim(ROOT, args)
+            .env("HOME", &home)
+            .unset("XDG_STATE_HOME")
+            .unset("RECLAIM_CONFIG")
+    };
+    let said = |o: &Output| {
+        stderr_lines(o)
+            .iter()
+            .filter(|l| l.contains(&*home.to_string_lossy()))
+            .count()
+    };
+    let o = careless(args!["rm", "--background", w.p("sub/f")]).output();
+    assert_unchanged(&target, &target_print, "root's file behind trashes.tmp");
+    assert_exit(&o, 0, "root's rm --background with the attacker's HOME");
+    assert!(!w.p("sub/f").exists());
+    assert_eq!(said(&o), 1, "said once: {}", util::stderr_of(&o));
+    // The registry, then the configuration, a FIFO.
+    w.tool_ok(ATTACKER, "mkfifo", args![state.join("trashes")]);
+    let o = careless(args!["status"]).output_within(Duration::from_secs(20));
+    assert_exit(&o, 0, "root's status with a FIFO for a registry");
+    assert_eq!(said(&o), 1, "said once: {}", util::stderr_of(&o));
+    w.tool_ok(ATTACKER, "mkdir", args!["-p", home.join(".config")]);
+    w.tool_ok(ATTACKER, "mkfifo", args![home.join(".config/reclaim.toml")]);
+    let o = careless(args!["status"]).output_within(Duration::from_secs(20));
+    assert_exit(&o, 0, "root's status with a FIFO for a configuration");
+    assert_eq!(said(&o), 1, "said once: {}", util::stderr_of(&o));
+    let o = careless(args!["reap", "--once"]).output_within(Duration::from_secs(20));
+    assert_exit(&o, 0, "root's reap with the attacker's HOME");
+    assert_unchanged(&target, &target_print, "root's file behind trashes.tmp");
 }
