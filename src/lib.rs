@@ -34,5 +34,6 @@ pub mod status;
 pub mod target;
 pub mod trash;
 pub mod units;
+pub mod userdirs;
 pub mod walk;
 pub mod workload;

@@ -48,6 +48,10 @@ fn main() -> ExitCode {
     if !matches!(cli.command, Command::Reap(_)) {
         reclaim::gnu::default_sigpipe();
     }
+    // A HOME or XDG directory that is not the caller's own is not used (`userdirs`): said once.
+    for line in reclaim::userdirs::refused() {
+        eprintln!("reclaim: {line}");
+    }
     let config = match reclaim::config::Config::load() {
         Ok(c) => c,
         Err(e) => {

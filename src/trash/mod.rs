@@ -8,6 +8,7 @@
 
 pub mod hide;
 pub mod meta;
+pub mod registry;
 pub mod restore;
 pub mod safefile;
 
@@ -50,6 +51,9 @@ pub enum TrashError {
     NoMount,
     #[error("no writable directory for a trash on its file system (tried {})", quote(.0))]
     NoWritable(PathBuf),
+    /// A trash below the mount top that could not be registered (nothing would find it again).
+    #[error("a trash below the mount top could not be recorded: {0}")]
+    Unregistered(String),
 }
 
 /// A directory with a trash's name that is not a usable trash, and why (`status` reports it).
@@ -357,15 +361,22 @@ pub fn locate(parent: &OwnedFd, uid: u32) -> Result<(Trash, Vec<Unusable>), Tras
     }
     let mut first_error = None;
     for top in &candidates {
+        let below = top != &mount.point;
         let r = if uid != 0 && !writable(top) {
             Err(TrashError::NoWritable(top.clone()))
+        } else if let (true, Err(why)) = (below, registry::available()) {
+            // Found by the registry alone: without one, nothing would find it again.
+            Err(TrashError::Unregistered(why))
         } else {
             Trash::find_or_make(top, &mount, uid)
         };
         match r {
             Ok((t, passed)) => {
-                if top != &mount.point {
-                    register(&t.path);
+                if below {
+                    if let Err(why) = registry::register(&t.path) {
+                        first_error.get_or_insert(TrashError::Unregistered(why));
+                        continue;
+                    }
                 }
                 return Ok((t, passed));
             }
@@ -460,7 +471,7 @@ pub fn discover(uid: u32) -> Discovery {
             ),
         });
     }
-    for p in registered().into_iter().filter(|p| inside(p)) {
+    for p in registry::registered().into_iter().filter(|p| inside(p)) {
         match Trash::open_path(&p) {
             Ok(t) if t.uid == uid || uid == 0 => found.add(Ok(t)),
             Ok(_) => {}
@@ -547,52 +558,6 @@ fn legacy_uids(outer: &OwnedFd, uid: u32) -> Vec<u32> {
     }
     uids.sort_unstable();
     uids
-}
-
-/// `$XDG_STATE_HOME/reclaim/trashes` (or `~/.local/state/...`): trashes not at a mount top.
-fn registry() -> Option<PathBuf> {
-    let base = std::env::var_os("XDG_STATE_HOME")
-        .filter(|v| !v.is_empty())
-        .map(PathBuf::from)
-        .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".local/state")))?;
-    Some(base.join("reclaim/trashes"))
-}
-
-fn registered() -> Vec<PathBuf> {
-    let Some(file) = registry() else {
-        return Vec::new();
-    };
-    std::fs::read(file)
-        .map(|t| {
-            t.split(|&b| b == b'\n')
-                .filter(|l| !l.is_empty())
-                .map(|l| PathBuf::from(OsStr::from_bytes(l)))
-                .collect()
-        })
-        .unwrap_or_default()
-}
-
-/// Remembers a trash that is not at a mount top, so `status` and `reap` find it later.
-fn register(trash: &Path) {
-    let Some(file) = registry() else { return };
-    let mut known = registered();
-    if known.iter().any(|p| p == trash) || trash.as_os_str().as_bytes().contains(&b'\n') {
-        return;
-    }
-    known.retain(|p| p.exists());
-    known.push(trash.to_path_buf());
-    let mut text = Vec::new();
-    for p in known {
-        text.extend_from_slice(p.as_os_str().as_bytes());
-        text.push(b'\n');
-    }
-    if let Some(dir) = file.parent() {
-        let _ = std::fs::create_dir_all(dir);
-    }
-    let tmp = file.with_extension("tmp");
-    if std::fs::write(&tmp, text).is_ok() {
-        let _ = std::fs::rename(&tmp, &file);
-    }
 }
 
 /// Live allocated bytes of whatever an entry still holds (data, reaping, half-shrunk files),

@@ -9,7 +9,7 @@
 //! could have created it first (new files are made relative to a directory fd with
 //! `O_CREAT|O_EXCL|O_NOFOLLOW` under a random name, then renamed over the old one). The
 //! trash's files are the first users; the general entry points are `read_checked`,
-//! `read_path` and `replace_mode`.
+//! `read_path`, `replace_mode` and `open_or_make_dir`.
 
 use std::ffi::{CStr, CString};
 use std::io::{Read, Write};
@@ -295,6 +295,34 @@ pub fn replace_mode(dir: impl AsFd, name: &CStr, bytes: &[u8], mode: u32) -> Res
     renameat(dir, &tmp, dir, name).inspect_err(|_| {
         let _ = unlinkat(dir, &tmp, AtFlags::empty());
     })
+}
+
+/// The directory `name` in `dir`, made (with `mode`) if missing, never through a symlink, and
+/// only if it belongs to `owner` and no one else may write in it (`Bad::NotOwners`, or
+/// `Bad::Os(EACCES)` for a directory others may write): a state directory of one's own.
+pub fn open_or_make_dir(
+    dir: impl AsFd,
+    name: &CStr,
+    mode: u32,
+    owner: u32,
+) -> Result<OwnedFd, Bad> {
+    let dir = dir.as_fd();
+    match rustix::fs::mkdirat(dir, name, Mode::from_raw_mode(mode)) {
+        Ok(()) | Err(Errno::EXIST) => {}
+        Err(e) => return Err(Bad::Os(e)),
+    }
+    let fd = crate::dirfd::open_dir_at(dir, name).map_err(Bad::Os)?;
+    let st = rustix::fs::fstat(&fd).map_err(Bad::Os)?;
+    if st.st_uid != owner {
+        return Err(Bad::NotOwners {
+            found: st.st_uid,
+            owners: vec![owner],
+        });
+    }
+    if st.st_mode & 0o022 != 0 {
+        return Err(Bad::Os(Errno::ACCESS));
+    }
+    Ok(fd)
 }
 
 /// `.<name>.<random>.tmp`: a name nobody can have made first.

@@ -2719,7 +2719,6 @@ fn man_pages_never_write_through_planted_names() {
 /// where root reads the registry and the configuration: root's file is untouched, nothing
 /// hangs, and root says once that it does not use that HOME.
 #[test]
-#[ignore = "issue 20 finding 5: fails on the code before its fix, which follows this commit"]
 fn root_with_a_users_home_reads_and_writes_nothing_there() {
     let w = util::or_skip!(World::new(scratch!(), Vol::Ext4));
     w.dir("r", ROOT, 0o755);
