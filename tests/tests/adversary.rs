@@ -2768,3 +2768,80 @@ fn root_with_a_users_home_reads_and_writes_nothing_there() {
     assert_exit(&o, 0, "root's reap with the attacker's HOME");
     assert_unchanged(&target, &target_print, "root's file behind trashes.tmp");
 }
+
+/// The attacker of `bench_works_only_in_its_own_scratch_directory`: once a `reclaim-bench-*`
+/// directory in D holds two trees (the bench's workloads, about to be removed), it is renamed
+/// away and a symlink to the victim's directory takes its name.
+const BENCH_SWAPPER: &str = "import os, stat, sys, time\n\
+    d, target, end = sys.argv[1], sys.argv[2], time.time() + float(sys.argv[3])\n\
+    while time.time() < end:\n\
+    \x20   for n in os.listdir(d):\n\
+    \x20       p = os.path.join(d, n)\n\
+    \x20       try:\n\
+    \x20           st = os.lstat(p)\n\
+    \x20           if n.startswith('reclaim-bench-') and stat.S_ISDIR(st.st_mode) and st.st_nlink >= 4:\n\
+    \x20               os.rename(p, os.path.join(d, 'taken-' + n))\n\
+    \x20               os.symlink(target, p)\n\
+    \x20               print('swapped', n, flush=True)\n\
+    \x20       except OSError:\n\
+    \x20           pass\n";
+
+/// Finding 6: root's `bench --dir D`, D a user's directory: that user swaps the bench's
+/// scratch directory for a symlink to a third user's directory holding names like the
+/// bench's trees. Nothing of theirs is touched: root's bench works in its own directory only,
+/// or refuses D.
+#[test]
+#[ignore = "issue 20 finding 6: fails on the code before its fix, which follows this commit"]
+fn bench_works_only_in_its_own_scratch_directory() {
+    let w = util::or_skip!(World::new(scratch!(), Vol::Tmpfs));
+    let d = w.dir("benchdir", ATTACKER, 0o755);
+    let v = w.dir("v", VICTIM, 0o755);
+    for r in 0..3 {
+        for m in ["rm", "reclaim"] {
+            w.dir(format!("v/run{r}-{m}"), VICTIM, 0o755);
+            w.file(
+                format!("v/run{r}-{m}/keep"),
+                VICTIM,
+                0o644,
+                "the victim's\n",
+            );
+        }
+    }
+    let before = snap(&v, &[]);
+    let script = w.s.path("swapper.py");
+    fs::write(&script, BENCH_SWAPPER).unwrap();
+    chmod(&script, 0o644);
+    let mut swapper = Proc::spawn(
+        w.tool_cmd(ATTACKER, "python3", args![script, d, v, "60"]),
+        "the swapper".into(),
+    );
+    let o = w
+        .reclaim(
+            ROOT,
+            args!["bench", "--dir", d, "--files", "300", "--runs", "3", "--shape", "flat"],
+        )
+        .output_within(Duration::from_secs(60));
+    let swaps = swapper.stop();
+    eprintln!(
+        "bench: {}\n{}{}\nswapper: {}",
+        o.status,
+        util::stdout_of(&o),
+        util::stderr_of(&o),
+        util::stdout_of(&swaps)
+    );
+    assert_same_snap("the victim's directory", &before, &snap(&v, &[]));
+    // Its own scratch directory, wherever it went, is gone.
+    let left: Vec<OsString> = list(&d)
+        .into_iter()
+        .filter(|n| {
+            let p = d.join(n);
+            fs::symlink_metadata(&p).is_ok_and(|m| m.is_dir() && m.uid() == ROOT)
+                && list(&p).iter().any(|c| c.as_bytes().starts_with(b"run"))
+        })
+        .collect();
+    assert!(
+        left.is_empty(),
+        "the bench left trees in {}: {left:?}",
+        d.display()
+    );
+}
