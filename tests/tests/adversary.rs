@@ -2791,7 +2791,6 @@ const BENCH_SWAPPER: &str = "import os, stat, sys, time\n\
 /// bench's trees. Nothing of theirs is touched: root's bench works in its own directory only,
 /// or refuses D.
 #[test]
-#[ignore = "issue 20 finding 6: fails on the code before its fix, which follows this commit"]
 fn bench_works_only_in_its_own_scratch_directory() {
     let w = util::or_skip!(World::new(scratch!(), Vol::Tmpfs));
     let d = w.dir("benchdir", ATTACKER, 0o755);
