@@ -54,6 +54,9 @@ pub enum TrashError {
     /// A trash below the mount top that could not be registered (nothing would find it again).
     #[error("a trash below the mount top could not be recorded: {0}")]
     Unregistered(String),
+    /// A directory where another user could take a trash away (rename or remove it).
+    #[error("{} {why}: another user could take a trash there away", quote(.path))]
+    Exposed { path: PathBuf, why: String },
 }
 
 /// A directory with a trash's name that is not a usable trash, and why (`status` reports it).
@@ -344,8 +347,11 @@ fn uid_of_process() -> u32 {
 
 /// Finds (making it if needed) the trash for a target whose parent directory is `parent`:
 /// at the top of the parent's mount if this user may write there, else in the highest writable
-/// directory on the same mount above the parent. Never a directory inside the target. Also
-/// returns the trash names it passed over (squatted by someone else).
+/// directory on the same mount above the parent. Never a directory inside the target, and
+/// never where another user could take it away: the directory, and every one from the top down
+/// to it, belongs to this user or root and is writable by nobody else or sticky
+/// (`dirfd::others_may_move_names`). Also returns the trash names it passed over (squatted by
+/// someone else).
 pub fn locate(parent: &OwnedFd, uid: u32) -> Result<(Trash, Vec<Unusable>), TrashError> {
     let facts = dirfd::fstat(parent)?;
     let mount = mounts::by_id(facts.mnt_id).ok_or(TrashError::NoMount)?;
@@ -362,6 +368,13 @@ pub fn locate(parent: &OwnedFd, uid: u32) -> Result<(Trash, Vec<Unusable>), Tras
     let mut first_error = None;
     for top in &candidates {
         let below = top != &mount.point;
+        if let Some(why) = exposed(top, uid) {
+            // Nor anything below it: its names (the way to what is below) could be moved.
+            return Err(TrashError::Exposed {
+                path: top.clone(),
+                why,
+            });
+        }
         let r = if uid != 0 && !writable(top) {
             Err(TrashError::NoWritable(top.clone()))
         } else if let (true, Err(why)) = (below, registry::available()) {
@@ -373,7 +386,7 @@ pub fn locate(parent: &OwnedFd, uid: u32) -> Result<(Trash, Vec<Unusable>), Tras
         match r {
             Ok((t, passed)) => {
                 if below {
-                    if let Err(why) = registry::register(&t.path) {
+                    if let Err(why) = registry::register(&t) {
                         first_error.get_or_insert(TrashError::Unregistered(why));
                         continue;
                     }
@@ -386,6 +399,17 @@ pub fn locate(parent: &OwnedFd, uid: u32) -> Result<(Trash, Vec<Unusable>), Tras
         }
     }
     Err(first_error.unwrap_or(TrashError::NoMount))
+}
+
+/// Why another user than `uid` (and root) could rename or remove what is made in `dir`.
+fn exposed(dir: &Path, uid: u32) -> Option<String> {
+    match rustix::fs::stat(dir) {
+        Ok(st) => dirfd::others_may_move_names(&st, uid),
+        Err(e) => Some(format!(
+            "cannot be examined ({})",
+            crate::error::errno_text(e)
+        )),
+    }
 }
 
 fn writable(dir: &Path) -> bool {
@@ -471,9 +495,12 @@ pub fn discover(uid: u32) -> Discovery {
             ),
         });
     }
-    for p in registry::registered().into_iter().filter(|p| inside(p)) {
-        match Trash::open_path(&p) {
-            Ok(t) if t.uid == uid || uid == 0 => found.add(Ok(t)),
+    for r in registry::registered()
+        .into_iter()
+        .filter(|r| inside(&r.path))
+    {
+        match Trash::open_path(&r.path) {
+            Ok(t) if t.uid == uid || uid == 0 => found.add(registry::check(t, &r)),
             Ok(_) => {}
             Err(e) => found.add(Err(e)),
         }

@@ -1,16 +1,23 @@
 //! The trash registry, `<state directory>/reclaim/trashes`: this user's trashes that are not at
 //! a mount top (`locate` makes one below the top when the top is not writable), so that
 //! `status`, `reap` and `restore` find them again (discovery finds the others by listing the
-//! tops). Kept only in a state directory of the caller's own (`userdirs`), and read and written
-//! as hostile ground (`safefile`): the file must be a regular file of the caller's, and is
-//! replaced whole (a fresh name, then a rename), never written in place.
+//! tops). One JSON object per line: the path and the trash's identity when it was registered
+//! (device, inode, owner, birth time, generation), which a trash found there later must have
+//! (a directory that took its name is not it); a line of the first format (a bare path) has
+//! no identity. Kept only in a state directory of the caller's own (`userdirs`), and read and
+//! written as hostile ground (`safefile`): the file must be a regular file of the caller's,
+//! and is replaced whole (a fresh name, then a rename), never written in place.
 
-use std::ffi::{CStr, OsStr};
+use std::ffi::{CStr, OsStr, OsString};
 use std::os::fd::OwnedFd;
-use std::os::unix::ffi::OsStrExt;
-use std::path::{Path, PathBuf};
+use std::os::unix::ffi::{OsStrExt, OsStringExt};
+use std::path::PathBuf;
+
+use serde::{Deserialize, Serialize};
 
 use super::safefile::{self, Bad, Expect};
+use super::Trash;
+use crate::dirfd::Lineage;
 
 const DIR: &CStr = c"reclaim";
 const FILE: &CStr = c"trashes";
@@ -50,8 +57,27 @@ pub fn available() -> Result<(), String> {
     dir(true).map(drop)
 }
 
+/// A registered trash: where, and what it was when registered.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Registered {
+    pub path: PathBuf,
+    /// `None` for a line of the first format.
+    pub lineage: Option<Lineage>,
+}
+
+/// One line of the registry.
+#[derive(Serialize, Deserialize)]
+struct Line {
+    /// The path's bytes, in hex (any bytes but NUL).
+    path_hex: String,
+    /// For people reading the file.
+    #[serde(default)]
+    path: String,
+    lineage: Lineage,
+}
+
 /// The trashes registered (in the order they were).
-pub fn registered() -> Vec<PathBuf> {
+pub fn registered() -> Vec<Registered> {
     let Ok(dir) = dir(false) else {
         return Vec::new();
     };
@@ -60,32 +86,58 @@ pub fn registered() -> Vec<PathBuf> {
         max: MAX_BYTES,
         one_link: true,
     };
-    safefile::read_checked(&dir, FILE, &want)
-        .map(|t| {
-            t.split(|&b| b == b'\n')
-                .filter(|l| !l.is_empty())
-                .map(|l| PathBuf::from(OsStr::from_bytes(l)))
-                .collect()
+    let Ok(text) = safefile::read_checked(&dir, FILE, &want) else {
+        return Vec::new();
+    };
+    text.split(|&b| b == b'\n')
+        .filter(|l| !l.is_empty())
+        .filter_map(|l| match serde_json::from_slice::<Line>(l) {
+            Ok(line) => Some(Registered {
+                path: PathBuf::from(OsString::from_vec(crate::quote::unhex(&line.path_hex)?)),
+                lineage: Some(line.lineage),
+            }),
+            Err(_) if l.first() == Some(&b'/') => Some(Registered {
+                path: PathBuf::from(OsStr::from_bytes(l)),
+                lineage: None,
+            }),
+            Err(_) => None,
         })
-        .unwrap_or_default()
+        .collect()
 }
 
-/// Remembers `trash` (a trash not at a mount top); those registered that are gone are
-/// forgotten.
-pub fn register(trash: &Path) -> Result<(), String> {
-    if trash.as_os_str().as_bytes().contains(&b'\n') {
-        return Err("its path holds a newline".into());
-    }
+/// Remembers `trash` (a trash not at a mount top) with its identity; those registered that
+/// are gone are forgotten.
+pub fn register(trash: &Trash) -> Result<(), String> {
+    let lineage = Lineage::of(&trash.dir)
+        .map_err(|e| format!("cannot read its identity: {}", crate::error::errno_text(e)))?;
     let dir = dir(true)?;
     let mut known = registered();
-    if known.iter().any(|p| p == trash) {
+    if known
+        .iter()
+        .any(|r| r.path == trash.path && r.lineage == Some(lineage))
+    {
         return Ok(());
     }
-    known.retain(|p| p.exists());
-    known.push(trash.to_path_buf());
+    known.retain(|r| r.path != trash.path && r.path.exists());
+    known.push(Registered {
+        path: trash.path.clone(),
+        lineage: Some(lineage),
+    });
     let mut text = Vec::new();
-    for p in known {
-        text.extend_from_slice(p.as_os_str().as_bytes());
+    for r in known {
+        let bytes = r.path.as_os_str().as_bytes();
+        match r.lineage {
+            Some(lineage) => {
+                let line = Line {
+                    path_hex: bytes.iter().map(|b| format!("{b:02x}")).collect(),
+                    path: r.path.to_string_lossy().into_owned(),
+                    lineage,
+                };
+                text.extend(serde_json::to_vec(&line).expect("a line serializes"));
+            }
+            // Kept as it was (no newline in it: it was read as one line).
+            None => text.extend_from_slice(bytes),
+        }
         text.push(b'\n');
     }
     safefile::replace(&dir, FILE, &text).map_err(|e| {
@@ -94,4 +146,20 @@ pub fn register(trash: &Path) -> Result<(), String> {
             crate::error::errno_text(e)
         )
     })
+}
+
+/// `t`, opened at the path of `r`, if it is the trash registered there: the same directory
+/// (device, inode, owner, birth time and generation as recorded), never just the same name.
+pub fn check(t: Trash, r: &Registered) -> Result<Trash, super::TrashError> {
+    let Some(was) = r.lineage else {
+        return Ok(t);
+    };
+    match Lineage::of(&t.dir) {
+        Ok(now) if was.same(&now) => Ok(t),
+        Ok(_) => Err(super::TrashError::Unsafe {
+            path: t.path.clone(),
+            why: "is not the trash registered there (another directory took its name)".into(),
+        }),
+        Err(e) => Err(super::TrashError::Os(e)),
+    }
 }

@@ -2861,7 +2861,6 @@ const PROJ: u32 = 61010;
 /// file is restorable after the other member renamed away every trash of the victim's it can
 /// and squatted the names. In a sticky directory the trash may be made, and holds.
 #[test]
-#[ignore = "issue 20 finding 2: fails on the code before its fix, which follows this commit"]
 fn a_trash_is_never_placed_where_another_user_can_take_it_away() {
     let w = util::or_skip!(World::new(scratch!(), Vol::Tmpfs));
     chmod(&w.top, 0o755);
@@ -2937,4 +2936,24 @@ fn a_trash_is_never_placed_where_another_user_can_take_it_away() {
         .groups(&[PROJ])
         .ok();
     assert_eq!(fs::read(&note).unwrap(), b"the victim's note\n");
+    // A trash found later is the one registered by its identity, not by its name: another
+    // directory of the victim's in its place is not taken for it.
+    let t = find_trash(&drop, VICTIM).expect("the victim's trash in the sticky directory");
+    fs::rename(&t, drop.join("moved-away")).unwrap();
+    fs::create_dir(&t).unwrap();
+    own(&t, VICTIM);
+    chmod(&t, 0o700);
+    let st = status_json(&w, VICTIM);
+    assert!(trash_in(&st, &t).is_none(), "{st}");
+    let said = st["unusable"].as_array().into_iter().flatten().any(|u| {
+        u["path"].as_str() == Some(&*t.to_string_lossy())
+            && u["reason"]
+                .as_str()
+                .is_some_and(|r| r.contains("registered"))
+    });
+    assert!(
+        said,
+        "status does not say why it passed over {}: {st}",
+        t.display()
+    );
 }
