@@ -737,16 +737,18 @@ fn resume_interrupted(
     }
     let wanted = crate::trash::restore::absolute(path)?;
     let me = crate::trash::uid();
-    let trashes = crate::trash::discover(me).trashes;
-    let (t, id) = trashes.iter().find_map(|t| {
-        t.entries().into_iter().rev().find_map(|name| {
+    let found = crate::trash::discover(me).trashes;
+    // Opened one at a time.
+    let (t, id) = found.iter().filter_map(|f| f.open().ok()).find_map(|t| {
+        let id = t.entries().into_iter().rev().find_map(|name| {
             let entry = crate::dirfd::open_dir_at(&t.dir, &name).ok()?;
             let m = crate::trash::meta::Meta::read(&entry, t.uid).ok()??;
             let claimed = crate::dirfd::lstat_at(&entry, crate::trash::REAPING).is_ok();
             let free = crate::locks::try_exclusive(&entry).ok()?;
             (claimed && free && m.uid == me && m.original_path() == wanted)
-                .then(|| (t, name.to_string_lossy().into_owned()))
-        })
+                .then(|| name.to_string_lossy().into_owned())
+        })?;
+        Some((t, id))
     })?;
     eprintln!(
         "reclaim: {}: finishing its interrupted removal (entry {id} in {})",
@@ -770,7 +772,7 @@ fn resume_interrupted(
         log: crate::logging::Sink::quiet(),
         retry_failed: true,
     };
-    let sum = crate::reaper::run(std::slice::from_ref(t), &opts, &on_progress);
+    let sum = crate::reaper::run(std::slice::from_ref(&t), &opts, &on_progress);
     if let Some(e) = sum.errors.first() {
         return Some(Err(Reason::Freeing(e.to_string())));
     }

@@ -21,9 +21,16 @@ const MAX_ITEMS: usize = 10_000;
 #[derive(Debug, Default, Serialize, Deserialize)]
 pub struct Status {
     pub trashes: Vec<TrashStatus>,
-    /// Directories with a trash's name that are not used (another owner, a symlink, ...).
+    /// Directories with a trash's name that are not used (another owner, a symlink, ...): the
+    /// first few, ...
     #[serde(default)]
     pub unusable: Vec<Unusable>,
+    /// ... and how many more there are.
+    #[serde(default)]
+    pub unusable_more: u64,
+    /// Users with more trashes on a file system than are looked at, and how many were not.
+    #[serde(default)]
+    pub skipped: Vec<trash::Skipped>,
     /// File systems that did not answer in time (their trashes were not looked at).
     #[serde(default)]
     pub unreachable: Vec<Unusable>,
@@ -102,9 +109,12 @@ pub struct Item {
 pub fn collect(found: trash::Discovery, count: bool) -> Status {
     let mut st = Status {
         unusable: found.unusable,
+        unusable_more: found.unusable_more,
+        skipped: found.skipped,
         unreachable: found.unreachable,
         ..Status::default()
     };
+    // One trash open at a time (another user's only in its child).
     for t in &found.trashes {
         if crate::asuser::needed(t.uid) {
             match as_owner(t, count) {
@@ -117,14 +127,17 @@ pub fn collect(found: trash::Discovery, count: bool) -> Status {
                 Err(e) => st.errors.push(ErrorEntry::new(&t.path, e.to_string())),
             }
         } else {
-            st.trashes.push(of_trash(t, count));
+            match t.open() {
+                Ok(open) => st.trashes.push(of_trash(&open, count)),
+                Err(e) => st.errors.push(ErrorEntry::new(&t.path, e.to_string())),
+            }
         }
     }
     st
 }
 
 /// `reclaim status --trash T --json` as the owner of `t`.
-fn as_owner(t: &Trash, count: bool) -> Result<Status, crate::asuser::ChildError> {
+fn as_owner(t: &trash::Found, count: bool) -> Result<Status, crate::asuser::ChildError> {
     let who = crate::asuser::Identity::of(t.uid);
     let mut argv: Vec<std::ffi::OsString> = vec![
         "status".into(),
@@ -322,6 +335,21 @@ impl Status {
         for u in &self.unusable {
             s.push_str(&format!("ignoring {}: {}\n", quote(&u.path), u.reason));
         }
+        if self.unusable_more > 0 {
+            s.push_str(&format!(
+                "... and {} more names that look like a trash but are not usable (squatted, \
+                 links, open modes: `reclaim status --json` lists the first)\n",
+                group(self.unusable_more)
+            ));
+        }
+        for k in &self.skipped {
+            s.push_str(&format!(
+                "uid {}: {} more trashes not looked at (at most {} per user and file system)\n",
+                k.uid,
+                group(k.trashes),
+                trash::discover::MAX_PER_USER
+            ));
+        }
         for e in &self.errors {
             s.push_str(&format!("cannot read {e}\n"));
         }
@@ -469,7 +497,7 @@ impl Status {
 /// `reclaim status [--json] [--count] [--trash DIR]`; returns the exit code.
 pub fn command(json: bool, count: bool, only: Option<&std::path::Path>) -> u8 {
     let found = match only {
-        Some(p) => match Trash::open_path(p) {
+        Some(p) => match Trash::open_path(p).and_then(|t| Ok(trash::Found::of(&t)?)) {
             Ok(t) => trash::Discovery {
                 trashes: vec![t],
                 ..Default::default()

@@ -40,7 +40,7 @@ use crate::remove::{self, Counters, DirTarget};
 use crate::report::ErrorEntry;
 use crate::shrink;
 use crate::trash::meta::{now_unix, Meta};
-use crate::trash::{self, safefile, Trash, DATA, LOCK, LOG, REAPING};
+use crate::trash::{self, safefile, Found, Trash, DATA, LOCK, LOG, REAPING};
 use failure::FailedRecord;
 use state::StateFile;
 
@@ -928,7 +928,7 @@ fn free_tree(
 /// grace windows are waited out holding nothing open (trashes are opened again after each
 /// wait).
 pub fn reap_all(
-    open: &dyn Fn() -> Result<Vec<Trash>, OpenError>,
+    open: &dyn Fn() -> Result<Vec<Found>, OpenError>,
     opts: &ReapOptions,
     child_args: &[OsString],
     on_progress: OnProgress<'_>,
@@ -950,7 +950,7 @@ pub fn reap_all(
         };
         let pass_opts = if first { opts } else { &later };
         let mut pass = ReapSummary::default();
-        let mut held: Vec<(&Trash, ReapSummary)> = Vec::new();
+        let mut held: Vec<(&Found, ReapSummary)> = Vec::new();
         for t in &trashes {
             if interrupt::stopping() {
                 pass.interrupted = true;
@@ -988,25 +988,31 @@ pub fn reap_all(
         };
         // Say that this process waits (status shows it), unless another live one already
         // waits for these trashes at least as early: then it is theirs, and this one leaves.
-        let own: Vec<&Trash> = trashes
+        let own: Vec<&Found> = trashes
             .iter()
             .filter(|t| !crate::asuser::needed(t.uid))
             .collect();
+        // Opened one at a time, to read or write their `reaper.json`.
         let covered = !own.is_empty()
             && own.len() == trashes.len()
-            && own.iter().all(|t| {
-                state::read(&t.dir, t.uid).is_some_and(|st| {
-                    st.pid != std::process::id()
-                        && st.state == "waiting"
-                        && st.next_due_unix.is_some_and(|d| d <= next)
-                        && st.alive()
-                })
+            && own.iter().all(|f| {
+                f.open()
+                    .ok()
+                    .and_then(|t| state::read(&t.dir, t.uid))
+                    .is_some_and(|st| {
+                        st.pid != std::process::id()
+                            && st.state == "waiting"
+                            && st.next_due_unix.is_some_and(|d| d <= next)
+                            && st.alive()
+                    })
             });
         if covered {
             break;
         }
-        for t in &own {
-            state::write_waiting(&t.dir, next);
+        for f in &own {
+            if let Ok(t) = f.open() {
+                state::write_waiting(&t.dir, next);
+            }
         }
         drop(own);
         drop(trashes);
@@ -1022,23 +1028,29 @@ pub fn reap_all(
     sum
 }
 
-/// One pass over `t`: here if it is this process's own trash, else in a child running as its
-/// owner.
+/// One pass over `t`: here if it is this process's own trash (opened for the pass only), else
+/// in a child running as its owner.
 fn pass_over(
-    t: &Trash,
+    t: &Found,
     opts: &ReapOptions,
     child_args: &[OsString],
     on_progress: OnProgress<'_>,
     on_line: &mut dyn FnMut(&str),
 ) -> ReapSummary {
     if !crate::asuser::needed(t.uid) {
-        return run(std::slice::from_ref(t), opts, on_progress);
+        return match t.open() {
+            Ok(open) => run(std::slice::from_ref(&open), opts, on_progress),
+            Err(e) => ReapSummary {
+                errors: vec![ErrorEntry::new(&t.path, e.to_string())],
+                ..ReapSummary::default()
+            },
+        };
     }
     let mut args = child_args.to_vec();
     if opts.retry_failed {
         args.push("--retry-failed".into());
     }
-    as_owner(t, &args, on_line)
+    as_owner(&t.path, t.uid, &args, on_line)
 }
 
 /// How often a reaper waiting for another one looks whether it finished.
@@ -1051,7 +1063,7 @@ const WAIT_POLL: Duration = Duration::from_millis(200);
 /// `reclaim` process is waited for: a lock that user holds with anything else would hold up
 /// root's `reap` for as long as they like; it is skipped, and said.
 fn after_reaper(
-    t: &Trash,
+    t: &Found,
     mut skipped: ReapSummary,
     opts: &ReapOptions,
     child_args: &[OsString],
@@ -1060,7 +1072,7 @@ fn after_reaper(
     on_line: &mut dyn FnMut(&str),
 ) -> ReapSummary {
     loop {
-        while let Some(pid) = holder(t) {
+        while let Some(pid) = t.holder() {
             if crate::asuser::needed(t.uid) && !runs_this_program(pid) {
                 on_line(&format!(
                     "reclaim reap: not waiting for {}: its lock is held by process {pid}, which is not reclaim",
@@ -1096,12 +1108,13 @@ fn runs_this_program(pid: u32) -> bool {
 
 /// What a reaper waiting for reaper `pid` on `t` shows: the trash, and (in one's own trash,
 /// from its `reaper.json`) what that reaper is freeing and how fast.
-fn waiting_for(t: &Trash, pid: u32) -> String {
+fn waiting_for(t: &Found, pid: u32) -> String {
     let mut s = format!("waiting for reaper {pid} to finish with {}", quote(&t.path));
     // Another user's trash is read only as that user: root shows the pid alone.
     let st = (!crate::asuser::needed(t.uid))
-        .then(|| state::read(&t.dir, t.uid))
+        .then(|| t.open().ok())
         .flatten()
+        .and_then(|open| state::read(&open.dir, open.uid))
         .filter(|st| st.pid == pid);
     if let Some(st) = st {
         if let Some(e) = &st.entry {
@@ -1135,14 +1148,19 @@ pub fn relay_sink(dest: Dest, prefix: bool) -> Sink {
     Sink::new(to).prefixed(prefix)
 }
 
-/// Reaps another user's trash in a child running as that user (`reclaim reap --trash T
-/// --once --json`), and returns its summary.
-pub fn as_owner(t: &Trash, args: &[OsString], on_line: &mut dyn FnMut(&str)) -> ReapSummary {
-    let who = crate::asuser::Identity::of(t.uid);
+/// Reaps another user's trash (`path`, of `uid`) in a child running as that user (`reclaim
+/// reap --trash T --once --json`), and returns its summary.
+pub fn as_owner(
+    path: &Path,
+    uid: u32,
+    args: &[OsString],
+    on_line: &mut dyn FnMut(&str),
+) -> ReapSummary {
+    let who = crate::asuser::Identity::of(uid);
     let mut argv: Vec<OsString> = vec![
         "reap".into(),
         "--trash".into(),
-        t.path.clone().into_os_string(),
+        path.as_os_str().to_owned(),
         "--once".into(),
         "--json".into(),
     ];
@@ -1150,7 +1168,7 @@ pub fn as_owner(t: &Trash, args: &[OsString], on_line: &mut dyn FnMut(&str)) -> 
     match crate::asuser::run_json::<ReapSummary>(Some(&who), &argv, on_line) {
         Ok((s, _)) => s,
         Err(e) => ReapSummary {
-            errors: vec![ErrorEntry::new(&t.path, e.to_string())],
+            errors: vec![ErrorEntry::new(path, e.to_string())],
             error: None,
             ..ReapSummary::default()
         },
@@ -1170,9 +1188,10 @@ pub fn command(a: &ReapArgs) -> u8 {
         .unwrap_or(crate::logging::Target::Auto)
         .resolve(a.detached, false);
     let trash_arg = a.trash.clone();
-    let open = move || -> Result<Vec<Trash>, OpenError> {
+    let open = move || -> Result<Vec<Found>, OpenError> {
         match &trash_arg {
             Some(p) => Trash::open_path(p)
+                .and_then(|t| Found::of(&t).map_err(trash::TrashError::from))
                 .map(|t| vec![t])
                 .map_err(|error| OpenError::Named {
                     path: p.clone(),
@@ -1182,6 +1201,15 @@ pub fn command(a: &ReapArgs) -> u8 {
                 let found = trash::discover(trash::uid());
                 for u in &found.unreachable {
                     eprintln!("reclaim reap: warning: {} {}", quote(&u.path), u.reason);
+                }
+                for k in &found.skipped {
+                    eprintln!(
+                        "reclaim reap: uid {}: {} more trashes not looked at (at most {} per \
+                         user and file system)",
+                        k.uid,
+                        format::group(k.trashes),
+                        trash::discover::MAX_PER_USER
+                    );
                 }
                 Ok(found.trashes)
             }

@@ -13,7 +13,7 @@ use std::path::PathBuf;
 use std::sync::mpsc;
 use std::time::Duration;
 
-use super::{ReapSummary, Trash};
+use super::ReapSummary;
 use crate::asuser::{self, ChildError, Identity};
 use crate::cli::ReapArgs;
 use crate::interrupt;
@@ -37,18 +37,6 @@ struct Known {
     running: bool,
     /// Problems already logged (each is logged once until it changes).
     logged: HashSet<String>,
-}
-
-/// The (inode, mtime, ctime) of a trash directory: entries added or removed change it.
-fn signature(t: &Trash) -> Option<(u64, i64, i64, i64, i64)> {
-    let st = rustix::fs::fstat(&t.dir).ok()?;
-    Some((
-        st.st_ino,
-        st.st_mtime,
-        st.st_mtime_nsec as i64,
-        st.st_ctime,
-        st.st_ctime_nsec as i64,
-    ))
 }
 
 /// `reclaim reap --watch`; returns the exit code (0 when stopped by a signal: a service stop).
@@ -137,13 +125,13 @@ pub fn command(a: &ReapArgs) -> u8 {
             if k.running {
                 continue;
             }
-            let sig = signature(&t);
+            let sig = Some(t.signature);
             let due = k.next_due.is_some_and(|d| d <= now_unix());
             if sig.is_some() && sig == k.seen && !due {
                 continue;
             }
             // Another reaper (a detached one) is at work there: it frees what is due.
-            if super::holder(&t).is_some() {
+            if t.holder().is_some() {
                 continue;
             }
             k.seen = sig;

@@ -6,6 +6,7 @@
 //! away: a name someone else squatted is reported and passed over for a fresh random one.
 //! Never frees anything: that is the reaper's job.
 
+pub mod discover;
 pub mod hide;
 pub mod meta;
 pub mod registry;
@@ -19,6 +20,8 @@ use std::path::{Path, PathBuf};
 
 use rustix::fs::{mkdirat, Mode};
 use rustix::io::Errno;
+
+pub use discover::{discover, Discovery, Found, Skipped, PROBE_DEADLINE, UNDER_ENV};
 
 use crate::dirfd::{self, Ident};
 use crate::mounts::{self, Mount};
@@ -418,173 +421,6 @@ fn writable(dir: &Path) -> bool {
         rustix::fs::Access::WRITE_OK | rustix::fs::Access::EXEC_OK,
     )
     .is_ok()
-}
-
-/// What `discover` found: the usable trashes, names that look like a trash but are not usable
-/// (another owner, a symlink, open permissions), and file systems that did not answer.
-#[derive(Debug, Default)]
-pub struct Discovery {
-    pub trashes: Vec<Trash>,
-    pub unusable: Vec<Unusable>,
-    pub unreachable: Vec<Unusable>,
-}
-
-/// Limits `discover` to file systems mounted at or below this directory (a container's view, a
-/// test's scratch directory).
-pub const UNDER_ENV: &str = "RECLAIM_UNDER";
-
-/// How long `discover` waits for a network or FUSE file system to answer (a dead NFS server,
-/// a stopped FUSE daemon): it is then skipped and named.
-pub const PROBE_DEADLINE: std::time::Duration = std::time::Duration::from_millis(1500);
-
-/// Every trash this user may see: at the top of each file system (all users' for root, one's
-/// own otherwise; only those mounted under `$RECLAIM_UNDER` if set), in either layout, and
-/// the ones registered in the user's state directory. Network and FUSE file systems are looked
-/// at in threads with a deadline, so an unanswering one delays this by at most
-/// `PROBE_DEADLINE` and is named in `unreachable`. Root only opens and lists directories here;
-/// it reads no file of a user's trash.
-pub fn discover(uid: u32) -> Discovery {
-    let under = std::env::var_os(UNDER_ENV)
-        .filter(|v| !v.is_empty())
-        .map(PathBuf::from);
-    let inside = |p: &Path| under.as_ref().map_or(true, |u| p.starts_with(u));
-    let mut found = Discovery::default();
-    let mounts: Vec<Mount> = mounts::all()
-        .into_iter()
-        .filter(|m| m.may_hold_trash() && inside(&m.point))
-        .collect();
-    let (tx, rx) = std::sync::mpsc::channel::<(usize, Vec<Result<Trash, TrashError>>)>();
-    let mut waiting: Vec<usize> = Vec::new();
-    for (i, m) in mounts.iter().enumerate() {
-        if m.is_local() {
-            for r in at_mount(m, uid) {
-                found.add(r);
-            }
-        } else {
-            // Might never answer: in a thread of its own, abandoned after the deadline (a
-            // blocked thread ends with the process).
-            let (m, tx) = (m.clone(), tx.clone());
-            waiting.push(i);
-            std::thread::spawn(move || {
-                let _ = tx.send((i, at_mount(&m, uid)));
-            });
-        }
-    }
-    drop(tx);
-    let deadline = std::time::Instant::now() + PROBE_DEADLINE;
-    while !waiting.is_empty() {
-        let left = deadline.saturating_duration_since(std::time::Instant::now());
-        match rx.recv_timeout(left) {
-            Ok((i, results)) => {
-                waiting.retain(|w| *w != i);
-                for r in results {
-                    found.add(r);
-                }
-            }
-            Err(_) => break,
-        }
-    }
-    for i in waiting {
-        found.unreachable.push(Unusable {
-            path: mounts[i].point.to_string_lossy().into_owned(),
-            reason: format!(
-                "did not answer within {:.1} s ({} file system: a dead server or a stopped \
-                 daemon?); its trashes were not looked at",
-                PROBE_DEADLINE.as_secs_f64(),
-                mounts[i].fstype
-            ),
-        });
-    }
-    for r in registry::registered()
-        .into_iter()
-        .filter(|r| inside(&r.path))
-    {
-        match Trash::open_path(&r.path) {
-            Ok(t) if t.uid == uid || uid == 0 => found.add(registry::check(t, &r)),
-            Ok(_) => {}
-            Err(e) => found.add(Err(e)),
-        }
-    }
-    found
-}
-
-impl Discovery {
-    fn add(&mut self, r: Result<Trash, TrashError>) {
-        match r {
-            Ok(t) => {
-                if !self.trashes.iter().any(|f| f.ident == t.ident) {
-                    self.trashes.push(t);
-                }
-            }
-            Err(TrashError::Unsafe { path, why }) => self.unusable.push(Unusable {
-                path: path.to_string_lossy().into_owned(),
-                reason: why,
-            }),
-            Err(_) => {}
-        }
-    }
-}
-
-/// The trashes (this user's, or everyone's for root) at the top of mount `m`.
-fn at_mount(m: &Mount, uid: u32) -> Vec<Result<Trash, TrashError>> {
-    let mut out = Vec::new();
-    let Ok(top_fd) = dirfd::open_dir_path(&m.point) else {
-        return out;
-    };
-    // The top must be the mount's own root (an overmounted or moved top is skipped).
-    if dirfd::fstat(&top_fd).map(|f| f.mnt_id) != Ok(m.id) {
-        return out;
-    }
-    let mut names = Vec::new();
-    let mut legacy = false;
-    if let Ok(list) = reopen(&top_fd) {
-        let mut buf = dirfd::DirBuf::new(64 << 10);
-        let _ = dirfd::for_each_entry(&list, &mut buf, |name, _, _| {
-            let b = name.to_bytes();
-            if b == LEGACY_DIR.as_bytes() {
-                legacy = true;
-            } else if let Some(u) = name_uid(b) {
-                if uid == 0 || u == uid {
-                    names.push((name.to_owned(), u));
-                }
-            }
-        });
-    }
-    names.sort();
-    for (name, u) in names {
-        out.push(Trash::open_at(&top_fd, &m.point, &name, m, u));
-    }
-    if legacy {
-        match legacy_outer(&top_fd, &m.point) {
-            Ok(outer) => {
-                for u in legacy_uids(&outer, uid) {
-                    let name = CString::new(u.to_string()).expect("digits");
-                    let outer_path = m.point.join(LEGACY_DIR);
-                    out.push(Trash::open_at(&outer, &outer_path, &name, m, u));
-                }
-            }
-            Err(e) => out.push(Err(e)),
-        }
-    }
-    out
-}
-
-/// The uids with a trash in a first-layout `.reclaim` (root: all; others: their own).
-fn legacy_uids(outer: &OwnedFd, uid: u32) -> Vec<u32> {
-    if uid != 0 {
-        return vec![uid];
-    }
-    let mut uids = Vec::new();
-    if let Ok(list) = reopen(outer) {
-        let mut buf = dirfd::DirBuf::new(64 << 10);
-        let _ = dirfd::for_each_entry(&list, &mut buf, |name, _, _| {
-            if let Some(u) = name.to_str().ok().and_then(|n| n.parse().ok()) {
-                uids.push(u);
-            }
-        });
-    }
-    uids.sort_unstable();
-    uids
 }
 
 /// Live allocated bytes of whatever an entry still holds (data, reaping, half-shrunk files),

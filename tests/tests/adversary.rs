@@ -2997,7 +2997,6 @@ fn decoys(w: &World, who: u32, dir: &Path, prefix: &str, n: u32) {
 /// grace window) listed and kept; nothing fails for want of fds; the attacker's trashes
 /// beyond a few are skipped, and said so in one line.
 #[test]
-#[ignore = "issue 20 finding 3: fails on the code before its fix, which follows this commit"]
 fn decoy_trashes_never_blind_root_to_the_others() {
     let w = util::or_skip!(World::new(scratch!(), Vol::Tmpfs));
     w.dir("v", VICTIM, 0o755);
