@@ -269,11 +269,18 @@ impl<'r> Run<'r> {
                             .lock()
                             .unwrap_or_else(|e| e.into_inner()),
                     );
-                    for u in passed {
+                    for u in &passed.first {
                         self.printer.note(&format!(
                             "not using {}: it {}",
                             quote(&u.path),
                             u.reason
+                        ));
+                    }
+                    if passed.more > 0 {
+                        self.printer.note(&format!(
+                            "... and {} more names that look like its trash but are not \
+                             usable (squatted by others)",
+                            crate::format::group(passed.more)
                         ));
                     }
                     self.printer

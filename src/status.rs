@@ -18,6 +18,9 @@ use crate::trash::{self, Trash, Unusable, DATA, REAPING};
 /// At most this many entries of one trash are listed (all are counted).
 const MAX_ITEMS: usize = 10_000;
 
+/// Damaged entries of one trash shown in the human report (the rest are counted).
+const MAX_DAMAGED_SHOWN: u64 = 3;
+
 #[derive(Debug, Default, Serialize, Deserialize)]
 pub struct Status {
     pub trashes: Vec<TrashStatus>,
@@ -444,7 +447,15 @@ impl Status {
             for l in &t.log_tail {
                 s.push_str(&format!("  log: {l}\n"));
             }
+            // Damaged entries (anyone can make thousands in their own trash): the first few.
+            let mut damaged = 0u64;
             for i in &t.items {
+                if i.damage.is_some() {
+                    damaged += 1;
+                    if damaged > MAX_DAMAGED_SHOWN {
+                        continue;
+                    }
+                }
                 let size = i.allocated.map_or_else(|| "?".into(), bytes);
                 let when = match (i.state.as_str(), i.grace_until_unix) {
                     ("grace", Some(g)) => format!(", restorable for {}", duration_rounded(g - now)),
@@ -481,6 +492,13 @@ impl Status {
                 if let Some(pid) = i.holder_pid {
                     s.push_str(&format!("      being worked on by process {pid}\n"));
                 }
+            }
+            if damaged > MAX_DAMAGED_SHOWN {
+                s.push_str(&format!(
+                    "  ... and {} more damaged entries, left alone (`reclaim status --json` \
+                     lists them)\n",
+                    group(damaged - MAX_DAMAGED_SHOWN)
+                ));
             }
             if t.items_omitted > 0 {
                 s.push_str(&format!(

@@ -262,6 +262,7 @@ fn reap_trash(
     let files = Counters::default();
     // Names looked at and left this run (grace, back-off, failed, damaged, busy).
     let mut left: Vec<CString> = Vec::new();
+    let mut damaged = 0u64;
     let mut lock = Some(lock);
     std::thread::scope(|s| {
         s.spawn(|| {
@@ -363,15 +364,22 @@ fn reap_trash(
                         left.push(name.clone());
                         sum.entries_failed += 1;
                         let path = trash.shown(name, None);
-                        log(
-                            trash,
-                            &opts.log,
-                            Record::new(Priority::Err, format!("{}: damaged: {why}", quote(&path)))
+                        // The first few logged; the rest counted (one line at the end).
+                        damaged += 1;
+                        if damaged <= MAX_DAMAGED_LOGGED {
+                            log(
+                                trash,
+                                &opts.log,
+                                Record::new(
+                                    Priority::Err,
+                                    format!("{}: damaged: {why}", quote(&path)),
+                                )
                                 .field("RECLAIM_EVENT", "damaged")
                                 .field("RECLAIM_ENTRY", name.to_bytes())
                                 .path("RECLAIM_PATH", &path)
                                 .field("RECLAIM_ERROR", why.to_string()),
-                        );
+                            );
+                        }
                         sum.errors
                             .push(ErrorEntry::new(path, format!("damaged: {why}")));
                     }
@@ -396,6 +404,22 @@ fn reap_trash(
         }
         done.store(true, Ordering::Relaxed);
     });
+    if damaged > MAX_DAMAGED_LOGGED {
+        log(
+            trash,
+            &opts.log,
+            Record::new(
+                Priority::Err,
+                format!(
+                    "{}: {} more damaged entries left alone",
+                    quote(&trash.path),
+                    format::group(damaged - MAX_DAMAGED_LOGGED)
+                ),
+            )
+            .field("RECLAIM_EVENT", "damaged")
+            .field("RECLAIM_COUNT", (damaged - MAX_DAMAGED_LOGGED).to_string()),
+        );
+    }
     state.remove();
     drop(lock);
     sum.files = sum
@@ -1053,6 +1077,12 @@ fn pass_over(
     as_owner(&t.path, t.uid, &args, on_line)
 }
 
+/// Damaged entries of one trash logged one by one in a run (the rest in one line).
+const MAX_DAMAGED_LOGGED: u64 = 3;
+
+/// Damaged entries named in `reap`'s summary on the terminal (the rest counted).
+const MAX_DAMAGED_SHOWN: usize = 3;
+
 /// How often a reaper waiting for another one looks whether it finished.
 const WAIT_POLL: Duration = Duration::from_millis(200);
 
@@ -1295,8 +1325,21 @@ pub fn command(a: &ReapArgs) -> u8 {
         if let Some(e) = &sum.error {
             eprintln!("reclaim reap: {e}");
         }
-        for e in &sum.errors {
+        // Damaged entries (anyone can make thousands): the first few, then a count.
+        let damaged = |e: &&ErrorEntry| e.error.starts_with("damaged: ");
+        for e in sum.errors.iter().filter(|e| !damaged(e)) {
             eprintln!("reclaim reap: cannot free {e}");
+        }
+        let bad: Vec<&ErrorEntry> = sum.errors.iter().filter(damaged).collect();
+        for e in bad.iter().take(MAX_DAMAGED_SHOWN) {
+            eprintln!("reclaim reap: cannot free {e}");
+        }
+        if bad.len() > MAX_DAMAGED_SHOWN {
+            eprintln!(
+                "reclaim reap: ... and {} more damaged entries, left alone (`reclaim status \
+                 --json` lists them)",
+                format::group((bad.len() - MAX_DAMAGED_SHOWN) as u64)
+            );
         }
         if !a.detached {
             eprintln!("{}", sum.human(started.elapsed()));

@@ -144,6 +144,49 @@ fn cpath(p: &Path) -> Option<CString> {
     CString::new(p.as_os_str().as_bytes()).ok()
 }
 
+/// Names passed over (not usable as a trash): the first `MAX_LISTED` with why, and how many
+/// more.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Passed {
+    pub first: Vec<Unusable>,
+    pub more: u64,
+}
+
+impl Passed {
+    pub fn push(&mut self, u: Unusable) {
+        if self.first.len() < MAX_LISTED {
+            self.first.push(u);
+        } else {
+            self.more += 1;
+        }
+    }
+
+    /// Adds what `other` passed over.
+    pub fn absorb(&mut self, other: Passed) {
+        for u in other.first {
+            self.push(u);
+        }
+        self.more += other.more;
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.first.is_empty() && self.more == 0
+    }
+}
+
+/// Why `name` in `dir` is not a usable trash of `uid` on mount `mnt_id`, from a `statx` (nothing
+/// opened); `None` if it may be one (`Trash::open_at` then checks the open directory).
+pub fn examine(dir: &OwnedFd, name: &std::ffi::CStr, uid: u32, mnt_id: u64) -> Option<String> {
+    match statx(dir, name, AtFlags::SYMLINK_NOFOLLOW, MASK) {
+        Ok(s) => unusable_why(&s, uid, mnt_id),
+        Err(Errno::NOENT) => Some("is gone".into()),
+        Err(e) => Some(format!(
+            "cannot be examined ({})",
+            crate::error::errno_text(e)
+        )),
+    }
+}
+
 impl Discovery {
     /// Notes a name that is not a usable trash (the first `MAX_LISTED` with why, the rest
     /// counted).

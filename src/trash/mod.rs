@@ -21,7 +21,7 @@ use std::path::{Path, PathBuf};
 use rustix::fs::{mkdirat, Mode};
 use rustix::io::Errno;
 
-pub use discover::{discover, Discovery, Found, Skipped, PROBE_DEADLINE, UNDER_ENV};
+pub use discover::{discover, Discovery, Found, Passed, Skipped, PROBE_DEADLINE, UNDER_ENV};
 
 use crate::dirfd::{self, Ident};
 use crate::mounts::{self, Mount};
@@ -166,14 +166,16 @@ impl Trash {
 
     /// The trash of `uid` in `top` (a directory on `mount`), made if there is none: the plain
     /// name, else (someone else has it) the first usable `.reclaim-<uid>.*`, else a fresh one
-    /// with a random suffix. The names passed over are returned with why.
+    /// with a random suffix. The names passed over are returned with why (the first few, and
+    /// how many): each is examined with `statx` before it is opened, so thousands of squatted
+    /// names cost no more than a listing and a `statx` each.
     pub fn find_or_make(
         top: &Path,
         mount: &Mount,
         uid: u32,
-    ) -> Result<(Trash, Vec<Unusable>), TrashError> {
+    ) -> Result<(Trash, Passed), TrashError> {
         let top_fd = dirfd::open_dir_path(top)?;
-        let mut passed = Vec::new();
+        let mut passed = Passed::default();
         let plain = CString::new(format!("{PREFIX}{uid}")).expect("digits");
         match Trash::open_in_or_make(&top_fd, top, &plain, mount, uid) {
             Ok(t) => return Ok((t, passed)),
@@ -184,6 +186,16 @@ impl Trash {
             Err(e) => return Err(e),
         }
         for name in alternates(&top_fd, uid) {
+            if let Some(why) = discover::examine(&top_fd, &name, uid, mount.id) {
+                passed.push(Unusable {
+                    path: top
+                        .join(OsStr::from_bytes(name.to_bytes()))
+                        .to_string_lossy()
+                        .into_owned(),
+                    reason: why,
+                });
+                continue;
+            }
             match Trash::open_at(&top_fd, top, &name, mount, uid) {
                 Ok(t) => return Ok((t, passed)),
                 Err(TrashError::Unsafe { path, why }) => passed.push(Unusable {
@@ -355,7 +367,7 @@ fn uid_of_process() -> u32 {
 /// to it, belongs to this user or root and is writable by nobody else or sticky
 /// (`dirfd::others_may_move_names`). Also returns the trash names it passed over (squatted by
 /// someone else).
-pub fn locate(parent: &OwnedFd, uid: u32) -> Result<(Trash, Vec<Unusable>), TrashError> {
+pub fn locate(parent: &OwnedFd, uid: u32) -> Result<(Trash, Passed), TrashError> {
     let facts = dirfd::fstat(parent)?;
     let mount = mounts::by_id(facts.mnt_id).ok_or(TrashError::NoMount)?;
     let real = mounts::fd_path(parent).ok_or(TrashError::NoMount)?;

@@ -3062,7 +3062,6 @@ fn decoy_trashes_never_blind_root_to_the_others() {
 /// `status` (and its JSON) and root's reap log say so in a few lines (a count and the first
 /// few), not one line each.
 #[test]
-#[ignore = "issue 20 finding 8: fails on the code before its fix, which follows this commit"]
 fn decoys_and_damaged_entries_are_summarised() {
     let w = util::or_skip!(World::new(scratch!(), Vol::Tmpfs));
     w.tool_ok(ATTACKER, "mkdir", args![w.p(format!(".reclaim-{VICTIM}"))]);
