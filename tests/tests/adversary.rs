@@ -3137,3 +3137,96 @@ fn decoys_and_damaged_entries_are_summarised() {
         err.lines().take(20).collect::<Vec<_>>().join("\n")
     );
 }
+
+/// The children of process `pid` now (from `/proc/*/stat`).
+fn children_of(pid: i32) -> Vec<i32> {
+    let mut out = Vec::new();
+    for e in fs::read_dir("/proc").into_iter().flatten().flatten() {
+        let Some(p) = e.file_name().to_str().and_then(|s| s.parse::<i32>().ok()) else {
+            continue;
+        };
+        let Ok(stat) = fs::read_to_string(e.path().join("stat")) else {
+            continue;
+        };
+        let ppid = stat
+            .rfind(')')
+            .and_then(|i| stat[i + 1..].split_whitespace().nth(1))
+            .and_then(|s| s.parse::<i32>().ok());
+        if ppid == Some(pid) {
+            out.push(p);
+        }
+    }
+    out
+}
+
+/// The number of threads of process `pid` (`Threads:` of `/proc/PID/status`).
+fn threads_of(pid: i32) -> u64 {
+    fs::read_to_string(format!("/proc/{pid}/status"))
+        .unwrap_or_default()
+        .lines()
+        .find_map(|l| l.strip_prefix("Threads:")?.trim().parse().ok())
+        .unwrap_or(0)
+}
+
+/// Finding 4: root's `reap --watch` over 150 users' trashes (made by root as theirs) and 500
+/// decoys of the attacker's own: at most a few passes (children) at once, a bounded number of
+/// threads, the third user's entry freed all the same (fair across users), and a stop within
+/// seconds of SIGTERM.
+#[test]
+#[ignore = "issue 20 finding 4: fails on the code before its fix, which follows this commit"]
+fn reap_watch_runs_few_passes_at_once_fairly_and_stops_on_sigterm() {
+    let w = util::or_skip!(World::new(scratch!(), Vol::Tmpfs));
+    for u in 62000..62150u32 {
+        w.dir(format!(".reclaim-{u}"), u, 0o700);
+    }
+    decoys(&w, ATTACKER, &w.top, &format!(".reclaim-{ATTACKER}."), 500);
+    w.dir("t", THIRD, 0o755);
+    let tf = w.file("t/f", THIRD, 0o644, "the third user's\n");
+    w.reclaim(THIRD, args!["rm", "--background", tf]).ok();
+    let tt = w.trash(THIRD);
+    let mut watch = w.reclaim(ROOT, args!["reap", "--watch"]).spawn();
+    let pid = watch.pid();
+    let (mut max_children, mut max_threads) = (0usize, 0u64);
+    let t0 = Instant::now();
+    let mut freed_at = None;
+    while t0.elapsed() < Duration::from_secs(40) {
+        max_children = max_children.max(children_of(pid).len());
+        max_threads = max_threads.max(threads_of(pid));
+        if freed_at.is_none() && entries(&tt).is_empty() {
+            freed_at = Some(t0.elapsed());
+        }
+        if freed_at.is_some_and(|f| t0.elapsed() > f + Duration::from_secs(3)) {
+            break;
+        }
+        if let Some(st) = watch.exited() {
+            panic!(
+                "reap --watch ended: {}",
+                util::stderr_of(&watch.collect(st))
+            );
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    eprintln!(
+        "reap --watch: at most {max_children} children and {max_threads} threads; the third \
+         user's entry freed after {freed_at:?}"
+    );
+    assert!(
+        freed_at.is_some(),
+        "the third user's entry was not freed in 40 s"
+    );
+    assert!(max_children <= 8, "{max_children} passes at once");
+    assert!(max_threads <= 32, "{max_threads} threads");
+    let t_term = Instant::now();
+    watch.signal(libc::SIGTERM);
+    let st = watch.wait_exit(Duration::from_secs(15));
+    let took = t_term.elapsed();
+    let st = st.unwrap_or_else(|| panic!("reap --watch did not stop within 15 s of SIGTERM"));
+    let o = watch.collect(st);
+    assert!(
+        took < Duration::from_secs(5),
+        "reap --watch took {took:?} to stop: {}",
+        util::stderr_of(&o)
+    );
+    assert_exit(&o, 0, "reap --watch stopped by SIGTERM");
+    assert!(!util::stderr_of(&o).contains("panicked"));
+}
