@@ -11,6 +11,7 @@
 //! entry and each failure is logged where `--log` says (`crate::logging`).
 
 pub mod failure;
+pub mod queue;
 pub mod spawn;
 pub mod state;
 pub mod watch;
@@ -265,7 +266,10 @@ fn reap_trash(
     let mut damaged = 0u64;
     let mut lock = Some(lock);
     std::thread::scope(|s| {
-        s.spawn(|| {
+        // The ticker (progress, `reaper.json`); without a thread for it (EAGAIN) the work goes
+        // on without.
+        let ticker = std::thread::Builder::new().name("reclaim-ticker".into());
+        let _ = ticker.spawn_scoped(s, || {
             while !done.load(Ordering::Relaxed) {
                 state.set(|st| st.files = files.files.load(Ordering::Relaxed));
                 let st = state.snapshot();

@@ -3173,7 +3173,6 @@ fn threads_of(pid: i32) -> u64 {
 /// threads, the third user's entry freed all the same (fair across users), and a stop within
 /// seconds of SIGTERM.
 #[test]
-#[ignore = "issue 20 finding 4: fails on the code before its fix, which follows this commit"]
 fn reap_watch_runs_few_passes_at_once_fairly_and_stops_on_sigterm() {
     let w = util::or_skip!(World::new(scratch!(), Vol::Tmpfs));
     for u in 62000..62150u32 {
