@@ -3229,3 +3229,60 @@ fn reap_watch_runs_few_passes_at_once_fairly_and_stops_on_sigterm() {
     assert_exit(&o, 0, "reap --watch stopped by SIGTERM");
     assert!(!util::stderr_of(&o).contains("panicked"));
 }
+
+/// Finding 7: the attacker's own `reap --trash T`, slowed down and then stopped (SIGSTOP)
+/// while it holds its trash's lock. Root's `reap --trash T` does not wait for it forever (it
+/// says why it leaves T), and root's plain `reap` frees the victim's entry and ends.
+#[test]
+#[ignore = "issue 20 finding 7: fails on the code before its fix, which follows this commit"]
+fn root_never_waits_forever_for_a_users_lock() {
+    let w = util::or_skip!(World::new(scratch!(), Vol::Tmpfs));
+    w.dir("a", ATTACKER, 0o755);
+    w.dir("a/tree", ATTACKER, 0o755);
+    for i in 0..100 {
+        w.file(format!("a/tree/f{i}"), ATTACKER, 0o644, "x\n");
+    }
+    w.reclaim(ATTACKER, args!["rm", "-r", "--background", w.p("a/tree")])
+        .ok();
+    let t = w.trash(ATTACKER);
+    w.dir("v", VICTIM, 0o755);
+    let vf = w.file("v/f", VICTIM, 0o644, "the victim's\n");
+    w.reclaim(VICTIM, args!["rm", "--background", vf]).ok();
+    let vt = w.trash(VICTIM);
+    let slow = w
+        .reclaim(ATTACKER, args!["reap", "--trash", t, "--iops", "5"])
+        .spawn();
+    wait_for("the attacker's reaper to hold its lock", HANG, || {
+        util::trash_locked(&t).then_some(())
+    });
+    slow.signal(libc::SIGSTOP);
+    let t0 = Instant::now();
+    let o = w
+        .reclaim(ROOT, args!["reap", "--trash", t])
+        .output_within(Duration::from_secs(25));
+    let err = util::stderr_of(&o);
+    assert!(
+        t0.elapsed() < Duration::from_secs(20),
+        "root's reap --trash took {:?}",
+        t0.elapsed()
+    );
+    assert!(
+        err.contains("not waiting") && err.contains(&slow.pid().to_string()),
+        "root's reap does not say why it left the trash:\n{err}"
+    );
+    let t0 = Instant::now();
+    let o = w
+        .reclaim(ROOT, args!["reap"])
+        .output_within(Duration::from_secs(25));
+    assert!(
+        t0.elapsed() < Duration::from_secs(20),
+        "root's reap took {:?}",
+        t0.elapsed()
+    );
+    assert!(
+        entries(&vt).is_empty(),
+        "the victim's entry was not freed: {}",
+        util::stderr_of(&o)
+    );
+    slow.signal(libc::SIGCONT);
+}
