@@ -991,6 +991,8 @@ pub fn reap_all(
                 pass.merge(s);
             }
         }
+        // Reapers of other users are waited for FOREIGN_LOCK_WAIT at most, all together.
+        let foreign_deadline = std::time::Instant::now() + FOREIGN_LOCK_WAIT;
         for (t, skipped) in held {
             let s = after_reaper(
                 t,
@@ -1000,6 +1002,7 @@ pub fn reap_all(
                 on_progress,
                 on_wait,
                 on_line,
+                foreign_deadline,
             );
             pass.merge(s);
         }
@@ -1090,12 +1093,20 @@ const MAX_DAMAGED_SHOWN: usize = 3;
 /// How often a reaper waiting for another one looks whether it finished.
 const WAIT_POLL: Duration = Duration::from_millis(200);
 
+/// How long root's `reap` waits, in all, for reapers of other users to let go of their trashes:
+/// a user's own reaper can be slowed down at will (`--iops 1`), so that user could otherwise
+/// hold root's `reap` (and the cron jobs behind it) for as long as they like.
+pub const FOREIGN_LOCK_WAIT: Duration = Duration::from_secs(30);
+
 /// `Locked::Wait` for the trash `t` that `skipped` found held: waits until no process holds
 /// its lock (read from `/proc/locks`, so root opens nothing of another user's trash), then
 /// makes a pass over it, and again if another reaper took the lock first. Stopped by a
 /// signal while waiting: `skipped`, marked interrupted. In another user's trash only a
 /// `reclaim` process is waited for: a lock that user holds with anything else would hold up
-/// root's `reap` for as long as they like; it is skipped, and said.
+/// root's `reap` for as long as they like; it is skipped, and said. A holder of another uid
+/// than this process's is waited for until `foreign_deadline` only, and not at all while it is
+/// stopped (SIGSTOP): the trash is then skipped, and said (that reaper frees what is due).
+#[allow(clippy::too_many_arguments)]
 fn after_reaper(
     t: &Found,
     mut skipped: ReapSummary,
@@ -1104,7 +1115,9 @@ fn after_reaper(
     on_progress: OnProgress<'_>,
     on_wait: &dyn Fn(&str),
     on_line: &mut dyn FnMut(&str),
+    foreign_deadline: std::time::Instant,
 ) -> ReapSummary {
+    let me = rustix::process::geteuid().as_raw();
     loop {
         while let Some(pid) = t.holder() {
             if crate::asuser::needed(t.uid) && !runs_this_program(pid) {
@@ -1113,6 +1126,22 @@ fn after_reaper(
                     quote(&t.path)
                 ));
                 return skipped;
+            }
+            if let Some((uid, stopped)) = process_state(pid).filter(|(uid, _)| *uid != me) {
+                let why = if stopped {
+                    Some("which is stopped".to_string())
+                } else {
+                    (std::time::Instant::now() >= foreign_deadline)
+                        .then(|| format!("for more than {} s", FOREIGN_LOCK_WAIT.as_secs()))
+                };
+                if let Some(why) = why {
+                    on_line(&format!(
+                        "reclaim reap: not waiting for {}: its lock is held by process {pid} of \
+                         uid {uid}, {why}; that reaper frees what is due",
+                        quote(&t.path)
+                    ));
+                    return skipped;
+                }
             }
             on_wait(&waiting_for(t, pid));
             if !interrupt::sleep(WAIT_POLL) {
@@ -1132,6 +1161,20 @@ fn after_reaper(
             return skipped;
         }
     }
+}
+
+/// The effective uid of process `pid` and whether it is stopped (`T`, `t`), from `/proc`.
+fn process_state(pid: u32) -> Option<(u32, bool)> {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
+    let field = |name: &str| {
+        status
+            .lines()
+            .find_map(|l| l.strip_prefix(name))
+            .map(str::trim)
+    };
+    let uid = field("Uid:")?.split_whitespace().nth(1)?.parse().ok()?;
+    let state = field("State:")?;
+    Some((uid, state.starts_with('T') || state.starts_with('t')))
 }
 
 /// Whether process `pid` runs the same executable as this one.

@@ -3234,7 +3234,6 @@ fn reap_watch_runs_few_passes_at_once_fairly_and_stops_on_sigterm() {
 /// while it holds its trash's lock. Root's `reap --trash T` does not wait for it forever (it
 /// says why it leaves T), and root's plain `reap` frees the victim's entry and ends.
 #[test]
-#[ignore = "issue 20 finding 7: fails on the code before its fix, which follows this commit"]
 fn root_never_waits_forever_for_a_users_lock() {
     let w = util::or_skip!(World::new(scratch!(), Vol::Tmpfs));
     w.dir("a", ATTACKER, 0o755);
