@@ -60,6 +60,9 @@ enum Vol {
     Ext4,
     /// ext3: block-mapped files, which the gentle shrinker frees in steps.
     Ext3,
+    /// xfs and btrfs: reflinks share extents (`cp --reflink=always`).
+    Xfs,
+    Btrfs,
 }
 
 impl Vol {
@@ -71,6 +74,8 @@ impl Vol {
             Vol::TinyTmpfs => Volume::tmpfs_with(s, rel, "size=256k,nr_inodes=64"),
             Vol::Ext4 => Volume::ext4(s, rel, 256 * MIB, 1024),
             Vol::Ext3 => Volume::ext3(s, rel, 512 * MIB, 256),
+            Vol::Xfs => Volume::xfs(s, rel, 320 * MIB),
+            Vol::Btrfs => Volume::btrfs(s, rel, 256 * MIB),
         }
     }
 }
@@ -3284,4 +3289,117 @@ fn root_never_waits_forever_for_a_users_lock() {
         util::stderr_of(&o)
     );
     slow.signal(libc::SIGCONT);
+}
+
+/// `reclaim reap --once --json --trash T` as root; its report.
+#[track_caller]
+fn reap_report(w: &World, trash: &Path) -> Value {
+    let o = w
+        .reclaim(ROOT, args!["reap", "--once", "--json", "--trash", trash])
+        .output();
+    let v = util::json_object(&o.stdout);
+    assert!(
+        v["errors"].as_array().is_some_and(Vec::is_empty),
+        "{v}\n{}",
+        util::stderr_of(&o)
+    );
+    v
+}
+
+/// Finding 9: what a reaper says it freed is what the file system got back. A second name of
+/// the attacker's own big file, a file another process holds open, and reflinked copies on
+/// btrfs and xfs free (almost) nothing, and the report says so; a plain file frees its size.
+/// The report says how it counted.
+#[test]
+#[ignore = "issue 20 finding 9: fails on the code before its fix, which follows this commit"]
+fn freed_bytes_are_what_the_file_system_got_back() {
+    let w = util::or_skip!(World::new(scratch!(), Vol::Ext4));
+    let big = 32 * MIB;
+    w.dir("a", ATTACKER, 0o755);
+    written(&w, "a/big", big, ATTACKER);
+    w.tool_ok(ATTACKER, "ln", args![w.p("a/big"), w.p("a/big2")]);
+    w.reclaim(ATTACKER, args!["rm", "--background", w.p("a/big2")])
+        .ok();
+    let r = reap_report(&w, &w.trash(ATTACKER));
+    assert_eq!(r["entries_freed"], 1, "{r}");
+    assert!(
+        r["bytes_freed"].as_u64().unwrap() < MIB,
+        "a hard link's removal claims {} bytes: {r}",
+        r["bytes_freed"]
+    );
+    assert!(
+        r["bytes_freed_measure"]
+            .as_str()
+            .is_some_and(|s| !s.is_empty()),
+        "the report does not say how it counted: {r}"
+    );
+
+    // A file another process holds open: its blocks stay in use until it is closed.
+    w.dir("v", VICTIM, 0o755);
+    written(&w, "v/open", 16 * MIB, VICTIM);
+    let mut holder = Proc::spawn(
+        w.tool_cmd(
+            VICTIM,
+            "sh",
+            args!["-c", "exec sleep 600 < \"$1\"", "sh", w.p("v/open")],
+        ),
+        "a process holding the file open".into(),
+    );
+    wait_for("the holder to open the file", HANG, || {
+        let fd = PathBuf::from(format!("/proc/{}/fd/0", holder.pid()));
+        fs::read_link(fd)
+            .is_ok_and(|p| p == w.p("v/open"))
+            .then_some(())
+    });
+    w.reclaim(VICTIM, args!["rm", "--background", w.p("v/open")])
+        .ok();
+    let r = reap_report(&w, &w.trash(VICTIM));
+    assert_eq!(r["entries_freed"], 1, "{r}");
+    assert!(
+        r["bytes_freed"].as_u64().unwrap() < MIB,
+        "an open file's removal claims {} bytes: {r}",
+        r["bytes_freed"]
+    );
+    holder.stop();
+
+    // A plain file: its size.
+    written(&w, "v/plain", 16 * MIB, VICTIM);
+    w.reclaim(VICTIM, args!["rm", "--background", w.p("v/plain")])
+        .ok();
+    let r = reap_report(&w, &w.trash(VICTIM));
+    assert!(
+        r["bytes_freed"].as_u64().unwrap() >= 15 * MIB,
+        "a plain file's removal claims only {} bytes: {r}",
+        r["bytes_freed"]
+    );
+
+    // Reflinked copies share their extents with the original.
+    for (name, vol) in [("btrfs", Vol::Btrfs), ("xfs", Vol::Xfs)] {
+        let rel = format!("vol-{name}");
+        let _v = match vol.mount(&w.s, &rel) {
+            Ok(v) => v,
+            Err(why) => {
+                util::skipped(util::test_name!(), &format!("the {name} part: {why}"));
+                continue;
+            }
+        };
+        let top = w.s.path(&rel);
+        chmod(&top, 0o1777);
+        let orig = top.join("orig");
+        let copy = top.join("copy");
+        fs::write(&orig, vec![7u8; (16 * MIB) as usize]).unwrap();
+        own(&orig, VICTIM);
+        w.tool_ok(VICTIM, "cp", args!["--reflink=always", orig, copy]);
+        w.tool_ok(VICTIM, "sync", args![]);
+        w.reclaim(VICTIM, args!["rm", "--background", copy]).ok();
+        let t = find_trash(&top, VICTIM).expect("the victim's trash");
+        let r = reap_report(&w, &t);
+        assert_eq!(r["entries_freed"], 1, "{name}: {r}");
+        assert!(
+            r["bytes_freed"].as_u64().unwrap() < MIB,
+            "{name}: a reflinked copy's removal claims {} bytes: {r}",
+            r["bytes_freed"]
+        );
+        end_processes_of(w.s.root());
+    }
 }

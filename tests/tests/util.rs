@@ -537,10 +537,10 @@ fn unmount(p: &Path) {
 // Volumes: every file system a test mounts.
 
 /// A file system of one test, mounted on a directory it makes itself inside the scratch
-/// directory: a tmpfs, an ext3/ext4 image (sparse, in a temporary directory of the volume's
-/// own, loop-mounted), or a bind mount of another scratch path. On drop, also when the test
-/// panics, it unmounts what it mounted (lazily if busy), detaches its loop device and removes
-/// its image; it never unmounts a mount it did not make, nor detaches a loop device whose
+/// directory: a tmpfs, an ext3, ext4, xfs or btrfs image (sparse, in a temporary directory of
+/// the volume's own, loop-mounted), or a bind mount of another scratch path. On drop, also when
+/// the test panics, it unmounts what it mounted (lazily if busy), detaches its loop device and
+/// removes its image; it never unmounts a mount it did not make, nor detaches a loop device whose
 /// backing file is not its image. Err from a constructor: why the volume cannot be had here
 /// (not root, no mkfs), for `or_skip!`.
 pub struct Volume {
@@ -641,6 +641,18 @@ impl Volume {
             mount("remount read-only", &["-o", "remount,bind,ro"], &v.target)?;
         }
         Ok(v)
+    }
+
+    /// A fresh xfs image of `size` bytes (sparse; at least 300 MiB, xfs's minimum),
+    /// loop-mounted on `root/rel`: reflinks share extents (`cp --reflink`).
+    pub fn xfs(scratch: &Scratch, rel: &str, size: u64) -> Result<Volume, String> {
+        Volume::image_with(scratch, rel, "mkfs.xfs", &["-q", "-f"], size)
+    }
+
+    /// A fresh btrfs image of `size` bytes (sparse; at least 128 MiB), loop-mounted on
+    /// `root/rel`: reflinks and snapshots share extents.
+    pub fn btrfs(scratch: &Scratch, rel: &str, size: u64) -> Result<Volume, String> {
+        Volume::image_with(scratch, rel, "mkfs.btrfs", &["-q", "-f"], size)
     }
 
     fn image(
