@@ -9,6 +9,7 @@ pub mod dirfd;
 pub mod error;
 pub mod fdcache;
 pub mod format;
+pub mod freed;
 pub mod generate;
 pub mod gnu;
 pub mod interrupt;

@@ -321,6 +321,13 @@ impl<'r> Run<'r> {
         facts: &Facts,
     ) {
         let req = self.req;
+        // What the file system gets back (a link's or an open file's blocks stay in use),
+        // counted before it goes; `--dry-run` counts what is allocated.
+        let returned = if is_dir || req.engine.dry_run {
+            allocated
+        } else {
+            crate::freed::by_removal(base, name, facts)
+        };
         let result = if req.engine.dry_run {
             Ok(())
         } else if is_dir {
@@ -352,7 +359,7 @@ impl<'r> Run<'r> {
                     &self.counters.files
                 };
                 counter.fetch_add(1, Ordering::Relaxed);
-                self.counters.bytes.fetch_add(allocated, Ordering::Relaxed);
+                self.counters.bytes.fetch_add(returned, Ordering::Relaxed);
                 if req.verbose {
                     self.printer.removed(&display, is_dir);
                 }

@@ -31,6 +31,7 @@ use crate::cli::ReapArgs;
 use crate::dirfd;
 use crate::error::{Failure, Reason};
 use crate::format::{self, plural};
+use crate::freed::Measure;
 use crate::interrupt;
 use crate::locks;
 use crate::logging::{Dest, Priority, Record, Sink};
@@ -121,6 +122,10 @@ pub struct ReapSummary {
     /// A failure of the run as a whole (the trash could not be opened, ...).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub error: Option<String>,
+    /// How `bytes_freed` was counted (`freed::Measure::text`): per file, the blocks no other
+    /// name, process or file holds; for trees, the file system's free-space delta.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub bytes_freed_measure: String,
 }
 
 /// Progress callback for `--wait`: (original path, bytes freed so far, bytes to free).
@@ -203,6 +208,15 @@ impl ReapSummary {
         if self.error.is_none() {
             self.error = s.error;
         }
+        self.counted(Measure::from_text(&s.bytes_freed_measure));
+    }
+
+    /// Notes that some of `bytes_freed` was counted so.
+    fn counted(&mut self, m: Measure) {
+        self.bytes_freed_measure = Measure::from_text(&self.bytes_freed_measure)
+            .and(m)
+            .text()
+            .to_string();
     }
 }
 
@@ -318,8 +332,9 @@ fn reap_trash(
                     std::time::Instant::now(),
                 );
                 match reap_entry(trash, name, opts, &state, &files, sum, on_progress) {
-                    Step::Freed(path) => {
+                    Step::Freed(path, measure) => {
                         sum.entries_freed += 1;
+                        sum.counted(measure);
                         progressed = true;
                         let done_files = files
                             .files
@@ -332,7 +347,7 @@ fn reap_trash(
                                 name,
                                 &path,
                                 done_files,
-                                sum.bytes_freed.saturating_sub(bytes_before),
+                                (sum.bytes_freed.saturating_sub(bytes_before), measure),
                                 started.elapsed(),
                             ),
                         );
@@ -449,12 +464,22 @@ fn log(trash: &Trash, to: &Sink, rec: Record) {
     }
 }
 
-/// The record of a freed entry: what, how much, how long, how fast.
-fn freed_record(entry: &CStr, path: &Path, files: u64, bytes: u64, took: Duration) -> Record {
+/// The record of a freed entry: what, how much (and how that was counted), how long, how fast.
+fn freed_record(
+    entry: &CStr,
+    path: &Path,
+    files: u64,
+    (bytes, measure): (u64, Measure),
+    took: Duration,
+) -> Record {
     let secs = took.as_secs_f64();
     let rate = (secs > 0.0).then(|| (bytes as f64 / secs) as u64);
+    let how = match measure {
+        Measure::Nothing => String::new(),
+        m => format!(" ({})", m.text()),
+    };
     let line = format!(
-        "freed {}: {}, {} in {secs:.2} s{}",
+        "freed {}: {}, {}{how} in {secs:.2} s{}",
         quote(path),
         plural(files, "file", "files"),
         format::bytes(bytes),
@@ -466,6 +491,7 @@ fn freed_record(entry: &CStr, path: &Path, files: u64, bytes: u64, took: Duratio
         .path("RECLAIM_PATH", path)
         .field("RECLAIM_FILES", files.to_string())
         .field("RECLAIM_BYTES", bytes.to_string())
+        .field("RECLAIM_BYTES_MEASURE", measure.text())
         .field("RECLAIM_SECONDS", format!("{secs:.3}"));
     match rate {
         Some(r) => rec.field("RECLAIM_RATE", r.to_string()),
@@ -534,8 +560,8 @@ fn backoff_record(entry: &CStr, path: &Path, record: &FailedRecord) -> Record {
 }
 
 enum Step {
-    /// Freed (its original path, for the log).
-    Freed(PathBuf),
+    /// Freed (its original path, for the log; how its bytes were counted).
+    Freed(PathBuf, Measure),
     /// In its grace window until then.
     Grace(f64),
     /// Failed before; not due for another attempt until the record says (its original path).
@@ -658,7 +684,13 @@ fn reap_entry(
         .or_else(|| meta.as_ref().map(|m| m.pacing.clone()))
         .unwrap_or_default();
     let entry = Arc::new(entry);
+    let mut measure = Measure::Nothing;
     if let Ok(facts) = dirfd::lstat_at(&*entry, REAPING) {
+        measure = if facts.file_type == FileType::Directory {
+            Measure::FreeSpace
+        } else {
+            Measure::Blocks
+        };
         let freed = free_reaping(
             &entry,
             &facts,
@@ -679,7 +711,7 @@ fn reap_entry(
     // is shrunk in place: the entry is private). All the trash owner's.
     let rest = clear_entry(trash, name, &entry, &pacing, opts, counters, sum, &shown);
     match rest {
-        Ok(true) => Step::Freed(shown),
+        Ok(true) => Step::Freed(shown, measure),
         Ok(false) => Step::Interrupted,
         Err(failures) => fail(&entry, &shown, failed.as_ref(), &failures),
     }
@@ -768,6 +800,9 @@ fn free_reaping(
             r
         }
         FileType::RegularFile => {
+            // What the file system gets back: nothing while another name, process or file
+            // holds the blocks (counted before they go).
+            let returned = crate::freed::by_removal(entry, REAPING, facts);
             let t = std::time::Instant::now();
             let cb = |freed: u64, total: u64, _: Option<&crate::pace::Pacer>| {
                 on_progress(&crate::report::freeing_tree(
@@ -791,7 +826,7 @@ fn free_reaping(
                 Ok(o) if o.left.is_some() => Ok(false),
                 Ok(o) => {
                     counters.files.fetch_add(1, Ordering::Relaxed);
-                    sum.bytes_freed += o.allocated;
+                    sum.bytes_freed += returned;
                     if o.steps > 0 {
                         sum.gentle.push(crate::report::Gentle {
                             path: crate::quote::PathField::new(shown),
@@ -1408,8 +1443,12 @@ pub fn command(a: &ReapArgs) -> u8 {
 impl ReapSummary {
     /// One paragraph for the terminal.
     pub fn human(&self, took: Duration) -> String {
+        let how = match self.bytes_freed_measure.as_str() {
+            "" => String::new(),
+            m => format!(" returned: {m}"),
+        };
         let mut s = format!(
-            "freed {} ({}, {}) in {}",
+            "freed {} ({}, {}{how}) in {}",
             plural(self.entries_freed, "entry", "entries"),
             plural(self.files, "file", "files"),
             format::bytes(self.bytes_freed),

@@ -3311,7 +3311,6 @@ fn reap_report(w: &World, trash: &Path) -> Value {
 /// btrfs and xfs free (almost) nothing, and the report says so; a plain file frees its size.
 /// The report says how it counted.
 #[test]
-#[ignore = "issue 20 finding 9: fails on the code before its fix, which follows this commit"]
 fn freed_bytes_are_what_the_file_system_got_back() {
     let w = util::or_skip!(World::new(scratch!(), Vol::Ext4));
     let big = 32 * MIB;
