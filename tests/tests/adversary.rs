@@ -3402,3 +3402,62 @@ fn freed_bytes_are_what_the_file_system_got_back() {
         end_processes_of(w.s.root());
     }
 }
+
+/// Finding 10: a reaper waiting for a grace window (holding nothing open) notices within
+/// seconds that its trash is gone, and leaves with one line: the file system unmounted, the
+/// trash removed, or the trash replaced by another directory of the same name.
+#[test]
+#[ignore = "issue 20 finding 10: fails on the code before its fix, which follows this commit"]
+fn a_reaper_whose_trash_is_gone_stops_within_seconds() {
+    let w = util::or_skip!(World::new(scratch!(), Vol::Tmpfs));
+    // Each case: a volume of its own, root's entry with a long grace window, its reaper.
+    let cases = ["unmounted", "removed", "replaced"];
+    let mut vols = Vec::new();
+    for case in cases {
+        let rel = format!("gone-{case}");
+        let v = util::or_skip!(Volume::tmpfs(&w.s, &rel));
+        let top = w.s.path(&rel);
+        fs::write(top.join("f"), "root's\n").unwrap();
+        w.reclaim(
+            ROOT,
+            args!["rm", "--background", "--grace", "1h", top.join("f")],
+        )
+        .ok();
+        let t = find_trash(&top, ROOT).expect("root's trash");
+        let reaper = w
+            .reclaim(ROOT, args!["reap", "--trash", t, "--detached"])
+            .spawn();
+        vols.push((case, top, t, reaper, Some(v)));
+    }
+    // Each waits (holding nothing) for the grace window.
+    std::thread::sleep(Duration::from_secs(2));
+    for (case, top, t, reaper, v) in &mut vols {
+        assert!(reaper.exited().is_none(), "the {case} reaper ended early");
+        match *case {
+            "unmounted" => {
+                let o = Command::new("umount").arg(&*top).output().unwrap();
+                assert!(o.status.success(), "umount: {}", util::stderr_of(&o));
+                drop(v.take());
+            }
+            "removed" => fs::remove_dir_all(&*t).unwrap(),
+            _ => {
+                fs::rename(&*t, top.join("old-trash")).unwrap();
+                fs::create_dir(&*t).unwrap();
+                chmod(t, 0o700);
+            }
+        }
+    }
+    let t0 = Instant::now();
+    for (case, _, t, reaper, _) in &mut vols {
+        let left = Duration::from_secs(10).saturating_sub(t0.elapsed());
+        let Some(st) = reaper.wait_exit(left) else {
+            panic!("the reaper of the {case} trash still runs 10 s later");
+        };
+        let o = reaper.collect(st);
+        let lines: Vec<String> = stderr_lines(&o)
+            .into_iter()
+            .filter(|l| l.contains(&*t.to_string_lossy()))
+            .collect();
+        assert_eq!(lines.len(), 1, "{case}: one line, not {lines:?}");
+    }
+}
