@@ -279,12 +279,29 @@ fn reap_trash(
     let mut left: Vec<CString> = Vec::new();
     let mut damaged = 0u64;
     let mut lock = Some(lock);
+    // A reaper that stays (`Until::Empty`: a detached one) stops if its trash goes away while
+    // it works (the ticker looks every few seconds): what is left there is nobody's to free.
+    let watched = (opts.until == Until::Empty)
+        .then(|| Found::of(trash).ok())
+        .flatten();
     std::thread::scope(|s| {
         // The ticker (progress, `reaper.json`); without a thread for it (EAGAIN) the work goes
         // on without.
         let ticker = std::thread::Builder::new().name("reclaim-ticker".into());
         let _ = ticker.spawn_scoped(s, || {
+            let mut last_look = std::time::Instant::now();
             while !done.load(Ordering::Relaxed) {
+                if let Some(f) = watched
+                    .as_ref()
+                    .filter(|_| last_look.elapsed() >= GONE_CHECK)
+                {
+                    last_look = std::time::Instant::now();
+                    if let Err(why) = f.still_there() {
+                        say_gone(f, &why, &opts.log);
+                        interrupt::abandon();
+                        return;
+                    }
+                }
                 state.set(|st| st.files = files.files.load(Ordering::Relaxed));
                 let st = state.snapshot();
                 if let Some(e) = st.entry.as_ref().filter(|_| st.entry_tree) {
@@ -1003,14 +1020,40 @@ pub fn reap_all(
     let mut later = opts.clone();
     later.retry_failed = false;
     let mut first = true;
+    // The trashes as first found: a later one at the same path must be the same directory.
+    let mut seen: Vec<Found> = Vec::new();
     loop {
-        let trashes = match open() {
+        let mut trashes = match open() {
             Ok(t) => t,
+            // Gone since it was last looked at: said, and nothing left to do.
+            Err(_) if !first && seen.iter().all(|t| t.still_there().is_err()) => {
+                for t in &seen {
+                    if let Err(why) = t.still_there() {
+                        say_gone(t, &why, &opts.log);
+                    }
+                }
+                return sum;
+            }
             Err(e) => {
                 sum.error = Some(e.to_string());
                 return sum;
             }
         };
+        if first {
+            seen = trashes.clone();
+        } else {
+            trashes.retain(|t| {
+                let replaced = seen.iter().any(|s| s.path == t.path && s.ident != t.ident);
+                if replaced {
+                    say_gone(t, "another directory took its name", &opts.log);
+                    seen.retain(|s| s.path != t.path);
+                }
+                !replaced
+            });
+            if trashes.is_empty() {
+                return sum;
+            }
+        }
         let pass_opts = if first { opts } else { &later };
         let mut pass = ReapSummary::default();
         let mut held: Vec<(&Found, ReapSummary)> = Vec::new();
@@ -1081,17 +1124,56 @@ pub fn reap_all(
             }
         }
         drop(own);
-        drop(trashes);
-        // Waiting: nothing of the file system is held (a `umount` can go ahead meanwhile).
-        if !interrupt::sleep(Duration::from_secs_f64(
-            (next - now_unix()).clamp(0.05, 3600.0),
-        )) {
+        // Waiting: nothing of the file system is held (a `umount` can go ahead meanwhile),
+        // and every few seconds a look whether the trashes are still there: one that is gone
+        // (unmounted, removed, replaced) is said and left; with none left, this reaper ends.
+        let until = next;
+        let mut stopped = false;
+        while now_unix() < until {
+            let slice = (until - now_unix()).clamp(0.05, GONE_CHECK.as_secs_f64());
+            if !interrupt::sleep(Duration::from_secs_f64(slice)) {
+                stopped = true;
+                break;
+            }
+            trashes.retain(|t| match t.still_there() {
+                Ok(()) => true,
+                Err(why) => {
+                    say_gone(t, &why, &opts.log);
+                    seen.retain(|s| s.path != t.path);
+                    false
+                }
+            });
+            if trashes.is_empty() {
+                return sum;
+            }
+        }
+        if stopped {
             sum.interrupted = true;
             break;
         }
         sum.next_grace_unix = None;
     }
     sum
+}
+
+/// How often a reaper that waits, or works for a long time, looks whether its trash is still
+/// there.
+const GONE_CHECK: Duration = Duration::from_secs(2);
+
+/// Says, once, that the trash `t` is gone (`why`) and that this reaper leaves it: where the
+/// reaper logs, or on stderr when that is the trash's own log (gone with it).
+fn say_gone(t: &Found, why: &str, to: &Sink) {
+    let rec = Record::new(
+        Priority::Warning,
+        format!("{}: {why}; this reaper leaves it", quote(&t.path)),
+    )
+    .field("RECLAIM_EVENT", "gone")
+    .path("RECLAIM_TRASH", &t.path);
+    match to.dest() {
+        Dest::None => {}
+        Dest::File => Sink::new(Dest::Stderr).write(&rec, None),
+        _ => to.write(&rec, None),
+    }
 }
 
 /// One pass over `t`: here if it is this process's own trash (opened for the pass only), else

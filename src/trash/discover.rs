@@ -132,6 +132,37 @@ impl Found {
         Ok(t)
     }
 
+    /// Whether it is still where it was found: the same directory (device, inode, birth time)
+    /// at its path, on a mount that is still there. Examined by path, nothing opened.
+    pub fn still_there(&self) -> Result<(), String> {
+        let Some(p) = cpath(&self.path) else {
+            return Err("its path holds a NUL byte".into());
+        };
+        match statx(rustix::fs::CWD, &p, AtFlags::SYMLINK_NOFOLLOW, MASK) {
+            Ok(s) => {
+                let now = Found::from_statx(self.path.clone(), self.mount.clone(), self.uid, &s);
+                if now.ident != self.ident || now.btime != self.btime {
+                    Err("another directory took its name".into())
+                } else if now.mnt_id != self.mnt_id {
+                    Err("its file system was unmounted".into())
+                } else {
+                    Ok(())
+                }
+            }
+            Err(Errno::NOENT | Errno::NOTDIR) => {
+                if mounts::by_id(self.mnt_id).is_none() {
+                    Err("its file system was unmounted".into())
+                } else {
+                    Err("it was removed".into())
+                }
+            }
+            Err(e) => Err(format!(
+                "it cannot be examined ({})",
+                crate::error::errno_text(e)
+            )),
+        }
+    }
+
     /// The pid of the process holding its lock (a reaper at work), from `/proc/locks`,
     /// without opening anything in it.
     pub fn holder(&self) -> Option<u32> {

@@ -3405,35 +3405,54 @@ fn freed_bytes_are_what_the_file_system_got_back() {
 
 /// Finding 10: a reaper waiting for a grace window (holding nothing open) notices within
 /// seconds that its trash is gone, and leaves with one line: the file system unmounted, the
-/// trash removed, or the trash replaced by another directory of the same name.
+/// trash removed, or the trash replaced by another directory of the same name; and so does a
+/// reaper at work (slowed down) whose trash is moved away.
 #[test]
-#[ignore = "issue 20 finding 10: fails on the code before its fix, which follows this commit"]
 fn a_reaper_whose_trash_is_gone_stops_within_seconds() {
     let w = util::or_skip!(World::new(scratch!(), Vol::Tmpfs));
-    // Each case: a volume of its own, root's entry with a long grace window, its reaper.
-    let cases = ["unmounted", "removed", "replaced"];
+    // Each case: a volume of its own, root's entry with a long grace window (or, for the one at
+    // work, a tree of 120 files freed at 5 a second), its reaper.
+    let cases = ["unmounted", "removed", "replaced", "moved while at work"];
     let mut vols = Vec::new();
-    for case in cases {
-        let rel = format!("gone-{case}");
+    for (i, case) in cases.into_iter().enumerate() {
+        let rel = format!("gone-{i}");
         let v = util::or_skip!(Volume::tmpfs(&w.s, &rel));
         let top = w.s.path(&rel);
-        fs::write(top.join("f"), "root's\n").unwrap();
-        w.reclaim(
-            ROOT,
-            args!["rm", "--background", "--grace", "1h", top.join("f")],
-        )
-        .ok();
+        let mut reap = args!["reap"];
+        if i < 3 {
+            fs::write(top.join("f"), "root's\n").unwrap();
+            w.reclaim(
+                ROOT,
+                args!["rm", "--background", "--grace", "1h", top.join("f")],
+            )
+            .ok();
+        } else {
+            // 30 directories of 4 files: a stop takes effect between directories.
+            fs::create_dir(top.join("tree")).unwrap();
+            for d in 0..30 {
+                fs::create_dir(top.join(format!("tree/d{d}"))).unwrap();
+                for n in 0..4 {
+                    fs::write(top.join(format!("tree/d{d}/f{n}")), "x\n").unwrap();
+                }
+            }
+            w.reclaim(ROOT, args!["rm", "-r", "--background", top.join("tree")])
+                .ok();
+            reap.extend(args!["--iops", "5"]);
+        }
         let t = find_trash(&top, ROOT).expect("root's trash");
-        let reaper = w
-            .reclaim(ROOT, args!["reap", "--trash", t, "--detached"])
-            .spawn();
+        reap.extend(args!["--trash", t, "--detached"]);
+        let reaper = w.reclaim(ROOT, reap).spawn();
         vols.push((case, top, t, reaper, Some(v)));
     }
-    // Each waits (holding nothing) for the grace window.
+    // Each waits (holding nothing) for the grace window, or works.
     std::thread::sleep(Duration::from_secs(2));
     for (case, top, t, reaper, v) in &mut vols {
         assert!(reaper.exited().is_none(), "the {case} reaper ended early");
         match *case {
+            "moved while at work" => {
+                assert!(util::trash_locked(t), "the reaper does not work on {case}");
+                fs::rename(&*t, top.join("elsewhere")).unwrap();
+            }
             "unmounted" => {
                 let o = Command::new("umount").arg(&*top).output().unwrap();
                 assert!(o.status.success(), "umount: {}", util::stderr_of(&o));
