@@ -119,7 +119,9 @@ pub fn collect(found: trash::Discovery, count: bool) -> Status {
     };
     // One trash open at a time (another user's only in its child).
     for t in &found.trashes {
-        if crate::asuser::needed(t.uid) {
+        if crate::asuser::needed(t.uid) && t.is_idle_and_empty() {
+            st.trashes.push(empty(t));
+        } else if crate::asuser::needed(t.uid) {
             match as_owner(t, count) {
                 Ok(mut s) => {
                     // Only what that trash is: its own lines, never more.
@@ -137,6 +139,23 @@ pub fn collect(found: trash::Discovery, count: bool) -> Status {
         }
     }
     st
+}
+
+/// The status of a trash that holds nothing (`Found::is_idle_and_empty`).
+fn empty(t: &trash::Found) -> TrashStatus {
+    TrashStatus {
+        trash: t.path.to_string_lossy().into_owned(),
+        mount: t.mount.to_string_lossy().into_owned(),
+        uid: t.uid,
+        entries: 0,
+        pending_bytes: 0,
+        pending_files: 0,
+        unknown_size: 0,
+        reaper: None,
+        log_tail: Vec::new(),
+        items: Vec::new(),
+        items_omitted: 0,
+    }
 }
 
 /// `reclaim status --trash T --json` as the owner of `t`.
@@ -516,10 +535,7 @@ impl Status {
 pub fn command(json: bool, count: bool, only: Option<&std::path::Path>) -> u8 {
     let found = match only {
         Some(p) => match Trash::open_path(p).and_then(|t| Ok(trash::Found::of(&t)?)) {
-            Ok(t) => trash::Discovery {
-                trashes: vec![t],
-                ..Default::default()
-            },
+            Ok(t) => trash::Discovery::one(t),
             Err(e) => {
                 let err = format!("cannot use trash {}: {e}", quote(p));
                 if json {

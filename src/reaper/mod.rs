@@ -1194,6 +1194,10 @@ fn pass_over(
             },
         };
     }
+    // Nothing in it: no pass, no child (empty decoys by the thousand cost a listing each).
+    if t.is_idle_and_empty() {
+        return ReapSummary::default();
+    }
     let mut args = child_args.to_vec();
     if opts.retry_failed {
         args.push("--retry-failed".into());

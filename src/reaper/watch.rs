@@ -75,6 +75,8 @@ pub fn command(a: &ReapArgs) -> u8 {
     let (tx, rx) = mpsc::channel::<(PathBuf, Result<ReapSummary, ChildError>)>();
     let mut running = 0usize;
     let mut queue: Fair<(u64, i64, i64, i64, i64)> = Fair::default();
+    // What discovery keeps from one look to the next (names squatting others' trashes).
+    let mut memo = trash::Memo::default();
     // Users whose trashes were not all looked at, as last said (said again when it changes).
     let mut skipped_said: HashMap<u32, u64> = HashMap::new();
     // A pass that could not start (no thread): said once until one starts again.
@@ -134,7 +136,7 @@ pub fn command(a: &ReapArgs) -> u8 {
         let looked = pass >= next_look;
         if looked {
             next_look = pass + LOOK_EVERY;
-            let found = trash::discover(me);
+            let found = trash::discover_with(me, Some(&mut memo));
             for u in &found.unreachable {
                 // Once per mount until it answers again.
                 let k = known.entry(PathBuf::from(&u.path)).or_default();
@@ -171,6 +173,11 @@ pub fn command(a: &ReapArgs) -> u8 {
                 }
                 // Another reaper (a detached one) is at work there: it frees what is due.
                 if t.holder().is_some() {
+                    continue;
+                }
+                // Nothing in it: nothing to do until it changes.
+                if t.is_idle_and_empty() {
+                    k.seen = Some(t.signature);
                     continue;
                 }
                 queue.push(Due {

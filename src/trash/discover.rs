@@ -71,6 +71,9 @@ pub struct Discovery {
     pub unusable_more: u64,
     pub skipped: Vec<Skipped>,
     pub unreachable: Vec<Unusable>,
+    /// The trashes in `trashes`, by identity (one found twice, by a mount and the registry, is
+    /// one).
+    seen: std::collections::HashSet<Ident>,
 }
 
 const MASK: StatxFlags = StatxFlags::TYPE
@@ -163,6 +166,23 @@ impl Found {
         }
     }
 
+    /// Whether it holds nothing at all but, maybe, a lock nobody holds: no entry, no log, no
+    /// state (listed only: root may list another user's trash, never read in it). Such a trash
+    /// needs no pass and has nothing to show, so root starts no child for it (thousands of
+    /// empty decoy trashes cost a listing each). `false` if it cannot be listed.
+    pub fn is_idle_and_empty(&self) -> bool {
+        let Ok(t) = self.open() else {
+            return false;
+        };
+        let Ok(list) = reopen(&t.dir) else {
+            return false;
+        };
+        let mut other = false;
+        let mut buf = dirfd::DirBuf::new(4 << 10);
+        let listed = dirfd::for_each_entry(&list, &mut buf, |n, _, _| other |= n != super::LOCK);
+        listed.is_ok() && !other && self.holder().is_none()
+    }
+
     /// The pid of the process holding its lock (a reaper at work), from `/proc/locks`,
     /// without opening anything in it.
     pub fn holder(&self) -> Option<u32> {
@@ -219,11 +239,23 @@ pub fn examine(dir: &OwnedFd, name: &std::ffi::CStr, uid: u32, mnt_id: u64) -> O
 }
 
 impl Discovery {
+    /// A discovery of just `t` (a trash named on the command line).
+    pub fn one(t: Found) -> Discovery {
+        let mut d = Discovery::default();
+        d.add(t);
+        d
+    }
+
     /// Notes a name that is not a usable trash (the first `MAX_LISTED` with why, the rest
     /// counted).
     pub fn passed_over(&mut self, u: Unusable) {
+        self.passed_over_with(|| u);
+    }
+
+    /// `passed_over`, the name and why made only if it is to be listed.
+    fn passed_over_with(&mut self, u: impl FnOnce() -> Unusable) {
         if self.unusable.len() < MAX_LISTED {
-            self.unusable.push(u);
+            self.unusable.push(u());
         } else {
             self.unusable_more += 1;
         }
@@ -245,7 +277,7 @@ impl Discovery {
     }
 
     fn add(&mut self, t: Found) {
-        if !self.trashes.iter().any(|f| f.ident == t.ident) {
+        if self.seen.insert(t.ident) {
             self.trashes.push(t);
         }
     }
@@ -276,6 +308,18 @@ impl Discovery {
 /// `PROBE_DEADLINE` and is named in `unreachable`. Root only lists directories and examines
 /// names here; it opens no trash and reads no file of a user's.
 pub fn discover(uid: u32) -> Discovery {
+    discover_with(uid, None)
+}
+
+/// `discover`, for a process that looks again and again (`reap --watch`): `memo` keeps, from
+/// one look to the next, which names at the tops are directories of another user than their
+/// name says (a verdict only root could change, by `chown`), so thousands of names squatting
+/// a user's trash cost one `statx` each once, not at every look. A verdict is kept for the
+/// same name and inode only, never for a plain `.reclaim-<uid>`, and for `MEMO_LIFE` at most.
+pub fn discover_with(uid: u32, mut memo: Option<&mut Memo>) -> Discovery {
+    if let Some(m) = memo.as_deref_mut() {
+        m.start_look();
+    }
     let under = std::env::var_os(UNDER_ENV)
         .filter(|v| !v.is_empty())
         .map(PathBuf::from);
@@ -289,7 +333,7 @@ pub fn discover(uid: u32) -> Discovery {
     let mut waiting: Vec<usize> = Vec::new();
     for (i, m) in mounts.iter().enumerate() {
         if m.is_local() {
-            at_mount(m, uid, &mut found);
+            at_mount(m, uid, &mut found, memo.as_deref_mut());
             continue;
         }
         // Might never answer: in a thread of its own, abandoned after the deadline (a blocked
@@ -299,7 +343,7 @@ pub fn discover(uid: u32) -> Discovery {
             .name("reclaim-probe".into())
             .spawn(move || {
                 let mut d = Discovery::default();
-                at_mount(&m2, uid, &mut d);
+                at_mount(&m2, uid, &mut d, None);
                 let _ = tx.send((i, d));
             });
         match spawned {
@@ -351,7 +395,7 @@ pub fn discover(uid: u32) -> Discovery {
 }
 
 /// The trashes (this user's, or everyone's for root) at the top of mount `m`, into `out`.
-fn at_mount(m: &Mount, uid: u32, out: &mut Discovery) {
+fn at_mount(m: &Mount, uid: u32, out: &mut Discovery, mut memo: Option<&mut Memo>) {
     let top_fd = match dirfd::open_dir_path(&m.point) {
         Ok(fd) => fd,
         Err(e) => {
@@ -368,22 +412,40 @@ fn at_mount(m: &Mount, uid: u32, out: &mut Discovery) {
     if dirfd::fstat(&top_fd).map(|f| f.mnt_id) != Ok(m.id) {
         return;
     }
-    // Every name that looks like a trash of a user this process looks for, examined.
-    let mut by_user: HashMap<u32, Vec<(CString, rustix::fs::Statx)>> = HashMap::new();
-    let mut names = Vec::new();
+    // Every name that looks like a trash of a user this process looks for (with its type and
+    // inode as the listing says), by user; the names' bytes in one buffer.
+    let mut names = Names::default();
+    let mut by_user: HashMap<u32, Vec<usize>> = HashMap::new();
     let mut legacy = false;
     if let Ok(list) = reopen(&top_fd) {
         let mut buf = dirfd::DirBuf::new(64 << 10);
-        let listed = dirfd::for_each_entry(&list, &mut buf, |name, _, _| {
+        // Names of one user tend to come together: their list is kept at hand.
+        let mut current: Option<(u32, Vec<usize>)> = None;
+        let listed = dirfd::for_each_entry(&list, &mut buf, |name, ft, ino| {
             let b = name.to_bytes();
+            if !b.starts_with(b".reclaim") {
+                return;
+            }
             if b == LEGACY_DIR.as_bytes() {
                 legacy = true;
             } else if let Some(u) = name_uid(b) {
                 if uid == 0 || u == uid {
-                    names.push((name.to_owned(), u));
+                    let i = names.push(b, ft, ino);
+                    match &mut current {
+                        Some((cu, list)) if *cu == u => list.push(i),
+                        _ => {
+                            if let Some((cu, list)) = current.take() {
+                                by_user.entry(cu).or_default().extend(list);
+                            }
+                            current = Some((u, vec![i]));
+                        }
+                    }
                 }
             }
         });
+        if let Some((cu, list)) = current.take() {
+            by_user.entry(cu).or_default().extend(list);
+        }
         if let Err(e) = listed {
             out.unreachable.push(Unusable {
                 path: m.point.to_string_lossy().into_owned(),
@@ -393,24 +455,6 @@ fn at_mount(m: &Mount, uid: u32, out: &mut Discovery) {
                     crate::error::errno_text(e)
                 ),
             });
-        }
-    }
-    for (name, u) in names {
-        let path = m.point.join(OsStr::from_bytes(name.to_bytes()));
-        match statx(&top_fd, &name, AtFlags::SYMLINK_NOFOLLOW, MASK) {
-            Ok(s) => match unusable_why(&s, u, m.id) {
-                None => by_user.entry(u).or_default().push((name, s)),
-                Some(why) => out.passed_over(Unusable {
-                    path: path.to_string_lossy().into_owned(),
-                    reason: why,
-                }),
-            },
-            // Gone between the listing and now: nothing to say.
-            Err(Errno::NOENT) => {}
-            Err(e) => out.passed_over(Unusable {
-                path: path.to_string_lossy().into_owned(),
-                reason: format!("cannot be examined ({})", crate::error::errno_text(e)),
-            }),
         }
     }
     let mut legacy_found: Vec<(u32, PathBuf, rustix::fs::Statx)> = Vec::new();
@@ -431,30 +475,204 @@ fn at_mount(m: &Mount, uid: u32, out: &mut Discovery) {
     users.extend(legacy_found.iter().map(|(u, _, _)| *u));
     users.sort_unstable();
     users.dedup();
+    let shown = |name: &[u8]| {
+        m.point
+            .join(OsStr::from_bytes(name))
+            .to_string_lossy()
+            .into_owned()
+    };
     for u in users {
         let plain = format!("{PREFIX}{u}");
-        let mut mine = by_user.remove(&u).unwrap_or_default();
-        // The plain name first, then the others in name order (as `find_or_make` tries them).
-        mine.sort_by(|(a, _), (b, _)| {
-            (a.to_bytes() != plain.as_bytes(), a.as_bytes())
-                .cmp(&(b.to_bytes() != plain.as_bytes(), b.as_bytes()))
-        });
-        let mut all: Vec<(PathBuf, rustix::fs::Statx)> = mine
-            .into_iter()
-            .map(|(n, s)| (m.point.join(OsStr::from_bytes(n.to_bytes())), s))
-            .collect();
-        all.extend(
-            legacy_found
-                .iter()
-                .filter(|(lu, _, _)| *lu == u)
-                .map(|(_, p, s)| (p.clone(), *s)),
+        let mut mine = InOrder::new(
+            &names,
+            by_user.remove(&u).unwrap_or_default(),
+            plain.as_bytes(),
         );
-        if all.len() > MAX_PER_USER {
-            out.skip(u, (all.len() - MAX_PER_USER) as u64);
+        // The plain name first, then the others in name order (as `find_or_make` tries them);
+        // examined in that order until MAX_PER_USER usable ones are found, the rest counted.
+        let mut taken = 0usize;
+        let mut skipped = 0u64;
+        while let Some(i) = mine.take() {
+            if taken >= MAX_PER_USER {
+                skipped = 1 + mine.left() as u64;
+                break;
+            }
+            let (name, ft, ino) = names.get(i);
+            // The listing's type says it is no directory (a symlink, a file): no statx.
+            if !matches!(ft, FileType::Directory | FileType::Unknown) {
+                out.passed_over_with(|| Unusable {
+                    path: shown(name),
+                    reason: unusable_type(ft),
+                });
+                continue;
+            }
+            // Another user's directory under this name, as seen at an earlier look.
+            let plain_name = name == plain.as_bytes();
+            if let Some(owner) = memo
+                .as_deref_mut()
+                .filter(|_| !plain_name)
+                .and_then(|mm| mm.foreign(m.id, ino, name))
+            {
+                out.passed_over_with(|| Unusable {
+                    path: shown(name),
+                    reason: format!("is owned by uid {owner}, not {u}"),
+                });
+                continue;
+            }
+            let Ok(cname) = CString::new(name) else {
+                continue;
+            };
+            match statx(&top_fd, &cname, AtFlags::SYMLINK_NOFOLLOW, MASK) {
+                Ok(s) if usable(&s, u, m.id) => {
+                    let path = m.point.join(OsStr::from_bytes(name));
+                    out.add(Found::from_statx(path, m.point.clone(), u, &s));
+                    taken += 1;
+                }
+                Ok(s) => {
+                    if s.stx_uid != u && !plain_name && s.stx_ino == ino {
+                        if let Some(mm) = memo.as_deref_mut() {
+                            mm.remember(m.id, ino, name, s.stx_uid);
+                        }
+                    }
+                    out.passed_over_with(|| Unusable {
+                        path: shown(name),
+                        reason: unusable_why(&s, u, m.id).unwrap_or_default(),
+                    })
+                }
+                // Gone between the listing and now: nothing to say.
+                Err(Errno::NOENT) => {}
+                Err(e) => out.passed_over_with(|| Unusable {
+                    path: shown(name),
+                    reason: format!("cannot be examined ({})", crate::error::errno_text(e)),
+                }),
+            }
         }
-        for (path, s) in all.into_iter().take(MAX_PER_USER) {
-            out.add(Found::from_statx(path, m.point.clone(), u, &s));
+        for (_, path, s) in legacy_found.iter().filter(|(lu, _, _)| *lu == u) {
+            if taken >= MAX_PER_USER {
+                skipped += 1;
+                continue;
+            }
+            out.add(Found::from_statx(path.clone(), m.point.clone(), u, s));
+            taken += 1;
         }
+        if skipped > 0 {
+            out.skip(u, skipped);
+        }
+    }
+}
+
+/// Names from a listing, their bytes in one buffer (tens of thousands of decoys cost no
+/// allocation each).
+#[derive(Default)]
+struct Names {
+    bytes: Vec<u8>,
+    /// (start, end, type, inode).
+    items: Vec<(usize, usize, FileType, u64)>,
+}
+
+impl Names {
+    fn push(&mut self, name: &[u8], ft: FileType, ino: u64) -> usize {
+        let start = self.bytes.len();
+        self.bytes.extend_from_slice(name);
+        self.items.push((start, self.bytes.len(), ft, ino));
+        self.items.len() - 1
+    }
+
+    fn get(&self, i: usize) -> (&[u8], FileType, u64) {
+        let (a, b, ft, ino) = self.items[i];
+        (&self.bytes[a..b], ft, ino)
+    }
+
+    fn name(&self, i: usize) -> &[u8] {
+        let (a, b, _, _) = self.items[i];
+        &self.bytes[a..b]
+    }
+}
+
+/// What `discover_with` keeps from one look to the next (see there).
+#[derive(Debug, Default)]
+pub struct Memo {
+    /// (mount id, inode) -> (name, owner): a directory of another user than its name says.
+    foreign: HashMap<(u64, u64), (Vec<u8>, u32)>,
+    /// The verdicts used or made in the current look (the others are forgotten after it).
+    kept: HashMap<(u64, u64), (Vec<u8>, u32)>,
+    since: Option<std::time::Instant>,
+}
+
+/// How long a verdict of `Memo` is used before every name is examined afresh.
+pub const MEMO_LIFE: std::time::Duration = std::time::Duration::from_secs(60);
+
+impl Memo {
+    fn start_look(&mut self) {
+        let fresh = self.since.is_some_and(|t| t.elapsed() < MEMO_LIFE);
+        self.foreign = if fresh {
+            std::mem::take(&mut self.kept)
+        } else {
+            self.since = Some(std::time::Instant::now());
+            HashMap::new()
+        };
+        self.kept = HashMap::new();
+    }
+
+    /// The owner of `name` (inode `ino` on mount `mnt`) if it was another user's at an earlier
+    /// look.
+    fn foreign(&mut self, mnt: u64, ino: u64, name: &[u8]) -> Option<u32> {
+        let (n, owner) = self.foreign.remove(&(mnt, ino))?;
+        if n != name {
+            return None;
+        }
+        self.kept.insert((mnt, ino), (n, owner));
+        Some(owner)
+    }
+
+    fn remember(&mut self, mnt: u64, ino: u64, name: &[u8], owner: u32) {
+        self.kept.insert((mnt, ino), (name.to_vec(), owner));
+    }
+}
+
+/// The names `ids` (indices into `names`), the one equal to `plain` first, then the others in
+/// byte order, ordered a chunk at a time as they are taken (a user with 30,000 names, of which
+/// the first few are looked at, is not sorted whole; the chunks double, so going through all
+/// costs one sort).
+struct InOrder<'n> {
+    names: &'n Names,
+    ready: std::collections::VecDeque<usize>,
+    rest: Vec<usize>,
+    chunk: usize,
+}
+
+impl<'n> InOrder<'n> {
+    fn new(names: &'n Names, mut ids: Vec<usize>, plain: &[u8]) -> InOrder<'n> {
+        let first = ids.iter().position(|&i| names.name(i) == plain);
+        let head = first.map(|i| ids.swap_remove(i));
+        InOrder {
+            names,
+            ready: head.into_iter().collect(),
+            rest: ids,
+            chunk: 4 * MAX_PER_USER,
+        }
+    }
+
+    fn take(&mut self) -> Option<usize> {
+        if self.ready.is_empty() && !self.rest.is_empty() {
+            // The `chunk` smallest names left, in order.
+            let names = self.names;
+            let by_name = |a: &usize, b: &usize| names.name(*a).cmp(names.name(*b));
+            let k = self.chunk.min(self.rest.len());
+            if k < self.rest.len() {
+                self.rest.select_nth_unstable_by(k - 1, by_name);
+            }
+            let mut chunk: Vec<usize> = self.rest.drain(..k).collect();
+            chunk.sort_unstable_by(by_name);
+            self.ready.extend(chunk);
+            self.chunk *= 2;
+        }
+        self.ready.pop_front()
+    }
+
+    /// How many are left.
+    fn left(&self) -> usize {
+        self.ready.len() + self.rest.len()
     }
 }
 
@@ -499,15 +717,30 @@ fn legacy_at(
     }
 }
 
+/// Whether what `s` describes is a usable trash of `uid` on mount `mnt_id` (allocating
+/// nothing: thousands of decoys are examined with it).
+fn usable(s: &rustix::fs::Statx, uid: u32, mnt_id: u64) -> bool {
+    FileType::from_raw_mode(s.stx_mode.into()) == FileType::Directory
+        && s.stx_uid == uid
+        && u32::from(s.stx_mode) & 0o077 == 0
+        && s.stx_mnt_id == mnt_id
+}
+
+/// Why something of type `t` (not a directory) is not a trash.
+fn unusable_type(t: FileType) -> String {
+    if t == FileType::Symlink {
+        "is a symbolic link; not using it".into()
+    } else {
+        "is not a directory; not using it".into()
+    }
+}
+
 /// Why what `s` describes is not a usable trash of `uid` on mount `mnt_id` (as
 /// `Trash::open_at` decides, from a `statx`).
 fn unusable_why(s: &rustix::fs::Statx, uid: u32, mnt_id: u64) -> Option<String> {
     let t = FileType::from_raw_mode(s.stx_mode.into());
-    if t == FileType::Symlink {
-        return Some("is a symbolic link; not using it".into());
-    }
     if t != FileType::Directory {
-        return Some("is not a directory; not using it".into());
+        return Some(unusable_type(t));
     }
     if s.stx_uid != uid {
         return Some(format!("is owned by uid {}, not {uid}", s.stx_uid));
@@ -550,6 +783,27 @@ mod tests {
                 Skipped { uid: 8, trashes: 1 }
             ]
         );
+    }
+
+    #[test]
+    fn names_come_plain_first_then_in_order() {
+        let mut names = Names::default();
+        let mut ids = Vec::new();
+        for n in ["b", "p", "a", "d", "c"] {
+            ids.push(names.push(n.as_bytes(), FileType::Directory, 1));
+        }
+        for i in (0..100).rev() {
+            ids.push(names.push(format!("z{i:03}").as_bytes(), FileType::Directory, 1));
+        }
+        let mut it = InOrder::new(&names, ids, b"p");
+        let order: Vec<String> = std::iter::from_fn(|| it.take())
+            .map(|i| String::from_utf8_lossy(names.name(i)).into_owned())
+            .collect();
+        assert_eq!(&order[..5], ["p", "a", "b", "c", "d"]);
+        assert_eq!(order.len(), 105);
+        let mut rest = order[5..].to_vec();
+        rest.sort();
+        assert_eq!(rest, order[5..]);
     }
 
     #[test]

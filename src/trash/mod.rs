@@ -21,7 +21,9 @@ use std::path::{Path, PathBuf};
 use rustix::fs::{mkdirat, Mode};
 use rustix::io::Errno;
 
-pub use discover::{discover, Discovery, Found, Passed, Skipped, PROBE_DEADLINE, UNDER_ENV};
+pub use discover::{
+    discover, discover_with, Discovery, Found, Memo, Passed, Skipped, PROBE_DEADLINE, UNDER_ENV,
+};
 
 use crate::dirfd::{self, Ident};
 use crate::mounts::{self, Mount};

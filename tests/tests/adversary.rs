@@ -3173,15 +3173,17 @@ fn threads_of(pid: i32) -> u64 {
         .unwrap_or(0)
 }
 
-/// Finding 4: root's `reap --watch` over 150 users' trashes (made by root as theirs) and 500
-/// decoys of the attacker's own: at most a few passes (children) at once, a bounded number of
-/// threads, the third user's entry freed all the same (fair across users), and a stop within
-/// seconds of SIGTERM.
+/// Finding 4: root's `reap --watch` over 150 users' trashes (made by root as theirs, each with
+/// a log) and 500 decoys of the attacker's own: at most a few passes (children) at once, a
+/// bounded number of threads, the third user's entry freed all the same (fair across users),
+/// and a stop within seconds of SIGTERM.
 #[test]
 fn reap_watch_runs_few_passes_at_once_fairly_and_stops_on_sigterm() {
     let w = util::or_skip!(World::new(scratch!(), Vol::Tmpfs));
+    // Each with a log (an empty trash needs no pass, so gets no child).
     for u in 62000..62150u32 {
         w.dir(format!(".reclaim-{u}"), u, 0o700);
+        w.file(format!(".reclaim-{u}/reaper.log"), u, 0o600, "");
     }
     decoys(&w, ATTACKER, &w.top, &format!(".reclaim-{ATTACKER}."), 500);
     w.dir("t", THIRD, 0o755);
