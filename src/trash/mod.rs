@@ -3,8 +3,10 @@
 //! they vanish from their path at once, whatever their size. Owns where a trash is, how it is
 //! opened safely (never through a symlink, never one that is not the user's own) and what its
 //! entries are. No directory is shared between users, so nobody can take another's trash
-//! away: a name someone else squatted is reported and passed over for a fresh random one.
-//! Never frees anything: that is the reaper's job.
+//! away: a name someone else squatted is reported and passed over for a fresh random one, and
+//! a trash is made only where nobody else may move names (`locate`). Finding every
+//! trash is `discover`'s; the trashes below a top are remembered in `registry`. Never frees
+//! anything: that is the reaper's job.
 
 pub mod discover;
 pub mod hide;
