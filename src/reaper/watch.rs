@@ -148,7 +148,10 @@ pub fn command(a: &ReapArgs) -> u8 {
                 }
             }
             for s in &found.skipped {
-                if skipped_said.insert(s.uid, s.trashes) != Some(s.trashes) {
+                // Said again only when it doubled or halved since (not at each decoy made).
+                let said = skipped_said.get(&s.uid).copied();
+                if said.map_or(true, |n| s.trashes >= 2 * n || 2 * s.trashes <= n) {
+                    skipped_said.insert(s.uid, s.trashes);
                     say(
                         Priority::Warning,
                         format!(

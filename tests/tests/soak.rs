@@ -1140,8 +1140,9 @@ struct Seen {
 struct Watched {
     /// (trash, entry id) of the victim's trashes.
     entries: HashMap<(PathBuf, String), Seen>,
-    /// `reap --once` children: pid -> what was seen of it.
-    children: HashMap<i32, ChildSeen>,
+    /// `reap --once` children: (pid, start time) -> what was seen of it (a pid alone is
+    /// reused within the soak: thousands of processes, `pid_max` 32768).
+    children: HashMap<(i32, u64), ChildSeen>,
     /// The watch process: (time, threads, open fds, children) every 50 ms.
     samples: Vec<(f64, u64, u64, u64)>,
 }
@@ -1240,8 +1241,8 @@ fn process_sample(pid: i32) -> Option<(u64, u64, u64)> {
 }
 
 /// The `reclaim reap --trash T --once` processes working in the scratch directory:
-/// (pid, parent pid, T).
-fn reap_children(root: &Path) -> Vec<(i32, i32, String)> {
+/// ((pid, start time), parent pid, T).
+fn reap_children(root: &Path) -> Vec<((i32, u64), i32, String)> {
     let mut out = Vec::new();
     for e in fs::read_dir("/proc").into_iter().flatten().flatten() {
         let Some(pid) = e.file_name().to_str().and_then(|s| s.parse::<i32>().ok()) else {
@@ -1260,7 +1261,14 @@ fn reap_children(root: &Path) -> Vec<(i32, i32, String)> {
                         .lines()
                         .find_map(|l| l.strip_prefix("PPid:")?.trim().parse().ok())
                         .unwrap_or(0);
-                    out.push((pid, ppid, String::from_utf8_lossy(t).into_owned()));
+                    // Field 22 of /proc/PID/stat, counted after the command's ')'.
+                    let stat = fs::read_to_string(e.path().join("stat")).unwrap_or_default();
+                    let start = stat
+                        .rfind(')')
+                        .and_then(|i| stat[i + 1..].split_whitespace().nth(19))
+                        .and_then(|v| v.parse().ok())
+                        .unwrap_or(0);
+                    out.push(((pid, start), ppid, String::from_utf8_lossy(t).into_owned()));
                 }
             }
         }
@@ -1815,7 +1823,7 @@ fn hostile_soak() {
     let reap_lat = join(reaps_t);
     let careless = join(careless_t);
     // The children of root's reapers still alive now.
-    let alive: HashSet<i32> = reap_children(&root).into_iter().map(|c| c.0).collect();
+    let alive: HashSet<(i32, u64)> = reap_children(&root).into_iter().map(|c| c.0).collect();
 
     // ------------------------------------------------------------------------------------
     // Checks.
@@ -1894,7 +1902,8 @@ fn hostile_soak() {
                 "a one-shot reap's"
             };
             format!(
-                "{whose} pid {pid} on {} for {:.0} s",
+                "{whose} pid {} on {} for {:.0} s",
+                pid.0,
                 c.trash,
                 c.last - c.first
             )
