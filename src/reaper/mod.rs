@@ -8,12 +8,16 @@
 //! could. Every file of a trash is hostile input: a damaged entry is reported and skipped,
 //! never waited on; an entry that cannot be fully freed is recorded (`failed.json`) and retried
 //! with back-off. While it only waits for grace windows it holds nothing open. Each freed
-//! entry and each failure is logged where `--log` says (`crate::logging`).
+//! entry and each failure is logged where `--log` says (`crate::sys::logging`); what it does
+//! meanwhile goes to its caller as `Progress`, and it never prints (`cmd::reap` reports).
 
+pub mod background;
 pub mod failure;
 pub mod queue;
+pub mod rm;
 pub mod spawn;
 pub mod state;
+pub mod status;
 pub mod watch;
 
 use std::ffi::{CStr, CString, OsString};
@@ -27,21 +31,21 @@ use rustix::fs::{fsync, unlinkat, AtFlags, FileType};
 use rustix::io::Errno;
 use serde::{Deserialize, Serialize};
 
-use crate::cli::ReapArgs;
-use crate::dirfd;
-use crate::error::{Failure, Reason};
-use crate::format::{self, plural};
-use crate::freed::Measure;
-use crate::interrupt;
-use crate::locks;
-use crate::logging::{Dest, Priority, Record, Sink};
-use crate::pace::throttle::Throttle;
-use crate::pace::EntryPacing;
-use crate::quote::quote;
-use crate::remove::{self, Counters, DirTarget};
-use crate::report::ErrorEntry;
-use crate::shrink;
-use crate::trash::meta::{now_unix, Meta};
+use crate::engine::pace::throttle::Throttle;
+use crate::engine::remove::{self, Counters, DirTarget};
+use crate::engine::shrink;
+use crate::sys::dirfd;
+use crate::sys::error::ErrorEntry;
+use crate::sys::error::{Failure, Reason};
+use crate::sys::format::now_unix;
+use crate::sys::format::{self, plural};
+use crate::sys::freed::Measure;
+use crate::sys::interrupt;
+use crate::sys::locks;
+use crate::sys::logging::{Dest, Priority, Record, Sink};
+use crate::sys::quote::quote;
+use crate::trash::meta::EntryPacing;
+use crate::trash::meta::Meta;
 use crate::trash::{self, safefile, Found, Trash, DATA, LOCK, LOG, REAPING};
 use failure::FailedRecord;
 use state::StateFile;
@@ -105,7 +109,7 @@ pub struct ReapSummary {
     pub skipped_locked: Vec<String>,
     /// Large files shrunk in steps (resumed ones say so).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub gentle: Vec<crate::report::Gentle>,
+    pub gentle: Vec<crate::engine::shrink::Gentle>,
     /// When the earliest grace window of what is left ends.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub next_grace_unix: Option<f64>,
@@ -128,9 +132,33 @@ pub struct ReapSummary {
     pub bytes_freed_measure: String,
 }
 
-/// Progress callback for `--wait`: (original path, bytes freed so far, bytes to free).
-/// Shows one progress line (already worded: `report::freeing`, `report::freeing_tree`).
-pub type OnProgress<'a> = &'a (dyn Fn(&str) + Sync);
+/// What a reaper run tells its caller while it works (the command words and shows it).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum Progress<'a> {
+    /// Freeing an entry (`what`, its original path): `freed` bytes and `files` so far, against
+    /// its recorded size and file count when known (0: not known; a tree is measured only by
+    /// `status --count` or `prune`), `secs` since it started.
+    Freeing {
+        what: &'a str,
+        freed: u64,
+        total: u64,
+        files: u64,
+        total_files: u64,
+        secs: f64,
+    },
+    /// Waiting for reaper `pid` to finish with `trash`; in one's own trash (read from its
+    /// `reaper.json`) what that reaper frees: the entry, bytes freed so far, bytes per second.
+    WaitingFor {
+        trash: &'a Path,
+        pid: u32,
+        freeing: Option<(&'a str, u64, f64)>,
+    },
+    /// Another reaper holds the trash; it frees the entries waited for too (`rm --wait`).
+    OthersFree,
+}
+
+/// Where a reaper run's `Progress` goes.
+pub type OnProgress<'a> = &'a (dyn Fn(&Progress<'_>) + Sync);
 
 /// Holds a trash's lock while alive.
 pub struct TrashLock(#[allow(dead_code)] OwnedFd);
@@ -141,7 +169,7 @@ pub enum LockError {
     /// The `lock` is not a plain file of the trash's owner (it was not opened).
     #[error("damaged: lock {0}")]
     Damaged(safefile::Bad),
-    #[error("{}", crate::error::errno_text(*.0))]
+    #[error("{}", crate::sys::error::errno_text(*.0))]
     Os(Errno),
 }
 
@@ -255,6 +283,16 @@ pub fn run(trashes: &[Trash], opts: &ReapOptions, on_progress: OnProgress<'_>) -
     sum
 }
 
+/// Sets its flag when dropped, also if the work panics: the ticker thread must end, or the
+/// scope never does.
+struct Done<'a>(&'a AtomicBool);
+
+impl Drop for Done<'_> {
+    fn drop(&mut self) {
+        self.0.store(true, Ordering::Relaxed);
+    }
+}
+
 /// Frees what is due in one trash while holding its lock; before leaving, lets go of the lock
 /// and lists once more, so an entry hidden meanwhile (whose `rm` saw the lock and started no
 /// reaper) is never orphaned.
@@ -267,13 +305,6 @@ fn reap_trash(
 ) {
     let state = StateFile::new(&trash.dir, trash.uid);
     let done = AtomicBool::new(false);
-    // Set also if the work below panics: the ticker thread must end, or the scope never does.
-    struct Done<'a>(&'a AtomicBool);
-    impl Drop for Done<'_> {
-        fn drop(&mut self) {
-            self.0.store(true, Ordering::Relaxed);
-        }
-    }
     let files = Counters::default();
     // Names looked at and left this run (grace, back-off, failed, damaged, busy).
     let mut left: Vec<CString> = Vec::new();
@@ -285,57 +316,22 @@ fn reap_trash(
         .then(|| Found::of(trash).ok())
         .flatten();
     std::thread::scope(|s| {
-        // The ticker (progress, `reaper.json`); without a thread for it (EAGAIN) the work goes
-        // on without.
+        // The ticker (progress, `reaper.json`, whether the trash is still there); without a
+        // thread for it (EAGAIN) the work goes on without.
         let ticker = std::thread::Builder::new().name("reclaim-ticker".into());
         let _ = ticker.spawn_scoped(s, || {
-            let mut last_look = std::time::Instant::now();
-            while !done.load(Ordering::Relaxed) {
-                if let Some(f) = watched
-                    .as_ref()
-                    .filter(|_| last_look.elapsed() >= GONE_CHECK)
-                {
-                    last_look = std::time::Instant::now();
-                    if let Err(why) = f.still_there() {
-                        say_gone(f, &why, &opts.log);
-                        interrupt::abandon();
-                        return;
-                    }
-                }
-                state.set(|st| st.files = files.files.load(Ordering::Relaxed));
-                let st = state.snapshot();
-                if let Some(e) = st.entry.as_ref().filter(|_| st.entry_tree) {
-                    // Against the entry's recorded size when known (0: unknown; a tree is
-                    // measured only by `status --count` or `prune`).
-                    on_progress(&crate::report::freeing_tree(
-                        e,
-                        st.freed_bytes.saturating_sub(st.entry_freed_base),
-                        st.entry_bytes.unwrap_or(0),
-                        st.files.saturating_sub(st.entry_files_base),
-                        st.entry_files.unwrap_or(0),
-                        now_unix() - st.entry_started_unix,
-                    ));
-                }
-                // In slices, so a short run does not wait for a whole tick to end.
-                for _ in 0..10 {
-                    if done.load(Ordering::Relaxed) {
-                        break;
-                    }
-                    std::thread::sleep(Duration::from_millis(50));
-                }
-            }
+            tell_progress(
+                &state,
+                &files,
+                &done,
+                watched.as_ref(),
+                &opts.log,
+                on_progress,
+            )
         });
         let _done = Done(&done);
         loop {
-            let names: Vec<CString> = match &opts.only {
-                Some(ids) => ids
-                    .iter()
-                    .filter_map(|i| CString::new(i.as_bytes()).ok())
-                    .filter(|n| dirfd::lstat_at(&trash.dir, n).is_ok())
-                    .collect(),
-                None => trash.entries(),
-            };
-            let todo: Vec<CString> = names.into_iter().filter(|n| !left.contains(n)).collect();
+            let todo = to_look_at(trash, opts, &left);
             let mut progressed = false;
             for name in &todo {
                 if interrupt::stopping() {
@@ -348,76 +344,21 @@ fn reap_trash(
                     files.files.load(Ordering::Relaxed),
                     std::time::Instant::now(),
                 );
-                match reap_entry(trash, name, opts, &state, &files, sum, on_progress) {
-                    Step::Freed(path, measure) => {
-                        sum.entries_freed += 1;
-                        sum.counted(measure);
-                        progressed = true;
-                        let done_files = files
-                            .files
-                            .load(Ordering::Relaxed)
-                            .saturating_sub(files_before);
-                        log(
-                            trash,
-                            &opts.log,
-                            freed_record(
-                                name,
-                                &path,
-                                done_files,
-                                (sum.bytes_freed.saturating_sub(bytes_before), measure),
-                                started.elapsed(),
-                            ),
-                        );
-                    }
-                    Step::Grace(until) => {
-                        sum.next_grace_unix = min_opt(sum.next_grace_unix, Some(until));
-                        sum.last_grace_unix = max_opt(sum.last_grace_unix, Some(until));
-                        sum.waiting += 1;
-                        left.push(name.clone());
-                    }
-                    Step::Backoff { path, record } => {
-                        let until = record.next_attempt_unix;
-                        sum.next_retry_unix = min_opt(sum.next_retry_unix, Some(until));
-                        left.push(name.clone());
-                        log(trash, &opts.log, backoff_record(name, &path, &record));
-                    }
-                    Step::Busy => left.push(name.clone()),
-                    Step::Interrupted => {
+                let step = reap_entry(trash, name, opts, &state, &files, sum, on_progress);
+                let freed = Freed {
+                    files: files
+                        .files
+                        .load(Ordering::Relaxed)
+                        .saturating_sub(files_before),
+                    bytes: sum.bytes_freed.saturating_sub(bytes_before),
+                    took: started.elapsed(),
+                };
+                match account(trash, opts, name, step, &freed, sum, &mut damaged) {
+                    Some(true) => progressed = true,
+                    Some(false) => left.push(name.clone()),
+                    None => {
                         sum.interrupted = true;
                         break;
-                    }
-                    Step::Failed { path, record } => {
-                        left.push(name.clone());
-                        sum.entries_failed += 1;
-                        sum.next_retry_unix =
-                            min_opt(sum.next_retry_unix, Some(record.next_attempt_unix));
-                        for rec in failed_records(name, &path, &record) {
-                            log(trash, &opts.log, rec);
-                        }
-                        sum.errors.extend(record.errors);
-                    }
-                    Step::Damaged(why) => {
-                        left.push(name.clone());
-                        sum.entries_failed += 1;
-                        let path = trash.shown(name, None);
-                        // The first few logged; the rest counted (one line at the end).
-                        damaged += 1;
-                        if damaged <= MAX_DAMAGED_LOGGED {
-                            log(
-                                trash,
-                                &opts.log,
-                                Record::new(
-                                    Priority::Err,
-                                    format!("{}: damaged: {why}", quote(&path)),
-                                )
-                                .field("RECLAIM_EVENT", "damaged")
-                                .field("RECLAIM_ENTRY", name.to_bytes())
-                                .path("RECLAIM_PATH", &path)
-                                .field("RECLAIM_ERROR", why.to_string()),
-                            );
-                        }
-                        sum.errors
-                            .push(ErrorEntry::new(path, format!("damaged: {why}")));
                     }
                 }
             }
@@ -440,27 +381,160 @@ fn reap_trash(
         }
         done.store(true, Ordering::Relaxed);
     });
-    if damaged > MAX_DAMAGED_LOGGED {
-        log(
-            trash,
-            &opts.log,
-            Record::new(
-                Priority::Err,
-                format!(
-                    "{}: {} more damaged entries left alone",
-                    quote(&trash.path),
-                    format::group(damaged - MAX_DAMAGED_LOGGED)
-                ),
-            )
-            .field("RECLAIM_EVENT", "damaged")
-            .field("RECLAIM_COUNT", (damaged - MAX_DAMAGED_LOGGED).to_string()),
-        );
-    }
+    damaged_beyond_logged(trash, &opts.log, damaged);
     state.remove();
     drop(lock);
     sum.files = sum
         .files
         .saturating_add(files.files.load(Ordering::Relaxed));
+}
+
+/// Logs one line for the damaged entries of a run beyond the first `MAX_DAMAGED_LOGGED` (which
+/// were logged one by one): anyone can make thousands in their own trash.
+fn damaged_beyond_logged(trash: &Trash, to: &Sink, damaged: u64) {
+    if damaged <= MAX_DAMAGED_LOGGED {
+        return;
+    }
+    let more = damaged - MAX_DAMAGED_LOGGED;
+    let line = format!(
+        "{}: {} more damaged entries left alone",
+        quote(&trash.path),
+        format::group(more)
+    );
+    let rec = Record::new(Priority::Err, line)
+        .field("RECLAIM_EVENT", "damaged")
+        .field("RECLAIM_COUNT", more.to_string());
+    log(trash, to, rec);
+}
+
+/// The entries of `trash` to look at now (those `opts.only` names, or all), but those already
+/// `left` this run.
+fn to_look_at(trash: &Trash, opts: &ReapOptions, left: &[CString]) -> Vec<CString> {
+    let names: Vec<CString> = match &opts.only {
+        Some(ids) => ids
+            .iter()
+            .filter_map(|i| CString::new(i.as_bytes()).ok())
+            .filter(|n| dirfd::lstat_at(&trash.dir, n).is_ok())
+            .collect(),
+        None => trash.entries(),
+    };
+    names.into_iter().filter(|n| !left.contains(n)).collect()
+}
+
+/// Tells `on_progress` what the reaper frees (its state, with the files counted so far) until
+/// `done` is set: a tree against its recorded size when known (0: unknown; a tree is measured
+/// only by `status --count` or `prune`). With `watched` (a reaper that stays), looks every
+/// `GONE_CHECK` whether that trash is still there; if not, says so where `log` says and stops
+/// the run at its next consistent point (`interrupt::abandon`).
+fn tell_progress(
+    state: &StateFile,
+    files: &Counters,
+    done: &AtomicBool,
+    watched: Option<&Found>,
+    log: &Sink,
+    on_progress: OnProgress<'_>,
+) {
+    let mut last_look = std::time::Instant::now();
+    while !done.load(Ordering::Relaxed) {
+        if let Some(f) = watched.filter(|_| last_look.elapsed() >= GONE_CHECK) {
+            last_look = std::time::Instant::now();
+            if let Err(why) = f.still_there() {
+                say_gone(f, &why, log);
+                interrupt::abandon();
+                return;
+            }
+        }
+        state.set(|st| st.files = files.files.load(Ordering::Relaxed));
+        let st = state.snapshot();
+        if let Some(e) = st.entry.as_ref().filter(|_| st.entry_tree) {
+            on_progress(&Progress::Freeing {
+                what: e,
+                freed: st.freed_bytes.saturating_sub(st.entry_freed_base),
+                total: st.entry_bytes.unwrap_or(0),
+                files: st.files.saturating_sub(st.entry_files_base),
+                total_files: st.entry_files.unwrap_or(0),
+                secs: now_unix() - st.entry_started_unix,
+            });
+        }
+        // In slices, so a short run does not wait for a whole tick to end.
+        for _ in 0..10 {
+            if done.load(Ordering::Relaxed) {
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+}
+
+/// What freeing one entry took (for its log line).
+struct Freed {
+    files: u64,
+    bytes: u64,
+    took: Duration,
+}
+
+/// Adds what became of entry `name` (`step`) to the summary and the log. `Some(true)`: it was
+/// freed; `Some(false)`: it is left (grace, back-off, busy, failed, damaged); `None`: a stop
+/// signal came. `damaged` counts the damaged entries of this run: the first
+/// `MAX_DAMAGED_LOGGED` are logged one by one, the rest in one line at the end.
+fn account(
+    trash: &Trash,
+    opts: &ReapOptions,
+    name: &CStr,
+    step: Step,
+    freed: &Freed,
+    sum: &mut ReapSummary,
+    damaged: &mut u64,
+) -> Option<bool> {
+    match step {
+        Step::Freed(path, measure) => {
+            sum.entries_freed += 1;
+            sum.counted(measure);
+            let bytes = (freed.bytes, measure);
+            let rec = freed_record(name, &path, freed.files, bytes, freed.took);
+            log(trash, &opts.log, rec);
+            return Some(true);
+        }
+        Step::Grace(until) => {
+            sum.next_grace_unix = min_opt(sum.next_grace_unix, Some(until));
+            sum.last_grace_unix = max_opt(sum.last_grace_unix, Some(until));
+            sum.waiting += 1;
+        }
+        Step::Backoff { path, record } => {
+            let until = record.next_attempt_unix;
+            sum.next_retry_unix = min_opt(sum.next_retry_unix, Some(until));
+            log(trash, &opts.log, backoff_record(name, &path, &record));
+        }
+        Step::Busy => {}
+        Step::Interrupted => return None,
+        Step::Failed { path, record } => {
+            sum.entries_failed += 1;
+            sum.next_retry_unix = min_opt(sum.next_retry_unix, Some(record.next_attempt_unix));
+            for rec in failed_records(name, &path, &record) {
+                log(trash, &opts.log, rec);
+            }
+            sum.errors.extend(record.errors);
+        }
+        Step::Damaged(why) => {
+            sum.entries_failed += 1;
+            let path = trash.shown(name, None);
+            *damaged += 1;
+            if *damaged <= MAX_DAMAGED_LOGGED {
+                log(
+                    trash,
+                    &opts.log,
+                    Record::new(Priority::Err, format!("{}: damaged: {why}", quote(&path)))
+                        .field("RECLAIM_EVENT", "damaged")
+                        .field("RECLAIM_ENTRY", name.to_bytes())
+                        .path("RECLAIM_PATH", &path)
+                        .field("RECLAIM_ERROR", why.to_string()),
+                );
+            }
+            sum.errors
+                .push(ErrorEntry::new(path, format!("damaged: {why}")));
+        }
+    }
+    Some(false)
 }
 
 /// Logs a record about `trash` where this reaper logs: a dated line in the trash's
@@ -599,7 +673,7 @@ enum Step {
 enum Damage {
     #[error("is not a directory (not an entry reclaim made)")]
     NotADirectory,
-    #[error("{}", crate::error::errno_text(*.0))]
+    #[error("{}", crate::sys::error::errno_text(*.0))]
     Os(Errno),
     #[error("the entry is owned by uid {found}, not by the trash's owner (uid {owner})")]
     Owner { found: u32, owner: u32 },
@@ -656,45 +730,10 @@ fn reap_entry(
             };
         }
     }
-    let data = dirfd::lstat_at(&entry, DATA).is_ok();
-    if data {
-        if let Some(until) = meta.as_ref().and_then(|m| m.grace_until_unix) {
-            if until > now_unix() {
-                return Step::Grace(until);
-            }
-        }
-        match crate::rename::noreplace(&entry, DATA, &entry, REAPING, crate::rename::Into::Private)
-        {
-            Ok(()) => {}
-            Err(Errno::NOENT) => return Step::Busy,
-            Err(Errno::EXIST) => {
-                return Step::Damaged(Damage::DataAndReaping);
-            }
-            Err(e) => return Step::Damaged(Damage::Os(e)),
-        }
-        // Durable before the first byte is freed: after a crash a partly freed target must
-        // never look whole (restorable).
-        if let Err(e) = fsync(&entry) {
-            return fail(&entry, &shown, failed.as_ref(), &[os_failure(&shown, e)]);
-        }
+    if let Some(step) = claim(&entry, meta.as_ref(), &shown, failed.as_ref()) {
+        return step;
     }
-    let shown_text = shown.to_string_lossy().into_owned();
-    state.activate();
-    let (entry_bytes, entry_files) = meta
-        .as_ref()
-        .map_or((None, None), |m| (m.allocated, m.files));
-    let entry_tree = meta.as_ref().map_or(true, |m| m.kind == "dir");
-    state.set(|st| {
-        st.state = "freeing".into();
-        st.entry = Some(shown_text.clone());
-        st.next_due_unix = None;
-        st.entry_bytes = entry_bytes;
-        st.entry_files = entry_files;
-        st.entry_freed_base = st.freed_bytes;
-        st.entry_files_base = st.files;
-        st.entry_started_unix = now_unix();
-        st.entry_tree = entry_tree;
-    });
+    started(state, &shown, meta.as_ref());
     let pacing = opts
         .pacing
         .clone()
@@ -703,6 +742,8 @@ fn reap_entry(
     let entry = Arc::new(entry);
     let mut measure = Measure::Nothing;
     if let Ok(facts) = dirfd::lstat_at(&*entry, REAPING) {
+        // A file is counted before it goes (what no other name, process or file holds); a
+        // tree by the file system's free space.
         measure = if facts.file_type == FileType::Directory {
             Measure::FreeSpace
         } else {
@@ -732,6 +773,61 @@ fn reap_entry(
         Ok(false) => Step::Interrupted,
         Err(failures) => fail(&entry, &shown, failed.as_ref(), &failures),
     }
+}
+
+/// Claims the entry's data for freeing (`DATA` renamed to `REAPING`, made durable), unless its
+/// grace window is still open; `Some(step)` when it is not to be freed now. An entry already
+/// claimed (an interrupted run) is left as it is.
+fn claim(
+    entry: &OwnedFd,
+    meta: Option<&Meta>,
+    shown: &Path,
+    failed: Option<&FailedRecord>,
+) -> Option<Step> {
+    dirfd::lstat_at(entry, DATA).ok()?;
+    if let Some(until) = meta.and_then(|m| m.grace_until_unix) {
+        if until > now_unix() {
+            return Some(Step::Grace(until));
+        }
+    }
+    match crate::sys::rename::noreplace(
+        entry,
+        DATA,
+        entry,
+        REAPING,
+        crate::sys::rename::Into::Private,
+    ) {
+        Ok(()) => {}
+        Err(Errno::NOENT) => return Some(Step::Busy),
+        Err(Errno::EXIST) => return Some(Step::Damaged(Damage::DataAndReaping)),
+        Err(e) => return Some(Step::Damaged(Damage::Os(e))),
+    }
+    // Durable before the first byte is freed: after a crash a partly freed target must never
+    // look whole (restorable).
+    match fsync(entry) {
+        Ok(()) => None,
+        Err(e) => Some(fail(entry, shown, failed, &[os_failure(shown, e)])),
+    }
+}
+
+/// Says in the state file that the entry shown as `shown` (recorded as `meta`) is being freed
+/// now, with what is known of its size.
+fn started(state: &StateFile<'_>, shown: &Path, meta: Option<&Meta>) {
+    let shown_text = shown.to_string_lossy().into_owned();
+    state.activate();
+    let (entry_bytes, entry_files) = meta.map_or((None, None), |m| (m.allocated, m.files));
+    let entry_tree = meta.map_or(true, |m| m.kind == "dir");
+    state.set(|st| {
+        st.state = "freeing".into();
+        st.entry = Some(shown_text);
+        st.next_due_unix = None;
+        st.entry_bytes = entry_bytes;
+        st.entry_files = entry_files;
+        st.entry_freed_base = st.freed_bytes;
+        st.entry_files_base = st.files;
+        st.entry_started_unix = now_unix();
+        st.entry_tree = entry_tree;
+    });
 }
 
 /// Checks an open entry: the trash owner's directory, its record (if any) a plain file naming
@@ -795,7 +891,7 @@ fn free_reaping(
         FileType::Directory => {
             // The engine stats no file: what came back is the file system's free space (never
             // less than the directories' blocks, which it does count).
-            let before = crate::space::FreeSpace::of(&**entry);
+            let before = crate::sys::space::FreeSpace::of(&**entry);
             let known = counters.bytes.load(Ordering::Relaxed);
             let target = DirTarget {
                 base: entry.clone(),
@@ -813,23 +909,24 @@ fn free_reaping(
                 &mut sum.gentle,
             );
             let dirs = counters.bytes.load(Ordering::Relaxed) - known;
-            sum.bytes_freed += dirs.max(before.freed_since(&crate::space::FreeSpace::of(&**entry)));
+            sum.bytes_freed +=
+                dirs.max(before.freed_since(&crate::sys::space::FreeSpace::of(&**entry)));
             r
         }
         FileType::RegularFile => {
             // What the file system gets back: nothing while another name, process or file
             // holds the blocks (counted before they go).
-            let returned = crate::freed::by_removal(entry, REAPING, facts);
+            let returned = crate::sys::freed::by_removal(entry, REAPING, facts);
             let t = std::time::Instant::now();
-            let cb = |freed: u64, total: u64, _: Option<&crate::pace::Pacer>| {
-                on_progress(&crate::report::freeing_tree(
-                    &shown_text,
+            let cb = |freed: u64, total: u64, _: Option<&crate::engine::pace::Pacer>| {
+                on_progress(&Progress::Freeing {
+                    what: &shown_text,
                     freed,
                     total,
-                    0,
-                    0,
-                    t.elapsed().as_secs_f64(),
-                ))
+                    files: 0,
+                    total_files: 0,
+                    secs: t.elapsed().as_secs_f64(),
+                })
             };
             let o = shrink::remove_file(
                 entry,
@@ -845,8 +942,8 @@ fn free_reaping(
                     counters.files.fetch_add(1, Ordering::Relaxed);
                     sum.bytes_freed += returned;
                     if o.steps > 0 {
-                        sum.gentle.push(crate::report::Gentle {
-                            path: crate::quote::PathField::new(shown),
+                        sum.gentle.push(crate::engine::shrink::Gentle {
+                            path: crate::sys::quote::PathField::new(shown),
                             elapsed_s: t.elapsed().as_secs_f64(),
                             outcome: o,
                         });
@@ -927,23 +1024,22 @@ fn free_tree(
     pacing: &EntryPacing,
     engine: &remove::Options,
     counters: &Counters,
-    gentle: &mut Vec<crate::report::Gentle>,
+    gentle: &mut Vec<crate::engine::shrink::Gentle>,
 ) -> Result<bool, Vec<Failure>> {
     let mut engine = engine.clone();
     // As `reclaim rm -r` does on this file system: its profile's workers (unless given) and
     // governor.
-    let profile = crate::profile::Profile::detect(&**probe_dir);
+    let profile = crate::engine::profile::Profile::detect(&**probe_dir);
     engine.apply(&profile, engine.threads != 0);
     // A disk that only says it is rotational is governed only if, idle, it answers like one.
-    let idle = if profile.class == crate::profile::Class::Rotational && !pacing.pace_trees {
-        crate::pace::tree::idle_samples(&**probe_dir)
+    let idle = if profile.class == crate::engine::profile::Class::Rotational && !pacing.pace_trees {
+        crate::engine::pace::tree::idle_samples(&**probe_dir)
     } else {
         Vec::new()
     };
-    let slow_enough = profile.class != crate::profile::Class::Rotational
+    let slow_enough = profile.class != crate::engine::profile::Class::Rotational
         || pacing.pace_trees
-        || crate::pace::pacer::percentile(&crate::pace::pacer::sorted(&idle), 50.0)
-            .is_some_and(|d| d >= crate::profile::SLOW_DISK_P50);
+        || crate::engine::pace::tree::idle_median(&idle).1;
     let paced = (pacing.pace_trees || (profile.governed && slow_enough)) && !pacing.fast;
     let tree_files =
         (!pacing.fast).then(|| Arc::new(shrink::TreeFiles::new(pacing.pacing(), true)));
@@ -955,12 +1051,12 @@ fn free_tree(
     }
     if paced {
         // A rotational disk starts with one worker and earns more (as `reclaim rm`).
-        let start = if profile.class == crate::profile::Class::Rotational {
+        let start = if profile.class == crate::engine::profile::Class::Rotational {
             1
         } else {
             engine.threads
         };
-        engine.gate = Some(Arc::new(crate::walk::Gate::new(start)));
+        engine.gate = Some(Arc::new(crate::engine::walk::Gate::new(start)));
     }
     let done = AtomicBool::new(false);
     let sink = remove::Quiet;
@@ -974,14 +1070,14 @@ fn free_tree(
             let max_workers = engine.threads;
             let done = &done;
             s.spawn(move || {
-                let knobs = crate::pace::tree::Knobs {
+                let knobs = crate::engine::pace::tree::Knobs {
                     throttle: &throttle,
                     gate: gate.as_deref(),
                     max_workers,
                     rate: pace_trees,
                     idle: &idle,
                 };
-                crate::pace::tree::run(&*dir, &p, &knobs, counters, done)
+                crate::engine::pace::tree::run(&*dir, &p, &knobs, &|| counters.entries(), done)
             });
         }
         let out = remove::remove_trees(vec![target], &engine, counters, &sink);
@@ -989,8 +1085,8 @@ fn free_tree(
         out
     });
     for (path, o, took) in tree_files.map(|tf| tf.take()).unwrap_or_default() {
-        gentle.push(crate::report::Gentle {
-            path: crate::quote::PathField::new(path),
+        gentle.push(crate::engine::shrink::Gentle {
+            path: crate::sys::quote::PathField::new(path),
             elapsed_s: took.as_secs_f64(),
             outcome: o,
         });
@@ -1004,7 +1100,7 @@ fn free_tree(
 /// Frees every trash this process may act on as `opts` says: its own in this process, other
 /// users' (when root) each in a child running as that user. With `Locked::Wait`, a trash
 /// another reaper holds is taken up after all the others: this waits for that reaper to
-/// finish (telling `on_wait` what it does), then makes its own pass. With `Until::Empty`,
+/// finish (telling `on_progress` what it does), then makes its own pass. With `Until::Empty`,
 /// grace windows are waited out holding nothing open (trashes are opened again after each
 /// wait).
 pub fn reap_all(
@@ -1012,7 +1108,6 @@ pub fn reap_all(
     opts: &ReapOptions,
     child_args: &[OsString],
     on_progress: OnProgress<'_>,
-    on_wait: &dyn Fn(&str),
     on_line: &mut dyn FnMut(&str),
 ) -> ReapSummary {
     let mut sum = ReapSummary::default();
@@ -1055,35 +1150,7 @@ pub fn reap_all(
             }
         }
         let pass_opts = if first { opts } else { &later };
-        let mut pass = ReapSummary::default();
-        let mut held: Vec<(&Found, ReapSummary)> = Vec::new();
-        for t in &trashes {
-            if interrupt::stopping() {
-                pass.interrupted = true;
-                break;
-            }
-            let s = pass_over(t, pass_opts, child_args, on_progress, on_line);
-            if opts.locked == Locked::Wait && !s.skipped_locked.is_empty() && !s.interrupted {
-                held.push((t, s));
-            } else {
-                pass.merge(s);
-            }
-        }
-        // Reapers of other users are waited for FOREIGN_LOCK_WAIT at most, all together.
-        let foreign_deadline = std::time::Instant::now() + FOREIGN_LOCK_WAIT;
-        for (t, skipped) in held {
-            let s = after_reaper(
-                t,
-                skipped,
-                pass_opts,
-                child_args,
-                on_progress,
-                on_wait,
-                on_line,
-                foreign_deadline,
-            );
-            pass.merge(s);
-        }
+        let pass = pass_over_all(&trashes, pass_opts, child_args, on_progress, on_line);
         let next = pass.next_grace_unix;
         let (remaining, waiting, last_grace) = (pass.remaining, pass.waiting, pass.last_grace_unix);
         sum.merge(pass);
@@ -1097,63 +1164,125 @@ pub fn reap_all(
         };
         // Say that this process waits (status shows it), unless another live one already
         // waits for these trashes at least as early: then it is theirs, and this one leaves.
-        let own: Vec<&Found> = trashes
-            .iter()
-            .filter(|t| !crate::asuser::needed(t.uid))
-            .collect();
-        // Opened one at a time, to read or write their `reaper.json`.
-        let covered = !own.is_empty()
-            && own.len() == trashes.len()
-            && own.iter().all(|f| {
-                f.open()
-                    .ok()
-                    .and_then(|t| state::read(&t.dir, t.uid))
-                    .is_some_and(|st| {
-                        st.pid != std::process::id()
-                            && st.state == "waiting"
-                            && st.next_due_unix.is_some_and(|d| d <= next)
-                            && st.alive()
-                    })
-            });
-        if covered {
+        if waited_for_elsewhere(&trashes, next) {
             break;
         }
+        match wait_for(next, &mut trashes, &mut seen, &opts.log) {
+            Waited::Due => {}
+            Waited::AllGone => return sum,
+            Waited::Stopped => {
+                sum.interrupted = true;
+                break;
+            }
+        }
+        sum.next_grace_unix = None;
+    }
+    sum
+}
+
+/// One pass over each of `trashes`; with `Locked::Wait`, those another reaper held are taken
+/// up after all the others (reapers of other users waited for `FOREIGN_LOCK_WAIT` at most, all
+/// together).
+fn pass_over_all(
+    trashes: &[Found],
+    opts: &ReapOptions,
+    child_args: &[OsString],
+    on_progress: OnProgress<'_>,
+    on_line: &mut dyn FnMut(&str),
+) -> ReapSummary {
+    let mut pass = ReapSummary::default();
+    let mut held: Vec<(&Found, ReapSummary)> = Vec::new();
+    for t in trashes {
+        if interrupt::stopping() {
+            pass.interrupted = true;
+            break;
+        }
+        let s = pass_over(t, opts, child_args, on_progress, on_line);
+        if opts.locked == Locked::Wait && !s.skipped_locked.is_empty() && !s.interrupted {
+            held.push((t, s));
+        } else {
+            pass.merge(s);
+        }
+    }
+    let foreign_deadline = std::time::Instant::now() + FOREIGN_LOCK_WAIT;
+    for (t, skipped) in held {
+        let s = after_reaper(
+            t,
+            skipped,
+            opts,
+            child_args,
+            on_progress,
+            on_line,
+            foreign_deadline,
+        );
+        pass.merge(s);
+    }
+    pass
+}
+
+/// Whether another live process already waits for all of `trashes` (this process's own) to be
+/// due by `next`; if not, this process says in each that it waits (status shows it). Each is
+/// opened for the moment it takes to read or write its `reaper.json`.
+fn waited_for_elsewhere(trashes: &[Found], next: f64) -> bool {
+    let own: Vec<&Found> = trashes
+        .iter()
+        .filter(|t| !crate::sys::asuser::needed(t.uid))
+        .collect();
+    let covered = !own.is_empty()
+        && own.len() == trashes.len()
+        && own.iter().all(|f| {
+            f.open()
+                .ok()
+                .and_then(|t| state::read(&t.dir, t.uid))
+                .is_some_and(|st| {
+                    st.pid != std::process::id()
+                        && st.state == "waiting"
+                        && st.next_due_unix.is_some_and(|d| d <= next)
+                        && st.alive()
+                })
+        });
+    if !covered {
         for f in &own {
             if let Ok(t) = f.open() {
                 state::write_waiting(&t.dir, next);
             }
         }
-        drop(own);
-        // Waiting: nothing of the file system is held (a `umount` can go ahead meanwhile),
-        // and every few seconds a look whether the trashes are still there: one that is gone
-        // (unmounted, removed, replaced) is said and left; with none left, this reaper ends.
-        let until = next;
-        let mut stopped = false;
-        while now_unix() < until {
-            let slice = (until - now_unix()).clamp(0.05, GONE_CHECK.as_secs_f64());
-            if !interrupt::sleep(Duration::from_secs_f64(slice)) {
-                stopped = true;
-                break;
-            }
-            trashes.retain(|t| match t.still_there() {
-                Ok(()) => true,
-                Err(why) => {
-                    say_gone(t, &why, &opts.log);
-                    seen.retain(|s| s.path != t.path);
-                    false
-                }
-            });
-            if trashes.is_empty() {
-                return sum;
-            }
-        }
-        if stopped {
-            sum.interrupted = true;
-            break;
-        }
-        sum.next_grace_unix = None;
     }
-    sum
+    covered
+}
+
+/// How a wait for a grace window ended.
+enum Waited {
+    /// The time came.
+    Due,
+    /// Every trash waited for is gone.
+    AllGone,
+    /// A stop signal.
+    Stopped,
+}
+
+/// Waits until `until`, holding nothing of the file system (a `umount` can go ahead
+/// meanwhile), and every `GONE_CHECK` looks whether `trashes` are still there: one that is
+/// gone (unmounted, removed, replaced) is said (to `log`) and left, also in `seen`.
+fn wait_for(until: f64, trashes: &mut Vec<Found>, seen: &mut Vec<Found>, log: &Sink) -> Waited {
+    while now_unix() < until {
+        let slice = (until - now_unix()).clamp(0.05, GONE_CHECK.as_secs_f64());
+        if !interrupt::sleep(Duration::from_secs_f64(slice)) {
+            return Waited::Stopped;
+        }
+        trashes.retain(|t| match t.still_there() {
+            Ok(()) => true,
+            Err(why) => {
+                say_gone(t, &why, log);
+                seen.retain(|s| s.path != t.path);
+                false
+            }
+        });
+        if trashes.is_empty() {
+            return Waited::AllGone;
+        }
+    }
+    Waited::Due
 }
 
 /// How often a reaper that waits, or works for a long time, looks whether its trash is still
@@ -1185,7 +1314,7 @@ fn pass_over(
     on_progress: OnProgress<'_>,
     on_line: &mut dyn FnMut(&str),
 ) -> ReapSummary {
-    if !crate::asuser::needed(t.uid) {
+    if !crate::sys::asuser::needed(t.uid) {
         return match t.open() {
             Ok(open) => run(std::slice::from_ref(&open), opts, on_progress),
             Err(e) => ReapSummary {
@@ -1207,9 +1336,6 @@ fn pass_over(
 
 /// Damaged entries of one trash logged one by one in a run (the rest in one line).
 const MAX_DAMAGED_LOGGED: u64 = 3;
-
-/// Damaged entries named in `reap`'s summary on the terminal (the rest counted).
-const MAX_DAMAGED_SHOWN: usize = 3;
 
 /// How often a reaper waiting for another one looks whether it finished.
 const WAIT_POLL: Duration = Duration::from_millis(200);
@@ -1234,14 +1360,13 @@ fn after_reaper(
     opts: &ReapOptions,
     child_args: &[OsString],
     on_progress: OnProgress<'_>,
-    on_wait: &dyn Fn(&str),
     on_line: &mut dyn FnMut(&str),
     foreign_deadline: std::time::Instant,
 ) -> ReapSummary {
     let me = rustix::process::geteuid().as_raw();
     loop {
         while let Some(pid) = t.holder() {
-            if crate::asuser::needed(t.uid) && !runs_this_program(pid) {
+            if crate::sys::asuser::needed(t.uid) && !runs_this_program(pid) {
                 on_line(&format!(
                     "reclaim reap: not waiting for {}: its lock is held by process {pid}, which is not reclaim",
                     quote(&t.path)
@@ -1264,7 +1389,22 @@ fn after_reaper(
                     return skipped;
                 }
             }
-            on_wait(&waiting_for(t, pid));
+            // Another user's trash is read only as that user: root knows the pid alone (one's
+            // own is opened for the look only).
+            let st = (!crate::sys::asuser::needed(t.uid))
+                .then(|| t.open().ok())
+                .flatten()
+                .and_then(|open| state::read(&open.dir, open.uid))
+                .filter(|st| st.pid == pid);
+            let freeing = st.as_ref().and_then(|st| {
+                let e = st.entry.as_deref()?;
+                Some((e, st.freed_bytes, st.rate_bps))
+            });
+            on_progress(&Progress::WaitingFor {
+                trash: &t.path,
+                pid,
+                freeing,
+            });
             if !interrupt::sleep(WAIT_POLL) {
                 skipped.interrupted = true;
                 return skipped;
@@ -1304,29 +1444,6 @@ fn runs_this_program(pid: u32) -> bool {
     matches!((theirs, std::fs::read_link("/proc/self/exe")), (Ok(a), Ok(b)) if a == b)
 }
 
-/// What a reaper waiting for reaper `pid` on `t` shows: the trash, and (in one's own trash,
-/// from its `reaper.json`) what that reaper is freeing and how fast.
-fn waiting_for(t: &Found, pid: u32) -> String {
-    let mut s = format!("waiting for reaper {pid} to finish with {}", quote(&t.path));
-    // Another user's trash is read only as that user: root shows the pid alone.
-    let st = (!crate::asuser::needed(t.uid))
-        .then(|| t.open().ok())
-        .flatten()
-        .and_then(|open| state::read(&open.dir, open.uid))
-        .filter(|st| st.pid == pid);
-    if let Some(st) = st {
-        if let Some(e) = &st.entry {
-            s.push_str(&format!(
-                ": freeing {}, {} freed so far ({})",
-                quote(e),
-                format::bytes(st.freed_bytes),
-                format::rate(st.rate_bps)
-            ));
-        }
-    }
-    s
-}
-
 /// The flags that make a child reaper (another user's pass) log where this one does, each line
 /// with its priority for this process to read (`Sink::relay`).
 pub fn child_log_args(dest: Dest) -> [OsString; 2] {
@@ -1354,7 +1471,7 @@ pub fn as_owner(
     args: &[OsString],
     on_line: &mut dyn FnMut(&str),
 ) -> ReapSummary {
-    let who = crate::asuser::Identity::of(uid);
+    let who = crate::sys::asuser::Identity::of(uid);
     let mut argv: Vec<OsString> = vec![
         "reap".into(),
         "--trash".into(),
@@ -1363,7 +1480,7 @@ pub fn as_owner(
         "--json".into(),
     ];
     argv.extend(args.iter().cloned());
-    match crate::asuser::run_json::<ReapSummary>(Some(&who), &argv, on_line) {
+    match crate::sys::asuser::run_json::<ReapSummary>(Some(&who), &argv, on_line) {
         Ok((s, _)) => s,
         Err(e) => ReapSummary {
             errors: vec![ErrorEntry::new(path, e.to_string())],
@@ -1373,213 +1490,29 @@ pub fn as_owner(
     }
 }
 
-/// `reclaim reap`; returns the exit code.
-pub fn command(a: &ReapArgs) -> u8 {
-    if a.detached {
-        spawn::detach();
-    }
-    if a.watch {
-        return watch::command(a);
-    }
-    let dest = a
-        .log
-        .unwrap_or(crate::logging::Target::Auto)
-        .resolve(a.detached, false);
-    let trash_arg = a.trash.clone();
-    let open = move || -> Result<Vec<Found>, OpenError> {
-        match &trash_arg {
-            Some(p) => Trash::open_path(p)
-                .and_then(|t| Found::of(&t).map_err(trash::TrashError::from))
-                .map(|t| vec![t])
-                .map_err(|error| OpenError::Named {
-                    path: p.clone(),
-                    error,
-                }),
-            None => {
-                let found = trash::discover(trash::uid());
-                for u in &found.unreachable {
-                    eprintln!("reclaim reap: warning: {} {}", quote(&u.path), u.reason);
-                }
-                for k in &found.skipped {
-                    eprintln!(
-                        "reclaim reap: uid {}: {} more trashes not looked at (at most {} per \
-                         user and file system)",
-                        k.uid,
-                        format::group(k.trashes),
-                        trash::discover::MAX_PER_USER
-                    );
-                }
-                Ok(found.trashes)
-            }
-        }
-    };
-    let mut engine = remove::Options {
-        // 0: chosen per file system when a tree is freed (`free_tree`).
-        threads: 0,
-        ..remove::Options::default()
-    };
-    if let Some(t) = a.threads {
-        engine.threads = t.into();
-        engine.batch_threads = engine.batch_threads.min(engine.threads);
-    }
-    let opts = ReapOptions {
-        // Only a detached reaper waits out grace windows (`reap` frees what it can now and
-        // exits; `--watch` starts a pass when a window ends).
-        until: if a.detached {
-            Until::Empty
-        } else {
-            Until::Once
-        },
-        // `reap` waits for a reaper at work to finish, then frees what it left; a detached
-        // reaper and the service's passes leave the trash to it.
-        locked: if a.once || a.detached {
-            Locked::Skip
-        } else {
-            Locked::Wait
-        },
-        pacing: a.pace.given().then(|| EntryPacing::from(&a.pace)),
-        engine,
-        only: None,
-        log: Sink::new(dest).prefixed(a.log_prefix),
-        // `reap` (not `--once`, whose passes the service repeats) frees what it can now; a
-        // detached reaper tries a failed entry once when it starts.
-        retry_failed: !a.once || a.retry_failed,
-    };
-    let progress = crate::report::Progress::start(!a.json && !a.detached);
-    let bar = progress.bar();
-    let on_progress = |line: &str| {
-        if let Some(bar) = &bar {
-            bar.set_message(line.to_string());
-            bar.tick();
-        }
-    };
-    let mut child_args = EntryPacing::from(&a.pace).to_args();
-    if let Some(t) = a.threads {
-        child_args.push(format!("--threads={t}").into());
-    }
-    child_args.extend(child_log_args(dest));
-    let started = std::time::Instant::now();
-    // Messages of this process and what children (other users' passes) print: on stderr, or
-    // with the log when it goes to the journal or syslog.
-    let lines = relay_sink(dest, a.log_prefix);
-    let mut relay = |line: &str| match &bar {
-        Some(b) => b.suspend(|| lines.relay(line, None)),
-        None => lines.relay(line, None),
-    };
-    let on_wait = |what: &str| {
-        if let Some(bar) = &bar {
-            bar.set_message(what.to_string());
-            bar.tick();
-        }
-    };
-    let sum = reap_all(
-        &open,
-        &opts,
-        &child_args,
-        &on_progress,
-        &on_wait,
-        &mut relay,
-    );
-    if let Some(bar) = &bar {
-        bar.finish_and_clear();
-    }
-    let failed = !sum.errors.is_empty() || sum.error.is_some();
-    if a.json {
-        println!(
-            "{}",
-            serde_json::to_string(&sum).expect("summary serializes")
-        );
-    } else {
-        if let Some(e) = &sum.error {
-            eprintln!("reclaim reap: {e}");
-        }
-        // Damaged entries (anyone can make thousands): the first few, then a count.
-        let damaged = |e: &&ErrorEntry| e.error.starts_with("damaged: ");
-        for e in sum.errors.iter().filter(|e| !damaged(e)) {
-            eprintln!("reclaim reap: cannot free {e}");
-        }
-        let bad: Vec<&ErrorEntry> = sum.errors.iter().filter(damaged).collect();
-        for e in bad.iter().take(MAX_DAMAGED_SHOWN) {
-            eprintln!("reclaim reap: cannot free {e}");
-        }
-        if bad.len() > MAX_DAMAGED_SHOWN {
-            eprintln!(
-                "reclaim reap: ... and {} more damaged entries, left alone (`reclaim status \
-                 --json` lists them)",
-                format::group((bad.len() - MAX_DAMAGED_SHOWN) as u64)
-            );
-        }
-        if !a.detached {
-            eprintln!("{}", sum.human(started.elapsed()));
-        }
-    }
-    if let Some(sig) = interrupt::requested() {
-        if !a.json && !a.detached {
-            eprintln!(
-                "reclaim: interrupted by {}: {} left in the trash; `reclaim reap` continues",
-                interrupt::name(sig),
-                plural(sum.remaining, "entry", "entries")
-            );
-        }
-        return interrupt::exit_code(sig);
-    }
-    u8::from(failed)
-}
+#[cfg(test)]
+mod fuzz {
+    use proptest::prelude::*;
 
-impl ReapSummary {
-    /// One paragraph for the terminal.
-    pub fn human(&self, took: Duration) -> String {
-        let how = match self.bytes_freed_measure.as_str() {
-            "" => String::new(),
-            m => format!(" returned: {m}"),
-        };
-        let mut s = format!(
-            "freed {} ({}, {}{how}) in {}",
-            plural(self.entries_freed, "entry", "entries"),
-            plural(self.files, "file", "files"),
-            format::bytes(self.bytes_freed),
-            format::seconds(took.as_secs_f64())
-        );
-        if self.waiting > 0 {
-            let until = match (self.next_grace_unix, self.last_grace_unix) {
-                (Some(a), Some(b)) if b - a >= 1.0 => {
-                    format!("{} to {}", format::local_time(a), format::local_time(b))
+    use crate::trash::safefile::fuzz::bytes;
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(400))]
+        #[test]
+        fn reaper_records_from_arbitrary_bytes(text in bytes()) {
+            let d = tempfile::tempdir().unwrap();
+            let dir = crate::sys::dirfd::open_dir_path(d.path()).unwrap();
+            std::fs::write(d.path().join("failed.json"), &text).unwrap();
+            std::fs::write(d.path().join("reaper.json"), &text).unwrap();
+            let me = rustix::process::geteuid().as_raw();
+            if let Ok(Some(f)) = super::failure::FailedRecord::read(&dir, me) {
+                for e in &f.errors {
+                    let _ = e.to_string();
                 }
-                (Some(t), _) | (None, Some(t)) => format::local_time(t),
-                (None, None) => "its grace window ends".into(),
-            };
-            s.push_str(&format!(
-                "; {} waiting, restorable until {until} (then freed by a reaper that waits \
-                 for {}, or by the next `reclaim reap`)",
-                plural(self.waiting, "entry", "entries"),
-                if self.waiting == 1 { "it" } else { "them" }
-            ));
+            }
+            let _ = super::state::read(&dir, me).map(|s| s.alive());
+            // What a child prints (hostile when it runs as another user).
+            let _ = serde_json::from_slice::<super::ReapSummary>(&text);
         }
-        if self.entries_failed > 0 {
-            s.push_str(&format!(
-                "; {} could not be freed",
-                plural(self.entries_failed, "entry", "entries")
-            ));
-        }
-        let other = self
-            .remaining
-            .saturating_sub(self.waiting)
-            .saturating_sub(self.entries_failed);
-        if other > 0 {
-            s.push_str(&format!(
-                "; {} left (being hidden or restored, waiting for a retry, or another reaper's)",
-                plural(other, "entry", "entries")
-            ));
-        }
-        for t in &self.skipped_locked {
-            s.push_str(&format!(
-                "\nskipped {}: another reaper is working on it",
-                quote(t)
-            ));
-        }
-        for g in &self.gentle {
-            s.push_str(&format!("\n  {}", g.human()));
-        }
-        s
     }
 }

@@ -78,6 +78,7 @@ impl<T> Fair<T> {
         self.queued.len()
     }
 
+    #[cfg(test)]
     pub fn is_empty(&self) -> bool {
         self.queued.is_empty()
     }

@@ -12,20 +12,18 @@
 
 use std::collections::{HashMap, HashSet};
 use std::ffi::OsString;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::mpsc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use super::queue::{Due, Fair};
 use super::ReapSummary;
-use crate::asuser::{self, ChildError, Identity};
-use crate::cli::ReapArgs;
-use crate::interrupt;
-use crate::logging::{Priority, Record, Sink, Target};
-use crate::quote::quote;
-use crate::report::plural;
+use crate::sys::asuser::{self, ChildError, Identity};
+use crate::sys::format::{self, now_unix, plural};
+use crate::sys::interrupt;
+use crate::sys::logging::{Priority, Record, Sink, Target};
+use crate::sys::quote::quote;
 use crate::trash;
-use crate::trash::meta::now_unix;
 
 /// Set to a file to have `reap --watch` append one JSON line per look (`t`, `pass_s`: how long
 /// the look took, `running`: children at work, `queued`: trashes waiting for a pass), for the
@@ -41,11 +39,17 @@ const LOOK_EVERY: Duration = Duration::from_secs(1);
 /// How long a stopping supervisor waits for its children to stop.
 const STOP_WAIT: Duration = Duration::from_secs(3);
 
+/// A trash directory's (inode, mtime, ctime): entries added or removed change it.
+type Signature = (u64, i64, i64, i64, i64);
+
+/// What a pass's thread sends back when its child ended.
+type Ended = (PathBuf, Result<ReapSummary, ChildError>);
+
 /// What the supervisor knows of one trash.
 #[derive(Default)]
 struct Known {
-    /// The directory's (inode, mtime, ctime) when its last child started.
-    seen: Option<(u64, i64, i64, i64, i64)>,
+    /// The directory's signature when its last child started.
+    seen: Option<Signature>,
     /// When something in it is due next (a grace window or a back-off ends).
     next_due: Option<f64>,
     running: bool,
@@ -53,152 +57,191 @@ struct Known {
     logged: HashSet<String>,
 }
 
-/// `reclaim reap --watch`; returns the exit code (0 when stopped by a signal: a service stop).
-pub fn command(a: &ReapArgs) -> u8 {
-    let dest = a.log.unwrap_or(Target::Auto).resolve(false, true);
-    let mut child_args: Vec<OsString> = crate::pace::EntryPacing::from(&a.pace).to_args();
-    if let Some(t) = a.threads {
-        child_args.push(format!("--threads={t}").into());
-    }
+/// The supervisor's state from one look to the next.
+struct Supervisor {
+    me: u32,
+    lines: Sink,
+    child_args: Vec<OsString>,
+    known: HashMap<PathBuf, Known>,
+    queue: Fair<Signature>,
+    running: usize,
+    /// What discovery keeps from one look to the next (names squatting others' trashes).
+    memo: trash::Memo,
+    /// Users whose trashes were not all looked at, as last said (said again when it changes).
+    skipped_said: HashMap<u32, u64>,
+    /// A pass that could not start (no thread): said once until one starts again.
+    no_thread_said: bool,
+    tx: mpsc::Sender<Ended>,
+}
+
+/// `reclaim reap --watch`: supervises until a stop signal. `log` is where the reapers log,
+/// `log_prefix` starts each stderr line with its priority, `child_args` are the flags every
+/// child pass gets (pacing, threads).
+pub fn run(log: Target, log_prefix: bool, child_args: &[OsString]) {
+    let dest = log.resolve(false, true);
+    let mut child_args = child_args.to_vec();
     child_args.extend(super::child_log_args(dest));
-    let lines = super::relay_sink(dest, a.log_prefix);
-    let say = |priority: Priority, line: String| {
-        lines.write(&Record::new(priority, line), Some("reclaim reap"));
+    let (tx, rx) = mpsc::channel::<Ended>();
+    let mut sup = Supervisor {
+        me: trash::uid(),
+        lines: super::relay_sink(dest, log_prefix),
+        child_args,
+        known: HashMap::new(),
+        queue: Fair::default(),
+        running: 0,
+        memo: trash::Memo::default(),
+        skipped_said: HashMap::new(),
+        no_thread_said: false,
+        tx,
     };
-    // A line about one trash (which the journal keeps as RECLAIM_TRASH).
-    let say_of = |trash: &std::path::Path, priority: Priority, line: String| {
-        let rec = Record::new(priority, line).path("RECLAIM_TRASH", trash);
-        lines.write(&rec, Some("reclaim reap"));
-    };
-    let me = trash::uid();
-    let mut known: HashMap<PathBuf, Known> = HashMap::new();
-    let (tx, rx) = mpsc::channel::<(PathBuf, Result<ReapSummary, ChildError>)>();
-    let mut running = 0usize;
-    let mut queue: Fair<(u64, i64, i64, i64, i64)> = Fair::default();
-    // What discovery keeps from one look to the next (names squatting others' trashes).
-    let mut memo = trash::Memo::default();
-    // Users whose trashes were not all looked at, as last said (said again when it changes).
-    let mut skipped_said: HashMap<u32, u64> = HashMap::new();
-    // A pass that could not start (no thread): said once until one starts again.
-    let mut no_thread_said = false;
     // For the hostile soak (bench): one line per look, with how long it took.
     let trace = std::env::var_os(TRACE_ENV).map(PathBuf::from);
-    let mut ended: Vec<(PathBuf, Result<ReapSummary, ChildError>)> = Vec::new();
-    let mut next_look = std::time::Instant::now();
-    say(Priority::Info, format!("watching the trashes (uid {me})"));
+    let mut ended: Vec<Ended> = Vec::new();
+    let mut next_look = Instant::now();
+    sup.say(
+        Priority::Info,
+        format!("watching the trashes (uid {})", sup.me),
+    );
     loop {
         ended.extend(rx.try_iter());
         for (path, result) in ended.drain(..) {
-            running -= 1;
-            let k = known.entry(path.clone()).or_default();
+            sup.running -= 1;
+            let k = sup.known.entry(path.clone()).or_default();
             k.running = false;
-            match result {
-                Ok(s) => {
-                    k.next_due = super::min_opt(s.next_grace_unix, s.next_retry_unix);
-                    if s.entries_freed > 0 {
-                        say_of(
-                            &path,
-                            Priority::Info,
-                            format!(
-                                "{}: freed {} ({}, {})",
-                                quote(&path),
-                                plural(s.entries_freed, "entry", "entries"),
-                                plural(s.files, "file", "files"),
-                                crate::format::bytes(s.bytes_freed)
-                            ),
-                        );
-                    }
-                    // Each failure in the trash was logged by the child (as the trash's owner); what
-                    // stopped the child's run as a whole is logged here, once until it changes.
-                    let mut now_logged = HashSet::new();
-                    if let Some(e) = &s.error {
-                        let line = format!("{}: {e}", quote(&path));
-                        if !k.logged.contains(&line) {
-                            say_of(&path, Priority::Err, line.clone());
-                        }
-                        now_logged.insert(line);
-                    }
-                    k.logged = now_logged;
-                }
-                Err(e) => {
-                    let e = e.to_string();
-                    if k.logged.insert(e.clone()) {
-                        say_of(&path, Priority::Err, format!("{}: {e}", quote(&path)));
-                    }
-                    k.next_due = Some(now_unix() + 60.0);
-                }
-            }
+            child_done(k, &path, result, &|p, pr, l| say_of(&sup.lines, p, pr, l));
         }
         if interrupt::stopping() {
             break;
         }
-        let pass = std::time::Instant::now();
+        let pass = Instant::now();
         let looked = pass >= next_look;
         if looked {
             next_look = pass + LOOK_EVERY;
-            let found = trash::discover_with(me, Some(&mut memo));
-            for u in &found.unreachable {
-                // Once per mount until it answers again.
-                let k = known.entry(PathBuf::from(&u.path)).or_default();
-                if k.logged.insert(u.reason.clone()) {
-                    say(
-                        Priority::Warning,
-                        format!("warning: {} {}", quote(&u.path), u.reason),
-                    );
-                }
-            }
-            for s in &found.skipped {
-                // Said again only when it doubled or halved since (not at each decoy made).
-                let said = skipped_said.get(&s.uid).copied();
-                if said.map_or(true, |n| s.trashes >= 2 * n || 2 * s.trashes <= n) {
-                    skipped_said.insert(s.uid, s.trashes);
-                    say(
-                        Priority::Warning,
-                        format!(
-                            "uid {}: {} more trashes not looked at (at most {} per user and \
-                             file system)",
-                            s.uid,
-                            crate::format::group(s.trashes),
-                            trash::discover::MAX_PER_USER
-                        ),
-                    );
-                }
-            }
-            skipped_said.retain(|u, _| found.skipped.iter().any(|s| s.uid == *u));
-            for t in found.trashes {
-                let k = known.entry(t.path.clone()).or_default();
-                if k.running || queue.contains(&t.path) {
-                    continue;
-                }
-                let due = k.next_due.is_some_and(|d| d <= now_unix());
-                if Some(t.signature) == k.seen && !due {
-                    continue;
-                }
-                // Another reaper (a detached one) is at work there: it frees what is due.
-                if t.holder().is_some() {
-                    continue;
-                }
-                // Nothing in it: nothing to do until it changes.
-                if t.is_idle_and_empty() {
-                    k.seen = Some(t.signature);
-                    continue;
-                }
-                queue.push(Due {
-                    uid: t.uid,
-                    path: t.path,
-                    note: t.signature,
-                });
+            sup.look();
+        }
+        sup.start_passes();
+        if let Some(t) = trace.as_ref().filter(|_| looked) {
+            trace_pass(t, pass.elapsed(), sup.running, sup.queue.len());
+        }
+        if let Some(m) = wait_turn(&rx, next_look) {
+            ended.push(m);
+        }
+    }
+    // Stopping: the children are asked to stop too (they stop at a consistent point within a
+    // moment); what is not back within STOP_WAIT is left to end with its parent-death signal.
+    asuser::terminate_children();
+    let deadline = Instant::now() + STOP_WAIT;
+    while sup.running > 0 {
+        let left = deadline.saturating_duration_since(Instant::now());
+        match rx.recv_timeout(left) {
+            Ok(_) => sup.running -= 1,
+            Err(_) => break,
+        }
+    }
+    sup.say(Priority::Info, "stopped".into());
+}
+
+/// Waits until `next_look`, or a pass ends (its slot is free again: returned), or a stop
+/// signal.
+fn wait_turn(rx: &mpsc::Receiver<Ended>, next_look: Instant) -> Option<Ended> {
+    while !interrupt::stopping() {
+        let left = next_look.saturating_duration_since(Instant::now());
+        if left.is_zero() {
+            break;
+        }
+        match rx.recv_timeout(left.min(Duration::from_millis(50))) {
+            Ok(m) => return Some(m),
+            Err(mpsc::RecvTimeoutError::Timeout) => {}
+            Err(mpsc::RecvTimeoutError::Disconnected) => {
+                std::thread::sleep(left.min(Duration::from_millis(50)))
             }
         }
-        // At most MAX_PASSES children at once, users in turn.
-        while running < MAX_PASSES {
-            let Some(due) = queue.take_next() else {
+    }
+    None
+}
+
+/// A line about one trash (which the journal keeps as RECLAIM_TRASH).
+fn say_of(lines: &Sink, trash: &Path, priority: Priority, line: String) {
+    let rec = Record::new(priority, line).path("RECLAIM_TRASH", trash);
+    lines.write(&rec, Some("reclaim reap"));
+}
+
+impl Supervisor {
+    fn say(&self, priority: Priority, line: String) {
+        self.lines
+            .write(&Record::new(priority, line), Some("reclaim reap"));
+    }
+
+    /// Looks for the trashes: says what could not be looked at, and queues each one that may
+    /// have work and no reaper holds.
+    fn look(&mut self) {
+        let found = trash::discover_with(self.me, Some(&mut self.memo));
+        for u in &found.unreachable {
+            // Once per mount until it answers again.
+            let k = self.known.entry(PathBuf::from(&u.path)).or_default();
+            if k.logged.insert(u.reason.clone()) {
+                self.say(
+                    Priority::Warning,
+                    format!("warning: {} {}", quote(&u.path), u.reason),
+                );
+            }
+        }
+        for s in &found.skipped {
+            // Said again only when it doubled or halved since (not at each decoy made).
+            let said = self.skipped_said.get(&s.uid).copied();
+            if said.map_or(true, |n| s.trashes >= 2 * n || 2 * s.trashes <= n) {
+                self.skipped_said.insert(s.uid, s.trashes);
+                self.say(
+                    Priority::Warning,
+                    format!(
+                        "uid {}: {} more trashes not looked at (at most {} per user and \
+                         file system)",
+                        s.uid,
+                        format::group(s.trashes),
+                        trash::discover::MAX_PER_USER
+                    ),
+                );
+            }
+        }
+        self.skipped_said
+            .retain(|u, _| found.skipped.iter().any(|s| s.uid == *u));
+        for t in found.trashes {
+            let k = self.known.entry(t.path.clone()).or_default();
+            if k.running || self.queue.contains(&t.path) {
+                continue;
+            }
+            let due = k.next_due.is_some_and(|d| d <= now_unix());
+            if Some(t.signature) == k.seen && !due {
+                continue;
+            }
+            // Another reaper (a detached one) is at work there: it frees what is due.
+            if t.holder().is_some() {
+                continue;
+            }
+            // Nothing in it: nothing to do until it changes.
+            if t.is_idle_and_empty() {
+                k.seen = Some(t.signature);
+                continue;
+            }
+            self.queue.push(Due {
+                uid: t.uid,
+                path: t.path,
+                note: t.signature,
+            });
+        }
+    }
+
+    /// Starts queued passes, at most `MAX_PASSES` at once, users in turn; out of threads, the
+    /// pass waits for its next turn (said once).
+    fn start_passes(&mut self) {
+        while self.running < MAX_PASSES {
+            let Some(due) = self.queue.take_next() else {
                 break;
             };
-            let tx = tx.clone();
-            let args = child_args.clone();
+            let tx = self.tx.clone();
+            let args = self.child_args.clone();
             let (path, uid) = (due.path.clone(), due.uid);
-            let lines = lines.clone();
+            let lines = self.lines.clone();
             let started = std::thread::Builder::new()
                 .name("reclaim-pass".into())
                 .spawn(move || {
@@ -207,77 +250,95 @@ pub fn command(a: &ReapArgs) -> u8 {
                 });
             match started {
                 Ok(_) => {
-                    no_thread_said = false;
-                    let k = known.entry(due.path.clone()).or_default();
+                    self.no_thread_said = false;
+                    let k = self.known.entry(due.path.clone()).or_default();
                     k.seen = Some(due.note);
                     k.next_due = None;
                     k.running = true;
-                    running += 1;
+                    self.running += 1;
                 }
                 Err(e) => {
                     // Out of threads (EAGAIN) for now: this pass waits for the next turn.
-                    if !no_thread_said {
-                        say(
+                    if !self.no_thread_said {
+                        self.say(
                             Priority::Warning,
                             format!("cannot start a pass now ({e}); trying again"),
                         );
-                        no_thread_said = true;
+                        self.no_thread_said = true;
                     }
-                    queue.put_back(due);
+                    self.queue.put_back(due);
                     break;
                 }
             }
         }
-        if let Some(t) = trace.as_ref().filter(|_| looked) {
-            let line = format!(
-                "{{\"t\":{:.3},\"pass_s\":{:.6},\"running\":{running},\"queued\":{}}}\n",
-                now_unix(),
-                pass.elapsed().as_secs_f64(),
-                queue.len()
-            );
-            let _ = std::fs::OpenOptions::new()
-                .create(true)
-                .append(true)
-                .open(t)
-                .and_then(|mut f| std::io::Write::write_all(&mut f, line.as_bytes()));
+    }
+}
+
+/// What the supervisor makes of a child's end for trash `path`: when `k` is due next, and the
+/// lines about it (what it freed; what stopped it, once until that changes).
+fn child_done(
+    k: &mut Known,
+    path: &Path,
+    result: Result<ReapSummary, ChildError>,
+    say_of: &dyn Fn(&Path, Priority, String),
+) {
+    match result {
+        Ok(s) => {
+            k.next_due = super::min_opt(s.next_grace_unix, s.next_retry_unix);
+            if s.entries_freed > 0 {
+                say_of(
+                    path,
+                    Priority::Info,
+                    format!(
+                        "{}: freed {} ({}, {})",
+                        quote(path),
+                        plural(s.entries_freed, "entry", "entries"),
+                        plural(s.files, "file", "files"),
+                        format::bytes(s.bytes_freed)
+                    ),
+                );
+            }
+            // Each failure in the trash was logged by the child (as the trash's owner); what
+            // stopped the child's run as a whole is logged here, once until it changes.
+            let mut now_logged = HashSet::new();
+            if let Some(e) = &s.error {
+                let line = format!("{}: {e}", quote(path));
+                if !k.logged.contains(&line) {
+                    say_of(path, Priority::Err, line.clone());
+                }
+                now_logged.insert(line);
+            }
+            k.logged = now_logged;
         }
-        // Until the next look, or a pass ends (its slot is free again), or a stop signal.
-        while !interrupt::stopping() {
-            let left = next_look.saturating_duration_since(std::time::Instant::now());
-            if left.is_zero() {
-                break;
+        Err(e) => {
+            let e = e.to_string();
+            if k.logged.insert(e.clone()) {
+                say_of(path, Priority::Err, format!("{}: {e}", quote(path)));
             }
-            match rx.recv_timeout(left.min(Duration::from_millis(50))) {
-                Ok(m) => {
-                    ended.push(m);
-                    break;
-                }
-                Err(mpsc::RecvTimeoutError::Timeout) => {}
-                Err(mpsc::RecvTimeoutError::Disconnected) => {
-                    std::thread::sleep(left.min(Duration::from_millis(50)))
-                }
-            }
+            k.next_due = Some(now_unix() + 60.0);
         }
     }
-    // Stopping: the children are asked to stop too (they stop at a consistent point within a
-    // moment); what is not back within STOP_WAIT is left to end with its parent-death signal.
-    asuser::terminate_children();
-    let deadline = std::time::Instant::now() + STOP_WAIT;
-    while running > 0 {
-        let left = deadline.saturating_duration_since(std::time::Instant::now());
-        match rx.recv_timeout(left) {
-            Ok(_) => running -= 1,
-            Err(_) => break,
-        }
-    }
-    say(Priority::Info, "stopped".into());
-    0
+}
+
+/// One line of the hostile soak's trace: when, how long the look took, children at work,
+/// trashes queued.
+fn trace_pass(t: &Path, took: Duration, running: usize, queued: usize) {
+    let line = format!(
+        "{{\"t\":{:.3},\"pass_s\":{:.6},\"running\":{running},\"queued\":{queued}}}\n",
+        now_unix(),
+        took.as_secs_f64()
+    );
+    let _ = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(t)
+        .and_then(|mut f| std::io::Write::write_all(&mut f, line.as_bytes()));
 }
 
 /// Runs one `reap --once` pass over `path` as its owner `uid` in a child process; what it
 /// prints on stderr goes to `lines`.
 fn reap_child(
-    path: &std::path::Path,
+    path: &Path,
     uid: u32,
     args: &[OsString],
     lines: &Sink,

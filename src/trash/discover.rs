@@ -21,8 +21,8 @@ use serde::{Deserialize, Serialize};
 
 use super::{legacy_outer, name_uid, registry, reopen, Trash, TrashError, Unusable};
 use super::{LEGACY_DIR, PREFIX};
-use crate::dirfd::{self, Ident};
-use crate::mounts::{self, Mount};
+use crate::sys::dirfd::{self, Ident};
+use crate::sys::mounts::{self, Mount};
 
 /// A user's trashes considered on one file system (more are skipped, and said).
 pub const MAX_PER_USER: usize = 8;
@@ -161,7 +161,7 @@ impl Found {
             }
             Err(e) => Err(format!(
                 "it cannot be examined ({})",
-                crate::error::errno_text(e)
+                crate::sys::error::errno_text(e)
             )),
         }
     }
@@ -187,7 +187,7 @@ impl Found {
     /// without opening anything in it.
     pub fn holder(&self) -> Option<u32> {
         let lock = dirfd::lstat_at(rustix::fs::CWD, &cpath(&self.path.join("lock"))?).ok()?;
-        crate::locks::holder(crate::locks::Kind::Flock, lock.ident)
+        crate::sys::locks::holder(crate::sys::locks::Kind::Flock, lock.ident)
     }
 }
 
@@ -219,10 +219,6 @@ impl Passed {
         }
         self.more += other.more;
     }
-
-    pub fn is_empty(&self) -> bool {
-        self.first.is_empty() && self.more == 0
-    }
 }
 
 /// Why `name` in `dir` is not a usable trash of `uid` on mount `mnt_id`, from a `statx` (nothing
@@ -233,7 +229,7 @@ pub fn examine(dir: &OwnedFd, name: &std::ffi::CStr, uid: u32, mnt_id: u64) -> O
         Err(Errno::NOENT) => Some("is gone".into()),
         Err(e) => Some(format!(
             "cannot be examined ({})",
-            crate::error::errno_text(e)
+            crate::sys::error::errno_text(e)
         )),
     }
 }
@@ -394,30 +390,23 @@ pub fn discover_with(uid: u32, mut memo: Option<&mut Memo>) -> Discovery {
     found
 }
 
-/// The trashes (this user's, or everyone's for root) at the top of mount `m`, into `out`.
-fn at_mount(m: &Mount, uid: u32, out: &mut Discovery, mut memo: Option<&mut Memo>) {
-    let top_fd = match dirfd::open_dir_path(&m.point) {
-        Ok(fd) => fd,
-        Err(e) => {
-            return out.unreachable.push(Unusable {
-                path: m.point.to_string_lossy().into_owned(),
-                reason: format!(
-                    "cannot be listed ({}); its trashes were not looked at",
-                    crate::error::errno_text(e)
-                ),
-            })
-        }
-    };
-    // The top must be the mount's own root (an overmounted or moved top is skipped).
-    if dirfd::fstat(&top_fd).map(|f| f.mnt_id) != Ok(m.id) {
-        return;
-    }
-    // Every name that looks like a trash of a user this process looks for (with its type and
-    // inode as the listing says), by user; the names' bytes in one buffer.
+/// What the listing of a mount top found.
+struct Listed {
+    names: Names,
+    /// Each user's names (indices into `names`).
+    by_user: HashMap<u32, Vec<usize>>,
+    /// Whether the top holds the legacy trash directory.
+    legacy: bool,
+}
+
+/// Every name at the top of `m` (open as `top_fd`) that looks like a trash of a user this
+/// process looks for (`uid`; root: everyone), with its type and inode as the listing says, by
+/// user; the names' bytes in one buffer. A listing that fails is said in `out`.
+fn list_top(top_fd: &OwnedFd, m: &Mount, uid: u32, out: &mut Discovery) -> Listed {
     let mut names = Names::default();
     let mut by_user: HashMap<u32, Vec<usize>> = HashMap::new();
     let mut legacy = false;
-    if let Ok(list) = reopen(&top_fd) {
+    if let Ok(list) = reopen(top_fd) {
         let mut buf = dirfd::DirBuf::new(64 << 10);
         // Names of one user tend to come together: their list is kept at hand.
         let mut current: Option<(u32, Vec<usize>)> = None;
@@ -452,11 +441,41 @@ fn at_mount(m: &Mount, uid: u32, out: &mut Discovery, mut memo: Option<&mut Memo
                 reason: format!(
                     "could not be listed to the end ({}); some trashes may not have been \
                      looked at",
-                    crate::error::errno_text(e)
+                    crate::sys::error::errno_text(e)
                 ),
             });
         }
     }
+    Listed {
+        names,
+        by_user,
+        legacy,
+    }
+}
+
+/// The trashes (this user's, or everyone's for root) at the top of mount `m`, into `out`.
+fn at_mount(m: &Mount, uid: u32, out: &mut Discovery, mut memo: Option<&mut Memo>) {
+    let top_fd = match dirfd::open_dir_path(&m.point) {
+        Ok(fd) => fd,
+        Err(e) => {
+            return out.unreachable.push(Unusable {
+                path: m.point.to_string_lossy().into_owned(),
+                reason: format!(
+                    "cannot be listed ({}); its trashes were not looked at",
+                    crate::sys::error::errno_text(e)
+                ),
+            })
+        }
+    };
+    // The top must be the mount's own root (an overmounted or moved top is skipped).
+    if dirfd::fstat(&top_fd).map(|f| f.mnt_id) != Ok(m.id) {
+        return;
+    }
+    let Listed {
+        names,
+        mut by_user,
+        legacy,
+    } = list_top(&top_fd, m, uid, out);
     let mut legacy_found: Vec<(u32, PathBuf, rustix::fs::Statx)> = Vec::new();
     if legacy {
         match legacy_outer(&top_fd, &m.point) {
@@ -475,12 +494,6 @@ fn at_mount(m: &Mount, uid: u32, out: &mut Discovery, mut memo: Option<&mut Memo
     users.extend(legacy_found.iter().map(|(u, _, _)| *u));
     users.sort_unstable();
     users.dedup();
-    let shown = |name: &[u8]| {
-        m.point
-            .join(OsStr::from_bytes(name))
-            .to_string_lossy()
-            .into_owned()
-    };
     for u in users {
         let plain = format!("{PREFIX}{u}");
         let mut mine = InOrder::new(
@@ -498,53 +511,16 @@ fn at_mount(m: &Mount, uid: u32, out: &mut Discovery, mut memo: Option<&mut Memo
                 break;
             }
             let (name, ft, ino) = names.get(i);
-            // The listing's type says it is no directory (a symlink, a file): no statx.
-            if !matches!(ft, FileType::Directory | FileType::Unknown) {
-                out.passed_over_with(|| Unusable {
-                    path: shown(name),
-                    reason: unusable_type(ft),
-                });
-                continue;
-            }
-            // Another user's directory under this name, as seen at an earlier look.
-            let plain_name = name == plain.as_bytes();
-            if let Some(owner) = memo
-                .as_deref_mut()
-                .filter(|_| !plain_name)
-                .and_then(|mm| mm.foreign(m.id, ino, name))
-            {
-                out.passed_over_with(|| Unusable {
-                    path: shown(name),
-                    reason: format!("is owned by uid {owner}, not {u}"),
-                });
-                continue;
-            }
-            let Ok(cname) = CString::new(name) else {
-                continue;
-            };
-            match statx(&top_fd, &cname, AtFlags::SYMLINK_NOFOLLOW, MASK) {
-                Ok(s) if usable(&s, u, m.id) => {
-                    let path = m.point.join(OsStr::from_bytes(name));
-                    out.add(Found::from_statx(path, m.point.clone(), u, &s));
-                    taken += 1;
-                }
-                Ok(s) => {
-                    if s.stx_uid != u && !plain_name && s.stx_ino == ino {
-                        if let Some(mm) = memo.as_deref_mut() {
-                            mm.remember(m.id, ino, name, s.stx_uid);
-                        }
-                    }
-                    out.passed_over_with(|| Unusable {
-                        path: shown(name),
-                        reason: unusable_why(&s, u, m.id).unwrap_or_default(),
-                    })
-                }
-                // Gone between the listing and now: nothing to say.
-                Err(Errno::NOENT) => {}
-                Err(e) => out.passed_over_with(|| Unusable {
-                    path: shown(name),
-                    reason: format!("cannot be examined ({})", crate::error::errno_text(e)),
-                }),
+            let top = Top { m, fd: &top_fd };
+            if examine_listed(
+                &top,
+                u,
+                (name, ft, ino),
+                plain.as_bytes(),
+                memo.as_deref_mut(),
+                out,
+            ) {
+                taken += 1;
             }
         }
         for (_, path, s) in legacy_found.iter().filter(|(lu, _, _)| *lu == u) {
@@ -559,6 +535,83 @@ fn at_mount(m: &Mount, uid: u32, out: &mut Discovery, mut memo: Option<&mut Memo
             out.skip(u, skipped);
         }
     }
+}
+
+/// A mount top, open.
+struct Top<'a> {
+    m: &'a Mount,
+    fd: &'a OwnedFd,
+}
+
+/// Examines one listed name (`name`, its type and inode as listed) that looks like a trash of
+/// `u` at the top (`plain`: that user's plain trash name): a usable trash is added to `out` and
+/// `true` returned; anything else is passed over (the first few said, the rest counted). What
+/// the listing's type tells spares a `statx`; so does `memo`, for a name another user's
+/// directory held at an earlier look (never for the plain name).
+fn examine_listed(
+    top: &Top,
+    u: u32,
+    (name, ft, ino): (&[u8], FileType, u64),
+    plain: &[u8],
+    mut memo: Option<&mut Memo>,
+    out: &mut Discovery,
+) -> bool {
+    let m = top.m;
+    let shown = || {
+        m.point
+            .join(OsStr::from_bytes(name))
+            .to_string_lossy()
+            .into_owned()
+    };
+    // The listing's type says it is no directory (a symlink, a file): no statx.
+    if !matches!(ft, FileType::Directory | FileType::Unknown) {
+        out.passed_over_with(|| Unusable {
+            path: shown(),
+            reason: unusable_type(ft),
+        });
+        return false;
+    }
+    // Another user's directory under this name, as seen at an earlier look.
+    let plain_name = name == plain;
+    if let Some(owner) = memo
+        .as_deref_mut()
+        .filter(|_| !plain_name)
+        .and_then(|mm| mm.foreign(m.id, ino, name))
+    {
+        out.passed_over_with(|| Unusable {
+            path: shown(),
+            reason: format!("is owned by uid {owner}, not {u}"),
+        });
+        return false;
+    }
+    let Ok(cname) = CString::new(name) else {
+        return false;
+    };
+    match statx(top.fd, &cname, AtFlags::SYMLINK_NOFOLLOW, MASK) {
+        Ok(s) if usable(&s, u, m.id) => {
+            let path = m.point.join(OsStr::from_bytes(name));
+            out.add(Found::from_statx(path, m.point.clone(), u, &s));
+            return true;
+        }
+        Ok(s) => {
+            if s.stx_uid != u && !plain_name && s.stx_ino == ino {
+                if let Some(mm) = memo {
+                    mm.remember(m.id, ino, name, s.stx_uid);
+                }
+            }
+            out.passed_over_with(|| Unusable {
+                path: shown(),
+                reason: unusable_why(&s, u, m.id).unwrap_or_default(),
+            })
+        }
+        // Gone between the listing and now: nothing to say.
+        Err(Errno::NOENT) => {}
+        Err(e) => out.passed_over_with(|| Unusable {
+            path: shown(),
+            reason: format!("cannot be examined ({})", crate::sys::error::errno_text(e)),
+        }),
+    }
+    false
 }
 
 /// Names from a listing, their bytes in one buffer (tens of thousands of decoys cost no
@@ -711,7 +764,7 @@ fn legacy_at(
             Err(Errno::NOENT) => {}
             Err(e) => out.passed_over(Unusable {
                 path: path.to_string_lossy().into_owned(),
-                reason: format!("cannot be examined ({})", crate::error::errno_text(e)),
+                reason: format!("cannot be examined ({})", crate::sys::error::errno_text(e)),
             }),
         }
     }

@@ -17,7 +17,7 @@ use serde::{Deserialize, Serialize};
 
 use super::safefile::{self, Bad, Expect};
 use super::Trash;
-use crate::dirfd::Lineage;
+use crate::sys::dirfd::Lineage;
 
 const DIR: &CStr = c"reclaim";
 const FILE: &CStr = c"trashes";
@@ -30,24 +30,24 @@ fn me() -> u32 {
 
 /// The registry's directory (made if `create`), or why there is none.
 fn dir(create: bool) -> Result<OwnedFd, String> {
-    let home = crate::userdirs::state_home()
+    let home = crate::sys::userdirs::state_home()
         .ok_or("no state directory of this user's own (HOME or XDG_STATE_HOME)")?;
-    let shown = || crate::quote::quote(home.join("reclaim"));
+    let shown = || crate::sys::quote::quote(home.join("reclaim"));
     if create {
         // Below a directory of the caller's own (`userdirs`): nobody else made these names.
         std::fs::create_dir_all(&home).map_err(|e| format!("cannot make {}: {e}", shown()))?;
     }
-    let home_fd = crate::dirfd::open_dir_path(&home).map_err(|e| {
+    let home_fd = crate::sys::dirfd::open_dir_path(&home).map_err(|e| {
         format!(
             "cannot open {}: {}",
-            crate::quote::quote(&home),
-            crate::error::errno_text(e)
+            crate::sys::quote::quote(&home),
+            crate::sys::error::errno_text(e)
         )
     })?;
     let r = if create {
         safefile::open_or_make_dir(&home_fd, DIR, 0o700, me())
     } else {
-        crate::dirfd::open_dir_at(&home_fd, DIR).map_err(Bad::Os)
+        crate::sys::dirfd::open_dir_at(&home_fd, DIR).map_err(Bad::Os)
     };
     r.map_err(|b| format!("{} {b}", shown()))
 }
@@ -93,7 +93,9 @@ pub fn registered() -> Vec<Registered> {
         .filter(|l| !l.is_empty())
         .filter_map(|l| match serde_json::from_slice::<Line>(l) {
             Ok(line) => Some(Registered {
-                path: PathBuf::from(OsString::from_vec(crate::quote::unhex(&line.path_hex)?)),
+                path: PathBuf::from(OsString::from_vec(crate::sys::quote::unhex(
+                    &line.path_hex,
+                )?)),
                 lineage: Some(line.lineage),
             }),
             Err(_) if l.first() == Some(&b'/') => Some(Registered {
@@ -108,8 +110,12 @@ pub fn registered() -> Vec<Registered> {
 /// Remembers `trash` (a trash not at a mount top) with its identity; those registered that
 /// are gone are forgotten.
 pub fn register(trash: &Trash) -> Result<(), String> {
-    let lineage = Lineage::of(&trash.dir)
-        .map_err(|e| format!("cannot read its identity: {}", crate::error::errno_text(e)))?;
+    let lineage = Lineage::of(&trash.dir).map_err(|e| {
+        format!(
+            "cannot read its identity: {}",
+            crate::sys::error::errno_text(e)
+        )
+    })?;
     let dir = dir(true)?;
     let mut known = registered();
     if known
@@ -143,7 +149,7 @@ pub fn register(trash: &Trash) -> Result<(), String> {
     safefile::replace(&dir, FILE, &text).map_err(|e| {
         format!(
             "cannot write the trash registry: {}",
-            crate::error::errno_text(e)
+            crate::sys::error::errno_text(e)
         )
     })
 }
