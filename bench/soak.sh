@@ -29,6 +29,8 @@ usage: bench/soak.sh [options]
   --fs "..."        file systems, among tmpfs ext4 (default "tmpfs ext4"), one run each
   --seed N          seed for every run (default: a new random one per run, printed)
   --skip-kinds K    attacker actions to leave out (SOAK_SKIP_KINDS: kinds or prefixes, commas)
+  --decoys N        the decoy flood: N empty trashes of the attacker's own (default 30000)
+  --victim-decoys N and N names squatting the victim's trash (default 10000)
   --out DIR         output directory (default bench/out/soak-<date>-<time>)
   --no-build        do not build (use the release test binary as it is)
   -h, --help        this help
@@ -40,6 +42,8 @@ MIN_ACTIONS=5000
 FSES="tmpfs ext4"
 SEED=
 SKIP_KINDS=
+DECOYS=30000
+VICTIM_DECOYS=10000
 OUT=
 BUILD=1
 while [[ $# -gt 0 ]]; do
@@ -49,6 +53,8 @@ while [[ $# -gt 0 ]]; do
         --fs) FSES=$2; shift 2 ;;
         --seed) SEED=$2; shift 2 ;;
         --skip-kinds) SKIP_KINDS=$2; shift 2 ;;
+        --decoys) DECOYS=$2; shift 2 ;;
+        --victim-decoys) VICTIM_DECOYS=$2; shift 2 ;;
         --out) OUT=$2; shift 2 ;;
         --no-build) BUILD=0; shift ;;
         -h | --help) usage; exit 0 ;;
@@ -82,7 +88,7 @@ done
     echo "load1 at start: $(load1)"
     echo "git: $(git rev-parse --short HEAD 2>/dev/null || echo '?')$(git diff --quiet 2>/dev/null || echo ' (dirty)')"
     echo "command: bash bench/soak.sh $*"
-    echo "secs: $SECS, min actions: $MIN_ACTIONS, fs: $FSES, seed: ${SEED:-random}, skip kinds: ${SKIP_KINDS:-none}"
+    echo "secs: $SECS, min actions: $MIN_ACTIONS, fs: $FSES, seed: ${SEED:-random}, skip kinds: ${SKIP_KINDS:-none}, decoys: $DECOYS + $VICTIM_DECOYS"
 } >"$OUT/meta.txt"
 
 if [[ $BUILD == 1 ]]; then
@@ -97,6 +103,7 @@ for fs in $FSES; do
     mkdir -p "$OUT/$fs"
     set +e
     env SOAK_FS="$fs" SOAK_SECS="$SECS" SOAK_MIN_ACTIONS="$MIN_ACTIONS" \
+        SOAK_DECOYS="$DECOYS" SOAK_VICTIM_DECOYS="$VICTIM_DECOYS" \
         ${SEED:+SOAK_SEED="$SEED"} ${SKIP_KINDS:+SOAK_SKIP_KINDS="$SKIP_KINDS"} \
         SOAK_KEEP_LOGS="$OUT/$fs" \
         cargo test --release --test tests soak::hostile_soak -- --include-ignored --exact \
@@ -141,6 +148,27 @@ for r in runs:
         f(w["max_pass_s"]), f(w["p99_pass_s"]), f(w["max_gap_s"]), f(w["idle_after_s"]),
         w["hung_children"], s["calls"], f(s["max_latency_s"]), rr.get("calls", 0),
         f(rr.get("max_latency_s")), len(r["failures"])))
+print()
+
+# The decoy flood (issue 20): root's passes, status and one-shot reaps before and after it, and
+# the watch's threads, fds and children at their peak; the careless root.
+def ba(x):
+    if not x or not x.get("n"):
+        return "–"
+    return "%.3f / %.3f (%d)" % (x["p50"], x["max"], x["n"])
+print("| fs | decoys (made in) | watch look p50 / max (n): before | after | status: before | after | root reap --once: before | after | watch peak threads / fds / children | careless root calls, max |")
+print("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+for r in runs:
+    d, c = r.get("decoys", {}), r.get("careless_root", {})
+    if not d:
+        continue
+    pk = d["watch_peak"]
+    print("| %s | %d (%s) | %s | %s | %s | %s | %s | %s | %d / %d / %d | %d, %s |" % (
+        r["fs"], d["count"], f(d.get("made_in_s")),
+        ba(d["watch_pass_s"]["before"]), ba(d["watch_pass_s"]["after"]),
+        ba(d["status_s"]["before"]), ba(d["status_s"]["after"]),
+        ba(d["root_reap_s"]["before"]), ba(d["root_reap_s"]["after"]),
+        pk["threads"], pk["fds"], pk["children"], c.get("calls", 0), f(c.get("max_latency_s"))))
 print()
 
 # Actions by family (the part of the kind before the first ':'), then every kind.

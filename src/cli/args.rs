@@ -73,7 +73,8 @@ pub enum Command {
     /// Put a trashed entry back at its original path (while no reaper has started on it)
     Restore(RestoreArgs),
     /// Free what can be freed in the trashes now, in the foreground, and exit (entries in their
-    /// grace window stay; a reaper at work is waited for) (`--watch`: keep running, for systemd)
+    /// grace window stay; a reaper at work is waited for, one of another user for at most 30 s
+    /// in all and not at all if it is stopped) (`--watch`: keep running, for systemd)
     Reap(ReapArgs),
     /// Retention: remove the oldest entries of directories by rules (restic's --keep-last,
     /// --keep-daily, ..., --keep-within; older than; keep X free); always prints the plan first

@@ -162,10 +162,8 @@ impl Config {
                 vec![PathBuf::from(one)]
             };
         }
-        let user = std::env::var_os("XDG_CONFIG_HOME")
-            .filter(|v| !v.is_empty())
-            .map(PathBuf::from)
-            .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".config")));
+        // Only a directory of the caller's own (root's, for root): see `userdirs`.
+        let user = crate::sys::userdirs::config_home();
         let mut v = vec![PathBuf::from("/etc/reclaim.toml")];
         v.extend(user.map(|u| u.join("reclaim.toml")));
         v
@@ -178,7 +176,7 @@ impl Config {
         let explicit = std::env::var_os("RECLAIM_CONFIG").is_some();
         let mut cfg = Config::default();
         for f in Config::files() {
-            match std::fs::read_to_string(&f) {
+            match read_file(&f) {
                 Ok(text) => cfg.merge(Config::parse(&f, &text)?),
                 Err(e) if e.kind() == std::io::ErrorKind::NotFound && !explicit => {}
                 // Another user's HOME (sudo -u keeps it): not ours to read; say so, go on.
@@ -411,6 +409,31 @@ impl Config {
 
 /// Pacing defaults, unless the command line chose: an explicit `--fast` ignores a configured
 /// latency budget and rate, and an explicit budget or rate ignores a configured `fast`.
+/// The most a configuration file may hold.
+const MAX_CONFIG_BYTES: u64 = 1 << 20;
+
+/// A configuration file's text, read as hostile input (`safefile`): never through a final
+/// symlink, never blocking on a FIFO, only a regular file of the caller's or root's of at most
+/// `MAX_CONFIG_BYTES`. What it is instead is an error of kind `InvalidData` saying so.
+fn read_file(f: &Path) -> std::io::Result<String> {
+    use crate::trash::safefile::{self, Bad, Expect};
+    let me = rustix::process::geteuid().as_raw();
+    let want = Expect {
+        owners: &[me, 0],
+        max: MAX_CONFIG_BYTES,
+        one_link: false,
+    };
+    let bad = |b: Bad| std::io::Error::new(std::io::ErrorKind::InvalidData, format!("it {b}"));
+    match safefile::read_path(f, &want) {
+        Ok(bytes) => String::from_utf8(bytes).map_err(|_| {
+            std::io::Error::new(std::io::ErrorKind::InvalidData, "it is not UTF-8 text")
+        }),
+        Err(Bad::Missing) => Err(std::io::ErrorKind::NotFound.into()),
+        Err(Bad::Os(e)) => Err(std::io::Error::from_raw_os_error(e.raw_os_error())),
+        Err(b) => Err(bad(b)),
+    }
+}
+
 fn apply_pace(r: &RmDefaults, p: &mut PaceArgs) {
     let explicit = p.fast || p.max_latency.is_some() || p.rate.is_some();
     if !explicit {

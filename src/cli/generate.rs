@@ -104,8 +104,15 @@ fn extra_sections(sub: &str) -> Vec<(&'static str, Vec<String>)> {
     let files = vec![
         "/etc/reclaim.toml, then ~/.config/reclaim.toml ($XDG_CONFIG_HOME): defaults for \
          reclaim rm ([rm]: mode, max_latency, rate, iops), where reapers log ([reap]: log) \
-         and retention policies for reclaim prune ([prune.NAME]); command-line flags win."
+         and retention policies for reclaim prune ([prune.NAME]); command-line flags win. \
+         Each must be a regular file of the caller's or root's."
             .to_string(),
+        "~/.local/state/reclaim/trashes ($XDG_STATE_HOME): the trashes made below a mount \
+         top, so that status, reap and restore find them again. HOME and the XDG \
+         directories are used only if they belong to the caller or root (for root: to root) \
+         and nobody else may write in them; otherwise reclaim says so once and does without \
+         (sudo -E keeps a user's HOME)."
+            .into(),
         "MOUNT/.reclaim-UID/: the trash of user UID on the file system mounted at MOUNT \
          (mode 0700, owned by UID; MOUNT/.reclaim-UID.HEX when that name was taken by \
          someone else). Each entry is a directory named by its ID holding meta.json and the \

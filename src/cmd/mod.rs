@@ -64,6 +64,11 @@ impl Invocation {
 
 /// Runs the command; returns the process's exit status.
 pub fn run(inv: Invocation) -> ExitCode {
+    // A HOME or XDG directory that is not the caller's own is not used (`sys::userdirs`):
+    // said once.
+    for line in crate::sys::userdirs::refused() {
+        eprintln!("reclaim: {line}");
+    }
     for w in &inv.warnings {
         eprintln!("reclaim: config: {w}");
     }

@@ -8,12 +8,13 @@ use std::process::ExitCode;
 
 use crate::engine::remove;
 use crate::reaper::{self, spawn, watch, Locked, OpenError, ReapOptions, ReapSummary, Until};
-use crate::sys::format::plural;
+use crate::sys::error::ErrorEntry;
+use crate::sys::format::{self, plural};
 use crate::sys::interrupt;
 use crate::sys::logging::{Dest, Sink, Target};
 use crate::sys::quote::quote;
 use crate::trash::meta::EntryPacing;
-use crate::trash::{self, Trash};
+use crate::trash::{self, Found, Trash};
 use crate::ui::report::Progress;
 
 /// What `reclaim reap` was asked.
@@ -74,10 +75,12 @@ pub fn run(o: &Options) -> ExitCode {
     report(o, &sum, started.elapsed())
 }
 
-/// The trashes to reap: the one named, or every one this user may see.
-fn open(only: Option<&PathBuf>) -> Result<Vec<Trash>, OpenError> {
+/// The trashes to reap: the one named, or every one this user may see (at most
+/// `discover::MAX_PER_USER` per user and file system; the rest counted, one line per user).
+fn open(only: Option<&PathBuf>) -> Result<Vec<Found>, OpenError> {
     match only {
         Some(p) => Trash::open_path(p)
+            .and_then(|t| Found::of(&t).map_err(trash::TrashError::from))
             .map(|t| vec![t])
             .map_err(|error| OpenError::Named {
                 path: p.clone(),
@@ -87,6 +90,15 @@ fn open(only: Option<&PathBuf>) -> Result<Vec<Trash>, OpenError> {
             let found = trash::discover(trash::uid());
             for u in &found.unreachable {
                 eprintln!("reclaim reap: warning: {} {}", quote(&u.path), u.reason);
+            }
+            for k in &found.skipped {
+                eprintln!(
+                    "reclaim reap: uid {}: {} more trashes not looked at (at most {} per \
+                     user and file system)",
+                    k.uid,
+                    format::group(k.trashes),
+                    trash::discover::MAX_PER_USER
+                );
             }
             Ok(found.trashes)
         }
@@ -138,6 +150,9 @@ fn reap_options(o: &Options, dest: Dest) -> ReapOptions {
     }
 }
 
+/// Damaged entries named in `reap`'s summary on the terminal (the rest counted).
+const MAX_DAMAGED_SHOWN: usize = 3;
+
 /// The JSON object or the lines about what was freed and what failed; the exit code.
 fn report(o: &Options, sum: &ReapSummary, took: std::time::Duration) -> ExitCode {
     let failed = !sum.errors.is_empty() || sum.error.is_some();
@@ -150,8 +165,21 @@ fn report(o: &Options, sum: &ReapSummary, took: std::time::Duration) -> ExitCode
         if let Some(e) = &sum.error {
             eprintln!("reclaim reap: {e}");
         }
-        for e in &sum.errors {
+        // Damaged entries (anyone can make thousands): the first few, then a count.
+        let damaged = |e: &&ErrorEntry| e.error.starts_with("damaged: ");
+        for e in sum.errors.iter().filter(|e| !damaged(e)) {
             eprintln!("reclaim reap: cannot free {e}");
+        }
+        let bad: Vec<&ErrorEntry> = sum.errors.iter().filter(damaged).collect();
+        for e in bad.iter().take(MAX_DAMAGED_SHOWN) {
+            eprintln!("reclaim reap: cannot free {e}");
+        }
+        if bad.len() > MAX_DAMAGED_SHOWN {
+            eprintln!(
+                "reclaim reap: ... and {} more damaged entries, left alone (`reclaim status \
+                 --json` lists them)",
+                format::group((bad.len() - MAX_DAMAGED_SHOWN) as u64)
+            );
         }
         if !o.detached {
             eprintln!("{}", crate::ui::reap::human(sum, took));

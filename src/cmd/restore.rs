@@ -14,7 +14,7 @@ use crate::trash::{self, Trash};
 pub fn run(args: &[OsString], json: bool, only: Option<&Path>, to: Option<&Path>) -> ExitCode {
     let me = trash::uid();
     let trashes = match only {
-        Some(p) => match Trash::open_path(p) {
+        Some(p) => match Trash::open_path(p).and_then(|t| Ok(trash::Found::of(&t)?)) {
             Ok(t) => vec![t],
             Err(e) => {
                 let report = Report {

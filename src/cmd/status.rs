@@ -10,11 +10,8 @@ use crate::trash::{self, Trash};
 /// `reclaim status [--json] [--count] [--trash DIR]`.
 pub fn run(json: bool, count: bool, only: Option<&std::path::Path>) -> ExitCode {
     let found = match only {
-        Some(p) => match Trash::open_path(p) {
-            Ok(t) => trash::Discovery {
-                trashes: vec![t],
-                ..Default::default()
-            },
+        Some(p) => match Trash::open_path(p).and_then(|t| Ok(trash::Found::of(&t)?)) {
+            Ok(t) => trash::Discovery::one(t),
             Err(e) => {
                 let err = format!("cannot use trash {}: {e}", quote(p));
                 if json {

@@ -46,8 +46,9 @@ pub struct Hider {
     by_parent: std::sync::Mutex<HashMap<(u64, u64), Located>>,
     /// Every trash used, with the ids hidden into it, in order.
     pub used: Vec<(Arc<Trash>, Vec<String>)>,
-    /// Trash names passed over because someone else had them (said once, with `-v`).
-    pub passed_over: std::sync::Mutex<Vec<crate::trash::Unusable>>,
+    /// Trash names passed over because someone else had them (said once, with `-v`: the first
+    /// few and how many).
+    pub passed_over: std::sync::Mutex<crate::trash::Passed>,
 }
 
 impl Hider {
@@ -73,7 +74,7 @@ impl Hider {
             .entry(key)
             .or_insert_with(|| match trash::locate(base, uid) {
                 Ok((t, p)) => {
-                    passed.extend(p);
+                    passed.absorb(p);
                     Ok(Arc::new(t))
                 }
                 Err(e) => Err(NoTrash::Unusable(e)),

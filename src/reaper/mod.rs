@@ -13,6 +13,7 @@
 
 pub mod background;
 pub mod failure;
+pub mod queue;
 pub mod rm;
 pub mod spawn;
 pub mod state;
@@ -38,13 +39,14 @@ use crate::sys::error::ErrorEntry;
 use crate::sys::error::{Failure, Reason};
 use crate::sys::format::now_unix;
 use crate::sys::format::{self, plural};
+use crate::sys::freed::Measure;
 use crate::sys::interrupt;
 use crate::sys::locks;
 use crate::sys::logging::{Dest, Priority, Record, Sink};
 use crate::sys::quote::quote;
 use crate::trash::meta::EntryPacing;
 use crate::trash::meta::Meta;
-use crate::trash::{self, safefile, Trash, DATA, LOCK, LOG, REAPING};
+use crate::trash::{self, safefile, Found, Trash, DATA, LOCK, LOG, REAPING};
 use failure::FailedRecord;
 use state::StateFile;
 
@@ -124,6 +126,10 @@ pub struct ReapSummary {
     /// A failure of the run as a whole (the trash could not be opened, ...).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub error: Option<String>,
+    /// How `bytes_freed` was counted (`freed::Measure::text`): per file, the blocks no other
+    /// name, process or file holds; for trees, the file system's free-space delta.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub bytes_freed_measure: String,
 }
 
 /// What a reaper run tells its caller while it works (the command words and shows it).
@@ -230,6 +236,15 @@ impl ReapSummary {
         if self.error.is_none() {
             self.error = s.error;
         }
+        self.counted(Measure::from_text(&s.bytes_freed_measure));
+    }
+
+    /// Notes that some of `bytes_freed` was counted so.
+    fn counted(&mut self, m: Measure) {
+        self.bytes_freed_measure = Measure::from_text(&self.bytes_freed_measure)
+            .and(m)
+            .text()
+            .to_string();
     }
 }
 
@@ -268,6 +283,16 @@ pub fn run(trashes: &[Trash], opts: &ReapOptions, on_progress: OnProgress<'_>) -
     sum
 }
 
+/// Sets its flag when dropped, also if the work panics: the ticker thread must end, or the
+/// scope never does.
+struct Done<'a>(&'a AtomicBool);
+
+impl Drop for Done<'_> {
+    fn drop(&mut self) {
+        self.0.store(true, Ordering::Relaxed);
+    }
+}
+
 /// Frees what is due in one trash while holding its lock; before leaving, lets go of the lock
 /// and lists once more, so an entry hidden meanwhile (whose `rm` saw the lock and started no
 /// reaper) is never orphaned.
@@ -280,30 +305,33 @@ fn reap_trash(
 ) {
     let state = StateFile::new(&trash.dir, trash.uid);
     let done = AtomicBool::new(false);
-    // Set also if the work below panics: the ticker thread must end, or the scope never does.
-    struct Done<'a>(&'a AtomicBool);
-    impl Drop for Done<'_> {
-        fn drop(&mut self) {
-            self.0.store(true, Ordering::Relaxed);
-        }
-    }
     let files = Counters::default();
     // Names looked at and left this run (grace, back-off, failed, damaged, busy).
     let mut left: Vec<CString> = Vec::new();
+    let mut damaged = 0u64;
     let mut lock = Some(lock);
+    // A reaper that stays (`Until::Empty`: a detached one) stops if its trash goes away while
+    // it works (the ticker looks every few seconds): what is left there is nobody's to free.
+    let watched = (opts.until == Until::Empty)
+        .then(|| Found::of(trash).ok())
+        .flatten();
     std::thread::scope(|s| {
-        s.spawn(|| tell_progress(&state, &files, &done, on_progress));
+        // The ticker (progress, `reaper.json`, whether the trash is still there); without a
+        // thread for it (EAGAIN) the work goes on without.
+        let ticker = std::thread::Builder::new().name("reclaim-ticker".into());
+        let _ = ticker.spawn_scoped(s, || {
+            tell_progress(
+                &state,
+                &files,
+                &done,
+                watched.as_ref(),
+                &opts.log,
+                on_progress,
+            )
+        });
         let _done = Done(&done);
         loop {
-            let names: Vec<CString> = match &opts.only {
-                Some(ids) => ids
-                    .iter()
-                    .filter_map(|i| CString::new(i.as_bytes()).ok())
-                    .filter(|n| dirfd::lstat_at(&trash.dir, n).is_ok())
-                    .collect(),
-                None => trash.entries(),
-            };
-            let todo: Vec<CString> = names.into_iter().filter(|n| !left.contains(n)).collect();
+            let todo = to_look_at(trash, opts, &left);
             let mut progressed = false;
             for name in &todo {
                 if interrupt::stopping() {
@@ -325,7 +353,7 @@ fn reap_trash(
                     bytes: sum.bytes_freed.saturating_sub(bytes_before),
                     took: started.elapsed(),
                 };
-                match account(trash, opts, name, step, &freed, sum) {
+                match account(trash, opts, name, step, &freed, sum, &mut damaged) {
                     Some(true) => progressed = true,
                     Some(false) => left.push(name.clone()),
                     None => {
@@ -353,6 +381,7 @@ fn reap_trash(
         }
         done.store(true, Ordering::Relaxed);
     });
+    damaged_beyond_logged(trash, &opts.log, damaged);
     state.remove();
     drop(lock);
     sum.files = sum
@@ -360,16 +389,61 @@ fn reap_trash(
         .saturating_add(files.files.load(Ordering::Relaxed));
 }
 
+/// Logs one line for the damaged entries of a run beyond the first `MAX_DAMAGED_LOGGED` (which
+/// were logged one by one): anyone can make thousands in their own trash.
+fn damaged_beyond_logged(trash: &Trash, to: &Sink, damaged: u64) {
+    if damaged <= MAX_DAMAGED_LOGGED {
+        return;
+    }
+    let more = damaged - MAX_DAMAGED_LOGGED;
+    let line = format!(
+        "{}: {} more damaged entries left alone",
+        quote(&trash.path),
+        format::group(more)
+    );
+    let rec = Record::new(Priority::Err, line)
+        .field("RECLAIM_EVENT", "damaged")
+        .field("RECLAIM_COUNT", more.to_string());
+    log(trash, to, rec);
+}
+
+/// The entries of `trash` to look at now (those `opts.only` names, or all), but those already
+/// `left` this run.
+fn to_look_at(trash: &Trash, opts: &ReapOptions, left: &[CString]) -> Vec<CString> {
+    let names: Vec<CString> = match &opts.only {
+        Some(ids) => ids
+            .iter()
+            .filter_map(|i| CString::new(i.as_bytes()).ok())
+            .filter(|n| dirfd::lstat_at(&trash.dir, n).is_ok())
+            .collect(),
+        None => trash.entries(),
+    };
+    names.into_iter().filter(|n| !left.contains(n)).collect()
+}
+
 /// Tells `on_progress` what the reaper frees (its state, with the files counted so far) until
 /// `done` is set: a tree against its recorded size when known (0: unknown; a tree is measured
-/// only by `status --count` or `prune`).
+/// only by `status --count` or `prune`). With `watched` (a reaper that stays), looks every
+/// `GONE_CHECK` whether that trash is still there; if not, says so where `log` says and stops
+/// the run at its next consistent point (`interrupt::abandon`).
 fn tell_progress(
     state: &StateFile,
     files: &Counters,
     done: &AtomicBool,
+    watched: Option<&Found>,
+    log: &Sink,
     on_progress: OnProgress<'_>,
 ) {
+    let mut last_look = std::time::Instant::now();
     while !done.load(Ordering::Relaxed) {
+        if let Some(f) = watched.filter(|_| last_look.elapsed() >= GONE_CHECK) {
+            last_look = std::time::Instant::now();
+            if let Err(why) = f.still_there() {
+                say_gone(f, &why, log);
+                interrupt::abandon();
+                return;
+            }
+        }
         state.set(|st| st.files = files.files.load(Ordering::Relaxed));
         let st = state.snapshot();
         if let Some(e) = st.entry.as_ref().filter(|_| st.entry_tree) {
@@ -401,7 +475,8 @@ struct Freed {
 
 /// Adds what became of entry `name` (`step`) to the summary and the log. `Some(true)`: it was
 /// freed; `Some(false)`: it is left (grace, back-off, busy, failed, damaged); `None`: a stop
-/// signal came.
+/// signal came. `damaged` counts the damaged entries of this run: the first
+/// `MAX_DAMAGED_LOGGED` are logged one by one, the rest in one line at the end.
 fn account(
     trash: &Trash,
     opts: &ReapOptions,
@@ -409,11 +484,14 @@ fn account(
     step: Step,
     freed: &Freed,
     sum: &mut ReapSummary,
+    damaged: &mut u64,
 ) -> Option<bool> {
     match step {
-        Step::Freed(path) => {
+        Step::Freed(path, measure) => {
             sum.entries_freed += 1;
-            let rec = freed_record(name, &path, freed.files, freed.bytes, freed.took);
+            sum.counted(measure);
+            let bytes = (freed.bytes, measure);
+            let rec = freed_record(name, &path, freed.files, bytes, freed.took);
             log(trash, &opts.log, rec);
             return Some(true);
         }
@@ -440,15 +518,18 @@ fn account(
         Step::Damaged(why) => {
             sum.entries_failed += 1;
             let path = trash.shown(name, None);
-            log(
-                trash,
-                &opts.log,
-                Record::new(Priority::Err, format!("{}: damaged: {why}", quote(&path)))
-                    .field("RECLAIM_EVENT", "damaged")
-                    .field("RECLAIM_ENTRY", name.to_bytes())
-                    .path("RECLAIM_PATH", &path)
-                    .field("RECLAIM_ERROR", why.to_string()),
-            );
+            *damaged += 1;
+            if *damaged <= MAX_DAMAGED_LOGGED {
+                log(
+                    trash,
+                    &opts.log,
+                    Record::new(Priority::Err, format!("{}: damaged: {why}", quote(&path)))
+                        .field("RECLAIM_EVENT", "damaged")
+                        .field("RECLAIM_ENTRY", name.to_bytes())
+                        .path("RECLAIM_PATH", &path)
+                        .field("RECLAIM_ERROR", why.to_string()),
+                );
+            }
             sum.errors
                 .push(ErrorEntry::new(path, format!("damaged: {why}")));
         }
@@ -474,12 +555,22 @@ fn log(trash: &Trash, to: &Sink, rec: Record) {
     }
 }
 
-/// The record of a freed entry: what, how much, how long, how fast.
-fn freed_record(entry: &CStr, path: &Path, files: u64, bytes: u64, took: Duration) -> Record {
+/// The record of a freed entry: what, how much (and how that was counted), how long, how fast.
+fn freed_record(
+    entry: &CStr,
+    path: &Path,
+    files: u64,
+    (bytes, measure): (u64, Measure),
+    took: Duration,
+) -> Record {
     let secs = took.as_secs_f64();
     let rate = (secs > 0.0).then(|| (bytes as f64 / secs) as u64);
+    let how = match measure {
+        Measure::Nothing => String::new(),
+        m => format!(" ({})", m.text()),
+    };
     let line = format!(
-        "freed {}: {}, {} in {secs:.2} s{}",
+        "freed {}: {}, {}{how} in {secs:.2} s{}",
         quote(path),
         plural(files, "file", "files"),
         format::bytes(bytes),
@@ -491,6 +582,7 @@ fn freed_record(entry: &CStr, path: &Path, files: u64, bytes: u64, took: Duratio
         .path("RECLAIM_PATH", path)
         .field("RECLAIM_FILES", files.to_string())
         .field("RECLAIM_BYTES", bytes.to_string())
+        .field("RECLAIM_BYTES_MEASURE", measure.text())
         .field("RECLAIM_SECONDS", format!("{secs:.3}"));
     match rate {
         Some(r) => rec.field("RECLAIM_RATE", r.to_string()),
@@ -559,8 +651,8 @@ fn backoff_record(entry: &CStr, path: &Path, record: &FailedRecord) -> Record {
 }
 
 enum Step {
-    /// Freed (its original path, for the log).
-    Freed(PathBuf),
+    /// Freed (its original path, for the log; how its bytes were counted).
+    Freed(PathBuf, Measure),
     /// In its grace window until then.
     Grace(f64),
     /// Failed before; not due for another attempt until the record says (its original path).
@@ -638,32 +730,8 @@ fn reap_entry(
             };
         }
     }
-    let data = dirfd::lstat_at(&entry, DATA).is_ok();
-    if data {
-        if let Some(until) = meta.as_ref().and_then(|m| m.grace_until_unix) {
-            if until > now_unix() {
-                return Step::Grace(until);
-            }
-        }
-        match crate::sys::rename::noreplace(
-            &entry,
-            DATA,
-            &entry,
-            REAPING,
-            crate::sys::rename::Into::Private,
-        ) {
-            Ok(()) => {}
-            Err(Errno::NOENT) => return Step::Busy,
-            Err(Errno::EXIST) => {
-                return Step::Damaged(Damage::DataAndReaping);
-            }
-            Err(e) => return Step::Damaged(Damage::Os(e)),
-        }
-        // Durable before the first byte is freed: after a crash a partly freed target must
-        // never look whole (restorable).
-        if let Err(e) = fsync(&entry) {
-            return fail(&entry, &shown, failed.as_ref(), &[os_failure(&shown, e)]);
-        }
+    if let Some(step) = claim(&entry, meta.as_ref(), &shown, failed.as_ref()) {
+        return step;
     }
     started(state, &shown, meta.as_ref());
     let pacing = opts
@@ -672,7 +740,15 @@ fn reap_entry(
         .or_else(|| meta.as_ref().map(|m| m.pacing.clone()))
         .unwrap_or_default();
     let entry = Arc::new(entry);
+    let mut measure = Measure::Nothing;
     if let Ok(facts) = dirfd::lstat_at(&*entry, REAPING) {
+        // A file is counted before it goes (what no other name, process or file holds); a
+        // tree by the file system's free space.
+        measure = if facts.file_type == FileType::Directory {
+            Measure::FreeSpace
+        } else {
+            Measure::Blocks
+        };
         let freed = free_reaping(
             &entry,
             &facts,
@@ -693,9 +769,44 @@ fn reap_entry(
     // is shrunk in place: the entry is private). All the trash owner's.
     let rest = clear_entry(trash, name, &entry, &pacing, opts, counters, sum, &shown);
     match rest {
-        Ok(true) => Step::Freed(shown),
+        Ok(true) => Step::Freed(shown, measure),
         Ok(false) => Step::Interrupted,
         Err(failures) => fail(&entry, &shown, failed.as_ref(), &failures),
+    }
+}
+
+/// Claims the entry's data for freeing (`DATA` renamed to `REAPING`, made durable), unless its
+/// grace window is still open; `Some(step)` when it is not to be freed now. An entry already
+/// claimed (an interrupted run) is left as it is.
+fn claim(
+    entry: &OwnedFd,
+    meta: Option<&Meta>,
+    shown: &Path,
+    failed: Option<&FailedRecord>,
+) -> Option<Step> {
+    dirfd::lstat_at(entry, DATA).ok()?;
+    if let Some(until) = meta.and_then(|m| m.grace_until_unix) {
+        if until > now_unix() {
+            return Some(Step::Grace(until));
+        }
+    }
+    match crate::sys::rename::noreplace(
+        entry,
+        DATA,
+        entry,
+        REAPING,
+        crate::sys::rename::Into::Private,
+    ) {
+        Ok(()) => {}
+        Err(Errno::NOENT) => return Some(Step::Busy),
+        Err(Errno::EXIST) => return Some(Step::Damaged(Damage::DataAndReaping)),
+        Err(e) => return Some(Step::Damaged(Damage::Os(e))),
+    }
+    // Durable before the first byte is freed: after a crash a partly freed target must never
+    // look whole (restorable).
+    match fsync(entry) {
+        Ok(()) => None,
+        Err(e) => Some(fail(entry, shown, failed, &[os_failure(shown, e)])),
     }
 }
 
@@ -803,6 +914,9 @@ fn free_reaping(
             r
         }
         FileType::RegularFile => {
+            // What the file system gets back: nothing while another name, process or file
+            // holds the blocks (counted before they go).
+            let returned = crate::sys::freed::by_removal(entry, REAPING, facts);
             let t = std::time::Instant::now();
             let cb = |freed: u64, total: u64, _: Option<&crate::engine::pace::Pacer>| {
                 on_progress(&Progress::Freeing {
@@ -826,7 +940,7 @@ fn free_reaping(
                 Ok(o) if o.left.is_some() => Ok(false),
                 Ok(o) => {
                     counters.files.fetch_add(1, Ordering::Relaxed);
-                    sum.bytes_freed += o.allocated;
+                    sum.bytes_freed += returned;
                     if o.steps > 0 {
                         sum.gentle.push(crate::engine::shrink::Gentle {
                             path: crate::sys::quote::PathField::new(shown),
@@ -990,7 +1104,7 @@ fn free_tree(
 /// grace windows are waited out holding nothing open (trashes are opened again after each
 /// wait).
 pub fn reap_all(
-    open: &dyn Fn() -> Result<Vec<Trash>, OpenError>,
+    open: &dyn Fn() -> Result<Vec<Found>, OpenError>,
     opts: &ReapOptions,
     child_args: &[OsString],
     on_progress: OnProgress<'_>,
@@ -1001,33 +1115,42 @@ pub fn reap_all(
     let mut later = opts.clone();
     later.retry_failed = false;
     let mut first = true;
+    // The trashes as first found: a later one at the same path must be the same directory.
+    let mut seen: Vec<Found> = Vec::new();
     loop {
-        let trashes = match open() {
+        let mut trashes = match open() {
             Ok(t) => t,
+            // Gone since it was last looked at: said, and nothing left to do.
+            Err(_) if !first && seen.iter().all(|t| t.still_there().is_err()) => {
+                for t in &seen {
+                    if let Err(why) = t.still_there() {
+                        say_gone(t, &why, &opts.log);
+                    }
+                }
+                return sum;
+            }
             Err(e) => {
                 sum.error = Some(e.to_string());
                 return sum;
             }
         };
+        if first {
+            seen = trashes.clone();
+        } else {
+            trashes.retain(|t| {
+                let replaced = seen.iter().any(|s| s.path == t.path && s.ident != t.ident);
+                if replaced {
+                    say_gone(t, "another directory took its name", &opts.log);
+                    seen.retain(|s| s.path != t.path);
+                }
+                !replaced
+            });
+            if trashes.is_empty() {
+                return sum;
+            }
+        }
         let pass_opts = if first { opts } else { &later };
-        let mut pass = ReapSummary::default();
-        let mut held: Vec<(&Trash, ReapSummary)> = Vec::new();
-        for t in &trashes {
-            if interrupt::stopping() {
-                pass.interrupted = true;
-                break;
-            }
-            let s = pass_over(t, pass_opts, child_args, on_progress, on_line);
-            if opts.locked == Locked::Wait && !s.skipped_locked.is_empty() && !s.interrupted {
-                held.push((t, s));
-            } else {
-                pass.merge(s);
-            }
-        }
-        for (t, skipped) in held {
-            let s = after_reaper(t, skipped, pass_opts, child_args, on_progress, on_line);
-            pass.merge(s);
-        }
+        let pass = pass_over_all(&trashes, pass_opts, child_args, on_progress, on_line);
         let next = pass.next_grace_unix;
         let (remaining, waiting, last_grace) = (pass.remaining, pass.waiting, pass.last_grace_unix);
         sum.merge(pass);
@@ -1041,78 +1164,208 @@ pub fn reap_all(
         };
         // Say that this process waits (status shows it), unless another live one already
         // waits for these trashes at least as early: then it is theirs, and this one leaves.
-        let own: Vec<&Trash> = trashes
-            .iter()
-            .filter(|t| !crate::sys::asuser::needed(t.uid))
-            .collect();
-        let covered = !own.is_empty()
-            && own.len() == trashes.len()
-            && own.iter().all(|t| {
-                state::read(&t.dir, t.uid).is_some_and(|st| {
-                    st.pid != std::process::id()
-                        && st.state == "waiting"
-                        && st.next_due_unix.is_some_and(|d| d <= next)
-                        && st.alive()
-                })
-            });
-        if covered {
+        if waited_for_elsewhere(&trashes, next) {
             break;
         }
-        for t in &own {
-            state::write_waiting(&t.dir, next);
-        }
-        drop(own);
-        drop(trashes);
-        // Waiting: nothing of the file system is held (a `umount` can go ahead meanwhile).
-        if !interrupt::sleep(Duration::from_secs_f64(
-            (next - now_unix()).clamp(0.05, 3600.0),
-        )) {
-            sum.interrupted = true;
-            break;
+        match wait_for(next, &mut trashes, &mut seen, &opts.log) {
+            Waited::Due => {}
+            Waited::AllGone => return sum,
+            Waited::Stopped => {
+                sum.interrupted = true;
+                break;
+            }
         }
         sum.next_grace_unix = None;
     }
     sum
 }
 
-/// One pass over `t`: here if it is this process's own trash, else in a child running as its
-/// owner.
+/// One pass over each of `trashes`; with `Locked::Wait`, those another reaper held are taken
+/// up after all the others (reapers of other users waited for `FOREIGN_LOCK_WAIT` at most, all
+/// together).
+fn pass_over_all(
+    trashes: &[Found],
+    opts: &ReapOptions,
+    child_args: &[OsString],
+    on_progress: OnProgress<'_>,
+    on_line: &mut dyn FnMut(&str),
+) -> ReapSummary {
+    let mut pass = ReapSummary::default();
+    let mut held: Vec<(&Found, ReapSummary)> = Vec::new();
+    for t in trashes {
+        if interrupt::stopping() {
+            pass.interrupted = true;
+            break;
+        }
+        let s = pass_over(t, opts, child_args, on_progress, on_line);
+        if opts.locked == Locked::Wait && !s.skipped_locked.is_empty() && !s.interrupted {
+            held.push((t, s));
+        } else {
+            pass.merge(s);
+        }
+    }
+    let foreign_deadline = std::time::Instant::now() + FOREIGN_LOCK_WAIT;
+    for (t, skipped) in held {
+        let s = after_reaper(
+            t,
+            skipped,
+            opts,
+            child_args,
+            on_progress,
+            on_line,
+            foreign_deadline,
+        );
+        pass.merge(s);
+    }
+    pass
+}
+
+/// Whether another live process already waits for all of `trashes` (this process's own) to be
+/// due by `next`; if not, this process says in each that it waits (status shows it). Each is
+/// opened for the moment it takes to read or write its `reaper.json`.
+fn waited_for_elsewhere(trashes: &[Found], next: f64) -> bool {
+    let own: Vec<&Found> = trashes
+        .iter()
+        .filter(|t| !crate::sys::asuser::needed(t.uid))
+        .collect();
+    let covered = !own.is_empty()
+        && own.len() == trashes.len()
+        && own.iter().all(|f| {
+            f.open()
+                .ok()
+                .and_then(|t| state::read(&t.dir, t.uid))
+                .is_some_and(|st| {
+                    st.pid != std::process::id()
+                        && st.state == "waiting"
+                        && st.next_due_unix.is_some_and(|d| d <= next)
+                        && st.alive()
+                })
+        });
+    if !covered {
+        for f in &own {
+            if let Ok(t) = f.open() {
+                state::write_waiting(&t.dir, next);
+            }
+        }
+    }
+    covered
+}
+
+/// How a wait for a grace window ended.
+enum Waited {
+    /// The time came.
+    Due,
+    /// Every trash waited for is gone.
+    AllGone,
+    /// A stop signal.
+    Stopped,
+}
+
+/// Waits until `until`, holding nothing of the file system (a `umount` can go ahead
+/// meanwhile), and every `GONE_CHECK` looks whether `trashes` are still there: one that is
+/// gone (unmounted, removed, replaced) is said (to `log`) and left, also in `seen`.
+fn wait_for(until: f64, trashes: &mut Vec<Found>, seen: &mut Vec<Found>, log: &Sink) -> Waited {
+    while now_unix() < until {
+        let slice = (until - now_unix()).clamp(0.05, GONE_CHECK.as_secs_f64());
+        if !interrupt::sleep(Duration::from_secs_f64(slice)) {
+            return Waited::Stopped;
+        }
+        trashes.retain(|t| match t.still_there() {
+            Ok(()) => true,
+            Err(why) => {
+                say_gone(t, &why, log);
+                seen.retain(|s| s.path != t.path);
+                false
+            }
+        });
+        if trashes.is_empty() {
+            return Waited::AllGone;
+        }
+    }
+    Waited::Due
+}
+
+/// How often a reaper that waits, or works for a long time, looks whether its trash is still
+/// there.
+const GONE_CHECK: Duration = Duration::from_secs(2);
+
+/// Says, once, that the trash `t` is gone (`why`) and that this reaper leaves it: where the
+/// reaper logs, or on stderr when that is the trash's own log (gone with it).
+fn say_gone(t: &Found, why: &str, to: &Sink) {
+    let rec = Record::new(
+        Priority::Warning,
+        format!("{}: {why}; this reaper leaves it", quote(&t.path)),
+    )
+    .field("RECLAIM_EVENT", "gone")
+    .path("RECLAIM_TRASH", &t.path);
+    match to.dest() {
+        Dest::None => {}
+        Dest::File => Sink::new(Dest::Stderr).write(&rec, None),
+        _ => to.write(&rec, None),
+    }
+}
+
+/// One pass over `t`: here if it is this process's own trash (opened for the pass only), else
+/// in a child running as its owner.
 fn pass_over(
-    t: &Trash,
+    t: &Found,
     opts: &ReapOptions,
     child_args: &[OsString],
     on_progress: OnProgress<'_>,
     on_line: &mut dyn FnMut(&str),
 ) -> ReapSummary {
     if !crate::sys::asuser::needed(t.uid) {
-        return run(std::slice::from_ref(t), opts, on_progress);
+        return match t.open() {
+            Ok(open) => run(std::slice::from_ref(&open), opts, on_progress),
+            Err(e) => ReapSummary {
+                errors: vec![ErrorEntry::new(&t.path, e.to_string())],
+                ..ReapSummary::default()
+            },
+        };
+    }
+    // Nothing in it: no pass, no child (empty decoys by the thousand cost a listing each).
+    if t.is_idle_and_empty() {
+        return ReapSummary::default();
     }
     let mut args = child_args.to_vec();
     if opts.retry_failed {
         args.push("--retry-failed".into());
     }
-    as_owner(t, &args, on_line)
+    as_owner(&t.path, t.uid, &args, on_line)
 }
+
+/// Damaged entries of one trash logged one by one in a run (the rest in one line).
+const MAX_DAMAGED_LOGGED: u64 = 3;
 
 /// How often a reaper waiting for another one looks whether it finished.
 const WAIT_POLL: Duration = Duration::from_millis(200);
+
+/// How long root's `reap` waits, in all, for reapers of other users to let go of their trashes:
+/// a user's own reaper can be slowed down at will (`--iops 1`), so that user could otherwise
+/// hold root's `reap` (and the cron jobs behind it) for as long as they like.
+pub const FOREIGN_LOCK_WAIT: Duration = Duration::from_secs(30);
 
 /// `Locked::Wait` for the trash `t` that `skipped` found held: waits until no process holds
 /// its lock (read from `/proc/locks`, so root opens nothing of another user's trash), then
 /// makes a pass over it, and again if another reaper took the lock first. Stopped by a
 /// signal while waiting: `skipped`, marked interrupted. In another user's trash only a
 /// `reclaim` process is waited for: a lock that user holds with anything else would hold up
-/// root's `reap` for as long as they like; it is skipped, and said.
+/// root's `reap` for as long as they like; it is skipped, and said. A holder of another uid
+/// than this process's is waited for until `foreign_deadline` only, and not at all while it is
+/// stopped (SIGSTOP): the trash is then skipped, and said (that reaper frees what is due).
+#[allow(clippy::too_many_arguments)]
 fn after_reaper(
-    t: &Trash,
+    t: &Found,
     mut skipped: ReapSummary,
     opts: &ReapOptions,
     child_args: &[OsString],
     on_progress: OnProgress<'_>,
     on_line: &mut dyn FnMut(&str),
+    foreign_deadline: std::time::Instant,
 ) -> ReapSummary {
+    let me = rustix::process::geteuid().as_raw();
     loop {
-        while let Some(pid) = holder(t) {
+        while let Some(pid) = t.holder() {
             if crate::sys::asuser::needed(t.uid) && !runs_this_program(pid) {
                 on_line(&format!(
                     "reclaim reap: not waiting for {}: its lock is held by process {pid}, which is not reclaim",
@@ -1120,10 +1373,28 @@ fn after_reaper(
                 ));
                 return skipped;
             }
-            // Another user's trash is read only as that user: root knows the pid alone.
+            if let Some((uid, stopped)) = process_state(pid).filter(|(uid, _)| *uid != me) {
+                let why = if stopped {
+                    Some("which is stopped".to_string())
+                } else {
+                    (std::time::Instant::now() >= foreign_deadline)
+                        .then(|| format!("for more than {} s", FOREIGN_LOCK_WAIT.as_secs()))
+                };
+                if let Some(why) = why {
+                    on_line(&format!(
+                        "reclaim reap: not waiting for {}: its lock is held by process {pid} of \
+                         uid {uid}, {why}; that reaper frees what is due",
+                        quote(&t.path)
+                    ));
+                    return skipped;
+                }
+            }
+            // Another user's trash is read only as that user: root knows the pid alone (one's
+            // own is opened for the look only).
             let st = (!crate::sys::asuser::needed(t.uid))
-                .then(|| state::read(&t.dir, t.uid))
+                .then(|| t.open().ok())
                 .flatten()
+                .and_then(|open| state::read(&open.dir, open.uid))
                 .filter(|st| st.pid == pid);
             let freeing = st.as_ref().and_then(|st| {
                 let e = st.entry.as_deref()?;
@@ -1153,6 +1424,20 @@ fn after_reaper(
     }
 }
 
+/// The effective uid of process `pid` and whether it is stopped (`T`, `t`), from `/proc`.
+fn process_state(pid: u32) -> Option<(u32, bool)> {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
+    let field = |name: &str| {
+        status
+            .lines()
+            .find_map(|l| l.strip_prefix(name))
+            .map(str::trim)
+    };
+    let uid = field("Uid:")?.split_whitespace().nth(1)?.parse().ok()?;
+    let state = field("State:")?;
+    Some((uid, state.starts_with('T') || state.starts_with('t')))
+}
+
 /// Whether process `pid` runs the same executable as this one.
 fn runs_this_program(pid: u32) -> bool {
     let theirs = std::fs::read_link(format!("/proc/{pid}/exe"));
@@ -1178,14 +1463,19 @@ pub fn relay_sink(dest: Dest, prefix: bool) -> Sink {
     Sink::new(to).prefixed(prefix)
 }
 
-/// Reaps another user's trash in a child running as that user (`reclaim reap --trash T
-/// --once --json`), and returns its summary.
-pub fn as_owner(t: &Trash, args: &[OsString], on_line: &mut dyn FnMut(&str)) -> ReapSummary {
-    let who = crate::sys::asuser::Identity::of(t.uid);
+/// Reaps another user's trash (`path`, of `uid`) in a child running as that user (`reclaim
+/// reap --trash T --once --json`), and returns its summary.
+pub fn as_owner(
+    path: &Path,
+    uid: u32,
+    args: &[OsString],
+    on_line: &mut dyn FnMut(&str),
+) -> ReapSummary {
+    let who = crate::sys::asuser::Identity::of(uid);
     let mut argv: Vec<OsString> = vec![
         "reap".into(),
         "--trash".into(),
-        t.path.clone().into_os_string(),
+        path.as_os_str().to_owned(),
         "--once".into(),
         "--json".into(),
     ];
@@ -1193,7 +1483,7 @@ pub fn as_owner(t: &Trash, args: &[OsString], on_line: &mut dyn FnMut(&str)) -> 
     match crate::sys::asuser::run_json::<ReapSummary>(Some(&who), &argv, on_line) {
         Ok((s, _)) => s,
         Err(e) => ReapSummary {
-            errors: vec![ErrorEntry::new(&t.path, e.to_string())],
+            errors: vec![ErrorEntry::new(path, e.to_string())],
             error: None,
             ..ReapSummary::default()
         },

@@ -32,7 +32,7 @@ use crate::sys::error::{ErrorEntry, Failure, Reason};
 use crate::sys::quote::{quote, PathField};
 use crate::trash::hide::{Hidden, HideOptions};
 use crate::trash::meta::EntryPacing;
-use crate::trash::Unusable;
+use crate::trash::Passed;
 
 mod selected;
 pub use selected::{Asked, Context};
@@ -106,7 +106,7 @@ pub enum Mode {
 pub trait Events: Sink {
     /// An argument was hidden into a trash as entry `id`; `passed_over`: trash names someone
     /// else had, passed over on the way.
-    fn hidden(&self, display: &Path, id: &str, passed_over: &[Unusable]);
+    fn hidden(&self, display: &Path, id: &str, passed_over: &Passed);
     /// An argument could not go to a trash (`why`), and is removed here instead.
     fn fallback(&self, display: &Path, why: &str);
     /// An argument gone from its path is an interrupted removal waiting in `trash` as entry
@@ -421,6 +421,13 @@ impl<'r> Run<'r> {
         facts: &Facts,
     ) {
         let req = self.req;
+        // What the file system gets back (a link's or an open file's blocks stay in use),
+        // counted before it goes; `--dry-run` counts what is allocated.
+        let returned = if is_dir || req.engine.dry_run {
+            allocated
+        } else {
+            crate::sys::freed::by_removal(base, name, facts)
+        };
         let result = if req.engine.dry_run {
             Ok(())
         } else if is_dir {
@@ -443,7 +450,7 @@ impl<'r> Run<'r> {
                     &self.counters.files
                 };
                 counter.fetch_add(1, Ordering::Relaxed);
-                self.counters.bytes.fetch_add(allocated, Ordering::Relaxed);
+                self.counters.bytes.fetch_add(returned, Ordering::Relaxed);
                 if req.verbose {
                     self.events.removed(&display, is_dir);
                 }
@@ -810,16 +817,18 @@ fn resume_interrupted(
     }
     let wanted = crate::trash::restore::absolute(path)?;
     let me = crate::trash::uid();
-    let trashes = crate::trash::discover(me).trashes;
-    let (t, id) = trashes.iter().find_map(|t| {
-        t.entries().into_iter().rev().find_map(|name| {
+    let found = crate::trash::discover(me).trashes;
+    // Opened one at a time.
+    let (t, id) = found.iter().filter_map(|f| f.open().ok()).find_map(|t| {
+        let id = t.entries().into_iter().rev().find_map(|name| {
             let entry = crate::sys::dirfd::open_dir_at(&t.dir, &name).ok()?;
             let m = crate::trash::meta::Meta::read(&entry, t.uid).ok()??;
             let claimed = crate::sys::dirfd::lstat_at(&entry, crate::trash::REAPING).is_ok();
             let free = crate::sys::locks::try_exclusive(&entry).ok()?;
             (claimed && free && m.uid == me && m.original_path() == wanted)
-                .then(|| (t, name.to_string_lossy().into_owned()))
-        })
+                .then(|| name.to_string_lossy().into_owned())
+        })?;
+        Some((t, id))
     })?;
     events.resuming(path, &id, &t.path);
     let started = Instant::now();
@@ -832,7 +841,7 @@ fn resume_interrupted(
         log: crate::sys::logging::Sink::quiet(),
         retry_failed: true,
     };
-    let sum = crate::reaper::run(std::slice::from_ref(t), &opts, &|p| events.reaping(p));
+    let sum = crate::reaper::run(std::slice::from_ref(&t), &opts, &|p| events.reaping(p));
     if let Some(e) = sum.errors.first() {
         return Some(Err(Reason::Freeing(e.to_string())));
     }

@@ -21,9 +21,16 @@ const MAX_ITEMS: usize = 10_000;
 #[derive(Debug, Default, Serialize, Deserialize)]
 pub struct Status {
     pub trashes: Vec<TrashStatus>,
-    /// Directories with a trash's name that are not used (another owner, a symlink, ...).
+    /// Directories with a trash's name that are not used (another owner, a symlink, ...): the
+    /// first few, ...
     #[serde(default)]
     pub unusable: Vec<Unusable>,
+    /// ... and how many more there are.
+    #[serde(default)]
+    pub unusable_more: u64,
+    /// Users with more trashes on a file system than are looked at, and how many were not.
+    #[serde(default)]
+    pub skipped: Vec<trash::Skipped>,
     /// File systems that did not answer in time (their trashes were not looked at).
     #[serde(default)]
     pub unreachable: Vec<Unusable>,
@@ -103,11 +110,16 @@ pub struct Item {
 pub fn collect(found: trash::Discovery, count: bool, on_line: &mut dyn FnMut(&str)) -> Status {
     let mut st = Status {
         unusable: found.unusable,
+        unusable_more: found.unusable_more,
+        skipped: found.skipped,
         unreachable: found.unreachable,
         ..Status::default()
     };
+    // One trash open at a time (another user's only in its child).
     for t in &found.trashes {
-        if crate::sys::asuser::needed(t.uid) {
+        if crate::sys::asuser::needed(t.uid) && t.is_idle_and_empty() {
+            st.trashes.push(empty(t));
+        } else if crate::sys::asuser::needed(t.uid) {
             match as_owner(t, count, on_line) {
                 Ok(mut s) => {
                     // Only what that trash is: its own lines, never more.
@@ -118,15 +130,35 @@ pub fn collect(found: trash::Discovery, count: bool, on_line: &mut dyn FnMut(&st
                 Err(e) => st.errors.push(ErrorEntry::new(&t.path, e.to_string())),
             }
         } else {
-            st.trashes.push(of_trash(t, count));
+            match t.open() {
+                Ok(open) => st.trashes.push(of_trash(&open, count)),
+                Err(e) => st.errors.push(ErrorEntry::new(&t.path, e.to_string())),
+            }
         }
     }
     st
 }
 
+/// The status of a trash that holds nothing (`Found::is_idle_and_empty`).
+fn empty(t: &trash::Found) -> TrashStatus {
+    TrashStatus {
+        trash: t.path.to_string_lossy().into_owned(),
+        mount: t.mount.to_string_lossy().into_owned(),
+        uid: t.uid,
+        entries: 0,
+        pending_bytes: 0,
+        pending_files: 0,
+        unknown_size: 0,
+        reaper: None,
+        log_tail: Vec::new(),
+        items: Vec::new(),
+        items_omitted: 0,
+    }
+}
+
 /// `reclaim status --trash T --json` as the owner of `t`.
 fn as_owner(
-    t: &Trash,
+    t: &trash::Found,
     count: bool,
     on_line: &mut dyn FnMut(&str),
 ) -> Result<Status, crate::sys::asuser::ChildError> {

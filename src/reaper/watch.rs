@@ -1,36 +1,55 @@
 //! `reclaim reap --watch` (the systemd service): a supervisor that never works inside a trash
-//! itself. Every second it looks for trashes (root: every user's); for each one that may have
-//! work (it changed, or a grace window or a back-off ended) and no reaper holds, it starts
-//! `reclaim reap --trash T --once --json --log=WHERE` as the trash's owner, at most one child
-//! per trash, and logs what the child reports when it ends. Each child logs its own freed
-//! entries and failures (to the journal or syslog itself, so the journal knows which user's
-//! process said it); the lines it prints go through this process's log. A slow, huge or
-//! hostile trash holds up only its own child; the loop itself never waits for one.
+//! itself. Every second it looks for trashes (root: every user's, as bounded by discovery);
+//! each one that may have work (it changed, or a grace window or a back-off ended) and no
+//! reaper holds is queued, fairly across users (`queue::Fair`), and at most `MAX_PASSES`
+//! passes run at once, each `reclaim reap --trash T --once --json --log=WHERE` as the
+//! trash's owner in a thread of its own; what a child reports when it ends is logged. Each
+//! child logs its own freed entries and failures (to the journal or syslog itself, so the
+//! journal knows which user's process said it); the lines it prints go through this process's
+//! log. A slow, huge or hostile trash holds up only its own slot; the loop itself never waits
+//! for one. Out of threads or processes, a pass waits for its next turn (never a panic); on
+//! SIGTERM the children are asked to stop and the supervisor is gone within seconds.
 
 use std::collections::{HashMap, HashSet};
 use std::ffi::OsString;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::mpsc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
-use super::{ReapSummary, Trash};
+use super::queue::{Due, Fair};
+use super::ReapSummary;
 use crate::sys::asuser::{self, ChildError, Identity};
-use crate::sys::format::now_unix;
-use crate::sys::format::plural;
+use crate::sys::format::{self, now_unix, plural};
 use crate::sys::interrupt;
 use crate::sys::logging::{Priority, Record, Sink, Target};
 use crate::sys::quote::quote;
 use crate::trash;
 
-/// Set to a file to have `reap --watch` append one JSON line per pass (`t`, `pass_s`:
-/// how long the pass took, `running`: children at work), for the hostile soak.
+/// Set to a file to have `reap --watch` append one JSON line per look (`t`, `pass_s`: how long
+/// the look took, `running`: children at work, `queued`: trashes waiting for a pass), for the
+/// hostile soak.
 pub const TRACE_ENV: &str = "RECLAIM_WATCH_TRACE";
+
+/// At most this many passes (children) at once, whatever the number of trashes and users.
+pub const MAX_PASSES: usize = 4;
+
+/// How often the trashes are looked for.
+const LOOK_EVERY: Duration = Duration::from_secs(1);
+
+/// How long a stopping supervisor waits for its children to stop.
+const STOP_WAIT: Duration = Duration::from_secs(3);
+
+/// A trash directory's (inode, mtime, ctime): entries added or removed change it.
+type Signature = (u64, i64, i64, i64, i64);
+
+/// What a pass's thread sends back when its child ended.
+type Ended = (PathBuf, Result<ReapSummary, ChildError>);
 
 /// What the supervisor knows of one trash.
 #[derive(Default)]
 struct Known {
-    /// The directory's (inode, mtime, ctime) when its last child started.
-    seen: Option<(u64, i64, i64, i64, i64)>,
+    /// The directory's signature when its last child started.
+    seen: Option<Signature>,
     /// When something in it is due next (a grace window or a back-off ends).
     next_due: Option<f64>,
     running: bool,
@@ -38,16 +57,21 @@ struct Known {
     logged: HashSet<String>,
 }
 
-/// The (inode, mtime, ctime) of a trash directory: entries added or removed change it.
-fn signature(t: &Trash) -> Option<(u64, i64, i64, i64, i64)> {
-    let st = rustix::fs::fstat(&t.dir).ok()?;
-    Some((
-        st.st_ino,
-        st.st_mtime,
-        st.st_mtime_nsec as i64,
-        st.st_ctime,
-        st.st_ctime_nsec as i64,
-    ))
+/// The supervisor's state from one look to the next.
+struct Supervisor {
+    me: u32,
+    lines: Sink,
+    child_args: Vec<OsString>,
+    known: HashMap<PathBuf, Known>,
+    queue: Fair<Signature>,
+    running: usize,
+    /// What discovery keeps from one look to the next (names squatting others' trashes).
+    memo: trash::Memo,
+    /// Users whose trashes were not all looked at, as last said (said again when it changes).
+    skipped_said: HashMap<u32, u64>,
+    /// A pass that could not start (no thread): said once until one starts again.
+    no_thread_said: bool,
+    tx: mpsc::Sender<Ended>,
 }
 
 /// `reclaim reap --watch`: supervises until a stop signal. `log` is where the reapers log,
@@ -57,97 +81,206 @@ pub fn run(log: Target, log_prefix: bool, child_args: &[OsString]) {
     let dest = log.resolve(false, true);
     let mut child_args = child_args.to_vec();
     child_args.extend(super::child_log_args(dest));
-    let lines = super::relay_sink(dest, log_prefix);
-    let say = |priority: Priority, line: String| {
-        lines.write(&Record::new(priority, line), Some("reclaim reap"));
+    let (tx, rx) = mpsc::channel::<Ended>();
+    let mut sup = Supervisor {
+        me: trash::uid(),
+        lines: super::relay_sink(dest, log_prefix),
+        child_args,
+        known: HashMap::new(),
+        queue: Fair::default(),
+        running: 0,
+        memo: trash::Memo::default(),
+        skipped_said: HashMap::new(),
+        no_thread_said: false,
+        tx,
     };
-    // A line about one trash (which the journal keeps as RECLAIM_TRASH).
-    let say_of = |trash: &std::path::Path, priority: Priority, line: String| {
-        let rec = Record::new(priority, line).path("RECLAIM_TRASH", trash);
-        lines.write(&rec, Some("reclaim reap"));
-    };
-    let me = trash::uid();
-    let mut known: HashMap<PathBuf, Known> = HashMap::new();
-    let (tx, rx) = mpsc::channel::<(PathBuf, Result<ReapSummary, ChildError>)>();
-    let mut running = 0usize;
-    // For the hostile soak (bench): one line per pass, with how long the pass took.
+    // For the hostile soak (bench): one line per look, with how long it took.
     let trace = std::env::var_os(TRACE_ENV).map(PathBuf::from);
-    say(Priority::Info, format!("watching the trashes (uid {me})"));
+    let mut ended: Vec<Ended> = Vec::new();
+    let mut next_look = Instant::now();
+    sup.say(
+        Priority::Info,
+        format!("watching the trashes (uid {})", sup.me),
+    );
     loop {
-        let pass = std::time::Instant::now();
-        while let Ok((path, result)) = rx.try_recv() {
-            running -= 1;
-            let k = known.entry(path.clone()).or_default();
+        ended.extend(rx.try_iter());
+        for (path, result) in ended.drain(..) {
+            sup.running -= 1;
+            let k = sup.known.entry(path.clone()).or_default();
             k.running = false;
-            child_done(k, &path, result, &say_of);
+            child_done(k, &path, result, &|p, pr, l| say_of(&sup.lines, p, pr, l));
         }
         if interrupt::stopping() {
             break;
         }
-        let found = trash::discover(me);
+        let pass = Instant::now();
+        let looked = pass >= next_look;
+        if looked {
+            next_look = pass + LOOK_EVERY;
+            sup.look();
+        }
+        sup.start_passes();
+        if let Some(t) = trace.as_ref().filter(|_| looked) {
+            trace_pass(t, pass.elapsed(), sup.running, sup.queue.len());
+        }
+        if let Some(m) = wait_turn(&rx, next_look) {
+            ended.push(m);
+        }
+    }
+    // Stopping: the children are asked to stop too (they stop at a consistent point within a
+    // moment); what is not back within STOP_WAIT is left to end with its parent-death signal.
+    asuser::terminate_children();
+    let deadline = Instant::now() + STOP_WAIT;
+    while sup.running > 0 {
+        let left = deadline.saturating_duration_since(Instant::now());
+        match rx.recv_timeout(left) {
+            Ok(_) => sup.running -= 1,
+            Err(_) => break,
+        }
+    }
+    sup.say(Priority::Info, "stopped".into());
+}
+
+/// Waits until `next_look`, or a pass ends (its slot is free again: returned), or a stop
+/// signal.
+fn wait_turn(rx: &mpsc::Receiver<Ended>, next_look: Instant) -> Option<Ended> {
+    while !interrupt::stopping() {
+        let left = next_look.saturating_duration_since(Instant::now());
+        if left.is_zero() {
+            break;
+        }
+        match rx.recv_timeout(left.min(Duration::from_millis(50))) {
+            Ok(m) => return Some(m),
+            Err(mpsc::RecvTimeoutError::Timeout) => {}
+            Err(mpsc::RecvTimeoutError::Disconnected) => {
+                std::thread::sleep(left.min(Duration::from_millis(50)))
+            }
+        }
+    }
+    None
+}
+
+/// A line about one trash (which the journal keeps as RECLAIM_TRASH).
+fn say_of(lines: &Sink, trash: &Path, priority: Priority, line: String) {
+    let rec = Record::new(priority, line).path("RECLAIM_TRASH", trash);
+    lines.write(&rec, Some("reclaim reap"));
+}
+
+impl Supervisor {
+    fn say(&self, priority: Priority, line: String) {
+        self.lines
+            .write(&Record::new(priority, line), Some("reclaim reap"));
+    }
+
+    /// Looks for the trashes: says what could not be looked at, and queues each one that may
+    /// have work and no reaper holds.
+    fn look(&mut self) {
+        let found = trash::discover_with(self.me, Some(&mut self.memo));
         for u in &found.unreachable {
             // Once per mount until it answers again.
-            let k = known.entry(PathBuf::from(&u.path)).or_default();
+            let k = self.known.entry(PathBuf::from(&u.path)).or_default();
             if k.logged.insert(u.reason.clone()) {
-                say(
+                self.say(
                     Priority::Warning,
                     format!("warning: {} {}", quote(&u.path), u.reason),
                 );
             }
         }
+        for s in &found.skipped {
+            // Said again only when it doubled or halved since (not at each decoy made).
+            let said = self.skipped_said.get(&s.uid).copied();
+            if said.map_or(true, |n| s.trashes >= 2 * n || 2 * s.trashes <= n) {
+                self.skipped_said.insert(s.uid, s.trashes);
+                self.say(
+                    Priority::Warning,
+                    format!(
+                        "uid {}: {} more trashes not looked at (at most {} per user and \
+                         file system)",
+                        s.uid,
+                        format::group(s.trashes),
+                        trash::discover::MAX_PER_USER
+                    ),
+                );
+            }
+        }
+        self.skipped_said
+            .retain(|u, _| found.skipped.iter().any(|s| s.uid == *u));
         for t in found.trashes {
-            let k = known.entry(t.path.clone()).or_default();
-            if k.running {
+            let k = self.known.entry(t.path.clone()).or_default();
+            if k.running || self.queue.contains(&t.path) {
                 continue;
             }
-            let sig = signature(&t);
             let due = k.next_due.is_some_and(|d| d <= now_unix());
-            if sig.is_some() && sig == k.seen && !due {
+            if Some(t.signature) == k.seen && !due {
                 continue;
             }
             // Another reaper (a detached one) is at work there: it frees what is due.
-            if super::holder(&t).is_some() {
+            if t.holder().is_some() {
                 continue;
             }
-            k.seen = sig;
-            k.next_due = None;
-            k.running = true;
-            running += 1;
-            let tx = tx.clone();
-            let args = child_args.clone();
-            let (path, uid) = (t.path.clone(), t.uid);
-            let lines = lines.clone();
-            drop(t);
-            std::thread::spawn(move || {
-                let r = reap_child(&path, uid, &args, &lines);
-                let _ = tx.send((path, r));
+            // Nothing in it: nothing to do until it changes.
+            if t.is_idle_and_empty() {
+                k.seen = Some(t.signature);
+                continue;
+            }
+            self.queue.push(Due {
+                uid: t.uid,
+                path: t.path,
+                note: t.signature,
             });
         }
-        if let Some(t) = &trace {
-            trace_pass(t, pass.elapsed(), running);
-        }
-        if !interrupt::sleep(Duration::from_secs(1)) {
-            break;
+    }
+
+    /// Starts queued passes, at most `MAX_PASSES` at once, users in turn; out of threads, the
+    /// pass waits for its next turn (said once).
+    fn start_passes(&mut self) {
+        while self.running < MAX_PASSES {
+            let Some(due) = self.queue.take_next() else {
+                break;
+            };
+            let tx = self.tx.clone();
+            let args = self.child_args.clone();
+            let (path, uid) = (due.path.clone(), due.uid);
+            let lines = self.lines.clone();
+            let started = std::thread::Builder::new()
+                .name("reclaim-pass".into())
+                .spawn(move || {
+                    let r = reap_child(&path, uid, &args, &lines);
+                    let _ = tx.send((path, r));
+                });
+            match started {
+                Ok(_) => {
+                    self.no_thread_said = false;
+                    let k = self.known.entry(due.path.clone()).or_default();
+                    k.seen = Some(due.note);
+                    k.next_due = None;
+                    k.running = true;
+                    self.running += 1;
+                }
+                Err(e) => {
+                    // Out of threads (EAGAIN) for now: this pass waits for the next turn.
+                    if !self.no_thread_said {
+                        self.say(
+                            Priority::Warning,
+                            format!("cannot start a pass now ({e}); trying again"),
+                        );
+                        self.no_thread_said = true;
+                    }
+                    self.queue.put_back(due);
+                    break;
+                }
+            }
         }
     }
-    // Stopping: the children got the signal too (same group, or their parent-death signal);
-    // wait for them to stop at a consistent point.
-    while running > 0 {
-        match rx.recv_timeout(Duration::from_secs(30)) {
-            Ok(_) => running -= 1,
-            Err(_) => break,
-        }
-    }
-    say(Priority::Info, "stopped".into());
 }
 
 /// What the supervisor makes of a child's end for trash `path`: when `k` is due next, and the
 /// lines about it (what it freed; what stopped it, once until that changes).
 fn child_done(
     k: &mut Known,
-    path: &std::path::Path,
+    path: &Path,
     result: Result<ReapSummary, ChildError>,
-    say_of: &dyn Fn(&std::path::Path, Priority, String),
+    say_of: &dyn Fn(&Path, Priority, String),
 ) {
     match result {
         Ok(s) => {
@@ -161,7 +294,7 @@ fn child_done(
                         quote(path),
                         plural(s.entries_freed, "entry", "entries"),
                         plural(s.files, "file", "files"),
-                        crate::sys::format::bytes(s.bytes_freed)
+                        format::bytes(s.bytes_freed)
                     ),
                 );
             }
@@ -187,10 +320,11 @@ fn child_done(
     }
 }
 
-/// One line of the hostile soak's trace: when, how long the pass took, children at work.
-fn trace_pass(t: &std::path::Path, took: Duration, running: usize) {
+/// One line of the hostile soak's trace: when, how long the look took, children at work,
+/// trashes queued.
+fn trace_pass(t: &Path, took: Duration, running: usize, queued: usize) {
     let line = format!(
-        "{{\"t\":{:.3},\"pass_s\":{:.6},\"running\":{running}}}\n",
+        "{{\"t\":{:.3},\"pass_s\":{:.6},\"running\":{running},\"queued\":{queued}}}\n",
         now_unix(),
         took.as_secs_f64()
     );
@@ -204,7 +338,7 @@ fn trace_pass(t: &std::path::Path, took: Duration, running: usize) {
 /// Runs one `reap --once` pass over `path` as its owner `uid` in a child process; what it
 /// prints on stderr goes to `lines`.
 fn reap_child(
-    path: &std::path::Path,
+    path: &Path,
     uid: u32,
     args: &[OsString],
     lines: &Sink,

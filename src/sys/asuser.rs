@@ -131,29 +131,7 @@ pub fn run(
     on_line: &mut dyn FnMut(&str),
 ) -> Result<Output, ChildError> {
     let uid_shown = who.map_or_else(|| rustix::process::geteuid().as_raw(), |w| w.uid);
-    let mut cmd = Command::new("/proc/self/exe");
-    cmd.arg0("reclaim")
-        .args(args)
-        .env_clear()
-        .env("PATH", "/usr/sbin:/usr/bin:/sbin:/bin")
-        .env("RECLAIM_CONFIG", "")
-        .current_dir("/")
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped());
-    for k in [
-        "LANG",
-        "LC_ALL",
-        "LC_CTYPE",
-        NO_SPAWN_ENV,
-        // Where a reaper's log goes, when a test put it elsewhere.
-        crate::sys::logging::journal::SOCKET_ENV,
-        crate::sys::logging::syslog::SOCKET_ENV,
-    ] {
-        if let Some(v) = std::env::var_os(k) {
-            cmd.env(k, v);
-        }
-    }
+    let mut cmd = command(args);
     let drop_to = who.map(|w| (w.uid, w.gid, w.groups.clone()));
     let parent = std::process::id() as libc::pid_t;
     // SAFETY: the closure runs in the forked child before exec and only makes raw syscalls
@@ -187,23 +165,29 @@ pub fn run(
         uid: uid_shown,
         err,
     })?;
+    let _tracked = Tracked::new(child.id());
     let stderr = child.stderr.take().expect("piped");
     let mut stdout = child.stdout.take().expect("piped");
-    let (out, too_much) = std::thread::scope(|s| {
-        let reader = s.spawn(move || {
-            let mut buf = Vec::new();
-            let mut chunk = [0u8; 64 << 10];
-            loop {
-                match stdout.read(&mut chunk) {
-                    Ok(0) | Err(_) => return (buf, false),
-                    Ok(n) if buf.len() + n > MAX_STDOUT => return (buf, true),
-                    Ok(n) => buf.extend_from_slice(&chunk[..n]),
-                }
-            }
-        });
+    let read = std::thread::scope(|s| {
+        // A thread for stdout (stderr is relayed here): none to be had (EAGAIN) is an error of
+        // this child, never a panic.
+        let reader = std::thread::Builder::new()
+            .name("reclaim-child-out".into())
+            .spawn_scoped(s, move || read_capped(&mut stdout))?;
         relay_lines(stderr, on_line);
-        reader.join().unwrap_or_default()
+        Ok(reader.join().unwrap_or_default())
     });
+    let (out, too_much) = match read {
+        Ok(r) => r,
+        Err(err) => {
+            let _ = child.kill();
+            let _ = child.wait();
+            return Err(ChildError::Spawn {
+                uid: uid_shown,
+                err,
+            });
+        }
+    };
     if too_much {
         let _ = child.kill();
     }
@@ -221,6 +205,83 @@ pub fn run(
         code: status.code(),
         stdout: out,
     })
+}
+
+/// `reclaim ARGS` with a clean environment (no config file, no HOME; the locale, and where a
+/// test put the logs, kept), stdin closed, `/` as its directory, stdout and stderr piped.
+fn command(args: &[OsString]) -> Command {
+    let mut cmd = Command::new("/proc/self/exe");
+    cmd.arg0("reclaim")
+        .args(args)
+        .env_clear()
+        .env("PATH", "/usr/sbin:/usr/bin:/sbin:/bin")
+        .env("RECLAIM_CONFIG", "")
+        .current_dir("/")
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    for k in [
+        "LANG",
+        "LC_ALL",
+        "LC_CTYPE",
+        NO_SPAWN_ENV,
+        // Where a reaper's log goes, when a test put it elsewhere.
+        crate::sys::logging::journal::SOCKET_ENV,
+        crate::sys::logging::syslog::SOCKET_ENV,
+    ] {
+        if let Some(v) = std::env::var_os(k) {
+            cmd.env(k, v);
+        }
+    }
+    cmd
+}
+
+/// What `from` gives until its end or an error, and whether it gave more than `MAX_STDOUT`
+/// (then it is read no further).
+fn read_capped(from: &mut impl Read) -> (Vec<u8>, bool) {
+    let mut buf = Vec::new();
+    let mut chunk = [0u8; 64 << 10];
+    loop {
+        match from.read(&mut chunk) {
+            Ok(0) | Err(_) => return (buf, false),
+            Ok(n) if buf.len() + n > MAX_STDOUT => return (buf, true),
+            Ok(n) => buf.extend_from_slice(&chunk[..n]),
+        }
+    }
+}
+
+/// The children `run` started that have not been waited for (their pids).
+static CHILDREN: std::sync::Mutex<Vec<u32>> = std::sync::Mutex::new(Vec::new());
+
+/// Notes a child as running until dropped.
+struct Tracked(u32);
+
+impl Tracked {
+    fn new(pid: u32) -> Tracked {
+        CHILDREN.lock().unwrap_or_else(|e| e.into_inner()).push(pid);
+        Tracked(pid)
+    }
+}
+
+impl Drop for Tracked {
+    fn drop(&mut self) {
+        CHILDREN
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .retain(|p| *p != self.0);
+    }
+}
+
+/// Asks every child `run` started and still waits for to stop (SIGTERM): they stop at a
+/// consistent point, as for a stop of their own (a supervisor that is stopping).
+pub fn terminate_children() {
+    let pids = CHILDREN.lock().unwrap_or_else(|e| e.into_inner());
+    for &pid in pids.iter() {
+        // SAFETY: kill(2) takes integers and touches no memory. The pid is a child of ours that
+        // `run` has not finished with (removed from the list, under this lock, right after
+        // its `wait`).
+        unsafe { libc::kill(pid as libc::pid_t, libc::SIGTERM) };
+    }
 }
 
 /// Calls `on_line` for each line read from `r`; a line longer than 4 KiB is cut (and what is

@@ -145,6 +145,23 @@ pub fn open_dir_path_only(path: &std::path::Path) -> Result<OwnedFd, Errno> {
     )
 }
 
+/// Why someone other than `uid` and root could rename or remove the names in the directory
+/// `st` describes (take away what `uid` makes there): `None` if it belongs to `uid` or root
+/// and is writable by nobody else, or sticky (only a name's owner may then move it).
+pub fn others_may_move_names(st: &rustix::fs::Stat, uid: u32) -> Option<String> {
+    const STICKY: u32 = 0o1000;
+    if st.st_uid != 0 && st.st_uid != uid {
+        return Some(format!("it is owned by uid {}", st.st_uid));
+    }
+    if st.st_mode & 0o022 != 0 && st.st_mode & STICKY == 0 {
+        return Some(format!(
+            "others may write in it (mode {:04o}) and it is not sticky",
+            st.st_mode & 0o7777
+        ));
+    }
+    None
+}
+
 /// A reusable `getdents64` buffer (one per worker thread).
 pub struct DirBuf(Vec<MaybeUninit<u8>>);
 

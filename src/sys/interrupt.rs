@@ -7,6 +7,8 @@ use std::sync::atomic::{AtomicI32, AtomicUsize, Ordering};
 
 static SIGNAL: AtomicI32 = AtomicI32::new(0);
 static COUNT: AtomicUsize = AtomicUsize::new(0);
+/// The run has no reason to go on (a reaper whose trash is gone): stop as for a signal.
+static ABANDONED: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
 
 /// A signal whose handler could not be installed (the run goes on; that signal ends it).
 #[derive(Debug, thiserror::Error)]
@@ -67,9 +69,15 @@ pub fn requested() -> Option<i32> {
     }
 }
 
-/// Whether a stop was asked for.
+/// Whether a stop was asked for (a signal, or `abandon`).
 pub fn stopping() -> bool {
-    requested().is_some()
+    requested().is_some() || ABANDONED.load(Ordering::SeqCst)
+}
+
+/// Stops the run at the next consistent point, as a signal would, though none came (what it
+/// works on is gone); `requested` stays `None`.
+pub fn abandon() {
+    ABANDONED.store(true, Ordering::SeqCst);
 }
 
 /// How many stop signals arrived (a second one ends what the first let finish).

@@ -6,6 +6,7 @@ pub mod asuser;
 pub mod dirfd;
 pub mod error;
 pub mod format;
+pub mod freed;
 pub mod interrupt;
 pub mod limits;
 pub mod locks;
@@ -14,6 +15,7 @@ pub mod mounts;
 pub mod quote;
 pub mod rename;
 pub mod space;
+pub mod userdirs;
 
 #[cfg(test)]
 pub mod testing;

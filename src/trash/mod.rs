@@ -3,11 +3,15 @@
 //! they vanish from their path at once, whatever their size. Owns where a trash is, how it is
 //! opened safely (never through a symlink, never one that is not the user's own) and what its
 //! entries are. No directory is shared between users, so nobody can take another's trash
-//! away: a name someone else squatted is reported and passed over for a fresh random one.
-//! Never frees anything: that is the reaper's job.
+//! away: a name someone else squatted is reported and passed over for a fresh random one, and
+//! a trash is made only where nobody else may move names (`locate`). Finding every
+//! trash is `discover`'s; the trashes below a top are remembered in `registry`. Never frees
+//! anything: that is the reaper's job.
 
+pub mod discover;
 pub mod hide;
 pub mod meta;
+pub mod registry;
 pub mod restore;
 pub mod safefile;
 
@@ -18,6 +22,8 @@ use std::path::{Path, PathBuf};
 
 use rustix::fs::{mkdirat, Mode};
 use rustix::io::Errno;
+
+pub use discover::{discover, discover_with, Discovery, Found, Memo, Passed, Skipped};
 
 use crate::sys::dirfd::{self, Ident};
 use crate::sys::mounts::{self, Mount};
@@ -50,6 +56,12 @@ pub enum TrashError {
     NoMount,
     #[error("no writable directory for a trash on its file system (tried {})", quote(.0))]
     NoWritable(PathBuf),
+    /// A trash below the mount top that could not be registered (nothing would find it again).
+    #[error("a trash below the mount top could not be recorded: {0}")]
+    Unregistered(String),
+    /// A directory where another user could take a trash away (rename or remove it).
+    #[error("{} {why}: another user could take a trash there away", quote(.path))]
+    Exposed { path: PathBuf, why: String },
 }
 
 /// A directory with a trash's name that is not a usable trash, and why (`status` reports it).
@@ -154,14 +166,16 @@ impl Trash {
 
     /// The trash of `uid` in `top` (a directory on `mount`), made if there is none: the plain
     /// name, else (someone else has it) the first usable `.reclaim-<uid>.*`, else a fresh one
-    /// with a random suffix. The names passed over are returned with why.
+    /// with a random suffix. The names passed over are returned with why (the first few, and
+    /// how many): each is examined with `statx` before it is opened, so thousands of squatted
+    /// names cost no more than a listing and a `statx` each.
     pub fn find_or_make(
         top: &Path,
         mount: &Mount,
         uid: u32,
-    ) -> Result<(Trash, Vec<Unusable>), TrashError> {
+    ) -> Result<(Trash, Passed), TrashError> {
         let top_fd = dirfd::open_dir_path(top)?;
-        let mut passed = Vec::new();
+        let mut passed = Passed::default();
         let plain = CString::new(format!("{PREFIX}{uid}")).expect("digits");
         match Trash::open_in_or_make(&top_fd, top, &plain, mount, uid) {
             Ok(t) => return Ok((t, passed)),
@@ -172,6 +186,16 @@ impl Trash {
             Err(e) => return Err(e),
         }
         for name in alternates(&top_fd, uid) {
+            if let Some(why) = discover::examine(&top_fd, &name, uid, mount.id) {
+                passed.push(Unusable {
+                    path: top
+                        .join(OsStr::from_bytes(name.to_bytes()))
+                        .to_string_lossy()
+                        .into_owned(),
+                    reason: why,
+                });
+                continue;
+            }
             match Trash::open_at(&top_fd, top, &name, mount, uid) {
                 Ok(t) => return Ok((t, passed)),
                 Err(TrashError::Unsafe { path, why }) => passed.push(Unusable {
@@ -338,9 +362,12 @@ fn uid_of_process() -> u32 {
 
 /// Finds (making it if needed) the trash for a target whose parent directory is `parent`:
 /// at the top of the parent's mount if this user may write there, else in the highest writable
-/// directory on the same mount above the parent. Never a directory inside the target. Also
-/// returns the trash names it passed over (squatted by someone else).
-pub fn locate(parent: &OwnedFd, uid: u32) -> Result<(Trash, Vec<Unusable>), TrashError> {
+/// directory on the same mount above the parent. Never a directory inside the target, and
+/// never where another user could take it away: the directory, and every one from the top down
+/// to it, belongs to this user or root and is writable by nobody else or sticky
+/// (`dirfd::others_may_move_names`). Also returns the trash names it passed over (squatted by
+/// someone else).
+pub fn locate(parent: &OwnedFd, uid: u32) -> Result<(Trash, Passed), TrashError> {
     let facts = dirfd::fstat(parent)?;
     let mount = mounts::by_id(facts.mnt_id).ok_or(TrashError::NoMount)?;
     let real = mounts::fd_path(parent).ok_or(TrashError::NoMount)?;
@@ -355,15 +382,29 @@ pub fn locate(parent: &OwnedFd, uid: u32) -> Result<(Trash, Vec<Unusable>), Tras
     }
     let mut first_error = None;
     for top in &candidates {
+        let below = top != &mount.point;
+        if let Some(why) = exposed(top, uid) {
+            // Nor anything below it: its names (the way to what is below) could be moved.
+            return Err(TrashError::Exposed {
+                path: top.clone(),
+                why,
+            });
+        }
         let r = if uid != 0 && !writable(top) {
             Err(TrashError::NoWritable(top.clone()))
+        } else if let (true, Err(why)) = (below, registry::available()) {
+            // Found by the registry alone: without one, nothing would find it again.
+            Err(TrashError::Unregistered(why))
         } else {
             Trash::find_or_make(top, &mount, uid)
         };
         match r {
             Ok((t, passed)) => {
-                if top != &mount.point {
-                    register(&t.path);
+                if below {
+                    if let Err(why) = registry::register(&t) {
+                        first_error.get_or_insert(TrashError::Unregistered(why));
+                        continue;
+                    }
                 }
                 return Ok((t, passed));
             }
@@ -375,222 +416,23 @@ pub fn locate(parent: &OwnedFd, uid: u32) -> Result<(Trash, Vec<Unusable>), Tras
     Err(first_error.unwrap_or(TrashError::NoMount))
 }
 
+/// Why another user than `uid` (and root) could rename or remove what is made in `dir`.
+fn exposed(dir: &Path, uid: u32) -> Option<String> {
+    match rustix::fs::stat(dir) {
+        Ok(st) => dirfd::others_may_move_names(&st, uid),
+        Err(e) => Some(format!(
+            "cannot be examined ({})",
+            crate::sys::error::errno_text(e)
+        )),
+    }
+}
+
 fn writable(dir: &Path) -> bool {
     rustix::fs::access(
         dir,
         rustix::fs::Access::WRITE_OK | rustix::fs::Access::EXEC_OK,
     )
     .is_ok()
-}
-
-/// What `discover` found: the usable trashes, names that look like a trash but are not usable
-/// (another owner, a symlink, open permissions), and file systems that did not answer.
-#[derive(Debug, Default)]
-pub struct Discovery {
-    pub trashes: Vec<Trash>,
-    pub unusable: Vec<Unusable>,
-    pub unreachable: Vec<Unusable>,
-}
-
-/// Limits `discover` to file systems mounted at or below this directory (a container's view, a
-/// test's scratch directory).
-pub const UNDER_ENV: &str = "RECLAIM_UNDER";
-
-/// How long `discover` waits for a network or FUSE file system to answer (a dead NFS server,
-/// a stopped FUSE daemon): it is then skipped and named.
-pub const PROBE_DEADLINE: std::time::Duration = std::time::Duration::from_millis(1500);
-
-/// Every trash this user may see: at the top of each file system (all users' for root, one's
-/// own otherwise; only those mounted under `$RECLAIM_UNDER` if set), in either layout, and
-/// the ones registered in the user's state directory. Network and FUSE file systems are looked
-/// at in threads with a deadline, so an unanswering one delays this by at most
-/// `PROBE_DEADLINE` and is named in `unreachable`. Root only opens and lists directories here;
-/// it reads no file of a user's trash.
-pub fn discover(uid: u32) -> Discovery {
-    let under = std::env::var_os(UNDER_ENV)
-        .filter(|v| !v.is_empty())
-        .map(PathBuf::from);
-    let inside = |p: &Path| under.as_ref().map_or(true, |u| p.starts_with(u));
-    let mut found = Discovery::default();
-    let mounts: Vec<Mount> = mounts::all()
-        .into_iter()
-        .filter(|m| m.may_hold_trash() && inside(&m.point))
-        .collect();
-    let (tx, rx) = std::sync::mpsc::channel::<(usize, Vec<Result<Trash, TrashError>>)>();
-    let mut waiting: Vec<usize> = Vec::new();
-    for (i, m) in mounts.iter().enumerate() {
-        if m.is_local() {
-            for r in at_mount(m, uid) {
-                found.add(r);
-            }
-        } else {
-            // Might never answer: in a thread of its own, abandoned after the deadline (a
-            // blocked thread ends with the process).
-            let (m, tx) = (m.clone(), tx.clone());
-            waiting.push(i);
-            std::thread::spawn(move || {
-                let _ = tx.send((i, at_mount(&m, uid)));
-            });
-        }
-    }
-    drop(tx);
-    let deadline = std::time::Instant::now() + PROBE_DEADLINE;
-    while !waiting.is_empty() {
-        let left = deadline.saturating_duration_since(std::time::Instant::now());
-        match rx.recv_timeout(left) {
-            Ok((i, results)) => {
-                waiting.retain(|w| *w != i);
-                for r in results {
-                    found.add(r);
-                }
-            }
-            Err(_) => break,
-        }
-    }
-    for i in waiting {
-        found.unreachable.push(Unusable {
-            path: mounts[i].point.to_string_lossy().into_owned(),
-            reason: format!(
-                "did not answer within {:.1} s ({} file system: a dead server or a stopped \
-                 daemon?); its trashes were not looked at",
-                PROBE_DEADLINE.as_secs_f64(),
-                mounts[i].fstype
-            ),
-        });
-    }
-    for p in registered().into_iter().filter(|p| inside(p)) {
-        match Trash::open_path(&p) {
-            Ok(t) if t.uid == uid || uid == 0 => found.add(Ok(t)),
-            Ok(_) => {}
-            Err(e) => found.add(Err(e)),
-        }
-    }
-    found
-}
-
-impl Discovery {
-    fn add(&mut self, r: Result<Trash, TrashError>) {
-        match r {
-            Ok(t) => {
-                if !self.trashes.iter().any(|f| f.ident == t.ident) {
-                    self.trashes.push(t);
-                }
-            }
-            Err(TrashError::Unsafe { path, why }) => self.unusable.push(Unusable {
-                path: path.to_string_lossy().into_owned(),
-                reason: why,
-            }),
-            Err(_) => {}
-        }
-    }
-}
-
-/// The trashes (this user's, or everyone's for root) at the top of mount `m`.
-fn at_mount(m: &Mount, uid: u32) -> Vec<Result<Trash, TrashError>> {
-    let mut out = Vec::new();
-    let Ok(top_fd) = dirfd::open_dir_path(&m.point) else {
-        return out;
-    };
-    // The top must be the mount's own root (an overmounted or moved top is skipped).
-    if dirfd::fstat(&top_fd).map(|f| f.mnt_id) != Ok(m.id) {
-        return out;
-    }
-    let mut names = Vec::new();
-    let mut legacy = false;
-    if let Ok(list) = reopen(&top_fd) {
-        let mut buf = dirfd::DirBuf::new(64 << 10);
-        let _ = dirfd::for_each_entry(&list, &mut buf, |name, _, _| {
-            let b = name.to_bytes();
-            if b == LEGACY_DIR.as_bytes() {
-                legacy = true;
-            } else if let Some(u) = name_uid(b) {
-                if uid == 0 || u == uid {
-                    names.push((name.to_owned(), u));
-                }
-            }
-        });
-    }
-    names.sort();
-    for (name, u) in names {
-        out.push(Trash::open_at(&top_fd, &m.point, &name, m, u));
-    }
-    if legacy {
-        match legacy_outer(&top_fd, &m.point) {
-            Ok(outer) => {
-                for u in legacy_uids(&outer, uid) {
-                    let name = CString::new(u.to_string()).expect("digits");
-                    let outer_path = m.point.join(LEGACY_DIR);
-                    out.push(Trash::open_at(&outer, &outer_path, &name, m, u));
-                }
-            }
-            Err(e) => out.push(Err(e)),
-        }
-    }
-    out
-}
-
-/// The uids with a trash in a first-layout `.reclaim` (root: all; others: their own).
-fn legacy_uids(outer: &OwnedFd, uid: u32) -> Vec<u32> {
-    if uid != 0 {
-        return vec![uid];
-    }
-    let mut uids = Vec::new();
-    if let Ok(list) = reopen(outer) {
-        let mut buf = dirfd::DirBuf::new(64 << 10);
-        let _ = dirfd::for_each_entry(&list, &mut buf, |name, _, _| {
-            if let Some(u) = name.to_str().ok().and_then(|n| n.parse().ok()) {
-                uids.push(u);
-            }
-        });
-    }
-    uids.sort_unstable();
-    uids
-}
-
-/// `$XDG_STATE_HOME/reclaim/trashes` (or `~/.local/state/...`): trashes not at a mount top.
-fn registry() -> Option<PathBuf> {
-    let base = std::env::var_os("XDG_STATE_HOME")
-        .filter(|v| !v.is_empty())
-        .map(PathBuf::from)
-        .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".local/state")))?;
-    Some(base.join("reclaim/trashes"))
-}
-
-fn registered() -> Vec<PathBuf> {
-    let Some(file) = registry() else {
-        return Vec::new();
-    };
-    std::fs::read(file)
-        .map(|t| {
-            t.split(|&b| b == b'\n')
-                .filter(|l| !l.is_empty())
-                .map(|l| PathBuf::from(OsStr::from_bytes(l)))
-                .collect()
-        })
-        .unwrap_or_default()
-}
-
-/// Remembers a trash that is not at a mount top, so `status` and `reap` find it later.
-fn register(trash: &Path) {
-    let Some(file) = registry() else { return };
-    let mut known = registered();
-    if known.iter().any(|p| p == trash) || trash.as_os_str().as_bytes().contains(&b'\n') {
-        return;
-    }
-    known.retain(|p| p.exists());
-    known.push(trash.to_path_buf());
-    let mut text = Vec::new();
-    for p in known {
-        text.extend_from_slice(p.as_os_str().as_bytes());
-        text.push(b'\n');
-    }
-    if let Some(dir) = file.parent() {
-        let _ = std::fs::create_dir_all(dir);
-    }
-    let tmp = file.with_extension("tmp");
-    if std::fs::write(&tmp, text).is_ok() {
-        let _ = std::fs::rename(&tmp, &file);
-    }
 }
 
 /// Live allocated bytes of whatever an entry still holds (data, reaping, half-shrunk files),

@@ -14,7 +14,7 @@ use rustix::io::Errno;
 use serde::{Deserialize, Serialize};
 
 use super::meta::{self, Meta};
-use super::{Trash, DATA, REAPING};
+use super::{Found, Trash, DATA, REAPING};
 use crate::sys::dirfd::{self, Lineage};
 use crate::sys::error::ErrorEntry;
 use crate::sys::locks;
@@ -71,16 +71,16 @@ type Failed = (Option<PathBuf>, RestoreError);
 /// With `to`, the entry goes there instead (a new name on the same file system, never over an
 /// existing one).
 pub fn restore(
-    trashes: &[Trash],
+    trashes: &[Found],
     arg: &OsStr,
     me: u32,
     to: Option<&Path>,
 ) -> Result<Restored, Failed> {
     let (trash, id) = find(trashes, arg, me).ok_or((None, RestoreError::NotFound))?;
     if crate::sys::asuser::needed(trash.uid) {
-        return as_owner(trash, &id, to);
+        return as_owner(&trash, &id, to);
     }
-    restore_entry(trash, &id, to)
+    restore_entry(&trash, &id, to)
 }
 
 /// Restores entry `id` of `trash`, in this process (which is its owner, or root for root's).
@@ -237,21 +237,24 @@ fn split(p: &Path) -> Option<(&Path, CString)> {
     Some((p.parent()?, name))
 }
 
-/// The trash and entry name for `arg`: an entry id in any of `trashes`, or the newest entry
-/// recorded from that original path in the trashes of `me` only (another user's record could
-/// name any path).
-fn find<'t>(trashes: &'t [Trash], arg: &OsStr, me: u32) -> Option<(&'t Trash, CString)> {
+/// The trash (open) and entry name for `arg`: an entry id in any of `trashes`, or the newest
+/// entry recorded from that original path in the trashes of `me` only (another user's record
+/// could name any path). The trashes are opened one at a time.
+fn find(trashes: &[Found], arg: &OsStr, me: u32) -> Option<(Trash, CString)> {
     let bytes = arg.as_bytes();
     if meta::is_entry_name(bytes) {
         let name = CString::new(bytes).ok()?;
         return trashes
             .iter()
+            .filter_map(|f| f.open().ok())
             .find(|t| dirfd::lstat_at(&t.dir, &name).is_ok())
             .map(|t| (t, name));
     }
     let wanted = absolute(Path::new(arg))?;
-    let mut best: Option<(&Trash, CString)> = None;
-    for t in trashes.iter().filter(|t| t.uid == me) {
+    let mut best: Option<(Trash, CString)> = None;
+    let mine = trashes.iter().filter(|t| t.uid == me);
+    for t in mine.filter_map(|f| f.open().ok()) {
+        let mut newest: Option<CString> = None;
         for name in t.entries() {
             let Ok(entry) = dirfd::open_dir_at(&t.dir, &name) else {
                 continue;
@@ -259,13 +262,15 @@ fn find<'t>(trashes: &'t [Trash], arg: &OsStr, me: u32) -> Option<(&'t Trash, CS
             let Ok(Some(m)) = Meta::read(&entry, t.uid) else {
                 continue;
             };
-            let newer = match &best {
-                None => true,
-                Some((_, b)) => name.as_bytes() > b.as_bytes(),
-            };
+            // Newer than the newest so far, in this trash or an earlier one.
+            let bar = newest.as_ref().or(best.as_ref().map(|(_, b)| b));
+            let newer = bar.map_or(true, |b| name.as_bytes() > b.as_bytes());
             if newer && m.uid == t.uid && m.original_path() == wanted {
-                best = Some((t, name));
+                newest = Some(name);
             }
+        }
+        if let Some(name) = newest {
+            best = Some((t, name));
         }
     }
     best

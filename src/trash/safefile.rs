@@ -1,10 +1,15 @@
-//! The small files of a trash (`meta.json`, `failed.json`, `reaper.json`, `lock`,
-//! `reaper.log`) read and written as hostile input: whoever owns the trash could have put a
-//! FIFO, a device node, a symlink, a hard link to someone else's file or a gigabyte under any
-//! of these names. A file is opened only after `fstat` of an `O_PATH` handle proved it is a
-//! regular file of the trash's owner with one link and at most `MAX_BYTES`; a name is never
-//! opened for writing if someone else could have created it first (new files are made with
-//! `O_EXCL` under a random name, then renamed over the old one).
+//! The small files reclaim reads and writes where someone else may have been first, as hostile
+//! input: a trash's (`meta.json`, `failed.json`, `reaper.json`, `lock`, `reaper.log`), whose
+//! owner could have put a FIFO, a device node, a symlink, a hard link to someone else's file or
+//! a gigabyte under any of these names; and, generally, every file reclaim writes as root (man
+//! pages, the trash registry, state files) or reads from a directory it did not make (the
+//! configuration, the registry). A file is opened only after `fstat` of an `O_PATH` handle
+//! proved it is a regular file of the expected owner (with one link, where that matters) of
+//! bounded size, and then `O_NONBLOCK`; a name is never opened for writing if someone else
+//! could have created it first (new files are made relative to a directory fd with
+//! `O_CREAT|O_EXCL|O_NOFOLLOW` under a random name, then renamed over the old one). The
+//! trash's files are the first users; the general entry points are `read_checked`,
+//! `read_path`, `replace_mode` and `open_or_make_dir`.
 
 use std::ffi::{CStr, CString};
 use std::io::{Read, Write};
@@ -16,7 +21,7 @@ use rustix::io::Errno;
 /// The most a record or state file may hold.
 pub const MAX_BYTES: u64 = 64 << 10;
 
-/// Why a file of a trash cannot be used.
+/// Why a file of a trash (or another file read as hostile input) cannot be used.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum Bad {
     #[error("is missing")]
@@ -27,10 +32,30 @@ pub enum Bad {
     NotRegular(&'static str),
     #[error("is owned by uid {found}, not by the trash's owner (uid {owner})")]
     Owner { found: u32, owner: u32 },
+    /// Owned by none of the owners it may have (a file outside a trash).
+    #[error("is owned by uid {found}, not by {}", owners_text(.owners))]
+    NotOwners { found: u32, owners: Vec<u32> },
     #[error("has {0} hard links (a link to another file)")]
     Links(u64),
     #[error("is {0} bytes, more than a record may hold ({MAX_BYTES})")]
     TooBig(u64),
+    /// Larger than the bound the caller gave (a file outside a trash).
+    #[error("is {size} bytes, more than it may hold ({max})")]
+    Larger { size: u64, max: u64 },
+}
+
+fn owners_text(owners: &[u32]) -> String {
+    let uids: Vec<String> = owners.iter().map(|u| format!("uid {u}")).collect();
+    uids.join(" or ")
+}
+
+/// What a file read as hostile input must be: a regular file of one of `owners`, of at most
+/// `max` bytes, and, if `one_link`, with no other name (a hard link to someone else's file).
+#[derive(Clone, Copy, Debug)]
+pub struct Expect<'a> {
+    pub owners: &'a [u32],
+    pub max: u64,
+    pub one_link: bool,
 }
 
 /// What a file type is called in messages.
@@ -51,6 +76,26 @@ pub fn type_name(t: FileType) -> &'static str {
 /// effect whatever it is), checked to be a regular file of `owner` with one link and at most
 /// `max` bytes.
 fn checked_path(dir: impl AsFd, name: &CStr, owner: u32, max: u64) -> Result<OwnedFd, Bad> {
+    let fd = checked(
+        dir,
+        name,
+        &Expect {
+            owners: &[owner],
+            max,
+            one_link: true,
+        },
+    );
+    match fd {
+        // The trash's own wording.
+        Err(Bad::NotOwners { found, .. }) => Err(Bad::Owner { found, owner }),
+        Err(Bad::Larger { size, .. }) => Err(Bad::TooBig(size)),
+        r => r,
+    }
+}
+
+/// An `O_PATH` handle on `name` in `dir` (never following a symlink; opening it has no side
+/// effect whatever it is), checked to be what `want` says.
+fn checked(dir: impl AsFd, name: &CStr, want: &Expect<'_>) -> Result<OwnedFd, Bad> {
     let fd = match openat(
         dir,
         name,
@@ -66,17 +111,20 @@ fn checked_path(dir: impl AsFd, name: &CStr, owner: u32, max: u64) -> Result<Own
     if t != FileType::RegularFile {
         return Err(Bad::NotRegular(type_name(t)));
     }
-    if st.st_uid != owner {
-        return Err(Bad::Owner {
+    if !want.owners.contains(&st.st_uid) {
+        return Err(Bad::NotOwners {
             found: st.st_uid,
-            owner,
+            owners: want.owners.to_vec(),
         });
     }
-    if st.st_nlink != 1 {
+    if want.one_link && st.st_nlink != 1 {
         return Err(Bad::Links(st.st_nlink));
     }
-    if st.st_size as u64 > max {
-        return Err(Bad::TooBig(st.st_size as u64));
+    if st.st_size as u64 > want.max {
+        return Err(Bad::Larger {
+            size: st.st_size as u64,
+            max: want.max,
+        });
     }
     Ok(fd)
 }
@@ -136,14 +184,49 @@ pub fn read_log_tail(
 /// The contents of `name` in `dir`, if it is a regular file of `owner` of at most `MAX_BYTES`.
 pub fn read(dir: impl AsFd, name: &CStr, owner: u32) -> Result<Vec<u8>, Bad> {
     let path_fd = checked_path(dir, name, owner, MAX_BYTES)?;
-    let fd = reopen(&path_fd, OFlags::RDONLY)?;
+    match read_bounded(&path_fd, MAX_BYTES) {
+        Err(Bad::Larger { size, .. }) => Err(Bad::TooBig(size)),
+        r => r,
+    }
+}
+
+/// The contents of `name` in `dir`, if it is what `want` says (see `Expect`).
+pub fn read_checked(dir: impl AsFd, name: &CStr, want: &Expect<'_>) -> Result<Vec<u8>, Bad> {
+    let path_fd = checked(dir, name, want)?;
+    read_bounded(&path_fd, want.max)
+}
+
+/// The contents of the file at `path`, if it is what `want` says: its directory is opened by
+/// path (the caller trusts the way there), the file itself never through a symlink.
+pub fn read_path(path: &std::path::Path, want: &Expect<'_>) -> Result<Vec<u8>, Bad> {
+    use std::os::unix::ffi::OsStrExt;
+    let name = path.file_name().ok_or(Bad::Os(Errno::ISDIR))?;
+    let name = CString::new(name.as_bytes()).map_err(|_| Bad::Os(Errno::INVAL))?;
+    let parent = match path.parent() {
+        Some(p) if !p.as_os_str().is_empty() => p,
+        _ => std::path::Path::new("."),
+    };
+    let dir = match crate::sys::dirfd::open_dir_path_only(parent) {
+        Ok(fd) => fd,
+        Err(Errno::NOENT) => return Err(Bad::Missing),
+        Err(e) => return Err(Bad::Os(e)),
+    };
+    read_checked(&dir, &name, want)
+}
+
+/// Reads the inode `path_fd` refers to (opened again `O_NONBLOCK`), at most `max` bytes.
+fn read_bounded(path_fd: &OwnedFd, max: u64) -> Result<Vec<u8>, Bad> {
+    let fd = reopen(path_fd, OFlags::RDONLY)?;
     let mut text = Vec::new();
     std::fs::File::from(fd)
-        .take(MAX_BYTES + 1)
+        .take(max + 1)
         .read_to_end(&mut text)
         .map_err(|e| Bad::Os(Errno::from_io_error(&e).unwrap_or(Errno::IO)))?;
-    if text.len() as u64 > MAX_BYTES {
-        return Err(Bad::TooBig(text.len() as u64));
+    if text.len() as u64 > max {
+        return Err(Bad::Larger {
+            size: text.len() as u64,
+            max,
+        });
     }
     Ok(text)
 }
@@ -162,11 +245,22 @@ pub fn read_json<T: serde::de::DeserializeOwned>(
 /// Writes `bytes` as a new file `name` in `dir` (`O_EXCL`: fails if the name exists), mode
 /// 0600; `sync` fsyncs it.
 pub fn write_new(dir: impl AsFd, name: &CStr, bytes: &[u8], sync: bool) -> Result<(), Errno> {
+    write_new_mode(dir, name, bytes, sync, 0o600)
+}
+
+/// `write_new` with the file's `mode` (less the umask).
+fn write_new_mode(
+    dir: impl AsFd,
+    name: &CStr,
+    bytes: &[u8],
+    sync: bool,
+    mode: u32,
+) -> Result<(), Errno> {
     let fd = openat(
         dir,
         name,
         OFlags::WRONLY | OFlags::CREATE | OFlags::EXCL | OFlags::NOFOLLOW | OFlags::CLOEXEC,
-        Mode::from_raw_mode(0o600),
+        Mode::from_raw_mode(mode),
     )?;
     let mut f = std::fs::File::from(fd);
     f.write_all(bytes)
@@ -181,14 +275,47 @@ pub fn write_new(dir: impl AsFd, name: &CStr, bytes: &[u8], sync: bool) -> Resul
 /// (`O_EXCL`), then renamed over `name`. Whatever `name` was (a hard link to another file, a
 /// FIFO) is only unlinked by the rename, never opened or written.
 pub fn replace(dir: impl AsFd, name: &CStr, bytes: &[u8]) -> Result<(), Errno> {
+    replace_mode(dir, name, bytes, 0o600)
+}
+
+/// `replace` with the new file's `mode` (less the umask): a man page, the trash registry.
+pub fn replace_mode(dir: impl AsFd, name: &CStr, bytes: &[u8], mode: u32) -> Result<(), Errno> {
     let dir = dir.as_fd();
     let tmp = temp_name(name);
-    write_new(dir, &tmp, bytes, false).inspect_err(|_| {
+    write_new_mode(dir, &tmp, bytes, false, mode).inspect_err(|_| {
         let _ = unlinkat(dir, &tmp, AtFlags::empty());
     })?;
     renameat(dir, &tmp, dir, name).inspect_err(|_| {
         let _ = unlinkat(dir, &tmp, AtFlags::empty());
     })
+}
+
+/// The directory `name` in `dir`, made (with `mode`) if missing, never through a symlink, and
+/// only if it belongs to `owner` and no one else may write in it (`Bad::NotOwners`, or
+/// `Bad::Os(EACCES)` for a directory others may write): a state directory of one's own.
+pub fn open_or_make_dir(
+    dir: impl AsFd,
+    name: &CStr,
+    mode: u32,
+    owner: u32,
+) -> Result<OwnedFd, Bad> {
+    let dir = dir.as_fd();
+    match rustix::fs::mkdirat(dir, name, Mode::from_raw_mode(mode)) {
+        Ok(()) | Err(Errno::EXIST) => {}
+        Err(e) => return Err(Bad::Os(e)),
+    }
+    let fd = crate::sys::dirfd::open_dir_at(dir, name).map_err(Bad::Os)?;
+    let st = rustix::fs::fstat(&fd).map_err(Bad::Os)?;
+    if st.st_uid != owner {
+        return Err(Bad::NotOwners {
+            found: st.st_uid,
+            owners: vec![owner],
+        });
+    }
+    if st.st_mode & 0o022 != 0 {
+        return Err(Bad::Os(Errno::ACCESS));
+    }
+    Ok(fd)
 }
 
 /// `.<name>.<random>.tmp`: a name nobody can have made first.
@@ -310,6 +437,49 @@ mod tests {
         let big = std::fs::File::create(d.path().join("big")).unwrap();
         big.set_len(1 << 30).unwrap();
         assert_eq!(read(&dir, c"big", me()), Err(Bad::TooBig(1 << 30)));
+    }
+
+    #[test]
+    fn read_checked_takes_only_what_is_expected() {
+        let d = tempfile::tempdir().unwrap();
+        let dir = crate::sys::dirfd::open_dir_path(d.path()).unwrap();
+        std::fs::write(d.path().join("conf"), b"a = 1\n").unwrap();
+        std::fs::write(d.path().join("other"), b"b = 2\n").unwrap();
+        std::fs::hard_link(d.path().join("other"), d.path().join("linked")).unwrap();
+        let want = |owners, one_link| Expect {
+            owners,
+            max: 8,
+            one_link,
+        };
+        let mine = [me()];
+        let others = [me() + 1, me() + 2];
+        assert_eq!(
+            read_checked(&dir, c"conf", &want(&mine, true)).unwrap(),
+            b"a = 1\n"
+        );
+        assert_eq!(
+            read_checked(&dir, c"linked", &want(&mine, true)),
+            Err(Bad::Links(2))
+        );
+        assert!(read_checked(&dir, c"linked", &want(&mine, false)).is_ok());
+        assert!(matches!(
+            read_checked(&dir, c"conf", &want(&others, true)),
+            Err(Bad::NotOwners { .. })
+        ));
+        std::fs::write(d.path().join("long"), [b'x'; 9]).unwrap();
+        assert_eq!(
+            read_checked(&dir, c"long", &want(&mine, true)),
+            Err(Bad::Larger { size: 9, max: 8 })
+        );
+        rustix::fs::mknodat(&dir, c"fifo", FileType::Fifo, Mode::from_raw_mode(0o600), 0).unwrap();
+        assert_eq!(
+            read_path(&d.path().join("fifo"), &want(&mine, true)),
+            Err(Bad::NotRegular("FIFO"))
+        );
+        assert_eq!(
+            read_path(&d.path().join("none"), &want(&mine, true)),
+            Err(Bad::Missing)
+        );
     }
 
     #[test]

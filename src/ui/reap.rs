@@ -9,8 +9,13 @@ use crate::sys::quote::quote;
 
 /// What a reaper run freed, in one paragraph for the terminal.
 pub fn human(sum: &ReapSummary, took: Duration) -> String {
+    // How the bytes were counted (`freed::Measure`), when anything was.
+    let how = match sum.bytes_freed_measure.as_str() {
+        "" => String::new(),
+        m => format!(" returned: {m}"),
+    };
     let mut s = format!(
-        "freed {} ({}, {}) in {}",
+        "freed {} ({}, {}{how}) in {}",
         plural(sum.entries_freed, "entry", "entries"),
         plural(sum.files, "file", "files"),
         format::bytes(sum.bytes_freed),

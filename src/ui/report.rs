@@ -20,7 +20,7 @@ use crate::reaper::rm::{Events, Left, Removal, Shrinking, Summary};
 use crate::sys::error::Failure;
 use crate::sys::format::{bytes, eta, group, local_time, plural, rate, seconds};
 use crate::sys::quote::quote;
-use crate::trash::Unusable;
+use crate::trash::Passed;
 
 /// What `--background` did: one line, then each hidden path with its entry ID, and the
 /// exact `reclaim restore` command for an entry a grace window keeps restorable (without
@@ -254,13 +254,21 @@ impl Sink for RmView {
 }
 
 impl Events for RmView {
-    fn hidden(&self, display: &Path, id: &str, passed_over: &[Unusable]) {
+    fn hidden(&self, display: &Path, id: &str, passed_over: &Passed) {
         if !self.verbose {
             return;
         }
-        for u in passed_over {
+        // The first few names passed over, then a count (anyone can make thousands).
+        for u in &passed_over.first {
             self.printer
                 .note(&format!("not using {}: it {}", quote(&u.path), u.reason));
+        }
+        if passed_over.more > 0 {
+            self.printer.note(&format!(
+                "... and {} more names that look like its trash but are not usable \
+                 (squatted by others)",
+                crate::sys::format::group(passed_over.more)
+            ));
         }
         self.printer
             .note(&format!("hidden {} (entry {id})", quote(display)));

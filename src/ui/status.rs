@@ -4,12 +4,31 @@
 use crate::reaper::status::{Item, Status, TrashStatus};
 use crate::sys::format::{bytes, duration_rounded, group, now_unix, plural, rate};
 use crate::sys::quote::quote;
+use crate::trash;
+
+/// Damaged entries of one trash shown in the human report (the rest are counted).
+const MAX_DAMAGED_SHOWN: u64 = 3;
 
 /// The human report: one paragraph per trash with anything in it.
 pub fn human(st: &Status) -> String {
     let mut s = String::new();
     for u in &st.unusable {
         s.push_str(&format!("ignoring {}: {}\n", quote(&u.path), u.reason));
+    }
+    if st.unusable_more > 0 {
+        s.push_str(&format!(
+            "... and {} more names that look like a trash but are not usable (squatted, \
+             links, open modes: `reclaim status --json` lists the first)\n",
+            group(st.unusable_more)
+        ));
+    }
+    for k in &st.skipped {
+        s.push_str(&format!(
+            "uid {}: {} more trashes not looked at (at most {} per user and file system)\n",
+            k.uid,
+            group(k.trashes),
+            trash::discover::MAX_PER_USER
+        ));
     }
     for e in &st.errors {
         s.push_str(&format!("cannot read {e}\n"));
@@ -113,8 +132,23 @@ fn trash(s: &mut String, t: &TrashStatus, now: f64) {
     for l in &t.log_tail {
         s.push_str(&format!("  log: {l}\n"));
     }
+    // Damaged entries (anyone can make thousands in their own trash): the first few.
+    let mut damaged = 0u64;
     for i in &t.items {
+        if i.damage.is_some() {
+            damaged += 1;
+            if damaged > MAX_DAMAGED_SHOWN {
+                continue;
+            }
+        }
         item(s, i, now);
+    }
+    if damaged > MAX_DAMAGED_SHOWN {
+        s.push_str(&format!(
+            "  ... and {} more damaged entries, left alone (`reclaim status --json` lists \
+             them)\n",
+            group(damaged - MAX_DAMAGED_SHOWN)
+        ));
     }
     if t.items_omitted > 0 {
         s.push_str(&format!(

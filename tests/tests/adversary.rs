@@ -1,9 +1,10 @@
-//! Trust boundaries (issue 11, DESIGN.md §7): what a hostile local user, root's reaper service
-//! and interruptions must never achieve. Each test reproduces one finding of issue 11 with real
-//! uids (61001 the victim, 61002 the attacker, 61003 a third user; no passwd entries, run with
-//! `setpriv`) on a tmpfs or ext3/ext4 loop image mounted inside the test's scratch directory,
-//! whose top is world-writable and sticky like `/tmp`. The tests describe the behaviour of
-//! the contract in `issue11-contract.md`; most fail on the code before that fix.
+//! Trust boundaries (issues 11 and 20, DESIGN.md §7): what a hostile local user, root's reaper
+//! service and interruptions must never achieve. Each test reproduces one finding of issue 11
+//! or 20 with real uids (61001 the victim, 61002 the attacker, 61003 a third user; no passwd
+//! entries, run with `setpriv`) on a tmpfs or a loop image (ext3, ext4, xfs, btrfs) mounted
+//! inside the test's scratch directory, whose top is world-writable and sticky like `/tmp`.
+//! The tests of issue 11 describe the behaviour of the contract in `issue11-contract.md`; most
+//! fail on the code before that fix. Those of issue 20 are at the end, one per finding.
 //!
 //! Root only (mounts, `setpriv`, `mknod`, `chattr`); skipped, and said so, otherwise. Every
 //! command runs under a deadline: one that does not finish in time has hung (on a FIFO, a
@@ -59,6 +60,9 @@ enum Vol {
     Ext4,
     /// ext3: block-mapped files, which the gentle shrinker frees in steps.
     Ext3,
+    /// xfs and btrfs: reflinks share extents (`cp --reflink=always`).
+    Xfs,
+    Btrfs,
 }
 
 impl Vol {
@@ -70,6 +74,8 @@ impl Vol {
             Vol::TinyTmpfs => Volume::tmpfs_with(s, rel, "size=256k,nr_inodes=64"),
             Vol::Ext4 => Volume::ext4(s, rel, 256 * MIB, 1024),
             Vol::Ext3 => Volume::ext3(s, rel, 512 * MIB, 256),
+            Vol::Xfs => Volume::xfs(s, rel, 320 * MIB),
+            Vol::Btrfs => Volume::btrfs(s, rel, 256 * MIB),
         }
     }
 }
@@ -206,17 +212,25 @@ impl World {
             envs: Vec::new(),
             cwd: self.s.root().to_path_buf(),
             spawn_reapers: false,
+            unset: Vec::new(),
+            prefix: Vec::new(),
+            groups: Vec::new(),
         }
     }
 
     /// Another program (`ln`, `mv`, `flock`, ...) as `who`, with the same path checks.
     fn tool_cmd(&self, who: u32, prog: &str, args: Vec<OsString>) -> Command {
+        self.tool_cmd_in(who, &[], prog, args)
+    }
+
+    /// `tool_cmd` with the supplementary `groups`.
+    fn tool_cmd_in(&self, who: u32, groups: &[u32], prog: &str, args: Vec<OsString>) -> Command {
         for a in &args {
             if !a.as_bytes().starts_with(b"-") {
                 self.s.assert_inside(&self.s.root().join(a));
             }
         }
-        let mut c = as_user(who, prog);
+        let mut c = as_user_in(who, groups, prog);
         c.args(&args)
             .current_dir(self.s.root())
             .env_clear()
@@ -262,16 +276,21 @@ impl Drop for World {
 }
 
 /// A command that runs `prog` as `who` (root: directly; others: `setpriv` with their uid and
-/// gid, no supplementary groups).
-fn as_user(who: u32, prog: impl AsRef<OsStr>) -> Command {
+/// gid and the supplementary `groups`, none: cleared).
+fn as_user_in(who: u32, groups: &[u32], prog: impl AsRef<OsStr>) -> Command {
     if who == ROOT {
         Command::new(prog)
     } else {
         let mut c = Command::new("setpriv");
         c.arg(format!("--reuid={who}"))
-            .arg(format!("--regid={who}"))
-            .args(["--clear-groups", "--"])
-            .arg(prog);
+            .arg(format!("--regid={who}"));
+        if groups.is_empty() {
+            c.arg("--clear-groups");
+        } else {
+            let list: Vec<String> = groups.iter().map(u32::to_string).collect();
+            c.arg(format!("--groups={}", list.join(",")));
+        }
+        c.arg("--").arg(prog);
         c
     }
 }
@@ -316,11 +335,35 @@ struct Run<'w> {
     envs: Vec<(OsString, OsString)>,
     cwd: PathBuf,
     spawn_reapers: bool,
+    /// Variables of the usual environment left out.
+    unset: Vec<&'static str>,
+    /// A program `reclaim` runs under (`prlimit ... --`).
+    prefix: Vec<OsString>,
+    /// Supplementary groups of the user (none: cleared).
+    groups: Vec<u32>,
 }
 
 impl Run<'_> {
     fn env(mut self, k: &str, v: impl AsRef<OsStr>) -> Self {
         self.envs.push((k.into(), v.as_ref().to_owned()));
+        self
+    }
+
+    /// Runs `reclaim` under `prefix` (e.g. `prlimit --nofile=1024:1024 --`).
+    fn under(mut self, prefix: &[&str]) -> Self {
+        self.prefix = prefix.iter().map(OsString::from).collect();
+        self
+    }
+
+    /// With these supplementary groups.
+    fn groups(mut self, groups: &[u32]) -> Self {
+        self.groups = groups.to_vec();
+        self
+    }
+
+    /// Leaves `k` out of the environment (`HOME`, `XDG_STATE_HOME`, `RECLAIM_CONFIG`, ...).
+    fn unset(mut self, k: &'static str) -> Self {
+        self.unset.push(k);
         self
     }
 
@@ -347,7 +390,14 @@ impl Run<'_> {
             }
         }
         let home = self.w.home(self.who);
-        let mut c = as_user(self.who, util::reclaim_bin());
+        let mut c = match self.prefix.split_first() {
+            None => as_user_in(self.who, &self.groups, util::reclaim_bin()),
+            Some((prog, rest)) => {
+                let mut c = as_user_in(self.who, &self.groups, prog);
+                c.args(rest).arg(util::reclaim_bin());
+                c
+            }
+        };
         c.args(&self.args)
             .current_dir(&self.cwd)
             .env_clear()
@@ -365,6 +415,9 @@ impl Run<'_> {
         }
         for (k, v) in &self.envs {
             c.env(k, v);
+        }
+        for k in &self.unset {
+            c.env_remove(k);
         }
         c
     }
@@ -2608,5 +2661,824 @@ fn odd_names_are_quoted_like_gnu_rm() {
     let human = util::stdout_of(&w.reclaim(ROOT, args!["status"]).ok());
     for want in [format!("'{top}/c'$'\\n''d'"), format!("'{top}/'$'\\376'")] {
         assert!(human.contains(&want), "status lacks {want}:\n{human}");
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Issue 20 (trust boundaries, round 3): decoys, a careless root, shared group directories. Each
+// test below reproduces one finding of issue 20 and failed on the code before its fix.
+
+/// Finding 1: `reclaim man DIR` as root, into a directory a user can write, where that user
+/// planted a symlink to a root file, a FIFO and a hard link to another root file under page
+/// names: root's files are untouched, nothing hangs, every page is a fresh file of root's.
+#[test]
+fn man_pages_never_write_through_planted_names() {
+    let w = util::or_skip!(World::new(scratch!(), Vol::Tmpfs));
+    let hardlinks = util::Sysctl::set("fs/protected_hardlinks", "0");
+    w.dir("r", ROOT, 0o755);
+    let conf = w.file("r/some.conf", ROOT, 0o644, "root's configuration\n");
+    let other = w.file("r/other.conf", ROOT, 0o644, "root's other file\n");
+    let (conf_print, other_print) = (print_of(&conf), print_of(&other));
+    let dir = w.dir("man", ATTACKER, 0o755);
+    w.tool_ok(ATTACKER, "ln", args!["-s", conf, dir.join("reclaim-rm.1")]);
+    w.tool_ok(ATTACKER, "mkfifo", args![dir.join("reclaim-scan.1")]);
+    if hardlinks.is_some() {
+        w.tool_ok(ATTACKER, "ln", args![other, dir.join("reclaim-status.1")]);
+    } else {
+        util::skipped(
+            util::test_name!(),
+            "the hard link part: no fs.protected_hardlinks=0",
+        );
+    }
+    let o = w
+        .reclaim(ROOT, args!["man", dir])
+        .output_within(Duration::from_secs(20));
+    assert_unchanged(&conf, &conf_print, "root's file behind a planted symlink");
+    assert_unchanged(
+        &other,
+        &other_print,
+        "root's file behind a planted hard link",
+    );
+    assert_exit(
+        &o,
+        0,
+        "root's `reclaim man` into a directory with planted names",
+    );
+    for page in [
+        "reclaim.1",
+        "reclaim-rm.1",
+        "reclaim-scan.1",
+        "reclaim-status.1",
+    ] {
+        let p = dir.join(page);
+        let m = fs::symlink_metadata(&p).unwrap_or_else(|e| panic!("{}: {e}", p.display()));
+        assert!(
+            m.is_file() && m.uid() == ROOT && m.nlink() == 1,
+            "{} is not a fresh file of root's: {m:?}",
+            p.display()
+        );
+        let text = fs::read_to_string(&p).unwrap();
+        assert!(
+            text.contains(".SH NAME"),
+            "{} is not a man page",
+            p.display()
+        );
+    }
+    let odd: Vec<OsString> = list(&dir)
+        .into_iter()
+        .filter(|n| !n.as_bytes().ends_with(b".1"))
+        .collect();
+    assert!(odd.is_empty(), "left behind in {}: {odd:?}", dir.display());
+}
+
+/// Finding 5: root with a user's HOME (`sudo -E`, `su` without `-`). The user planted a
+/// symlink to a root file where root writes its trash registry's temporary file, then FIFOs
+/// where root reads the registry and the configuration: root's file is untouched, nothing
+/// hangs, and root says once that it does not use that HOME.
+#[test]
+fn root_with_a_users_home_reads_and_writes_nothing_there() {
+    let w = util::or_skip!(World::new(scratch!(), Vol::Ext4));
+    w.dir("r", ROOT, 0o755);
+    let target = w.file("r/target", ROOT, 0o644, "root's file\n");
+    let target_print = print_of(&target);
+    w.dir("sub", ROOT, 0o755);
+    w.file("sub/f", ROOT, 0o644, "root's file to remove\n");
+    // Root's trash cannot be at the top: it goes below, and is registered in the state
+    // directory of the HOME it was given.
+    let _frozen = util::or_skip!(chattr_i(&w.top, &w.top));
+    let home = w.home(ATTACKER);
+    let state = home.join(".local/state/reclaim");
+    w.tool_ok(ATTACKER, "mkdir", args!["-p", state]);
+    w.tool_ok(
+        ATTACKER,
+        "ln",
+        args!["-s", target, state.join("trashes.tmp")],
+    );
+    let careless = |args: Vec<OsString>| {
+        w.reclaim(ROOT, args)
+            .env("HOME", &home)
+            .unset("XDG_STATE_HOME")
+            .unset("RECLAIM_CONFIG")
+    };
+    let said = |o: &Output| {
+        stderr_lines(o)
+            .iter()
+            .filter(|l| l.contains(&*home.to_string_lossy()))
+            .count()
+    };
+    let o = careless(args!["rm", "--background", w.p("sub/f")]).output();
+    assert_unchanged(&target, &target_print, "root's file behind trashes.tmp");
+    assert_exit(&o, 0, "root's rm --background with the attacker's HOME");
+    assert!(!w.p("sub/f").exists());
+    assert_eq!(said(&o), 1, "said once: {}", util::stderr_of(&o));
+    // The registry, then the configuration, a FIFO.
+    w.tool_ok(ATTACKER, "mkfifo", args![state.join("trashes")]);
+    let o = careless(args!["status"]).output_within(Duration::from_secs(20));
+    assert_exit(&o, 0, "root's status with a FIFO for a registry");
+    assert_eq!(said(&o), 1, "said once: {}", util::stderr_of(&o));
+    w.tool_ok(ATTACKER, "mkdir", args!["-p", home.join(".config")]);
+    w.tool_ok(ATTACKER, "mkfifo", args![home.join(".config/reclaim.toml")]);
+    let o = careless(args!["status"]).output_within(Duration::from_secs(20));
+    assert_exit(&o, 0, "root's status with a FIFO for a configuration");
+    assert_eq!(said(&o), 1, "said once: {}", util::stderr_of(&o));
+    let o = careless(args!["reap", "--once"]).output_within(Duration::from_secs(20));
+    assert_exit(&o, 0, "root's reap with the attacker's HOME");
+    assert_unchanged(&target, &target_print, "root's file behind trashes.tmp");
+}
+
+/// The attacker of `bench_works_only_in_its_own_scratch_directory`: once a `reclaim-bench-*`
+/// directory in D holds two trees (the bench's workloads, about to be removed), it is renamed
+/// away and a symlink to the victim's directory takes its name.
+const BENCH_SWAPPER: &str = "import os, stat, sys, time\n\
+    d, target, end = sys.argv[1], sys.argv[2], time.time() + float(sys.argv[3])\n\
+    while time.time() < end:\n\
+    \x20   for n in os.listdir(d):\n\
+    \x20       p = os.path.join(d, n)\n\
+    \x20       try:\n\
+    \x20           st = os.lstat(p)\n\
+    \x20           if n.startswith('reclaim-bench-') and stat.S_ISDIR(st.st_mode) and st.st_nlink >= 4:\n\
+    \x20               os.rename(p, os.path.join(d, 'taken-' + n))\n\
+    \x20               os.symlink(target, p)\n\
+    \x20               print('swapped', n, flush=True)\n\
+    \x20       except OSError:\n\
+    \x20           pass\n";
+
+/// Finding 6: root's `bench --dir D`, D a user's directory: that user swaps the bench's
+/// scratch directory for a symlink to a third user's directory holding names like the
+/// bench's trees. Nothing of theirs is touched: root's bench works in its own directory only,
+/// or refuses D.
+#[test]
+fn bench_works_only_in_its_own_scratch_directory() {
+    let w = util::or_skip!(World::new(scratch!(), Vol::Tmpfs));
+    let d = w.dir("benchdir", ATTACKER, 0o755);
+    let v = w.dir("v", VICTIM, 0o755);
+    for r in 0..3 {
+        for m in ["rm", "reclaim"] {
+            w.dir(format!("v/run{r}-{m}"), VICTIM, 0o755);
+            w.file(
+                format!("v/run{r}-{m}/keep"),
+                VICTIM,
+                0o644,
+                "the victim's\n",
+            );
+        }
+    }
+    let before = snap(&v, &[]);
+    let script = w.s.path("swapper.py");
+    fs::write(&script, BENCH_SWAPPER).unwrap();
+    chmod(&script, 0o644);
+    let mut swapper = Proc::spawn(
+        w.tool_cmd(ATTACKER, "python3", args![script, d, v, "60"]),
+        "the swapper".into(),
+    );
+    let o = w
+        .reclaim(
+            ROOT,
+            args!["bench", "--dir", d, "--files", "300", "--runs", "3", "--shape", "flat"],
+        )
+        .output_within(Duration::from_secs(60));
+    let swaps = swapper.stop();
+    eprintln!(
+        "bench: {}\n{}{}\nswapper: {}",
+        o.status,
+        util::stdout_of(&o),
+        util::stderr_of(&o),
+        util::stdout_of(&swaps)
+    );
+    assert_same_snap("the victim's directory", &before, &snap(&v, &[]));
+    // Its own scratch directory, wherever it went, is gone.
+    let left: Vec<OsString> = list(&d)
+        .into_iter()
+        .filter(|n| {
+            let p = d.join(n);
+            fs::symlink_metadata(&p).is_ok_and(|m| m.is_dir() && m.uid() == ROOT)
+                && list(&p).iter().any(|c| c.as_bytes().starts_with(b"run"))
+        })
+        .collect();
+    assert!(
+        left.is_empty(),
+        "the bench left trees in {}: {left:?}",
+        d.display()
+    );
+}
+
+/// A group the victim and the attacker share (a project directory's group).
+const PROJ: u32 = 61010;
+
+/// Finding 2: a trash is only made where no other user can take it away. The top is root's
+/// (0755); `shared` is a group directory (root:proj 2775) where the victim and the attacker,
+/// both in the group, may write, but not in a sticky directory. Whatever the victim's
+/// `rm --background --grace 1h` does, its promise holds: it refuses (the file stays), or the
+/// file is restorable after the other member renamed away every trash of the victim's it can
+/// and squatted the names. In a sticky directory the trash may be made, and holds.
+#[test]
+fn a_trash_is_never_placed_where_another_user_can_take_it_away() {
+    let w = util::or_skip!(World::new(scratch!(), Vol::Tmpfs));
+    chmod(&w.top, 0o755);
+    let group = |p: &Path, owner: u32| {
+        lchown(p, Some(owner), Some(PROJ)).unwrap();
+        chmod(p, 0o2775);
+    };
+    let shared = w.dir("shared", ROOT, 0o755);
+    group(&shared, ROOT);
+    let proj = w.dir("shared/proj", VICTIM, 0o755);
+    group(&proj, VICTIM);
+    let report = w.file(
+        "shared/proj/report.txt",
+        VICTIM,
+        0o644,
+        "the victim's report\n",
+    );
+    let drop = w.dir("drop", ROOT, 0o1777);
+    let note = w.file("drop/note.txt", VICTIM, 0o644, "the victim's note\n");
+
+    let hide = |p: &Path| {
+        w.reclaim(VICTIM, args!["rm", "--background", "--grace", "1h", p])
+            .groups(&[PROJ])
+            .output()
+    };
+    // The other member takes away every trash of the victim's it can reach, and squats.
+    let take_away = || {
+        for dir in [&w.top, &shared, &proj, &drop] {
+            for n in list(dir) {
+                if !n
+                    .as_bytes()
+                    .starts_with(format!(".reclaim-{VICTIM}").as_bytes())
+                {
+                    continue;
+                }
+                let from = dir.join(&n);
+                let mut to = OsString::from("stolen");
+                to.push(&n);
+                let mv = Proc::spawn(
+                    w.tool_cmd_in(ATTACKER, &[PROJ], "mv", args![from, dir.join(to)]),
+                    "mv as the attacker".into(),
+                )
+                .finish(HANG);
+                if mv.status.success() {
+                    w.tool(ATTACKER, "mkdir", args![from]);
+                }
+            }
+        }
+    };
+    let o = hide(&report);
+    if o.status.success() {
+        take_away();
+        let r = w
+            .reclaim(VICTIM, args!["restore", report])
+            .groups(&[PROJ])
+            .output();
+        assert_exit(&r, 0, "the victim's restore after the other member's move");
+        assert_eq!(fs::read(&report).unwrap(), b"the victim's report\n");
+    } else {
+        assert_exit(&o, 1, "rm --background --grace in a shared group directory");
+        assert_eq!(fs::read(&report).unwrap(), b"the victim's report\n");
+        let err = util::stderr_of(&o);
+        assert!(
+            err.contains("report.txt") && err.contains("restorable"),
+            "no line naming the path and why: {err}"
+        );
+    }
+    // A sticky directory of root's: the trash may be made there, and nobody takes it away.
+    let o = hide(&note);
+    assert_exit(&o, 0, "rm --background --grace in a sticky directory");
+    take_away();
+    w.reclaim(VICTIM, args!["restore", note])
+        .groups(&[PROJ])
+        .ok();
+    assert_eq!(fs::read(&note).unwrap(), b"the victim's note\n");
+    // A trash found later is the one registered by its identity, not by its name: another
+    // directory of the victim's in its place is not taken for it.
+    let t = find_trash(&drop, VICTIM).expect("the victim's trash in the sticky directory");
+    fs::rename(&t, drop.join("moved-away")).unwrap();
+    fs::create_dir(&t).unwrap();
+    own(&t, VICTIM);
+    chmod(&t, 0o700);
+    let st = status_json(&w, VICTIM);
+    assert!(trash_in(&st, &t).is_none(), "{st}");
+    let said = st["unusable"].as_array().into_iter().flatten().any(|u| {
+        u["path"].as_str() == Some(&*t.to_string_lossy())
+            && u["reason"]
+                .as_str()
+                .is_some_and(|r| r.contains("registered"))
+    });
+    assert!(
+        said,
+        "status does not say why it passed over {}: {st}",
+        t.display()
+    );
+}
+
+/// Runs the Python `code` (written as `<scratch>/<name>.py`) as `who` with `args`; it must
+/// succeed.
+#[track_caller]
+fn python_ok(w: &World, who: u32, name: &str, code: &str, args: Vec<OsString>) -> Output {
+    let script = w.s.path(format!("{name}.py"));
+    fs::write(&script, code).unwrap();
+    chmod(&script, 0o644);
+    let mut all = args![script];
+    all.extend(args);
+    let o = w.tool(who, "python3", all);
+    assert!(
+        o.status.success(),
+        "{name}.py as uid {who}: {}",
+        util::stderr_of(&o)
+    );
+    o
+}
+
+/// Makes `n` directories `<dir>/<prefix><i>` (mode 0700) as `who`: decoys that look like
+/// trashes.
+fn decoys(w: &World, who: u32, dir: &Path, prefix: &str, n: u32) {
+    const MAKE: &str = "import os, sys\n\
+        d, prefix, n = sys.argv[1], sys.argv[2], int(sys.argv[3])\n\
+        for i in range(n):\n    os.mkdir(os.path.join(d, '%s%d' % (prefix, i)), 0o700)\n";
+    python_ok(w, who, "decoys", MAKE, args![dir, prefix, n.to_string()]);
+}
+
+/// Finding 3: 2,000 empty trashes of the attacker's own at the top (sorted between the
+/// victim's and the third user's). Root's `status` and `reap --once`, with 1,024 fds, still
+/// see every other trash: the third user's entry is listed and freed, the victim's (in its
+/// grace window) listed and kept; nothing fails for want of fds; the attacker's trashes
+/// beyond a few are skipped, and said so in one line.
+#[test]
+fn decoy_trashes_never_blind_root_to_the_others() {
+    let w = util::or_skip!(World::new(scratch!(), Vol::Tmpfs));
+    w.dir("v", VICTIM, 0o755);
+    w.dir("t", THIRD, 0o755);
+    let vf = w.file("v/kept", VICTIM, 0o644, "the victim's, restorable\n");
+    let tf = w.file("t/gone", THIRD, 0o644, "the third user's\n");
+    w.reclaim(VICTIM, args!["rm", "--background", "--grace", "1h", vf])
+        .ok();
+    w.reclaim(THIRD, args!["rm", "--background", tf]).ok();
+    let (vt, tt) = (w.trash(VICTIM), w.trash(THIRD));
+    let vid = entry_for(&vt, &vf);
+    let tid = entries(&tt)[0].clone();
+    decoys(&w, ATTACKER, &w.top, &format!(".reclaim-{ATTACKER}."), 2000);
+    let limited = ["prlimit", "--nofile=1024:1024", "--"];
+
+    let o = w
+        .reclaim(ROOT, args!["status", "--json"])
+        .under(&limited)
+        .output();
+    let st = util::json_object(&o.stdout);
+    let errors = st["errors"].as_array().cloned().unwrap_or_default();
+    assert!(
+        errors.is_empty(),
+        "root's status --json among decoys: {} errors, the first {:?}",
+        errors.len(),
+        errors.first()
+    );
+    assert_exit(&o, 0, "root's status --json among decoys");
+    assert!(
+        item_in(&st, &vid).is_some(),
+        "the victim's entry is not listed"
+    );
+    assert!(
+        item_in(&st, &tid).is_some(),
+        "the third user's entry is not listed"
+    );
+    let o = w.reclaim(ROOT, args!["status"]).under(&limited).output();
+    assert_exit(&o, 0, "root's status among decoys");
+    let text = util::stdout_of(&o);
+    let lines: Vec<&str> = text
+        .lines()
+        .filter(|l| l.contains(&format!("uid {ATTACKER}")) && l.contains("not looked at"))
+        .collect();
+    assert_eq!(lines.len(), 1, "one line on the skipped trashes:\n{text}");
+
+    let o = w
+        .reclaim(ROOT, args!["reap", "--once", "--json"])
+        .under(&limited)
+        .output();
+    let err = util::stderr_of(&o);
+    assert!(!err.contains("Too many open files"), "{err}");
+    let r = util::json_object(&o.stdout);
+    assert!(
+        entries(&tt).is_empty(),
+        "the third user's entry was not freed: {r}\n{err}"
+    );
+    assert_eq!(entries(&vt), vec![vid], "the victim's entry must wait");
+    assert!(r["remaining"].as_u64().unwrap_or(0) >= 1, "{r}");
+}
+
+/// Finding 8: 1,500 directories squatting the victim's trash names (and its plain name), and
+/// 300 damaged entries in the attacker's own trash: the victim's `rm -v --background`, root's
+/// `status` (and its JSON) and root's reap log say so in a few lines (a count and the first
+/// few), not one line each.
+#[test]
+fn decoys_and_damaged_entries_are_summarised() {
+    let w = util::or_skip!(World::new(scratch!(), Vol::Tmpfs));
+    w.tool_ok(ATTACKER, "mkdir", args![w.p(format!(".reclaim-{VICTIM}"))]);
+    decoys(&w, ATTACKER, &w.top, &format!(".reclaim-{VICTIM}."), 1500);
+    w.dir("v", VICTIM, 0o755);
+    let vf = w.file("v/f", VICTIM, 0o644, "the victim's\n");
+    let o = w
+        .reclaim(VICTIM, args!["rm", "-v", "--background", vf])
+        .ok();
+    let mut lines: Vec<String> = util::stdout_of(&o).lines().map(str::to_owned).collect();
+    lines.extend(stderr_lines(&o));
+    let not_using = lines.iter().filter(|l| l.contains("not using")).count();
+    assert!(
+        (1..=5).contains(&not_using) && lines.len() <= 10,
+        "{} lines, {not_using} 'not using':\n{}",
+        lines.len(),
+        lines[..lines.len().min(20)].join("\n")
+    );
+    assert!(
+        lines
+            .iter()
+            .any(|l| l.contains("1,49") || l.contains("1,50")),
+        "no count of the squatted names:\n{}",
+        lines.join("\n")
+    );
+
+    // The attacker's own trash with 300 damaged entries (their meta.json a FIFO).
+    w.dir("a", ATTACKER, 0o755);
+    let af = w.file("a/f", ATTACKER, 0o644, "a\n");
+    w.reclaim(ATTACKER, args!["rm", "--background", "--grace", "1h", af])
+        .ok();
+    let at = w.trash(ATTACKER);
+    const DAMAGE: &str = "import os, sys\n\
+        t = sys.argv[1]\n\
+        for i in range(300):\n\
+        \x20   e = os.path.join(t, '20000101T000000.000000Z-8-%d' % i)\n\
+        \x20   os.mkdir(e, 0o700)\n\
+        \x20   os.mkfifo(os.path.join(e, 'meta.json'), 0o600)\n\
+        \x20   open(os.path.join(e, 'data'), 'w').write('x')\n";
+    python_ok(&w, ATTACKER, "damage", DAMAGE, args![at]);
+
+    let o = w.reclaim(ROOT, args!["status"]).ok();
+    let text = util::stdout_of(&o);
+    let count = |word: &str| text.lines().filter(|l| l.contains(word)).count();
+    assert!(
+        (1..=5).contains(&count("ignoring")) && (1..=8).contains(&count("damaged")),
+        "{} 'ignoring' and {} 'damaged' lines:\n{}",
+        count("ignoring"),
+        count("damaged"),
+        text.lines().take(40).collect::<Vec<_>>().join("\n")
+    );
+    assert!(text.lines().count() <= 40, "{} lines", text.lines().count());
+    let st = status_json(&w, ROOT);
+    let listed = st["unusable"].as_array().map_or(0, Vec::len);
+    assert!(listed <= 5, "{listed} unusable names listed in the JSON");
+    assert!(
+        st["unusable_more"].as_u64().unwrap_or(0) + listed as u64 >= 1501,
+        "the JSON does not count the squatted names: {}",
+        st["unusable_more"]
+    );
+
+    let o = w
+        .reclaim(
+            ROOT,
+            args!["reap", "--once", "--log", "stderr", "--trash", at],
+        )
+        .output();
+    let err = util::stderr_of(&o);
+    let damaged = err.lines().filter(|l| l.contains("damaged")).count();
+    assert!(
+        (1..=10).contains(&damaged),
+        "{damaged} lines on damaged entries in the log:\n{}",
+        err.lines().take(20).collect::<Vec<_>>().join("\n")
+    );
+}
+
+/// The children of process `pid` now (from `/proc/*/stat`).
+fn children_of(pid: i32) -> Vec<i32> {
+    let mut out = Vec::new();
+    for e in fs::read_dir("/proc").into_iter().flatten().flatten() {
+        let Some(p) = e.file_name().to_str().and_then(|s| s.parse::<i32>().ok()) else {
+            continue;
+        };
+        let Ok(stat) = fs::read_to_string(e.path().join("stat")) else {
+            continue;
+        };
+        let ppid = stat
+            .rfind(')')
+            .and_then(|i| stat[i + 1..].split_whitespace().nth(1))
+            .and_then(|s| s.parse::<i32>().ok());
+        if ppid == Some(pid) {
+            out.push(p);
+        }
+    }
+    out
+}
+
+/// The number of threads of process `pid` (`Threads:` of `/proc/PID/status`).
+fn threads_of(pid: i32) -> u64 {
+    fs::read_to_string(format!("/proc/{pid}/status"))
+        .unwrap_or_default()
+        .lines()
+        .find_map(|l| l.strip_prefix("Threads:")?.trim().parse().ok())
+        .unwrap_or(0)
+}
+
+/// Finding 4: root's `reap --watch` over 150 users' trashes (made by root as theirs, each with
+/// a log) and 500 decoys of the attacker's own: at most a few passes (children) at once, a
+/// bounded number of threads, the third user's entry freed all the same (fair across users),
+/// and a stop within seconds of SIGTERM.
+#[test]
+fn reap_watch_runs_few_passes_at_once_fairly_and_stops_on_sigterm() {
+    let w = util::or_skip!(World::new(scratch!(), Vol::Tmpfs));
+    // Each with a log (an empty trash needs no pass, so gets no child).
+    for u in 62000..62150u32 {
+        w.dir(format!(".reclaim-{u}"), u, 0o700);
+        w.file(format!(".reclaim-{u}/reaper.log"), u, 0o600, "");
+    }
+    decoys(&w, ATTACKER, &w.top, &format!(".reclaim-{ATTACKER}."), 500);
+    w.dir("t", THIRD, 0o755);
+    let tf = w.file("t/f", THIRD, 0o644, "the third user's\n");
+    w.reclaim(THIRD, args!["rm", "--background", tf]).ok();
+    let tt = w.trash(THIRD);
+    let mut watch = w.reclaim(ROOT, args!["reap", "--watch"]).spawn();
+    let pid = watch.pid();
+    let (mut max_children, mut max_threads) = (0usize, 0u64);
+    let t0 = Instant::now();
+    let mut freed_at = None;
+    while t0.elapsed() < Duration::from_secs(40) {
+        max_children = max_children.max(children_of(pid).len());
+        max_threads = max_threads.max(threads_of(pid));
+        if freed_at.is_none() && entries(&tt).is_empty() {
+            freed_at = Some(t0.elapsed());
+        }
+        if freed_at.is_some_and(|f| t0.elapsed() > f + Duration::from_secs(3)) {
+            break;
+        }
+        if let Some(st) = watch.exited() {
+            panic!(
+                "reap --watch ended: {}",
+                util::stderr_of(&watch.collect(st))
+            );
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    eprintln!(
+        "reap --watch: at most {max_children} children and {max_threads} threads; the third \
+         user's entry freed after {freed_at:?}"
+    );
+    assert!(
+        freed_at.is_some(),
+        "the third user's entry was not freed in 40 s"
+    );
+    assert!(max_children <= 8, "{max_children} passes at once");
+    assert!(max_threads <= 32, "{max_threads} threads");
+    let t_term = Instant::now();
+    watch.signal(libc::SIGTERM);
+    let st = watch.wait_exit(Duration::from_secs(15));
+    let took = t_term.elapsed();
+    let st = st.unwrap_or_else(|| panic!("reap --watch did not stop within 15 s of SIGTERM"));
+    let o = watch.collect(st);
+    assert!(
+        took < Duration::from_secs(5),
+        "reap --watch took {took:?} to stop: {}",
+        util::stderr_of(&o)
+    );
+    assert_exit(&o, 0, "reap --watch stopped by SIGTERM");
+    assert!(!util::stderr_of(&o).contains("panicked"));
+}
+
+/// Finding 7: the attacker's own `reap --trash T`, slowed down and then stopped (SIGSTOP)
+/// while it holds its trash's lock. Root's `reap --trash T` does not wait for it forever (it
+/// says why it leaves T), and root's plain `reap` frees the victim's entry and ends.
+#[test]
+fn root_never_waits_forever_for_a_users_lock() {
+    let w = util::or_skip!(World::new(scratch!(), Vol::Tmpfs));
+    w.dir("a", ATTACKER, 0o755);
+    w.dir("a/tree", ATTACKER, 0o755);
+    for i in 0..100 {
+        w.file(format!("a/tree/f{i}"), ATTACKER, 0o644, "x\n");
+    }
+    w.reclaim(ATTACKER, args!["rm", "-r", "--background", w.p("a/tree")])
+        .ok();
+    let t = w.trash(ATTACKER);
+    w.dir("v", VICTIM, 0o755);
+    let vf = w.file("v/f", VICTIM, 0o644, "the victim's\n");
+    w.reclaim(VICTIM, args!["rm", "--background", vf]).ok();
+    let vt = w.trash(VICTIM);
+    let slow = w
+        .reclaim(ATTACKER, args!["reap", "--trash", t, "--iops", "5"])
+        .spawn();
+    wait_for("the attacker's reaper to hold its lock", HANG, || {
+        util::trash_locked(&t).then_some(())
+    });
+    slow.signal(libc::SIGSTOP);
+    let t0 = Instant::now();
+    let o = w
+        .reclaim(ROOT, args!["reap", "--trash", t])
+        .output_within(Duration::from_secs(25));
+    let err = util::stderr_of(&o);
+    assert!(
+        t0.elapsed() < Duration::from_secs(20),
+        "root's reap --trash took {:?}",
+        t0.elapsed()
+    );
+    assert!(
+        err.contains("not waiting") && err.contains(&slow.pid().to_string()),
+        "root's reap does not say why it left the trash:\n{err}"
+    );
+    let t0 = Instant::now();
+    let o = w
+        .reclaim(ROOT, args!["reap"])
+        .output_within(Duration::from_secs(25));
+    assert!(
+        t0.elapsed() < Duration::from_secs(20),
+        "root's reap took {:?}",
+        t0.elapsed()
+    );
+    assert!(
+        entries(&vt).is_empty(),
+        "the victim's entry was not freed: {}",
+        util::stderr_of(&o)
+    );
+    slow.signal(libc::SIGCONT);
+}
+
+/// `reclaim reap --once --json --trash T` as root; its report.
+#[track_caller]
+fn reap_report(w: &World, trash: &Path) -> Value {
+    let o = w
+        .reclaim(ROOT, args!["reap", "--once", "--json", "--trash", trash])
+        .output();
+    let v = util::json_object(&o.stdout);
+    assert!(
+        v["errors"].as_array().is_some_and(Vec::is_empty),
+        "{v}\n{}",
+        util::stderr_of(&o)
+    );
+    v
+}
+
+/// Finding 9: what a reaper says it freed is what the file system got back. A second name of
+/// the attacker's own big file, a file another process holds open, and reflinked copies on
+/// btrfs and xfs free (almost) nothing, and the report says so; a plain file frees its size.
+/// The report says how it counted.
+#[test]
+fn freed_bytes_are_what_the_file_system_got_back() {
+    let w = util::or_skip!(World::new(scratch!(), Vol::Ext4));
+    let big = 32 * MIB;
+    w.dir("a", ATTACKER, 0o755);
+    written(&w, "a/big", big, ATTACKER);
+    w.tool_ok(ATTACKER, "ln", args![w.p("a/big"), w.p("a/big2")]);
+    w.reclaim(ATTACKER, args!["rm", "--background", w.p("a/big2")])
+        .ok();
+    let r = reap_report(&w, &w.trash(ATTACKER));
+    assert_eq!(r["entries_freed"], 1, "{r}");
+    assert!(
+        r["bytes_freed"].as_u64().unwrap() < MIB,
+        "a hard link's removal claims {} bytes: {r}",
+        r["bytes_freed"]
+    );
+    assert!(
+        r["bytes_freed_measure"]
+            .as_str()
+            .is_some_and(|s| !s.is_empty()),
+        "the report does not say how it counted: {r}"
+    );
+
+    // A file another process holds open: its blocks stay in use until it is closed.
+    w.dir("v", VICTIM, 0o755);
+    written(&w, "v/open", 16 * MIB, VICTIM);
+    let mut holder = Proc::spawn(
+        w.tool_cmd(
+            VICTIM,
+            "sh",
+            args!["-c", "exec sleep 600 < \"$1\"", "sh", w.p("v/open")],
+        ),
+        "a process holding the file open".into(),
+    );
+    wait_for("the holder to open the file", HANG, || {
+        let fd = PathBuf::from(format!("/proc/{}/fd/0", holder.pid()));
+        fs::read_link(fd)
+            .is_ok_and(|p| p == w.p("v/open"))
+            .then_some(())
+    });
+    w.reclaim(VICTIM, args!["rm", "--background", w.p("v/open")])
+        .ok();
+    let r = reap_report(&w, &w.trash(VICTIM));
+    assert_eq!(r["entries_freed"], 1, "{r}");
+    assert!(
+        r["bytes_freed"].as_u64().unwrap() < MIB,
+        "an open file's removal claims {} bytes: {r}",
+        r["bytes_freed"]
+    );
+    holder.stop();
+
+    // A plain file: its size.
+    written(&w, "v/plain", 16 * MIB, VICTIM);
+    w.reclaim(VICTIM, args!["rm", "--background", w.p("v/plain")])
+        .ok();
+    let r = reap_report(&w, &w.trash(VICTIM));
+    assert!(
+        r["bytes_freed"].as_u64().unwrap() >= 15 * MIB,
+        "a plain file's removal claims only {} bytes: {r}",
+        r["bytes_freed"]
+    );
+
+    // Reflinked copies share their extents with the original.
+    for (name, vol) in [("btrfs", Vol::Btrfs), ("xfs", Vol::Xfs)] {
+        let rel = format!("vol-{name}");
+        let _v = match vol.mount(&w.s, &rel) {
+            Ok(v) => v,
+            Err(why) => {
+                util::skipped(util::test_name!(), &format!("the {name} part: {why}"));
+                continue;
+            }
+        };
+        let top = w.s.path(&rel);
+        chmod(&top, 0o1777);
+        let orig = top.join("orig");
+        let copy = top.join("copy");
+        fs::write(&orig, vec![7u8; (16 * MIB) as usize]).unwrap();
+        own(&orig, VICTIM);
+        w.tool_ok(VICTIM, "cp", args!["--reflink=always", orig, copy]);
+        w.tool_ok(VICTIM, "sync", args![]);
+        w.reclaim(VICTIM, args!["rm", "--background", copy]).ok();
+        let t = find_trash(&top, VICTIM).expect("the victim's trash");
+        let r = reap_report(&w, &t);
+        assert_eq!(r["entries_freed"], 1, "{name}: {r}");
+        assert!(
+            r["bytes_freed"].as_u64().unwrap() < MIB,
+            "{name}: a reflinked copy's removal claims {} bytes: {r}",
+            r["bytes_freed"]
+        );
+        end_processes_of(w.s.root());
+    }
+}
+
+/// Finding 10: a reaper waiting for a grace window (holding nothing open) notices within
+/// seconds that its trash is gone, and leaves with one line: the file system unmounted, the
+/// trash removed, or the trash replaced by another directory of the same name; and so does a
+/// reaper at work (slowed down) whose trash is moved away.
+#[test]
+fn a_reaper_whose_trash_is_gone_stops_within_seconds() {
+    let w = util::or_skip!(World::new(scratch!(), Vol::Tmpfs));
+    // Each case: a volume of its own, root's entry with a long grace window (or, for the one at
+    // work, a tree of 120 files freed at 5 a second), its reaper.
+    let cases = ["unmounted", "removed", "replaced", "moved while at work"];
+    let mut vols = Vec::new();
+    for (i, case) in cases.into_iter().enumerate() {
+        let rel = format!("gone-{i}");
+        let v = util::or_skip!(Volume::tmpfs(&w.s, &rel));
+        let top = w.s.path(&rel);
+        let mut reap = args!["reap"];
+        if i < 3 {
+            fs::write(top.join("f"), "root's\n").unwrap();
+            w.reclaim(
+                ROOT,
+                args!["rm", "--background", "--grace", "1h", top.join("f")],
+            )
+            .ok();
+        } else {
+            // 30 directories of 4 files: a stop takes effect between directories.
+            fs::create_dir(top.join("tree")).unwrap();
+            for d in 0..30 {
+                fs::create_dir(top.join(format!("tree/d{d}"))).unwrap();
+                for n in 0..4 {
+                    fs::write(top.join(format!("tree/d{d}/f{n}")), "x\n").unwrap();
+                }
+            }
+            w.reclaim(ROOT, args!["rm", "-r", "--background", top.join("tree")])
+                .ok();
+            reap.extend(args!["--iops", "5"]);
+        }
+        let t = find_trash(&top, ROOT).expect("root's trash");
+        reap.extend(args!["--trash", t, "--detached"]);
+        let reaper = w.reclaim(ROOT, reap).spawn();
+        vols.push((case, top, t, reaper, Some(v)));
+    }
+    // Each waits (holding nothing) for the grace window, or works.
+    std::thread::sleep(Duration::from_secs(2));
+    for (case, top, t, reaper, v) in &mut vols {
+        assert!(reaper.exited().is_none(), "the {case} reaper ended early");
+        match *case {
+            "moved while at work" => {
+                assert!(util::trash_locked(t), "the reaper does not work on {case}");
+                fs::rename(&*t, top.join("elsewhere")).unwrap();
+            }
+            "unmounted" => {
+                let o = Command::new("umount").arg(&*top).output().unwrap();
+                assert!(o.status.success(), "umount: {}", util::stderr_of(&o));
+                drop(v.take());
+            }
+            "removed" => fs::remove_dir_all(&*t).unwrap(),
+            _ => {
+                fs::rename(&*t, top.join("old-trash")).unwrap();
+                fs::create_dir(&*t).unwrap();
+                chmod(t, 0o700);
+            }
+        }
+    }
+    let t0 = Instant::now();
+    for (case, _, t, reaper, _) in &mut vols {
+        let left = Duration::from_secs(10).saturating_sub(t0.elapsed());
+        let Some(st) = reaper.wait_exit(left) else {
+            panic!("the reaper of the {case} trash still runs 10 s later");
+        };
+        let o = reaper.collect(st);
+        let lines: Vec<String> = stderr_lines(&o)
+            .into_iter()
+            .filter(|l| l.contains(&*t.to_string_lossy()))
+            .collect();
+        assert_eq!(lines.len(), 1, "{case}: one line, not {lines:?}");
     }
 }

@@ -4,9 +4,15 @@
 # It performs random hostile actions on its own trash and on the shared top of the volume for
 # the whole duration (and until it has done at least `min_actions`), seeded, one JSON line per
 # action in its log: {"i", "t", "kind", "path", "ok", "error"?, "rc"?, "unexpected"?,
-# "panic"?, "hang"?}. The last line (also printed on stdout) is {"final": true, "actions",
-# "counts" (by kind), "squats"}: every name it made outside its own trash and did not remove
-# again, with what it must still be (the soak checks that nobody removed or changed them).
+# "panic"?, "hang"?}. Once, at `flood_at` seconds, the decoy flood: `decoys` empty trashes of
+# its own (`.reclaim-<uid>.decoy<n>`) and `victim_decoys` directories squatting the victim's
+# trash names (`.reclaim-<victim>.decoy<n>`), logged as one "flood:decoys" line with when it
+# started and ended. Its home (which a careless root uses as its HOME) gets hostile plants:
+# FIFOs, symlinks to root's files and garbage where reclaim keeps its configuration and trash
+# registry. The last line (also printed on stdout) is {"final": true, "actions", "counts" (by
+# kind), "squats", "decoys"}: every name it made outside its own trash and did not remove
+# again, with what it must still be, and the decoys' prefixes and counts (the soak checks that
+# nobody removed or changed them).
 #
 # It only ever touches paths under the directories it is given (its trash at the top, the top
 # itself for squatted names, the shared directory, its work directory) and reads the others.
@@ -36,6 +42,10 @@ FAKE_TRASHES = cfg["fake_trashes"]  # uid -> a directory of that uid that looks 
 ROOT_HIDDEN = cfg["root_hidden"]  # a path root hid with a long grace window
 ROOT_DIR = cfg["root_dir"]
 SECS = float(cfg["secs"])
+FLOOD_AT = float(cfg.get("flood_at", -1))
+DECOYS = int(cfg.get("decoys", 0))
+VICTIM_DECOYS = int(cfg.get("victim_decoys", 0))
+HOME = cfg["home"]
 MIN_ACTIONS = int(cfg["min_actions"])
 RATE = float(cfg["rate"])
 rng = random.Random(cfg["seed"])
@@ -109,8 +119,12 @@ def rm_any(p):
 
 def my_trashes(usable_only=False):
     base = b".reclaim-%d" % ME
+    decoy = base + b".decoy"
     out = []
     for n in os.listdir(TOPB):
+        # The flood's decoys are not the trashes it plays with.
+        if n.startswith(decoy):
+            continue
         if n == base or n.startswith(base + b"."):
             p = j(TOPB, n)
             try:
@@ -726,6 +740,39 @@ def act_cleanup():
     return t, {"removed": min(n, len(es))}
 
 
+def act_flood():
+    """The decoy flood (once): empty trashes of its own and squats of the victim's names."""
+    t0 = time.time()
+    for i in range(DECOYS):
+        os.mkdir(os.path.join(TOP, ".reclaim-%d.decoy%d" % (ME, i)), 0o700)
+    for i in range(VICTIM_DECOYS):
+        os.mkdir(os.path.join(TOP, ".reclaim-%d.decoy%d" % (VICTIM, i)), 0o700)
+    return TOP, {"start": round(t0, 3), "end": round(time.time(), 3), "count": DECOYS + VICTIM_DECOYS}
+
+
+# Where a careless root (its HOME this one) would read its configuration and keep its trash
+# registry.
+HOME_NAMES = {
+    "config": os.path.join(HOME, ".config", "reclaim.toml"),
+    "registry": os.path.join(HOME, ".local", "state", "reclaim", "trashes"),
+    "registry_tmp": os.path.join(HOME, ".local", "state", "reclaim", "trashes.tmp"),
+}
+
+
+def act_home(which, how):
+    """Plants `how` where a root that kept this user's HOME reads or writes."""
+    p = HOME_NAMES[which]
+    os.makedirs(os.path.dirname(p), exist_ok=True)
+    rm_any(p)
+    if how == "valid":
+        put(p, b'[rm]\nmode = "background"\ngrace = "1d"\n[reap]\nlog = "none"\n', 0o644)
+    elif how == "lines":
+        put(p, ("\n".join(LINK_DIRS) + "\n").encode(), 0o644)
+    else:
+        plant(p, how)
+    return p, {}
+
+
 def act_fix():
     """Makes its trashes and entries usable again (0700), as a careless user would."""
     for t in my_trashes():
@@ -785,6 +832,9 @@ for which in ["restore_own", "restore_victim", "restore_root", "status", "reap"]
     add(which.replace("_", ":"), 2, act_reclaim, which)
 add("rm:big-shared", 0.15, act_reclaim, "rm_big_shared")
 add("cleanup", 3, act_cleanup)
+for which in HOME_NAMES:
+    for how in ["fifo", "symlink", "hardlink", "garbage", "sparse", "dir", "valid", "lines"]:
+        add("home:%s:%s" % (which, how), 0.5, act_home, which, how)
 
 # SOAK_SKIP_KINDS (kinds or prefixes, comma-separated): leave some out, e.g. to see what else
 # fails while a bug one of them finds is open.
@@ -821,8 +871,17 @@ end = start + SECS
 for which in ["victim", "root", "legacy"]:
     how = rng.choice(["dir", "symlink", "file"])
     one("squat:%s:%s" % (which, how), act_squat, (which, how))
+flooded = FLOOD_AT < 0 or (DECOYS + VICTIM_DECOYS) == 0
+decoys = {}
 while True:
     now = time.time()
+    if not flooded and now >= start + FLOOD_AT:
+        flooded = True
+        one("flood:decoys", act_flood, ())
+        decoys = {
+            os.path.join(TOP, ".reclaim-%d.decoy" % ME): DECOYS,
+            os.path.join(TOP, ".reclaim-%d.decoy" % VICTIM): VICTIM_DECOYS,
+        }
     if now >= end and actions >= MIN_ACTIONS:
         break
     if now >= start + 3 * SECS + 60:
@@ -835,7 +894,7 @@ while True:
         time.sleep(min(rng.uniform(0, 2 * ahead), 0.5))
 
 # Every squat it still holds, as it is now (it never changes one after making it).
-final = {"final": True, "actions": actions, "counts": counts, "squats": {}}
+final = {"final": True, "actions": actions, "counts": counts, "squats": {}, "decoys": decoys}
 for p, d in squats.items():
     final["squats"][show(p)] = d
 log.write(json.dumps(final) + "\n")

@@ -537,10 +537,10 @@ fn unmount(p: &Path) {
 // Volumes: every file system a test mounts.
 
 /// A file system of one test, mounted on a directory it makes itself inside the scratch
-/// directory: a tmpfs, an ext3/ext4 image (sparse, in a temporary directory of the volume's
-/// own, loop-mounted), or a bind mount of another scratch path. On drop, also when the test
-/// panics, it unmounts what it mounted (lazily if busy), detaches its loop device and removes
-/// its image; it never unmounts a mount it did not make, nor detaches a loop device whose
+/// directory: a tmpfs, an ext3, ext4, xfs or btrfs image (sparse, in a temporary directory of
+/// the volume's own, loop-mounted), or a bind mount of another scratch path. On drop, also when
+/// the test panics, it unmounts what it mounted (lazily if busy), detaches its loop device and
+/// removes its image; it never unmounts a mount it did not make, nor detaches a loop device whose
 /// backing file is not its image. Err from a constructor: why the volume cannot be had here
 /// (not root, no mkfs), for `or_skip!`.
 pub struct Volume {
@@ -643,12 +643,42 @@ impl Volume {
         Ok(v)
     }
 
+    /// A fresh xfs image of `size` bytes (sparse; at least 300 MiB, xfs's minimum),
+    /// loop-mounted on `root/rel`: reflinks share extents (`cp --reflink`).
+    pub fn xfs(scratch: &Scratch, rel: &str, size: u64) -> Result<Volume, String> {
+        Volume::image_with(scratch, rel, "mkfs.xfs", &["-q", "-f"], size)
+    }
+
+    /// A fresh btrfs image of `size` bytes (sparse; at least 128 MiB), loop-mounted on
+    /// `root/rel`: reflinks and snapshots share extents.
+    pub fn btrfs(scratch: &Scratch, rel: &str, size: u64) -> Result<Volume, String> {
+        Volume::image_with(scratch, rel, "mkfs.btrfs", &["-q", "-f"], size)
+    }
+
     fn image(
         scratch: &Scratch,
         rel: &str,
         mkfs: &str,
         size: u64,
         inodes: u64,
+    ) -> Result<Volume, String> {
+        let inodes = inodes.to_string();
+        Volume::image_with(
+            scratch,
+            rel,
+            mkfs,
+            &["-q", "-F", "-I", "256", "-N", &inodes],
+            size,
+        )
+    }
+
+    /// An image of `size` bytes made by `mkfs ARGS IMAGE`, loop-mounted on `root/rel`.
+    fn image_with(
+        scratch: &Scratch,
+        rel: &str,
+        mkfs: &str,
+        mkfs_args: &[&str],
+        size: u64,
     ) -> Result<Volume, String> {
         need_root()?;
         let dir = tempfile::Builder::new()
@@ -661,9 +691,7 @@ impl Volume {
             .map_err(|e| format!("cannot make {}: {e}", image.display()))?;
         run_setup(
             &format!("run {mkfs}"),
-            std::process::Command::new(mkfs)
-                .args(["-q", "-F", "-I", "256", "-N", &inodes.to_string()])
-                .arg(&image),
+            std::process::Command::new(mkfs).args(mkfs_args).arg(&image),
         )?;
         let args = [OsString::from("-o"), OsString::from("loop"), image.into()];
         Volume::mount(scratch, rel, "loop-mount an image", &args, Some(dir))

@@ -1,0 +1,171 @@
+//! The trash registry, `<state directory>/reclaim/trashes`: this user's trashes that are not at
+//! a mount top (`locate` makes one below the top when the top is not writable), so that
+//! `status`, `reap` and `restore` find them again (discovery finds the others by listing the
+//! tops). One JSON object per line: the path and the trash's identity when it was registered
+//! (device, inode, owner, birth time, generation), which a trash found there later must have
+//! (a directory that took its name is not it); a line of the first format (a bare path) has
+//! no identity. Kept only in a state directory of the caller's own (`userdirs`), and read and
+//! written as hostile ground (`safefile`): the file must be a regular file of the caller's,
+//! and is replaced whole (a fresh name, then a rename), never written in place.
+
+use std::ffi::{CStr, OsStr, OsString};
+use std::os::fd::OwnedFd;
+use std::os::unix::ffi::{OsStrExt, OsStringExt};
+use std::path::PathBuf;
+
+use serde::{Deserialize, Serialize};
+
+use super::safefile::{self, Bad, Expect};
+use super::Trash;
+use crate::sys::dirfd::Lineage;
+
+const DIR: &CStr = c"reclaim";
+const FILE: &CStr = c"trashes";
+/// The most the registry may hold.
+const MAX_BYTES: u64 = 1 << 20;
+
+fn me() -> u32 {
+    rustix::process::geteuid().as_raw()
+}
+
+/// The registry's directory (made if `create`), or why there is none.
+fn dir(create: bool) -> Result<OwnedFd, String> {
+    let home = crate::sys::userdirs::state_home()
+        .ok_or("no state directory of this user's own (HOME or XDG_STATE_HOME)")?;
+    let shown = || crate::sys::quote::quote(home.join("reclaim"));
+    if create {
+        // Below a directory of the caller's own (`userdirs`): nobody else made these names.
+        std::fs::create_dir_all(&home).map_err(|e| format!("cannot make {}: {e}", shown()))?;
+    }
+    let home_fd = crate::sys::dirfd::open_dir_path(&home).map_err(|e| {
+        format!(
+            "cannot open {}: {}",
+            crate::sys::quote::quote(&home),
+            crate::sys::error::errno_text(e)
+        )
+    })?;
+    let r = if create {
+        safefile::open_or_make_dir(&home_fd, DIR, 0o700, me())
+    } else {
+        crate::sys::dirfd::open_dir_at(&home_fd, DIR).map_err(Bad::Os)
+    };
+    r.map_err(|b| format!("{} {b}", shown()))
+}
+
+/// Whether a trash could be registered now (the state directory is usable).
+pub fn available() -> Result<(), String> {
+    dir(true).map(drop)
+}
+
+/// A registered trash: where, and what it was when registered.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Registered {
+    pub path: PathBuf,
+    /// `None` for a line of the first format.
+    pub lineage: Option<Lineage>,
+}
+
+/// One line of the registry.
+#[derive(Serialize, Deserialize)]
+struct Line {
+    /// The path's bytes, in hex (any bytes but NUL).
+    path_hex: String,
+    /// For people reading the file.
+    #[serde(default)]
+    path: String,
+    lineage: Lineage,
+}
+
+/// The trashes registered (in the order they were).
+pub fn registered() -> Vec<Registered> {
+    let Ok(dir) = dir(false) else {
+        return Vec::new();
+    };
+    let want = Expect {
+        owners: &[me()],
+        max: MAX_BYTES,
+        one_link: true,
+    };
+    let Ok(text) = safefile::read_checked(&dir, FILE, &want) else {
+        return Vec::new();
+    };
+    text.split(|&b| b == b'\n')
+        .filter(|l| !l.is_empty())
+        .filter_map(|l| match serde_json::from_slice::<Line>(l) {
+            Ok(line) => Some(Registered {
+                path: PathBuf::from(OsString::from_vec(crate::sys::quote::unhex(
+                    &line.path_hex,
+                )?)),
+                lineage: Some(line.lineage),
+            }),
+            Err(_) if l.first() == Some(&b'/') => Some(Registered {
+                path: PathBuf::from(OsStr::from_bytes(l)),
+                lineage: None,
+            }),
+            Err(_) => None,
+        })
+        .collect()
+}
+
+/// Remembers `trash` (a trash not at a mount top) with its identity; those registered that
+/// are gone are forgotten.
+pub fn register(trash: &Trash) -> Result<(), String> {
+    let lineage = Lineage::of(&trash.dir).map_err(|e| {
+        format!(
+            "cannot read its identity: {}",
+            crate::sys::error::errno_text(e)
+        )
+    })?;
+    let dir = dir(true)?;
+    let mut known = registered();
+    if known
+        .iter()
+        .any(|r| r.path == trash.path && r.lineage == Some(lineage))
+    {
+        return Ok(());
+    }
+    known.retain(|r| r.path != trash.path && r.path.exists());
+    known.push(Registered {
+        path: trash.path.clone(),
+        lineage: Some(lineage),
+    });
+    let mut text = Vec::new();
+    for r in known {
+        let bytes = r.path.as_os_str().as_bytes();
+        match r.lineage {
+            Some(lineage) => {
+                let line = Line {
+                    path_hex: bytes.iter().map(|b| format!("{b:02x}")).collect(),
+                    path: r.path.to_string_lossy().into_owned(),
+                    lineage,
+                };
+                text.extend(serde_json::to_vec(&line).expect("a line serializes"));
+            }
+            // Kept as it was (no newline in it: it was read as one line).
+            None => text.extend_from_slice(bytes),
+        }
+        text.push(b'\n');
+    }
+    safefile::replace(&dir, FILE, &text).map_err(|e| {
+        format!(
+            "cannot write the trash registry: {}",
+            crate::sys::error::errno_text(e)
+        )
+    })
+}
+
+/// `t`, opened at the path of `r`, if it is the trash registered there: the same directory
+/// (device, inode, owner, birth time and generation as recorded), never just the same name.
+pub fn check(t: Trash, r: &Registered) -> Result<Trash, super::TrashError> {
+    let Some(was) = r.lineage else {
+        return Ok(t);
+    };
+    match Lineage::of(&t.dir) {
+        Ok(now) if was.same(&now) => Ok(t),
+        Ok(_) => Err(super::TrashError::Unsafe {
+            path: t.path.clone(),
+            why: "is not the trash registered there (another directory took its name)".into(),
+        }),
+        Err(e) => Err(super::TrashError::Os(e)),
+    }
+}
