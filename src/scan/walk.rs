@@ -239,6 +239,7 @@ pub fn scan(
         fd_budget: opts.fd_budget.max(2),
         cross_mounts: opts.cross_mounts,
         gate: None,
+        stream: None,
     };
     let Some(t) = job else {
         for w in walk::run(&scanner, roots, &walk_opts) {
