@@ -54,7 +54,15 @@ pub struct Options {
     /// An entry already gone when it is unlinked is a failure (ENOENT), as GNU rm reports it
     /// (rm mode; its `-f` drops them), rather than done.
     pub report_vanished: bool,
+    /// How many workers are in flight, measured while the removal runs (`None`: `threads`,
+    /// fixed). Its gate and stream replace `gate` and `stream` when those are not set.
+    pub concurrency: Option<Arc<crate::pace::concurrency::Concurrency>>,
 }
+
+/// Times a directory is listed again when its `rmdir` finds it not empty (a listing that
+/// shifted under the removals skipped entries, or entries were added meanwhile), before its
+/// failure is reported.
+pub const RELISTS: u32 = 3;
 
 /// Directories with at most this many non-directory entries have each entry `lstat`ed, so
 /// that large files in them (a backup directory with a few big dumps) go to `large_files`
@@ -90,6 +98,7 @@ impl Default for Options {
             look_ahead: false,
             gate: None,
             report_vanished: false,
+            concurrency: None,
         }
     }
 }
@@ -100,19 +109,38 @@ pub fn threads_for(dir: impl std::os::fd::AsFd) -> usize {
 }
 
 impl Options {
-    /// Workers, workers per directory and stats as `profile` says (unless `threads_given`).
+    /// Workers, workers per directory and stats as `profile` says: the workers measured from
+    /// the profile's start (pinned to `threads` if `threads_given`).
     pub fn apply(&mut self, profile: &crate::profile::Profile, threads_given: bool) {
-        if !threads_given {
-            self.threads = profile.workers;
-        }
+        use crate::pace::concurrency::Concurrency;
+        let network = profile.class == crate::profile::Class::Network;
+        let round_trip = profile
+            .round_trip_ms
+            .map(|ms| std::time::Duration::from_secs_f64(ms / 1e3));
+        let c = if threads_given {
+            Concurrency::pinned(self.threads, network, round_trip)
+        } else {
+            Concurrency::measured(
+                profile.start,
+                profile.max_workers,
+                &profile.start_reason(),
+                network,
+                round_trip,
+            )
+        };
+        self.threads = c.threads();
+        self.concurrency = Some(Arc::new(c));
         self.batch_threads = profile.batch_threads.min(self.threads).max(1);
         self.stat_small_dirs = profile.stat_small_dirs;
-        self.look_ahead = profile.class == crate::profile::Class::Network;
+        self.look_ahead = network;
     }
 }
 
-/// Threads looking names up ahead of the unlinks of one batch (`Options::look_ahead`).
-const LOOK_AHEAD_THREADS: usize = 8;
+/// Threads looking names up ahead of the unlinks of one batch (`Options::look_ahead`): two
+/// keep the lookups of names whose cached entries expired ahead of the unlinks (one round trip
+/// each, outside the directory's lock); more filled a 4-slot client's slot table with
+/// lookups that its unlinks then queued behind (bench/RESULTS.md).
+const LOOK_AHEAD_THREADS: usize = 2;
 
 /// CPUs this process may run on.
 pub fn cpus() -> usize {
@@ -204,8 +232,22 @@ pub fn remove_trees(
         .enumerate()
         .map(|(i, t)| Root::new(i, t.base, t.name, t.display, t.ident))
         .collect();
-    walk::run(&remover, roots, &walk_options(opts));
+    measured(opts, || walk::run(&remover, roots, &walk_options(opts)));
     remover.outcome.into_inner().expect("outcome lock")
+}
+
+/// Runs `f` (the walk) while the concurrency controller, if any, measures and steers it.
+fn measured<R>(opts: &Options, f: impl FnOnce() -> R) -> R {
+    let Some(c) = opts.concurrency.as_ref().filter(|_| !opts.dry_run) else {
+        return f();
+    };
+    let done = std::sync::atomic::AtomicBool::new(false);
+    std::thread::scope(|s| {
+        s.spawn(|| c.run(&done));
+        let r = f();
+        done.store(true, Ordering::Relaxed);
+        r
+    })
 }
 
 /// Removes the trees together with other processes (the ranks of `spread`): as
@@ -236,7 +278,9 @@ pub fn remove_trees_shared<R>(
     let walk_opts = walk_options(opts);
     // Batches of one big directory go to other ranks too: they are other clients, each with
     // its own lock on the directory, where threads of one client would contend on one.
-    let (_, r) = walk::run_shared(&remover, roots, &walk_opts, start, true, drive);
+    let (_, r) = measured(opts, || {
+        walk::run_shared(&remover, roots, &walk_opts, start, true, drive)
+    });
     (remover.outcome.into_inner().expect("outcome lock"), r)
 }
 
@@ -248,7 +292,11 @@ fn walk_options(opts: &Options) -> walk::Options {
         sort_min: SORT_MIN,
         fd_budget: opts.fd_budget.max(2),
         cross_mounts: opts.cross_mounts,
-        gate: opts.gate.clone(),
+        gate: opts
+            .gate
+            .clone()
+            .or_else(|| opts.concurrency.as_ref().map(|c| c.gate())),
+        stream: opts.concurrency.as_ref().and_then(|c| c.stream()),
     }
 }
 
@@ -275,6 +323,13 @@ impl<'a> Remover<'a> {
             counters,
             sink,
             outcome: Mutex::new(Outcome::default()),
+        }
+    }
+
+    /// One metadata operation that started at `t0` is done (for the concurrency controller).
+    fn timed(&self, t0: std::time::Instant) {
+        if let Some(c) = &self.opts.concurrency {
+            c.meter().record(t0.elapsed());
         }
     }
 
@@ -353,7 +408,10 @@ impl<'a> Remover<'a> {
             if let Some(t) = &self.opts.throttle {
                 t.acquire();
             }
-            match unlinkat(dir, name, AtFlags::empty()) {
+            let t0 = std::time::Instant::now();
+            let unlinked = unlinkat(dir, name, AtFlags::empty());
+            self.timed(t0);
+            match unlinked {
                 Ok(()) => {}
                 Err(Errno::NOENT) if !self.opts.report_vanished => return UnlinkResult::Done,
                 Err(Errno::ISDIR) => return UnlinkResult::IsDir,
@@ -510,9 +568,16 @@ impl Visitor for Remover<'_> {
             }
         };
         if !self.opts.dry_run {
-            match unlinkat(&*parent, node.name(), AtFlags::REMOVEDIR) {
+            let t0 = std::time::Instant::now();
+            let removed = unlinkat(&*parent, node.name(), AtFlags::REMOVEDIR);
+            self.timed(t0);
+            match removed {
                 Ok(()) => {}
                 Err(Errno::NOENT) if !self.opts.report_vanished => return,
+                // Not empty after all its entries were done: a listing that shifted under the
+                // removals skipped some (some NFS servers' cookies), or some were added. It is
+                // listed again, a few times at most, then reported.
+                Err(Errno::NOTEMPTY | Errno::EXIST) if walk.relist(node, RELISTS) => return,
                 Err(e) => {
                     return self.fail(node.path(), Reason::Os(e), node.parent().map(|p| &**p))
                 }

@@ -44,6 +44,9 @@ pub struct Summary {
     /// The file system profile the trees were removed with.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub profile: Option<crate::profile::Profile>,
+    /// The workers the trees were removed with, and why (measured or `--threads`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub concurrency: Option<crate::pace::concurrency::Report>,
     /// Under MPI: what each rank did.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub ranks: Vec<crate::spread::Rank>,
@@ -148,6 +151,7 @@ impl Summary {
             fallback: Vec::new(),
             interrupted: None,
             profile: None,
+            concurrency: None,
             ranks: Vec::new(),
         }
     }
@@ -209,6 +213,10 @@ impl Summary {
         if let Some(p) = &self.profile {
             s.push_str("\n  profile: ");
             s.push_str(&p.human());
+        }
+        if let Some(c) = &self.concurrency {
+            s.push_str("\n  concurrency: ");
+            s.push_str(&c.human());
         }
         if !self.ranks.is_empty() {
             s.push_str("\n  ");

@@ -141,6 +141,8 @@ struct Trees {
     skipped_mounts: Vec<PathBuf>,
     pace: Option<crate::pace::PaceReport>,
     profile: Option<Profile>,
+    /// The workers they were removed with, and why.
+    concurrency: Option<crate::pace::concurrency::Report>,
     /// Under MPI: what each rank did.
     ranks: Vec<crate::spread::Rank>,
 }
@@ -398,12 +400,14 @@ impl<'r> Run<'r> {
             s.spawn(|| progress.tick_until(counters, started, &done));
             let pacer = match (&engine.throttle, &pace_dir) {
                 (Some(throttle), Some(dir)) if paced => {
+                    let network = profile.as_ref().is_some_and(|p| p.class == Class::Network);
                     let knobs = crate::pace::tree::Knobs {
                         throttle,
                         gate: engine.gate.as_deref(),
                         max_workers: engine.threads,
                         rate: req.pace.pace_trees,
                         idle: &idle,
+                        budget: crate::pace::tree::network_budget(&engine, network),
                     };
                     let (pacing, done) = (req.pacing(), &done);
                     Some(s.spawn(move || {
@@ -445,6 +449,11 @@ impl<'r> Run<'r> {
             skipped_mounts: outcome.skipped_mounts,
             pace,
             profile,
+            concurrency: engine
+                .concurrency
+                .as_ref()
+                .filter(|_| !req.engine.dry_run)
+                .map(|c| c.report()),
             ranks: outcome.ranks,
         }
     }
@@ -556,6 +565,7 @@ impl<'r> Run<'r> {
             fallback: std::mem::take(&mut self.fallback),
             interrupted: crate::interrupt::requested(),
             profile: trees.profile,
+            concurrency: trees.concurrency,
             ranks: trees.ranks,
             ..summary
         };
@@ -635,18 +645,10 @@ fn plan_trees(req: &Request, trees: &[DirTarget]) -> TreePlan {
         engine.throttle = Some(Arc::new(Throttle::new(req.pace.iops)));
     }
     if paced {
-        // A rotational disk starts with one worker and earns more after good windows: the
-        // four that ext4's profile allows hurt a busy HDD before the first miss was seen
-        // (bench/RESULTS.md, 2026-11-23).
-        let start = if profile
+        let rotational = profile
             .as_ref()
-            .is_some_and(|p| p.class == Class::Rotational)
-        {
-            1
-        } else {
-            engine.threads
-        };
-        engine.gate = Some(Arc::new(crate::walk::Gate::new(start)));
+            .is_some_and(|p| p.class == Class::Rotational);
+        engine.gate = Some(crate::pace::tree::governed_gate(&engine, rotational));
     }
     TreePlan {
         engine,

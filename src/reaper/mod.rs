@@ -875,13 +875,11 @@ fn free_tree(
     }
     if paced {
         // A rotational disk starts with one worker and earns more (as `reclaim rm`).
-        let start = if profile.class == crate::profile::Class::Rotational {
-            1
-        } else {
-            engine.threads
-        };
-        engine.gate = Some(Arc::new(crate::walk::Gate::new(start)));
+        let rotational = profile.class == crate::profile::Class::Rotational;
+        engine.gate = Some(crate::pace::tree::governed_gate(&engine, rotational));
     }
+    let budget =
+        crate::pace::tree::network_budget(&engine, profile.class == crate::profile::Class::Network);
     let done = AtomicBool::new(false);
     let sink = remove::Quiet;
     let outcome = std::thread::scope(|s| {
@@ -900,6 +898,7 @@ fn free_tree(
                     max_workers,
                     rate: pace_trees,
                     idle: &idle,
+                    budget,
                 };
                 crate::pace::tree::run(&*dir, &p, &knobs, counters, done)
             });
