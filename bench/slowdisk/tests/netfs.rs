@@ -1,8 +1,9 @@
 //! End-to-end test of the `netfs` binary: mounts it over a fresh temporary directory
 //! (root only; prints "skipped" otherwise) and checks the round-trip model, the NFS-like
 //! refusal of rename flags, ownership and kernel permission checks for a non-root
-//! caller, the clean unmount on SIGTERM, the mount's type (plain `fuse` without a subtype)
-//! and listings that shift when entries are removed while they are read. Touches nothing
+//! caller, the clean unmount on SIGTERM, the mount's type (plain `fuse` without a subtype),
+//! listings that shift when entries are removed while they are read, and entries hidden from
+//! listings. Touches nothing
 //! outside its tempdir.
 
 use std::ffi::CString;
@@ -327,4 +328,18 @@ fn listings_shift_under_removals_when_asked() {
         assert_eq!(names.len(), left, "{mode}");
         drop(fs);
     }
+    // Hidden entries are never listed, and still keep their directory from being removed.
+    let fs = start_with(&["--rtt", "0", "--hide", ".secret"]);
+    std::fs::create_dir(fs.back.join("h")).unwrap();
+    std::fs::write(fs.back.join("h/.secret-1"), b"").unwrap();
+    std::fs::write(fs.back.join("h/plain"), b"").unwrap();
+    let listed: Vec<_> = std::fs::read_dir(fs.mnt.join("h"))
+        .unwrap()
+        .map(|e| e.unwrap().file_name())
+        .collect();
+    assert_eq!(listed, vec![std::ffi::OsString::from("plain")]);
+    assert!(std::fs::metadata(fs.mnt.join("h/.secret-1")).is_ok());
+    std::fs::remove_file(fs.mnt.join("h/plain")).unwrap();
+    let err = std::fs::remove_dir(fs.mnt.join("h")).unwrap_err();
+    assert_eq!(err.raw_os_error(), Some(libc::ENOTEMPTY), "{err}");
 }

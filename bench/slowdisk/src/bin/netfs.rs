@@ -60,6 +60,11 @@ struct Cli {
     /// and repeated).
     #[arg(long, default_value = "stable")]
     listing: Listing,
+    /// Never list entries whose names start with PREFIX (they are still there: lookups,
+    /// unlinks and rmdir's emptiness check see them), as SMB's access-based enumeration hides
+    /// what a user may not read.
+    #[arg(long, value_name = "PREFIX")]
+    hide: Option<String>,
     /// Create this file once every mount answers.
     #[arg(long)]
     ready_file: Option<PathBuf>,
@@ -288,6 +293,7 @@ fn main() -> Result<()> {
     let mut shared =
         Shared::new(&backing, stats.clone()).context("opening the backing directory")?;
     shared.listing = cli.listing;
+    shared.hide = cli.hide.as_ref().map(|h| h.as_bytes().to_vec());
     let shared = Arc::new(shared);
     let server = Arc::new(Gate::new(cli.server_ops.map(|n| n as usize)));
     let fsname = {

@@ -46,6 +46,10 @@ pub struct Shared {
     pub listing: Listing,
     /// Removals so far per directory (node id): `Listing::Reorder` orders by them.
     removals: Mutex<HashMap<u64, u64>>,
+    /// Entries whose names start with this are never listed (they are there for lookups,
+    /// unlink and rmdir's emptiness check), as SMB's access-based enumeration hides what the
+    /// user may not read.
+    pub hide: Option<Vec<u8>>,
 }
 
 /// What the server's directory cookies do when entries are removed during a listing.
@@ -165,6 +169,7 @@ impl Shared {
             stats,
             listing: Listing::Stable,
             removals: Mutex::new(HashMap::new()),
+            hide: None,
         })
     }
 
@@ -332,9 +337,14 @@ impl Shared {
 
     /// Where a listing of directory `ino` (open as `d`) goes on from `offset`.
     fn cursor<'a>(&self, ino: u64, d: &'a mut DirStream, offset: u64) -> Res<Cursor<'a>> {
+        let hide = self.hide.clone();
         if self.listing == Listing::Stable {
             d.seek(offset as i64);
-            return Ok(Cursor { d, list: None });
+            return Ok(Cursor {
+                d,
+                list: None,
+                hide,
+            });
         }
         // Cookies are positions in the directory as it is now: read it all again.
         d.seek(0);
@@ -363,6 +373,7 @@ impl Shared {
         Ok(Cursor {
             d,
             list: Some(list.into_iter()),
+            hide,
         })
     }
 
@@ -457,13 +468,21 @@ impl Shared {
 struct Cursor<'a> {
     d: &'a mut DirStream,
     list: Option<std::vec::IntoIter<DirEnt>>,
+    /// Names with this prefix are skipped (`Shared::hide`).
+    hide: Option<Vec<u8>>,
 }
 
 impl Cursor<'_> {
     fn next(&mut self) -> Res<Option<DirEnt>> {
-        match &mut self.list {
-            Some(l) => Ok(l.next()),
-            None => self.d.next_entry(),
+        loop {
+            let e = match &mut self.list {
+                Some(l) => l.next(),
+                None => self.d.next_entry()?,
+            };
+            match (&e, &self.hide) {
+                (Some(e), Some(h)) if e.name.as_bytes().starts_with(h) => continue,
+                _ => return Ok(e),
+            }
         }
     }
 
