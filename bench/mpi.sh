@@ -2,8 +2,10 @@
 # Scale-out under MPI (issue 15): `mpirun -np N reclaim rm -r` with N = 1, 2, 4, 8 ranks, each
 # rank a client with its own mount of one emulated NFS server (bench/slowdisk `netfs`: a
 # round-trip time per RPC, --slots in flight per mount, --server-ops across all mounts),
-# against plain `reclaim rm -r` (one process, no MPI) and `xargs -P` over a file list split
-# across the same N clients at the same concurrency per client. Workloads: a tree
+# against plain `reclaim rm -r` (one process, no MPI), `xargs -P` over a file list split
+# across the same N clients at the same concurrency per client, and mpifileutils' `drm` at the
+# same N ranks (built from source into a scratch directory with
+# /work/shared/peers/build-drm.sh; `--drm PATH`, skipped if not given). Workloads: a tree
 # (mkworkload --shape tree) and one flat directory. Run as root:
 #
 #   bash bench/mpi.sh --quick                        # small, one run (~3 min)
@@ -34,6 +36,8 @@ usage: bench/mpi.sh [options]
   --flat N              files in the one-directory workload (default 20000; 0 skips it)
   --runs N              runs per method (default 2)
   --xargs-p N           xargs -P per client (default 16)
+  --drm PATH            mpifileutils' drm binary (its lib/ beside its bin/); none: not run
+  --reclaim-args "..."  more arguments for every reclaim run (e.g. "--fast", "--threads 4")
   --scratch-base DIR    where the mktemp scratch dir goes (default /var/tmp)
   --out DIR             output directory (default bench/out/mpi-<timestamp>)
   --no-build            do not run cargo build
@@ -41,7 +45,8 @@ usage: bench/mpi.sh [options]
 USAGE
 }
 
-RTT=2ms SLOTS=4 SERVER_OPS=28 RANKS="1 2 4 8" FILES=50000 FLAT=20000 RUNS=2 XP=16
+RTT=2ms SLOTS=4 SERVER_OPS=28 RANKS="1 2 4 8" FILES=50000 FLAT=20000 RUNS=2 XP=16 DRM=
+RARGS=
 SCRATCH_BASE=${RECLAIM_BENCH_SCRATCH:-/var/tmp} OUT="" NO_BUILD=0
 need_arg() { [[ $# -ge 2 && -n $2 ]] || { echo "mpi.sh: $1 needs a value" >&2; exit 2; }; }
 while [[ $# -gt 0 ]]; do
@@ -55,6 +60,8 @@ while [[ $# -gt 0 ]]; do
         --flat) need_arg "$@"; FLAT=$2; shift ;;
         --runs) need_arg "$@"; RUNS=$2; shift ;;
         --xargs-p) need_arg "$@"; XP=$2; shift ;;
+        --drm) need_arg "$@"; DRM=$2; shift ;;
+        --reclaim-args) need_arg "$@"; RARGS=$2; shift ;;
         --scratch-base) need_arg "$@"; SCRATCH_BASE=$2; shift ;;
         --out) need_arg "$@"; OUT=$2; shift ;;
         --no-build) NO_BUILD=1 ;;
@@ -88,6 +95,11 @@ if [[ $NO_BUILD == 0 ]]; then
 fi
 for b in "$RECLAIM" "$MKWORKLOAD" "$NETFS"; do [[ -x $b ]] || die "missing $b"; done
 ldd "$RECLAIM" | grep -q libmpi || die "$RECLAIM was built without --features mpi"
+DRM_LIB=""
+if [[ -n $DRM ]]; then
+    [[ -x $DRM ]] || die "--drm $DRM is not an executable"
+    DRM_LIB=$(cd "$(dirname "$DRM")/../lib" && pwd -P) || die "no lib/ beside $DRM"
+fi
 
 MARKER=.reclaim-bench-scratch
 SCRATCH=$(mktemp -d "$SCRATCH_BASE/reclaim-mpi.XXXXXX")
@@ -115,6 +127,7 @@ for i in $(seq 0 $((MAXR - 1))); do
 done
 "$NETFS" --backing "$SCRATCH/back" "${mounts[@]}" --rtt "$RTT" --slots "$SLOTS" \
     --server-ops "$SERVER_OPS" --readdirplus --subtype nfs --ready-file "$SCRATCH/ready" \
+    --stats "$SCRATCH/stats.json" \
     2>>"$OUT/logs/netfs.log" &
 NETFS_PID=$!
 for _ in $(seq 1 200); do [[ -f $SCRATCH/ready ]] && break; sleep 0.05; done
@@ -129,6 +142,7 @@ exec unshare -m --propagation private sh -c 'mount --bind "$1" "$2" && shift 2 &
 RANK
 chmod +x "$SCRATCH/rank.sh"
 MPIRUN=(mpirun --allow-run-as-root --oversubscribe -x "CLIENTS=$SCRATCH" -x "COMMON=$SCRATCH/common" -x RECLAIM_CONFIG=)
+DRM_RUN=(mpirun --allow-run-as-root --oversubscribe -x "CLIENTS=$SCRATCH" -x "COMMON=$SCRATCH/common" -x "LD_LIBRARY_PATH=$DRM_LIB")
 W=$SCRATCH/common/w
 
 make() { # shape files
@@ -140,29 +154,47 @@ make() { # shape files
     drop_caches
 }
 
-timed() { # cmd... -> seconds; warns if the tree is left
-    local t0 t1
+busy_now() { # the server's unit-seconds held so far (netfs --stats, written on SIGUSR1)
+    local before i
+    before=$(stat -c %.9Y "$SCRATCH/stats.json" 2>/dev/null || echo none)
+    kill -USR1 "$NETFS_PID"
+    for i in $(seq 1 100); do
+        [[ $(stat -c %.9Y "$SCRATCH/stats.json" 2>/dev/null || echo none) != "$before" ]] && break
+        sleep 0.02
+    done
+    python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["server_busy_s"])' "$SCRATCH/stats.json"
+}
+
+SECS="" UTIL=""
+timed() { # cmd... : sets SECS and UTIL (the share of the server's cap kept busy); warns if the
+    # tree is left
+    local t0 t1 b0 b1
+    b0=$(busy_now)
     t0=$(date +%s.%N)
     "$@" >>"$OUT/logs/methods.log" 2>&1 || warn "failed: $*"
     t1=$(date +%s.%N)
+    b1=$(busy_now)
     [[ -e $SCRATCH/back/w ]] && warn "left $SCRATCH/back/w behind: $*"
-    echo "$t1 - $t0" | bc
+    UTIL=$(echo "scale=3; ($b1 - $b0) / (($t1 - $t0) * $SERVER_OPS)" | bc)
+    SECS=$(echo "$t1 - $t0" | bc)
 }
 
 xargs_split() { # n: the file list split across n clients, xargs -P per client; then the dirs
-    local n=$1 i
+    local n=$1 i pids=()
     for i in $(seq 0 $((n - 1))); do
         awk -v n="$n" -v i="$i" 'NR % n == i' "$SCRATCH/files" | sed "s|^|$SCRATCH/c$i/|" |
             tr '\n' '\0' | xargs -0 -r -P "$XP" -n 64 rm -f &
+        pids+=($!)
     done
-    wait
+    # Only these: a bare `wait` would wait for netfs too.
+    wait "${pids[@]}"
     find "$SCRATCH/c0/w" -depth -type d -delete
 }
 
-echo "workload,files,method,ranks,run,seconds" >"$OUT/raw.csv"
-record() { # workload files method ranks run seconds
-    log "$1 $2 $3 ranks=$4 run $5: $6 s"
-    echo "$1,$2,$3,$4,$5,$6" >>"$OUT/raw.csv"
+echo "workload,files,method,ranks,run,seconds,server_util" >"$OUT/raw.csv"
+record() { # workload files method ranks run seconds (UTIL: the server's cap kept busy)
+    log "$1 $2 $3 ranks=$4 run $5: $6 s, server busy $UTIL of its cap"
+    echo "$1,$2,$3,$4,$5,$6,$UTIL" >>"$OUT/raw.csv"
 }
 for run in $(seq 1 "$RUNS"); do
     for shape in tree flat; do
@@ -170,13 +202,22 @@ for run in $(seq 1 "$RUNS"); do
         [[ $shape == flat ]] && files=$FLAT
         [[ $files -gt 0 ]] || continue
         make "$shape" "$files"
-        record "$shape" "$files" reclaim 1 "$run" "$(timed "$RECLAIM" rm -r "$SCRATCH/c0/w")"
+        # shellcheck disable=SC2086
+        timed "$RECLAIM" rm -r $RARGS "$SCRATCH/c0/w"
+        record "$shape" "$files" reclaim 1 "$run" "$SECS"
         for n in $RANKS; do
             make "$shape" "$files"
-            s=$(timed "${MPIRUN[@]}" -np "$n" "$SCRATCH/rank.sh" "$RECLAIM" rm -r --json "$W")
-            record "$shape" "$files" reclaim-mpi "$n" "$run" "$s"
+            # shellcheck disable=SC2086
+            timed "${MPIRUN[@]}" -np "$n" "$SCRATCH/rank.sh" "$RECLAIM" rm -r --json $RARGS "$W"
+            record "$shape" "$files" reclaim-mpi "$n" "$run" "$SECS"
             make "$shape" "$files"
-            record "$shape" "$files" xargs "$n" "$run" "$(timed xargs_split "$n")"
+            timed xargs_split "$n"
+            record "$shape" "$files" xargs "$n" "$run" "$SECS"
+            if [[ -n $DRM ]]; then
+                make "$shape" "$files"
+                timed "${DRM_RUN[@]}" -np "$n" "$SCRATCH/rank.sh" "$DRM" -q "$W"
+                record "$shape" "$files" drm "$n" "$run" "$SECS"
+            fi
         done
     done
 done
@@ -185,19 +226,26 @@ python3 - "$OUT/raw.csv" >"$OUT/summary.md" <<'PY'
 import csv, statistics, sys, collections
 rows = list(csv.DictReader(open(sys.argv[1])))
 by = collections.defaultdict(list)
+util = collections.defaultdict(list)
 for r in rows:
     by[(r["workload"], r["files"], r["method"], int(r["ranks"]))].append(float(r["seconds"]))
+    if r.get("server_util"):
+        util[(r["workload"], r["files"], r["method"], int(r["ranks"]))].append(float(r["server_util"]))
 for w, n in sorted({(r["workload"], r["files"]) for r in rows}, key=lambda k: k[0] != "tree"):
     med = {k[2:]: statistics.median(v) for k, v in by.items() if k[:2] == (w, n)}
     one = med.get(("reclaim-mpi", 1))
     print(f"\n### {w}, {int(n):,} files\n")
-    print("| method | ranks/clients | median s | runs | speedup vs 1 rank | ÷ linear | ÷ xargs same N |")
-    print("|---|---:|---:|---:|---:|---:|---:|")
+    print("| method | ranks/clients | median s | runs | speedup vs 1 rank | ÷ linear | ÷ xargs same N | ÷ drm same N | server cap busy |")
+    print("|---|---:|---:|---:|---:|---:|---:|---:|---:|")
     for (m, k), v in sorted(med.items(), key=lambda kv: (kv[0][0], kv[0][1])):
         sp = one / v if one else float("nan")
         xa = med.get(("xargs", k))
         rx = f"{v / xa:.2f}" if xa and m != "xargs" else "-"
-        print(f"| {m} | {k} | {v:.2f} | {len(by[(w, n, m, k)])} | {sp:.2f} | {sp / k:.2f} | {rx} |")
+        dr = med.get(("drm", k))
+        rd = f"{v / dr:.2f}" if dr and m != "drm" else "-"
+        u = util.get((w, n, m, k))
+        us = f"{statistics.median(u):.2f}" if u else "-"
+        print(f"| {m} | {k} | {v:.2f} | {len(by[(w, n, m, k)])} | {sp:.2f} | {sp / k:.2f} | {rx} | {rd} | {us} |")
 PY
 cat "$OUT/summary.md"
 log "done: $OUT"

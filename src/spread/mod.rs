@@ -401,6 +401,9 @@ pub struct Rank {
     pub dirs: u64,
     pub bytes: u64,
     pub errors: u64,
+    /// The workers it removed with (its client's measured concurrency), if known.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub workers: Option<u64>,
 }
 
 impl Rank {
@@ -420,13 +423,19 @@ pub fn ranks_line(ranks: &[Rank]) -> String {
     hosts.dedup();
     let mut per: Vec<u64> = ranks.iter().map(|r| r.files + r.dirs).collect();
     per.sort_unstable();
+    let workers: Vec<u64> = ranks.iter().filter_map(|r| r.workers).collect();
     format!(
-        "ranks: {} on {}, entries per rank {}–{} (median {})",
+        "ranks: {} on {}, entries per rank {}–{} (median {}){}",
         ranks.len(),
         crate::report::plural(hosts.len() as u64, "host", "hosts"),
         crate::format::group(per[0]),
         crate::format::group(per[per.len() - 1]),
         crate::format::group(per[per.len() / 2]),
+        match (workers.iter().min(), workers.iter().max()) {
+            (Some(a), Some(b)) if a == b => format!(", {a} workers each (measured)"),
+            (Some(a), Some(b)) => format!(", {a}–{b} workers per rank (measured)"),
+            _ => String::new(),
+        }
     )
 }
 
@@ -450,6 +459,9 @@ pub struct Reports {
     pub ranks: Vec<Rank>,
     /// Counts this rank reported so far (the others).
     reported: Counts,
+    /// The workers this rank removed with (its measured concurrency), set by the caller
+    /// before `conclude`: rank 0 lists every rank's.
+    pub workers: Option<u64>,
 }
 
 impl Reports {
@@ -463,6 +475,7 @@ impl Reports {
                 })
                 .collect(),
             reported: [0; 4],
+            workers: None,
         }
     }
 
@@ -475,11 +488,13 @@ impl Reports {
             }
             Msg::Final {
                 counts,
+                workers,
                 host,
                 payload,
             } => {
                 (job.add)(counts);
                 self.ranks[from].add(&counts);
+                self.ranks[from].workers = (workers > 0).then_some(workers);
                 self.ranks[from].host = host;
                 self.payloads.push((from, payload));
             }
@@ -629,6 +644,7 @@ pub fn conclude(job: &Job<'_>, mut reports: Reports, payload: Vec<u8>) -> Report
             0,
             Msg::Final {
                 counts,
+                workers: reports.workers.unwrap_or(0),
                 host,
                 payload,
             }
@@ -669,6 +685,7 @@ pub fn conclude(job: &Job<'_>, mut reports: Reports, payload: Vec<u8>) -> Report
         reports.ranks[0] = Rank {
             rank: 0,
             host: t.host(),
+            workers: reports.workers,
             ..Rank::default()
         };
         reports.ranks[0].add(&delta(&all, &others));
@@ -767,7 +784,7 @@ pub fn remove_trees(
     };
     let leader = t.rank() == 0;
     let first_display = targets.first().map(|d| d.display.clone());
-    let (mut outcome, reports) = crate::remove::remove_trees_shared(
+    let (mut outcome, mut reports) = crate::remove::remove_trees_shared(
         targets,
         opts,
         counters,
@@ -775,6 +792,8 @@ pub fn remove_trees(
         leader,
         |walk, ev| drive(&job, walk, ev),
     );
+    // What this rank's client measured (rank 0 lists every rank's).
+    reports.workers = opts.concurrency.as_ref().map(|c| c.report().chosen as u64);
     if t.rank() != 0 && crate::interrupt::stopping() {
         if let Some(path) = first_display {
             let f = Failure {

@@ -141,7 +141,7 @@ fn write_stats(
     let mut s = format!(
         "{{\n  \"dumps\": {dumps}, \"rtt_ms\": {}, \"slots\": {}, \"server_ops\": {}, \
          \"attr_ttl_s\": {}, \"readdirplus\": {}, \"listing\": \"{:?}\",\n  \
-         \"server_max_in_flight\": {},\n  \"mounts\": [",
+         \"server_max_in_flight\": {}, \"server_busy_s\": {:.6},\n  \"mounts\": [",
         cli.rtt.as_secs_f64() * 1e3,
         cli.slots,
         cli.server_ops.map_or("null".into(), |n| n.to_string()),
@@ -149,6 +149,7 @@ fn write_stats(
         cli.readdirplus,
         cli.listing,
         server.max_in_use(),
+        server.busy().as_secs_f64(),
     );
     for (i, m) in mounts.iter().enumerate() {
         s.push_str(&format!(
