@@ -19,8 +19,8 @@ use std::time::Instant;
 
 use anyhow::{bail, Context};
 use clap::Parser;
-use reclaim::cli::WorkloadArgs;
 use reclaim::workload::{file_name, Spec};
+use reclaim::WorkloadArgs;
 use rustix::fs::{openat, unlinkat, AtFlags, Mode, OFlags};
 
 /// Names per unit of work handed to a thread.

@@ -11,8 +11,8 @@ use std::time::Instant;
 
 use anyhow::{bail, Context};
 use clap::Parser;
-use reclaim::cli::WorkloadArgs;
 use reclaim::workload::{self, Spec};
+use reclaim::WorkloadArgs;
 
 /// Create a deterministic workload of files in a new directory.
 #[derive(Debug, Parser)]

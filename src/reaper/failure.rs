@@ -7,8 +7,8 @@ use std::os::fd::OwnedFd;
 
 use serde::{Deserialize, Serialize};
 
-use crate::error::Failure;
-use crate::report::ErrorEntry;
+use crate::sys::error::ErrorEntry;
+use crate::sys::error::Failure;
 use crate::trash::{safefile, FAILED};
 
 /// How many failed paths an entry's record keeps (the count of the rest is kept too).
@@ -69,7 +69,7 @@ impl FailedRecord {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::error::Reason;
+    use crate::sys::error::Reason;
 
     #[test]
     fn backs_off_doubling_up_to_an_hour() {

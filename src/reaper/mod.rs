@@ -8,11 +8,15 @@
 //! could. Every file of a trash is hostile input: a damaged entry is reported and skipped,
 //! never waited on; an entry that cannot be fully freed is recorded (`failed.json`) and retried
 //! with back-off. While it only waits for grace windows it holds nothing open. Each freed
-//! entry and each failure is logged where `--log` says (`crate::logging`).
+//! entry and each failure is logged where `--log` says (`crate::sys::logging`); what it does
+//! meanwhile goes to its caller as `Progress`, and it never prints (`cmd::reap` reports).
 
+pub mod background;
 pub mod failure;
+pub mod rm;
 pub mod spawn;
 pub mod state;
+pub mod status;
 pub mod watch;
 
 use std::ffi::{CStr, CString, OsString};
@@ -26,20 +30,20 @@ use rustix::fs::{fsync, unlinkat, AtFlags, FileType};
 use rustix::io::Errno;
 use serde::{Deserialize, Serialize};
 
-use crate::cli::ReapArgs;
-use crate::dirfd;
-use crate::error::{Failure, Reason};
-use crate::format::{self, plural};
-use crate::interrupt;
-use crate::locks;
-use crate::logging::{Dest, Priority, Record, Sink};
-use crate::pace::throttle::Throttle;
-use crate::pace::EntryPacing;
-use crate::quote::quote;
-use crate::remove::{self, Counters, DirTarget};
-use crate::report::ErrorEntry;
-use crate::shrink;
-use crate::trash::meta::{now_unix, Meta};
+use crate::engine::pace::throttle::Throttle;
+use crate::engine::remove::{self, Counters, DirTarget};
+use crate::engine::shrink;
+use crate::sys::dirfd;
+use crate::sys::error::ErrorEntry;
+use crate::sys::error::{Failure, Reason};
+use crate::sys::format::now_unix;
+use crate::sys::format::{self, plural};
+use crate::sys::interrupt;
+use crate::sys::locks;
+use crate::sys::logging::{Dest, Priority, Record, Sink};
+use crate::sys::quote::quote;
+use crate::trash::meta::EntryPacing;
+use crate::trash::meta::Meta;
 use crate::trash::{self, safefile, Trash, DATA, LOCK, LOG, REAPING};
 use failure::FailedRecord;
 use state::StateFile;
@@ -103,7 +107,7 @@ pub struct ReapSummary {
     pub skipped_locked: Vec<String>,
     /// Large files shrunk in steps (resumed ones say so).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub gentle: Vec<crate::report::Gentle>,
+    pub gentle: Vec<crate::engine::shrink::Gentle>,
     /// When the earliest grace window of what is left ends.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub next_grace_unix: Option<f64>,
@@ -122,9 +126,33 @@ pub struct ReapSummary {
     pub error: Option<String>,
 }
 
-/// Progress callback for `--wait`: (original path, bytes freed so far, bytes to free).
-/// Shows one progress line (already worded: `report::freeing`, `report::freeing_tree`).
-pub type OnProgress<'a> = &'a (dyn Fn(&str) + Sync);
+/// What a reaper run tells its caller while it works (the command words and shows it).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum Progress<'a> {
+    /// Freeing an entry (`what`, its original path): `freed` bytes and `files` so far, against
+    /// its recorded size and file count when known (0: not known; a tree is measured only by
+    /// `status --count` or `prune`), `secs` since it started.
+    Freeing {
+        what: &'a str,
+        freed: u64,
+        total: u64,
+        files: u64,
+        total_files: u64,
+        secs: f64,
+    },
+    /// Waiting for reaper `pid` to finish with `trash`; in one's own trash (read from its
+    /// `reaper.json`) what that reaper frees: the entry, bytes freed so far, bytes per second.
+    WaitingFor {
+        trash: &'a Path,
+        pid: u32,
+        freeing: Option<(&'a str, u64, f64)>,
+    },
+    /// Another reaper holds the trash; it frees the entries waited for too (`rm --wait`).
+    OthersFree,
+}
+
+/// Where a reaper run's `Progress` goes.
+pub type OnProgress<'a> = &'a (dyn Fn(&Progress<'_>) + Sync);
 
 /// Holds a trash's lock while alive.
 pub struct TrashLock(#[allow(dead_code)] OwnedFd);
@@ -135,7 +163,7 @@ pub enum LockError {
     /// The `lock` is not a plain file of the trash's owner (it was not opened).
     #[error("damaged: lock {0}")]
     Damaged(safefile::Bad),
-    #[error("{}", crate::error::errno_text(*.0))]
+    #[error("{}", crate::sys::error::errno_text(*.0))]
     Os(Errno),
 }
 
@@ -264,31 +292,7 @@ fn reap_trash(
     let mut left: Vec<CString> = Vec::new();
     let mut lock = Some(lock);
     std::thread::scope(|s| {
-        s.spawn(|| {
-            while !done.load(Ordering::Relaxed) {
-                state.set(|st| st.files = files.files.load(Ordering::Relaxed));
-                let st = state.snapshot();
-                if let Some(e) = st.entry.as_ref().filter(|_| st.entry_tree) {
-                    // Against the entry's recorded size when known (0: unknown; a tree is
-                    // measured only by `status --count` or `prune`).
-                    on_progress(&crate::report::freeing_tree(
-                        e,
-                        st.freed_bytes.saturating_sub(st.entry_freed_base),
-                        st.entry_bytes.unwrap_or(0),
-                        st.files.saturating_sub(st.entry_files_base),
-                        st.entry_files.unwrap_or(0),
-                        now_unix() - st.entry_started_unix,
-                    ));
-                }
-                // In slices, so a short run does not wait for a whole tick to end.
-                for _ in 0..10 {
-                    if done.load(Ordering::Relaxed) {
-                        break;
-                    }
-                    std::thread::sleep(Duration::from_millis(50));
-                }
-            }
-        });
+        s.spawn(|| tell_progress(&state, &files, &done, on_progress));
         let _done = Done(&done);
         loop {
             let names: Vec<CString> = match &opts.only {
@@ -312,68 +316,21 @@ fn reap_trash(
                     files.files.load(Ordering::Relaxed),
                     std::time::Instant::now(),
                 );
-                match reap_entry(trash, name, opts, &state, &files, sum, on_progress) {
-                    Step::Freed(path) => {
-                        sum.entries_freed += 1;
-                        progressed = true;
-                        let done_files = files
-                            .files
-                            .load(Ordering::Relaxed)
-                            .saturating_sub(files_before);
-                        log(
-                            trash,
-                            &opts.log,
-                            freed_record(
-                                name,
-                                &path,
-                                done_files,
-                                sum.bytes_freed.saturating_sub(bytes_before),
-                                started.elapsed(),
-                            ),
-                        );
-                    }
-                    Step::Grace(until) => {
-                        sum.next_grace_unix = min_opt(sum.next_grace_unix, Some(until));
-                        sum.last_grace_unix = max_opt(sum.last_grace_unix, Some(until));
-                        sum.waiting += 1;
-                        left.push(name.clone());
-                    }
-                    Step::Backoff { path, record } => {
-                        let until = record.next_attempt_unix;
-                        sum.next_retry_unix = min_opt(sum.next_retry_unix, Some(until));
-                        left.push(name.clone());
-                        log(trash, &opts.log, backoff_record(name, &path, &record));
-                    }
-                    Step::Busy => left.push(name.clone()),
-                    Step::Interrupted => {
+                let step = reap_entry(trash, name, opts, &state, &files, sum, on_progress);
+                let freed = Freed {
+                    files: files
+                        .files
+                        .load(Ordering::Relaxed)
+                        .saturating_sub(files_before),
+                    bytes: sum.bytes_freed.saturating_sub(bytes_before),
+                    took: started.elapsed(),
+                };
+                match account(trash, opts, name, step, &freed, sum) {
+                    Some(true) => progressed = true,
+                    Some(false) => left.push(name.clone()),
+                    None => {
                         sum.interrupted = true;
                         break;
-                    }
-                    Step::Failed { path, record } => {
-                        left.push(name.clone());
-                        sum.entries_failed += 1;
-                        sum.next_retry_unix =
-                            min_opt(sum.next_retry_unix, Some(record.next_attempt_unix));
-                        for rec in failed_records(name, &path, &record) {
-                            log(trash, &opts.log, rec);
-                        }
-                        sum.errors.extend(record.errors);
-                    }
-                    Step::Damaged(why) => {
-                        left.push(name.clone());
-                        sum.entries_failed += 1;
-                        let path = trash.shown(name, None);
-                        log(
-                            trash,
-                            &opts.log,
-                            Record::new(Priority::Err, format!("{}: damaged: {why}", quote(&path)))
-                                .field("RECLAIM_EVENT", "damaged")
-                                .field("RECLAIM_ENTRY", name.to_bytes())
-                                .path("RECLAIM_PATH", &path)
-                                .field("RECLAIM_ERROR", why.to_string()),
-                        );
-                        sum.errors
-                            .push(ErrorEntry::new(path, format!("damaged: {why}")));
                     }
                 }
             }
@@ -401,6 +358,102 @@ fn reap_trash(
     sum.files = sum
         .files
         .saturating_add(files.files.load(Ordering::Relaxed));
+}
+
+/// Tells `on_progress` what the reaper frees (its state, with the files counted so far) until
+/// `done` is set: a tree against its recorded size when known (0: unknown; a tree is measured
+/// only by `status --count` or `prune`).
+fn tell_progress(
+    state: &StateFile,
+    files: &Counters,
+    done: &AtomicBool,
+    on_progress: OnProgress<'_>,
+) {
+    while !done.load(Ordering::Relaxed) {
+        state.set(|st| st.files = files.files.load(Ordering::Relaxed));
+        let st = state.snapshot();
+        if let Some(e) = st.entry.as_ref().filter(|_| st.entry_tree) {
+            on_progress(&Progress::Freeing {
+                what: e,
+                freed: st.freed_bytes.saturating_sub(st.entry_freed_base),
+                total: st.entry_bytes.unwrap_or(0),
+                files: st.files.saturating_sub(st.entry_files_base),
+                total_files: st.entry_files.unwrap_or(0),
+                secs: now_unix() - st.entry_started_unix,
+            });
+        }
+        // In slices, so a short run does not wait for a whole tick to end.
+        for _ in 0..10 {
+            if done.load(Ordering::Relaxed) {
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+}
+
+/// What freeing one entry took (for its log line).
+struct Freed {
+    files: u64,
+    bytes: u64,
+    took: Duration,
+}
+
+/// Adds what became of entry `name` (`step`) to the summary and the log. `Some(true)`: it was
+/// freed; `Some(false)`: it is left (grace, back-off, busy, failed, damaged); `None`: a stop
+/// signal came.
+fn account(
+    trash: &Trash,
+    opts: &ReapOptions,
+    name: &CStr,
+    step: Step,
+    freed: &Freed,
+    sum: &mut ReapSummary,
+) -> Option<bool> {
+    match step {
+        Step::Freed(path) => {
+            sum.entries_freed += 1;
+            let rec = freed_record(name, &path, freed.files, freed.bytes, freed.took);
+            log(trash, &opts.log, rec);
+            return Some(true);
+        }
+        Step::Grace(until) => {
+            sum.next_grace_unix = min_opt(sum.next_grace_unix, Some(until));
+            sum.last_grace_unix = max_opt(sum.last_grace_unix, Some(until));
+            sum.waiting += 1;
+        }
+        Step::Backoff { path, record } => {
+            let until = record.next_attempt_unix;
+            sum.next_retry_unix = min_opt(sum.next_retry_unix, Some(until));
+            log(trash, &opts.log, backoff_record(name, &path, &record));
+        }
+        Step::Busy => {}
+        Step::Interrupted => return None,
+        Step::Failed { path, record } => {
+            sum.entries_failed += 1;
+            sum.next_retry_unix = min_opt(sum.next_retry_unix, Some(record.next_attempt_unix));
+            for rec in failed_records(name, &path, &record) {
+                log(trash, &opts.log, rec);
+            }
+            sum.errors.extend(record.errors);
+        }
+        Step::Damaged(why) => {
+            sum.entries_failed += 1;
+            let path = trash.shown(name, None);
+            log(
+                trash,
+                &opts.log,
+                Record::new(Priority::Err, format!("{}: damaged: {why}", quote(&path)))
+                    .field("RECLAIM_EVENT", "damaged")
+                    .field("RECLAIM_ENTRY", name.to_bytes())
+                    .path("RECLAIM_PATH", &path)
+                    .field("RECLAIM_ERROR", why.to_string()),
+            );
+            sum.errors
+                .push(ErrorEntry::new(path, format!("damaged: {why}")));
+        }
+    }
+    Some(false)
 }
 
 /// Logs a record about `trash` where this reaper logs: a dated line in the trash's
@@ -528,7 +581,7 @@ enum Step {
 enum Damage {
     #[error("is not a directory (not an entry reclaim made)")]
     NotADirectory,
-    #[error("{}", crate::error::errno_text(*.0))]
+    #[error("{}", crate::sys::error::errno_text(*.0))]
     Os(Errno),
     #[error("the entry is owned by uid {found}, not by the trash's owner (uid {owner})")]
     Owner { found: u32, owner: u32 },
@@ -592,8 +645,13 @@ fn reap_entry(
                 return Step::Grace(until);
             }
         }
-        match crate::rename::noreplace(&entry, DATA, &entry, REAPING, crate::rename::Into::Private)
-        {
+        match crate::sys::rename::noreplace(
+            &entry,
+            DATA,
+            &entry,
+            REAPING,
+            crate::sys::rename::Into::Private,
+        ) {
             Ok(()) => {}
             Err(Errno::NOENT) => return Step::Busy,
             Err(Errno::EXIST) => {
@@ -607,23 +665,7 @@ fn reap_entry(
             return fail(&entry, &shown, failed.as_ref(), &[os_failure(&shown, e)]);
         }
     }
-    let shown_text = shown.to_string_lossy().into_owned();
-    state.activate();
-    let (entry_bytes, entry_files) = meta
-        .as_ref()
-        .map_or((None, None), |m| (m.allocated, m.files));
-    let entry_tree = meta.as_ref().map_or(true, |m| m.kind == "dir");
-    state.set(|st| {
-        st.state = "freeing".into();
-        st.entry = Some(shown_text.clone());
-        st.next_due_unix = None;
-        st.entry_bytes = entry_bytes;
-        st.entry_files = entry_files;
-        st.entry_freed_base = st.freed_bytes;
-        st.entry_files_base = st.files;
-        st.entry_started_unix = now_unix();
-        st.entry_tree = entry_tree;
-    });
+    started(state, &shown, meta.as_ref());
     let pacing = opts
         .pacing
         .clone()
@@ -655,6 +697,26 @@ fn reap_entry(
         Ok(false) => Step::Interrupted,
         Err(failures) => fail(&entry, &shown, failed.as_ref(), &failures),
     }
+}
+
+/// Says in the state file that the entry shown as `shown` (recorded as `meta`) is being freed
+/// now, with what is known of its size.
+fn started(state: &StateFile<'_>, shown: &Path, meta: Option<&Meta>) {
+    let shown_text = shown.to_string_lossy().into_owned();
+    state.activate();
+    let (entry_bytes, entry_files) = meta.map_or((None, None), |m| (m.allocated, m.files));
+    let entry_tree = meta.map_or(true, |m| m.kind == "dir");
+    state.set(|st| {
+        st.state = "freeing".into();
+        st.entry = Some(shown_text);
+        st.next_due_unix = None;
+        st.entry_bytes = entry_bytes;
+        st.entry_files = entry_files;
+        st.entry_freed_base = st.freed_bytes;
+        st.entry_files_base = st.files;
+        st.entry_started_unix = now_unix();
+        st.entry_tree = entry_tree;
+    });
 }
 
 /// Checks an open entry: the trash owner's directory, its record (if any) a plain file naming
@@ -718,7 +780,7 @@ fn free_reaping(
         FileType::Directory => {
             // The engine stats no file: what came back is the file system's free space (never
             // less than the directories' blocks, which it does count).
-            let before = crate::space::FreeSpace::of(&**entry);
+            let before = crate::sys::space::FreeSpace::of(&**entry);
             let known = counters.bytes.load(Ordering::Relaxed);
             let target = DirTarget {
                 base: entry.clone(),
@@ -736,20 +798,21 @@ fn free_reaping(
                 &mut sum.gentle,
             );
             let dirs = counters.bytes.load(Ordering::Relaxed) - known;
-            sum.bytes_freed += dirs.max(before.freed_since(&crate::space::FreeSpace::of(&**entry)));
+            sum.bytes_freed +=
+                dirs.max(before.freed_since(&crate::sys::space::FreeSpace::of(&**entry)));
             r
         }
         FileType::RegularFile => {
             let t = std::time::Instant::now();
-            let cb = |freed: u64, total: u64, _: Option<&crate::pace::Pacer>| {
-                on_progress(&crate::report::freeing_tree(
-                    &shown_text,
+            let cb = |freed: u64, total: u64, _: Option<&crate::engine::pace::Pacer>| {
+                on_progress(&Progress::Freeing {
+                    what: &shown_text,
                     freed,
                     total,
-                    0,
-                    0,
-                    t.elapsed().as_secs_f64(),
-                ))
+                    files: 0,
+                    total_files: 0,
+                    secs: t.elapsed().as_secs_f64(),
+                })
             };
             let o = shrink::remove_file(
                 entry,
@@ -765,8 +828,8 @@ fn free_reaping(
                     counters.files.fetch_add(1, Ordering::Relaxed);
                     sum.bytes_freed += o.allocated;
                     if o.steps > 0 {
-                        sum.gentle.push(crate::report::Gentle {
-                            path: crate::quote::PathField::new(shown),
+                        sum.gentle.push(crate::engine::shrink::Gentle {
+                            path: crate::sys::quote::PathField::new(shown),
                             elapsed_s: t.elapsed().as_secs_f64(),
                             outcome: o,
                         });
@@ -847,23 +910,22 @@ fn free_tree(
     pacing: &EntryPacing,
     engine: &remove::Options,
     counters: &Counters,
-    gentle: &mut Vec<crate::report::Gentle>,
+    gentle: &mut Vec<crate::engine::shrink::Gentle>,
 ) -> Result<bool, Vec<Failure>> {
     let mut engine = engine.clone();
     // As `reclaim rm -r` does on this file system: its profile's workers (unless given) and
     // governor.
-    let profile = crate::profile::Profile::detect(&**probe_dir);
+    let profile = crate::engine::profile::Profile::detect(&**probe_dir);
     engine.apply(&profile, engine.threads != 0);
     // A disk that only says it is rotational is governed only if, idle, it answers like one.
-    let idle = if profile.class == crate::profile::Class::Rotational && !pacing.pace_trees {
-        crate::pace::tree::idle_samples(&**probe_dir)
+    let idle = if profile.class == crate::engine::profile::Class::Rotational && !pacing.pace_trees {
+        crate::engine::pace::tree::idle_samples(&**probe_dir)
     } else {
         Vec::new()
     };
-    let slow_enough = profile.class != crate::profile::Class::Rotational
+    let slow_enough = profile.class != crate::engine::profile::Class::Rotational
         || pacing.pace_trees
-        || crate::pace::pacer::percentile(&crate::pace::pacer::sorted(&idle), 50.0)
-            .is_some_and(|d| d >= crate::profile::SLOW_DISK_P50);
+        || crate::engine::pace::tree::idle_median(&idle).1;
     let paced = (pacing.pace_trees || (profile.governed && slow_enough)) && !pacing.fast;
     let tree_files =
         (!pacing.fast).then(|| Arc::new(shrink::TreeFiles::new(pacing.pacing(), true)));
@@ -875,11 +937,11 @@ fn free_tree(
     }
     if paced {
         // A rotational disk starts with one worker and earns more (as `reclaim rm`).
-        let rotational = profile.class == crate::profile::Class::Rotational;
-        engine.gate = Some(crate::pace::tree::governed_gate(&engine, rotational));
+        let rotational = profile.class == crate::engine::profile::Class::Rotational;
+        engine.gate = Some(engine.governed_gate(rotational));
     }
-    let budget =
-        crate::pace::tree::network_budget(&engine, profile.class == crate::profile::Class::Network);
+    let network = profile.class == crate::engine::profile::Class::Network;
+    let budget = engine.network_budget(network);
     let done = AtomicBool::new(false);
     let sink = remove::Quiet;
     let outcome = std::thread::scope(|s| {
@@ -892,7 +954,7 @@ fn free_tree(
             let max_workers = engine.threads;
             let done = &done;
             s.spawn(move || {
-                let knobs = crate::pace::tree::Knobs {
+                let knobs = crate::engine::pace::tree::Knobs {
                     throttle: &throttle,
                     gate: gate.as_deref(),
                     max_workers,
@@ -900,7 +962,7 @@ fn free_tree(
                     idle: &idle,
                     budget,
                 };
-                crate::pace::tree::run(&*dir, &p, &knobs, counters, done)
+                crate::engine::pace::tree::run(&*dir, &p, &knobs, &|| counters.entries(), done)
             });
         }
         let out = remove::remove_trees(vec![target], &engine, counters, &sink);
@@ -908,8 +970,8 @@ fn free_tree(
         out
     });
     for (path, o, took) in tree_files.map(|tf| tf.take()).unwrap_or_default() {
-        gentle.push(crate::report::Gentle {
-            path: crate::quote::PathField::new(path),
+        gentle.push(crate::engine::shrink::Gentle {
+            path: crate::sys::quote::PathField::new(path),
             elapsed_s: took.as_secs_f64(),
             outcome: o,
         });
@@ -923,7 +985,7 @@ fn free_tree(
 /// Frees every trash this process may act on as `opts` says: its own in this process, other
 /// users' (when root) each in a child running as that user. With `Locked::Wait`, a trash
 /// another reaper holds is taken up after all the others: this waits for that reaper to
-/// finish (telling `on_wait` what it does), then makes its own pass. With `Until::Empty`,
+/// finish (telling `on_progress` what it does), then makes its own pass. With `Until::Empty`,
 /// grace windows are waited out holding nothing open (trashes are opened again after each
 /// wait).
 pub fn reap_all(
@@ -931,7 +993,6 @@ pub fn reap_all(
     opts: &ReapOptions,
     child_args: &[OsString],
     on_progress: OnProgress<'_>,
-    on_wait: &dyn Fn(&str),
     on_line: &mut dyn FnMut(&str),
 ) -> ReapSummary {
     let mut sum = ReapSummary::default();
@@ -963,15 +1024,7 @@ pub fn reap_all(
             }
         }
         for (t, skipped) in held {
-            let s = after_reaper(
-                t,
-                skipped,
-                pass_opts,
-                child_args,
-                on_progress,
-                on_wait,
-                on_line,
-            );
+            let s = after_reaper(t, skipped, pass_opts, child_args, on_progress, on_line);
             pass.merge(s);
         }
         let next = pass.next_grace_unix;
@@ -989,7 +1042,7 @@ pub fn reap_all(
         // waits for these trashes at least as early: then it is theirs, and this one leaves.
         let own: Vec<&Trash> = trashes
             .iter()
-            .filter(|t| !crate::asuser::needed(t.uid))
+            .filter(|t| !crate::sys::asuser::needed(t.uid))
             .collect();
         let covered = !own.is_empty()
             && own.len() == trashes.len()
@@ -1030,7 +1083,7 @@ fn pass_over(
     on_progress: OnProgress<'_>,
     on_line: &mut dyn FnMut(&str),
 ) -> ReapSummary {
-    if !crate::asuser::needed(t.uid) {
+    if !crate::sys::asuser::needed(t.uid) {
         return run(std::slice::from_ref(t), opts, on_progress);
     }
     let mut args = child_args.to_vec();
@@ -1055,19 +1108,31 @@ fn after_reaper(
     opts: &ReapOptions,
     child_args: &[OsString],
     on_progress: OnProgress<'_>,
-    on_wait: &dyn Fn(&str),
     on_line: &mut dyn FnMut(&str),
 ) -> ReapSummary {
     loop {
         while let Some(pid) = holder(t) {
-            if crate::asuser::needed(t.uid) && !runs_this_program(pid) {
+            if crate::sys::asuser::needed(t.uid) && !runs_this_program(pid) {
                 on_line(&format!(
                     "reclaim reap: not waiting for {}: its lock is held by process {pid}, which is not reclaim",
                     quote(&t.path)
                 ));
                 return skipped;
             }
-            on_wait(&waiting_for(t, pid));
+            // Another user's trash is read only as that user: root knows the pid alone.
+            let st = (!crate::sys::asuser::needed(t.uid))
+                .then(|| state::read(&t.dir, t.uid))
+                .flatten()
+                .filter(|st| st.pid == pid);
+            let freeing = st.as_ref().and_then(|st| {
+                let e = st.entry.as_deref()?;
+                Some((e, st.freed_bytes, st.rate_bps))
+            });
+            on_progress(&Progress::WaitingFor {
+                trash: &t.path,
+                pid,
+                freeing,
+            });
             if !interrupt::sleep(WAIT_POLL) {
                 skipped.interrupted = true;
                 return skipped;
@@ -1093,28 +1158,6 @@ fn runs_this_program(pid: u32) -> bool {
     matches!((theirs, std::fs::read_link("/proc/self/exe")), (Ok(a), Ok(b)) if a == b)
 }
 
-/// What a reaper waiting for reaper `pid` on `t` shows: the trash, and (in one's own trash,
-/// from its `reaper.json`) what that reaper is freeing and how fast.
-fn waiting_for(t: &Trash, pid: u32) -> String {
-    let mut s = format!("waiting for reaper {pid} to finish with {}", quote(&t.path));
-    // Another user's trash is read only as that user: root shows the pid alone.
-    let st = (!crate::asuser::needed(t.uid))
-        .then(|| state::read(&t.dir, t.uid))
-        .flatten()
-        .filter(|st| st.pid == pid);
-    if let Some(st) = st {
-        if let Some(e) = &st.entry {
-            s.push_str(&format!(
-                ": freeing {}, {} freed so far ({})",
-                quote(e),
-                format::bytes(st.freed_bytes),
-                format::rate(st.rate_bps)
-            ));
-        }
-    }
-    s
-}
-
 /// The flags that make a child reaper (another user's pass) log where this one does, each line
 /// with its priority for this process to read (`Sink::relay`).
 pub fn child_log_args(dest: Dest) -> [OsString; 2] {
@@ -1137,7 +1180,7 @@ pub fn relay_sink(dest: Dest, prefix: bool) -> Sink {
 /// Reaps another user's trash in a child running as that user (`reclaim reap --trash T
 /// --once --json`), and returns its summary.
 pub fn as_owner(t: &Trash, args: &[OsString], on_line: &mut dyn FnMut(&str)) -> ReapSummary {
-    let who = crate::asuser::Identity::of(t.uid);
+    let who = crate::sys::asuser::Identity::of(t.uid);
     let mut argv: Vec<OsString> = vec![
         "reap".into(),
         "--trash".into(),
@@ -1146,7 +1189,7 @@ pub fn as_owner(t: &Trash, args: &[OsString], on_line: &mut dyn FnMut(&str)) -> 
         "--json".into(),
     ];
     argv.extend(args.iter().cloned());
-    match crate::asuser::run_json::<ReapSummary>(Some(&who), &argv, on_line) {
+    match crate::sys::asuser::run_json::<ReapSummary>(Some(&who), &argv, on_line) {
         Ok((s, _)) => s,
         Err(e) => ReapSummary {
             errors: vec![ErrorEntry::new(&t.path, e.to_string())],
@@ -1156,186 +1199,29 @@ pub fn as_owner(t: &Trash, args: &[OsString], on_line: &mut dyn FnMut(&str)) -> 
     }
 }
 
-/// `reclaim reap`; returns the exit code.
-pub fn command(a: &ReapArgs) -> u8 {
-    if a.detached {
-        spawn::detach();
-    }
-    if a.watch {
-        return watch::command(a);
-    }
-    let dest = a
-        .log
-        .unwrap_or(crate::logging::Target::Auto)
-        .resolve(a.detached, false);
-    let trash_arg = a.trash.clone();
-    let open = move || -> Result<Vec<Trash>, OpenError> {
-        match &trash_arg {
-            Some(p) => Trash::open_path(p)
-                .map(|t| vec![t])
-                .map_err(|error| OpenError::Named {
-                    path: p.clone(),
-                    error,
-                }),
-            None => {
-                let found = trash::discover(trash::uid());
-                for u in &found.unreachable {
-                    eprintln!("reclaim reap: warning: {} {}", quote(&u.path), u.reason);
-                }
-                Ok(found.trashes)
-            }
-        }
-    };
-    let mut engine = remove::Options {
-        // 0: chosen per file system when a tree is freed (`free_tree`).
-        threads: 0,
-        ..remove::Options::default()
-    };
-    if let Some(t) = a.threads {
-        engine.threads = t.into();
-        engine.batch_threads = engine.batch_threads.min(engine.threads);
-    }
-    let opts = ReapOptions {
-        // Only a detached reaper waits out grace windows (`reap` frees what it can now and
-        // exits; `--watch` starts a pass when a window ends).
-        until: if a.detached {
-            Until::Empty
-        } else {
-            Until::Once
-        },
-        // `reap` waits for a reaper at work to finish, then frees what it left; a detached
-        // reaper and the service's passes leave the trash to it.
-        locked: if a.once || a.detached {
-            Locked::Skip
-        } else {
-            Locked::Wait
-        },
-        pacing: a.pace.given().then(|| EntryPacing::from(&a.pace)),
-        engine,
-        only: None,
-        log: Sink::new(dest).prefixed(a.log_prefix),
-        // `reap` (not `--once`, whose passes the service repeats) frees what it can now; a
-        // detached reaper tries a failed entry once when it starts.
-        retry_failed: !a.once || a.retry_failed,
-    };
-    let progress = crate::report::Progress::start(!a.json && !a.detached);
-    let bar = progress.bar();
-    let on_progress = |line: &str| {
-        if let Some(bar) = &bar {
-            bar.set_message(line.to_string());
-            bar.tick();
-        }
-    };
-    let mut child_args = EntryPacing::from(&a.pace).to_args();
-    if let Some(t) = a.threads {
-        child_args.push(format!("--threads={t}").into());
-    }
-    child_args.extend(child_log_args(dest));
-    let started = std::time::Instant::now();
-    // Messages of this process and what children (other users' passes) print: on stderr, or
-    // with the log when it goes to the journal or syslog.
-    let lines = relay_sink(dest, a.log_prefix);
-    let mut relay = |line: &str| match &bar {
-        Some(b) => b.suspend(|| lines.relay(line, None)),
-        None => lines.relay(line, None),
-    };
-    let on_wait = |what: &str| {
-        if let Some(bar) = &bar {
-            bar.set_message(what.to_string());
-            bar.tick();
-        }
-    };
-    let sum = reap_all(
-        &open,
-        &opts,
-        &child_args,
-        &on_progress,
-        &on_wait,
-        &mut relay,
-    );
-    if let Some(bar) = &bar {
-        bar.finish_and_clear();
-    }
-    let failed = !sum.errors.is_empty() || sum.error.is_some();
-    if a.json {
-        println!(
-            "{}",
-            serde_json::to_string(&sum).expect("summary serializes")
-        );
-    } else {
-        if let Some(e) = &sum.error {
-            eprintln!("reclaim reap: {e}");
-        }
-        for e in &sum.errors {
-            eprintln!("reclaim reap: cannot free {e}");
-        }
-        if !a.detached {
-            eprintln!("{}", sum.human(started.elapsed()));
-        }
-    }
-    if let Some(sig) = interrupt::requested() {
-        if !a.json && !a.detached {
-            eprintln!(
-                "reclaim: interrupted by {}: {} left in the trash; `reclaim reap` continues",
-                interrupt::name(sig),
-                plural(sum.remaining, "entry", "entries")
-            );
-        }
-        return interrupt::exit_code(sig);
-    }
-    u8::from(failed)
-}
+#[cfg(test)]
+mod fuzz {
+    use proptest::prelude::*;
 
-impl ReapSummary {
-    /// One paragraph for the terminal.
-    pub fn human(&self, took: Duration) -> String {
-        let mut s = format!(
-            "freed {} ({}, {}) in {}",
-            plural(self.entries_freed, "entry", "entries"),
-            plural(self.files, "file", "files"),
-            format::bytes(self.bytes_freed),
-            format::seconds(took.as_secs_f64())
-        );
-        if self.waiting > 0 {
-            let until = match (self.next_grace_unix, self.last_grace_unix) {
-                (Some(a), Some(b)) if b - a >= 1.0 => {
-                    format!("{} to {}", format::local_time(a), format::local_time(b))
+    use crate::trash::safefile::fuzz::bytes;
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(400))]
+        #[test]
+        fn reaper_records_from_arbitrary_bytes(text in bytes()) {
+            let d = tempfile::tempdir().unwrap();
+            let dir = crate::sys::dirfd::open_dir_path(d.path()).unwrap();
+            std::fs::write(d.path().join("failed.json"), &text).unwrap();
+            std::fs::write(d.path().join("reaper.json"), &text).unwrap();
+            let me = rustix::process::geteuid().as_raw();
+            if let Ok(Some(f)) = super::failure::FailedRecord::read(&dir, me) {
+                for e in &f.errors {
+                    let _ = e.to_string();
                 }
-                (Some(t), _) | (None, Some(t)) => format::local_time(t),
-                (None, None) => "its grace window ends".into(),
-            };
-            s.push_str(&format!(
-                "; {} waiting, restorable until {until} (then freed by a reaper that waits \
-                 for {}, or by the next `reclaim reap`)",
-                plural(self.waiting, "entry", "entries"),
-                if self.waiting == 1 { "it" } else { "them" }
-            ));
+            }
+            let _ = super::state::read(&dir, me).map(|s| s.alive());
+            // What a child prints (hostile when it runs as another user).
+            let _ = serde_json::from_slice::<super::ReapSummary>(&text);
         }
-        if self.entries_failed > 0 {
-            s.push_str(&format!(
-                "; {} could not be freed",
-                plural(self.entries_failed, "entry", "entries")
-            ));
-        }
-        let other = self
-            .remaining
-            .saturating_sub(self.waiting)
-            .saturating_sub(self.entries_failed);
-        if other > 0 {
-            s.push_str(&format!(
-                "; {} left (being hidden or restored, waiting for a retry, or another reaper's)",
-                plural(other, "entry", "entries")
-            ));
-        }
-        for t in &self.skipped_locked {
-            s.push_str(&format!(
-                "\nskipped {}: another reaper is working on it",
-                quote(t)
-            ));
-        }
-        for g in &self.gentle {
-            s.push_str(&format!("\n  {}", g.human()));
-        }
-        s
     }
 }

@@ -8,11 +8,8 @@ use std::ffi::OsString;
 use std::os::unix::process::CommandExt;
 use std::process::{Command, Stdio};
 
+use crate::trash::meta::EntryPacing;
 use crate::trash::Trash;
-
-/// Set to `1` to stop `reclaim rm --background` from starting a reaper (tests inspect the
-/// trash and run `reclaim reap` themselves).
-pub const NO_SPAWN_ENV: &str = "RECLAIM_NO_SPAWN";
 
 /// Starts `reclaim reap --trash <trash> --detached ARGS...` in the background; returns its pid.
 pub fn detached(trash: &Trash, args: &[OsString]) -> std::io::Result<u32> {
@@ -53,4 +50,40 @@ pub fn detach() {
         );
     }
     let _ = std::env::set_current_dir("/");
+}
+
+/// The flags that ask for `pacing`, for a reaper's command line (a record made from flags
+/// gives them back: the flags parsed again are the same pacing).
+pub fn pace_args(pacing: &EntryPacing) -> Vec<OsString> {
+    let mut v: Vec<OsString> = Vec::new();
+    if pacing.fast {
+        v.push("--fast".into());
+    }
+    if let Some(d) = pacing.max_latency {
+        v.push(format!("--max-latency={}", micros(d)).into());
+    }
+    if let Some(r) = pacing.rate {
+        v.push(format!("--rate={r}").into());
+    }
+    if let Some(n) = pacing.iops {
+        v.push(format!("--iops={n}").into());
+    }
+    v
+}
+
+/// A duration in microseconds as `--max-latency` reads it back to the nanosecond: `20000us`,
+/// `1234.500us`.
+fn micros(d: std::time::Duration) -> String {
+    let (us, ns) = (d.as_micros(), d.subsec_nanos() % 1000);
+    if ns == 0 {
+        format!("{us}us")
+    } else {
+        format!("{us}.{ns:03}us")
+    }
+}
+
+/// Whether detached reapers may be started: not when `RECLAIM_NO_SPAWN=1` (tests inspect the
+/// trash and run `reclaim reap` themselves).
+pub fn enabled() -> bool {
+    !std::env::var_os(crate::sys::asuser::NO_SPAWN_ENV).is_some_and(|v| v == "1")
 }

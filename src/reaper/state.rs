@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 
 use serde::{Deserialize, Serialize};
 
-use crate::trash::meta::now_unix;
+use crate::sys::format::now_unix;
 use crate::trash::{safefile, STATUS};
 
 #[derive(Clone, Debug, Default, Serialize, Deserialize)]

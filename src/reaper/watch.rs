@@ -14,14 +14,13 @@ use std::sync::mpsc;
 use std::time::Duration;
 
 use super::{ReapSummary, Trash};
-use crate::asuser::{self, ChildError, Identity};
-use crate::cli::ReapArgs;
-use crate::interrupt;
-use crate::logging::{Priority, Record, Sink, Target};
-use crate::quote::quote;
-use crate::report::plural;
+use crate::sys::asuser::{self, ChildError, Identity};
+use crate::sys::format::now_unix;
+use crate::sys::format::plural;
+use crate::sys::interrupt;
+use crate::sys::logging::{Priority, Record, Sink, Target};
+use crate::sys::quote::quote;
 use crate::trash;
-use crate::trash::meta::now_unix;
 
 /// Set to a file to have `reap --watch` append one JSON line per pass (`t`, `pass_s`:
 /// how long the pass took, `running`: children at work), for the hostile soak.
@@ -51,15 +50,14 @@ fn signature(t: &Trash) -> Option<(u64, i64, i64, i64, i64)> {
     ))
 }
 
-/// `reclaim reap --watch`; returns the exit code (0 when stopped by a signal: a service stop).
-pub fn command(a: &ReapArgs) -> u8 {
-    let dest = a.log.unwrap_or(Target::Auto).resolve(false, true);
-    let mut child_args: Vec<OsString> = crate::pace::EntryPacing::from(&a.pace).to_args();
-    if let Some(t) = a.threads {
-        child_args.push(format!("--threads={t}").into());
-    }
+/// `reclaim reap --watch`: supervises until a stop signal. `log` is where the reapers log,
+/// `log_prefix` starts each stderr line with its priority, `child_args` are the flags every
+/// child pass gets (pacing, threads).
+pub fn run(log: Target, log_prefix: bool, child_args: &[OsString]) {
+    let dest = log.resolve(false, true);
+    let mut child_args = child_args.to_vec();
     child_args.extend(super::child_log_args(dest));
-    let lines = super::relay_sink(dest, a.log_prefix);
+    let lines = super::relay_sink(dest, log_prefix);
     let say = |priority: Priority, line: String| {
         lines.write(&Record::new(priority, line), Some("reclaim reap"));
     };
@@ -81,42 +79,7 @@ pub fn command(a: &ReapArgs) -> u8 {
             running -= 1;
             let k = known.entry(path.clone()).or_default();
             k.running = false;
-            match result {
-                Ok(s) => {
-                    k.next_due = super::min_opt(s.next_grace_unix, s.next_retry_unix);
-                    if s.entries_freed > 0 {
-                        say_of(
-                            &path,
-                            Priority::Info,
-                            format!(
-                                "{}: freed {} ({}, {})",
-                                quote(&path),
-                                plural(s.entries_freed, "entry", "entries"),
-                                plural(s.files, "file", "files"),
-                                crate::format::bytes(s.bytes_freed)
-                            ),
-                        );
-                    }
-                    // Each failure in the trash was logged by the child (as the trash's owner); what
-                    // stopped the child's run as a whole is logged here, once until it changes.
-                    let mut now_logged = HashSet::new();
-                    if let Some(e) = &s.error {
-                        let line = format!("{}: {e}", quote(&path));
-                        if !k.logged.contains(&line) {
-                            say_of(&path, Priority::Err, line.clone());
-                        }
-                        now_logged.insert(line);
-                    }
-                    k.logged = now_logged;
-                }
-                Err(e) => {
-                    let e = e.to_string();
-                    if k.logged.insert(e.clone()) {
-                        say_of(&path, Priority::Err, format!("{}: {e}", quote(&path)));
-                    }
-                    k.next_due = Some(now_unix() + 60.0);
-                }
-            }
+            child_done(k, &path, result, &say_of);
         }
         if interrupt::stopping() {
             break;
@@ -161,16 +124,7 @@ pub fn command(a: &ReapArgs) -> u8 {
             });
         }
         if let Some(t) = &trace {
-            let line = format!(
-                "{{\"t\":{:.3},\"pass_s\":{:.6},\"running\":{running}}}\n",
-                now_unix(),
-                pass.elapsed().as_secs_f64()
-            );
-            let _ = std::fs::OpenOptions::new()
-                .create(true)
-                .append(true)
-                .open(t)
-                .and_then(|mut f| std::io::Write::write_all(&mut f, line.as_bytes()));
+            trace_pass(t, pass.elapsed(), running);
         }
         if !interrupt::sleep(Duration::from_secs(1)) {
             break;
@@ -185,7 +139,66 @@ pub fn command(a: &ReapArgs) -> u8 {
         }
     }
     say(Priority::Info, "stopped".into());
-    0
+}
+
+/// What the supervisor makes of a child's end for trash `path`: when `k` is due next, and the
+/// lines about it (what it freed; what stopped it, once until that changes).
+fn child_done(
+    k: &mut Known,
+    path: &std::path::Path,
+    result: Result<ReapSummary, ChildError>,
+    say_of: &dyn Fn(&std::path::Path, Priority, String),
+) {
+    match result {
+        Ok(s) => {
+            k.next_due = super::min_opt(s.next_grace_unix, s.next_retry_unix);
+            if s.entries_freed > 0 {
+                say_of(
+                    path,
+                    Priority::Info,
+                    format!(
+                        "{}: freed {} ({}, {})",
+                        quote(path),
+                        plural(s.entries_freed, "entry", "entries"),
+                        plural(s.files, "file", "files"),
+                        crate::sys::format::bytes(s.bytes_freed)
+                    ),
+                );
+            }
+            // Each failure in the trash was logged by the child (as the trash's owner); what
+            // stopped the child's run as a whole is logged here, once until it changes.
+            let mut now_logged = HashSet::new();
+            if let Some(e) = &s.error {
+                let line = format!("{}: {e}", quote(path));
+                if !k.logged.contains(&line) {
+                    say_of(path, Priority::Err, line.clone());
+                }
+                now_logged.insert(line);
+            }
+            k.logged = now_logged;
+        }
+        Err(e) => {
+            let e = e.to_string();
+            if k.logged.insert(e.clone()) {
+                say_of(path, Priority::Err, format!("{}: {e}", quote(path)));
+            }
+            k.next_due = Some(now_unix() + 60.0);
+        }
+    }
+}
+
+/// One line of the hostile soak's trace: when, how long the pass took, children at work.
+fn trace_pass(t: &std::path::Path, took: Duration, running: usize) {
+    let line = format!(
+        "{{\"t\":{:.3},\"pass_s\":{:.6},\"running\":{running}}}\n",
+        now_unix(),
+        took.as_secs_f64()
+    );
+    let _ = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(t)
+        .and_then(|mut f| std::io::Write::write_all(&mut f, line.as_bytes()));
 }
 
 /// Runs one `reap --once` pass over `path` as its owner `uid` in a child process; what it

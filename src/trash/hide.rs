@@ -11,21 +11,21 @@ use std::path::{Path, PathBuf};
 
 use rustix::fs::{fsync, mkdirat, unlinkat, AtFlags, Mode};
 
-use crate::rename::{noreplace, Into};
+use crate::sys::rename::{noreplace, Into};
 use rustix::io::Errno;
 
 use super::meta::{self, Meta};
 use super::{Trash, DATA, REAPING};
-use crate::dirfd::{self, Facts, Lineage};
-use crate::error::Reason;
-use crate::locks;
-use crate::pace::EntryPacing;
+use crate::sys::dirfd::{self, Facts, Lineage};
+use crate::sys::error::Reason;
+use crate::sys::locks;
+use crate::trash::meta::EntryPacing;
 
 /// A target now in the trash.
 #[derive(Clone, Debug, serde::Serialize)]
 pub struct Hidden {
     #[serde(flatten)]
-    pub path: crate::quote::PathField,
+    pub path: crate::sys::quote::PathField,
     pub id: String,
     pub trash: String,
     /// When its grace window ends (`--grace`): until then `reclaim restore ID` puts it back.
@@ -96,6 +96,44 @@ fn hide_as(
 /// The entry directory disappeared before the target was moved into it.
 struct Vanished;
 
+/// The record of a new entry `id` for `original` (`facts` from its `lstat`, its parent's
+/// `parent`), hidden `now`: what a reaper, `status` and `restore` read of it.
+fn record(
+    id: &str,
+    trash: &Trash,
+    parent: Lineage,
+    original: &Path,
+    facts: &Facts,
+    opts: &HideOptions,
+    now: f64,
+) -> Meta {
+    let mut m =
+        Meta {
+            version: 2,
+            id: id.to_string(),
+            original: String::new(),
+            original_hex: None,
+            parent_dev: parent.dev,
+            parent_ino: parent.ino,
+            parent: Some(parent),
+            uid: trash.uid,
+            created_unix: now,
+            grace_until_unix: opts.grace.map(|g| now + g.as_secs_f64()),
+            kind: kind(facts.file_type).into(),
+            allocated: opts.known.map(|k| k.0).or_else(|| {
+                (facts.file_type != rustix::fs::FileType::Directory)
+                    .then_some(if facts.nlink <= 1 { facts.allocated } else { 0 })
+            }),
+            files: opts
+                .known
+                .map(|k| k.1)
+                .or_else(|| (facts.file_type != rustix::fs::FileType::Directory).then_some(1)),
+            pacing: opts.pacing.clone(),
+        };
+    m.set_original(original);
+    m
+}
+
 fn hide_once(
     trash: &Trash,
     base: &OwnedFd,
@@ -135,31 +173,8 @@ fn hide_once(
             return Ok(Err(Reason::Os(e)));
         }
     };
-    let now = meta::now_unix();
-    let mut m =
-        Meta {
-            version: 2,
-            id: id.clone(),
-            original: String::new(),
-            original_hex: None,
-            parent_dev: parent.dev,
-            parent_ino: parent.ino,
-            parent: Some(parent),
-            uid: trash.uid,
-            created_unix: now,
-            grace_until_unix: opts.grace.map(|g| now + g.as_secs_f64()),
-            kind: kind(facts.file_type).into(),
-            allocated: opts.known.map(|k| k.0).or_else(|| {
-                (facts.file_type != rustix::fs::FileType::Directory)
-                    .then_some(if facts.nlink <= 1 { facts.allocated } else { 0 })
-            }),
-            files: opts
-                .known
-                .map(|k| k.1)
-                .or_else(|| (facts.file_type != rustix::fs::FileType::Directory).then_some(1)),
-            pacing: opts.pacing.clone(),
-        };
-    m.set_original(original);
+    let now = crate::sys::format::now_unix();
+    let m = record(&id, trash, parent, original, facts, opts, now);
     let before = m
         .write_new(&entry, opts.durable)
         .and_then(|()| sync_if(opts.durable, &entry))
@@ -195,7 +210,7 @@ fn hide_once(
     }
     Ok(Ok((
         Hidden {
-            path: crate::quote::PathField::new(original),
+            path: crate::sys::quote::PathField::new(original),
             id,
             trash: trash.path.to_string_lossy().into_owned(),
             restorable_until_unix: m.grace_until_unix.filter(|g| *g > now),
@@ -234,10 +249,10 @@ pub fn unsuitable(original: &Path, facts: &Facts, parent_mnt: u64) -> Option<Str
         return Some("it is inside reclaim's trash".into());
     }
     if facts.file_type == rustix::fs::FileType::Directory {
-        if let Some(m) = crate::mounts::inside(original).first() {
+        if let Some(m) = crate::sys::mounts::inside(original).first() {
             return Some(format!(
                 "another file system is mounted inside it ({}); moving it would move the mount",
-                crate::quote::quote(&m.point)
+                crate::sys::quote::quote(&m.point)
             ));
         }
     }
@@ -246,5 +261,5 @@ pub fn unsuitable(original: &Path, facts: &Facts, parent_mnt: u64) -> Option<Str
 
 /// The absolute path of `name` in `base`, if the directory has one.
 pub fn absolute(base: &OwnedFd, name: &CStr) -> Option<PathBuf> {
-    Some(crate::mounts::fd_path(base)?.join(meta::os(name)))
+    Some(crate::sys::mounts::fd_path(base)?.join(meta::os(name)))
 }

@@ -8,12 +8,13 @@ use std::os::fd::OwnedFd;
 use std::os::unix::ffi::{OsStrExt, OsStringExt};
 use std::path::PathBuf;
 
+use std::time::Duration;
+
 use rustix::io::Errno;
 use serde::{Deserialize, Serialize};
 
 use super::safefile::{self, Bad};
-use crate::dirfd::Lineage;
-use crate::pace::EntryPacing;
+use crate::sys::dirfd::Lineage;
 
 pub const META: &CStr = c"meta.json";
 
@@ -49,7 +50,9 @@ impl Meta {
     /// The original path, exactly.
     pub fn original_path(&self) -> PathBuf {
         match &self.original_hex {
-            Some(hex) => OsString::from_vec(crate::quote::unhex(hex).unwrap_or_default()).into(),
+            Some(hex) => {
+                OsString::from_vec(crate::sys::quote::unhex(hex).unwrap_or_default()).into()
+            }
             None => PathBuf::from(&self.original),
         }
     }
@@ -92,13 +95,6 @@ impl Meta {
     }
 }
 
-/// Seconds since the epoch, now.
-pub fn now_unix() -> f64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0.0, |d| d.as_secs_f64())
-}
-
 /// A new entry id: UTC time to the microsecond, pid and a counter, so ids sort oldest first
 /// and two processes never collide: `20261122T081500.123456Z-4711-0`.
 pub fn new_id() -> String {
@@ -109,7 +105,7 @@ pub fn new_id() -> String {
         .unwrap_or_default();
     format!(
         "{}.{:06}Z-{}-{}",
-        crate::format::utc_stamp(now.as_secs()),
+        crate::sys::format::utc_stamp(now.as_secs()),
         now.subsec_micros(),
         std::process::id(),
         SEQ.fetch_add(1, Ordering::Relaxed)
@@ -128,6 +124,55 @@ pub fn is_entry_name(name: &[u8]) -> bool {
 /// The name as an `OsStr` (for messages).
 pub fn os(name: &CStr) -> &OsStr {
     OsStr::from_bytes(name.to_bytes())
+}
+
+/// How removal is to be paced, as asked: by `reclaim rm`'s flags, and recorded in each entry it
+/// hides (a reaper frees the entry that way; `engine::pace::asked` turns it into what the
+/// pacer takes). `meta.json` holds the budget as
+/// `max_latency_ms`; a record is the user's input, so a budget there that is no duration
+/// (negative, not finite, beyond 100 years) reads as not given.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct EntryPacing {
+    /// `--fast`: no pacing at all.
+    pub fast: bool,
+    /// `--max-latency`, as given (`None`: the default budget).
+    #[serde(
+        rename = "max_latency_ms",
+        with = "millis",
+        default,
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub max_latency: Option<Duration>,
+    /// `--rate`: bytes freed per second at most.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub rate: Option<u64>,
+    /// `--iops`: unlinks per second at most, in trees.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub iops: Option<u64>,
+    /// Trees paced by the latency probe too (`--max-latency` was given).
+    #[serde(default)]
+    pub pace_trees: bool,
+}
+
+/// `max_latency_ms` of a record: a budget as milliseconds (`f64`), either way.
+mod millis {
+    use std::time::Duration;
+
+    use serde::{Deserialize, Deserializer, Serializer};
+
+    pub fn serialize<S: Serializer>(d: &Option<Duration>, s: S) -> Result<S::Ok, S::Error> {
+        match d {
+            Some(d) => s.serialize_some(&(d.as_secs_f64() * 1e3)),
+            None => s.serialize_none(),
+        }
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Duration>, D::Error> {
+        let ms = Option::<f64>::deserialize(d)?;
+        Ok(ms
+            .filter(|ms| *ms / 1e3 <= crate::sys::format::MAX_DURATION_SECS)
+            .and_then(|ms| Duration::try_from_secs_f64(ms / 1e3).ok()))
+    }
 }
 
 #[cfg(test)]

@@ -19,9 +19,9 @@ use std::path::{Path, PathBuf};
 use rustix::fs::{mkdirat, Mode};
 use rustix::io::Errno;
 
-use crate::dirfd::{self, Ident};
-use crate::mounts::{self, Mount};
-use crate::quote::quote;
+use crate::sys::dirfd::{self, Ident};
+use crate::sys::mounts::{self, Mount};
+use crate::sys::quote::quote;
 
 /// Prefix of a trash's name at its top: `.reclaim-<uid>`, or `.reclaim-<uid>.<random>` when
 /// the plain name was taken by something that is not the user's trash.
@@ -42,7 +42,7 @@ pub const LOG: &CStr = c"reaper.log";
 /// Why a trash cannot be used.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum TrashError {
-    #[error("{}", crate::error::errno_text(*.0))]
+    #[error("{}", crate::sys::error::errno_text(*.0))]
     Os(#[from] Errno),
     #[error("{} {why}; not using it", quote(.path))]
     Unsafe { path: PathBuf, why: String },
@@ -70,7 +70,6 @@ pub struct Trash {
     /// Its owner, whose entries it holds.
     pub uid: u32,
     pub ident: Ident,
-    pub mnt_id: u64,
 }
 
 /// The uid a trash name stands for: `.reclaim-<uid>` or `.reclaim-<uid>.<suffix>`.
@@ -135,7 +134,7 @@ impl Trash {
             Err(e @ (Errno::ACCESS | Errno::PERM)) => {
                 return Err(unsafe_(&format!(
                     "cannot be opened ({}): not this user's",
-                    crate::error::errno_text(e)
+                    crate::sys::error::errno_text(e)
                 )))
             }
             Err(e) => return Err(e.into()),
@@ -150,7 +149,6 @@ impl Trash {
             mount: mount.point.clone(),
             uid,
             ident: facts.ident,
-            mnt_id: facts.mnt_id,
         })
     }
 
@@ -632,5 +630,42 @@ mod tests {
         assert!(is_trash_name(b".reclaim"));
         assert!(is_trash_name(b".reclaim-7"));
         assert!(!is_trash_name(b".reclaim-shrink.1f"));
+    }
+}
+
+/// The parsers of what a trash holds (and what a child prints), fed arbitrary bytes: never a
+/// panic, and whatever parses is usable (paths come back, names quote on one line).
+#[cfg(test)]
+mod fuzz {
+    use proptest::prelude::*;
+
+    use super::safefile::fuzz::bytes;
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(400))]
+        #[test]
+        fn records_from_arbitrary_bytes(text in bytes()) {
+            let d = tempfile::tempdir().unwrap();
+            let dir = crate::sys::dirfd::open_dir_path(d.path()).unwrap();
+            std::fs::write(d.path().join("meta.json"), &text).unwrap();
+            let me = rustix::process::geteuid().as_raw();
+            if let Ok(Some(m)) = crate::trash::meta::Meta::read(&dir, me) {
+                let _ = m.original_path();
+                let _ = m.in_grace(0.0);
+                let _ = crate::sys::quote::quote(m.original_path());
+            }
+            // What a child prints (hostile when it runs as another user).
+            let _ = serde_json::from_slice::<crate::trash::restore::Report>(&text);
+        }
+
+        #[test]
+        fn names_quote_on_one_printable_line(name in prop::collection::vec(any::<u8>(), 0..40)) {
+            for utf8 in [false, true] {
+                let q = crate::sys::quote::quote_bytes(&name, utf8);
+                prop_assert!(!q.chars().any(char::is_control), "{q:?}");
+            }
+            let _ = crate::trash::name_uid(&name);
+            let _ = crate::trash::meta::is_entry_name(&name);
+        }
     }
 }

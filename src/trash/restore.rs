@@ -1,8 +1,9 @@
-//! `reclaim restore`: puts a trashed target back at its original path, while it is still
-//! whole (no reaper has claimed it). One rename, the other way; refuses rather than overwrite
-//! anything or put it into another directory than it came from (the same device, inode,
-//! owner and birth time or generation). By original path it considers only the caller's own
-//! entries; root may name another user's entry by its ID, and then restores it as that user.
+//! `reclaim restore`'s library half (`cmd::restore` reports): puts a trashed target back at
+//! its original path, while it is still whole (no reaper has claimed it). One rename, the other
+//! way; refuses rather than overwrite anything or put it into another directory than it came
+//! from (the same device, inode, owner and birth time or generation). By original path it
+//! considers only the caller's own entries; root may name another user's entry by its ID, and
+//! then restores it as that user.
 
 use std::ffi::{CString, OsStr, OsString};
 use std::os::unix::ffi::OsStrExt;
@@ -14,10 +15,10 @@ use serde::{Deserialize, Serialize};
 
 use super::meta::{self, Meta};
 use super::{Trash, DATA, REAPING};
-use crate::dirfd::{self, Lineage};
-use crate::locks;
-use crate::quote::{quote, PathField};
-use crate::report::ErrorEntry;
+use crate::sys::dirfd::{self, Lineage};
+use crate::sys::error::ErrorEntry;
+use crate::sys::locks;
+use crate::sys::quote::{quote, PathField};
 
 /// Why an entry was not restored.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -40,7 +41,7 @@ pub enum RestoreError {
     DestinationTaken(PathBuf),
     #[error("{} is on another file system than the entry (a restore is a rename)", quote(.0))]
     OtherFileSystem(PathBuf),
-    #[error("cannot restore to {}: {}", quote(.0), crate::error::errno_text(*.1))]
+    #[error("cannot restore to {}: {}", quote(.0), crate::sys::error::errno_text(*.1))]
     Destination(PathBuf, Errno),
     #[error("{0}")]
     Os(Errno),
@@ -76,7 +77,7 @@ pub fn restore(
     to: Option<&Path>,
 ) -> Result<Restored, Failed> {
     let (trash, id) = find(trashes, arg, me).ok_or((None, RestoreError::NotFound))?;
-    if crate::asuser::needed(trash.uid) {
+    if crate::sys::asuser::needed(trash.uid) {
         return as_owner(trash, &id, to);
     }
     restore_entry(trash, &id, to)
@@ -146,14 +147,13 @@ fn restore_entry(trash: &Trash, id: &CString, to: Option<&Path>) -> Result<Resto
     if !same {
         return Err(gone());
     }
-    crate::rename::noreplace(&entry, DATA, &pfd, &name, crate::rename::Into::Shared).map_err(
-        |e| {
+    crate::sys::rename::noreplace(&entry, DATA, &pfd, &name, crate::sys::rename::Into::Shared)
+        .map_err(|e| {
             fail(match e {
                 Errno::EXIST | Errno::NOTEMPTY => RestoreError::Taken,
                 e => RestoreError::Os(e),
             })
-        },
-    )?;
+        })?;
     // The target is back; what is left is an empty record (a crash here leaves a data-less
     // entry, which the reaper removes).
     let _ = fsync(&pfd);
@@ -185,13 +185,12 @@ fn restore_to(
             e => Err(e),
         })
         .map_err(|e| RestoreError::Destination(parent.into(), e))?;
-    crate::rename::noreplace(entry, DATA, &pfd, &name, crate::rename::Into::Shared).map_err(
-        |e| match e {
+    crate::sys::rename::noreplace(entry, DATA, &pfd, &name, crate::sys::rename::Into::Shared)
+        .map_err(|e| match e {
             Errno::EXIST | Errno::NOTEMPTY => RestoreError::DestinationTaken(dest.clone()),
             Errno::XDEV => RestoreError::OtherFileSystem(dest.clone()),
             e => RestoreError::Destination(dest.clone(), e),
-        },
-    )?;
+        })?;
     let _ = fsync(&pfd);
     let _ = unlinkat(entry, meta::META, AtFlags::empty());
     let _ = unlinkat(entry, super::FAILED, AtFlags::empty());
@@ -204,7 +203,7 @@ fn restore_to(
 
 /// Restores entry `id` of another user's `trash` in a child running as that user.
 fn as_owner(trash: &Trash, id: &CString, to: Option<&Path>) -> Result<Restored, Failed> {
-    let who = crate::asuser::Identity::of(trash.uid);
+    let who = crate::sys::asuser::Identity::of(trash.uid);
     let mut argv: Vec<OsString> = vec![
         "restore".into(),
         "--json".into(),
@@ -219,7 +218,7 @@ fn as_owner(trash: &Trash, id: &CString, to: Option<&Path>) -> Result<Restored, 
     }
     argv.push(OsStr::from_bytes(id.to_bytes()).to_owned());
     let mut lines = |_: &str| {};
-    match crate::asuser::run_json::<Report>(Some(&who), &argv, &mut lines) {
+    match crate::sys::asuser::run_json::<Report>(Some(&who), &argv, &mut lines) {
         Ok((mut r, _)) => {
             if let Some(ok) = r.restored.pop() {
                 return Ok(ok);
@@ -302,66 +301,4 @@ fn lexical_absolute(p: &Path) -> Option<PathBuf> {
         }
     }
     Some(out)
-}
-
-/// `reclaim restore [--json] [--trash DIR] [--to PATH] ID|PATH...`; returns the exit code.
-pub fn command(args: &[OsString], json: bool, only: Option<&Path>, to: Option<&Path>) -> u8 {
-    let me = super::uid();
-    let trashes = match only {
-        Some(p) => match Trash::open_path(p) {
-            Ok(t) => vec![t],
-            Err(e) => {
-                let report = Report {
-                    errors: vec![ErrorEntry::new(p, format!("cannot use this trash: {e}"))],
-                    ..Report::default()
-                };
-                if json {
-                    finish(json, report);
-                } else {
-                    eprintln!("reclaim: {}", report.errors[0]);
-                }
-                return 1;
-            }
-        },
-        None => super::discover(me).trashes,
-    };
-    let mut report = Report::default();
-    for a in args {
-        match restore(&trashes, a, me, to) {
-            Ok(r) => {
-                if !json {
-                    println!("restored {} (entry {})", r.path, quote(&r.id));
-                }
-                report.restored.push(r);
-            }
-            Err((original, e)) => {
-                let arg = Path::new(a);
-                let shown = match &original {
-                    Some(o) if o.as_path() != arg => {
-                        format!("{} (entry {})", quote(o), quote(arg))
-                    }
-                    _ => quote(arg),
-                };
-                if !json {
-                    eprintln!("reclaim: cannot restore {shown}: {e}");
-                }
-                report.errors.push(ErrorEntry::new(
-                    original.as_deref().unwrap_or(arg),
-                    e.to_string(),
-                ));
-            }
-        }
-    }
-    let failed = !report.errors.is_empty();
-    finish(json, report);
-    u8::from(failed)
-}
-
-fn finish(json: bool, report: Report) {
-    if json {
-        println!(
-            "{}",
-            serde_json::to_string(&report).expect("report serializes")
-        );
-    }
 }

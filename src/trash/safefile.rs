@@ -21,7 +21,7 @@ pub const MAX_BYTES: u64 = 64 << 10;
 pub enum Bad {
     #[error("is missing")]
     Missing,
-    #[error("{}", crate::error::errno_text(*.0))]
+    #[error("{}", crate::sys::error::errno_text(*.0))]
     Os(Errno),
     #[error("is a {0}, not a regular file")]
     NotRegular(&'static str),
@@ -31,13 +31,6 @@ pub enum Bad {
     Links(u64),
     #[error("is {0} bytes, more than a record may hold ({MAX_BYTES})")]
     TooBig(u64),
-}
-
-impl Bad {
-    /// Whether the file is simply not there (not a sign of tampering).
-    pub fn is_missing(&self) -> bool {
-        matches!(self, Bad::Missing)
-    }
 }
 
 /// What a file type is called in messages.
@@ -204,11 +197,6 @@ fn temp_name(name: &CStr) -> CString {
         .expect("no NUL in a temp name")
 }
 
-/// Whether `name` is one of `replace`'s temporary names (left by a process killed mid-write).
-pub fn is_temp_name(name: &[u8]) -> bool {
-    name.starts_with(b".") && name.ends_with(b".tmp")
-}
-
 /// `n` random bytes as lowercase hex (from the kernel's generator).
 pub fn random_hex(n: usize) -> String {
     let mut buf = vec![0u8; n];
@@ -302,7 +290,7 @@ mod tests {
     #[test]
     fn reads_only_small_regular_files_of_the_owner() {
         let d = tempfile::tempdir().unwrap();
-        let dir = crate::dirfd::open_dir_path(d.path()).unwrap();
+        let dir = crate::sys::dirfd::open_dir_path(d.path()).unwrap();
         std::fs::write(d.path().join("ok"), b"{\"a\":1}").unwrap();
         assert_eq!(read(&dir, c"ok", me()).unwrap(), b"{\"a\":1}");
         assert_eq!(read(&dir, c"nope", me()), Err(Bad::Missing));
@@ -327,7 +315,7 @@ mod tests {
     #[test]
     fn replace_never_writes_through_an_existing_name() {
         let d = tempfile::tempdir().unwrap();
-        let dir = crate::dirfd::open_dir_path(d.path()).unwrap();
+        let dir = crate::sys::dirfd::open_dir_path(d.path()).unwrap();
         std::fs::write(d.path().join("precious"), b"keep").unwrap();
         std::fs::hard_link(d.path().join("precious"), d.path().join("state")).unwrap();
         replace(&dir, c"state", b"new").unwrap();
@@ -340,7 +328,7 @@ mod tests {
     #[test]
     fn lock_and_log_refuse_planted_files() {
         let d = tempfile::tempdir().unwrap();
-        let dir = crate::dirfd::open_dir_path(d.path()).unwrap();
+        let dir = crate::sys::dirfd::open_dir_path(d.path()).unwrap();
         assert!(open_lock(&dir, c"lock", me()).is_ok());
         assert!(open_lock(&dir, c"lock", me()).is_ok(), "an existing one");
         rustix::fs::mknodat(&dir, c"f", FileType::Fifo, Mode::from_raw_mode(0o600), 0).unwrap();
@@ -354,11 +342,13 @@ mod tests {
 
 /// The parsers of what a trash holds, fed arbitrary bytes: never a panic, and whatever parses
 /// is usable (paths come back, sums saturate, names quote on one line).
+/// Hostile bytes for the readers of the trash's small files (and what children print): the
+/// strategies are shared with the tests of the layers above (`reaper`, `ui::status`).
 #[cfg(test)]
-mod fuzz {
+pub(crate) mod fuzz {
     use proptest::prelude::*;
 
-    fn json_like() -> impl Strategy<Value = Vec<u8>> {
+    pub(crate) fn json_like() -> impl Strategy<Value = Vec<u8>> {
         let leaf = prop_oneof![
             Just("null".to_string()),
             any::<bool>().prop_map(|b| b.to_string()),
@@ -398,47 +388,7 @@ mod fuzz {
         })
     }
 
-    fn bytes() -> impl Strategy<Value = Vec<u8>> {
+    pub(crate) fn bytes() -> impl Strategy<Value = Vec<u8>> {
         prop_oneof![prop::collection::vec(any::<u8>(), 0..300), json_like()]
-    }
-
-    proptest! {
-        #![proptest_config(ProptestConfig::with_cases(400))]
-        #[test]
-        fn records_from_arbitrary_bytes(text in bytes()) {
-            let d = tempfile::tempdir().unwrap();
-            let dir = crate::dirfd::open_dir_path(d.path()).unwrap();
-            std::fs::write(d.path().join("meta.json"), &text).unwrap();
-            std::fs::write(d.path().join("failed.json"), &text).unwrap();
-            std::fs::write(d.path().join("reaper.json"), &text).unwrap();
-            let me = rustix::process::geteuid().as_raw();
-            if let Ok(Some(m)) = crate::trash::meta::Meta::read(&dir, me) {
-                let _ = m.original_path();
-                let _ = m.in_grace(0.0);
-                let _ = crate::quote::quote(m.original_path());
-            }
-            if let Ok(Some(f)) = crate::reaper::failure::FailedRecord::read(&dir, me) {
-                for e in &f.errors {
-                    let _ = e.to_string();
-                }
-            }
-            let _ = crate::reaper::state::read(&dir, me).map(|s| s.alive());
-            // What a child prints (hostile when it runs as another user).
-            let _ = serde_json::from_slice::<crate::reaper::ReapSummary>(&text);
-            if let Ok(st) = serde_json::from_slice::<crate::status::Status>(&text) {
-                let _ = st.human();
-            }
-            let _ = serde_json::from_slice::<crate::trash::restore::Report>(&text);
-        }
-
-        #[test]
-        fn names_quote_on_one_printable_line(name in prop::collection::vec(any::<u8>(), 0..40)) {
-            for utf8 in [false, true] {
-                let q = crate::quote::quote_bytes(&name, utf8);
-                prop_assert!(!q.chars().any(char::is_control), "{q:?}");
-            }
-            let _ = crate::trash::name_uid(&name);
-            let _ = crate::trash::meta::is_entry_name(&name);
-        }
     }
 }

@@ -5,7 +5,7 @@
 //! rank ends and can be run again. The ranks run on this machine (`--oversubscribe`), also as
 //! two "hosts" (network namespaces joined by a veth pair), sharing its file systems as the
 //! clients of a shared file system would; the exchange itself is tested with ranks as threads
-//! in src/spread/tests.rs.
+//! in src/engine/spread/tests.rs.
 //!
 //! Built with `--features mpi` only (the binary must be built with it). A test skips itself
 //! (`SKIPPED <test>: no mpirun`) when Open MPI's `mpirun` is not on the PATH; most need root

@@ -2,7 +2,7 @@
 //! violated; free-space targets count what the trash still holds, so a second run right after
 //! the first removes nothing more while the reaper lags; nothing but direct entries of the
 //! named directories is ever touched. (The policy itself is property-tested in
-//! src/prune/policy/tests.rs.)
+//! src/engine/prune/policy/tests.rs.)
 
 use std::path::Path;
 use std::process::Command as StdCommand;

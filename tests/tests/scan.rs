@@ -766,7 +766,7 @@ fn deep_trees_work_with_few_fds() {
     // Built through fds: the paths are far longer than PATH_MAX. Every level holds a file,
     // and every 10th level a side directory with a file, so that the walk has work pending
     // at many levels at once and must close and reopen ancestors.
-    let mut fd = reclaim::dirfd::open_dir_path(&s.path("deep")).unwrap();
+    let mut fd = reclaim::open_dir_path(&s.path("deep")).unwrap();
     let mode = rustix::fs::Mode::from_raw_mode(0o755);
     let mut sides = 0;
     for level in 0..DEPTH {
@@ -780,7 +780,7 @@ fn deep_trees_work_with_few_fds() {
         drop(f);
         if level % 10 == 0 {
             rustix::fs::mkdirat(&fd, c"side", mode).unwrap();
-            let side = reclaim::dirfd::open_dir_at(&fd, c"side").unwrap();
+            let side = reclaim::open_dir_at(&fd, c"side").unwrap();
             drop(
                 rustix::fs::openat(
                     &side,
@@ -793,7 +793,7 @@ fn deep_trees_work_with_few_fds() {
             sides += 1;
         }
         rustix::fs::mkdirat(&fd, c"d", mode).unwrap();
-        fd = reclaim::dirfd::open_dir_at(&fd, c"d").unwrap();
+        fd = reclaim::open_dir_at(&fd, c"d").unwrap();
     }
     drop(fd);
     let files = (DEPTH + sides) as u64;

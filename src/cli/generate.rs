@@ -1,0 +1,214 @@
+//! Man pages and shell completions, generated from the clap definition in `args.rs` (so they
+//! cannot drift from the real flags), as bytes: `cmd::man` and `cmd::completions` write them.
+
+use clap::CommandFactory;
+
+use crate::cli::args::Cli;
+
+/// Shell completions for `shell`.
+pub fn completions(shell: clap_complete::Shell) -> Vec<u8> {
+    let mut cmd = Cli::command();
+    let mut out = Vec::new();
+    clap_complete::generate(shell, &mut cmd, "reclaim", &mut out);
+    out
+}
+
+/// `reclaim.1` and one page per subcommand (`reclaim-rm.1`, ...): each file name with its
+/// text.
+pub fn man_pages() -> Vec<(String, Vec<u8>)> {
+    let cmd = Cli::command();
+    let page = |cmd: clap::Command, name: String| -> (String, Vec<u8>) {
+        let mut out = Vec::new();
+        let sub = name.strip_prefix("reclaim-").unwrap_or("");
+        // clap wants a 'static name; these few strings live until the process exits.
+        let static_name: &'static str = Box::leak(name.clone().into_boxed_str());
+        let versioned = cmd.get_version().is_some();
+        let man = clap_mangen::Man::new(cmd.name(static_name));
+        let rendered: std::io::Result<()> = (|| {
+            man.render_title(&mut out)?;
+            man.render_name_section(&mut out)?;
+            man.render_synopsis_section(&mut out)?;
+            man.render_description_section(&mut out)?;
+            man.render_options_section(&mut out)?;
+            if sub.is_empty() {
+                man.render_subcommands_section(&mut out)?;
+            }
+            Ok(())
+        })();
+        rendered.expect("writing into memory");
+        for (title, body) in extra_sections(sub) {
+            out.extend_from_slice(roff_section(title, &body).as_bytes());
+        }
+        if versioned {
+            man.render_version_section(&mut out)
+                .expect("writing into memory");
+        }
+        (format!("{name}.1"), out)
+    };
+    let mut pages = vec![page(cmd.clone(), "reclaim".into())];
+    for sub in cmd.get_subcommands().filter(|s| !s.is_hide_set()) {
+        pages.push(page(sub.clone(), format!("reclaim-{}", sub.get_name())));
+    }
+    pages
+}
+
+/// A roff section: each paragraph becomes `.PP` text, with roff's special characters escaped.
+fn roff_section(title: &str, paragraphs: &[String]) -> String {
+    let mut out = if title.contains(' ') {
+        format!(".SH \"{title}\"\n")
+    } else {
+        format!(".SH {title}\n")
+    };
+    for p in paragraphs {
+        out.push_str(".PP\n");
+        for line in p.lines() {
+            let escaped = line.replace('\\', "\\e").replace('-', "\\-");
+            // A line starting with . or ' would be a roff request.
+            if escaped.starts_with('.') || escaped.starts_with('\'') {
+                out.push_str("\\&");
+            }
+            out.push_str(&escaped);
+            out.push('\n');
+        }
+    }
+    out
+}
+
+/// EXIT STATUS, FILES, ENVIRONMENT and EXAMPLES of `reclaim` (`sub` empty) or a subcommand.
+fn extra_sections(sub: &str) -> Vec<(&'static str, Vec<String>)> {
+    let exit = match sub {
+        "rm" => vec![
+            "0 everything named was removed (or, with -f, was not there).".to_string(),
+            "1 some paths could not be removed; each is named on stderr as it fails.".into(),
+            "2 usage error.".into(),
+            "128+N stopped by signal N (130 for Ctrl-C); a line says what is left, and \
+             running the same command again finishes it."
+                .into(),
+            "Invoked through a link named rm, the exit status is GNU rm's: 0 or 1.".into(),
+        ],
+        "scan" | "status" | "restore" | "reap" | "prune" | "" => vec![
+            "0 success.".to_string(),
+            "1 something failed (named on stderr, or in the --json object).".into(),
+            "2 usage error.".into(),
+        ],
+        _ => vec!["0 success; 1 failure; 2 usage error.".to_string()],
+    };
+    let files = vec![
+        "/etc/reclaim.toml, then ~/.config/reclaim.toml ($XDG_CONFIG_HOME): defaults for \
+         reclaim rm ([rm]: mode, max_latency, rate, iops), where reapers log ([reap]: log) \
+         and retention policies for reclaim prune ([prune.NAME]); command-line flags win."
+            .to_string(),
+        "MOUNT/.reclaim-UID/: the trash of user UID on the file system mounted at MOUNT \
+         (mode 0700, owned by UID; MOUNT/.reclaim-UID.HEX when that name was taken by \
+         someone else). Each entry is a directory named by its ID holding meta.json and the \
+         hidden data; reaper.log, reaper.json and failed.json are the reaper's log, state and \
+         back-off list."
+            .into(),
+        "/run/systemd/journal/socket and /dev/log: where reapers log with --log journal and \
+         --log syslog (auto picks the journal when stderr is the journal's stream)."
+            .into(),
+    ];
+    let env = vec![
+        "RECLAIM_CONFIG=FILE reads only FILE as the configuration (empty: none).".to_string(),
+        "RECLAIM_MODE, RECLAIM_MAX_LATENCY, RECLAIM_RATE, RECLAIM_IOPS: as the [rm] keys of \
+         the configuration, over the files and under the flags."
+            .into(),
+        "RECLAIM_UNDER=DIR: only trashes of file systems mounted at or below DIR are looked at \
+         (a container's view; tests)."
+            .into(),
+        "JOURNAL_STREAM=DEV:INO (set by systemd): when it names stderr's device and inode, \
+         reapers log to the journal (--log auto)."
+            .into(),
+        "RECLAIM_JOURNAL_SOCKET, RECLAIM_SYSLOG_SOCKET: other sockets to send the journal's \
+         and syslog's records to (tests)."
+            .into(),
+        "LC_ALL, LC_CTYPE, LANG: whether names are shown with UTF-8 characters or escaped, as \
+         GNU rm quotes them."
+            .into(),
+        "OMPI_COMM_WORLD_SIZE, PMI_SIZE, PMIX_SIZE (set by mpirun or srun): rm and scan run as \
+         ranks of that job (a build with --features mpi; without it, reclaim refuses to run as \
+         one of several ranks)."
+            .into(),
+    ];
+    let examples: Vec<String> = match sub {
+        "rm" => vec![
+            "reclaim rm -r /var/backups/2026-11-15    # a tree, in parallel; large files paced".into(),
+            "reclaim rm -r --background --grace 1h old/   # gone now, freed later, restorable for an hour".into(),
+            "reclaim rm --max-latency 5ms /data/dump.sql    # gentler next to a database".into(),
+            "ln -s \"$(command -v reclaim)\" ~/.local/bin/rm   # reclaim as a drop-in GNU rm".into(),
+            "mpirun -np 32 --hostfile hosts reclaim rm -r /lustre/scratch/old   # 32 ranks on many clients (--features mpi)".into(),
+        ],
+        "status" => vec!["reclaim status --count    # what waits in the trashes, measured".into()],
+        "restore" => vec!["reclaim restore /srv/app/config.yaml    # the newest entry of that path".into()],
+        "reap" => vec![
+            "reclaim reap            # free what can be freed now".into(),
+            "reclaim reap --watch    # the service: free entries as they come".into(),
+            "reclaim reap --watch --log syslog    # from a sysvinit script or cron".into(),
+            "journalctl -t reclaim -p warning    # what the reapers could not free".into(),
+        ],
+        "prune" => vec![
+            "reclaim prune --keep-last 7 --keep-free 20G --dry-run /backups".into(),
+        ],
+        "scan" => vec![
+            "reclaim scan /home    # where the bytes and the files are".into(),
+            "reclaim scan --top 20 --exclude node_modules --exclude 'build/*' ~/src".into(),
+            "mpirun -np 16 --hostfile hosts reclaim scan /lustre/scratch   # counted by 16 ranks".into(),
+        ],
+        _ => vec![
+            "reclaim rm -r DIR; reclaim status; reclaim scan DIR; reclaim bench --quick".into(),
+        ],
+    };
+    vec![
+        ("EXIT STATUS", exit),
+        ("FILES", files),
+        ("ENVIRONMENT", env),
+        ("EXAMPLES", examples),
+    ]
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn man_pages_cover_every_command_and_flag() {
+        let pages = man_pages();
+        let names: Vec<&str> = pages.iter().map(|(n, _)| n.as_str()).collect();
+        for want in [
+            "reclaim.1",
+            "reclaim-rm.1",
+            "reclaim-status.1",
+            "reclaim-prune.1",
+        ] {
+            assert!(names.contains(&want), "{want} in {names:?}");
+        }
+        let text = |name: &str| {
+            let (_, t) = pages.iter().find(|(n, _)| n == name).unwrap();
+            String::from_utf8(t.clone()).unwrap()
+        };
+        let rm = text("reclaim-rm.1");
+        for flag in ["background", "durable", r"max\-latency", "grace"] {
+            assert!(rm.contains(flag), "reclaim-rm.1 lacks {flag}");
+        }
+        for name in &names {
+            let text = text(name);
+            for section in [
+                ".SH NAME",
+                ".SH SYNOPSIS",
+                ".SH DESCRIPTION",
+                ".SH OPTIONS",
+                ".SH \"EXIT STATUS\"",
+                ".SH FILES",
+                ".SH ENVIRONMENT",
+                ".SH EXAMPLES",
+            ] {
+                assert!(text.contains(section), "{name}: no {section}");
+            }
+        }
+    }
+
+    #[test]
+    fn cli_definition_is_consistent() {
+        Cli::command().debug_assert();
+    }
+}

@@ -1,0 +1,362 @@
+//! The command line: the clap definition (`args`), the config file (`config`), the human
+//! quantities (`units`), man pages and completions (`generate`). `parse` turns the flags, with
+//! the configuration's defaults, into the plain options of `cmd`, once; nothing below this
+//! layer sees clap. Prints nothing: what goes wrong comes back as an `Error`.
+
+pub mod args;
+pub mod config;
+pub mod generate;
+pub mod units;
+
+use std::ffi::OsString;
+
+use clap::{CommandFactory, FromArgMatches};
+
+use crate::cmd::gnu::args::{PromptFlag, Prompting, When};
+use crate::cmd::{self, Command, Invocation};
+use crate::engine::prune::policy::{Policy, SortBy};
+use crate::reaper::rm::Mode;
+use crate::trash::meta::EntryPacing;
+use args::{Cli, PaceArgs, PruneArgs, ReapArgs, RmArgs, ScanArgs, SortArg};
+use config::Config;
+
+/// Why the command line is not one to run.
+#[derive(Debug)]
+pub enum Error {
+    /// clap's own (also `--help` and `--version`): `exit()` prints it and exits as clap does.
+    Clap(clap::Error),
+    /// A usage error of ours (exit status 2): the configuration's warnings and the message
+    /// to print.
+    Usage {
+        warnings: Vec<String>,
+        message: String,
+    },
+}
+
+fn usage(warnings: Vec<String>, message: String) -> Error {
+    Error::Usage { warnings, message }
+}
+
+/// Reads the command line `args` (argv[0] first) and the configuration.
+pub fn parse(args: Vec<OsString>) -> Result<Invocation, Error> {
+    no_preserve_root_abbreviated(&args)?;
+    let matches = Cli::command()
+        .try_get_matches_from(&args)
+        .map_err(Error::Clap)?;
+    let cli = Cli::from_arg_matches(&matches).map_err(Error::Clap)?;
+    let mut warnings = Vec::new();
+    let config = match Config::load(&mut warnings) {
+        Ok(c) => c,
+        Err(e) => return Err(usage(warnings, format!("reclaim: config: {e}"))),
+    };
+    let command = match cli.command {
+        args::Command::Rm(mut a) => {
+            config.apply_rm(&mut a);
+            let prompting = prompting(&a, matches.subcommand_matches("rm"));
+            Command::Rm(rm(a, prompting))
+        }
+        args::Command::Status(a) => Command::Status {
+            json: a.json,
+            count: a.count,
+            trash: a.trash,
+        },
+        args::Command::Restore(a) => Command::Restore {
+            entries: a.entries,
+            json: a.json,
+            trash: a.trash,
+            to: a.to,
+        },
+        args::Command::Reap(mut a) => {
+            config.apply_reap(&mut a);
+            Command::Reap(reap(a))
+        }
+        args::Command::Prune(mut a) => {
+            if let Err(e) = config.apply_prune(&mut a) {
+                return Err(usage(warnings, format!("reclaim prune: {e}")));
+            }
+            let pattern = a.pattern.as_deref().map(crate::engine::glob::Name::new);
+            let pattern = match pattern.transpose() {
+                Ok(p) => p,
+                Err(e) => return Err(usage(warnings, format!("reclaim prune: --match: {e}"))),
+            };
+            Command::Prune(Box::new(prune(a, pattern)))
+        }
+        args::Command::Scan(a) => Command::Scan(scan(a)),
+        args::Command::Bench(a) => Command::Bench(cmd::bench::Options {
+            quick: a.quick,
+            dir: a.dir,
+            files: a.files,
+            shape: a.shape.shape(32, 100),
+            runs: a.runs,
+            cold: a.cold,
+            threads: a.threads,
+        }),
+        args::Command::Completions { shell } => Command::Completions(generate::completions(shell)),
+        args::Command::Man { dir } => Command::Man {
+            dir,
+            pages: generate::man_pages(),
+        },
+    };
+    Ok(Invocation { command, warnings })
+}
+
+/// GNU rm's one option that may not be abbreviated (`reclaim rm` infers the others).
+fn no_preserve_root_abbreviated(args: &[OsString]) -> Result<(), Error> {
+    let abbreviated = args.iter().skip(2).take_while(|a| *a != "--").find(|a| {
+        a.len() > 4
+            && *a != "--no-preserve-root"
+            && "--no-preserve-root"
+                .as_bytes()
+                .starts_with(a.as_encoded_bytes())
+    });
+    match abbreviated {
+        Some(a) if args.get(1).is_some_and(|c| c == "rm") => Err(usage(Vec::new(), format!(
+                "reclaim rm: you may not abbreviate the --no-preserve-root option ({})\nTry 'reclaim rm --help' for more information.",
+                a.to_string_lossy()
+            ))),
+        _ => Ok(()),
+    }
+}
+
+/// `-f`, `-i`, `-I` and `--interactive` in the order given on the command line, folded by GNU
+/// rm's rule (`Prompting::apply`). A `-f` without a place on the command line (set by other
+/// means) counts first.
+fn prompting(a: &RmArgs, m: Option<&clap::ArgMatches>) -> Prompting {
+    let last = |id: &str| {
+        m.filter(|m| m.value_source(id) == Some(clap::parser::ValueSource::CommandLine))
+            .and_then(|m| m.indices_of(id))
+            .and_then(|i| i.max())
+    };
+    let mut flags: Vec<(usize, PromptFlag)> = Vec::new();
+    flags.extend(last("force").map(|i| (i, PromptFlag::Force)));
+    flags.extend(last("prompt_always").map(|i| (i, PromptFlag::Interactive(When::Always))));
+    flags.extend(last("prompt_once").map(|i| (i, PromptFlag::Interactive(When::Once))));
+    flags.extend(last("interactive").map(|i| {
+        let w = a.interactive.unwrap_or(When::Always);
+        (i, PromptFlag::Interactive(w))
+    }));
+    flags.sort_by_key(|f| f.0);
+    let mut p = Prompting {
+        when: None,
+        ignore_missing: a.force,
+    };
+    for (_, f) in flags {
+        p.apply(f);
+    }
+    p
+}
+
+impl From<&PaceArgs> for EntryPacing {
+    fn from(p: &PaceArgs) -> Self {
+        EntryPacing {
+            fast: p.fast,
+            max_latency: p.max_latency,
+            rate: p.rate,
+            iops: p.iops,
+            pace_trees: p.max_latency.is_some(),
+        }
+    }
+}
+
+impl PaceArgs {
+    /// Whether any pacing flag was given.
+    pub fn given(&self) -> bool {
+        self.fast || self.max_latency.is_some() || self.rate.is_some() || self.iops.is_some()
+    }
+}
+
+fn rm(a: RmArgs, prompting: Prompting) -> cmd::rm::Options {
+    cmd::rm::Options {
+        prompting,
+        recursive: a.recursive,
+        dir: a.dir,
+        verbose: a.verbose,
+        dry_run: a.dry_run,
+        json: a.json,
+        cross_mounts: a.cross_mounts,
+        preserve_all_root: a.preserve_root.as_deref() == Some("all"),
+        mode: if a.mode.background {
+            Mode::Background
+        } else if a.mode.wait {
+            Mode::Wait
+        } else {
+            Mode::Now
+        },
+        grace: a.grace,
+        durable: a.durable,
+        pace: EntryPacing::from(&a.pace),
+        pace_trace: a.pace_trace,
+        threads: a.threads,
+        profile: a.profile,
+        mpi: a.mpi,
+        fd_budget: a.fd_budget as usize,
+        stat_files: a.stat_files,
+        small_dir_stats: a.small_dir_stats.as_deref().map(|v| v == "on"),
+        batch_threads: a.batch_threads.map(usize::from),
+        batch_size: a.batch_size,
+        paths: a.paths,
+    }
+}
+
+fn reap(a: ReapArgs) -> cmd::reap::Options {
+    cmd::reap::Options {
+        watch: a.watch,
+        once: a.once,
+        trash: a.trash,
+        json: a.json,
+        detached: a.detached,
+        retry_failed: a.retry_failed,
+        log: a.log,
+        log_prefix: a.log_prefix,
+        pace: a.pace.given().then(|| EntryPacing::from(&a.pace)),
+        threads: a.threads,
+    }
+}
+
+fn prune(a: PruneArgs, pattern: Option<crate::engine::glob::Name>) -> cmd::prune::Options {
+    cmd::prune::Options {
+        policy: Policy {
+            keep_last: a.keep_last,
+            keep_hourly: a.keep_hourly,
+            keep_daily: a.keep_daily,
+            keep_weekly: a.keep_weekly,
+            keep_monthly: a.keep_monthly,
+            keep_yearly: a.keep_yearly,
+            keep_within: a.keep_within,
+            older_than: a.older_than.map(|d| d.as_secs_f64()),
+            keep_free: a.keep_free,
+            max_total: a.max_total,
+            sort: match a.sort.unwrap_or_default() {
+                SortArg::Mtime => SortBy::Mtime,
+                SortArg::Name => SortBy::Name,
+            },
+            allow_empty: a.allow_empty,
+        },
+        names: crate::engine::prune::Names {
+            pattern,
+            all: a.all,
+        },
+        dry_run: a.dry_run,
+        json: a.json,
+        mode: if a.now {
+            Mode::Now
+        } else if a.wait {
+            Mode::Wait
+        } else {
+            Mode::Background
+        },
+        pace: EntryPacing::from(&a.pace),
+        dirs: a.dirs,
+    }
+}
+
+fn scan(a: ScanArgs) -> cmd::scan::Options {
+    cmd::scan::Options {
+        scan: crate::engine::scan::Options {
+            paths: a.paths,
+            top: a.top,
+            small: a.small,
+            threads: a.threads,
+            cross_mounts: a.cross_mounts,
+            exclude: a.exclude,
+            no_estimate: a.no_estimate,
+            profile: a.profile,
+        },
+        json: a.json,
+        mpi: a.mpi,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::ffi::OsString;
+    use std::time::Duration;
+
+    use clap::Parser;
+
+    use super::*;
+
+    #[derive(Parser)]
+    struct Flags {
+        #[command(flatten)]
+        pace: PaceArgs,
+    }
+
+    fn parse(args: &[OsString]) -> PaceArgs {
+        let argv = std::iter::once(OsString::from("reclaim")).chain(args.iter().cloned());
+        Flags::try_parse_from(argv)
+            .unwrap_or_else(|e| panic!("{args:?}: {e}"))
+            .pace
+    }
+
+    #[test]
+    fn flags_given_again_to_a_reaper_ask_for_the_same_pacing() {
+        let ms = Duration::from_millis;
+        let cases = [
+            PaceArgs::default(),
+            PaceArgs {
+                fast: true,
+                ..PaceArgs::default()
+            },
+            PaceArgs {
+                fast: true,
+                iops: Some(5000),
+                ..PaceArgs::default()
+            },
+            PaceArgs {
+                max_latency: Some(ms(20)),
+                ..PaceArgs::default()
+            },
+            PaceArgs {
+                max_latency: Some(Duration::from_nanos(1_234_567)),
+                rate: Some(200 << 20),
+                iops: Some(1),
+                ..PaceArgs::default()
+            },
+            PaceArgs {
+                max_latency: Some(Duration::from_secs(3600)),
+                ..PaceArgs::default()
+            },
+            PaceArgs {
+                max_latency: Some(Duration::ZERO),
+                rate: Some(1),
+                ..PaceArgs::default()
+            },
+        ];
+        for flags in cases {
+            let asked = EntryPacing::from(&flags);
+            let args = crate::reaper::spawn::pace_args(&asked);
+            let again = EntryPacing::from(&parse(&args));
+            assert_eq!(again, asked, "{args:?}");
+        }
+    }
+
+    #[test]
+    fn the_budget_is_the_default_unless_given_and_none_when_fast() {
+        let p = EntryPacing::default().pacing();
+        assert_eq!(
+            p.max_latency,
+            Some(crate::engine::pace::asked::DEFAULT_MAX_LATENCY)
+        );
+        assert!(EntryPacing::from(&parse(&["--fast".into()]))
+            .pacing()
+            .is_fast());
+        let given = EntryPacing::from(&parse(&["--max-latency".into(), "5ms".into()]));
+        assert_eq!(given.pacing().max_latency, Some(Duration::from_millis(5)));
+        assert!(given.pace_trees);
+    }
+
+    #[test]
+    fn the_help_names_the_default_budget() {
+        use clap::CommandFactory;
+        let cmd = Flags::command();
+        let arg = cmd.get_arguments().find(|a| a.get_id() == "max_latency");
+        let help = arg.and_then(|a| a.get_long_help().or(a.get_help()));
+        let help = help.unwrap().to_string();
+        let default = format!(
+            "[default: {}ms ",
+            crate::engine::pace::asked::DEFAULT_MAX_LATENCY.as_millis()
+        );
+        assert!(help.contains(&default), "{help}");
+    }
+}

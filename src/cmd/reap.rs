@@ -1,0 +1,171 @@
+//! `reclaim reap`: frees what can be freed in the trashes now (`reaper::reap_all`), as a
+//! detached reaper started by `rm --background`, or supervises them (`--watch`,
+//! `reaper::watch`); then reports what was freed.
+
+use std::ffi::OsString;
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use crate::engine::remove;
+use crate::reaper::{self, spawn, watch, Locked, OpenError, ReapOptions, ReapSummary, Until};
+use crate::sys::format::plural;
+use crate::sys::interrupt;
+use crate::sys::logging::{Dest, Sink, Target};
+use crate::sys::quote::quote;
+use crate::trash::meta::EntryPacing;
+use crate::trash::{self, Trash};
+use crate::ui::report::Progress;
+
+/// What `reclaim reap` was asked.
+#[derive(Clone, Debug, Default)]
+pub struct Options {
+    /// Keep running (the systemd service).
+    pub watch: bool,
+    /// One pass over what is due now.
+    pub once: bool,
+    /// Only this trash.
+    pub trash: Option<PathBuf>,
+    pub json: bool,
+    /// Started by `rm --background`: lower priority, no output but the log.
+    pub detached: bool,
+    /// Try entries that failed before now.
+    pub retry_failed: bool,
+    /// Where to log (`None`: auto).
+    pub log: Option<Target>,
+    /// Each stderr log line starts with its priority.
+    pub log_prefix: bool,
+    /// The pacing flags, when one was given (otherwise each entry's own).
+    pub pace: Option<EntryPacing>,
+    pub threads: Option<u16>,
+}
+
+/// `reclaim reap`.
+pub fn run(o: &Options) -> ExitCode {
+    crate::sys::limits::raise_nofile();
+    // A detached reaper ignores the terminal's hangup; the rest stop at a consistent point on
+    // SIGINT/SIGTERM/SIGHUP.
+    super::catch_signals(!o.detached);
+    if o.detached {
+        spawn::detach();
+    }
+    let log = o.log.unwrap_or(Target::Auto);
+    if o.watch {
+        // Stopped by a signal: a service stop, exit 0.
+        watch::run(log, o.log_prefix, &child_args(o));
+        return ExitCode::SUCCESS;
+    }
+    let dest = log.resolve(o.detached, false);
+    let progress = Progress::start(!o.json && !o.detached);
+    let mut child_args = child_args(o);
+    child_args.extend(reaper::child_log_args(dest));
+    let started = std::time::Instant::now();
+    // Messages of this process and what children (other users' passes) print: on stderr, or
+    // with the log when it goes to the journal or syslog.
+    let lines = reaper::relay_sink(dest, o.log_prefix);
+    let mut relay = |line: &str| progress.suspend(|| lines.relay(line, None));
+    let sum = reaper::reap_all(
+        &|| open(o.trash.as_ref()),
+        &reap_options(o, dest),
+        &child_args,
+        &|p| progress.show(&crate::ui::report::reaping(p)),
+        &mut relay,
+    );
+    progress.finish();
+    report(o, &sum, started.elapsed())
+}
+
+/// The trashes to reap: the one named, or every one this user may see.
+fn open(only: Option<&PathBuf>) -> Result<Vec<Trash>, OpenError> {
+    match only {
+        Some(p) => Trash::open_path(p)
+            .map(|t| vec![t])
+            .map_err(|error| OpenError::Named {
+                path: p.clone(),
+                error,
+            }),
+        None => {
+            let found = trash::discover(trash::uid());
+            for u in &found.unreachable {
+                eprintln!("reclaim reap: warning: {} {}", quote(&u.path), u.reason);
+            }
+            Ok(found.trashes)
+        }
+    }
+}
+
+/// The flags every child pass gets (another user's pass, the service's passes): the pacing and
+/// the workers asked for.
+fn child_args(o: &Options) -> Vec<OsString> {
+    let mut args = spawn::pace_args(&o.pace.clone().unwrap_or_default());
+    if let Some(t) = o.threads {
+        args.push(format!("--threads={t}").into());
+    }
+    args
+}
+
+fn reap_options(o: &Options, dest: Dest) -> ReapOptions {
+    let mut engine = remove::Options {
+        // 0: chosen per file system when a tree is freed (`free_tree`).
+        threads: 0,
+        ..remove::Options::default()
+    };
+    if let Some(t) = o.threads {
+        engine.threads = t.into();
+        engine.batch_threads = engine.batch_threads.min(engine.threads);
+    }
+    ReapOptions {
+        // Only a detached reaper waits out grace windows (`reap` frees what it can now and
+        // exits; `--watch` starts a pass when a window ends).
+        until: if o.detached {
+            Until::Empty
+        } else {
+            Until::Once
+        },
+        // `reap` waits for a reaper at work to finish, then frees what it left; a detached
+        // reaper and the service's passes leave the trash to it.
+        locked: if o.once || o.detached {
+            Locked::Skip
+        } else {
+            Locked::Wait
+        },
+        pacing: o.pace.clone(),
+        engine,
+        only: None,
+        log: Sink::new(dest).prefixed(o.log_prefix),
+        // `reap` (not `--once`, whose passes the service repeats) frees what it can now; a
+        // detached reaper tries a failed entry once when it starts.
+        retry_failed: !o.once || o.retry_failed,
+    }
+}
+
+/// The JSON object or the lines about what was freed and what failed; the exit code.
+fn report(o: &Options, sum: &ReapSummary, took: std::time::Duration) -> ExitCode {
+    let failed = !sum.errors.is_empty() || sum.error.is_some();
+    if o.json {
+        println!(
+            "{}",
+            serde_json::to_string(sum).expect("summary serializes")
+        );
+    } else {
+        if let Some(e) = &sum.error {
+            eprintln!("reclaim reap: {e}");
+        }
+        for e in &sum.errors {
+            eprintln!("reclaim reap: cannot free {e}");
+        }
+        if !o.detached {
+            eprintln!("{}", crate::ui::reap::human(sum, took));
+        }
+    }
+    if let Some(sig) = interrupt::requested() {
+        if !o.json && !o.detached {
+            eprintln!(
+                "reclaim: interrupted by {}: {} left in the trash; `reclaim reap` continues",
+                interrupt::name(sig),
+                plural(sum.remaining, "entry", "entries")
+            );
+        }
+        return super::stopped_by(sig);
+    }
+    ExitCode::from(u8::from(failed))
+}

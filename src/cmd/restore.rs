@@ -1,0 +1,73 @@
+//! `reclaim restore`: puts trashed entries back (`trash::restore`) and says what became of
+//! each, as lines or one JSON object.
+
+use std::ffi::OsString;
+use std::path::Path;
+use std::process::ExitCode;
+
+use crate::sys::error::ErrorEntry;
+use crate::sys::quote::quote;
+use crate::trash::restore::{restore, Report};
+use crate::trash::{self, Trash};
+
+/// `reclaim restore [--json] [--trash DIR] [--to PATH] ID|PATH...`.
+pub fn run(args: &[OsString], json: bool, only: Option<&Path>, to: Option<&Path>) -> ExitCode {
+    let me = trash::uid();
+    let trashes = match only {
+        Some(p) => match Trash::open_path(p) {
+            Ok(t) => vec![t],
+            Err(e) => {
+                let report = Report {
+                    errors: vec![ErrorEntry::new(p, format!("cannot use this trash: {e}"))],
+                    ..Report::default()
+                };
+                if json {
+                    finish(json, report);
+                } else {
+                    eprintln!("reclaim: {}", report.errors[0]);
+                }
+                return ExitCode::from(1);
+            }
+        },
+        None => trash::discover(me).trashes,
+    };
+    let mut report = Report::default();
+    for a in args {
+        match restore(&trashes, a, me, to) {
+            Ok(r) => {
+                if !json {
+                    println!("restored {} (entry {})", r.path, quote(&r.id));
+                }
+                report.restored.push(r);
+            }
+            Err((original, e)) => {
+                let arg = Path::new(a);
+                let shown = match &original {
+                    Some(o) if o.as_path() != arg => {
+                        format!("{} (entry {})", quote(o), quote(arg))
+                    }
+                    _ => quote(arg),
+                };
+                if !json {
+                    eprintln!("reclaim: cannot restore {shown}: {e}");
+                }
+                report.errors.push(ErrorEntry::new(
+                    original.as_deref().unwrap_or(arg),
+                    e.to_string(),
+                ));
+            }
+        }
+    }
+    let failed = !report.errors.is_empty();
+    finish(json, report);
+    ExitCode::from(u8::from(failed))
+}
+
+fn finish(json: bool, report: Report) {
+    if json {
+        println!(
+            "{}",
+            serde_json::to_string(&report).expect("report serializes")
+        );
+    }
+}

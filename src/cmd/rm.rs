@@ -1,0 +1,202 @@
+//! `reclaim rm`: checks what the flags ask for together, joins an MPI job, asks `-I`'s question
+//! or hands `-i` to GNU's one-at-a-time walk (`gnu`), runs the removal (`reaper::rm`) with its
+//! progress on the terminal (`ui::report::RmView`), prints the summary and picks the exit code.
+
+use std::ffi::OsString;
+use std::io::IsTerminal;
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::time::Duration;
+
+use crate::cmd::gnu::args::{Prompting, When};
+use crate::engine::profile::Class;
+use crate::engine::remove;
+use crate::reaper::rm::{Mode, Removal, Request};
+use crate::trash::meta::EntryPacing;
+use crate::ui::report::RmView;
+
+/// What `reclaim rm` was asked.
+#[derive(Clone, Debug)]
+pub struct Options {
+    pub paths: Vec<OsString>,
+    /// `-f`, `-i`, `-I`, `--interactive` (the last one counts).
+    pub prompting: Prompting,
+    pub recursive: bool,
+    pub dir: bool,
+    pub verbose: bool,
+    pub dry_run: bool,
+    pub json: bool,
+    pub cross_mounts: bool,
+    /// `--preserve-root=all`.
+    pub preserve_all_root: bool,
+    pub mode: Mode,
+    pub grace: Option<Duration>,
+    pub durable: bool,
+    pub pace: EntryPacing,
+    pub pace_trace: Option<PathBuf>,
+    pub threads: Option<u16>,
+    pub profile: Option<Class>,
+    pub mpi: bool,
+    pub fd_budget: usize,
+    pub stat_files: bool,
+    pub small_dir_stats: Option<bool>,
+    pub batch_threads: Option<usize>,
+    pub batch_size: Option<u32>,
+}
+
+/// A usage error: the message (after `reclaim rm: `), then the pointer to `--help`; exit 2.
+fn usage(message: &str) -> ExitCode {
+    eprintln!("reclaim rm: {message}\nTry 'reclaim rm --help' for more information.");
+    ExitCode::from(2)
+}
+
+/// `reclaim rm`.
+pub fn run(o: &Options) -> ExitCode {
+    let force = o.prompting.ignore_missing;
+    let when = o.prompting.when.unwrap_or(When::Never);
+    // Under mpirun: every rank joins the job before anything else is done.
+    let job = match crate::engine::spread::start(o.mpi) {
+        Ok(job) => job,
+        Err(e) => {
+            eprintln!("reclaim rm: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    let hiding = o.mode != Mode::Now;
+    if job.is_some() && (hiding || when != When::Never) {
+        // Every rank stops; rank 0 says why.
+        if crate::engine::spread::leads() {
+            return usage(
+                "under MPI the ranks remove in the foreground: -i, -I, --background and --wait do not apply",
+            );
+        }
+        return ExitCode::from(2);
+    }
+    match when {
+        When::Always => return one_at_a_time(o, hiding),
+        When::Once
+            if !o.paths.is_empty()
+                && !super::gnu::confirm_once("reclaim", o.paths.len(), o.recursive) =>
+        {
+            return ExitCode::SUCCESS;
+        }
+        _ => {}
+    }
+    if o.paths.is_empty() && !force {
+        return usage("missing operand");
+    }
+    if o.grace.is_some() && o.mode != Mode::Background {
+        return usage("--grace needs --background (entries wait in the trash that long)");
+    }
+    let nofile = crate::sys::limits::raise_nofile();
+    super::catch_signals(true);
+    let req = request(o, job.is_some(), nofile);
+    let leads = crate::engine::spread::leads();
+    let live = leads && std::io::stderr().is_terminal();
+    let view = RmView::new(o.verbose, o.dry_run, o.json, live && !o.json);
+    let removal = crate::reaper::rm::run(&req, &view);
+    view.printer().flush();
+    // Under MPI, rank 0 reports for all.
+    if leads {
+        report(o, live, &removal, &view);
+    }
+    if let Some(sig) = removal.summary.interrupted {
+        view.printer()
+            .error_line(&crate::ui::report::interrupted(sig, &removal));
+        return super::stopped_by(sig);
+    }
+    ExitCode::from(u8::from(!removal.failures.is_empty()))
+}
+
+/// `-i`: one entry at a time, with GNU's prompts and order.
+fn one_at_a_time(o: &Options, hiding: bool) -> ExitCode {
+    if hiding || o.json || o.dry_run {
+        return usage(
+            "-i asks about each entry in turn; it does not combine with --background, --wait, --json or --dry-run",
+        );
+    }
+    let gnu = super::gnu::args::Options {
+        prompting: o.prompting,
+        one_file_system: !o.cross_mounts,
+        remove_empty_dirs: o.dir,
+        recursive: o.recursive,
+        preserve_all_root: o.preserve_all_root,
+        verbose: o.verbose,
+        operands: o.paths.clone(),
+        ..Default::default()
+    };
+    if gnu.operands.is_empty() {
+        return usage("missing operand");
+    }
+    super::catch_signals(true);
+    super::gnu::remove("reclaim", &gnu)
+}
+
+/// The removal asked for: the engine's options (workers, fds, batches) and the rest.
+fn request(o: &Options, mpi: bool, nofile: u64) -> Request {
+    let mut engine = remove::Options {
+        cross_mounts: o.cross_mounts,
+        dry_run: o.dry_run,
+        stat_files: o.stat_files,
+        fd_budget: o.fd_budget,
+        ..remove::Options::default()
+    };
+    if let Some(n) = o.batch_size {
+        engine.batch = n as usize;
+    } else if mpi {
+        // Smaller pieces of one big directory, so that every rank gets some.
+        engine.batch = 128;
+    }
+    if let Some(t) = o.threads {
+        engine.threads = t.into();
+        engine.batch_threads = engine.batch_threads.min(engine.threads);
+    }
+    engine.fd_budget = crate::sys::limits::fd_budget(engine.fd_budget, nofile, engine.threads);
+    Request {
+        paths: o.paths.iter().map(Into::into).collect(),
+        recursive: o.recursive,
+        force: o.prompting.ignore_missing,
+        dir: o.dir,
+        verbose: o.verbose,
+        threads_given: o.threads.is_some(),
+        pace: o.pace.clone(),
+        pace_trace: o.pace_trace.clone(),
+        mode: o.mode,
+        grace: o.grace,
+        durable: o.durable,
+        known_sizes: Default::default(),
+        profile: o.profile,
+        small_dir_stats: o.small_dir_stats,
+        batch_threads: o.batch_threads,
+        preserve_all_root: o.preserve_all_root,
+        engine,
+    }
+}
+
+/// The closing report: the JSON object, or a paragraph on stderr (on a terminal, with -v or
+/// for a dry run), and on a terminal the recap of failures when there were several.
+fn report(o: &Options, live: bool, r: &Removal, view: &RmView) {
+    let summary = &r.summary;
+    if o.json {
+        println!(
+            "{}",
+            serde_json::to_string(summary).expect("summary serializes")
+        );
+    } else if o.mode == Mode::Background && !summary.hidden.is_empty() {
+        if live || o.verbose {
+            eprintln!("{}", crate::ui::report::hidden(summary));
+        }
+    } else if live || o.verbose || o.dry_run {
+        // Off a terminal (cron, scripts) nothing but the errors, as GNU rm.
+        eprintln!("{}", crate::ui::report::summary(summary));
+    }
+    // Recap on a terminal, where the lines may have scrolled away (never in scripts' output:
+    // each failure was said once already).
+    if r.failures.len() > 1 && live && !o.json {
+        view.printer()
+            .error_line(&format!("{} paths could not be removed:", r.failures.len()));
+        for f in &r.failures {
+            eprintln!("  {f}");
+        }
+    }
+}

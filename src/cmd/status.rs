@@ -1,0 +1,41 @@
+//! `reclaim status`: the trashes' status (`reaper::status`), as text or one JSON object.
+
+use std::process::ExitCode;
+
+use crate::reaper::status::{collect, Status};
+use crate::sys::error::ErrorEntry;
+use crate::sys::quote::quote;
+use crate::trash::{self, Trash};
+
+/// `reclaim status [--json] [--count] [--trash DIR]`.
+pub fn run(json: bool, count: bool, only: Option<&std::path::Path>) -> ExitCode {
+    let found = match only {
+        Some(p) => match Trash::open_path(p) {
+            Ok(t) => trash::Discovery {
+                trashes: vec![t],
+                ..Default::default()
+            },
+            Err(e) => {
+                let err = format!("cannot use trash {}: {e}", quote(p));
+                if json {
+                    let st = Status {
+                        errors: vec![ErrorEntry::new(p, e.to_string())],
+                        ..Status::default()
+                    };
+                    println!("{}", serde_json::to_string(&st).expect("status serializes"));
+                } else {
+                    eprintln!("reclaim status: {err}");
+                }
+                return ExitCode::from(1);
+            }
+        },
+        None => trash::discover(trash::uid()),
+    };
+    let st = collect(found, count, &mut |l| eprintln!("reclaim status: {l}"));
+    if json {
+        println!("{}", serde_json::to_string(&st).expect("status serializes"));
+    } else {
+        println!("{}", crate::ui::status::human(&st));
+    }
+    ExitCode::from(u8::from(!st.errors.is_empty()))
+}

@@ -1,0 +1,15 @@
+//! The removal engine and what runs on it: the parallel dirfd walk, removal, gentle shrinking,
+//! pacing, file system profiles, scale-out under MPI, scan's walk and tallies, retention plans.
+//! Reports through sinks and returns results; never prints, never sees clap.
+
+pub mod glob;
+pub mod pace;
+pub mod profile;
+pub mod prune;
+pub mod remove;
+pub mod scan;
+pub mod shrink;
+pub mod spread;
+pub mod target;
+pub mod walk;
+pub mod workload;

@@ -1,0 +1,153 @@
+//! `reclaim prune`'s library half: lists the entries of the given directories (filtered by
+//! name; their times and allocated bytes) for the retention rules (`policy.rs`, a pure
+//! function), and lays out the plan entry by entry. Removing the chosen entries is
+//! `reaper::rm`'s (the same path as `reclaim rm -r`). It only ever looks at direct entries of
+//! the directories it was given, never follows a symlink, and never lists names starting with
+//! a dot unless asked (so never `.reclaim`).
+
+pub mod policy;
+
+use std::ffi::OsStr;
+use std::os::unix::ffi::OsStrExt;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use rustix::fs::{AtFlags, FileType};
+use rustix::io::Errno;
+use serde::Serialize;
+
+use crate::engine::remove;
+use crate::sys::dirfd;
+use policy::{Candidate, Plan, SortBy, Space};
+
+/// Which entries of a pruned directory are candidates.
+#[derive(Clone, Debug, Default)]
+pub struct Names {
+    /// Only names matching this shell pattern (`--match`).
+    pub pattern: Option<crate::engine::glob::Name>,
+    /// Names starting with a dot too (`--all`).
+    pub all: bool,
+}
+
+/// One entry of a pruned directory.
+#[derive(Debug, Serialize)]
+pub struct Entry {
+    #[serde(flatten)]
+    pub path: crate::sys::quote::PathField,
+    pub kind: &'static str,
+    pub mtime_unix: f64,
+    pub allocated: Option<u64>,
+    pub files: Option<u64>,
+    pub remove: bool,
+    pub reasons: Vec<String>,
+    /// The path exactly (for the removal).
+    #[serde(skip)]
+    pub path_os: PathBuf,
+}
+
+/// A listed entry: the policy's candidate, and its path, kind and file count.
+pub type Listed = (Candidate, (PathBuf, &'static str, Option<u64>));
+
+/// Why a directory could not be listed (then nothing is removed).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ListError {
+    /// Opening, examining or reading the directory itself failed.
+    #[error("{}", crate::sys::error::errno_text(*.0))]
+    Os(Errno),
+    /// One of its entries could not be examined.
+    #[error("{}: {}", crate::sys::quote::quote(.path), crate::sys::error::errno_text(*.error))]
+    Entry { path: PathBuf, error: Errno },
+}
+
+/// The entries of `dir` (filtered by name), with their times and allocated bytes (a
+/// directory's as the engine's dry run counts them, one walk each); the file system's device
+/// and space.
+pub fn list(dir: &Path, only: &Names) -> Result<(Vec<Listed>, u64, Space), ListError> {
+    let fd = dirfd::open_dir_path(dir).map_err(ListError::Os)?;
+    let fd = Arc::new(fd);
+    let dev = rustix::fs::fstat(&*fd).map_err(ListError::Os)?.st_dev;
+    let vfs = rustix::fs::fstatvfs(&*fd).map_err(ListError::Os)?;
+    let sp = Space {
+        total: vfs.f_blocks * vfs.f_frsize,
+        avail: vfs.f_bavail * vfs.f_frsize,
+        pending: 0,
+    };
+    let mut names = Vec::new();
+    let list = dirfd::open_dir_at(&*fd, c".").map_err(ListError::Os)?;
+    let mut buf = dirfd::DirBuf::new(256 << 10);
+    dirfd::for_each_entry(&list, &mut buf, |name, _, _| {
+        let b = name.to_bytes();
+        if (b.starts_with(b".") && !only.all) || crate::trash::is_trash_name(b) {
+            return;
+        }
+        if let Some(p) = &only.pattern {
+            if !p.is_match(name.to_bytes()) {
+                return;
+            }
+        }
+        names.push(name.to_owned());
+    })
+    .map_err(ListError::Os)?;
+    let mut out = Vec::new();
+    for name in names {
+        let st = match rustix::fs::statat(&*fd, &name, AtFlags::SYMLINK_NOFOLLOW) {
+            Ok(st) => st,
+            Err(Errno::NOENT) => continue,
+            Err(error) => {
+                return Err(ListError::Entry {
+                    path: dir.join(OsStr::from_bytes(name.to_bytes())),
+                    error,
+                })
+            }
+        };
+        let ft = FileType::from_raw_mode(st.st_mode);
+        let mtime = st.st_mtime as f64 + st.st_mtime_nsec as f64 * 1e-9;
+        let (allocated, files) = if ft == FileType::Directory {
+            let (b, f) = remove::measure(&fd, &name, &dir.join(OsStr::from_bytes(name.to_bytes())));
+            (Some(b), Some(f))
+        } else {
+            let own = if st.st_nlink <= 1 {
+                st.st_blocks as u64 * 512
+            } else {
+                0
+            };
+            (Some(own), Some(1))
+        };
+        out.push((
+            Candidate {
+                name: String::from_utf8_lossy(name.to_bytes()).into_owned(),
+                mtime,
+                allocated,
+                dev,
+            },
+            (
+                dir.join(OsStr::from_bytes(name.to_bytes())),
+                crate::trash::hide::kind(ft),
+                files,
+            ),
+        ));
+    }
+    Ok((out, dev, sp))
+}
+
+/// The plan's entries, newest first, each with its decision.
+pub fn plan_entries(listed: &[Listed], plan: &Plan, sort: SortBy) -> Vec<Entry> {
+    let mut plan_entries: Vec<Entry> = listed
+        .iter()
+        .zip(&plan.decisions)
+        .map(|((c, (path, kind, files)), d)| Entry {
+            path: crate::sys::quote::PathField::new(path),
+            kind,
+            mtime_unix: c.mtime,
+            allocated: c.allocated,
+            files: *files,
+            remove: d.remove,
+            reasons: d.reasons.clone(),
+            path_os: path.clone(),
+        })
+        .collect();
+    let cands: Vec<Candidate> = listed.iter().map(|(c, _)| c.clone()).collect();
+    let order = policy::newest_first(&cands, sort);
+    let mut slots: Vec<Option<Entry>> = plan_entries.drain(..).map(Some).collect();
+    order.iter().filter_map(|&i| slots[i].take()).collect()
+}

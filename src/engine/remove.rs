@@ -1,0 +1,657 @@
+//! The parallel removal engine: the work `reclaim rm -r` does on the shared dirfd walk
+//! (`walk.rs`): every non-directory is `unlinkat`ed on its parent's fd (large regular files in
+//! small directories go to the shrinker), and a directory is removed by the worker that
+//! finishes its last child. It never follows a symlink (a directory swapped for one is
+//! unlinked as the link it is), never leaves the tree's mount unless told to, and never builds
+//! a path for a syscall.
+
+use std::ffi::{CStr, CString};
+use std::os::fd::OwnedFd;
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+
+use rustix::fs::{unlinkat, AtFlags, FileType};
+use rustix::io::Errno;
+
+use crate::engine::shrink::Found;
+use crate::engine::walk::{self, Lost, Names, Next, Node, NotOpened, Root, Visitor, Walk};
+use crate::sys::dirfd::{self, Ident};
+use crate::sys::error::{Failure, Reason};
+
+/// How the engine works.
+#[derive(Clone, Debug)]
+pub struct Options {
+    /// Workers. More than the CPU count pays on cold caches: a worker waiting for a directory
+    /// or inode-table read costs no CPU while the others go on.
+    pub threads: usize,
+    /// Workers allowed at once inside one large directory's unlink batches. Those contend on
+    /// the directory's lock, so more than the CPU count only burns CPU.
+    pub batch_threads: usize,
+    pub cross_mounts: bool,
+    pub dry_run: bool,
+    /// Directory fds held at most (a few more may be in use for a moment).
+    pub fd_budget: usize,
+    /// Names per unlink batch handed to another worker inside one large directory.
+    pub batch: usize,
+    /// `statx` each non-directory before unlinking it, to count the bytes freed (always on in
+    /// a dry run). Off by default: it costs a syscall per file (see bench/RESULTS.md).
+    pub stat_files: bool,
+    /// Unlink rate limit, steered by the tree pacer and capped by `--iops`; `None` = none.
+    pub throttle: Option<std::sync::Arc<crate::engine::pace::throttle::Throttle>>,
+    /// Who frees the large regular files met in small directories (the shrinker, paced);
+    /// `None`: everything is unlinked.
+    pub large_files: Option<Arc<crate::engine::shrink::TreeFiles>>,
+    /// `lstat` the entries of small directories to meet large files (off where a stat is a
+    /// round trip: network file systems).
+    pub stat_small_dirs: bool,
+    /// Look names of a large directory up ahead of their unlinks, from a few threads (a
+    /// network file system: an unlink looks its name up under the directory's lock, one
+    /// round trip more each, when the client's cached entry has expired; lookups of their
+    /// own run in parallel, outside that lock).
+    pub look_ahead: bool,
+    /// Active workers, steered by the governor while the walk runs.
+    pub gate: Option<Arc<crate::engine::walk::Gate>>,
+    /// An entry already gone when it is unlinked is a failure (ENOENT), as GNU rm reports it
+    /// (rm mode; its `-f` drops them), rather than done.
+    pub report_vanished: bool,
+    /// How many workers are in flight, measured while the removal runs (`None`: `threads`,
+    /// fixed). Its gate and stream replace `gate` and `stream` when those are not set.
+    pub concurrency: Option<Arc<crate::engine::pace::concurrency::Concurrency>>,
+}
+
+/// Times a directory is listed again when its `rmdir` finds it not empty (a listing that
+/// shifted under the removals skipped entries, or entries were added meanwhile), before its
+/// failure is reported.
+pub const RELISTS: u32 = 3;
+
+/// Directories with at most this many non-directory entries have each entry `lstat`ed, so
+/// that large files in them (a backup directory with a few big dumps) go to `large_files`
+/// instead of being unlinked at once. Bigger directories (the million small files) are not
+/// stated: a stat per file cost up to 2.2x (bench/RESULTS.md).
+pub const LARGE_FILE_DIR_MAX: usize = 64;
+
+impl Default for Options {
+    fn default() -> Self {
+        Options {
+            threads: 2 * crate::engine::profile::cpus(),
+            batch_threads: crate::engine::profile::cpus(),
+            cross_mounts: false,
+            dry_run: false,
+            fd_budget: 256,
+            batch: 1024,
+            stat_files: false,
+            throttle: None,
+            large_files: None,
+            stat_small_dirs: true,
+            look_ahead: false,
+            gate: None,
+            report_vanished: false,
+            concurrency: None,
+        }
+    }
+}
+
+/// The best worker count for trees on the file system of `dir`, as its profile says.
+pub fn threads_for(dir: impl std::os::fd::AsFd) -> usize {
+    crate::engine::profile::Profile::detect(dir).workers
+}
+
+impl Options {
+    /// Workers, workers per directory and stats as `profile` says: the workers measured from
+    /// the profile's start (pinned to `threads` if `threads_given`).
+    pub fn apply(&mut self, profile: &crate::engine::profile::Profile, threads_given: bool) {
+        use crate::engine::pace::concurrency::Concurrency;
+        let network = profile.class == crate::engine::profile::Class::Network;
+        let round_trip = profile
+            .round_trip_ms
+            .map(|ms| std::time::Duration::from_secs_f64(ms / 1e3));
+        let c = if threads_given {
+            Concurrency::pinned(self.threads, network, round_trip)
+        } else {
+            Concurrency::measured(
+                profile.start,
+                profile.max_workers,
+                &profile.start_reason(),
+                network,
+                round_trip,
+            )
+        };
+        self.threads = c.threads();
+        self.concurrency = Some(Arc::new(c));
+        self.batch_threads = profile.batch_threads.min(self.threads).max(1);
+        self.stat_small_dirs = profile.stat_small_dirs;
+        self.look_ahead = network;
+    }
+
+    /// The gate the latency governor steers: the measured concurrency's (or one of its own),
+    /// capped at one worker to start with on a `rotational` disk, which earns more after good
+    /// windows (the four that ext4's profile allows hurt a busy HDD before the first miss was
+    /// seen: bench/RESULTS.md, 2026-11-23).
+    pub fn governed_gate(&self, rotational: bool) -> Arc<walk::Gate> {
+        let gate = self
+            .gate
+            .clone()
+            .or_else(|| self.concurrency.as_ref().map(|c| c.gate()))
+            .unwrap_or_else(|| Arc::new(walk::Gate::new(self.threads)));
+        if rotational {
+            gate.set_cap(1);
+        }
+        gate
+    }
+
+    /// On a `network` file system, the latency probe's writes spaced by the removal's own
+    /// operations (its concurrency meter's); elsewhere none.
+    pub fn network_budget(&self, network: bool) -> Option<crate::engine::pace::probe::Budget> {
+        let c = self.concurrency.clone().filter(|_| network)?;
+        Some(crate::engine::pace::probe::Budget {
+            ops: Arc::new(move || c.meter().read().0),
+            per_probe: crate::engine::pace::tree::NETWORK_OPS_PER_PROBE,
+        })
+    }
+}
+
+/// Threads looking names up ahead of the unlinks of one batch (`Options::look_ahead`): two
+/// keep the lookups of names whose cached entries expired ahead of the unlinks (one round trip
+/// each, outside the directory's lock); more filled a 4-slot client's slot table with
+/// lookups that its unlinks then queued behind (bench/RESULTS.md).
+const LOOK_AHEAD_THREADS: usize = 2;
+
+/// Running totals, readable while the engine works (for a progress line).
+#[derive(Debug, Default)]
+pub struct Counters {
+    pub files: AtomicU64,
+    pub dirs: AtomicU64,
+    pub bytes: AtomicU64,
+    pub errors: AtomicU64,
+}
+
+impl Counters {
+    /// Files and directories removed so far.
+    pub fn entries(&self) -> u64 {
+        self.files.load(Ordering::Relaxed) + self.dirs.load(Ordering::Relaxed)
+    }
+}
+
+/// What happened to each entry, for `-v` and for the final report.
+pub trait Sink: Sync {
+    /// Whether `removed` wants to be called (building paths costs time on the hot path).
+    fn wants_removed(&self) -> bool {
+        false
+    }
+    /// A non-directory (`dir == false`) or directory was removed (or would be, in a dry run).
+    fn removed(&self, _path: &std::path::Path, _dir: bool) {}
+    /// A path failed; called once per failure, as it happens.
+    fn failed(&self, _failure: &Failure) {}
+    /// Something the removal went on without that the user should hear of (under MPI: a
+    /// message of another rank that could not be read).
+    fn warning(&self, _what: &dyn std::fmt::Display) {}
+}
+
+/// A sink that wants nothing (the caller reports from the counters and the outcome).
+pub struct Quiet;
+impl Sink for Quiet {}
+
+/// Allocated bytes and files of the tree `name` in `base` (a dry run of the engine, which
+/// stats everything): what removing it would free. Removes nothing.
+pub fn measure(base: &Arc<OwnedFd>, name: &CStr, display: &std::path::Path) -> (u64, u64) {
+    let Ok(f) = dirfd::lstat_at(&**base, name) else {
+        return (0, 0);
+    };
+    let counters = Counters::default();
+    let opts = Options {
+        dry_run: true,
+        ..Options::default()
+    };
+    let target = DirTarget {
+        base: base.clone(),
+        name: name.to_owned(),
+        display: display.to_path_buf(),
+        ident: f.ident,
+    };
+    remove_trees(vec![target], &opts, &counters, &Quiet);
+    (
+        counters.bytes.load(Ordering::Relaxed),
+        counters.files.load(Ordering::Relaxed),
+    )
+}
+
+/// A directory to remove, resolved and checked by the caller: `name` inside the open
+/// directory `base`, expected to be the directory `ident`.
+pub struct DirTarget {
+    pub base: Arc<OwnedFd>,
+    pub name: CString,
+    pub display: PathBuf,
+    pub ident: Ident,
+}
+
+/// What the engine did that the caller must report.
+#[derive(Debug, Default)]
+pub struct Outcome {
+    pub failures: Vec<Failure>,
+    pub skipped_mounts: Vec<PathBuf>,
+}
+
+/// Removes every target tree, in parallel, and returns the failures.
+pub fn remove_trees(
+    targets: Vec<DirTarget>,
+    opts: &Options,
+    counters: &Counters,
+    sink: &dyn Sink,
+) -> Outcome {
+    let remover = Remover::new(opts, counters, sink);
+    let roots = targets
+        .into_iter()
+        .enumerate()
+        .map(|(i, t)| Root::new(i, t.base, t.name, t.display, t.ident))
+        .collect();
+    measured(opts, || walk::run(&remover, roots, &walk_options(opts)));
+    remover.outcome.into_inner().expect("outcome lock")
+}
+
+/// Runs `f` (the walk) while the concurrency controller, if any, measures and steers it.
+fn measured<R>(opts: &Options, f: impl FnOnce() -> R) -> R {
+    let Some(c) = opts.concurrency.as_ref().filter(|_| !opts.dry_run) else {
+        return f();
+    };
+    let done = std::sync::atomic::AtomicBool::new(false);
+    std::thread::scope(|s| {
+        s.spawn(|| c.run(&done));
+        let r = f();
+        done.store(true, Ordering::Relaxed);
+        r
+    })
+}
+
+/// Removes the trees together with other processes (the ranks of `spread`): as
+/// `remove_trees`, with `drive` running the exchange on the calling thread. `start`: this
+/// process begins with the trees (rank 0); the others receive work. Returns this process's
+/// failures and what `drive` returned.
+pub fn remove_trees_shared<R>(
+    targets: Vec<DirTarget>,
+    opts: &Options,
+    counters: &Counters,
+    sink: &dyn Sink,
+    start: bool,
+    drive: impl FnOnce(&dyn walk::Shared, &std::sync::mpsc::Receiver<walk::Event>) -> R,
+) -> (Outcome, R) {
+    let remover = Remover::new(opts, counters, sink);
+    let roots = targets
+        .into_iter()
+        .enumerate()
+        .map(|(i, t)| {
+            let root = Root::new(i, t.base, t.name, t.display, t.ident);
+            // Work below a root this process never opens is checked against its mount.
+            if let Ok(f) = dirfd::lstat_at(&*root.base, &root.name) {
+                root.set_mnt_id(f.mnt_id);
+            }
+            root
+        })
+        .collect();
+    let walk_opts = walk_options(opts);
+    // Batches of one big directory go to other ranks too: they are other clients, each with
+    // its own lock on the directory, where threads of one client would contend on one.
+    let (_, r) = measured(opts, || {
+        walk::run_shared(&remover, roots, &walk_opts, start, true, drive)
+    });
+    (remover.outcome.into_inner().expect("outcome lock"), r)
+}
+
+fn walk_options(opts: &Options) -> walk::Options {
+    walk::Options {
+        threads: opts.threads.max(1),
+        batch_threads: opts.batch_threads,
+        batch: opts.batch,
+        sort_min: walk::BIG_DIR,
+        fd_budget: opts.fd_budget.max(2),
+        cross_mounts: opts.cross_mounts,
+        gate: opts
+            .gate
+            .clone()
+            .or_else(|| opts.concurrency.as_ref().map(|c| c.gate())),
+        stream: opts.concurrency.as_ref().and_then(|c| c.stream()),
+    }
+}
+
+/// The removal's work on the walk.
+struct Remover<'a> {
+    opts: Options,
+    counters: &'a Counters,
+    sink: &'a dyn Sink,
+    outcome: Mutex<Outcome>,
+}
+
+/// Per directory: its allocated bytes (from the `statx` done when it was opened).
+#[derive(Default)]
+struct DirData {
+    allocated: AtomicU64,
+}
+
+type RNode = Node<DirData>;
+
+impl<'a> Remover<'a> {
+    fn new(opts: &Options, counters: &'a Counters, sink: &'a dyn Sink) -> Self {
+        Remover {
+            opts: opts.clone(),
+            counters,
+            sink,
+            outcome: Mutex::new(Outcome::default()),
+        }
+    }
+
+    /// One metadata operation that started at `t0` is done (for the concurrency controller).
+    fn timed(&self, t0: std::time::Instant) {
+        if let Some(c) = &self.opts.concurrency {
+            c.meter().record(t0.elapsed());
+        }
+    }
+
+    fn fail(&self, path: PathBuf, reason: Reason, keep: Option<&RNode>) {
+        if let Some(n) = keep {
+            n.keep();
+        }
+        let failure = Failure { path, reason };
+        self.counters.errors.fetch_add(1, Ordering::Relaxed);
+        self.sink.failed(&failure);
+        let mut out = self.outcome.lock().expect("outcome lock");
+        if failure.reason == Reason::MountPoint {
+            out.skipped_mounts.push(failure.path.clone());
+        }
+        out.failures.push(failure);
+    }
+
+    /// `lstat`s `name`: a large regular file with one link goes to `large`, anything else is
+    /// unlinked as usual.
+    fn remove_maybe_large(
+        &self,
+        large: &crate::engine::shrink::TreeFiles,
+        dir: &OwnedFd,
+        name: &CStr,
+        node: &RNode,
+    ) -> UnlinkResult {
+        // As cached: the shrinker opens and checks the file itself before any step.
+        let facts = match dirfd::lstat_at_cached(dir, name) {
+            Ok(f) => f,
+            Err(Errno::NOENT) => return UnlinkResult::Done,
+            Err(_) => return self.unlink_one(dir, name, || node.child_path(name)),
+        };
+        if !crate::engine::shrink::candidate(&facts, Found::InTree) {
+            return self.unlink_one(dir, name, || node.child_path(name));
+        }
+        let path = node.child_path(name);
+        match large.remove(dir, name, &facts, &path) {
+            Ok(()) | Err(Reason::Os(Errno::NOENT)) => {
+                self.counters.files.fetch_add(1, Ordering::Relaxed);
+                self.counters
+                    .bytes
+                    .fetch_add(facts.allocated, Ordering::Relaxed);
+                if self.sink.wants_removed() {
+                    self.sink.removed(&path, false);
+                }
+                UnlinkResult::Done
+            }
+            Err(reason) => UnlinkResult::Refused(reason),
+        }
+    }
+
+    fn unlink_one(
+        &self,
+        dir: &OwnedFd,
+        name: &CStr,
+        path: impl FnOnce() -> PathBuf,
+    ) -> UnlinkResult {
+        let facts = if self.opts.stat_files || self.opts.dry_run {
+            match dirfd::lstat_at(dir, name) {
+                Ok(f) => Some(f),
+                Err(Errno::NOENT) => return UnlinkResult::Done,
+                Err(_) => None,
+            }
+        } else {
+            None
+        };
+        if let Some(f) = facts {
+            if f.file_type == FileType::Directory {
+                return UnlinkResult::IsDir;
+            }
+        }
+        if !self.opts.dry_run {
+            if let Some(t) = &self.opts.throttle {
+                t.acquire();
+            }
+            let t0 = std::time::Instant::now();
+            let unlinked = unlinkat(dir, name, AtFlags::empty());
+            self.timed(t0);
+            match unlinked {
+                Ok(()) => {}
+                Err(Errno::NOENT) if !self.opts.report_vanished => return UnlinkResult::Done,
+                Err(Errno::ISDIR) => return UnlinkResult::IsDir,
+                Err(e) => return UnlinkResult::Failed(e),
+            }
+        }
+        self.counters.files.fetch_add(1, Ordering::Relaxed);
+        if let Some(f) = facts.filter(|f| f.nlink <= 1) {
+            self.counters
+                .bytes
+                .fetch_add(f.allocated, Ordering::Relaxed);
+        }
+        if self.sink.wants_removed() {
+            self.sink.removed(&path(), false);
+        }
+        UnlinkResult::Done
+    }
+}
+
+impl Visitor for Remover<'_> {
+    type Dir = DirData;
+    type Worker = ();
+
+    fn worker(&self) {}
+
+    fn dir_data(&self) -> DirData {
+        DirData::default()
+    }
+
+    fn opened(&self, _: &mut (), node: &Arc<RNode>, facts: &dirfd::Facts) {
+        node.data
+            .allocated
+            .store(facts.allocated, Ordering::Relaxed);
+    }
+
+    fn not_opened(&self, _: &mut (), parent: &OwnedFd, node: &Arc<RNode>, why: NotOpened) -> Next {
+        let parent_node = node.parent().map(|p| &**p);
+        match why {
+            // Replaced by a symlink or a file: remove that entry itself, never follow it.
+            NotOpened::NotDir => match self.unlink_one(parent, node.name(), || node.path()) {
+                UnlinkResult::Done => Next::Done,
+                UnlinkResult::IsDir => Next::Retry,
+                UnlinkResult::Failed(e) => {
+                    self.fail(node.path(), Reason::Os(e), parent_node);
+                    Next::Keep
+                }
+                UnlinkResult::Refused(r) => {
+                    self.fail(node.path(), r, parent_node);
+                    Next::Keep
+                }
+            },
+            NotOpened::OtherMount => {
+                self.fail(node.path(), Reason::MountPoint, parent_node);
+                Next::Keep
+            }
+            NotOpened::Changed => {
+                self.fail(node.path(), Reason::Changed, parent_node);
+                Next::Keep
+            }
+            // A directory that cannot be read may still be empty: rmdir needs only the
+            // parent (as GNU rm does for `mkdir -m0 d; rm -rf d`). If it is not empty, the
+            // reason to say is why it could not be read.
+            NotOpened::Os(e @ (Errno::ACCESS | Errno::PERM)) if !self.opts.dry_run => {
+                match unlinkat(parent, node.name(), AtFlags::REMOVEDIR) {
+                    Ok(()) | Err(Errno::NOENT) => {
+                        self.counters.dirs.fetch_add(1, Ordering::Relaxed);
+                        if self.sink.wants_removed() {
+                            self.sink.removed(&node.path(), true);
+                        }
+                        Next::Done
+                    }
+                    Err(r) => {
+                        let shown = match r {
+                            Errno::NOTEMPTY | Errno::ISDIR | Errno::NOTDIR | Errno::EXIST => e,
+                            r => r,
+                        };
+                        self.fail(node.path(), Reason::Os(shown), parent_node);
+                        Next::Keep
+                    }
+                }
+            }
+            NotOpened::Os(e) => {
+                self.fail(node.path(), Reason::Os(e), parent_node);
+                Next::Keep
+            }
+        }
+    }
+
+    fn list_failed(&self, node: &Arc<RNode>, e: Errno) {
+        self.fail(node.path(), Reason::Os(e), Some(node));
+    }
+
+    fn lost(&self, path: PathBuf, why: Lost, node: &Arc<RNode>) {
+        let reason = match why {
+            Lost::Os(e) => Reason::Os(e),
+            Lost::Changed => Reason::Changed,
+        };
+        self.fail(path, reason, Some(node));
+    }
+
+    fn entries(
+        &self,
+        _: &mut (),
+        node: &Arc<RNode>,
+        fd: &OwnedFd,
+        names: Names<'_>,
+        few: bool,
+        _walk: &Walk<'_, Self>,
+    ) -> Vec<CString> {
+        // Directories with few entries have each one `lstat`ed, so that large files in them
+        // (a backup directory with a few big dumps) are freed gently.
+        let few = few
+            && names.len() <= LARGE_FILE_DIR_MAX
+            && !self.opts.dry_run
+            && self.opts.stat_small_dirs;
+        if self.opts.look_ahead && !few && !self.opts.dry_run && names.len() > LARGE_FILE_DIR_MAX {
+            return self.entries_looked_ahead(node, fd, names);
+        }
+        let mut dirs = Vec::new();
+        for name in names.iter() {
+            let result = match (&self.opts.large_files, few) {
+                (Some(large), true) => self.remove_maybe_large(large, fd, name, node),
+                _ => self.unlink_one(fd, name, || node.child_path(name)),
+            };
+            match result {
+                UnlinkResult::Done => {}
+                // A directory after all (DT_UNKNOWN, or swapped in): remove it as one.
+                UnlinkResult::IsDir => dirs.push(name.to_owned()),
+                UnlinkResult::Failed(e) => {
+                    self.fail(node.child_path(name), Reason::Os(e), Some(node))
+                }
+                UnlinkResult::Refused(reason) => {
+                    self.fail(node.child_path(name), reason, Some(node))
+                }
+            }
+        }
+        dirs
+    }
+
+    fn finished(&self, _: &mut (), node: &Arc<RNode>, walk: &Walk<'_, Self>) {
+        if node.kept() {
+            return;
+        }
+        walk.prefetch_parent(node);
+        walk.release(node);
+        let parent = match walk.parent_fd(node) {
+            Ok(fd) => fd,
+            Err(lost) => {
+                let reason = match lost {
+                    Lost::Os(e) => Reason::Os(e),
+                    Lost::Changed => Reason::Changed,
+                };
+                return self.fail(node.path(), reason, node.parent().map(|p| &**p));
+            }
+        };
+        if !self.opts.dry_run {
+            let t0 = std::time::Instant::now();
+            let removed = unlinkat(&*parent, node.name(), AtFlags::REMOVEDIR);
+            self.timed(t0);
+            match removed {
+                Ok(()) => {}
+                Err(Errno::NOENT) if !self.opts.report_vanished => return,
+                // Not empty after all its entries were done: a listing that shifted under the
+                // removals skipped some (some NFS servers' cookies), or some were added. It is
+                // listed again, a few times at most, then reported.
+                Err(Errno::NOTEMPTY | Errno::EXIST) if walk.relist(node, RELISTS) => return,
+                Err(e) => {
+                    return self.fail(node.path(), Reason::Os(e), node.parent().map(|p| &**p))
+                }
+            }
+        }
+        self.counters.dirs.fetch_add(1, Ordering::Relaxed);
+        self.counters.bytes.fetch_add(
+            node.data.allocated.load(Ordering::Relaxed),
+            Ordering::Relaxed,
+        );
+        if self.sink.wants_removed() {
+            self.sink.removed(&node.path(), true);
+        }
+    }
+}
+
+impl Remover<'_> {
+    /// Unlinks `names` in order while a few threads `lstat` the names ahead of the unlinks
+    /// (never one already unlinked): each unlink then finds its name freshly looked up. The
+    /// lookups only read; what happens to each name is decided by its unlink alone.
+    fn entries_looked_ahead(&self, node: &RNode, fd: &OwnedFd, names: Names<'_>) -> Vec<CString> {
+        use std::sync::atomic::AtomicUsize;
+        let list: Vec<&CStr> = names.iter().collect();
+        let next = AtomicUsize::new(0);
+        let unlinked = AtomicUsize::new(0);
+        let mut dirs = Vec::new();
+        std::thread::scope(|s| {
+            for _ in 0..LOOK_AHEAD_THREADS {
+                s.spawn(|| loop {
+                    let i = next.fetch_add(1, Ordering::Relaxed);
+                    if i >= list.len() || crate::sys::interrupt::stopping() {
+                        break;
+                    }
+                    // Names the unlinks already passed are left alone.
+                    if i >= unlinked.load(Ordering::Relaxed) {
+                        let _ = dirfd::lstat_at(fd, list[i]);
+                    }
+                });
+            }
+            for (i, name) in list.iter().enumerate() {
+                let result = self.unlink_one(fd, name, || node.child_path(name));
+                unlinked.store(i + 1, Ordering::Relaxed);
+                match result {
+                    UnlinkResult::Done => {}
+                    UnlinkResult::IsDir => dirs.push((*name).to_owned()),
+                    UnlinkResult::Failed(e) => {
+                        self.fail(node.child_path(name), Reason::Os(e), Some(node))
+                    }
+                    UnlinkResult::Refused(reason) => {
+                        self.fail(node.child_path(name), reason, Some(node))
+                    }
+                }
+            }
+            // The lookers stop at the end of the list.
+            next.store(list.len(), Ordering::Relaxed);
+        });
+        dirs
+    }
+}
+
+enum UnlinkResult {
+    Done,
+    IsDir,
+    Failed(Errno),
+    /// The large-file path failed (it says why).
+    Refused(Reason),
+}

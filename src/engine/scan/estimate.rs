@@ -1,0 +1,719 @@
+//! How long `reclaim rm -r` would take for a scanned tree: a quick calibration on the same
+//! file system (create a few thousand empty files and some empty directories in a private
+//! directory, then time the engine's work on them: list, unlink, rmdir, in one directory and
+//! across workers), scaled by the tree's counts.
+//!
+//! It never writes inside a scanned tree: the private directory is made only in a place on
+//! the PATH's mount that is neither a scanned PATH nor below one (`places`: `$TMPDIR`, the
+//! user's trash at the mount top, the mount top, a directory above the PATH); with none, there
+//! is no estimate. It removes only names it created itself, inside a directory it created
+//! (mode 0700, checked to be its own after opening it without following symlinks), and it
+//! cleans up on every way out: errors and early returns (a guard), and Ctrl-C or `kill` (INT,
+//! TERM, HUP, QUIT wait until the cleanup is done). It never touches anything else.
+
+use std::ffi::CString;
+use std::os::fd::{AsFd, OwnedFd};
+use std::path::{Path, PathBuf};
+use std::sync::Barrier;
+use std::time::{Duration, Instant};
+
+use rustix::fs::{mkdirat, openat, statx, unlinkat, AtFlags, Mode, OFlags, StatxFlags};
+use rustix::io::Errno;
+use serde::Serialize;
+
+use crate::sys::dirfd::{self, DirBuf, Ident};
+use crate::sys::error::errno_text;
+use crate::sys::quote::quote;
+
+/// Empty files unlinked by one worker in one directory.
+const ONE_DIR_FILES: usize = 1000;
+/// Empty files unlinked across all workers (each in its own directory).
+const PARALLEL_FILES: usize = 3000;
+/// Empty directories opened, listed and removed per worker.
+const DIRS_PER_WORKER: usize = 25;
+/// Creating stops after this long per phase (a slow or remote file system), once each
+/// directory has at least `MIN_FILES` files and `MIN_DIRS` directories.
+const CREATE_BUDGET: Duration = Duration::from_millis(400);
+const MIN_FILES: usize = 50;
+const MIN_DIRS: usize = 4;
+
+/// What the calibration measured on one file system.
+#[derive(Clone, Debug, Serialize)]
+pub struct Calibration {
+    /// The directory the private calibration directory was made in.
+    pub path: String,
+    /// What that directory is (`temp-dir`, `trash`, `mount-top`, `above`).
+    pub place: Option<PlaceKind>,
+    /// Workers, as `reclaim rm -r` would use on this file system.
+    pub threads: usize,
+    /// Empty files created and removed.
+    pub files: u64,
+    /// Unlinks per second across `threads` workers, each in its own directory.
+    pub unlinks_per_s: f64,
+    /// Unlinks per second by one worker in one directory.
+    pub unlinks_per_s_one_dir: f64,
+    /// Empty directories opened, listed and removed per second across the workers.
+    pub dirs_per_s: f64,
+    /// How long the calibration took, creation and cleanup included.
+    pub took_s: f64,
+}
+
+/// Why a file system could not be calibrated.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum CalibrationError {
+    #[error("cannot make a calibration directory in {}: {error}", crate::sys::quote::quote(.shown))]
+    Create {
+        shown: PathBuf,
+        error: PrivateDirError,
+    },
+    /// A step of the measurement failed (`mkdir`, `create`, `unlink`, `rmdir`).
+    #[error("{step}: {}", errno_text(*.error))]
+    Step { step: &'static str, error: Errno },
+    #[error(
+        "could not remove its calibration directory in {}: {error}",
+        crate::sys::quote::quote(.shown)
+    )]
+    Cleanup { shown: PathBuf, error: Errno },
+}
+
+/// Why the private calibration directory could not be made.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum PrivateDirError {
+    #[error("{}", errno_text(*.0))]
+    Os(Errno),
+    /// What was opened is not the directory made here (replaced under us).
+    #[error("the new directory changed under us; left alone")]
+    Changed,
+    #[error("it is on another file system")]
+    OtherFileSystem,
+    /// Every random name tried was taken.
+    #[error("no free name")]
+    NoFreeName,
+}
+
+/// What kind of place a calibration directory is made in.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum PlaceKind {
+    /// `$TMPDIR` (or `/tmp`).
+    TempDir,
+    /// The user's trash at the top of the PATH's mount (`<top>/.reclaim-<uid>`).
+    Trash,
+    /// The top of the PATH's mount.
+    MountTop,
+    /// A directory between the mount top and the PATH.
+    Above,
+}
+
+impl std::fmt::Display for PlaceKind {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            PlaceKind::TempDir => "$TMPDIR",
+            PlaceKind::Trash => "the trash",
+            PlaceKind::MountTop => "the mount top",
+            PlaceKind::Above => "the directory",
+        })
+    }
+}
+
+/// A directory to calibrate in: on the PATH's mount, writable, outside every scanned tree.
+#[derive(Debug)]
+pub struct Place {
+    pub kind: PlaceKind,
+    pub path: PathBuf,
+    /// Opened `O_PATH` (a base for `mkdirat`).
+    pub fd: OwnedFd,
+}
+
+/// A place looked at and not used (or where the calibration failed), and why.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{kind} {} {why}", quote(.path))]
+pub struct Passed {
+    pub kind: PlaceKind,
+    pub path: PathBuf,
+    pub why: PassedWhy,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum PassedWhy {
+    #[error("is on another file system")]
+    OtherFileSystem,
+    #[error("is on another mount of it")]
+    OtherMount,
+    #[error("is inside the scanned tree")]
+    Inside,
+    #[error("is not writable")]
+    NotWritable,
+    #[error("is not a private directory of this user")]
+    NotPrivate,
+    #[error("cannot be opened: {}", errno_text(*.0))]
+    Os(Errno),
+    #[error("failed: {0}")]
+    Failed(CalibrationError),
+}
+
+/// Where a calibration for the directory PATH open as `root` may run, best first, and the
+/// places passed over. `trees` are the device and inode of every directory PATH scanned: no
+/// place is one of them or below one (its `..` chain, up to `/`, meets none of them), and every
+/// place is on `root`'s mount, so the private directory made there is outside every scanned
+/// tree. A place that cannot be told to be outside is passed over.
+pub fn places(root: &OwnedFd, trees: &[Ident]) -> (Vec<Place>, Vec<Passed>) {
+    let mut found: Vec<Place> = Vec::new();
+    let mut passed = Vec::new();
+    let Ok(me) = dirfd::fstat(root) else {
+        return (found, passed);
+    };
+    let mut candidates = vec![(PlaceKind::TempDir, std::env::temp_dir())];
+    if let Some(mount) = crate::sys::mounts::by_id(me.mnt_id) {
+        let top = mount.point;
+        let trash = top.join(format!("{}{}", crate::trash::PREFIX, crate::trash::uid()));
+        // Only an existing trash: a scan makes none.
+        if std::fs::symlink_metadata(&trash).is_ok() {
+            candidates.push((PlaceKind::Trash, trash));
+        }
+        candidates.push((PlaceKind::MountTop, top.clone()));
+        if let Some(below) = crate::sys::mounts::fd_path(root)
+            .as_deref()
+            .and_then(|real| real.strip_prefix(&top).ok())
+        {
+            let mut at = top.clone();
+            let parts: Vec<_> = below.components().collect();
+            // Down to the PATH's parent: the PATH itself is a scanned tree.
+            for c in parts.iter().take(parts.len().saturating_sub(1)) {
+                at.push(c);
+                candidates.push((PlaceKind::Above, at.clone()));
+            }
+        }
+    }
+    let mut seen: Vec<Ident> = Vec::new();
+    for (kind, path) in candidates {
+        let pass = |why: PassedWhy| Passed {
+            kind,
+            path: path.clone(),
+            why,
+        };
+        let fd = match open_place(kind, &path) {
+            Ok(fd) => fd,
+            Err(why) => {
+                passed.push(pass(why));
+                continue;
+            }
+        };
+        let facts = match dirfd::fstat(&fd) {
+            Ok(f) => f,
+            Err(e) => {
+                passed.push(pass(PassedWhy::Os(e)));
+                continue;
+            }
+        };
+        if seen.contains(&facts.ident) {
+            continue;
+        }
+        seen.push(facts.ident);
+        let why = if facts.ident.dev != me.ident.dev {
+            Some(PassedWhy::OtherFileSystem)
+        } else if facts.mnt_id != me.mnt_id {
+            Some(PassedWhy::OtherMount)
+        } else if !outside(&fd, trees) {
+            Some(PassedWhy::Inside)
+        } else if rustix::fs::accessat(
+            &fd,
+            c".",
+            rustix::fs::Access::WRITE_OK | rustix::fs::Access::EXEC_OK,
+            AtFlags::EACCESS,
+        )
+        .is_err()
+        {
+            Some(PassedWhy::NotWritable)
+        } else {
+            None
+        };
+        match why {
+            // Directories above the PATH that this user may not write are the rule: no news.
+            Some(PassedWhy::NotWritable) if kind == PlaceKind::Above => {}
+            Some(why) => passed.push(pass(why)),
+            None => found.push(Place { kind, path, fd }),
+        }
+    }
+    (found, passed)
+}
+
+/// Opens a candidate place `O_PATH`; a trash must be a directory of this user, mode 0700,
+/// named without a symlink.
+fn open_place(kind: PlaceKind, path: &Path) -> Result<OwnedFd, PassedWhy> {
+    if kind != PlaceKind::Trash {
+        return dirfd::open_dir_path_only(path).map_err(PassedWhy::Os);
+    }
+    let (Some(top), Some(name)) = (path.parent(), path.file_name()) else {
+        return Err(PassedWhy::NotPrivate);
+    };
+    let top = dirfd::open_dir_path_only(top).map_err(PassedWhy::Os)?;
+    let name = CString::new(std::os::unix::ffi::OsStrExt::as_bytes(name))
+        .map_err(|_| PassedWhy::NotPrivate)?;
+    let fd = dirfd::open_dir_at_only(&top, &name).map_err(|e| match e {
+        Errno::LOOP | Errno::NOTDIR => PassedWhy::NotPrivate,
+        e => PassedWhy::Os(e),
+    })?;
+    let st = statx(
+        &fd,
+        c"",
+        AtFlags::EMPTY_PATH,
+        StatxFlags::MODE | StatxFlags::UID,
+    )
+    .map_err(PassedWhy::Os)?;
+    if st.stx_uid != rustix::process::geteuid().as_raw() || u32::from(st.stx_mode) & 0o077 != 0 {
+        return Err(PassedWhy::NotPrivate);
+    }
+    Ok(fd)
+}
+
+/// Whether directory `fd` is none of `trees` and below none of them: its `..` chain (across
+/// mounts, up to `/`) meets none. Unknown (an error, a chain too long) counts as inside.
+fn outside(fd: &OwnedFd, trees: &[Ident]) -> bool {
+    let up = |d: &OwnedFd| dirfd::open_dir_at_only(d, c"..");
+    let Ok(mut cur) = dirfd::open_dir_at_only(fd, c".") else {
+        return false;
+    };
+    let Ok(mut ident) = dirfd::fstat(&cur).map(|f| f.ident) else {
+        return false;
+    };
+    for _ in 0..4096 {
+        if trees.contains(&ident) {
+            return false;
+        }
+        let Ok(parent) = up(&cur) else {
+            return false;
+        };
+        let Ok(parent_ident) = dirfd::fstat(&parent).map(|f| f.ident) else {
+            return false;
+        };
+        if parent_ident == ident {
+            return true;
+        }
+        (cur, ident) = (parent, parent_ident);
+    }
+    false
+}
+
+/// What a removal of the scanned tree would do.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Work {
+    /// Non-directory names (each an unlink).
+    pub names: u64,
+    /// Of those, names in directories of at least `engine::walk::BIG_DIR` entries: the engine unlinks
+    /// those at about one directory's pace, since every unlink takes the directory's lock.
+    pub big_dir_names: u64,
+    pub dirs: u64,
+}
+
+/// Seconds `reclaim rm -r` would take for `work` at the rates of `c` (warm cache).
+pub fn seconds(work: &Work, c: &Calibration) -> f64 {
+    let rate = |r: f64| if r > 0.0 { r } else { f64::INFINITY };
+    let big = work.big_dir_names.min(work.names);
+    big as f64 / rate(c.unlinks_per_s_one_dir)
+        + (work.names - big) as f64 / rate(c.unlinks_per_s)
+        + work.dirs as f64 / rate(c.dirs_per_s)
+}
+
+/// Whether the file system of `fd` is mounted read-only (nothing can be removed there).
+pub fn read_only(fd: impl AsFd) -> bool {
+    rustix::fs::fstatvfs(fd).is_ok_and(|s| s.f_flag.contains(rustix::fs::StatVfsMountFlags::RDONLY))
+}
+
+/// Calibrates in a private directory made inside `base` (shown as `shown`), which must be on
+/// the device `dev`, with `threads` workers.
+pub fn calibrate(
+    base: &OwnedFd,
+    shown: &Path,
+    dev: u64,
+    threads: usize,
+) -> Result<Calibration, CalibrationError> {
+    let started = Instant::now();
+    let threads = threads.max(1);
+    // A Ctrl-C from here on ends the process only once the directory is cleaned up.
+    let _deferred = DeferSignals::new();
+    let mut private = Private::create(base, dev).map_err(|error| CalibrationError::Create {
+        shown: shown.to_path_buf(),
+        error,
+    })?;
+    let measured = measure(&mut private, threads);
+    let cleaned = private.cleanup();
+    let (files, one, par, dirs) = measured?;
+    cleaned.map_err(|error| CalibrationError::Cleanup {
+        shown: shown.to_path_buf(),
+        error,
+    })?;
+    Ok(Calibration {
+        path: shown.to_string_lossy().into_owned(),
+        place: None,
+        threads,
+        files,
+        unlinks_per_s_one_dir: one,
+        unlinks_per_s: par,
+        dirs_per_s: dirs,
+        took_s: started.elapsed().as_secs_f64(),
+    })
+}
+
+/// Creates the files and directories, times their removal; returns (files, unlinks/s in one
+/// directory, unlinks/s across workers, directories/s).
+fn measure(p: &mut Private, threads: usize) -> Result<(u64, f64, f64, f64), CalibrationError> {
+    let fail = |step: &'static str, error: Errno| CalibrationError::Step { step, error };
+    // One directory, one worker.
+    let one = p.add_sub(c"one").map_err(|e| fail("mkdir", e))?;
+    let deadline = Instant::now() + CREATE_BUDGET;
+    p.fill(one, ONE_DIR_FILES, 0, deadline)
+        .map_err(|e| fail("create", e))?;
+    // One directory per worker, with files and empty subdirectories.
+    let per = (PARALLEL_FILES / threads).max(MIN_FILES);
+    let deadline = Instant::now() + CREATE_BUDGET;
+    let mut subs = Vec::new();
+    for i in 0..threads {
+        let name = CString::new(format!("w{i}")).expect("no NUL");
+        let s = p.add_sub(&name).map_err(|e| fail("mkdir", e))?;
+        p.fill(s, per, DIRS_PER_WORKER, deadline)
+            .map_err(|e| fail("create", e))?;
+        subs.push(s);
+    }
+
+    let mut buf = DirBuf::new(256 * 1024);
+    let t = Instant::now();
+    let n_one = p.subs[one].files;
+    unlink_files(&p.subs[one].fd, n_one, &mut buf).map_err(|e| fail("unlink", e))?;
+    let one_rate = n_one as f64 / t.elapsed().as_secs_f64().max(1e-9);
+    p.subs[one].files = 0;
+
+    let barrier = Barrier::new(subs.len());
+    let (par_files, par_secs) = timed_parallel(&barrier, p, &subs, |sub, buf| {
+        unlink_files(&sub.fd, sub.files, buf).map(|()| sub.files)
+    })
+    .map_err(|e| fail("unlink", e))?;
+    for &s in &subs {
+        p.subs[s].files = 0;
+    }
+    let (dirs, dir_secs) = timed_parallel(&barrier, p, &subs, |sub, buf| {
+        for i in 0..sub.dirs {
+            let name = dir_name(i);
+            let d = dirfd::open_dir_at(&sub.fd, &name)?;
+            dirfd::for_each_entry(&d, buf, |_, _, _| {})?;
+            drop(d);
+            unlinkat(&sub.fd, &name, AtFlags::REMOVEDIR)?;
+        }
+        Ok(sub.dirs)
+    })
+    .map_err(|e| fail("rmdir", e))?;
+    for &s in &subs {
+        p.subs[s].dirs = 0;
+    }
+    Ok((
+        (n_one + par_files) as u64,
+        one_rate,
+        par_files as f64 / par_secs.max(1e-9),
+        dirs as f64 / dir_secs.max(1e-9),
+    ))
+}
+
+/// Runs `f` on each sub in its own thread, started together; returns the summed counts and
+/// the wall time.
+fn timed_parallel(
+    barrier: &Barrier,
+    p: &Private,
+    subs: &[usize],
+    f: impl Fn(&Sub, &mut DirBuf) -> Result<usize, Errno> + Sync,
+) -> Result<(usize, f64), Errno> {
+    let results: Vec<Result<(usize, Instant, Instant), Errno>> = std::thread::scope(|s| {
+        let handles: Vec<_> = subs
+            .iter()
+            .map(|&i| {
+                let sub = &p.subs[i];
+                let f = &f;
+                s.spawn(move || {
+                    let mut buf = DirBuf::new(64 * 1024);
+                    barrier.wait();
+                    let t0 = Instant::now();
+                    let n = f(sub, &mut buf)?;
+                    Ok((n, t0, Instant::now()))
+                })
+            })
+            .collect();
+        handles
+            .into_iter()
+            .map(|h| h.join().expect("calibration worker panicked"))
+            .collect()
+    });
+    let mut total = 0;
+    let mut first: Option<Instant> = None;
+    let mut last: Option<Instant> = None;
+    for r in results {
+        let (n, t0, t1) = r?;
+        total += n;
+        first = Some(first.map_or(t0, |f| f.min(t0)));
+        last = Some(last.map_or(t1, |l| l.max(t1)));
+    }
+    let secs = match (first, last) {
+        (Some(a), Some(b)) => b.duration_since(a).as_secs_f64(),
+        _ => 0.0,
+    };
+    Ok((total, secs))
+}
+
+/// Lists `dir` (as the engine does before unlinking) and unlinks `f0..f{n}`.
+fn unlink_files(dir: &OwnedFd, n: usize, buf: &mut DirBuf) -> Result<(), Errno> {
+    dirfd::for_each_entry(dir, buf, |_, _, _| {})?;
+    for i in 0..n {
+        unlinkat(dir, file_name(i), AtFlags::empty())?;
+    }
+    Ok(())
+}
+
+fn file_name(i: usize) -> CString {
+    CString::new(format!("f{i}")).expect("no NUL")
+}
+
+fn dir_name(i: usize) -> CString {
+    CString::new(format!("d{i}")).expect("no NUL")
+}
+
+/// Blocks the signals that end a process from a terminal or a service manager (INT, TERM,
+/// HUP, QUIT) in this thread and the threads it starts, until dropped; one that arrived
+/// meanwhile is delivered then. (Called while no other thread of the process runs, so none
+/// can take the signal instead.)
+struct DeferSignals {
+    old: libc::sigset_t,
+}
+
+impl DeferSignals {
+    fn new() -> Self {
+        // SAFETY: plain signal-set manipulation on local, zero-initialised sigset_t values;
+        // pthread_sigmask changes only this thread's mask.
+        unsafe {
+            let mut set: libc::sigset_t = std::mem::zeroed();
+            let mut old: libc::sigset_t = std::mem::zeroed();
+            libc::sigemptyset(&mut set);
+            for sig in [libc::SIGINT, libc::SIGTERM, libc::SIGHUP, libc::SIGQUIT] {
+                libc::sigaddset(&mut set, sig);
+            }
+            libc::pthread_sigmask(libc::SIG_BLOCK, &set, &mut old);
+            DeferSignals { old }
+        }
+    }
+}
+
+impl Drop for DeferSignals {
+    fn drop(&mut self) {
+        // SAFETY: restores the mask saved in `new`, in the same thread.
+        unsafe {
+            libc::pthread_sigmask(libc::SIG_SETMASK, &self.old, std::ptr::null_mut());
+        }
+    }
+}
+
+/// A subdirectory of the private directory, with how many of its `f<i>` files and `d<i>`
+/// directories exist (were created and not yet removed).
+struct Sub {
+    name: CString,
+    fd: OwnedFd,
+    files: usize,
+    dirs: usize,
+}
+
+/// The private calibration directory. Everything in it was created here, under names this
+/// type generated; dropping it removes exactly those names and then the directory.
+struct Private<'a> {
+    base: &'a OwnedFd,
+    name: CString,
+    fd: Option<OwnedFd>,
+    subs: Vec<Sub>,
+}
+
+impl<'a> Private<'a> {
+    /// `mkdirat` under a fresh random name, then opened without following symlinks and
+    /// checked: a directory owned by us, mode 0700, on device `dev`, empty.
+    fn create(base: &'a OwnedFd, dev: u64) -> Result<Private<'a>, PrivateDirError> {
+        let pid = std::process::id();
+        for attempt in 0..16u32 {
+            let nonce = std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map_or(0, |d| d.as_nanos() as u64)
+                ^ (u64::from(attempt) << 48);
+            let name =
+                CString::new(format!(".reclaim-scan-calibration.{pid}.{nonce:x}")).expect("no NUL");
+            match mkdirat(base, &name, Mode::from_raw_mode(0o700)) {
+                Ok(()) => {}
+                Err(Errno::EXIST) => continue,
+                Err(e) => return Err(PrivateDirError::Os(e)),
+            }
+            let fd = dirfd::open_dir_at(base, &name).map_err(PrivateDirError::Os)?;
+            let st = statx(
+                &fd,
+                c"",
+                AtFlags::EMPTY_PATH,
+                StatxFlags::TYPE | StatxFlags::MODE | StatxFlags::UID,
+            )
+            .map_err(PrivateDirError::Os)?;
+            let ours = st.stx_uid == rustix::process::geteuid().as_raw()
+                && u32::from(st.stx_mode) & 0o7777 == 0o700;
+            let mut entries = 0;
+            let mut buf = DirBuf::new(4096);
+            dirfd::for_each_entry(&fd, &mut buf, |_, _, _| entries += 1)
+                .map_err(PrivateDirError::Os)?;
+            if !ours || entries != 0 {
+                // Not the directory we made (replaced under us): leave it alone.
+                return Err(PrivateDirError::Changed);
+            }
+            if rustix::fs::makedev(st.stx_dev_major, st.stx_dev_minor) != dev {
+                drop(fd);
+                let _ = unlinkat(base, &name, AtFlags::REMOVEDIR);
+                return Err(PrivateDirError::OtherFileSystem);
+            }
+            return Ok(Private {
+                base,
+                name,
+                fd: Some(fd),
+                subs: Vec::new(),
+            });
+        }
+        Err(PrivateDirError::NoFreeName)
+    }
+
+    fn dir(&self) -> &OwnedFd {
+        self.fd.as_ref().expect("open until cleanup")
+    }
+
+    fn add_sub(&mut self, name: &std::ffi::CStr) -> Result<usize, Errno> {
+        mkdirat(self.dir(), name, Mode::from_raw_mode(0o700))?;
+        let fd = match dirfd::open_dir_at(self.dir(), name) {
+            Ok(fd) => fd,
+            Err(e) => {
+                let _ = unlinkat(self.dir(), name, AtFlags::REMOVEDIR);
+                return Err(e);
+            }
+        };
+        self.subs.push(Sub {
+            name: name.to_owned(),
+            fd,
+            files: 0,
+            dirs: 0,
+        });
+        Ok(self.subs.len() - 1)
+    }
+
+    /// Creates up to `files` empty files and `dirs` empty directories in sub `i` (fewer after
+    /// `deadline`, but at least `MIN_FILES` and `MIN_DIRS`).
+    fn fill(
+        &mut self,
+        i: usize,
+        files: usize,
+        dirs: usize,
+        deadline: Instant,
+    ) -> Result<(), Errno> {
+        let sub = &mut self.subs[i];
+        for n in 0..files {
+            if n >= MIN_FILES && n % 16 == 0 && Instant::now() > deadline {
+                break;
+            }
+            let fd = openat(
+                &sub.fd,
+                file_name(n),
+                OFlags::WRONLY | OFlags::CREATE | OFlags::EXCL | OFlags::NOFOLLOW | OFlags::CLOEXEC,
+                Mode::from_raw_mode(0o600),
+            )?;
+            drop(fd);
+            sub.files = n + 1;
+        }
+        for n in 0..dirs {
+            if n >= MIN_DIRS && Instant::now() > deadline {
+                break;
+            }
+            mkdirat(&sub.fd, dir_name(n), Mode::from_raw_mode(0o700))?;
+            sub.dirs = n + 1;
+        }
+        Ok(())
+    }
+
+    /// Removes every name created here, then the directory; the first error, if any.
+    fn cleanup(&mut self) -> Result<(), Errno> {
+        let Some(fd) = self.fd.take() else {
+            return Ok(());
+        };
+        let mut first: Result<(), Errno> = Ok(());
+        let mut note = |r: Result<(), Errno>| {
+            if let (Err(e), Ok(())) = (r, &first) {
+                if e != Errno::NOENT {
+                    first = Err(e);
+                }
+            }
+        };
+        for sub in self.subs.drain(..) {
+            for i in 0..sub.files {
+                note(unlinkat(&sub.fd, file_name(i), AtFlags::empty()));
+            }
+            for i in 0..sub.dirs {
+                note(unlinkat(&sub.fd, dir_name(i), AtFlags::REMOVEDIR));
+            }
+            drop(sub.fd);
+            note(unlinkat(&fd, &sub.name, AtFlags::REMOVEDIR));
+        }
+        drop(fd);
+        note(unlinkat(self.base, &self.name, AtFlags::REMOVEDIR));
+        first
+    }
+}
+
+impl Drop for Private<'_> {
+    fn drop(&mut self) {
+        let _ = self.cleanup();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn cal() -> Calibration {
+        Calibration {
+            path: "/tmp".into(),
+            place: Some(PlaceKind::TempDir),
+            threads: 2,
+            files: 4000,
+            unlinks_per_s: 100_000.0,
+            unlinks_per_s_one_dir: 50_000.0,
+            dirs_per_s: 10_000.0,
+            took_s: 0.1,
+        }
+    }
+
+    #[test]
+    fn scales_by_counts() {
+        let w = Work {
+            names: 1_000_000,
+            big_dir_names: 100_000,
+            dirs: 10_000,
+        };
+        let s = seconds(&w, &cal());
+        assert!((s - (2.0 + 9.0 + 1.0)).abs() < 1e-9, "{s}");
+        assert_eq!(seconds(&Work::default(), &cal()), 0.0);
+    }
+
+    #[test]
+    fn calibrates_and_leaves_nothing_behind() {
+        let dir = tempfile::tempdir().unwrap();
+        let base = dirfd::open_dir_path(dir.path()).unwrap();
+        let dev = dirfd::fstat(&base).unwrap().ident.dev;
+        let c = calibrate(&base, dir.path(), dev, 2).unwrap();
+        assert!(
+            c.files > 0 && c.unlinks_per_s > 0.0 && c.dirs_per_s > 0.0,
+            "{c:?}"
+        );
+        assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 0);
+    }
+
+    #[test]
+    fn refuses_another_device_and_cleans_up() {
+        let dir = tempfile::tempdir().unwrap();
+        let base = dirfd::open_dir_path(dir.path()).unwrap();
+        let dev = dirfd::fstat(&base).unwrap().ident.dev;
+        assert!(calibrate(&base, dir.path(), dev ^ 1, 2).is_err());
+        assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 0);
+    }
+}

@@ -1,0 +1,104 @@
+//! What one `reclaim scan` found, as it is reported: totals, histogram, top lists, roots,
+//! errors, the estimate; `--json` prints `ScanReport` exactly (`ui::scan` words it).
+
+use serde::Serialize;
+
+use super::estimate::Calibration;
+use super::histogram::Bucket;
+use super::tally::Counts;
+use crate::sys::quote::PathField;
+
+/// The whole result of one `reclaim scan`; `--json` prints exactly this.
+#[derive(Debug, Serialize)]
+pub struct ScanReport {
+    /// The PATHs, as given (lossy UTF-8).
+    pub paths: Vec<String>,
+    /// Totals over all PATHs.
+    #[serde(flatten)]
+    pub totals: Counts,
+    /// Files below this many bytes count as small (`--small`).
+    pub small_threshold: u64,
+    /// Regular files by apparent size, each inode once; only non-empty buckets.
+    pub histogram: Vec<Bucket>,
+    /// The `--exclude` globs, as given (how many entries they left out: `excluded`).
+    pub exclude: Vec<String>,
+    /// Directories with the most allocated bytes, themselves and all below them (as `du -x`).
+    pub top_by_allocated_bytes: Vec<TopEntry>,
+    /// Directories with the most regular files directly inside.
+    pub top_by_files: Vec<TopEntry>,
+    /// Directories with the most small regular files directly inside.
+    pub top_by_small_files: Vec<TopEntry>,
+    /// Per PATH, in the order given.
+    pub roots: Vec<RootEntry>,
+    /// Mount points inside that were not entered (other file systems, bind mounts).
+    pub skipped_mounts: Vec<String>,
+    pub errors: Vec<ErrorEntry>,
+    /// `null` with `--no-estimate`.
+    pub estimate: Option<Estimate>,
+    pub elapsed_s: f64,
+    pub threads: usize,
+    /// The file system profile of the first directory (it chose the workers).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub profile: Option<crate::engine::profile::Profile>,
+    /// Under MPI: what each rank counted (names, directories, allocated bytes, errors).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub ranks: Vec<crate::engine::spread::Rank>,
+}
+
+/// One directory of a top list; every list has every number.
+#[derive(Debug, Serialize)]
+pub struct TopEntry {
+    #[serde(flatten)]
+    pub path: PathField,
+    /// Allocated bytes of the directory and everything counted below it (each inode once).
+    pub tree_allocated_bytes: u64,
+    /// Regular files (names) at any depth below it.
+    pub tree_files: u64,
+    /// Regular files (names) directly inside.
+    pub files: u64,
+    /// Of those, smaller than `--small`.
+    pub small_files: u64,
+}
+
+#[derive(Debug, Serialize)]
+pub struct RootEntry {
+    #[serde(flatten)]
+    pub path: PathField,
+    #[serde(flatten)]
+    pub counts: Counts,
+}
+
+#[derive(Debug, Serialize)]
+pub struct ErrorEntry {
+    #[serde(flatten)]
+    pub path: PathField,
+    /// What failed: "cannot open directory", "cannot read directory", "cannot stat", ...
+    pub op: String,
+    pub error: String,
+}
+
+/// How long `reclaim rm -r` would take for all PATHs.
+#[derive(Debug, Serialize)]
+pub struct Estimate {
+    /// Seconds, warm cache; `null` when some file system could not be calibrated.
+    pub seconds: Option<f64>,
+    /// Why there is no estimate (read-only file system, no place outside the scanned tree,
+    /// ...): the `detail`s of `not_estimated`, joined.
+    pub unavailable: Option<String>,
+    /// Each PATH whose file system was not calibrated, and why.
+    pub not_estimated: Vec<NotEstimated>,
+    /// One per file system calibrated.
+    pub calibrations: Vec<Calibration>,
+}
+
+/// A PATH (the first directory PATH of its file system) whose file system was not calibrated.
+#[derive(Debug, Serialize)]
+pub struct NotEstimated {
+    #[serde(flatten)]
+    pub path: PathField,
+    /// `read-only`, `no-place-outside-tree` (the calibration never writes inside a scanned
+    /// tree), `calibration-failed`.
+    pub reason: &'static str,
+    /// For people.
+    pub detail: String,
+}

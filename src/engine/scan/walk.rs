@@ -1,0 +1,887 @@
+//! The work `reclaim scan` does on the shared dirfd walk (`walk.rs`): one `statx` per
+//! non-directory, and sums of what it meets (counts, histogram, top directories), leaving out
+//! what `--exclude` names. It never follows a symlink, never leaves a PATH's mount unless told
+//! to, never writes, and never builds a path for a syscall (paths are for messages and
+//! `--exclude` globs only).
+
+use std::collections::HashSet;
+use std::ffi::{CStr, CString};
+use std::os::fd::OwnedFd;
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+
+use rustix::fs::FileType;
+use rustix::io::Errno;
+
+use super::exclude::Exclude;
+use super::histogram::Histogram;
+use super::tally::{Counts, TopN};
+use crate::engine::walk::{self, Lost, Names, Next, Node, NotOpened, Root, Visitor, Walk};
+use crate::sys::dirfd::{self, Facts};
+
+/// Entries of one directory handed to one worker for `statx`; bigger directories are split so
+/// that other workers share the work (a million files in one directory).
+const BATCH: usize = 1024;
+
+/// Entries are `statx`ed in inode order from this many on: neighbouring inodes share
+/// inode-table blocks, so a cold cache reads each block once, in ascending order.
+const SORT_MIN: usize = 256;
+
+/// How the walk works.
+#[derive(Clone, Debug)]
+pub struct Options {
+    pub threads: usize,
+    pub cross_mounts: bool,
+    /// Regular files below this many bytes (`st_size`) are small.
+    pub small: u64,
+    /// Length of each top list.
+    pub top: usize,
+    /// Entries left out (`--exclude`).
+    pub exclude: Exclude,
+    /// Directory fds held at most (a few more, one per worker, may be in use for a moment).
+    pub fd_budget: usize,
+}
+
+/// One PATH to scan, opened and checked by the caller.
+pub enum Start {
+    /// A directory: its fd (opened with `O_NOFOLLOW|O_DIRECTORY`) and `statx`.
+    Dir {
+        display: PathBuf,
+        fd: OwnedFd,
+        stat: Facts,
+    },
+    /// Anything else: counted as the one entry it is.
+    Entry { display: PathBuf, stat: Facts },
+}
+
+/// Running totals for a progress line.
+#[derive(Debug, Default)]
+pub struct Live {
+    pub names: AtomicU64,
+    pub dirs: AtomicU64,
+    pub allocated: AtomicU64,
+    pub errors: AtomicU64,
+}
+
+/// A path the walk could not read, and why.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ScanError {
+    pub path: PathBuf,
+    /// What was being done: "cannot open directory", "cannot read directory", "cannot stat".
+    pub doing: &'static str,
+    pub reason: String,
+}
+
+impl std::fmt::Display for ScanError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "{} {}: {}",
+            self.doing,
+            crate::sys::quote::quote(&self.path),
+            self.reason
+        )
+    }
+}
+
+/// One directory of a top list.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct TopDir {
+    pub path: PathBuf,
+    /// Regular files directly inside (names).
+    pub files: u64,
+    /// Of which smaller than `--small`.
+    pub small_files: u64,
+    /// Allocated bytes of the directory and everything below it that was counted (each inode
+    /// once, as `du -x`).
+    pub tree_allocated: u64,
+    /// Regular files (names) at any depth below it.
+    pub tree_files: u64,
+}
+
+/// Everything a walk found.
+#[derive(Debug, Default)]
+pub struct Outcome {
+    /// Counts per `Start`, in the order given.
+    pub per_root: Vec<Counts>,
+    /// Regular files by apparent size, each inode once.
+    pub histogram: Histogram,
+    pub top_bytes: Vec<TopDir>,
+    pub top_files: Vec<TopDir>,
+    pub top_small: Vec<TopDir>,
+    pub errors: Vec<ScanError>,
+    /// Mount points of other file systems (and bind mounts) that were not entered.
+    pub skipped_mounts: Vec<PathBuf>,
+    /// Under MPI, on rank 0: what each rank counted.
+    pub ranks: Vec<crate::engine::spread::Rank>,
+}
+
+/// Scans every start in parallel. `on_error` is called once per failure, as it happens;
+/// `on_warning` for what a rank of an MPI job ignored.
+pub fn scan(
+    starts: Vec<Start>,
+    opts: &Options,
+    live: &Live,
+    on_error: &(dyn Fn(&ScanError) + Sync),
+    on_warning: &(dyn Fn(&dyn std::fmt::Display) + Sync),
+    job: Option<&dyn crate::engine::spread::Transport>,
+) -> Outcome {
+    // Under MPI, rank 0 counts the PATHs that are not directories and reports for all.
+    let leads = !job.is_some_and(|t| t.rank() != 0);
+    let scanner = Scanner {
+        opts: opts.clone(),
+        live,
+        on_error,
+        seen: Mutex::new(HashSet::new()),
+        errors: Mutex::new(Vec::new()),
+        skipped: Mutex::new(Vec::new()),
+        roots: starts.len(),
+        shared: job.is_some(),
+        root_devs: starts
+            .iter()
+            .map(|s| match s {
+                Start::Dir { stat, .. } | Start::Entry { stat, .. } => stat.ident.dev,
+            })
+            .collect(),
+    };
+    let mut first = scanner.worker();
+    let mut roots = Vec::new();
+    for (index, start) in starts.into_iter().enumerate() {
+        match start {
+            Start::Dir { display, fd, stat } => {
+                let ident = stat.ident;
+                roots.push(Root::new(
+                    index,
+                    Arc::new(fd),
+                    c".".to_owned(),
+                    display,
+                    ident,
+                ));
+            }
+            Start::Entry { stat, .. } if leads => {
+                scanner.count_entry(&mut first, index, &stat);
+                live.names.fetch_add(1, Ordering::Relaxed);
+            }
+            Start::Entry { .. } => {}
+        }
+    }
+    let walk_opts = walk::Options {
+        threads: opts.threads.max(1),
+        batch_threads: opts.threads.max(1),
+        batch: BATCH,
+        sort_min: SORT_MIN,
+        fd_budget: opts.fd_budget.max(2),
+        cross_mounts: opts.cross_mounts,
+        gate: None,
+        stream: None,
+    };
+    let Some(t) = job else {
+        for w in walk::run(&scanner, roots, &walk_opts) {
+            first.merge(w);
+        }
+        let (errors, skipped) = scanner.take_failures();
+        return Partial::new(first, opts.top, errors, skipped).outcome(Vec::new());
+    };
+    scan_shared(&scanner, first, roots, &walk_opts, t, leads, on_warning)
+}
+
+/// The walk as one rank of an MPI job `t`: the ranks agree on the trees, walk them together,
+/// and rank 0 (`leads`) merges every rank's counts.
+fn scan_shared(
+    scanner: &Scanner<'_>,
+    mut first: Tally,
+    roots: Vec<Root>,
+    walk_opts: &walk::Options,
+    t: &dyn crate::engine::spread::Transport,
+    leads: bool,
+    on_warning: &(dyn Fn(&dyn std::fmt::Display) + Sync),
+) -> Outcome {
+    let (opts, live, on_error) = (&scanner.opts, scanner.live, scanner.on_error);
+    // Every rank sees the same directories, or none scans.
+    let trees = crate::engine::spread::Trees {
+        roots: roots
+            .iter()
+            .map(|r| (&*r.base, r.name.as_c_str(), r.display.as_path()))
+            .collect(),
+        // A scan writes nothing.
+        dry_run: true,
+    };
+    let agreed = crate::engine::spread::agree(t, &trees);
+    drop(trees);
+    if let Err(e) = agreed {
+        let errors = roots
+            .iter()
+            .map(|r| ScanError {
+                path: r.display.clone(),
+                doing: "cannot scan",
+                reason: e.to_string(),
+            })
+            .collect::<Vec<_>>();
+        if leads {
+            errors.iter().for_each(on_error);
+        }
+        return Partial::new(first, opts.top, errors, Vec::new()).outcome(Vec::new());
+    }
+    for r in &roots {
+        // Work below a root this rank never opens is checked against its mount.
+        if let Ok(st) = dirfd::fstat(&*r.base) {
+            r.set_mnt_id(st.mnt_id);
+        }
+    }
+    let counts = || {
+        [
+            live.names.load(Ordering::Relaxed),
+            live.dirs.load(Ordering::Relaxed),
+            live.allocated.load(Ordering::Relaxed),
+            live.errors.load(Ordering::Relaxed),
+        ]
+    };
+    let add = |c: crate::engine::spread::wire::Counts| {
+        live.names.fetch_add(c[0], Ordering::Relaxed);
+        live.dirs.fetch_add(c[1], Ordering::Relaxed);
+        live.allocated.fetch_add(c[2], Ordering::Relaxed);
+        live.errors.fetch_add(c[3], Ordering::Relaxed);
+    };
+    let job = crate::engine::spread::Job {
+        transport: t,
+        roots: roots.len(),
+        counts: &counts,
+        add: &add,
+        warn: on_warning,
+    };
+    let first_path = roots.first().map(|r| r.display.clone());
+    // Whole directories only: a directory's counts (files, small files) stay in one rank.
+    let (workers, reports) = walk::run_shared(scanner, roots, walk_opts, leads, false, |w, ev| {
+        crate::engine::spread::drive(&job, w, ev)
+    });
+    for w in workers {
+        first.merge(w);
+    }
+    let (mut errors, skipped) = scanner.take_failures();
+    if !leads && crate::sys::interrupt::stopping() {
+        // What this rank handed back undone is not counted: rank 0 must say so.
+        if let Some(path) = first_path {
+            errors.push(ScanError {
+                path,
+                doing: "cannot scan",
+                reason: crate::engine::spread::stopped_line(t),
+            });
+        }
+    }
+    let mut mine = Partial::new(first, opts.top, errors, skipped);
+    let reports = crate::engine::spread::conclude(&job, reports, mine.encode());
+    for (rank, bytes) in reports.payloads {
+        match Partial::decode(&bytes, opts.top) {
+            Ok(p) => mine.merge(p),
+            Err(e) => {
+                let e = ScanError {
+                    path: PathBuf::from(format!("(rank {rank})")),
+                    doing: "cannot read the report of",
+                    reason: e.to_string(),
+                };
+                on_error(&e);
+                mine.errors.push(e);
+            }
+        }
+    }
+    mine.outcome(if leads { reports.ranks } else { Vec::new() })
+}
+
+/// What one rank found, in a form ranks can send and merge: the tallies, and the top lists as
+/// directories (paths and counts) with their tiebreaks.
+struct Partial {
+    per_root: Vec<Counts>,
+    links: Vec<Link>,
+    histogram: Histogram,
+    tops: [TopN<TopDir>; 3],
+    errors: Vec<ScanError>,
+    skipped: Vec<PathBuf>,
+}
+
+/// The `doing` of errors another rank reports (they are `&'static str`s).
+const DOINGS: [&str; 7] = [
+    "cannot open directory",
+    "cannot read directory",
+    "cannot reopen directory",
+    "cannot stat",
+    "cannot open",
+    "not following",
+    "cannot scan",
+];
+
+impl Partial {
+    fn new(t: Tally, top: usize, errors: Vec<ScanError>, skipped: Vec<PathBuf>) -> Partial {
+        let dirs = |list: TopN<Arc<SNode>>| {
+            let mut out = TopN::new(top);
+            for (count, tiebreak, d) in list.into_ranked() {
+                out.offer(count, tiebreak, || TopDir {
+                    path: d.path(),
+                    files: d.data.files.load(Ordering::Relaxed),
+                    small_files: d.data.small.load(Ordering::Relaxed),
+                    tree_allocated: d.data.tree_allocated.load(Ordering::Relaxed),
+                    tree_files: d.data.tree_files.load(Ordering::Relaxed),
+                });
+            }
+            out
+        };
+        Partial {
+            per_root: t.per_root,
+            links: t.links,
+            histogram: t.histogram,
+            tops: [dirs(t.top_bytes), dirs(t.top_files), dirs(t.top_small)],
+            errors,
+            skipped,
+        }
+    }
+
+    fn merge(&mut self, o: Partial) {
+        for (a, b) in self.per_root.iter_mut().zip(&o.per_root) {
+            a.merge(b);
+        }
+        self.histogram.merge(&o.histogram);
+        // An inode another rank counted too, under another name: its bytes once, this name a
+        // hard link (as one process counts it).
+        let mut seen: HashSet<(u64, u64)> = self.links.iter().map(|l| (l.fs, l.ino)).collect();
+        for l in o.links {
+            if seen.insert((l.fs, l.ino)) {
+                self.links.push(l);
+                continue;
+            }
+            if let Some(c) = self.per_root.get_mut(l.root as usize) {
+                c.allocated_bytes = c.allocated_bytes.saturating_sub(l.allocated);
+                c.apparent_bytes = c.apparent_bytes.saturating_sub(l.size);
+                if l.file {
+                    c.hard_links += 1;
+                    self.histogram.remove(l.size, l.allocated);
+                }
+            }
+        }
+        for (a, b) in self.tops.iter_mut().zip(o.tops) {
+            a.merge(b);
+        }
+        self.errors.extend(o.errors);
+        self.skipped.extend(o.skipped);
+    }
+
+    fn outcome(self, ranks: Vec<crate::engine::spread::Rank>) -> Outcome {
+        let [top_bytes, top_files, top_small] = self.tops;
+        let sorted = |t: TopN<TopDir>| t.into_sorted().into_iter().map(|(_, d)| d).collect();
+        let mut skipped_mounts = self.skipped;
+        skipped_mounts.sort();
+        let mut errors = self.errors;
+        errors.sort_by(|a, b| a.path.cmp(&b.path));
+        Outcome {
+            per_root: self.per_root,
+            histogram: self.histogram,
+            top_bytes: sorted(top_bytes),
+            top_files: sorted(top_files),
+            top_small: sorted(top_small),
+            errors,
+            skipped_mounts,
+            ranks,
+        }
+    }
+
+    fn encode(&self) -> Vec<u8> {
+        use std::os::unix::ffi::OsStrExt;
+        let mut w = crate::engine::spread::wire::Writer::default();
+        w.u32(self.per_root.len() as u32);
+        for c in &self.per_root {
+            c.to_words().iter().for_each(|v| {
+                w.u64(*v);
+            });
+        }
+        w.u32(self.links.len() as u32);
+        for l in &self.links {
+            w.u64(l.fs)
+                .u64(l.ino)
+                .u32(l.root)
+                .u8(l.file as u8)
+                .u64(l.allocated)
+                .u64(l.size);
+        }
+        for v in self.histogram.to_words() {
+            w.u64(v);
+        }
+        for list in &self.tops {
+            let ranked: Vec<_> = list.ranked().collect();
+            w.u32(ranked.len() as u32);
+            for (count, tiebreak, d) in ranked {
+                w.u64(count)
+                    .u64(tiebreak)
+                    .bytes(d.path.as_os_str().as_bytes());
+                w.u64(d.files)
+                    .u64(d.small_files)
+                    .u64(d.tree_allocated)
+                    .u64(d.tree_files);
+            }
+        }
+        w.u32(self.errors.len() as u32);
+        for e in &self.errors {
+            let doing = DOINGS.iter().position(|d| *d == e.doing).unwrap_or(1);
+            w.bytes(e.path.as_os_str().as_bytes())
+                .u8(doing as u8)
+                .bytes(e.reason.as_bytes());
+        }
+        w.u32(self.skipped.len() as u32);
+        for p in &self.skipped {
+            w.bytes(p.as_os_str().as_bytes());
+        }
+        w.0
+    }
+
+    fn decode(bytes: &[u8], top: usize) -> Result<Partial, crate::engine::spread::wire::Malformed> {
+        use crate::engine::spread::wire::{Malformed, Reader};
+        use std::os::unix::ffi::OsStrExt;
+        let path = |b: &[u8]| PathBuf::from(std::ffi::OsStr::from_bytes(b));
+        let mut r = Reader(bytes);
+        let n = r.count(88)?;
+        let mut per_root = Vec::with_capacity(n);
+        for _ in 0..n {
+            let mut words = [0u64; 11];
+            for v in &mut words {
+                *v = r.u64()?;
+            }
+            per_root.push(Counts::from_words(&words));
+        }
+        let k = r.count(37)?;
+        let mut links = Vec::with_capacity(k);
+        for _ in 0..k {
+            links.push(Link {
+                fs: r.u64()?,
+                ino: r.u64()?,
+                root: r.u32()?,
+                file: r.u8()? != 0,
+                allocated: r.u64()?,
+                size: r.u64()?,
+            });
+        }
+        let words = (0..3 * 65)
+            .map(|_| r.u64())
+            .collect::<Result<Vec<_>, _>>()?;
+        let histogram = Histogram::from_words(&words).ok_or(Malformed::new("histogram"))?;
+        let mut tops = [TopN::new(top), TopN::new(top), TopN::new(top)];
+        for list in &mut tops {
+            let k = r.count(52)?;
+            for _ in 0..k {
+                let (count, tiebreak) = (r.u64()?, r.u64()?);
+                let d = TopDir {
+                    path: path(r.bytes()?),
+                    files: r.u64()?,
+                    small_files: r.u64()?,
+                    tree_allocated: r.u64()?,
+                    tree_files: r.u64()?,
+                };
+                list.offer(count, tiebreak, || d);
+            }
+        }
+        let k = r.count(9)?;
+        let mut errors = Vec::with_capacity(k);
+        for _ in 0..k {
+            let p = path(r.bytes()?);
+            let doing = DOINGS
+                .get(r.u8()? as usize)
+                .ok_or(Malformed::new("error kind"))?;
+            errors.push(ScanError {
+                path: p,
+                doing,
+                reason: String::from_utf8_lossy(r.bytes()?).into_owned(),
+            });
+        }
+        let k = r.count(4)?;
+        let mut skipped = Vec::with_capacity(k);
+        for _ in 0..k {
+            skipped.push(path(r.bytes()?));
+        }
+        r.end()?;
+        Ok(Partial {
+            per_root,
+            links,
+            histogram,
+            tops,
+            errors,
+            skipped,
+        })
+    }
+}
+
+/// One worker's private sums.
+pub struct Tally {
+    per_root: Vec<Counts>,
+    /// Under MPI: inodes with several links this rank counted (another rank may have
+    /// counted the same inode under another name).
+    links: Vec<Link>,
+    histogram: Histogram,
+    top_bytes: TopN<Arc<SNode>>,
+    top_files: TopN<Arc<SNode>>,
+    top_small: TopN<Arc<SNode>>,
+}
+
+/// An inode with several links, counted (bytes, histogram) under one of its names.
+#[derive(Clone, Copy, Debug)]
+struct Link {
+    /// The file system: the index of the first root on it, the same on every rank (device
+    /// numbers of one network file system differ from client to client).
+    fs: u64,
+    ino: u64,
+    root: u32,
+    file: bool,
+    allocated: u64,
+    size: u64,
+}
+
+impl Tally {
+    fn merge(&mut self, o: Tally) {
+        self.links.extend(o.links);
+        for (a, b) in self.per_root.iter_mut().zip(&o.per_root) {
+            a.merge(b);
+        }
+        self.histogram.merge(&o.histogram);
+        self.top_bytes.merge(o.top_bytes);
+        self.top_files.merge(o.top_files);
+        self.top_small.merge(o.top_small);
+    }
+
+    fn count_dir(&mut self, root: usize, allocated: u64, size: u64) {
+        let c = &mut self.per_root[root];
+        c.dirs += 1;
+        c.allocated_bytes += allocated;
+        c.apparent_bytes += size;
+    }
+}
+
+/// Per directory: regular files directly inside (names), and of those the small ones; its
+/// subtree's allocated bytes and files (complete once it is finished: each child adds its own
+/// when it finishes).
+#[derive(Default)]
+pub struct DirCounts {
+    files: AtomicU64,
+    small: AtomicU64,
+    tree_allocated: AtomicU64,
+    tree_files: AtomicU64,
+}
+
+impl DirCounts {
+    fn add_tree(&self, allocated: u64, files: u64) {
+        self.tree_allocated.fetch_add(allocated, Ordering::Relaxed);
+        self.tree_files.fetch_add(files, Ordering::Relaxed);
+    }
+}
+
+type SNode = Node<DirCounts>;
+
+/// The scan's work on the walk.
+struct Scanner<'a> {
+    opts: Options,
+    live: &'a Live,
+    on_error: &'a (dyn Fn(&ScanError) + Sync),
+    /// (dev, ino) of every non-directory with more than one link met so far.
+    seen: Mutex<HashSet<(u64, u64)>>,
+    errors: Mutex<Vec<ScanError>>,
+    skipped: Mutex<Vec<PathBuf>>,
+    roots: usize,
+    /// Under MPI: keep the `Link`s.
+    shared: bool,
+    /// The device of each PATH.
+    root_devs: Vec<u64>,
+}
+
+impl Scanner<'_> {
+    /// The errors and the mount points left alone, once the walk is over.
+    fn take_failures(&self) -> (Vec<ScanError>, Vec<PathBuf>) {
+        (
+            std::mem::take(&mut *self.errors.lock().expect("errors lock")),
+            std::mem::take(&mut *self.skipped.lock().expect("skipped lock")),
+        )
+    }
+
+    fn fail(&self, path: PathBuf, doing: &'static str, reason: String) {
+        let e = ScanError {
+            path,
+            doing,
+            reason,
+        };
+        self.live.errors.fetch_add(1, Ordering::Relaxed);
+        (self.on_error)(&e);
+        self.errors.lock().expect("errors lock").push(e);
+    }
+
+    fn skip_mount(&self, path: PathBuf) {
+        self.skipped.lock().expect("skipped lock").push(path);
+    }
+
+    fn same_mount(&self, root: &Root, st: &Facts) -> bool {
+        self.opts.cross_mounts
+            || (Some(st.mnt_id) == root.mnt_id() && st.ident.dev == root.expect.dev)
+    }
+
+    /// Counts one non-directory; returns the bytes it added (0 for a further hard link).
+    fn count_entry(&self, tally: &mut Tally, root: usize, st: &Facts) -> u64 {
+        let first_link = st.nlink <= 1
+            || self
+                .seen
+                .lock()
+                .expect("seen lock")
+                .insert((st.ident.dev, st.ident.ino));
+        let c = &mut tally.per_root[root];
+        match st.file_type {
+            FileType::RegularFile => {
+                c.files += 1;
+                if st.size < self.opts.small {
+                    c.small_files += 1;
+                }
+                if !first_link {
+                    c.hard_links += 1;
+                }
+            }
+            FileType::Symlink => c.symlinks += 1,
+            _ => c.other += 1,
+        }
+        if !first_link {
+            return 0;
+        }
+        if st.nlink > 1 && self.shared {
+            let fs = self
+                .root_devs
+                .iter()
+                .position(|d| *d == st.ident.dev)
+                .map_or(st.ident.dev | 1 << 63, |i| i as u64);
+            tally.links.push(Link {
+                fs,
+                ino: st.ident.ino,
+                root: root as u32,
+                file: st.file_type == FileType::RegularFile,
+                allocated: st.allocated,
+                size: st.size,
+            });
+        }
+        c.allocated_bytes += st.allocated;
+        c.apparent_bytes += st.size;
+        if st.file_type == FileType::RegularFile {
+            tally.histogram.add(st.size, st.allocated);
+        }
+        st.allocated
+    }
+}
+
+impl Visitor for Scanner<'_> {
+    type Dir = DirCounts;
+    type Worker = Tally;
+
+    fn worker(&self) -> Tally {
+        Tally {
+            per_root: vec![Counts::default(); self.roots],
+            links: Vec::new(),
+            histogram: Histogram::default(),
+            top_bytes: TopN::new(self.opts.top),
+            top_files: TopN::new(self.opts.top),
+            top_small: TopN::new(self.opts.top),
+        }
+    }
+
+    fn dir_data(&self) -> DirCounts {
+        DirCounts::default()
+    }
+
+    fn opened(&self, w: &mut Tally, node: &Arc<SNode>, facts: &Facts) {
+        w.count_dir(node.root.index, facts.allocated, facts.size);
+        node.data.add_tree(facts.allocated, 0);
+        self.live.dirs.fetch_add(1, Ordering::Relaxed);
+        self.live
+            .allocated
+            .fetch_add(facts.allocated, Ordering::Relaxed);
+    }
+
+    fn not_opened(
+        &self,
+        w: &mut Tally,
+        parent: &OwnedFd,
+        node: &Arc<SNode>,
+        why: NotOpened,
+    ) -> Next {
+        let root = &node.root;
+        let path = node.path();
+        match why {
+            // Replaced by a symlink or a file since it was listed: count what is there now,
+            // never follow it.
+            NotOpened::NotDir => match dirfd::lstat_at(parent, node.name()) {
+                Ok(st) if st.file_type != FileType::Directory => {
+                    if self.same_mount(root, &st) {
+                        let allocated = self.count_entry(w, root.index, &st);
+                        if let Some(p) = node.parent() {
+                            p.data.add_tree(
+                                allocated,
+                                u64::from(st.file_type == FileType::RegularFile),
+                            );
+                        }
+                        self.live.names.fetch_add(1, Ordering::Relaxed);
+                    } else {
+                        self.skip_mount(path);
+                    }
+                }
+                Ok(_) | Err(Errno::NOENT) => {}
+                Err(e) => self.fail(path, "cannot stat", text(e)),
+            },
+            NotOpened::OtherMount => self.skip_mount(path),
+            NotOpened::Changed => self.fail(
+                path,
+                "cannot open directory",
+                "changed during the scan (device/inode no longer match)".into(),
+            ),
+            // Unreadable (EACCES): the directory itself is still there and counted, as du and
+            // find do.
+            NotOpened::Os(e) => match dirfd::lstat_at(parent, node.name()) {
+                Ok(st) if node.parent().is_some() && !self.same_mount(root, &st) => {
+                    self.skip_mount(path)
+                }
+                Ok(st) => {
+                    w.count_dir(root.index, st.allocated, st.size);
+                    // Never finished (not walked): its bytes reach its parent's sum here.
+                    if let Some(p) = node.parent() {
+                        p.data.add_tree(st.allocated, 0);
+                    }
+                    self.live.dirs.fetch_add(1, Ordering::Relaxed);
+                    self.fail(path, "cannot open directory", text(e));
+                }
+                Err(Errno::NOENT) => {}
+                Err(_) => self.fail(path, "cannot open directory", text(e)),
+            },
+        }
+        Next::Done
+    }
+
+    fn skip_subdir(&self, w: &mut Tally, node: &Arc<SNode>, name: &CStr) -> bool {
+        let out = self.excluded(node, name, true);
+        if out {
+            w.per_root[node.root.index].excluded += 1;
+        }
+        out
+    }
+
+    fn list_failed(&self, node: &Arc<SNode>, e: Errno) {
+        self.fail(node.path(), "cannot read directory", text(e));
+    }
+
+    fn listed(&self, w: &mut Tally, node: &Arc<SNode>, names: usize) {
+        if names >= walk::BIG_DIR {
+            w.per_root[node.root.index].big_dir_names += names as u64;
+        }
+    }
+
+    fn lost(&self, path: PathBuf, why: Lost, _node: &Arc<SNode>) {
+        let reason = match why {
+            Lost::Os(e) => text(e),
+            Lost::Changed => "changed during the scan (device/inode no longer match)".into(),
+        };
+        self.fail(path, "cannot reopen directory", reason);
+    }
+
+    /// `statx`es a batch of entries of `node` and counts them.
+    fn entries(
+        &self,
+        w: &mut Tally,
+        node: &Arc<SNode>,
+        fd: &OwnedFd,
+        names: Names<'_>,
+        _few: bool,
+        _walk: &Walk<'_, Self>,
+    ) -> Vec<CString> {
+        let root = &node.root;
+        let (mut files, mut small, mut count, mut allocated) = (0u64, 0u64, 0u64, 0u64);
+        let (mut excluded, mut dirs) = (0u64, Vec::new());
+        for name in names.iter() {
+            if self.excluded(node, name, false) {
+                excluded += 1;
+                continue;
+            }
+            match dirfd::lstat_at(fd, name) {
+                // A directory after all (DT_UNKNOWN, or swapped in since listed).
+                Ok(st) if st.file_type == FileType::Directory => {
+                    if self.excluded(node, name, true) {
+                        excluded += 1;
+                    } else {
+                        dirs.push(name.to_owned());
+                    }
+                }
+                // A file bind-mounted over a name of the tree.
+                Ok(st) if !self.same_mount(root, &st) => self.skip_mount(node.child_path(name)),
+                Ok(st) => {
+                    count += 1;
+                    if st.file_type == FileType::RegularFile {
+                        files += 1;
+                        if st.size < self.opts.small {
+                            small += 1;
+                        }
+                    }
+                    allocated += self.count_entry(w, root.index, &st);
+                }
+                Err(Errno::NOENT) => {}
+                Err(e) => self.fail(node.child_path(name), "cannot stat", text(e)),
+            }
+        }
+        node.data.files.fetch_add(files, Ordering::Relaxed);
+        node.data.small.fetch_add(small, Ordering::Relaxed);
+        node.data.add_tree(allocated, files);
+        w.per_root[root.index].excluded += excluded;
+        self.live.names.fetch_add(count, Ordering::Relaxed);
+        self.live.allocated.fetch_add(allocated, Ordering::Relaxed);
+        dirs
+    }
+
+    /// Ranks a finished directory in the top lists and adds its subtree to its parent's.
+    fn finished(&self, w: &mut Tally, node: &Arc<SNode>, _walk: &Walk<'_, Self>) {
+        let ino = node.ident().map_or(0, |i| i.ino);
+        let files = node.data.files.load(Ordering::Relaxed);
+        let small = node.data.small.load(Ordering::Relaxed);
+        let tree_allocated = node.data.tree_allocated.load(Ordering::Relaxed);
+        if let Some(p) = node.parent() {
+            p.data
+                .add_tree(tree_allocated, node.data.tree_files.load(Ordering::Relaxed));
+        }
+        w.top_bytes.offer(tree_allocated, ino, || node.clone());
+        w.top_files.offer(files, ino, || node.clone());
+        w.top_small.offer(small, ino, || node.clone());
+    }
+
+    /// Under MPI: a directory finished here for another rank adds its subtree's sums to its
+    /// parent there.
+    fn summary(&self, node: &Arc<SNode>) -> Vec<u8> {
+        let mut w = crate::engine::spread::wire::Writer::default();
+        w.u64(node.data.tree_allocated.load(Ordering::Relaxed))
+            .u64(node.data.tree_files.load(Ordering::Relaxed));
+        w.0
+    }
+
+    fn absorb(&self, _w: &mut Tally, node: &Arc<SNode>, summary: &[u8]) {
+        let mut r = crate::engine::spread::wire::Reader(summary);
+        if let (Ok(allocated), Ok(files), Some(p)) = (r.u64(), r.u64(), node.parent()) {
+            p.data.add_tree(allocated, files);
+        }
+    }
+}
+
+impl Scanner<'_> {
+    /// Whether `--exclude` leaves out entry `name` of `node` (`is_dir`: known to be a
+    /// directory).
+    fn excluded(&self, node: &SNode, name: &CStr, is_dir: bool) -> bool {
+        let ex = &self.opts.exclude;
+        !ex.is_empty() && ex.excludes(name.to_bytes(), || relative(node, name), is_dir)
+    }
+}
+
+/// The path of entry `name` of `node` relative to its PATH (`a/b/name`), for path globs.
+fn relative(node: &SNode, name: &CStr) -> Vec<u8> {
+    let mut names: Vec<&[u8]> = vec![name.to_bytes()];
+    let mut n = node;
+    while let Some(p) = n.parent() {
+        names.push(n.name().to_bytes());
+        n = p;
+    }
+    names.reverse();
+    names.join(&b'/')
+}
+
+fn text(e: Errno) -> String {
+    crate::sys::error::errno_text(e)
+}

@@ -1,0 +1,239 @@
+//! The protocol and the shared walk with ranks as threads (`local`): the same code as under
+//! MPI. End-to-end runs under `mpirun` are in tests/tests/mpi.rs.
+
+use std::ffi::CString;
+use std::fs;
+use std::os::unix::ffi::OsStrExt;
+use std::path::Path;
+use std::sync::atomic::Ordering::Relaxed;
+use std::sync::Arc;
+
+use super::*;
+use crate::engine::remove::{Counters, DirTarget, Options, Quiet};
+
+/// A tree of `dirs` directories (a few levels) with `files` files each, a flat directory of
+/// `flat` files, symlinks (one to outside the tree) and a hard link.
+fn build(root: &Path, dirs: usize, files: usize, flat: usize, outside: &Path) -> (u64, u64) {
+    let mut ndirs = 1u64;
+    let mut nfiles = 0u64;
+    fs::create_dir(root).unwrap();
+    for d in 0..dirs {
+        let p = root.join(format!("d{}", d % 7)).join(format!("e{d}"));
+        if !p.parent().unwrap().exists() {
+            ndirs += 1;
+        }
+        fs::create_dir_all(&p).unwrap();
+        ndirs += 1;
+        for f in 0..files {
+            fs::write(p.join(format!("f{f}")), b"x").unwrap();
+            nfiles += 1;
+        }
+        std::os::unix::fs::symlink(outside, p.join("out")).unwrap();
+        nfiles += 1;
+    }
+    let flat_dir = root.join("flat");
+    fs::create_dir(&flat_dir).unwrap();
+    ndirs += 1;
+    for f in 0..flat {
+        fs::write(flat_dir.join(format!("{f:06}")), b"").unwrap();
+        nfiles += 1;
+    }
+    fs::hard_link(outside.join("keep"), root.join("link")).unwrap();
+    nfiles += 1;
+    (ndirs, nfiles)
+}
+
+fn target(path: &Path) -> DirTarget {
+    let base = Arc::new(
+        crate::sys::dirfd::open_dir_at(
+            rustix::fs::CWD,
+            &CString::new(path.parent().unwrap().as_os_str().as_bytes()).unwrap(),
+        )
+        .unwrap(),
+    );
+    let name = CString::new(path.file_name().unwrap().as_bytes()).unwrap();
+    let ident = crate::sys::dirfd::lstat_at(&*base, &name).unwrap().ident;
+    DirTarget {
+        base,
+        name,
+        display: path.to_path_buf(),
+        ident,
+    }
+}
+
+/// Runs `ranks` ranks over `paths`; returns rank 0's counters and outcome.
+fn run(
+    ranks: usize,
+    paths: &[&Path],
+    opts: &Options,
+) -> (Counters, crate::engine::remove::Outcome) {
+    let mesh = local::mesh(ranks);
+    std::thread::scope(|s| {
+        let handles: Vec<_> = mesh
+            .iter()
+            .map(|t| {
+                s.spawn(move || {
+                    let counters = Counters::default();
+                    let targets = paths.iter().map(|p| target(p)).collect();
+                    let (o, _) = remove_trees(t, targets, opts, &counters, &Quiet);
+                    (counters, o)
+                })
+            })
+            .collect();
+        let mut all: Vec<_> = handles.into_iter().map(|h| h.join().unwrap()).collect();
+        all.swap_remove(0)
+    })
+}
+
+fn small() -> Options {
+    Options {
+        threads: 3,
+        batch: 64,
+        ..Options::default()
+    }
+}
+
+#[test]
+fn ranks_remove_whole_trees_and_count_exactly() {
+    for ranks in [1, 2, 4] {
+        let tmp = tempfile::tempdir().unwrap();
+        let outside = tmp.path().join("outside");
+        fs::create_dir(&outside).unwrap();
+        fs::write(outside.join("keep"), b"precious").unwrap();
+        let a = tmp.path().join("a");
+        let b = tmp.path().join("b");
+        let (da, fa) = build(&a, 60, 5, 700, &outside);
+        let (db, fb) = build(&b, 10, 2, 0, &outside);
+        let (c, o) = run(ranks, &[&a, &b], &small());
+        assert!(o.failures.is_empty(), "{ranks} ranks: {:?}", o.failures);
+        assert!(!a.exists() && !b.exists(), "{ranks} ranks left the trees");
+        assert_eq!(c.files.load(Relaxed), fa + fb, "{ranks} ranks: files");
+        assert_eq!(c.dirs.load(Relaxed), da + db, "{ranks} ranks: directories");
+        assert_eq!(fs::read(outside.join("keep")).unwrap(), b"precious");
+    }
+}
+
+#[test]
+fn a_dry_run_counts_what_one_process_counts() {
+    let tmp = tempfile::tempdir().unwrap();
+    let outside = tmp.path().join("outside");
+    fs::create_dir(&outside).unwrap();
+    fs::write(outside.join("keep"), b"k").unwrap();
+    let a = tmp.path().join("a");
+    let (d, f) = build(&a, 40, 3, 300, &outside);
+    let opts = Options {
+        dry_run: true,
+        ..small()
+    };
+    let (c, o) = run(3, &[&a], &opts);
+    assert!(o.failures.is_empty());
+    assert!(a.exists());
+    assert_eq!((c.dirs.load(Relaxed), c.files.load(Relaxed)), (d, f));
+}
+
+#[test]
+fn failures_anywhere_reach_rank_0_and_keep_their_ancestors() {
+    // A mount point inside the tree (root only): skipped, reported, its ancestors kept.
+    if !rustix::process::geteuid().is_root() {
+        crate::sys::testing::skipped(
+            "failures_anywhere_reach_rank_0_and_keep_their_ancestors",
+            "needs root (a tmpfs mount point inside the tree)",
+        );
+        return;
+    }
+    let tmp = tempfile::tempdir().unwrap();
+    let outside = tmp.path().join("outside");
+    fs::create_dir(&outside).unwrap();
+    fs::write(outside.join("keep"), b"k").unwrap();
+    let a = tmp.path().join("a");
+    build(&a, 30, 2, 0, &outside);
+    let mnt = a.join("d3").join("mnt");
+    fs::create_dir(&mnt).unwrap();
+    let ok = std::process::Command::new("mount")
+        .args(["-t", "tmpfs", "none"])
+        .arg(&mnt)
+        .status()
+        .unwrap()
+        .success();
+    assert!(ok, "mount tmpfs");
+    fs::write(mnt.join("inside"), b"i").unwrap();
+    let (_, o) = run(3, &[&a], &small());
+    let _ = std::process::Command::new("umount").arg(&mnt).status();
+    assert_eq!(o.skipped_mounts, vec![mnt.clone()]);
+    assert_eq!(o.failures.len(), 1, "{:?}", o.failures);
+    // The mount point and its ancestors stay; everything else is gone.
+    assert!(mnt.exists());
+    let left: Vec<_> = walk_all(&a);
+    assert_eq!(left, vec![a.join("d3"), a.join("d3/mnt")], "left: {left:?}");
+}
+
+fn walk_all(p: &Path) -> Vec<std::path::PathBuf> {
+    let mut out = Vec::new();
+    for e in fs::read_dir(p).unwrap() {
+        let e = e.unwrap();
+        out.push(e.path());
+        if e.file_type().unwrap().is_dir() && e.path().read_dir().is_ok() {
+            if let Ok(meta) = fs::symlink_metadata(e.path()) {
+                if meta.is_dir() {
+                    out.extend(walk_all(&e.path()));
+                }
+            }
+        }
+    }
+    out.sort();
+    out
+}
+
+#[test]
+fn ranks_that_see_other_trees_remove_nothing() {
+    let tmp = tempfile::tempdir().unwrap();
+    let a = tmp.path().join("a");
+    let b = tmp.path().join("b");
+    fs::create_dir_all(a.join("x")).unwrap();
+    fs::create_dir_all(b.join("y")).unwrap();
+    let mesh = local::mesh(3);
+    let outcomes: Vec<_> = std::thread::scope(|s| {
+        let hs: Vec<_> = mesh
+            .iter()
+            .map(|t| {
+                let p = if t.rank() == 2 { b.clone() } else { a.clone() };
+                s.spawn(move || {
+                    remove_trees(t, vec![target(&p)], &small(), &Counters::default(), &Quiet).0
+                })
+            })
+            .collect();
+        hs.into_iter().map(|h| h.join().unwrap()).collect()
+    });
+    assert!(a.join("x").exists() && b.join("y").exists());
+    let why = outcomes[0].failures[0].reason.to_string();
+    assert!(
+        why.starts_with("rank 2 sees other directories than rank 0")
+            && why.ends_with("nothing was removed"),
+        "{why}"
+    );
+}
+
+#[test]
+fn a_rank_asked_for_work_before_its_go_answers() {
+    // Rank 2 had its go and asks rank 1 for work before rank 0's go reaches rank 1 (MPI orders
+    // messages per pair of ranks only). Unanswered, rank 2 would wait for the answer forever,
+    // never report, and the job would never end.
+    let mesh = local::mesh(3);
+    let none = Trees {
+        roots: Vec::new(),
+        dry_run: true,
+    };
+    mesh[2].send(0, Msg::Trees(Ok(Vec::new())).encode());
+    mesh[2].send(1, Msg::Steal.encode());
+    std::thread::scope(|s| {
+        for t in &mesh[..2] {
+            let none = &none;
+            s.spawn(move || agree(t, none).unwrap());
+        }
+    });
+    let mut answered = false;
+    while let Some((from, bytes)) = mesh[2].try_recv() {
+        answered |= from == 1 && matches!(Msg::decode(&bytes), Ok(Msg::Work(w)) if w.is_empty());
+    }
+    assert!(answered, "rank 1 did not answer rank 2's request for work");
+}

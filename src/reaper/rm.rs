@@ -1,0 +1,911 @@
+//! A removal request run end to end (`reclaim rm`'s library half; `prune` removes through it
+//! too): each argument resolved, then hidden into its trash (`--background`, `--wait`) or
+//! removed here (single entries at once, large files gently), the trees with the parallel
+//! engine, `--durable`'s fsyncs, the hand-over to a reaper. Tells its caller what happens as it
+//! happens (`Events`) and returns the account (`Removal`); never prints, never picks an exit
+//! code.
+
+use std::collections::HashSet;
+use std::ffi::CStr;
+use std::os::fd::OwnedFd;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use rustix::fs::{unlinkat, AtFlags};
+use rustix::io::Errno;
+
+use serde::Serialize;
+
+use crate::engine::pace::throttle::Throttle;
+use crate::engine::pace::{PaceReport, Pacing};
+use crate::engine::profile::{Class, Profile};
+use crate::engine::remove::{self, Counters, DirTarget, Options, Sink};
+use crate::engine::shrink::{self, Gentle};
+use crate::engine::spread::Rank;
+use crate::engine::target::{Rejection, Resolver, Target};
+use crate::reaper::background::{Hide, Hider};
+use crate::reaper::spawn::pace_args;
+use crate::sys::dirfd::Facts;
+use crate::sys::error::{ErrorEntry, Failure, Reason};
+use crate::sys::quote::{quote, PathField};
+use crate::trash::hide::{Hidden, HideOptions};
+use crate::trash::meta::EntryPacing;
+use crate::trash::Unusable;
+
+/// What is to be removed, and how.
+#[derive(Clone, Debug)]
+pub struct Request {
+    pub paths: Vec<PathBuf>,
+    pub recursive: bool,
+    pub force: bool,
+    pub dir: bool,
+    /// Every removed entry is told (`Events::removed`), the trees one argument after the
+    /// other in the order given.
+    pub verbose: bool,
+    /// `--threads` was given; otherwise the worker count follows the file system.
+    pub threads_given: bool,
+    /// The pacing asked for (`--fast`, `--max-latency`, `--rate`, `--iops`): how large files
+    /// are freed, how trees are governed, what trash entries record (a reaper frees them that
+    /// way) and the flags of a detached reaper. Trees are paced by the latency probe only when
+    /// `--max-latency` was given (`pace_trees`): on an idle xfs the probe sees the removal's own
+    /// journal traffic and slowed a 200k-file tree 4.6x, and on the emulated HDD it did not
+    /// lower the victims' p99 (bench/RESULTS.md).
+    pub pace: EntryPacing,
+    /// `--pace-trace`: the pacer's per-window decisions go to this file.
+    pub pace_trace: Option<PathBuf>,
+    pub engine: Options,
+    /// Foreground, or hide into the trash first (`--background`, `--wait`).
+    pub mode: Mode,
+    /// `--grace`: how long hidden entries stay restorable before the reaper frees them.
+    pub grace: Option<std::time::Duration>,
+    /// `--durable`: one fsync per affected directory after its unlinks.
+    pub durable: bool,
+    /// Sizes (allocated bytes, files) the caller measured, by path as given (prune).
+    pub known_sizes: std::collections::HashMap<PathBuf, (u64, u64)>,
+    /// `--profile`: the file system class to assume instead of the detected one.
+    pub profile: Option<Class>,
+    /// Stat small directories' entries or not, whatever the profile says (measurements).
+    pub small_dir_stats: Option<bool>,
+    /// Workers at once in one directory's batches, whatever the profile says (measurements).
+    pub batch_threads: Option<usize>,
+    /// `--preserve-root=all`: refuse directory arguments that are mount points.
+    pub preserve_all_root: bool,
+}
+
+impl Request {
+    /// What the shrinker and the tree governor take of the pacing asked for.
+    fn pacing(&self) -> Pacing {
+        Pacing {
+            trace: self.pace_trace.clone(),
+            ..self.pace.pacing()
+        }
+    }
+}
+
+/// How `reclaim rm` frees space.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Mode {
+    /// Remove in the foreground (paced).
+    Now,
+    /// Hide into the trash; a detached reaper frees it.
+    Background,
+    /// Hide into the trash, then free it here before returning.
+    Wait,
+}
+
+/// What a removal tells its caller as it goes, beyond the engine's `Sink` (removed entries,
+/// failures as they happen): the caller shows it.
+pub trait Events: Sink {
+    /// An argument was hidden into a trash as entry `id`; `passed_over`: trash names someone
+    /// else had, passed over on the way.
+    fn hidden(&self, display: &Path, id: &str, passed_over: &[Unusable]);
+    /// An argument could not go to a trash (`why`), and is removed here instead.
+    fn fallback(&self, display: &Path, why: &str);
+    /// An argument gone from its path is an interrupted removal waiting in `trash` as entry
+    /// `id`: it is finished now.
+    fn resuming(&self, path: &Path, id: &str, trash: &Path);
+    /// A large file being shrunk: `freed` of `total` bytes since `started`; the latency other
+    /// I/O sees, when measured. `None`: it is done.
+    fn shrinking(&self, progress: Option<Shrinking<'_>>);
+    /// A reaper's progress (a resumed entry; `--wait`).
+    fn reaping(&self, progress: &super::Progress<'_>);
+    /// The trees are being removed: `counters` move until `done` is set. Called from a thread
+    /// of its own, which it may keep until then.
+    fn trees(&self, counters: &Counters, started: Instant, done: &AtomicBool);
+    /// `--wait` starts freeing the entries hidden (`true`), or is done (`false`).
+    fn waiting(&self, on: bool);
+}
+
+/// A large file being shrunk, for `Events::shrinking`.
+#[derive(Clone, Copy, Debug)]
+pub struct Shrinking<'a> {
+    pub path: &'a Path,
+    pub freed: u64,
+    pub total: u64,
+    pub started: Instant,
+    pub latency: Option<Duration>,
+}
+
+/// The final account of one removal; `reclaim rm --json` prints exactly this.
+#[derive(Debug, Serialize)]
+pub struct Summary {
+    pub files: u64,
+    pub dirs: u64,
+    pub bytes_freed: u64,
+    pub elapsed_s: f64,
+    pub files_per_s: f64,
+    pub errors: Vec<ErrorEntry>,
+    pub skipped_mounts: Vec<String>,
+    pub dry_run: bool,
+    /// Large files freed gently (shrunk in paced steps), with what it cost other I/O.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub gentle: Vec<Gentle>,
+    /// How tree removal was paced (probe latency before vs during, back-offs).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub pace: Option<PaceReport>,
+    /// Targets hidden into a trash (`--background`, `--wait`; empty otherwise).
+    pub hidden: Vec<Hidden>,
+    /// Targets that could not go to a trash and were removed in the foreground.
+    pub fallback: Vec<String>,
+    /// The signal that stopped the run before the end, if one did.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub interrupted: Option<i32>,
+    /// The file system profile the trees were removed with.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub profile: Option<Profile>,
+    /// The workers the trees were removed with, and why (measured or `--threads`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub concurrency: Option<crate::engine::pace::concurrency::Report>,
+    /// Under MPI: what each rank did.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub ranks: Vec<Rank>,
+}
+
+/// What one removal did: the account, every failure (in the order met) and, after a stop
+/// signal, what is left.
+#[derive(Debug)]
+pub struct Removal {
+    pub summary: Summary,
+    pub failures: Vec<Failure>,
+    /// What a stop signal left, in the order met.
+    pub left: Vec<Left>,
+    /// Arguments a stop signal came before.
+    pub not_started: usize,
+}
+
+/// Something a stop signal left undone.
+#[derive(Clone, Debug)]
+pub enum Left {
+    /// The trees (quoted and joined), partly removed.
+    Trees(String),
+    /// A large file whose shrink stopped, with `bytes` still allocated: in the trash as `entry`
+    /// (a reaper was started for it), or under a hidden name in its directory.
+    File {
+        path: PathField,
+        bytes: u64,
+        entry: Option<String>,
+        hidden: Option<PathField>,
+    },
+    /// `--background`: `hidden` of `of` arguments were hidden; `untouched` were not started.
+    Hid {
+        hidden: usize,
+        of: usize,
+        untouched: usize,
+    },
+    /// `--wait`: entries left in the trash for a reaper.
+    InTrash(u64),
+}
+
+/// Runs one removal, telling `events` as it goes; returns its account.
+pub fn run(req: &Request, events: &dyn Events) -> Removal {
+    let mut run = Run::new(req, events);
+    let trees = run.arguments();
+    let trees = run.remove_trees(trees);
+    run.sync_directories();
+    if crate::sys::interrupt::stopping() {
+        if let Some(shown) = &trees.shown {
+            run.left.push(Left::Trees(shown.clone()));
+        }
+    }
+    run.hand_over();
+    run.report(trees)
+}
+
+/// One run of `reclaim rm`, phase by phase: the arguments one at a time (hidden, or removed if
+/// single entries), then the trees with the engine, the fsyncs of `--durable`, the hand-over
+/// to a reaper (`--background`, `--wait`) and the report. What every phase adds to lives here.
+struct Run<'r> {
+    req: &'r Request,
+    events: &'r dyn Events,
+    started: Instant,
+    counters: Counters,
+    resolver: Resolver,
+    hider: Hider,
+    /// Arguments hidden into a trash (`--background`, `--wait`).
+    hidden: Vec<Hidden>,
+    /// Arguments that could not be hidden, removed in the foreground instead.
+    fallback: Vec<String>,
+    /// Directories whose entries were removed here: fsynced once each at the end (--durable).
+    touched: Vec<Arc<OwnedFd>>,
+    failures: Vec<Failure>,
+    gentle: Vec<Gentle>,
+    /// What a stop signal left (said at the end).
+    left: Vec<Left>,
+    /// Arguments a stop signal came before.
+    not_started: usize,
+    /// The directory entries of the arguments so far (see `entry_key`).
+    seen: HashSet<EntryKey>,
+}
+
+/// What the tree phase leaves for the report.
+struct Trees {
+    /// The trees, quoted and joined (for the line after a stop signal); `None`: there were none.
+    shown: Option<String>,
+    skipped_mounts: Vec<PathBuf>,
+    pace: Option<crate::engine::pace::PaceReport>,
+    profile: Option<Profile>,
+    /// The workers they were removed with, and why.
+    concurrency: Option<crate::engine::pace::concurrency::Report>,
+    /// Under MPI: what each rank did.
+    ranks: Vec<crate::engine::spread::Rank>,
+}
+
+impl<'r> Run<'r> {
+    fn new(req: &'r Request, events: &'r dyn Events) -> Self {
+        let started = Instant::now();
+        let mut resolver = Resolver::new(req.recursive, req.dir);
+        resolver.preserve_all_root = req.preserve_all_root;
+        Run {
+            req,
+            events,
+            started,
+            counters: Counters::default(),
+            resolver,
+            hider: Hider::new(HideOptions {
+                grace: req.grace,
+                known: None,
+                durable: req.durable,
+                pacing: req.pace.clone(),
+            }),
+            hidden: Vec::new(),
+            fallback: Vec::new(),
+            touched: Vec::new(),
+            failures: Vec::new(),
+            gentle: Vec::new(),
+            left: Vec::new(),
+            not_started: 0,
+            seen: HashSet::new(),
+        }
+    }
+
+    /// The arguments in order, until a stop signal: each is resolved, then hidden
+    /// (`--background`, `--wait`), removed here if it is a single entry, or kept for the
+    /// engine if it is a tree. Returns the trees.
+    fn arguments(&mut self) -> Vec<DirTarget> {
+        let req = self.req;
+        let hiding = req.mode != Mode::Now && !req.engine.dry_run;
+        let mut trees = Vec::new();
+        for (i, path) in req.paths.iter().enumerate() {
+            if crate::sys::interrupt::stopping() {
+                self.not_started = req.paths.len() - i;
+                break;
+            }
+            let resolved = self.resolver.resolve(path);
+            // Under MPI, rank 0 removes the single entries and reports the arguments; the
+            // other ranks take part in the trees only.
+            if !crate::engine::spread::leads() {
+                if let Ok(t @ Target::Tree(_)) = resolved {
+                    if self.seen.insert(entry_key(&t)) {
+                        if let Target::Tree(tree) = t {
+                            trees.push(tree);
+                        }
+                    }
+                }
+                continue;
+            }
+            // The same directory entry named twice (`rm -r t t`): gone by the second time, as
+            // for GNU rm.
+            if let Ok(t) = &resolved {
+                if !self.seen.insert(entry_key(t)) {
+                    if !req.force {
+                        self.fail(path.clone(), Reason::Os(Errno::NOENT));
+                    }
+                    continue;
+                }
+            }
+            if let (true, Ok(t)) = (hiding, &resolved) {
+                if self.hide(path, t) {
+                    continue;
+                }
+            }
+            if req.durable {
+                match &resolved {
+                    Ok(Target::Tree(d)) => touch(&mut self.touched, &d.base),
+                    Ok(Target::Entry { base, .. }) => touch(&mut self.touched, base),
+                    Err(_) => {}
+                }
+            }
+            match resolved {
+                Ok(Target::Tree(tree)) => trees.push(tree),
+                Ok(Target::Entry {
+                    base,
+                    name,
+                    display,
+                    is_dir,
+                    allocated,
+                    facts,
+                }) => self.remove_entry(&base, &name, display, is_dir, allocated, &facts),
+                Err(Rejection::Missing) => self.missing(path),
+                // `-f` says nothing about what cannot exist (GNU: ENOTDIR for `file/x` too).
+                Err(Rejection::Refused(Reason::Os(
+                    Errno::NOTDIR | Errno::INVAL | Errno::ILSEQ,
+                ))) if req.force => {}
+                Err(Rejection::Refused(reason)) => self.fail(path.clone(), reason),
+            }
+        }
+        trees
+    }
+
+    /// Hides one resolved argument into its trash. False if it is to be removed here instead
+    /// (no trash could take it, and no grace window was asked for).
+    fn hide(&mut self, path: &Path, target: &Target) -> bool {
+        let (base, name, display) = match target {
+            Target::Tree(d) => (&d.base, &d.name, &d.display),
+            Target::Entry {
+                base,
+                name,
+                display,
+                ..
+            } => (base, name, display),
+        };
+        match self
+            .hider
+            .hide(base, name, self.req.known_sizes.get(path).copied())
+        {
+            Hide::Hidden(h) => {
+                let passed = std::mem::take(
+                    &mut *self
+                        .hider
+                        .passed_over
+                        .lock()
+                        .unwrap_or_else(|e| e.into_inner()),
+                );
+                self.events.hidden(display, &h.id, &passed);
+                self.hidden.push(h);
+                true
+            }
+            Hide::Fallback(why) => {
+                self.events.fallback(display, &why);
+                self.fallback.push(display.to_string_lossy().into_owned());
+                false
+            }
+            Hide::Refused(why) => {
+                self.fail(display.clone(), Reason::GraceRefused(why));
+                true
+            }
+            Hide::Failed(Reason::Os(Errno::NOENT)) if self.req.force => true,
+            Hide::Failed(reason) => {
+                self.fail(display.clone(), reason);
+                true
+            }
+        }
+    }
+
+    /// Removes one single entry (a file, a symlink, an empty directory with `-d`) at once; a
+    /// large file gently.
+    fn remove_entry(
+        &mut self,
+        base: &Arc<OwnedFd>,
+        name: &CStr,
+        display: PathBuf,
+        is_dir: bool,
+        allocated: u64,
+        facts: &Facts,
+    ) {
+        let req = self.req;
+        let result = if req.engine.dry_run {
+            Ok(())
+        } else if is_dir {
+            unlinkat(&**base, name, AtFlags::REMOVEDIR).map_err(Reason::Os)
+        } else if gentle_candidate(req, facts) {
+            remove_gently(req, &self.hider, base, name, &display, facts, self.events).map(|g| {
+                if let Some(l) = &g.outcome.left {
+                    self.left.push(left_of_file(req, &g, l));
+                }
+                self.gentle.push(g);
+            })
+        } else {
+            unlinkat(&**base, name, AtFlags::empty()).map_err(Reason::Os)
+        };
+        match result {
+            Ok(()) => {
+                let counter = if is_dir {
+                    &self.counters.dirs
+                } else {
+                    &self.counters.files
+                };
+                counter.fetch_add(1, Ordering::Relaxed);
+                self.counters.bytes.fetch_add(allocated, Ordering::Relaxed);
+                if req.verbose {
+                    self.events.removed(&display, is_dir);
+                }
+            }
+            Err(Reason::Os(Errno::NOENT)) if req.force => {}
+            Err(reason) => self.fail(display, reason),
+        }
+    }
+
+    /// An argument gone from its path: maybe a removal of it was interrupted (kill -9 during
+    /// its shrink) and waits in the trash; finish that instead of saying "No such file".
+    fn missing(&mut self, path: &Path) {
+        match resume_interrupted(self.req, path, self.events) {
+            Some(Ok(g)) => self.gentle.push(g),
+            Some(Err(reason)) => self.fail(path.to_path_buf(), reason),
+            None if self.req.force => {}
+            None => self.fail(path.to_path_buf(), Reason::Os(Errno::NOENT)),
+        }
+    }
+
+    /// Removes the trees with the parallel engine, set up by the file system's profile and
+    /// paced when asked or governed; large files in them are shrunk like named ones.
+    /// `Events::trees` watches them (and is told they are done also without trees).
+    fn remove_trees(&mut self, trees: Vec<DirTarget>) -> Trees {
+        let req = self.req;
+        let shown = (!trees.is_empty()).then(|| {
+            trees
+                .iter()
+                .map(|t| quote(&t.display))
+                .collect::<Vec<_>>()
+                .join(", ")
+        });
+        let TreePlan {
+            mut engine,
+            profile,
+            paced,
+            idle,
+        } = plan_trees(req, &trees);
+        // Large files inside the trees are shrunk like named ones (when pacing is on).
+        let tree_files = (!req.pace.fast && !req.engine.dry_run)
+            .then(|| Arc::new(shrink::TreeFiles::new(req.pacing(), false)));
+        if let Some(tf) = &tree_files {
+            engine.large_files = Some(tf.clone());
+        }
+        let pace_dir = trees.first().map(|t| t.base.clone());
+        let done = AtomicBool::new(false);
+        let (counters, events) = (&self.counters, self.events);
+        let started = self.started;
+        let (outcome, ranks, pace) = std::thread::scope(|s| {
+            s.spawn(|| events.trees(counters, started, &done));
+            let pacer = match (&engine.throttle, &pace_dir) {
+                (Some(throttle), Some(dir)) if paced => {
+                    let network = profile.as_ref().is_some_and(|p| p.class == Class::Network);
+                    let knobs = crate::engine::pace::tree::Knobs {
+                        throttle,
+                        gate: engine.gate.as_deref(),
+                        max_workers: engine.threads,
+                        rate: req.pace.pace_trees,
+                        idle: &idle,
+                        budget: engine.network_budget(network),
+                    };
+                    let (pacing, done) = (req.pacing(), &done);
+                    Some(s.spawn(move || {
+                        crate::engine::pace::tree::run(
+                            &**dir,
+                            &pacing,
+                            &knobs,
+                            &|| counters.entries(),
+                            done,
+                        )
+                    }))
+                }
+                _ => None,
+            };
+            let (outcome, ranks) = if let Some(job) = crate::engine::spread::job() {
+                // Every rank, also without trees: the ranks agree on them first.
+                crate::engine::spread::remove_trees(job, trees, &engine, counters, events)
+            } else if trees.is_empty() {
+                Default::default()
+            } else if req.verbose {
+                // One argument after the other, so -v lists them in the order given.
+                let mut all = remove::Outcome::default();
+                for t in trees {
+                    let o = remove::remove_trees(vec![t], &engine, counters, events);
+                    all.failures.extend(o.failures);
+                    all.skipped_mounts.extend(o.skipped_mounts);
+                }
+                (all, Vec::new())
+            } else {
+                let o = remove::remove_trees(trees, &engine, counters, events);
+                (o, Vec::new())
+            };
+            done.store(true, Ordering::Relaxed);
+            (outcome, ranks, pacer.and_then(|p| p.join().ok()))
+        });
+        self.failures.extend(outcome.failures);
+        for (path, outcome, took) in tree_files.map(|tf| tf.take()).unwrap_or_default() {
+            self.gentle.push(Gentle {
+                path: crate::sys::quote::PathField::new(path),
+                elapsed_s: took.as_secs_f64(),
+                outcome,
+            });
+        }
+        Trees {
+            shown,
+            skipped_mounts: outcome.skipped_mounts,
+            pace,
+            profile,
+            concurrency: engine
+                .concurrency
+                .as_ref()
+                .filter(|_| !req.engine.dry_run)
+                .map(|c| c.report()),
+            ranks,
+        }
+    }
+
+    /// `--durable`: one fsync per directory entries were removed from here.
+    fn sync_directories(&mut self) {
+        if !self.req.durable || self.req.engine.dry_run {
+            return;
+        }
+        for dir in std::mem::take(&mut self.touched) {
+            if let Err(e) = rustix::fs::fsync(&*dir) {
+                let shown = crate::sys::mounts::fd_path(&*dir).unwrap_or_default();
+                self.fail(shown, Reason::Os(e));
+            }
+        }
+    }
+
+    /// What was hidden goes on: a detached reaper frees it (`--background`), or it is freed
+    /// here before returning (`--wait`).
+    fn hand_over(&mut self) {
+        match self.req.mode {
+            Mode::Background => {
+                self.hider.start_reapers(&pace_args(&self.req.pace));
+                if crate::sys::interrupt::stopping() && self.not_started > 0 {
+                    self.left.push(Left::Hid {
+                        hidden: self.hidden.len(),
+                        of: self.req.paths.len(),
+                        untouched: self.not_started,
+                    });
+                    self.not_started = 0;
+                }
+            }
+            Mode::Wait if !self.hider.used.is_empty() => self.wait(),
+            _ => {}
+        }
+    }
+
+    /// `--wait`: frees the entries hidden by this run here, with their progress on the
+    /// terminal.
+    fn wait(&mut self) {
+        let req = self.req;
+        self.events.waiting(true);
+        let mut engine = req.engine.clone();
+        if !req.threads_given {
+            engine.threads = 0; // per file system, as for trees here
+        }
+        let events = self.events;
+        let reaped = self
+            .hider
+            .wait(&engine, &pace_args(&req.pace), &|p| events.reaping(p));
+        self.events.waiting(false);
+        if reaped.interrupted || (crate::sys::interrupt::stopping() && reaped.remaining > 0) {
+            self.left.push(Left::InTrash(reaped.remaining));
+        }
+        self.counters
+            .files
+            .fetch_add(reaped.files, Ordering::Relaxed);
+        self.counters
+            .bytes
+            .fetch_add(reaped.bytes_freed, Ordering::Relaxed);
+        self.gentle.extend(reaped.gentle);
+        for e in reaped.errors {
+            self.fail(e.path.exact(), Reason::Freeing(e.error));
+        }
+    }
+
+    /// The account: the summary, the failures and what a stop signal left.
+    fn report(mut self, trees: Trees) -> Removal {
+        let req = self.req;
+        // Counting bytes per file costs a stat each; otherwise ask the file systems what they
+        // got back; it is never less than what reclaim knows exactly (directories' st_blocks,
+        // from the statx it does anyway, and the single entries it resolved).
+        let known = self.counters.bytes.load(Ordering::Relaxed);
+        let bytes_freed = if req.engine.dry_run || req.engine.stat_files {
+            known
+        } else {
+            known.max(
+                self.resolver
+                    .space_before
+                    .freed_since(&self.resolver.space_now()),
+            )
+        };
+        let files = self.counters.files.load(Ordering::Relaxed);
+        let secs = self.started.elapsed().as_secs_f64();
+        let summary = Summary {
+            files,
+            dirs: self.counters.dirs.load(Ordering::Relaxed),
+            bytes_freed,
+            elapsed_s: secs,
+            files_per_s: if secs > 0.0 { files as f64 / secs } else { 0.0 },
+            errors: self
+                .failures
+                .iter()
+                .map(|f| ErrorEntry::new(&f.path, f.reason.to_string()))
+                .collect(),
+            skipped_mounts: trees
+                .skipped_mounts
+                .iter()
+                .map(|p| p.to_string_lossy().into_owned())
+                .collect(),
+            dry_run: req.engine.dry_run,
+            gentle: std::mem::take(&mut self.gentle),
+            pace: trees.pace,
+            hidden: std::mem::take(&mut self.hidden),
+            fallback: std::mem::take(&mut self.fallback),
+            interrupted: crate::sys::interrupt::requested(),
+            profile: trees.profile,
+            concurrency: trees.concurrency,
+            ranks: trees.ranks,
+        };
+        Removal {
+            summary,
+            failures: self.failures,
+            left: self.left,
+            not_started: self.not_started,
+        }
+    }
+
+    fn fail(&mut self, path: PathBuf, reason: Reason) {
+        let f = Failure { path, reason };
+        self.events.failed(&f);
+        self.failures.push(f);
+    }
+}
+
+/// How the trees are removed.
+struct TreePlan {
+    engine: Options,
+    /// The profile of the first tree's file system: it decides the defaults.
+    profile: Option<Profile>,
+    /// A governor paces the trees.
+    paced: bool,
+    /// Probe latencies taken before the removal started (see `confirm_rotational`): the
+    /// governor's baseline when there are some.
+    idle: Vec<Duration>,
+}
+
+/// The engine's options for `trees`, the profile of the first tree's file system and whether
+/// (and from what baseline) the trees are paced.
+fn plan_trees(req: &Request, trees: &[DirTarget]) -> TreePlan {
+    let mut engine = req.engine.clone();
+    let mut profile = trees.first().map(|t| match req.profile {
+        Some(class) => Profile::named(class, &*t.base),
+        None => Profile::detect(&*t.base),
+    });
+    if let Some(p) = &profile {
+        engine.apply(p, req.threads_given);
+    }
+    if let Some(on) = req.small_dir_stats {
+        engine.stat_small_dirs = on;
+    }
+    if let Some(n) = req.batch_threads {
+        engine.batch_threads = n.min(engine.threads).max(1);
+    }
+    let idle = match (profile.as_mut(), trees.first()) {
+        (Some(p), Some(first)) => confirm_rotational(req, p, first),
+        _ => Vec::new(),
+    };
+    // Trees are governed when asked (`--max-latency`) or by the profile's default (rotational
+    // disks, network file systems): a governor thread halves the active workers when the
+    // probe sees other I/O hurt, then holds the unlink rate (which `--iops` caps).
+    let governed = profile.as_ref().is_some_and(|p| p.governed);
+    let paced = (req.pace.pace_trees || governed)
+        && !trees.is_empty()
+        && !req.engine.dry_run
+        && !req.pace.fast;
+    if paced || (req.pace.iops.is_some() && !trees.is_empty()) {
+        engine.throttle = Some(Arc::new(Throttle::new(req.pace.iops)));
+    }
+    if paced {
+        let rotational = profile
+            .as_ref()
+            .is_some_and(|p| p.class == Class::Rotational);
+        engine.gate = Some(engine.governed_gate(rotational));
+    }
+    TreePlan {
+        engine,
+        profile,
+        paced,
+        idle,
+    }
+}
+
+/// A disk that only says it is rotational (virtio, loop devices do) is governed by default
+/// only if, idle, it answers like one: measured before the removal starts (in `first`).
+/// Returns the probe latencies measured (then the governor's baseline), if any.
+fn confirm_rotational(req: &Request, p: &mut Profile, first: &DirTarget) -> Vec<Duration> {
+    let applies = p.governed
+        && p.class == Class::Rotational
+        && p.source == "detected"
+        && !req.pace.pace_trees
+        && !req.engine.dry_run
+        && !req.pace.fast;
+    if !applies {
+        return Vec::new();
+    }
+    let idle = crate::engine::pace::tree::idle_samples(&*first.base);
+    let (p50, slow) = crate::engine::pace::tree::idle_median(&idle);
+    if !slow {
+        p.governed = false;
+        p.note = Some(match p50 {
+            Some(d) => format!(
+                "says rotational but answers like an SSD (idle p50 {:.2} ms): not governed",
+                d.as_secs_f64() * 1e3
+            ),
+            None => "says rotational; no latency probe here: not governed".into(),
+        });
+    } else if let Some(d) = p50 {
+        p.note = Some(format!(
+            "a slow disk (idle p50 {:.2} ms): governed, starting with one worker",
+            d.as_secs_f64() * 1e3
+        ));
+    }
+    idle
+}
+
+/// What a stop signal left of one large file; starts the reaper for it if it is in the trash.
+fn left_of_file(req: &Request, g: &Gentle, l: &shrink::Left) -> Left {
+    let entry = match (&l.trash, &l.entry) {
+        (Some(trash), Some(id)) => {
+            if let Ok(t) = crate::trash::Trash::open_path(Path::new(trash)) {
+                crate::reaper::background::start_reaper(&t, &pace_args(&req.pace));
+            }
+            Some(id.clone())
+        }
+        _ => None,
+    };
+    Left::File {
+        path: g.path.clone(),
+        bytes: l.bytes,
+        hidden: match entry {
+            Some(_) => None,
+            None => l.hidden.clone(),
+        },
+        entry,
+    }
+}
+
+/// For a path that is gone: the newest entry of this user's trashes recorded from it that a
+/// reaper claimed and nobody holds (a removal interrupted by `kill -9`), finished here, paced
+/// as it was asked. `None` if there is none.
+fn resume_interrupted(
+    req: &Request,
+    path: &Path,
+    events: &dyn Events,
+) -> Option<Result<Gentle, Reason>> {
+    if req.engine.dry_run {
+        return None;
+    }
+    let wanted = crate::trash::restore::absolute(path)?;
+    let me = crate::trash::uid();
+    let trashes = crate::trash::discover(me).trashes;
+    let (t, id) = trashes.iter().find_map(|t| {
+        t.entries().into_iter().rev().find_map(|name| {
+            let entry = crate::sys::dirfd::open_dir_at(&t.dir, &name).ok()?;
+            let m = crate::trash::meta::Meta::read(&entry, t.uid).ok()??;
+            let claimed = crate::sys::dirfd::lstat_at(&entry, crate::trash::REAPING).is_ok();
+            let free = crate::sys::locks::try_exclusive(&entry).ok()?;
+            (claimed && free && m.uid == me && m.original_path() == wanted)
+                .then(|| (t, name.to_string_lossy().into_owned()))
+        })
+    })?;
+    events.resuming(path, &id, &t.path);
+    let started = Instant::now();
+    let opts = crate::reaper::ReapOptions {
+        until: crate::reaper::Until::Empty,
+        locked: crate::reaper::Locked::Skip,
+        pacing: None,
+        engine: req.engine.clone(),
+        only: Some(vec![id]),
+        log: crate::sys::logging::Sink::quiet(),
+        retry_failed: true,
+    };
+    let sum = crate::reaper::run(std::slice::from_ref(t), &opts, &|p| events.reaping(p));
+    if let Some(e) = sum.errors.first() {
+        return Some(Err(Reason::Freeing(e.to_string())));
+    }
+    let mut outcome = sum
+        .gentle
+        .into_iter()
+        .next()
+        .map(|g| g.outcome)
+        .unwrap_or_default();
+    outcome.resumed = true;
+    outcome.allocated = outcome.allocated.max(sum.bytes_freed);
+    Some(Ok(Gentle {
+        path: crate::sys::quote::PathField::new(path),
+        elapsed_s: started.elapsed().as_secs_f64(),
+        outcome,
+    }))
+}
+
+/// A directory entry: its parent directory's identity and its name.
+type EntryKey = (Option<crate::sys::dirfd::Ident>, std::ffi::CString);
+
+/// What identifies a resolved argument's directory entry: its parent directory and name.
+fn entry_key(t: &Target) -> EntryKey {
+    let (base, name) = match t {
+        Target::Tree(d) => (&d.base, &d.name),
+        Target::Entry { base, name, .. } => (base, name),
+    };
+    (
+        crate::sys::dirfd::fstat(&**base).ok().map(|f| f.ident),
+        name.clone(),
+    )
+}
+
+/// A regular file big enough that freeing it may hurt others, and pacing is on.
+fn gentle_candidate(req: &Request, facts: &Facts) -> bool {
+    !req.pace.fast && shrink::candidate(facts, shrink::Found::Named)
+}
+
+/// Frees one large file with the shrinker, telling `events` how it goes. It waits in
+/// the user's trash on its file system while it is shrunk (a stop signal or a crash leaves the
+/// rest there, for a reaper), or under a hidden name in its directory where there is none.
+fn remove_gently(
+    req: &Request,
+    hider: &Hider,
+    base: &OwnedFd,
+    name: &CStr,
+    display: &Path,
+    facts: &Facts,
+    events: &dyn Events,
+) -> Result<Gentle, Reason> {
+    let started = Instant::now();
+    let on_progress = |freed: u64, total: u64, pacer: Option<&crate::engine::pace::Pacer>| {
+        events.shrinking(Some(Shrinking {
+            path: display,
+            freed,
+            total,
+            started,
+            latency: pacer.and_then(|p| p.last_latency()),
+        }))
+    };
+    let original = crate::trash::hide::absolute(base, name);
+    // The trash is found (and made, if need be) only if the file is shrunk at all.
+    let locate = || hider.trash_for(base).ok();
+    let opts = HideOptions {
+        grace: None,
+        known: Some((facts.allocated, 1)),
+        durable: req.durable,
+        pacing: req.pace.clone(),
+    };
+    let hiding = match &original {
+        Some(o) if crate::trash::hide::unsuitable(o, facts, facts.mnt_id).is_none() => {
+            shrink::Hiding::Trash {
+                locate: &locate,
+                original: o,
+                opts: &opts,
+            }
+        }
+        _ => shrink::Hiding::Renamed { finish: true },
+    };
+    let outcome = shrink::remove_file(base, name, facts, &req.pacing(), &hiding, &on_progress)?;
+    events.shrinking(None);
+    Ok(Gentle {
+        path: crate::sys::quote::PathField::new(display),
+        elapsed_s: started.elapsed().as_secs_f64(),
+        outcome,
+    })
+}
+
+/// Remembers a directory to fsync at the end (once, however many entries left it).
+fn touch(dirs: &mut Vec<Arc<OwnedFd>>, dir: &Arc<OwnedFd>) {
+    if !dirs.iter().any(|d| Arc::ptr_eq(d, dir)) {
+        dirs.push(dir.clone());
+    }
+}

@@ -1,0 +1,360 @@
+//! What waits in each trash this user may see (entries, files, allocated bytes, which are in
+//! their grace window, being freed, failed or damaged) and the reaper working on it (pid, rate,
+//! ETA), like ZFS's `freeing`: `reclaim status`'s library half, and the space `prune` counts as
+//! on its way back. Reads only (but for a size learned by `count`, kept in the entry's record).
+//! Root reads another user's trash through a child running as that user (`asuser`), and trusts
+//! nothing it says beyond reporting it: sums saturate, names are quoted. Never prints.
+
+use rustix::io::Errno;
+use serde::{Deserialize, Serialize};
+
+use crate::reaper::{self, failure::FailedRecord, state};
+use crate::sys::dirfd;
+use crate::sys::error::ErrorEntry;
+use crate::sys::format::now_unix;
+use crate::trash::meta::Meta;
+use crate::trash::{self, Trash, Unusable, DATA, REAPING};
+
+/// At most this many entries of one trash are listed (all are counted).
+const MAX_ITEMS: usize = 10_000;
+
+#[derive(Debug, Default, Serialize, Deserialize)]
+pub struct Status {
+    pub trashes: Vec<TrashStatus>,
+    /// Directories with a trash's name that are not used (another owner, a symlink, ...).
+    #[serde(default)]
+    pub unusable: Vec<Unusable>,
+    /// File systems that did not answer in time (their trashes were not looked at).
+    #[serde(default)]
+    pub unreachable: Vec<Unusable>,
+    /// Trashes that could not be read (as their owner).
+    #[serde(default)]
+    pub errors: Vec<ErrorEntry>,
+}
+
+#[derive(Debug, Serialize, Deserialize)]
+pub struct TrashStatus {
+    pub trash: String,
+    pub mount: String,
+    pub uid: u32,
+    pub entries: u64,
+    /// Allocated bytes still held (live `st_blocks` of files; trees as recorded, if known).
+    pub pending_bytes: u64,
+    /// Files pending, as far as known (trees are not walked).
+    pub pending_files: u64,
+    /// Entries whose size is not known (trees: counting would cost a walk).
+    pub unknown_size: u64,
+    pub reaper: Option<ReaperStatus>,
+    /// The last lines of the trash's `reaper.log` (what reapers logging there, detached ones by
+    /// default, freed or failed at).
+    #[serde(default)]
+    pub log_tail: Vec<String>,
+    pub items: Vec<Item>,
+    /// Entries beyond those listed in `items`.
+    #[serde(default)]
+    pub items_omitted: u64,
+}
+
+#[derive(Debug, Serialize, Deserialize)]
+pub struct ReaperStatus {
+    pub pid: u32,
+    /// "freeing", "waiting" (for a grace window, holding nothing open) or "starting".
+    pub state: String,
+    pub entry: Option<String>,
+    pub rate_bps: f64,
+    pub freed_bytes: u64,
+    pub files: u64,
+    /// Files removed per second since the reaper started.
+    pub files_per_s: f64,
+    /// Seconds to free the pending bytes at the current rate; none while a tree of unknown
+    /// size is pending (the estimate would miss its bytes).
+    pub eta_s: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub next_due_unix: Option<f64>,
+}
+
+#[derive(Debug, Serialize, Deserialize)]
+pub struct Item {
+    pub id: String,
+    pub original: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub original_hex: Option<String>,
+    pub kind: String,
+    /// "pending", "grace", "reaping", "failed" or "damaged".
+    pub state: String,
+    pub allocated: Option<u64>,
+    pub files: Option<u64>,
+    pub created_unix: Option<f64>,
+    pub grace_until_unix: Option<f64>,
+    /// A process freeing it right now (a reaper, or a foreground `reclaim rm` shrinking it).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub holder_pid: Option<u32>,
+    /// Why a damaged entry is not freed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub damage: Option<String>,
+    /// The record of failed attempts to free it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub failure: Option<FailedRecord>,
+}
+
+/// The status of every trash this process may see: its own read here, other users' (root)
+/// each through a child running as that user (what it prints on stderr goes to `on_line`).
+/// `count` walks pending trees of unknown size.
+pub fn collect(found: trash::Discovery, count: bool, on_line: &mut dyn FnMut(&str)) -> Status {
+    let mut st = Status {
+        unusable: found.unusable,
+        unreachable: found.unreachable,
+        ..Status::default()
+    };
+    for t in &found.trashes {
+        if crate::sys::asuser::needed(t.uid) {
+            match as_owner(t, count, on_line) {
+                Ok(mut s) => {
+                    // Only what that trash is: its own lines, never more.
+                    st.trashes
+                        .extend(s.trashes.drain(..).filter(|x| x.uid == t.uid).take(1));
+                    st.errors.extend(s.errors);
+                }
+                Err(e) => st.errors.push(ErrorEntry::new(&t.path, e.to_string())),
+            }
+        } else {
+            st.trashes.push(of_trash(t, count));
+        }
+    }
+    st
+}
+
+/// `reclaim status --trash T --json` as the owner of `t`.
+fn as_owner(
+    t: &Trash,
+    count: bool,
+    on_line: &mut dyn FnMut(&str),
+) -> Result<Status, crate::sys::asuser::ChildError> {
+    let who = crate::sys::asuser::Identity::of(t.uid);
+    let mut argv: Vec<std::ffi::OsString> = vec![
+        "status".into(),
+        "--json".into(),
+        "--trash".into(),
+        t.path.clone().into_os_string(),
+    ];
+    if count {
+        argv.push("--count".into());
+    }
+    crate::sys::asuser::run_json::<Status>(Some(&who), &argv, on_line).map(|(s, _)| s)
+}
+
+fn of_trash(t: &Trash, count: bool) -> TrashStatus {
+    let now = now_unix();
+    let names = t.entries();
+    let mut items = Vec::new();
+    let mut omitted = 0u64;
+    for name in &names {
+        if items.len() >= MAX_ITEMS {
+            omitted += 1;
+            continue;
+        }
+        if let Some(i) = item(t, name, now, count) {
+            items.push(i);
+        }
+    }
+    let pending_bytes = items
+        .iter()
+        .filter_map(|i| i.allocated)
+        .fold(0u64, u64::saturating_add);
+    let unknown = items.iter().any(|i| i.allocated.is_none());
+    let reaper = reaper_status(t, pending_bytes, unknown);
+    let log_tail = crate::trash::safefile::read_log_tail(&t.dir, crate::trash::LOG, t.uid, 3)
+        .unwrap_or_default();
+    TrashStatus {
+        log_tail,
+        trash: t.path.to_string_lossy().into_owned(),
+        mount: t.mount.to_string_lossy().into_owned(),
+        uid: t.uid,
+        entries: (items.len() as u64).saturating_add(omitted),
+        pending_bytes,
+        pending_files: items
+            .iter()
+            .filter_map(|i| i.files)
+            .fold(0u64, u64::saturating_add),
+        unknown_size: items.iter().filter(|i| i.allocated.is_none()).count() as u64,
+        reaper,
+        items,
+        items_omitted: omitted,
+    }
+}
+
+/// One entry as status shows it; `None` for debris (an empty entry of an interrupted hide).
+fn item(t: &Trash, name: &std::ffi::CStr, now: f64, count: bool) -> Option<Item> {
+    let mut it = Item {
+        id: name.to_string_lossy().into_owned(),
+        original: "?".into(),
+        original_hex: None,
+        kind: "?".into(),
+        state: "damaged".into(),
+        allocated: None,
+        files: None,
+        created_unix: None,
+        grace_until_unix: None,
+        holder_pid: None,
+        damage: None,
+        failure: None,
+    };
+    let entry = match dirfd::open_dir_at(&t.dir, name) {
+        Ok(fd) => fd,
+        // Freed or restored while this was listing: nothing to show.
+        Err(Errno::NOENT) => return None,
+        Err(e) => {
+            it.damage = Some(format!(
+                "cannot open it: {}",
+                crate::sys::error::errno_text(e)
+            ));
+            return Some(it);
+        }
+    };
+    if let Ok(f) = dirfd::fstat(&entry) {
+        it.holder_pid = crate::sys::locks::recent_holder(crate::sys::locks::Kind::Flock, f.ident);
+    }
+    let m = match Meta::read(&entry, t.uid) {
+        Ok(m) => m,
+        Err(bad) => {
+            it.damage = Some(format!("meta.json {bad}"));
+            return Some(it);
+        }
+    };
+    let data = dirfd::lstat_at(&entry, DATA).ok();
+    let reaping = dirfd::lstat_at(&entry, REAPING).ok();
+    if data.is_none() && reaping.is_none() && m.is_none() {
+        return None; // debris of an interrupted hide
+    }
+    if let Some(m) = &m {
+        if m.uid != t.uid {
+            it.damage = Some(format!(
+                "its record names uid {}, not the trash's owner (uid {})",
+                m.uid, t.uid
+            ));
+            return Some(it);
+        }
+        let p = m.original_path();
+        it.original = p.to_string_lossy().into_owned();
+        it.original_hex = crate::sys::quote::hex_if_needed(&p);
+        it.kind = m.kind.clone();
+        it.created_unix = Some(m.created_unix);
+        it.grace_until_unix = m.grace_until_unix;
+        it.files = m.files;
+    }
+    match FailedRecord::read(&entry, t.uid) {
+        Ok(f) => it.failure = f,
+        Err(bad) => {
+            it.damage = Some(format!("failed.json {bad}"));
+            return Some(it);
+        }
+    }
+    let is_dir = data
+        .or(reaping)
+        .is_some_and(|f| f.file_type == rustix::fs::FileType::Directory);
+    it.allocated = if !is_dir {
+        // Live: a file being shrunk counts down. Never what a record claims.
+        Some(trash::entry_allocated(&entry))
+    } else if count {
+        let (bytes, n) = count_tree(t, name, entry, m.clone(), data.is_some());
+        it.files = Some(n);
+        Some(bytes)
+    } else {
+        m.as_ref().and_then(|m| m.allocated)
+    };
+    it.state = if it.failure.is_some() {
+        "failed"
+    } else if data.is_none() {
+        "reaping"
+    } else if m.as_ref().is_some_and(|m| m.in_grace(now)) {
+        "grace"
+    } else {
+        "pending"
+    }
+    .into();
+    Some(it)
+}
+
+/// What is left of the tree of entry `name` now (a tree being reaped shrinks): allocated bytes
+/// and files. A whole entry's size (`whole`: not claimed yet), learned once, is kept in its
+/// record (`m`): `reap` and `--wait` show progress against it. Only while nobody else holds
+/// the entry.
+fn count_tree(
+    t: &Trash,
+    name: &std::ffi::CStr,
+    entry: std::os::fd::OwnedFd,
+    m: Option<Meta>,
+    whole: bool,
+) -> (u64, u64) {
+    let entry = std::sync::Arc::new(entry);
+    let inner = if whole { DATA } else { REAPING };
+    let shown = t.shown(name, Some(inner));
+    let (bytes, n) = crate::engine::remove::measure(&entry, inner, &shown);
+    if let (Some(mut m), true) = (m, whole) {
+        if crate::sys::locks::try_exclusive(&*entry).unwrap_or(false)
+            && (m.allocated, m.files) != (Some(bytes), Some(n))
+        {
+            m.allocated = Some(bytes);
+            m.files = Some(n);
+            let _ = m.rewrite(&entry);
+        }
+    }
+    (bytes, n)
+}
+
+/// The reaper of `t`: the holder of its lock, or one that waits (holding nothing) for a grace
+/// window, known by `reaper.json` alone.
+fn reaper_status(t: &Trash, pending_bytes: u64, unknown: bool) -> Option<ReaperStatus> {
+    let st = state::read(&t.dir, t.uid);
+    let pid = match reaper::holder(t) {
+        Some(pid) => pid,
+        None => {
+            let s = st.as_ref().filter(|s| s.state == "waiting" && s.alive())?;
+            s.pid
+        }
+    };
+    let st = st.filter(|s| s.pid == pid);
+    let rate = st.as_ref().map_or(0.0, |s| s.rate_bps);
+    let files = st.as_ref().map_or(0, |s| s.files);
+    let secs = st
+        .as_ref()
+        .map_or(0.0, |s| (s.updated_unix - s.started_unix).max(0.0));
+    Some(ReaperStatus {
+        pid,
+        state: st
+            .as_ref()
+            .map_or_else(|| "starting".into(), |s| s.state.clone()),
+        entry: st.as_ref().and_then(|s| s.entry.clone()),
+        rate_bps: rate,
+        freed_bytes: st.as_ref().map_or(0, |s| s.freed_bytes),
+        files,
+        files_per_s: if secs > 0.5 { files as f64 / secs } else { 0.0 },
+        eta_s: (rate > 0.0 && !unknown).then(|| pending_bytes as f64 / rate),
+        next_due_unix: st.as_ref().and_then(|s| s.next_due_unix),
+    })
+}
+
+/// Space already on its way back per device of `devs`: what this user's trashes there still
+/// hold (`count`: walking trees whose size was not recorded).
+pub fn pending_by_dev(
+    count: bool,
+    devs: &[u64],
+    on_line: &mut dyn FnMut(&str),
+) -> std::collections::HashMap<u64, u64> {
+    let mut found = trash::discover(trash::uid());
+    found.trashes.retain(|t| devs.contains(&t.ident.dev));
+    let dev_of: std::collections::HashMap<String, u64> = found
+        .trashes
+        .iter()
+        .map(|t| (t.path.to_string_lossy().into_owned(), t.ident.dev))
+        .collect();
+    let st = collect(found, count, on_line);
+    let mut m = std::collections::HashMap::new();
+    for s in &st.trashes {
+        if let Some(dev) = dev_of.get(&s.trash) {
+            let e = m.entry(*dev).or_insert(0u64);
+            *e = e.saturating_add(s.pending_bytes);
+        }
+    }
+    m
+}

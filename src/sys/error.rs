@@ -1,0 +1,116 @@
+//! Error types of the library: why a path could not be removed, and how that reads in one line.
+
+use std::fmt;
+use std::path::PathBuf;
+
+use rustix::io::Errno;
+
+/// Why one path was not removed.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum Reason {
+    /// The operating system refused (EPERM, EACCES, EBUSY, ENOTEMPTY, ...).
+    #[error("{}", errno_text(*.0))]
+    Os(Errno),
+    /// A directory argument without `-r`/`-d`.
+    #[error("Is a directory")]
+    IsDirectory,
+    /// `.` or `..` as the last component of an argument.
+    #[error("refusing to remove '.' or '..' directory")]
+    DotOrDotDot,
+    /// The argument resolves to `/` (same device and inode).
+    #[error("it resolves to '/' (same device and inode); refusing to remove the root directory")]
+    Root,
+    /// A trailing slash on a symbolic link would mean following it.
+    #[error("is a symbolic link with a trailing slash; symlinks are never followed (name it without the slash to remove the link)")]
+    SymlinkWithSlash,
+    /// A directory was replaced by something else while being removed.
+    #[error("changed during removal (device/inode no longer match); left alone")]
+    Changed,
+    /// A mount point of another file system inside the tree (not entered).
+    #[error("is a mount point of another file system; skipped (use --cross-mounts to enter it)")]
+    MountPoint,
+    /// `--preserve-root=all` and a mount point as the argument.
+    #[error("it is on a different device than its parent, and --preserve-root=all is in effect")]
+    OtherDevice,
+    /// Hidden into the trash, but freeing it failed (it stays there for the next reaper).
+    #[error("hidden, but freeing it failed: {0}")]
+    Freeing(String),
+    /// A grace window was asked for and cannot be kept: the target stays where it is.
+    #[error("cannot keep it restorable: {0}; left in place")]
+    GraceRefused(String),
+    /// A parallel job (MPI) could not do it: why, for every rank.
+    #[error("{0}")]
+    Job(String),
+}
+
+/// One failed path with its reason.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Failure {
+    pub path: PathBuf,
+    pub reason: Reason,
+}
+
+impl fmt::Display for Failure {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let path = crate::sys::quote::quote(&self.path);
+        match self.reason {
+            Reason::DotOrDotDot => write!(
+                f,
+                "refusing to remove '.' or '..' directory: skipping {path}"
+            ),
+            Reason::MountPoint => write!(f, "skipped {path}: {}", self.reason),
+            _ => write!(f, "cannot remove {path}: {}", self.reason),
+        }
+    }
+}
+
+/// The C library's text for an errno, without Rust's " (os error N)" suffix.
+pub fn errno_text(e: Errno) -> String {
+    let text = std::io::Error::from_raw_os_error(e.raw_os_error()).to_string();
+    match text.rfind(" (os error") {
+        Some(i) => text[..i].to_string(),
+        None => text,
+    }
+}
+
+/// A path that failed, and why (`"path"`, `"path_hex"` when not UTF-8, `"error"`).
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct ErrorEntry {
+    #[serde(flatten)]
+    pub path: crate::sys::quote::PathField,
+    pub error: String,
+}
+
+impl ErrorEntry {
+    pub fn new(path: impl AsRef<std::ffi::OsStr>, error: impl Into<String>) -> Self {
+        ErrorEntry {
+            path: crate::sys::quote::PathField::new(path),
+            error: error.into(),
+        }
+    }
+}
+
+impl std::fmt::Display for ErrorEntry {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}: {}", self.path, self.error)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn errno_text_has_no_rust_suffix() {
+        assert_eq!(errno_text(Errno::PERM), "Operation not permitted");
+    }
+
+    #[test]
+    fn failure_reads_like_rm() {
+        let f = Failure {
+            path: "a/b".into(),
+            reason: Reason::Os(Errno::ACCESS),
+        };
+        assert_eq!(f.to_string(), "cannot remove 'a/b': Permission denied");
+    }
+}

@@ -1,0 +1,19 @@
+//! System plumbing under everything else: directory fds and stats, the mount table, locks,
+//! renames, limits, signals, free space, errors, logging, acting as another user, and the
+//! quoting and number formatting that error messages and logs need.
+
+pub mod asuser;
+pub mod dirfd;
+pub mod error;
+pub mod format;
+pub mod interrupt;
+pub mod limits;
+pub mod locks;
+pub mod logging;
+pub mod mounts;
+pub mod quote;
+pub mod rename;
+pub mod space;
+
+#[cfg(test)]
+pub mod testing;

@@ -1,0 +1,164 @@
+//! The mount table (`/proc/self/mountinfo`): which mount a directory is on, where that mount's
+//! top is, and which mounts lie inside a path. Reads only; decides nothing.
+
+use std::ffi::OsString;
+use std::os::unix::ffi::{OsStrExt, OsStringExt};
+use std::path::{Path, PathBuf};
+
+/// One line of the mount table.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Mount {
+    /// The mount id (`statx`'s `stx_mnt_id`).
+    pub id: u64,
+    /// Where it is mounted, in this mount namespace.
+    pub point: PathBuf,
+    /// The directory of the file system that appears at `point` (`/` unless a bind mount).
+    pub root: PathBuf,
+    pub fstype: String,
+}
+
+impl Mount {
+    /// A file system where a trash may live: anything but the kernel's pseudo file systems
+    /// (and automount points, which a look would trigger).
+    pub fn may_hold_trash(&self) -> bool {
+        !matches!(
+            self.fstype.as_str(),
+            "proc"
+                | "sysfs"
+                | "cgroup"
+                | "cgroup2"
+                | "devpts"
+                | "devtmpfs"
+                | "mqueue"
+                | "debugfs"
+                | "tracefs"
+                | "securityfs"
+                | "pstore"
+                | "bpf"
+                | "configfs"
+                | "fusectl"
+                | "binfmt_misc"
+                | "autofs"
+                | "hugetlbfs"
+                | "nsfs"
+                | "rpc_pipefs"
+                | "efivarfs"
+                | "selinuxfs"
+                | "squashfs"
+                | "iso9660"
+                | "ramfs"
+        )
+    }
+
+    /// A local file system with Unix permissions: looking at it cannot hang on a server or a
+    /// daemon (network and FUSE file systems are looked at with a deadline).
+    pub fn is_local(&self) -> bool {
+        matches!(
+            self.fstype.as_str(),
+            "ext2"
+                | "ext3"
+                | "ext4"
+                | "xfs"
+                | "btrfs"
+                | "tmpfs"
+                | "f2fs"
+                | "zfs"
+                | "bcachefs"
+                | "jfs"
+                | "reiserfs"
+                | "nilfs2"
+                | "overlay"
+        )
+    }
+}
+
+/// Every mount of this mount namespace (empty if the table cannot be read).
+pub fn all() -> Vec<Mount> {
+    std::fs::read("/proc/self/mountinfo")
+        .map(|t| parse(&t))
+        .unwrap_or_default()
+}
+
+/// The mount with id `id`.
+pub fn by_id(id: u64) -> Option<Mount> {
+    all().into_iter().find(|m| m.id == id)
+}
+
+/// Mounts strictly below `dir` (an absolute, canonical path).
+pub fn inside(dir: &Path) -> Vec<Mount> {
+    all()
+        .into_iter()
+        .filter(|m| m.point != dir && m.point.starts_with(dir))
+        .collect()
+}
+
+fn parse(text: &[u8]) -> Vec<Mount> {
+    text.split(|&b| b == b'\n')
+        .filter_map(|line| {
+            let f: Vec<&[u8]> = line.split(|&b| b == b' ').collect();
+            // id parent major:minor root point options [optional...] - fstype source super
+            let dash = f.iter().position(|w| *w == b"-")?;
+            Some(Mount {
+                id: std::str::from_utf8(f.first()?).ok()?.parse().ok()?,
+                root: unescape(f.get(3)?).into(),
+                point: unescape(f.get(4)?).into(),
+                fstype: String::from_utf8_lossy(f.get(dash + 1)?).into_owned(),
+            })
+        })
+        .collect()
+}
+
+/// mountinfo escapes space, tab, newline and backslash as `\ooo`.
+fn unescape(field: &[u8]) -> OsString {
+    let mut out = Vec::with_capacity(field.len());
+    let mut i = 0;
+    while i < field.len() {
+        if field[i] == b'\\' && field.len() - i >= 4 {
+            let oct = &field[i + 1..i + 4];
+            if oct.iter().all(|b| (b'0'..=b'7').contains(b)) {
+                out.push((oct[0] - b'0') * 64 + (oct[1] - b'0') * 8 + (oct[2] - b'0'));
+                i += 4;
+                continue;
+            }
+        }
+        out.push(field[i]);
+        i += 1;
+    }
+    OsString::from_vec(out)
+}
+
+/// The canonical absolute path of an open directory (`/proc/self/fd/N`).
+pub fn fd_path(fd: impl std::os::fd::AsFd) -> Option<PathBuf> {
+    use std::os::fd::AsRawFd;
+    let link = format!("/proc/self/fd/{}", fd.as_fd().as_raw_fd());
+    let p = std::fs::read_link(link).ok()?;
+    // A directory that was removed reads as "/path (deleted)"; it has no usable path.
+    (p.is_absolute() && !p.as_os_str().as_bytes().ends_with(b" (deleted)")).then_some(p)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_mountinfo_lines() {
+        let t = b"22 1 254:1 / / rw,relatime shared:1 - ext4 /dev/vda1 rw\n\
+                  95 22 7:0 /sub /mnt/with\\040space rw - xfs /dev/loop0 rw,attr2\n\
+                  96 22 0:5 / /proc rw,nosuid - proc proc rw\n";
+        let m = parse(t);
+        assert_eq!(m.len(), 3);
+        assert_eq!(m[0].id, 22);
+        assert_eq!(m[0].point, PathBuf::from("/"));
+        assert_eq!(m[1].point, PathBuf::from("/mnt/with space"));
+        assert_eq!(m[1].root, PathBuf::from("/sub"));
+        assert_eq!(m[1].fstype, "xfs");
+        assert!(m[1].is_local());
+        assert!(!m[2].is_local());
+    }
+
+    #[test]
+    fn this_process_root_is_mounted() {
+        let root = crate::sys::dirfd::stat_path(Path::new("/")).unwrap();
+        assert!(by_id(root.mnt_id).is_some());
+    }
+}

@@ -1,0 +1,94 @@
+//! `reclaim prune`'s account: the plan as a table and the line on what its removal did; the
+//! same `Report` is the `--json` object.
+
+use serde::Serialize;
+
+use crate::engine::prune::policy::civil;
+use crate::engine::prune::Entry;
+use crate::reaper::rm::Summary;
+use crate::sys::format::{bytes, group, minute, plural, seconds};
+
+/// `reclaim prune`'s account: the plan, and what was done; `--json` prints exactly this.
+#[derive(Debug, Default, Serialize)]
+pub struct Report {
+    /// Why nothing was done, when the run failed before removing anything.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+    pub plan: Vec<Entry>,
+    pub unmet: Vec<String>,
+    pub dry_run: bool,
+    pub remove_count: usize,
+    pub remove_bytes: u64,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub result: Option<Summary>,
+}
+
+impl Report {
+    /// The plan for `entries` (newest first), nothing done yet.
+    pub fn new(entries: Vec<Entry>, unmet: Vec<String>, dry_run: bool) -> Self {
+        let removing: Vec<&Entry> = entries.iter().filter(|e| e.remove).collect();
+        Report {
+            remove_count: removing.len(),
+            remove_bytes: removing
+                .iter()
+                .filter_map(|e| e.allocated)
+                .fold(0, u64::saturating_add),
+            plan: entries,
+            unmet,
+            dry_run,
+            result: None,
+            error: None,
+        }
+    }
+}
+
+/// The plan as a table, one line per entry (newest first), then the totals.
+pub fn plan(r: &Report, zone: &jiff::tz::TimeZone) -> String {
+    let mut s = String::new();
+    for e in &r.plan {
+        let size = e.allocated.map_or_else(|| "?".into(), bytes);
+        s.push_str(&format!(
+            "{:<6}  {}  {:>10}  {}  ({})\n",
+            if e.remove { "REMOVE" } else { "keep" },
+            minute(&civil(zone, e.mtime_unix)),
+            size,
+            e.path,
+            e.reasons.join("; ")
+        ));
+    }
+    s.push_str(&format!(
+        "plan: remove {} of {} ({}){}\n",
+        group(r.remove_count as u64),
+        plural(r.plan.len() as u64, "entry", "entries"),
+        bytes(r.remove_bytes),
+        if r.dry_run {
+            "; dry run, nothing removed"
+        } else {
+            ""
+        }
+    ));
+    s
+}
+
+/// What the removal of the plan did, in one line (`wait`: `--wait` was asked).
+pub fn outcome(s: &Summary, wait: bool) -> String {
+    let failed = if s.errors.is_empty() {
+        String::new()
+    } else {
+        format!("; {} failed", s.errors.len())
+    };
+    if !s.hidden.is_empty() && !wait {
+        format!(
+            "hid {} into the trash; a reaper frees the space in the background (`reclaim status`){failed}",
+            plural(s.hidden.len() as u64, "entry", "entries")
+        )
+    } else {
+        format!(
+            "removed {} and {}, {} freed, in {}{failed}",
+            plural(s.files, "file", "files"),
+            plural(s.dirs, "directory", "directories"),
+            bytes(s.bytes_freed),
+            seconds(s.elapsed_s)
+        )
+    }
+}

@@ -1,0 +1,183 @@
+//! `reclaim status`'s text: one paragraph per trash with anything in it, its reaper, its log's
+//! last lines and each entry; `--json` prints `reaper::status::Status` as it is.
+
+use crate::reaper::status::{Item, Status, TrashStatus};
+use crate::sys::format::{bytes, duration_rounded, group, now_unix, plural, rate};
+use crate::sys::quote::quote;
+
+/// The human report: one paragraph per trash with anything in it.
+pub fn human(st: &Status) -> String {
+    let mut s = String::new();
+    for u in &st.unusable {
+        s.push_str(&format!("ignoring {}: {}\n", quote(&u.path), u.reason));
+    }
+    for e in &st.errors {
+        s.push_str(&format!("cannot read {e}\n"));
+    }
+    for u in &st.unreachable {
+        s.push_str(&format!("warning: {} {}\n", quote(&u.path), u.reason));
+    }
+    let busy: Vec<&TrashStatus> = st
+        .trashes
+        .iter()
+        .filter(|t| t.entries > 0 || t.reaper.is_some())
+        .collect();
+    if busy.is_empty() {
+        s.push_str("nothing pending: no trash holds entries");
+        // What the reapers did last, from each trash's log.
+        for t in st.trashes.iter().filter(|t| !t.log_tail.is_empty()) {
+            s.push_str(&format!("\n{} last logged:", quote(&t.trash)));
+            for l in &t.log_tail {
+                s.push_str(&format!("\n  log: {l}"));
+            }
+        }
+        return s;
+    }
+    let now = now_unix();
+    for t in busy {
+        trash(&mut s, t, now);
+    }
+    s.pop();
+    s
+}
+
+/// One trash's paragraph: what it holds, its reaper, its log's last lines, each entry.
+fn trash(s: &mut String, t: &TrashStatus, now: f64) {
+    // What is known, and what is not (a tree is not walked unless --count).
+    let pending = if t.unknown_size == 0 {
+        format!(
+            "{}, {} pending",
+            plural(t.pending_files, "file", "files"),
+            bytes(t.pending_bytes)
+        )
+    } else if t.unknown_size == t.entries {
+        format!(
+            "size unknown ({}: `reclaim status --count` walks {})",
+            plural(t.unknown_size, "tree", "trees"),
+            if t.unknown_size == 1 { "it" } else { "them" }
+        )
+    } else {
+        format!(
+            "at least {} in {} pending, and {} of unknown size \
+             (`reclaim status --count` walks them)",
+            bytes(t.pending_bytes),
+            plural(t.pending_files, "file", "files"),
+            plural(t.unknown_size, "tree", "trees"),
+        )
+    };
+    s.push_str(&format!(
+        "{} (file system at {}): {}, {pending}\n",
+        quote(&t.trash),
+        quote(&t.mount),
+        plural(t.entries, "entry", "entries"),
+    ));
+    let stuck = t
+        .items
+        .iter()
+        .all(|i| i.state == "failed" || i.state == "damaged");
+    match &t.reaper {
+        Some(r) if r.state == "waiting" => {
+            s.push_str(&format!(
+                "  reaper {} waiting for a grace window{}\n",
+                r.pid,
+                r.next_due_unix
+                    .map(|d| format!(" (next in {})", duration_rounded(d - now)))
+                    .unwrap_or_default()
+            ));
+        }
+        Some(r) => {
+            let eta = match r.eta_s {
+                Some(e) => format!("ETA {}", duration_rounded(e)),
+                None if t.unknown_size > 0 => "ETA ? (a tree of unknown size)".into(),
+                None => "ETA ?".into(),
+            };
+            s.push_str(&format!(
+                "  reaper {} {}: {}, {} freed and {} removed so far ({} files/s), {eta}{}\n",
+                r.pid,
+                r.state,
+                rate(r.rate_bps),
+                bytes(r.freed_bytes),
+                plural(r.files, "file", "files"),
+                group(r.files_per_s as u64),
+                r.entry
+                    .as_ref()
+                    .map(|e| format!(" (now: {})", quote(e)))
+                    .unwrap_or_default()
+            ));
+        }
+        None if t.entries > 0 && !stuck => {
+            s.push_str("  no reaper running: `reclaim reap` frees it\n");
+        }
+        None => {}
+    }
+    for l in &t.log_tail {
+        s.push_str(&format!("  log: {l}\n"));
+    }
+    for i in &t.items {
+        item(s, i, now);
+    }
+    if t.items_omitted > 0 {
+        s.push_str(&format!(
+            "  ... and {} more entries\n",
+            group(t.items_omitted)
+        ));
+    }
+}
+
+/// One entry's line, and what is wrong with it.
+fn item(s: &mut String, i: &Item, now: f64) {
+    let size = i.allocated.map_or_else(|| "?".into(), bytes);
+    let when = match (i.state.as_str(), i.grace_until_unix) {
+        ("grace", Some(g)) => format!(", restorable for {}", duration_rounded(g - now)),
+        _ => String::new(),
+    };
+    let original = crate::sys::quote::PathField {
+        path: i.original.clone(),
+        path_hex: i.original_hex.clone(),
+    };
+    s.push_str(&format!(
+        "  {}  {:<8} {:>10}  {} {}{when}\n",
+        quote(&i.id),
+        i.state,
+        size,
+        i.kind,
+        original
+    ));
+    if let Some(d) = &i.damage {
+        s.push_str(&format!("      damaged: {d}; left alone\n"));
+    }
+    if let Some(f) = &i.failure {
+        for e in &f.errors {
+            s.push_str(&format!("      cannot free {e}\n"));
+        }
+        if f.more > 0 {
+            s.push_str(&format!("      ... and {} more\n", group(f.more)));
+        }
+        s.push_str(&format!(
+            "      {}; the next in {} (fix the cause, then `reclaim reap`)\n",
+            plural(u64::from(f.attempts), "attempt", "attempts"),
+            duration_rounded(f.next_attempt_unix - now)
+        ));
+    }
+    if let Some(pid) = i.holder_pid {
+        s.push_str(&format!("      being worked on by process {pid}\n"));
+    }
+}
+
+#[cfg(test)]
+mod fuzz {
+    use proptest::prelude::*;
+
+    use crate::trash::safefile::fuzz::bytes;
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(400))]
+        #[test]
+        fn status_of_arbitrary_bytes_reads_as_text(text in bytes()) {
+            // What a child prints (hostile when it runs as another user).
+            if let Ok(st) = serde_json::from_slice::<super::Status>(&text) {
+                let _ = super::human(&st);
+            }
+        }
+    }
+}

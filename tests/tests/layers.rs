@@ -1,0 +1,437 @@
+//! The shape of the code (DESIGN.md §13), read from `src/`: each folder imports only the folders
+//! below it (`main.rs` → `cli/` → `cmd/` → `ui/` → `reaper/` → `engine/` → `trash/` → `sys/`),
+//! the modules inside a folder import each other without a cycle, and only `cmd/`, `ui/` and
+//! `main.rs` print. No exceptions: a file that breaks a rule is named with the line.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::{Path, PathBuf};
+
+/// The layers, top to bottom.
+const LAYERS: &[&str] = &[
+    "main", "cli", "cmd", "ui", "reaper", "engine", "trash", "sys",
+];
+
+/// Where printing is allowed.
+const PRINTERS: &[&str] = &["main", "cmd", "ui"];
+
+fn rank(layer: &str) -> Option<usize> {
+    LAYERS.iter().position(|l| *l == layer)
+}
+
+/// Every `.rs` file below `dir`.
+fn sources(dir: &Path, out: &mut Vec<PathBuf>) {
+    for e in std::fs::read_dir(dir).unwrap() {
+        let p = e.unwrap().path();
+        if p.is_dir() {
+            sources(&p, out);
+        } else if p.extension().is_some_and(|x| x == "rs") {
+            out.push(p);
+        }
+    }
+}
+
+/// The source without comments, string and character literals (each replaced by spaces, so
+/// line numbers stay), so that neither a doc comment nor a message can count as code.
+fn code_only(text: &str) -> String {
+    let b = text.as_bytes();
+    let mut out = Vec::with_capacity(b.len());
+    let mut i = 0;
+    let blank = |out: &mut Vec<u8>, c: u8| out.push(if c == b'\n' { b'\n' } else { b' ' });
+    while i < b.len() {
+        if b[i..].starts_with(b"//") {
+            while i < b.len() && b[i] != b'\n' {
+                out.push(b' ');
+                i += 1;
+            }
+        } else if b[i..].starts_with(b"/*") {
+            let mut depth = 0;
+            while i < b.len() {
+                if b[i..].starts_with(b"/*") {
+                    depth += 1;
+                    out.extend_from_slice(b"  ");
+                    i += 2;
+                } else if b[i..].starts_with(b"*/") {
+                    depth -= 1;
+                    out.extend_from_slice(b"  ");
+                    i += 2;
+                    if depth == 0 {
+                        break;
+                    }
+                } else {
+                    blank(&mut out, b[i]);
+                    i += 1;
+                }
+            }
+        } else if b[i] == b'r'
+            && (b[i + 1..].starts_with(b"\"") || b[i + 1..].starts_with(b"#"))
+            && (i == 0 || !(b[i - 1].is_ascii_alphanumeric() || b[i - 1] == b'_'))
+        {
+            // A raw string: r"..." or r#"..."#.
+            let hashes = b[i + 1..].iter().take_while(|&&c| c == b'#').count();
+            if b.get(i + 1 + hashes) != Some(&b'"') {
+                out.push(b[i]);
+                i += 1;
+                continue;
+            }
+            let end: Vec<u8> = std::iter::once(b'"')
+                .chain(std::iter::repeat(b'#').take(hashes))
+                .collect();
+            out.push(b'"');
+            i += 2 + hashes;
+            while i < b.len() && !b[i..].starts_with(&end) {
+                blank(&mut out, b[i]);
+                i += 1;
+            }
+            out.push(b'"');
+            i += end.len();
+        } else if b[i] == b'"' {
+            out.push(b'"');
+            i += 1;
+            while i < b.len() && b[i] != b'"' {
+                if b[i] == b'\\' {
+                    blank(&mut out, b[i]);
+                    i += 1;
+                }
+                if i < b.len() {
+                    blank(&mut out, b[i]);
+                    i += 1;
+                }
+            }
+            out.push(b'"');
+            i += 1;
+        } else if b[i] == b'\'' {
+            // A character literal ('a', '\n', '\''), not a lifetime ('a).
+            let lit = if b.get(i + 1) == Some(&b'\\') {
+                // An escape: the quote after the escaped character ends it.
+                b.get(i + 3..)
+                    .and_then(|r| r.iter().position(|&c| c == b'\''))
+                    .map(|p| p + 4)
+            } else if b.get(i + 2) == Some(&b'\'') {
+                Some(3)
+            } else {
+                // A multi-byte character.
+                let s = std::str::from_utf8(&b[i + 1..]).ok().or_else(|| {
+                    let end = (i + 5).min(b.len());
+                    std::str::from_utf8(&b[i + 1..end]).ok()
+                });
+                s.and_then(|s| s.chars().next())
+                    .filter(|c| c.len_utf8() > 1 && b.get(i + 1 + c.len_utf8()) == Some(&b'\''))
+                    .map(|c| c.len_utf8() + 2)
+            };
+            match lit {
+                Some(n) => {
+                    out.extend(std::iter::repeat(b' ').take(n));
+                    i += n;
+                }
+                None => {
+                    out.push(b'\'');
+                    i += 1;
+                }
+            }
+        } else {
+            out.push(b[i]);
+            i += 1;
+        }
+    }
+    String::from_utf8_lossy(&out).into_owned()
+}
+
+/// The module path of a file below `src/` (`engine/walk/mod.rs` → `["engine", "walk"]`).
+fn module_of(rel: &Path) -> Vec<String> {
+    let mut parts: Vec<String> = rel
+        .iter()
+        .map(|c| c.to_string_lossy().into_owned())
+        .collect();
+    let last = parts.pop().unwrap();
+    match last.as_str() {
+        "mod.rs" => {}
+        "main.rs" | "lib.rs" if parts.is_empty() => parts.push(last.replace(".rs", "")),
+        f => parts.push(f.trim_end_matches(".rs").to_string()),
+    }
+    parts
+}
+
+fn is_ident(c: u8) -> bool {
+    c.is_ascii_alphanumeric() || c == b'_'
+}
+
+/// The paths this code names from the crate's root: `crate::a::b` (also the items of
+/// `use crate::{a::b, c}`), `super::` chains resolved from `module`, and (in `main.rs`)
+/// `reclaim::a`. Each with its line.
+fn crate_paths(code: &str, module: &[String], is_main: bool) -> Vec<(usize, Vec<String>)> {
+    let b = code.as_bytes();
+    let mut found = Vec::new();
+    let line_of = |i: usize| code[..i].matches('\n').count() + 1;
+    let mut i = 0;
+    while i < b.len() {
+        if i > 0 && (is_ident(b[i - 1]) || b[i - 1] == b':') {
+            i += 1;
+            continue;
+        }
+        let (root, skip): (Option<Vec<String>>, usize) = if b[i..].starts_with(b"crate::") {
+            (Some(Vec::new()), 7)
+        } else if is_main && b[i..].starts_with(b"reclaim::") {
+            (Some(Vec::new()), 9)
+        } else if b[i..].starts_with(b"super::") {
+            // A file's own module is its parent for `super` unless it is a mod.rs.
+            let mut base = module.to_vec();
+            let mut j = i;
+            while b[j..].starts_with(b"super::") {
+                base.pop();
+                j += 7;
+            }
+            (Some(base), j - i)
+        } else {
+            (None, 0)
+        };
+        let Some(base) = root else {
+            i += 1;
+            continue;
+        };
+        let at = i;
+        i += skip;
+        for path in path_tree(b, &mut i) {
+            let mut full = base.clone();
+            full.extend(path);
+            found.push((line_of(at), full));
+        }
+    }
+    found
+}
+
+/// Reads `a::b::{c, d::e}` at `*i`; returns each path (the leading segments only matter).
+fn path_tree(b: &[u8], i: &mut usize) -> Vec<Vec<String>> {
+    let mut prefix = Vec::new();
+    loop {
+        while *i < b.len() && b[*i].is_ascii_whitespace() {
+            *i += 1;
+        }
+        if *i < b.len() && b[*i] == b'{' {
+            *i += 1;
+            let mut all = Vec::new();
+            loop {
+                while *i < b.len() && (b[*i].is_ascii_whitespace() || b[*i] == b',') {
+                    *i += 1;
+                }
+                if *i >= b.len() || b[*i] == b'}' {
+                    *i += 1;
+                    break;
+                }
+                let before = *i;
+                for p in path_tree(b, i) {
+                    let mut full = prefix.clone();
+                    full.extend(p);
+                    all.push(full);
+                }
+                // Skip `as x` and anything else up to the next item.
+                while *i < b.len() && b[*i] != b',' && b[*i] != b'}' {
+                    *i += 1;
+                }
+                if *i == before {
+                    *i += 1;
+                }
+            }
+            return all;
+        }
+        let start = *i;
+        while *i < b.len() && is_ident(b[*i]) {
+            *i += 1;
+        }
+        if start == *i {
+            return vec![prefix];
+        }
+        let seg = String::from_utf8_lossy(&b[start..*i]).into_owned();
+        if seg != "self" {
+            prefix.push(seg);
+        }
+        if b[*i..].starts_with(b"::") {
+            *i += 2;
+        } else {
+            return vec![prefix];
+        }
+    }
+}
+
+struct Source {
+    rel: PathBuf,
+    module: Vec<String>,
+    /// The text without comments and literals (what is checked).
+    code: String,
+    /// The text as it is (what is shown).
+    text: String,
+}
+
+fn read_sources() -> Vec<Source> {
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+    let mut files = Vec::new();
+    sources(&src, &mut files);
+    files.sort();
+    files
+        .into_iter()
+        .map(|p| {
+            let rel = p.strip_prefix(&src).unwrap().to_path_buf();
+            let text = std::fs::read_to_string(&p).unwrap();
+            Source {
+                module: module_of(&rel),
+                code: code_only(&text),
+                text,
+                rel,
+            }
+        })
+        .collect()
+}
+
+#[test]
+fn each_layer_imports_only_the_layers_below_it() {
+    let mut wrong = Vec::new();
+    let mut seen_layers = BTreeSet::new();
+    for s in read_sources() {
+        let layer = &s.module[0];
+        if layer == "lib" {
+            continue;
+        }
+        let mine = rank(layer).unwrap_or_else(|| {
+            panic!(
+                "{}: not in a layer folder ({})",
+                s.rel.display(),
+                LAYERS.join(", ")
+            )
+        });
+        seen_layers.insert(layer.clone());
+        for (line, path) in crate_paths(&s.code, &s.module, layer == "main") {
+            let Some(theirs) = path.first().and_then(|l| rank(l)) else {
+                continue;
+            };
+            if theirs < mine {
+                wrong.push(format!(
+                    "src/{}:{line}: {layer} uses {} (a layer above it)",
+                    s.rel.display(),
+                    path.join("::")
+                ));
+            }
+        }
+    }
+    assert_eq!(seen_layers.len(), LAYERS.len(), "{seen_layers:?}");
+    assert!(
+        wrong.is_empty(),
+        "imports running upward:\n{}",
+        wrong.join("\n")
+    );
+}
+
+#[test]
+fn modules_inside_a_layer_import_each_other_without_a_cycle() {
+    // Module = the layer and the next path segment (`engine::remove`, `engine::pace`).
+    let mut edges: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
+    let mut why: BTreeMap<(String, String), String> = BTreeMap::new();
+    for s in read_sources() {
+        if s.module.len() < 2 {
+            continue;
+        }
+        let from = format!("{}::{}", s.module[0], s.module[1]);
+        for (line, path) in crate_paths(&s.code, &s.module, false) {
+            if path.len() < 2 || path[0] != s.module[0] {
+                continue;
+            }
+            let to = format!("{}::{}", path[0], path[1]);
+            if to != from {
+                why.entry((from.clone(), to.clone()))
+                    .or_insert_with(|| format!("src/{}:{line}", s.rel.display()));
+                edges.entry(from.clone()).or_default().insert(to);
+            }
+        }
+    }
+    // Depth-first search for a back edge.
+    fn visit(
+        n: &str,
+        edges: &BTreeMap<String, BTreeSet<String>>,
+        state: &mut BTreeMap<String, u8>,
+        stack: &mut Vec<String>,
+    ) -> Option<Vec<String>> {
+        state.insert(n.to_string(), 1);
+        stack.push(n.to_string());
+        for m in edges.get(n).into_iter().flatten() {
+            match state.get(m).copied().unwrap_or(0) {
+                1 => {
+                    let start = stack.iter().position(|x| x == m).unwrap();
+                    let mut cycle = stack[start..].to_vec();
+                    cycle.push(m.clone());
+                    return Some(cycle);
+                }
+                0 => {
+                    if let Some(c) = visit(m, edges, state, stack) {
+                        return Some(c);
+                    }
+                }
+                _ => {}
+            }
+        }
+        stack.pop();
+        state.insert(n.to_string(), 2);
+        None
+    }
+    let mut state = BTreeMap::new();
+    for n in edges.keys() {
+        if state.get(n).copied().unwrap_or(0) == 0 {
+            if let Some(c) = visit(n, &edges, &mut state, &mut Vec::new()) {
+                let steps: Vec<String> = c
+                    .windows(2)
+                    .map(|w| {
+                        format!(
+                            "{} -> {} ({})",
+                            w[0],
+                            w[1],
+                            why[&(w[0].clone(), w[1].clone())]
+                        )
+                    })
+                    .collect();
+                panic!("an import cycle:\n{}", steps.join("\n"));
+            }
+        }
+    }
+}
+
+#[test]
+fn only_cmd_ui_and_main_print() {
+    let mut wrong = Vec::new();
+    for s in read_sources() {
+        if PRINTERS.contains(&s.module[0].as_str()) {
+            continue;
+        }
+        for ((n, line), shown) in s.code.lines().enumerate().zip(s.text.lines()) {
+            let b = line.as_bytes();
+            for mac in ["print!(", "println!(", "eprint!(", "eprintln!(", "dbg!("] {
+                let hit = line
+                    .match_indices(mac)
+                    .any(|(i, _)| i == 0 || !is_ident(b[i - 1]));
+                if hit {
+                    wrong.push(format!(
+                        "src/{}:{}: {}",
+                        s.rel.display(),
+                        n + 1,
+                        shown.trim()
+                    ));
+                }
+            }
+        }
+    }
+    assert!(
+        wrong.is_empty(),
+        "library code that prints (only cmd/, ui/ and main.rs talk to the user):\n{}",
+        wrong.join("\n")
+    );
+}
+
+#[test]
+fn the_reader_sees_paths_through_comments_strings_and_groups() {
+    let code = code_only(
+        "use crate::{a::x, b::{c, d}};\n// crate::z\nlet s = \"crate::y\"; super::super::w::v(); '\\''; 'a' ; r#\"crate::q\"#",
+    );
+    let paths: Vec<String> = crate_paths(&code, &["engine".into(), "pace".into()], false)
+        .into_iter()
+        .map(|(_, p)| p.join("::"))
+        .collect();
+    assert_eq!(paths, ["a::x", "b::c", "b::d", "w::v"]);
+    assert!(code_only("eprintln!(\"x\") // println!(").contains("eprintln!("));
+    assert!(!code_only("let s = \"println!(\";").contains("println!("));
+}
