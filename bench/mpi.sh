@@ -16,7 +16,11 @@
 # parallel file system all mount it at the same path.
 #
 # Safety: everything lives in a marked mktemp scratch directory; every removal targets a path
-# strictly inside it; netfs is stopped and every mount undone in an EXIT/INT/TERM trap.
+# strictly inside it. On every exit (the end, an error, INT/TERM/HUP) a trap stops what the
+# script started, detaches netfs's client mounts (lazily if busy), stops netfs (killed if it
+# lingers) and undoes every mount; if the script itself is SIGKILLed, a sentinel process in its
+# own session detaches the client mounts and the backing tmpfs and stops netfs (the emptied
+# scratch directory is left).
 
 set -Eeuo pipefail
 shopt -s inherit_errexit 2>/dev/null || true
@@ -94,7 +98,7 @@ if [[ $NO_BUILD == 0 ]]; then
         die "netfs build failed (see $OUT/logs/build.log)"
 fi
 for b in "$RECLAIM" "$MKWORKLOAD" "$NETFS"; do [[ -x $b ]] || die "missing $b"; done
-ldd "$RECLAIM" | grep -q libmpi || die "$RECLAIM was built without --features mpi"
+grep -q libmpi < <(ldd "$RECLAIM") || die "$RECLAIM was built without --features mpi"
 DRM_LIB=""
 if [[ -n $DRM ]]; then
     [[ -x $DRM ]] || die "--drm $DRM is not an executable"
@@ -105,18 +109,44 @@ MARKER=.reclaim-bench-scratch
 SCRATCH=$(mktemp -d "$SCRATCH_BASE/reclaim-mpi.XXXXXX")
 TOKEN=$(head -c 16 /dev/urandom | od -An -tx1 | tr -d ' \n')
 echo "$TOKEN" >"$SCRATCH/$MARKER"
-LOOPS=() MOUNTED=() NETFS_PID=""
+LOOPS=() MOUNTED=() NETFS_PID="" SENTINEL_PID=""
 MAXR=$(tr ' ' '\n' <<<"$RANKS" | sort -n | tail -1)
+fuse_under() { # FUSE mount points under the scratch dir, deepest first
+    awk -v p="$SCRATCH" '($3 == "fuse" || $3 ~ /^fuse\./) && index($2, p "/") == 1 { print $2 }' \
+        /proc/self/mounts | sort -r
+}
 stop_netfs() {
+    # netfs keeps a busy mount mounted and serving on SIGTERM (and an earlier run, stopped
+    # there, left its 8 client mounts behind): detach the client mounts first (lazily: a rank
+    # still inside lets go when it ends), then stop the daemon, and kill it if it lingers.
+    local m i
+    for m in $(fuse_under); do umount -l -- "$m" 2>/dev/null || warn "cannot detach $m"; done
     if [[ -n $NETFS_PID ]]; then
+        kill -CONT "$NETFS_PID" 2>/dev/null || true
         kill -TERM "$NETFS_PID" 2>/dev/null || true
+        for i in $(seq 1 50); do kill -0 "$NETFS_PID" 2>/dev/null || break; sleep 0.1; done
+        kill -KILL "$NETFS_PID" 2>/dev/null || true
         wait "$NETFS_PID" 2>/dev/null || true
         NETFS_PID=""
     fi
 }
-cleanup() { stop_netfs; release_scratch mpi.sh; }
+cleanup() {
+    local rc=$?
+    trap - EXIT ERR INT TERM HUP
+    # Our own children still running (xargs pipelines, an mpirun cut short), by process id.
+    local pids
+    pids=$(jobs -pr | grep -vx "${NETFS_PID:-none}" | grep -vx "${SENTINEL_PID:-none}" || true)
+    [[ -n $pids ]] && kill -TERM $pids 2>/dev/null
+    stop_netfs
+    release_scratch mpi.sh
+    [[ -n $SENTINEL_PID ]] && kill "$SENTINEL_PID" 2>/dev/null
+    exit "$rc"
+}
 trap cleanup EXIT
-trap 'exit 130' INT TERM
+trap 'warn "failed (exit $?) at line $LINENO: $BASH_COMMAND"' ERR
+trap 'exit 130' INT
+trap 'exit 143' TERM
+trap 'exit 129' HUP
 mkdir "$SCRATCH/back" "$SCRATCH/common"
 mount -t tmpfs -o size=2g,nr_inodes=4m mpi-back "$SCRATCH/back"
 MOUNTED+=("$SCRATCH/back")
@@ -130,6 +160,20 @@ done
     --stats "$SCRATCH/stats.json" \
     2>>"$OUT/logs/netfs.log" &
 NETFS_PID=$!
+# If this script is killed outright (SIGKILL: no trap runs), a sentinel in its own session
+# detaches the client mounts and stops this netfs (checked by its command line: never another
+# process that reused the id).
+setsid bash -c '
+    while kill -0 "$1" 2>/dev/null; do sleep 1; done
+    awk -v p="$3" '"'"'($3 == "fuse" || $3 ~ /^fuse\./) && index($2, p "/") == 1 { print $2 }'"'"' \
+        /proc/mounts | sort -r | while read -r m; do umount -l -- "$m"; done
+    if tr "\0" " " <"/proc/$2/cmdline" 2>/dev/null | grep -qF -- "--backing $3/back"; then
+        kill -TERM "$2"
+        for _ in 1 2 3 4 5 6 7 8 9 10; do kill -0 "$2" 2>/dev/null || break; sleep 0.5; done
+        kill -KILL "$2" 2>/dev/null
+    fi
+    umount -l -- "$3/back" 2>/dev/null' mpi-sentinel "$$" "$NETFS_PID" "$SCRATCH" </dev/null >/dev/null 2>&1 &
+SENTINEL_PID=$!
 for _ in $(seq 1 200); do [[ -f $SCRATCH/ready ]] && break; sleep 0.05; done
 [[ -f $SCRATCH/ready ]] || die "netfs did not mount"
 
