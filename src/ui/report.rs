@@ -192,7 +192,7 @@ pub fn profile(p: &Profile) -> String {
 
 /// The workers a removal ran with, and why, in one line (`-v`, the summary).
 pub fn concurrency(c: &ConcurrencyReport) -> String {
-    let mut s = format!("{} workers", c.chosen);
+    let mut s = plural(c.chosen as u64, "worker", "workers");
     if c.rule == "pinned" {
         s.push_str(" (--threads)");
     } else {
