@@ -1,15 +1,25 @@
 #!/usr/bin/env bash
-# Removal on a network file system (issue 12): `reclaim rm -r` against `rm -rf`, `find -delete`
-# and `find | xargs -P32 rm`, and a `--threads` sweep, on the NFS emulator `netfs`
-# (bench/slowdisk: a FUSE file system that waits a round trip per RPC, keeps at most --slots
-# operations in flight per mount like a Linux client's slot table, and rejects rename flags).
-# Also one directory of many files, and `reclaim scan` against `du -s`. Run as root:
+# Removal on a network file system (issues 12 and 24): `reclaim rm -r` (its default, which
+# measures how many requests to keep in flight, and a `--threads` sweep) against `rm -rf`,
+# `find -delete` and `find | xargs -P16 rm`, on the NFS emulator `netfs` (bench/slowdisk: a
+# FUSE file system that waits a round trip per RPC, keeps at most --slots operations in flight
+# per mount like a Linux client's slot table, and rejects rename flags). Every cell of
 #
-#   bash bench/net.sh --quick     # RTT 0.5 ms only, 10,000 files, 1 run (~5 min)
-#   bash bench/net.sh             # RTT 0.2, 0.5 and 2 ms; 50,000 files (10,000 at 2 ms); 3 runs
+#   mount type   fuse.nfs (recognised by name), plain fuse, fuse.acmefs (a name nobody lists)
+#   RTT          0.2, 0.5, 2 ms
+#   slots        16, 4 per client
+#   workload     a tree of 20,000 files, one directory of 5,000
+#
+# is measured in the same run. The peers do not look at the mount's type, so they run once
+# per (RTT, slots, workload), on the first type; reclaim's default and sweep run on every type.
+# Run as root:
+#
+#   bash bench/net.sh --quick     # RTT 0.5 ms, 16 slots, fuse.nfs and fuse, 1 run
+#   bash bench/net.sh             # the whole matrix, 3 runs (about 1.5 h on 2 vCPUs)
 #
 # Each workload is made in the backing directory (no round trips), then the page, dentry and
-# attribute caches are dropped, so every run starts cold on the client side.
+# attribute caches are dropped, so every run starts cold on the client side. Methods rotate
+# order from run to run.
 #
 # Safety: everything lives in a scratch directory made with mktemp and marked with a random
 # token; every removal targets a path strictly inside it; the daemon is stopped and the mount
@@ -24,14 +34,18 @@ usage() {
     cat <<'EOF'
 usage: bench/net.sh [options]
 
-  --quick               RTT 0.5 ms, 10,000 files, 1 run
+  --quick               RTT 0.5 ms, 16 slots, types "nfs plain", 1 run
   --rtts "..."          round-trip times (default "0.2ms 0.5ms 2ms")
-  --files N             files in the tree (default 50000; 10000 at RTTs of 1 ms or more)
+  --slots "..."         netfs slots per mount (default "16 4")
+  --types "..."         mount types among: nfs (fuse.nfs) plain (fuse) unknown (fuse.acmefs)
+                        (default "nfs plain unknown")
+  --files N             files in the tree (default 20000)
   --flat N              files in the one-directory workload (default 5000; 0 skips it)
   --runs N              runs per method (default 3)
-  --slots N             netfs slots per mount (default 64, a Linux NFS client's)
   --sweep "..."         --threads values to try (default "4 8 16 32 64")
   --methods "..."       methods to run, by name (default: all)
+  --listing MODE        netfs --listing (stable, index, reorder; default stable)
+  --scan                also `reclaim scan` against `du -s` on the tree
   --scratch-base DIR    where the mktemp scratch dir goes (default /var/tmp)
   --out DIR             output directory (default bench/out/net-<timestamp>)
   --no-build            do not run cargo build
@@ -39,19 +53,23 @@ usage: bench/net.sh [options]
 EOF
 }
 
-RTTS="0.2ms 0.5ms 2ms" FILES="" FLAT=5000 RUNS=3 SLOTS=64 SWEEP="4 8 16 32 64" METHODS_SEL=""
+RTTS="0.2ms 0.5ms 2ms" SLOTS_LIST="16 4" TYPES="nfs plain unknown" FILES=20000 FLAT=5000 RUNS=3
+SWEEP="4 8 16 32 64" METHODS_SEL="" LISTING=stable SCAN=0
 SCRATCH_BASE=${RECLAIM_BENCH_SCRATCH:-/var/tmp} OUT="" NO_BUILD=0 QUICK=0
 need_arg() { [[ $# -ge 2 && -n $2 ]] || { echo "net.sh: $1 needs a value" >&2; exit 2; }; }
 while [[ $# -gt 0 ]]; do
     case $1 in
         --quick) QUICK=1 ;;
         --rtts) need_arg "$@"; RTTS=$2; shift ;;
+        --slots) need_arg "$@"; SLOTS_LIST=$2; shift ;;
+        --types) need_arg "$@"; TYPES=$2; shift ;;
         --files) need_arg "$@"; FILES=$2; shift ;;
         --flat) need_arg "$@"; FLAT=$2; shift ;;
         --runs) need_arg "$@"; RUNS=$2; shift ;;
-        --slots) need_arg "$@"; SLOTS=$2; shift ;;
         --sweep) need_arg "$@"; SWEEP=$2; shift ;;
         --methods) need_arg "$@"; METHODS_SEL=$2; shift ;;
+        --listing) need_arg "$@"; LISTING=$2; shift ;;
+        --scan) SCAN=1 ;;
         --scratch-base) need_arg "$@"; SCRATCH_BASE=$2; shift ;;
         --out) need_arg "$@"; OUT=$2; shift ;;
         --no-build) NO_BUILD=1 ;;
@@ -61,8 +79,11 @@ while [[ $# -gt 0 ]]; do
     shift
 done
 if [[ $QUICK == 1 ]]; then
-    RTTS="0.5ms" RUNS=1 FILES=${FILES:-10000} FLAT=1000
+    RTTS="0.5ms" SLOTS_LIST=16 TYPES="nfs plain" RUNS=1
 fi
+for t in $TYPES; do
+    [[ $t =~ ^(nfs|plain|unknown)$ ]] || { echo "net.sh: unknown type $t" >&2; exit 2; }
+done
 [[ $EUID -eq 0 ]] || { echo "net.sh: must run as root (FUSE mount, drop_caches)" >&2; exit 1; }
 
 T0=$(date +%s)
@@ -108,10 +129,19 @@ mkdir "$SCRATCH/back" "$SCRATCH/mnt"
 mount -t tmpfs -o size=2g,nr_inodes=4m net-back "$SCRATCH/back"
 MOUNTED+=("$SCRATCH/back")
 
-start_netfs() { # rtt
+subtype_of() { # type -> netfs --subtype value
+    case $1 in
+        nfs) echo nfs ;;
+        plain) echo "" ;;
+        unknown) echo acmefs ;;
+    esac
+}
+
+start_netfs() { # rtt slots type
     rm -f "$SCRATCH/ready"
-    "$NETFS" --backing "$SCRATCH/back" --mount "$SCRATCH/mnt" --rtt "$1" --slots "$SLOTS" \
-        --readdirplus --subtype nfs --ready-file "$SCRATCH/ready" 2>>"$OUT/logs/netfs.log" &
+    "$NETFS" --backing "$SCRATCH/back" --mount "$SCRATCH/mnt" --rtt "$1" --slots "$2" \
+        --readdirplus --subtype "$(subtype_of "$3")" --listing "$LISTING" \
+        --stats "$SCRATCH/stats.json" --ready-file "$SCRATCH/ready" 2>>"$OUT/logs/netfs.log" &
     NETFS_PID=$!
     local i
     for i in $(seq 1 200); do
@@ -121,93 +151,148 @@ start_netfs() { # rtt
     die "netfs did not mount"
 }
 
-# Methods: name -> command on {dir} (the tree through the mount).
+rpcs_now() { # the daemon's RPC count so far
+    local before
+    before=$(stat -c %.9Y "$SCRATCH/stats.json" 2>/dev/null || echo none)
+    kill -USR1 "$NETFS_PID"
+    local i
+    for i in $(seq 1 100); do
+        [[ $(stat -c %.9Y "$SCRATCH/stats.json" 2>/dev/null || echo none) != "$before" ]] && break
+        sleep 0.02
+    done
+    python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["rpcs"])' "$SCRATCH/stats.json"
+}
+
+# Methods: name -> command on {dir}. Peers first (they run on the first type only).
 declare -A METHOD_CMD=()
 METHOD_ORDER=()
 def_method() { METHOD_CMD[$1]=$2; METHOD_ORDER+=("$1"); }
 def_method rm-rf 'rm -rf {dir}'
 def_method find-delete 'find {dir} -delete'
-def_method xargs-P32 'find {dir} -type f -print0 | xargs -0 -r -P32 -n64 rm -f && find {dir} -depth -type d -delete'
-def_method reclaim '{reclaim} rm -r {dir}'
+def_method xargs-P16 'find {dir} -type f -print0 | xargs -0 -r -P16 -n64 rm -f && find {dir} -depth -type d -delete'
+def_method reclaim '{reclaim} rm -r --json {dir}'
 for t in $SWEEP; do def_method "reclaim-t$t" "{reclaim} rm -r --threads $t {dir}"; done
 select_methods
+is_peer() { [[ $1 != reclaim* ]]; }
 
-timed() { # cmd -> seconds (fails the run if the tree is still there)
+timed() { # cmd log -> seconds
     local cmd=$1 t0 t1
     t0=$(date +%s.%N)
-    bash -c "$cmd" >>"$OUT/logs/methods.log" 2>&1 || warn "failed: $cmd"
+    bash -c "$cmd" >"$2" 2>&1 || warn "failed: $cmd (see $2)"
     t1=$(date +%s.%N)
     echo "$t1 - $t0" | bc
 }
 
-echo "rtt,workload,files,method,run,seconds" >"$OUT/raw.csv"
-for rtt in $RTTS; do
-    ms=${rtt%ms}
-    files=$FILES
-    if [[ -z $files ]]; then
-        files=50000
-        [[ $(echo "$ms >= 1" | bc) == 1 ]] && files=10000
-    fi
-    start_netfs "$rtt"
-    for run in $(seq 1 "$RUNS"); do
-        for m in "${METHODS[@]}"; do
-            guard "$SCRATCH/back/w"
-            rm -rf --one-file-system "$SCRATCH/back/w"
-            "$MKWORKLOAD" --shape tree --files "$files" "$SCRATCH/back/w" >/dev/null
-            drop_caches
-            cmd=${METHOD_CMD[$m]//\{dir\}/$SCRATCH/mnt/w}
-            cmd=${cmd//\{reclaim\}/RECLAIM_CONFIG= $RECLAIM}
-            s=$(timed "$cmd")
-            [[ -e $SCRATCH/back/w ]] && warn "$m left $SCRATCH/back/w behind"
-            log "rtt $rtt tree $files $m run $run: $s s"
-            echo "$rtt,tree,$files,$m,$run,$s" >>"$OUT/raw.csv"
-        done
-        if [[ $FLAT -gt 0 ]]; then
-            for m in rm-rf reclaim; do
-                rm -rf --one-file-system "$SCRATCH/back/w"
-                "$MKWORKLOAD" --shape flat --files "$FLAT" "$SCRATCH/back/w" >/dev/null
-                drop_caches
-                cmd=${METHOD_CMD[$m]//\{dir\}/$SCRATCH/mnt/w}
-                cmd=${cmd//\{reclaim\}/RECLAIM_CONFIG= $RECLAIM}
-                s=$(timed "$cmd")
-                log "rtt $rtt flat $FLAT $m run $run: $s s"
-                echo "$rtt,flat,$FLAT,$m,$run,$s" >>"$OUT/raw.csv"
+FIRST_TYPE=${TYPES%% *}
+echo "rtt,slots,type,workload,files,method,run,seconds,rpcs" >"$OUT/raw.csv"
+for run in $(seq 1 "$RUNS"); do
+    for rtt in $RTTS; do
+        for slots in $SLOTS_LIST; do
+            for type in $TYPES; do
+                start_netfs "$rtt" "$slots" "$type"
+                for workload in tree flat; do
+                    files=$FILES shape=tree
+                    [[ $workload == flat ]] && files=$FLAT shape=flat
+                    [[ $files -gt 0 ]] || continue
+                    n=${#METHODS[@]}
+                    for ((i = 0; i < n; i++)); do
+                        # Rotate the order every run so no method always goes first.
+                        m=${METHODS[$(((i + run - 1) % n))]}
+                        if is_peer "$m" && [[ $type != "$FIRST_TYPE" ]]; then continue; fi
+                        guard "$SCRATCH/back/w"
+                        rm -rf --one-file-system "$SCRATCH/back/w"
+                        "$MKWORKLOAD" --shape "$shape" --files "$files" "$SCRATCH/back/w" >/dev/null
+                        drop_caches
+                        cmd=${METHOD_CMD[$m]//\{dir\}/$SCRATCH/mnt/w}
+                        cmd=${cmd//\{reclaim\}/RECLAIM_CONFIG= $RECLAIM}
+                        lf=$OUT/logs/$rtt-$slots-$type-$workload-$m-$run.log
+                        r0=$(rpcs_now)
+                        s=$(timed "$cmd" "$lf")
+                        r1=$(rpcs_now)
+                        [[ -e $SCRATCH/back/w ]] && warn "$m left $SCRATCH/back/w behind"
+                        [[ -s $lf ]] || rm -f "$lf"
+                        log "run $run rtt $rtt slots $slots $type $workload $files $m: $s s, $((r1 - r0)) RPCs"
+                        echo "$rtt,$slots,$type,$workload,$files,$m,$run,$s,$((r1 - r0))" >>"$OUT/raw.csv"
+                    done
+                done
+                if [[ $SCAN == 1 && $type == "$FIRST_TYPE" ]]; then
+                    # scan against du -s, on the tree (made once, read by both).
+                    rm -rf --one-file-system "$SCRATCH/back/w"
+                    "$MKWORKLOAD" --shape tree --files "$FILES" "$SCRATCH/back/w" >/dev/null
+                    for m in du reclaim-scan; do
+                        drop_caches
+                        case $m in
+                            du) cmd="du -s $SCRATCH/mnt/w" ;;
+                            reclaim-scan) cmd="RECLAIM_CONFIG= $RECLAIM scan --no-estimate $SCRATCH/mnt/w" ;;
+                        esac
+                        s=$(timed "$cmd" /dev/null)
+                        log "run $run rtt $rtt slots $slots scan $m: $s s"
+                        echo "$rtt,$slots,$type,scan,$FILES,$m,$run,$s," >>"$OUT/raw.csv"
+                    done
+                fi
+                stop_netfs
             done
-        fi
-        # scan against du -s, on the tree (made once, read by both).
-        rm -rf --one-file-system "$SCRATCH/back/w"
-        "$MKWORKLOAD" --shape tree --files "$files" "$SCRATCH/back/w" >/dev/null
-        for m in du reclaim-scan; do
-            drop_caches
-            case $m in
-                du) cmd="du -s $SCRATCH/mnt/w" ;;
-                reclaim-scan) cmd="RECLAIM_CONFIG= $RECLAIM scan --no-estimate $SCRATCH/mnt/w" ;;
-            esac
-            s=$(timed "$cmd")
-            log "rtt $rtt scan $files $m run $run: $s s"
-            echo "$rtt,scan,$files,$m,$run,$s" >>"$OUT/raw.csv"
         done
     done
-    stop_netfs
 done
 
-python3 - "$OUT/raw.csv" >"$OUT/summary.md" <<'EOF'
-import csv, statistics, sys, collections
+python3 - "$OUT/raw.csv" "$OUT/logs" >"$OUT/summary.md" <<'EOF'
+import csv, collections, glob, json, os, statistics, sys
 rows = list(csv.DictReader(open(sys.argv[1])))
 by = collections.defaultdict(list)
 for r in rows:
-    by[(r["rtt"], r["workload"], r["files"], r["method"])].append(float(r["seconds"]))
-keys = sorted({(r["rtt"], r["workload"], r["files"]) for r in rows}, key=lambda k: (float(k[0][:-2]), k[1]))
-for rtt, w, n in keys:
-    meds = {m: statistics.median(v) for (a, b, c, m), v in by.items() if (a, b, c) == (rtt, w, n)}
-    base = meds.get("rm-rf") or meds.get("du")
-    print(f"\n### RTT {rtt}, {w}, {int(n):,} files\n")
-    print("| method | median s | runs | ÷ rm -rf (scan: ÷ du) |")
-    print("|---|---:|---:|---:|")
-    for m, v in sorted(meds.items(), key=lambda kv: kv[1]):
-        runs = len(by[(rtt, w, n, m)])
-        ratio = f"{v / base:.2f}" if base else "-"
-        print(f"| {m} | {v:.2f} | {runs} | {ratio} |")
+    by[(r["rtt"], r["slots"], r["workload"], r["type"], r["method"])].append(float(r["seconds"]))
+med = {k: statistics.median(v) for k, v in by.items()}
+cells = sorted({(r["rtt"], r["slots"], r["workload"]) for r in rows if r["workload"] != "scan"},
+               key=lambda c: (float(c[0][:-2]), -int(c[1]), c[2]))
+types = []
+for r in rows:
+    if r["type"] not in types:
+        types.append(r["type"])
+label = {"nfs": "fuse.nfs", "plain": "fuse", "unknown": "fuse.acmefs"}
+print("| RTT | slots | workload | type | default s | best --threads s (N) | default ÷ best | rm -rf s | find -delete s | xargs -P16 s | default ÷ rm -rf | ÷ find -delete | ÷ xargs |")
+print("|---|---:|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+worst = 0.0
+for rtt, slots, w in cells:
+    peers = {}
+    for p in ("rm-rf", "find-delete", "xargs-P16"):
+        vals = [v for (a, b, c, t, m), v in med.items() if (a, b, c, m) == (rtt, slots, w, p)]
+        peers[p] = vals[0] if vals else None
+    for t in types:
+        d = med.get((rtt, slots, w, t, "reclaim"))
+        sweep = {m: v for (a, b, c, tt, m), v in med.items()
+                 if (a, b, c, tt) == (rtt, slots, w, t) and m.startswith("reclaim-t")}
+        if d is None:
+            continue
+        best = min(sweep.items(), key=lambda kv: kv[1]) if sweep else None
+        ratio = d / best[1] if best else float("nan")
+        if best:
+            worst = max(worst, ratio)
+        f = lambda v: f"{v:.2f}" if v else "-"
+        r = lambda p: f"{d / peers[p]:.2f}" if peers[p] else "-"
+        print(f"| {rtt} | {slots} | {w} | {label.get(t, t)} | {d:.2f} | "
+              + (f"{best[1]:.2f} ({best[0][len('reclaim-t'):]})" if best else "-")
+              + f" | {ratio:.2f} | {f(peers['rm-rf'])} | {f(peers['find-delete'])} | {f(peers['xargs-P16'])} | "
+              + f"{r('rm-rf')} | {r('find-delete')} | {r('xargs-P16')} |")
+print(f"\nworst default ÷ best --threads: {worst:.2f}")
+# What the default chose (from its --json), per cell.
+print("\n| RTT | slots | workload | type | workers chosen (per run) | profile class | round trip ms |")
+print("|---|---:|---|---|---|---|---:|")
+for rtt, slots, w in cells:
+    for t in types:
+        chosen, cls, rt = [], set(), []
+        for path in sorted(glob.glob(os.path.join(sys.argv[2], f"{rtt}-{slots}-{t}-{w}-reclaim-[0-9]*.log"))):
+            try:
+                v = json.loads(open(path).read().strip().splitlines()[-1])
+            except Exception:
+                continue
+            chosen.append(str(v.get("concurrency", {}).get("chosen")))
+            cls.add(v.get("profile", {}).get("class"))
+            if v.get("profile", {}).get("round_trip_ms") is not None:
+                rt.append(v["profile"]["round_trip_ms"])
+        if chosen:
+            print(f"| {rtt} | {slots} | {w} | {label.get(t, t)} | {', '.join(chosen)} | "
+                  f"{', '.join(sorted(c for c in cls if c))} | {statistics.median(rt):.2f} |" if rt else "| - |")
 EOF
 cat "$OUT/summary.md"
 log "done: $OUT"

@@ -38,7 +38,8 @@ usage: bench/run.sh [options]
   --files N             files per workload (default 1000000)
   --runs N              runs per (file system, workload, method) (default 3)
   --workloads "..."     among: flat tree (default "flat tree")
-  --fs "..."            among: ext4 xfs root (default "ext4 xfs root")
+  --fs "..."            among: ext4 xfs btrfs tmpfs root (default "ext4 xfs root"); tmpfs
+                        and root get the workload made in place before each run
   --methods "..."       methods to run, by name (default: all built-in and extra methods)
   --method NAME=CMD     define an extra method (repeatable), e.g.
                         --method 'reclaim-t1={reclaim} rm -r --threads 1 {dir}'
@@ -112,7 +113,7 @@ for v in FILES RUNS FANOUT PER_LEAF SIZE TIMEOUT; do
 done
 [[ $FILES -ge 1 && $RUNS -ge 1 ]] || { echo "run.sh: --files and --runs must be >= 1" >&2; exit 2; }
 for w in $WORKLOADS; do [[ $w == flat || $w == tree ]] || { echo "run.sh: unknown workload $w" >&2; exit 2; }; done
-for f in $FS_LIST; do [[ $f == ext4 || $f == xfs || $f == root ]] || { echo "run.sh: unknown fs $f" >&2; exit 2; }; done
+for f in $FS_LIST; do [[ $f =~ ^(ext4|xfs|btrfs|tmpfs|root)$ ]] || { echo "run.sh: unknown fs $f" >&2; exit 2; }; done
 
 # ---------------------------------------------------------------------------------------------
 # Logging
@@ -199,7 +200,7 @@ ensure_tools() {
     local -A pkg_of=(
         [rsync]=rsync [mkfs.xfs]=xfsprogs [xfs_info]=xfsprogs [mkfs.ext4]=e2fsprogs
         [dumpe2fs]=e2fsprogs [losetup]=mount [python3]=python3 [find]=findutils
-        [xargs]=findutils [timeout]=coreutils [/usr/bin/time]=time
+        [xargs]=findutils [timeout]=coreutils [/usr/bin/time]=time [mkfs.btrfs]=btrfs-progs
     )
     local missing=() c
     for c in "${!pkg_of[@]}"; do
@@ -332,7 +333,8 @@ EXT4_INODES=$((FILES * 5 / 2))
 ((EXT4_INODES >= 65536)) || EXT4_INODES=65536
 MKFS_EXT4="mkfs.ext4 -q -F -N $EXT4_INODES -E lazy_itable_init=0,lazy_journal_init=0"
 MKFS_XFS="mkfs.xfs -q -f"
-declare -A MOUNT_OPTS=([ext4]="" [xfs]="nouuid") MOUNTED_AS=()
+MKFS_BTRFS="mkfs.btrfs -q -f"
+declare -A MOUNT_OPTS=([ext4]="" [xfs]="nouuid" [btrfs]="") MOUNTED_AS=()
 
 spec_args() { # workload -> floor/mkworkload shape arguments
     case $1 in
@@ -356,6 +358,7 @@ build_golden() { # fs workload
     case $fs in
         ext4) $MKFS_EXT4 "$img" >>"$OUT/logs/mkfs.log" 2>&1 ;;
         xfs) $MKFS_XFS "$img" >>"$OUT/logs/mkfs.log" 2>&1 ;;
+        btrfs) $MKFS_BTRFS "$img" >>"$OUT/logs/mkfs.log" 2>&1 ;;
     esac
     attach "$img"
     mount_loop "$fs" "$LOOP" "$mnt"
@@ -414,8 +417,8 @@ measure() { # fs workload method run
     local fs=$1 wl=$2 m=$3 r=$4 dir mnt img cmd lf t cp_s sync_s umount_s="" ok=1 note=""
     local spec
     spec=$(spec_args "$wl")
-    if [[ $fs == root ]]; then
-        mnt=$SCRATCH/root
+    if [[ $fs == root || $fs == tmpfs ]]; then
+        mnt=$SCRATCH/$fs
         dir=$mnt/w
         [[ ! -e $dir ]] || safe_rm "$dir"
         t=$EPOCHREALTIME
@@ -450,7 +453,7 @@ measure() { # fs workload method run
     sync_s=$(secs_since "$t")
     if [[ $T_RC != 0 ]]; then ok=0 note="exit $T_RC"; fi
     if [[ -e $dir || -L $dir ]]; then ok=0 note="${note:+$note, }$dir still exists"; fi
-    if [[ $fs == root ]]; then
+    if [[ $fs == root || $fs == tmpfs ]]; then
         [[ ! -e $dir ]] || safe_rm "$dir"
     else
         t=$EPOCHREALTIME
@@ -505,7 +508,14 @@ CACHES=cold
 drop_caches
 
 LOOP_FS=()
-for f in $FS_LIST; do [[ $f == root ]] || LOOP_FS+=("$f"); done
+for f in $FS_LIST; do [[ $f == root || $f == tmpfs ]] || LOOP_FS+=("$f"); done
+if [[ " $FS_LIST " == *" tmpfs "* ]]; then
+    mkdir -p "$SCRATCH/tmpfs"
+    guard "$SCRATCH/tmpfs"
+    mount -t tmpfs -o "size=$(((FILES * 4096 + (1 << 30)) >> 20))m,nr_inodes=$((FILES * 2 + 100000))" \
+        reclaim-bench-tmpfs "$SCRATCH/tmpfs"
+    MOUNTED+=("$SCRATCH/tmpfs")
+fi
 for f in "${LOOP_FS[@]}"; do
     for w in $WORKLOADS; do build_golden "$f" "$w"; done
 done
@@ -544,9 +554,11 @@ fi
     printf 'load_start\t%s\n' "$LOAD_START"
     printf 'git\t%s\n' "$(git -C "$REPO" rev-parse --short HEAD 2>/dev/null || echo '?')$([[ -n $(git -C "$REPO" status --porcelain -- src Cargo.toml 2>/dev/null) ]] && echo ' (src dirty)')"
     printf 'image\t%s GiB sparse image per run, cp --sparse=always from a golden image; losetup --direct-io=on\n' "$((IMG_BYTES >> 30))"
-    for f in ext4 xfs; do
-        printf 'fs_%s\t%s IMG; mount -t %s%s\n' "$f" "$([[ $f == ext4 ]] && echo "$MKFS_EXT4" || echo "$MKFS_XFS")" \
-            "$f" "${MOUNT_OPTS[$f]:+ -o ${MOUNT_OPTS[$f]}}"
+    for f in ext4 xfs btrfs; do
+        mkfs=$MKFS_EXT4
+        [[ $f == xfs ]] && mkfs=$MKFS_XFS
+        [[ $f == btrfs ]] && mkfs=$MKFS_BTRFS
+        printf 'fs_%s\t%s IMG; mount -t %s%s\n' "$f" "$mkfs" "$f" "${MOUNT_OPTS[$f]:+ -o ${MOUNT_OPTS[$f]}}"
     done
     for f in "${!MOUNTED_AS[@]}"; do printf 'mounted_%s\t%s\n' "$f" "${MOUNTED_AS[$f]}"; done
     printf 'namespace\t%s\n' "$([[ -n ${RECLAIM_BENCH_NS:-} ]] && echo 'private mount namespace' || echo 'host mount namespace')"

@@ -159,7 +159,7 @@ def summarize(out_dir):
 
     add("## Setup")
     add("")
-    for key, label in (("fs_ext4", "ext4"), ("fs_xfs", "xfs"), ("fs_root", "root")):
+    for key, label in (("fs_ext4", "ext4"), ("fs_xfs", "xfs"), ("fs_btrfs", "btrfs"), ("fs_root", "root")):
         if key in meta and label in fss:
             mounted = meta.get(f"mounted_{label}")
             add(f"- **{label}**: `{meta[key]}`" + (f" (mounted: `{mounted}`)" if mounted else ""))

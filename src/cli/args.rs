@@ -412,7 +412,7 @@ pub struct RmArgs {
     /// Print one JSON object with the summary on stdout
     #[arg(long)]
     pub json: bool,
-    /// Worker threads [default: 2 x CPUs on ext2/3/4, CPUs elsewhere; at most one per CPU inside one large directory]
+    /// Worker threads, pinned [default: measured while the removal runs, starting where the file system's profile says]
     #[arg(long, value_parser = clap::value_parser!(u16).range(1..=1024))]
     pub threads: Option<u16>,
     /// Descend into other file systems mounted inside the tree (default: skip and report them)

@@ -1,10 +1,12 @@
 //! File system profiles (DESIGN.md §8): what kind of file system a directory is on — local on
 //! an SSD, on a rotational disk, in memory, on the network, or a local FUSE file system — from
 //! its `statfs` magic, the mount table's type (FUSE subtypes included) and the backing disk's
-//! `queue/rotational`, and the defaults that follow: how many workers, how many of them inside
-//! one directory, whether small directories' entries are `lstat`ed (a round trip each on a
-//! network file system), and whether the governor steers the workers by default. Decides
-//! defaults only; flags always win.
+//! `queue/rotational`, and the defaults that follow: how many workers to start with (the
+//! concurrency controller measures from there) and at most, how many of them inside one
+//! directory, whether small directories' entries are `lstat`ed (a round trip each on a
+//! network file system), and whether the governor steers the workers by default. A FUSE file
+//! system whose metadata round trip, measured, is a network's is taken for one (most FUSE
+//! network file systems show as plain `fuse`). Decides defaults only; flags always win.
 
 use std::os::fd::AsFd;
 
@@ -56,8 +58,16 @@ pub struct Profile {
     pub class: Class,
     /// The mount table's type (`ext4`, `nfs4`, `fuse.sshfs`, ...), if known.
     pub fs_type: String,
-    /// Workers for trees.
+    /// Workers for a fixed count (scan).
     pub workers: usize,
+    /// Workers a removal starts with; it measures from there (`pace::concurrency`) ...
+    pub start: usize,
+    /// ... up to this many.
+    pub max_workers: usize,
+    /// The metadata round trip measured when the profile was made (lookups of names that are
+    /// not there: `pace::concurrency::round_trip`), in milliseconds.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub round_trip_ms: Option<f64>,
     /// Workers at once inside one large directory (its lock serializes them).
     pub batch_threads: usize,
     /// `lstat` each entry of directories with few entries, to meet large files there.
@@ -72,10 +82,23 @@ pub struct Profile {
     pub note: Option<String>,
 }
 
-/// Operations a network file system keeps in flight by default: a Linux NFS client's slot
-/// table (bench/RESULTS.md: 64 was the best of the sweep on the emulated NFS at RTT 0.2, 0.5
-/// and 2 ms, 1.1-1.5x faster than 32; on a real NFS server 64 and 32 were equal).
+/// Operations a network file system keeps in flight where nothing measures (scan): a Linux
+/// NFS client's slot table (bench/RESULTS.md: 64 was the best of the sweep on the emulated NFS
+/// at RTT 0.2, 0.5 and 2 ms, 1.1-1.5x faster than 32; on a real NFS server 64 and 32 were
+/// equal).
 pub const NETWORK_WORKERS: usize = 64;
+
+/// Where a removal on a network file system starts, and the most it may reach: the
+/// controller doubles from 8 while that pays (64 slots: three doublings), and steps back to
+/// the client's or server's real limit (4 or 16 slots) when it does not. Starting at 16, the
+/// first doubling put 32 requests on a 4-slot client: 16 ms of queue that the latency
+/// governor took for harm.
+pub const NETWORK_START: usize = 8;
+pub const NETWORK_MAX: usize = 128;
+
+/// A metadata round trip this long or longer (measured) is a network's: a local FUSE daemon
+/// answers a GETATTR in tens of microseconds, a server on a LAN in a hundred or more.
+pub const REMOTE_ROUND_TRIP: std::time::Duration = std::time::Duration::from_micros(100);
 
 /// `statfs` magic numbers (linux/magic.h and the file systems' own headers).
 mod magic {
@@ -155,14 +178,41 @@ impl Profile {
                 .map(|f| rotational(f.ident.dev))
                 .unwrap_or(false)
         });
-        Profile::of(class, fs_type, magic == magic::EXT, "detected")
+        let round_trip = crate::engine::pace::concurrency::round_trip(dir);
+        let remote = class == Class::Fuse && round_trip.is_some_and(|r| r >= REMOTE_ROUND_TRIP);
+        let class = if remote { Class::Network } else { class };
+        let mut p = Profile::of(class, fs_type, magic == magic::EXT, "detected");
+        p.round_trip_ms = round_trip.map(|r| r.as_secs_f64() * 1e3);
+        if remote {
+            p.note = Some(format!(
+                "a FUSE file system with a metadata round trip of {:.2} ms (measured): a network \
+                 file system",
+                round_trip.unwrap_or_default().as_secs_f64() * 1e3
+            ));
+        }
+        p
     }
 
     /// The profile named on the command line, for the file system holding `dir`.
     pub fn named(class: Class, dir: impl AsFd) -> Profile {
         let d = Profile::detect(dir);
         let ext = d.fs_type.starts_with("ext");
-        Profile::of(class, d.fs_type, ext, "--profile")
+        let mut p = Profile::of(class, d.fs_type, ext, "--profile");
+        p.round_trip_ms = d.round_trip_ms;
+        p
+    }
+
+    /// Where the workers start, in words (the concurrency report).
+    pub fn start_reason(&self) -> String {
+        format!(
+            "the {} profile{}",
+            self.class.name(),
+            if self.source == "detected" {
+                ""
+            } else {
+                " (--profile)"
+            }
+        )
     }
 
     fn of(class: Class, fs_type: String, ext: bool, source: &'static str) -> Profile {
@@ -170,6 +220,11 @@ impl Profile {
         // ext2/3/4 gain from a second worker per CPU (it overlaps cold directory and
         // inode-table reads); xfs loses (its per-allocation-group locks contend): RESULTS.md.
         let local = if ext { 2 * cpus } else { cpus };
+        let (start, max_workers) = match class {
+            Class::Network => (NETWORK_START, NETWORK_MAX),
+            Class::LocalSsd | Class::Rotational => (local, (4 * local).max(8)),
+            Class::Memory | Class::Fuse => (cpus, (4 * cpus).max(16)),
+        };
         let (workers, batch_threads, stat_small_dirs, governed) = match class {
             Class::LocalSsd => (local, cpus, true, false),
             Class::Rotational => (local, cpus, true, true),
@@ -185,6 +240,9 @@ impl Profile {
             class,
             fs_type,
             workers,
+            start,
+            max_workers,
+            round_trip_ms: None,
             batch_threads,
             stat_small_dirs,
             governed,

@@ -65,6 +65,9 @@ pub struct Options {
     /// Which entries may go, asked just before each unlink and rmdir (`reclaim pack` removes
     /// only what it proved packed); `None`: everything.
     pub keep: Option<Arc<dyn Keep>>,
+    /// How many workers are in flight, measured while the removal runs (`None`: `threads`,
+    /// fixed). Its gate and stream replace `gate` and `stream` when those are not set.
+    pub concurrency: Option<Arc<crate::engine::pace::concurrency::Concurrency>>,
 }
 
 /// The condition of a selective removal: asked for every entry just before it would go. What
@@ -88,6 +91,11 @@ pub enum Kept {
     /// Left in place, for this reason (reported as a failure of its path).
     Stays(Reason),
 }
+
+/// Times a directory is listed again when its `rmdir` finds it not empty (a listing that
+/// shifted under the removals skipped entries, or entries were added meanwhile), before its
+/// failure is reported.
+pub const RELISTS: u32 = 3;
 
 /// Directories with at most this many non-directory entries have each entry `lstat`ed, so
 /// that large files in them (a backup directory with a few big dumps) go to `large_files`
@@ -113,6 +121,7 @@ impl Default for Options {
             report_vanished: false,
             select: None,
             keep: None,
+            concurrency: None,
         }
     }
 }
@@ -123,19 +132,64 @@ pub fn threads_for(dir: impl std::os::fd::AsFd) -> usize {
 }
 
 impl Options {
-    /// Workers, workers per directory and stats as `profile` says (unless `threads_given`).
+    /// Workers, workers per directory and stats as `profile` says: the workers measured from
+    /// the profile's start (pinned to `threads` if `threads_given`).
     pub fn apply(&mut self, profile: &crate::engine::profile::Profile, threads_given: bool) {
-        if !threads_given {
-            self.threads = profile.workers;
-        }
+        use crate::engine::pace::concurrency::Concurrency;
+        let network = profile.class == crate::engine::profile::Class::Network;
+        let round_trip = profile
+            .round_trip_ms
+            .map(|ms| std::time::Duration::from_secs_f64(ms / 1e3));
+        let c = if threads_given {
+            Concurrency::pinned(self.threads, network, round_trip)
+        } else {
+            Concurrency::measured(
+                profile.start,
+                profile.max_workers,
+                &profile.start_reason(),
+                network,
+                round_trip,
+            )
+        };
+        self.threads = c.threads();
+        self.concurrency = Some(Arc::new(c));
         self.batch_threads = profile.batch_threads.min(self.threads).max(1);
         self.stat_small_dirs = profile.stat_small_dirs;
-        self.look_ahead = profile.class == crate::engine::profile::Class::Network;
+        self.look_ahead = network;
+    }
+
+    /// The gate the latency governor steers: the measured concurrency's (or one of its own),
+    /// capped at one worker to start with on a `rotational` disk, which earns more after good
+    /// windows (the four that ext4's profile allows hurt a busy HDD before the first miss was
+    /// seen: bench/RESULTS.md, 2026-11-23).
+    pub fn governed_gate(&self, rotational: bool) -> Arc<walk::Gate> {
+        let gate = self
+            .gate
+            .clone()
+            .or_else(|| self.concurrency.as_ref().map(|c| c.gate()))
+            .unwrap_or_else(|| Arc::new(walk::Gate::new(self.threads)));
+        if rotational {
+            gate.set_cap(1);
+        }
+        gate
+    }
+
+    /// On a `network` file system, the latency probe's writes spaced by the removal's own
+    /// operations (its concurrency meter's); elsewhere none.
+    pub fn network_budget(&self, network: bool) -> Option<crate::engine::pace::probe::Budget> {
+        let c = self.concurrency.clone().filter(|_| network)?;
+        Some(crate::engine::pace::probe::Budget {
+            ops: Arc::new(move || c.meter().read().0),
+            per_probe: crate::engine::pace::tree::NETWORK_OPS_PER_PROBE,
+        })
     }
 }
 
-/// Threads looking names up ahead of the unlinks of one batch (`Options::look_ahead`).
-const LOOK_AHEAD_THREADS: usize = 8;
+/// Threads looking names up ahead of the unlinks of one batch (`Options::look_ahead`): two
+/// keep the lookups of names whose cached entries expired ahead of the unlinks (one round trip
+/// each, outside the directory's lock); more filled a 4-slot client's slot table with
+/// lookups that its unlinks then queued behind (bench/RESULTS.md).
+const LOOK_AHEAD_THREADS: usize = 2;
 
 /// Running totals, readable while the engine works (for a progress line).
 #[derive(Debug, Default)]
@@ -226,8 +280,22 @@ pub fn remove_trees(
         .enumerate()
         .map(|(i, t)| Root::new(i, t.base, t.name, t.display, t.ident))
         .collect();
-    walk::run(&remover, roots, &walk_options(opts));
+    measured(opts, || walk::run(&remover, roots, &walk_options(opts)));
     remover.outcome.into_inner().expect("outcome lock")
+}
+
+/// Runs `f` (the walk) while the concurrency controller, if any, measures and steers it.
+fn measured<R>(opts: &Options, f: impl FnOnce() -> R) -> R {
+    let Some(c) = opts.concurrency.as_ref().filter(|_| !opts.dry_run) else {
+        return f();
+    };
+    let done = std::sync::atomic::AtomicBool::new(false);
+    std::thread::scope(|s| {
+        s.spawn(|| c.run(&done));
+        let r = f();
+        done.store(true, Ordering::Relaxed);
+        r
+    })
 }
 
 /// Removes the trees together with other processes (the ranks of `spread`): as
@@ -258,7 +326,9 @@ pub fn remove_trees_shared<R>(
     let walk_opts = walk_options(opts);
     // Batches of one big directory go to other ranks too: they are other clients, each with
     // its own lock on the directory, where threads of one client would contend on one.
-    let (_, r) = walk::run_shared(&remover, roots, &walk_opts, start, true, drive);
+    let (_, r) = measured(opts, || {
+        walk::run_shared(&remover, roots, &walk_opts, start, true, drive)
+    });
     (remover.outcome.into_inner().expect("outcome lock"), r)
 }
 
@@ -270,12 +340,16 @@ fn walk_options(opts: &Options) -> walk::Options {
         sort_min: walk::BIG_DIR,
         fd_budget: opts.fd_budget.max(2),
         cross_mounts: opts.cross_mounts,
-        gate: opts.gate.clone(),
         // A selection by access time must not change what it measures.
         noatime: opts
             .select
             .as_ref()
             .is_some_and(|s| s.time_field() == crate::engine::select::TimeField::Atime),
+        gate: opts
+            .gate
+            .clone()
+            .or_else(|| opts.concurrency.as_ref().map(|c| c.gate())),
+        stream: opts.concurrency.as_ref().and_then(|c| c.stream()),
     }
 }
 
@@ -308,6 +382,13 @@ impl<'a> Remover<'a> {
             counters,
             sink,
             outcome: Mutex::new(Outcome::default()),
+        }
+    }
+
+    /// One metadata operation that started at `t0` is done (for the concurrency controller).
+    fn timed(&self, t0: std::time::Instant) {
+        if let Some(c) = &self.opts.concurrency {
+            c.meter().record(t0.elapsed());
         }
     }
 
@@ -399,7 +480,10 @@ impl<'a> Remover<'a> {
             if let Some(t) = &self.opts.throttle {
                 t.acquire();
             }
-            match unlinkat(dir, name, AtFlags::empty()) {
+            let t0 = std::time::Instant::now();
+            let unlinked = unlinkat(dir, name, AtFlags::empty());
+            self.timed(t0);
+            match unlinked {
                 Ok(()) => {}
                 Err(Errno::NOENT) if !self.opts.report_vanished => return UnlinkResult::Done,
                 Err(Errno::ISDIR) => return UnlinkResult::IsDir,
@@ -615,13 +699,20 @@ impl Visitor for Remover<'_> {
             }
         }
         if !self.opts.dry_run {
-            match unlinkat(&*parent, node.name(), AtFlags::REMOVEDIR) {
+            let t0 = std::time::Instant::now();
+            let removed = unlinkat(&*parent, node.name(), AtFlags::REMOVEDIR);
+            self.timed(t0);
+            match removed {
                 Ok(()) => {}
                 Err(Errno::NOENT) if !self.opts.report_vanished => return,
                 // Pruned only if still empty: someone added to it.
                 Err(Errno::NOTEMPTY | Errno::EXIST) if selected.is_some_and(|s| s.pruned) => {
                     return node.parent().expect("not a root").keep();
                 }
+                // Not empty after all its entries were done: a listing that shifted under the
+                // removals skipped some (some NFS servers' cookies), or some were added. It is
+                // listed again, a few times at most, then reported.
+                Err(Errno::NOTEMPTY | Errno::EXIST) if walk.relist(node, RELISTS) => return,
                 Err(e) => {
                     return self.fail(node.path(), Reason::Os(e), node.parent().map(|p| &**p))
                 }

@@ -1051,13 +1051,11 @@ fn free_tree(
     }
     if paced {
         // A rotational disk starts with one worker and earns more (as `reclaim rm`).
-        let start = if profile.class == crate::engine::profile::Class::Rotational {
-            1
-        } else {
-            engine.threads
-        };
-        engine.gate = Some(Arc::new(crate::engine::walk::Gate::new(start)));
+        let rotational = profile.class == crate::engine::profile::Class::Rotational;
+        engine.gate = Some(engine.governed_gate(rotational));
     }
+    let network = profile.class == crate::engine::profile::Class::Network;
+    let budget = engine.network_budget(network);
     let done = AtomicBool::new(false);
     let sink = remove::Quiet;
     let outcome = std::thread::scope(|s| {
@@ -1076,6 +1074,7 @@ fn free_tree(
                     max_workers,
                     rate: pace_trees,
                     idle: &idle,
+                    budget,
                 };
                 crate::engine::pace::tree::run(&*dir, &p, &knobs, &|| counters.entries(), done)
             });

@@ -161,6 +161,9 @@ pub struct Summary {
     /// The file system profile the trees were removed with.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub profile: Option<Profile>,
+    /// The workers the trees were removed with, and why (measured or `--threads`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub concurrency: Option<crate::engine::pace::concurrency::Report>,
     /// Under MPI: what each rank did.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub ranks: Vec<Rank>,
@@ -259,6 +262,8 @@ struct Trees {
     skipped_mounts: Vec<PathBuf>,
     pace: Option<crate::engine::pace::PaceReport>,
     profile: Option<Profile>,
+    /// The workers they were removed with, and why.
+    concurrency: Option<crate::engine::pace::concurrency::Report>,
     /// Under MPI: what each rank did.
     ranks: Vec<crate::engine::spread::Rank>,
 }
@@ -503,12 +508,14 @@ impl<'r> Run<'r> {
             s.spawn(|| events.trees(counters, started, &done));
             let pacer = match (&engine.throttle, &pace_dir) {
                 (Some(throttle), Some(dir)) if paced => {
+                    let network = profile.as_ref().is_some_and(|p| p.class == Class::Network);
                     let knobs = crate::engine::pace::tree::Knobs {
                         throttle,
                         gate: engine.gate.as_deref(),
                         max_workers: engine.threads,
                         rate: req.pace.pace_trees,
                         idle: &idle,
+                        budget: engine.network_budget(network),
                     };
                     let (pacing, done) = (req.pacing(), &done);
                     Some(s.spawn(move || {
@@ -557,6 +564,11 @@ impl<'r> Run<'r> {
             skipped_mounts: outcome.skipped_mounts,
             pace,
             profile,
+            concurrency: engine
+                .concurrency
+                .as_ref()
+                .filter(|_| !req.engine.dry_run)
+                .map(|c| c.report()),
             ranks,
         }
     }
@@ -665,6 +677,7 @@ impl<'r> Run<'r> {
             fallback: std::mem::take(&mut self.fallback),
             interrupted: crate::sys::interrupt::requested(),
             profile: trees.profile,
+            concurrency: trees.concurrency,
             ranks: trees.ranks,
             selection,
         };
@@ -728,18 +741,10 @@ fn plan_trees(req: &Request, trees: &[DirTarget]) -> TreePlan {
         engine.throttle = Some(Arc::new(Throttle::new(req.pace.iops)));
     }
     if paced {
-        // A rotational disk starts with one worker and earns more after good windows: the
-        // four that ext4's profile allows hurt a busy HDD before the first miss was seen
-        // (bench/RESULTS.md, 2026-11-23).
-        let start = if profile
+        let rotational = profile
             .as_ref()
-            .is_some_and(|p| p.class == Class::Rotational)
-        {
-            1
-        } else {
-            engine.threads
-        };
-        engine.gate = Some(Arc::new(crate::engine::walk::Gate::new(start)));
+            .is_some_and(|p| p.class == Class::Rotational);
+        engine.gate = Some(engine.governed_gate(rotational));
     }
     TreePlan {
         engine,

@@ -190,6 +190,35 @@ pub fn for_each_entry(
     Ok(())
 }
 
+/// Reads the next piece of `dir`: one `getdents64` into at most `bytes` of `buf`, calling
+/// `f(name, d_type, d_ino)` for its entries except `.` and `..`. Returns whether there may be
+/// more (false once the end was reached). On a FUSE mount the size asked is the size of the
+/// READDIR request: one round trip per piece.
+pub fn read_piece(
+    dir: &OwnedFd,
+    buf: &mut DirBuf,
+    bytes: usize,
+    mut f: impl FnMut(&CStr, FileType, u64),
+) -> Result<bool, Errno> {
+    let len = bytes.clamp(1024, buf.0.len());
+    let mut raw = RawDir::new(dir, &mut buf.0[..len]);
+    let mut any = false;
+    // The first `next` reads; stop where the buffer runs out, before it would read again.
+    while let Some(entry) = raw.next() {
+        let entry = entry?;
+        any = true;
+        let name = entry.file_name();
+        let b = name.to_bytes();
+        if b != b"." && b != b".." {
+            f(name, entry.file_type(), entry.ino());
+        }
+        if raw.is_buffer_empty() {
+            break;
+        }
+    }
+    Ok(any)
+}
+
 /// What tells a directory from a later one that got the same device and inode number (ext4
 /// reuses inodes at once): its owner, its birth time (statx `btime`) where the file system
 /// records one, and its inode generation (`FS_IOC_GETVERSION`) where it has that.

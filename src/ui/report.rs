@@ -11,6 +11,7 @@ use std::time::{Duration, Instant};
 
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 
+use crate::engine::pace::concurrency::Report as ConcurrencyReport;
 use crate::engine::pace::PaceReport;
 use crate::engine::profile::Profile;
 use crate::engine::remove::{Counters, Sink};
@@ -79,6 +80,10 @@ pub fn summary(sum: &Summary) -> String {
     if let Some(p) = &sum.profile {
         s.push_str("\n  profile: ");
         s.push_str(&profile(p));
+    }
+    if let Some(c) = &sum.concurrency {
+        s.push_str("\n  concurrency: ");
+        s.push_str(&concurrency(c));
     }
     if !sum.ranks.is_empty() {
         s.push_str("\n  ");
@@ -155,7 +160,7 @@ pub fn pace(p: &PaceReport) -> String {
 /// A file system profile in one line (`-v`, the summary, scan).
 pub fn profile(p: &Profile) -> String {
     format!(
-        "{} ({}{}): {} workers, {} per directory{}{}",
+        "{} ({}{}): {} workers to start, {} per directory{}{}{}",
         p.class.name(),
         if p.fs_type.is_empty() {
             "?"
@@ -167,8 +172,11 @@ pub fn profile(p: &Profile) -> String {
         } else {
             ", from --profile"
         },
-        p.workers,
+        p.start,
         p.batch_threads,
+        p.round_trip_ms
+            .map(|ms| format!(", round trip {ms:.2} ms"))
+            .unwrap_or_default(),
         if p.governed { ", governed" } else { "" },
         if p.stat_small_dirs {
             ""
@@ -182,6 +190,29 @@ pub fn profile(p: &Profile) -> String {
         .unwrap_or_default()
 }
 
+/// The workers a removal ran with, and why, in one line (`-v`, the summary).
+pub fn concurrency(c: &ConcurrencyReport) -> String {
+    let mut s = plural(c.chosen as u64, "worker", "workers");
+    if c.rule == "pinned" {
+        s.push_str(" (--threads)");
+    } else {
+        s.push_str(&format!(
+            ", measured (started at {}, {}; {} changes): {}",
+            c.start,
+            c.start_from,
+            c.changes.len(),
+            c.why
+        ));
+    }
+    if let Some(ms) = c.op_ms {
+        s.push_str(&format!("; an operation took {ms:.2} ms at best"));
+    }
+    if let Some(cap) = c.governor_cap {
+        s.push_str(&format!("; the latency governor held it to {cap} at most"));
+    }
+    s
+}
+
 /// One line about the ranks of a job: how many, on how many hosts, and how evenly the work
 /// went (files and directories per rank).
 pub fn ranks(ranks: &[Rank]) -> String {
@@ -190,13 +221,19 @@ pub fn ranks(ranks: &[Rank]) -> String {
     hosts.dedup();
     let mut per: Vec<u64> = ranks.iter().map(|r| r.files + r.dirs).collect();
     per.sort_unstable();
+    let workers: Vec<u64> = ranks.iter().filter_map(|r| r.workers).collect();
     format!(
-        "ranks: {} on {}, entries per rank {}–{} (median {})",
+        "ranks: {} on {}, entries per rank {}–{} (median {}){}",
         ranks.len(),
         plural(hosts.len() as u64, "host", "hosts"),
         group(per[0]),
         group(per[per.len() - 1]),
         group(per[per.len() / 2]),
+        match (workers.iter().min(), workers.iter().max()) {
+            (Some(a), Some(b)) if a == b => format!(", {a} workers each (measured)"),
+            (Some(a), Some(b)) => format!(", {a}–{b} workers per rank (measured)"),
+            _ => String::new(),
+        }
     )
 }
 

@@ -11,6 +11,7 @@
 //! read-only.
 
 mod adversary;
+mod concurrency;
 mod crash;
 mod gentle;
 mod gnu_rm;

@@ -1,7 +1,9 @@
 //! reclaim on a network file system, emulated by `netfs` (bench/slowdisk: a FUSE file system
 //! that waits a round trip per RPC and, like NFS, rejects rename flags): the engine, the trash
-//! (hide, restore, reap without `RENAME_NOREPLACE`), a large file's shrink, `scan`, and a
-//! stopped server (a SIGSTOPped daemon) that must not hang `status`.
+//! (hide, restore, reap without `RENAME_NOREPLACE`), a large file's shrink, `scan`, a stopped
+//! server (a SIGSTOPped daemon) that must not hang `status`, a server whose listings shift
+//! under removals (nothing may be left), a network file system that shows as plain `fuse` (found
+//! by its measured round trip), and the latency probe's share of the requests.
 //!
 //! Root only. The `netfs` binary is built on first use (`cargo build --manifest-path
 //! bench/slowdisk/Cargo.toml --bin netfs`, as `.ci/run` does up front), or named by
@@ -53,12 +55,19 @@ fn netfs_bin() -> Option<PathBuf> {
 pub(crate) struct Net {
     child: Option<Child>,
     vol: PathBuf,
+    stats: PathBuf,
 }
 
 impl Net {
     /// Starts netfs (RTT `rtt`, mounted as `fuse.nfs` so reclaim sees a network file system).
     /// Err: why not (for a skip).
     pub(crate) fn start(s: &Scratch, rtt: &str) -> Result<Net, String> {
+        Net::start_with(s, rtt, &["--subtype", "nfs"])
+    }
+
+    /// `start` with other arguments for netfs (its subtype, listing mode; `--stats` is
+    /// given: see `stats`).
+    pub(crate) fn start_with(s: &Scratch, rtt: &str, extra: &[&str]) -> Result<Net, String> {
         util::need_root()?;
         let bin = netfs_bin().ok_or("netfs could not be built (cargo build --manifest-path bench/slowdisk/Cargo.toml --bin netfs)")?;
         let back = s.mkdir("back");
@@ -70,15 +79,10 @@ impl Net {
             .arg(&back)
             .arg("--mount")
             .arg(&vol)
-            .args([
-                "--rtt",
-                rtt,
-                "--slots",
-                "64",
-                "--readdirplus",
-                "--subtype",
-                "nfs",
-            ])
+            .args(["--rtt", rtt, "--slots", "64", "--readdirplus"])
+            .args(extra)
+            .arg("--stats")
+            .arg(s.path("stats.json"))
             .arg("--ready-file")
             .arg(&ready)
             .stdin(Stdio::null())
@@ -89,6 +93,7 @@ impl Net {
         let mut net = Net {
             child: Some(child),
             vol,
+            stats: s.path("stats.json"),
         };
         let t0 = Instant::now();
         while !ready.exists() {
@@ -107,6 +112,23 @@ impl Net {
             std::thread::sleep(Duration::from_millis(20));
         }
         Ok(net)
+    }
+
+    /// The daemon's counters now: RPCs of each kind (`rpcs` in all).
+    fn stats(&self) -> Value {
+        let before = fs::metadata(&self.stats).and_then(|m| m.modified()).ok();
+        self.signal(libc::SIGUSR1);
+        let t0 = Instant::now();
+        while t0.elapsed() < Duration::from_secs(10) {
+            let now = fs::metadata(&self.stats).and_then(|m| m.modified()).ok();
+            if now.is_some() && now != before {
+                if let Ok(v) = serde_json::from_slice::<Value>(&fs::read(&self.stats).unwrap()) {
+                    return v;
+                }
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        panic!("netfs wrote no stats");
     }
 
     fn signal(&self, sig: i32) {
@@ -300,4 +322,150 @@ fn a_stopped_server_delays_status_by_a_bounded_time() {
     // Answering again: the entry is there and can be restored.
     let f = s.path("vol/f").to_string_lossy().into_owned();
     util::assert_success(&s.cmd(&["restore", &f]).output().unwrap());
+}
+
+/// RPCs of kind `op` counted in `stats` (0 if none).
+fn rpcs_of(stats: &Value, op: &str) -> u64 {
+    stats["ops"][op]["count"].as_u64().unwrap_or(0)
+}
+
+#[test]
+fn nothing_is_left_when_the_listing_shifts_under_removals() {
+    // Servers whose directory cookies are positions (or whose order changes) skip entries
+    // when names are removed while a directory is read: its rmdir then finds it not empty.
+    for mode in ["index", "reorder"] {
+        let s = scratch!();
+        let net = util::or_skip!(Net::start_with(
+            &s,
+            "0.1ms",
+            &["--subtype", "nfs", "--listing", mode]
+        ));
+        // Made on the server's side; one large directory and a tree of large ones.
+        for i in 0..3000 {
+            s.file(format!("back/t/big/f{i:05}"), "");
+        }
+        for d in 0..3 {
+            for i in 0..800 {
+                s.file(format!("back/t/d{d}/g{i:04}"), "");
+            }
+        }
+        let before = net.stats();
+        let out = s.rm(&["-r", "--json", "vol/t"]).output().unwrap();
+        util::assert_success(&out);
+        let v = json(&out);
+        assert_eq!(v["files"], 5400, "{mode}: {v}");
+        assert_eq!(v["dirs"], 5, "{mode}: {v}");
+        assert!(!s.exists("back/t"), "{mode}: something was left");
+        // The listings did shift: some rmdir found its directory not empty, and the
+        // directory was listed again.
+        let after = net.stats();
+        let rmdirs = rpcs_of(&after, "rmdir") - rpcs_of(&before, "rmdir");
+        assert!(
+            rmdirs > 5,
+            "{mode}: no directory was listed again ({rmdirs} rmdirs)"
+        );
+        drop(net);
+    }
+}
+
+#[test]
+fn a_plain_fuse_mount_with_network_round_trips_is_taken_for_a_network() {
+    // Most FUSE network file systems show as plain `fuse` (or a subtype nobody listed): the
+    // measured metadata round trip says what they are.
+    for subtype in ["", "acmefs"] {
+        let s = scratch!();
+        let _net = util::or_skip!(Net::start_with(&s, "0.5ms", &["--subtype", subtype]));
+        tree(&s, "vol/t", 8, 40);
+        let out = s.rm(&["-r", "--json", "vol/t"]).output().unwrap();
+        util::assert_success(&out);
+        let v = json(&out);
+        assert_eq!(v["files"], 320, "{v}");
+        let want = if subtype.is_empty() {
+            "fuse".to_string()
+        } else {
+            format!("fuse.{subtype}")
+        };
+        assert_eq!(v["profile"]["fs_type"], want.as_str(), "{v}");
+        assert_eq!(v["profile"]["class"], "network", "{v}");
+        assert!(
+            v["profile"]["round_trip_ms"].as_f64() >= Some(0.4),
+            "the round trip was measured: {v}"
+        );
+        assert!(
+            v["profile"]["note"]
+                .as_str()
+                .is_some_and(|n| n.contains("round trip")),
+            "{v}"
+        );
+        let c = &v["concurrency"];
+        assert_eq!(c["rule"], "measured", "{v}");
+        assert_eq!(c["start"], 8, "{v}");
+        assert!(c["why"].as_str().is_some_and(|w| !w.is_empty()), "{v}");
+        assert!(!s.exists("back/t"));
+    }
+}
+
+#[test]
+fn the_latency_probe_is_a_small_share_of_the_requests() {
+    let s = scratch!();
+    let net = util::or_skip!(Net::start(&s, "0.2ms"));
+    for d in 0..20 {
+        for i in 0..150 {
+            s.file(format!("back/t/d{d}/f{i}"), "");
+        }
+    }
+    let before = net.stats();
+    let out = s.rm(&["-r", "--json", "vol/t"]).output().unwrap();
+    util::assert_success(&out);
+    let v = json(&out);
+    assert_eq!(v["files"], 3000, "{v}");
+    // Governed by default on a network file system: the probe ran.
+    let probes = v["pace"]["probe_before"]["count"].as_u64().unwrap_or(0)
+        + v["pace"]["probe_during"]["count"].as_u64().unwrap_or(0);
+    assert!(probes > 0, "{v}");
+    let after = net.stats();
+    let all = after["rpcs"].as_u64().unwrap() - before["rpcs"].as_u64().unwrap();
+    let probe = ["write", "fsync"]
+        .iter()
+        .map(|op| rpcs_of(&after, op) - rpcs_of(&before, op))
+        .sum::<u64>();
+    assert!(
+        probe * 50 <= all,
+        "the probe's writes and syncs were {probe} of {all} requests (more than 2%)"
+    );
+}
+
+#[test]
+fn a_directory_that_stays_not_empty_is_named_after_a_few_listings() {
+    // A server that never lists some entries (SMB's access-based enumeration hides what the
+    // user may not read): the directory is listed again a few times, then named, with the
+    // reason; the rest of the tree goes.
+    let s = scratch!();
+    let net = util::or_skip!(Net::start_with(
+        &s,
+        "0.1ms",
+        &["--subtype", "nfs", "--hide", ".unlisted"]
+    ));
+    tree(&s, "back/t", 3, 30);
+    s.file("back/t/d1/.unlisted", "");
+    let before = net.stats();
+    let out = s.rm(&["-r", "--json", "vol/t"]).output().unwrap();
+    assert_eq!(out.status.code(), Some(1), "{}", util::stderr_of(&out));
+    let v = json(&out);
+    let errors = v["errors"].as_array().unwrap();
+    assert_eq!(errors.len(), 1, "{v}");
+    assert_eq!(errors[0]["path"], "vol/t/d1", "{v}");
+    assert_eq!(errors[0]["error"], "Directory not empty", "{v}");
+    assert!(util::stderr_of(&out).contains("'vol/t/d1': Directory not empty"));
+    assert!(!s.exists("back/t/d0") && !s.exists("back/t/d2"));
+    assert!(s.exists("back/t/d1/.unlisted") && !s.exists("back/t/d1/f0"));
+    // Its rmdir was tried once, then after each of the listings again (bounded), and t's
+    // never (it keeps d1).
+    let after = net.stats();
+    let rmdirs = rpcs_of(&after, "rmdir") - rpcs_of(&before, "rmdir");
+    assert_eq!(
+        rmdirs,
+        2 + 1 + 3,
+        "d0, d2, d1 once and listed again 3 times"
+    );
 }

@@ -1,7 +1,10 @@
 //! End-to-end test of the `netfs` binary: mounts it over a fresh temporary directory
 //! (root only; prints "skipped" otherwise) and checks the round-trip model, the NFS-like
 //! refusal of rename flags, ownership and kernel permission checks for a non-root
-//! caller, and the clean unmount on SIGTERM. Touches nothing outside its tempdir.
+//! caller, the clean unmount on SIGTERM, the mount's type (plain `fuse` without a subtype),
+//! listings that shift when entries are removed while they are read, and entries hidden from
+//! listings. Touches nothing
+//! outside its tempdir.
 
 use std::ffi::CString;
 use std::os::unix::ffi::OsStrExt;
@@ -52,6 +55,12 @@ fn mounted(p: &Path) -> bool {
 }
 
 fn start() -> Netfs {
+    start_with(&["--rtt", "50ms", "--slots", "64"])
+}
+
+/// Starts netfs with `args` (besides the backing directory, mount point, stats and ready
+/// file).
+fn start_with(args: &[&str]) -> Netfs {
     let nanos = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .unwrap()
@@ -74,7 +83,8 @@ fn start() -> Netfs {
         .arg(&fs.back)
         .arg("--mount")
         .arg(&fs.mnt)
-        .args(["--rtt", "50ms", "--slots", "64", "--stats"])
+        .args(args)
+        .arg("--stats")
         .arg(fs.dir.join("stats.json"))
         .arg("--ready-file")
         .arg(&ready)
@@ -241,4 +251,95 @@ fn netfs_end_to_end() {
     assert!(!mounted(&mnt), "still mounted after SIGTERM");
     let stats = std::fs::read_to_string(fs.dir.join("stats.json")).unwrap();
     assert!(stats.contains("\"rename_flags\""), "{stats}");
+}
+
+fn skip_unless_root() -> bool {
+    // SAFETY: geteuid has no preconditions.
+    let ok = unsafe { libc::geteuid() } == 0 && Path::new("/dev/fuse").exists();
+    if !ok {
+        println!("skipped: needs root and /dev/fuse");
+    }
+    ok
+}
+
+/// The type /proc/self/mountinfo gives the mount at `p`.
+fn fs_type(p: &Path) -> String {
+    let info = std::fs::read_to_string("/proc/self/mountinfo").unwrap_or_default();
+    let want = p.to_string_lossy().replace(' ', "\\040");
+    info.lines()
+        .find(|l| l.split(' ').nth(4) == Some(want.as_str()))
+        .and_then(|l| l.split(" - ").nth(1))
+        .and_then(|t| t.split(' ').next())
+        .unwrap_or_default()
+        .to_string()
+}
+
+/// Reads `dir` through the mount and unlinks every entry as soon as it was read (one
+/// `getdents` buffer at a time); returns how many were unlinked.
+fn unlink_while_reading(dir: &Path) -> usize {
+    let mut n = 0;
+    for e in std::fs::read_dir(dir).unwrap() {
+        std::fs::remove_file(e.unwrap().path()).unwrap();
+        n += 1;
+    }
+    n
+}
+
+#[test]
+fn listings_shift_under_removals_when_asked() {
+    if !skip_unless_root() {
+        return;
+    }
+    const FILES: usize = 3000;
+    for (mode, subtype, shifts) in [
+        ("stable", "", false),
+        ("index", "acmefs", true),
+        ("reorder", "netfs", true),
+    ] {
+        let fs = start_with(&["--rtt", "0", "--listing", mode, "--subtype", subtype]);
+        let want = if subtype.is_empty() {
+            "fuse".to_string()
+        } else {
+            format!("fuse.{subtype}")
+        };
+        assert_eq!(fs_type(&fs.mnt), want, "{mode}");
+        std::fs::create_dir(fs.back.join("d")).unwrap();
+        for i in 0..FILES {
+            std::fs::write(fs.back.join(format!("d/f{i:05}")), b"").unwrap();
+        }
+        let unlinked = unlink_while_reading(&fs.mnt.join("d"));
+        let left = std::fs::read_dir(fs.back.join("d")).unwrap().count();
+        assert_eq!(unlinked + left, FILES, "{mode}");
+        if shifts {
+            assert!(
+                left > 0,
+                "{mode}: a listing read while removing skipped nothing"
+            );
+        } else {
+            assert_eq!(left, 0, "{mode}: stable offsets skipped {left} entries");
+        }
+        // Read again (nothing removed meanwhile), every entry that is left is listed once.
+        let mut names: Vec<_> = std::fs::read_dir(fs.mnt.join("d"))
+            .unwrap()
+            .map(|e| e.unwrap().file_name())
+            .collect();
+        names.sort();
+        names.dedup();
+        assert_eq!(names.len(), left, "{mode}");
+        drop(fs);
+    }
+    // Hidden entries are never listed, and still keep their directory from being removed.
+    let fs = start_with(&["--rtt", "0", "--hide", ".secret"]);
+    std::fs::create_dir(fs.back.join("h")).unwrap();
+    std::fs::write(fs.back.join("h/.secret-1"), b"").unwrap();
+    std::fs::write(fs.back.join("h/plain"), b"").unwrap();
+    let listed: Vec<_> = std::fs::read_dir(fs.mnt.join("h"))
+        .unwrap()
+        .map(|e| e.unwrap().file_name())
+        .collect();
+    assert_eq!(listed, vec![std::ffi::OsString::from("plain")]);
+    assert!(std::fs::metadata(fs.mnt.join("h/.secret-1")).is_ok());
+    std::fs::remove_file(fs.mnt.join("h/plain")).unwrap();
+    let err = std::fs::remove_dir(fs.mnt.join("h")).unwrap_err();
+    assert_eq!(err.raw_os_error(), Some(libc::ENOTEMPTY), "{err}");
 }

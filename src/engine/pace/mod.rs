@@ -3,6 +3,7 @@
 //! pause, AIMD-style (like cgroup io.latency or TCP), so removal uses the budget and no more.
 
 pub mod asked;
+pub mod concurrency;
 pub mod controller;
 pub mod pacer;
 pub mod probe;

@@ -43,6 +43,16 @@ pub struct Probe {
     thread: Option<JoinHandle<()>>,
 }
 
+/// Spaces probe writes by the removal's own progress as well: a write waits until `ops()` has
+/// advanced `per_probe` since the one before (a network file system, where every probe write
+/// is two round trips, its write and its sync, that the removal's requests queue behind: at
+/// one per 100 operations it is at most 2% of them).
+#[derive(Clone)]
+pub struct Budget {
+    pub ops: Arc<dyn Fn() -> u64 + Send + Sync>,
+    pub per_probe: u64,
+}
+
 /// Spacing of probe writes: at least `min_interval`, and at least `load_factor` times the
 /// recent latency, so the probe itself never takes more than 1/load_factor of a slow disk.
 #[derive(Clone, Copy, Debug)]
@@ -97,6 +107,15 @@ fn open_probe_file(dir: impl AsFd) -> Result<OwnedFd, Errno> {
 impl Probe {
     /// Starts probing the file system of `dir`.
     pub fn start(dir: impl AsFd, spacing: Spacing) -> Result<Probe, Errno> {
+        Probe::start_budgeted(dir, spacing, None)
+    }
+
+    /// `start`, with the writes also spaced by `budget`.
+    pub fn start_budgeted(
+        dir: impl AsFd,
+        spacing: Spacing,
+        budget: Option<Budget>,
+    ) -> Result<Probe, Errno> {
         let file = open_probe_file(dir)?;
         let shared = Arc::new(Shared {
             stop: AtomicBool::new(false),
@@ -106,7 +125,7 @@ impl Probe {
         let s = Arc::clone(&shared);
         let thread = std::thread::Builder::new()
             .name("reclaim-probe".into())
-            .spawn(move || run(file, &s, spacing))
+            .spawn(move || run(file, &s, spacing, budget.as_ref()))
             .map_err(|_| Errno::AGAIN)?;
         Ok(Probe {
             shared,
@@ -184,11 +203,28 @@ impl Drop for Probe {
     }
 }
 
-fn run(file: OwnedFd, shared: &Shared, spacing: Spacing) {
+fn run(file: OwnedFd, shared: &Shared, spacing: Spacing, budget: Option<&Budget>) {
     let page = [0x5au8; PROBE_BYTES];
     let mut offset: u64 = 0;
     let mut gap = spacing.min_interval;
+    let mut ops_at_last = budget.map(|b| (b.ops)());
     while !shared.stop.load(Ordering::Relaxed) {
+        if let (Some(b), Some(last)) = (budget, ops_at_last) {
+            // Not before the removal did its share of operations since the last write.
+            let mut st = lock(shared);
+            while !shared.stop.load(Ordering::Relaxed) && (b.ops)() < last + b.per_probe {
+                st = shared
+                    .done
+                    .wait_timeout(st, spacing.min_interval.max(Duration::from_millis(1)))
+                    .unwrap_or_else(|e| e.into_inner())
+                    .0;
+            }
+            drop(st);
+            if shared.stop.load(Ordering::Relaxed) {
+                return;
+            }
+            ops_at_last = Some((b.ops)());
+        }
         if offset >= WRAP_BYTES {
             if let Err(e) = rustix::fs::ftruncate(&file, 0) {
                 fail(shared, e);

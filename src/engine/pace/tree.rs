@@ -1,11 +1,12 @@
 //! The governor of tree removal (many small files): a thread watches the probe in windows of
 //! 250 ms while the engine's workers unlink, and steers concurrency first, then (when asked
 //! with `--max-latency`) the rate. On a missed window it halves the active workers (down to
-//! one); with one worker left, it holds the shared unlink rate to half of what the window
-//! achieved. On good windows it gives the rate back first (up by a sixteenth, additive), then
-//! one worker after every 2 s without a miss. An idle disk never misses, so nothing engages
-//! and the tree goes at full speed. It only reads the counters and
-//! sets the gate and the throttle.
+//! one) by a ceiling over what the concurrency controller measured (`Gate::set_cap`); with one
+//! worker left, it holds the shared unlink rate to half of what the window achieved. On good
+//! windows it gives the rate back first (up by a sixteenth, additive), then one worker after
+//! every 2 s without a miss, until the ceiling no longer binds and is lifted. An idle disk
+//! never misses, so nothing engages and the tree goes at full speed. It only reads the
+//! counters and sets the gate and the throttle.
 
 use std::os::fd::AsFd;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -14,7 +15,7 @@ use std::time::{Duration, Instant};
 
 use super::controller::{Config, Controller, Verdict, Window};
 use super::pacer::{baseline_until, percentile, sorted, LatencyStats, PaceReport, Pacing};
-use super::probe::{Probe, Spacing};
+use super::probe::{Budget, Probe, Spacing};
 use super::throttle::Throttle;
 use crate::engine::walk::Gate;
 
@@ -23,6 +24,10 @@ const WINDOW: Duration = Duration::from_millis(250);
 const MIN_RATE: f64 = 20.0;
 /// Good windows in a row before one more worker (2 s).
 const GROW_AFTER: u32 = 8;
+/// With probes spaced by the removal's operations (`Budget`), a window holds at least this
+/// many probe writes, or lasts this long.
+const BUDGETED_SAMPLES: usize = 8;
+const BUDGETED_WINDOW_MAX: Duration = Duration::from_secs(4);
 
 /// Idle probe latency (the median of a few synchronous writes) from which a disk that says it
 /// is rotational is governed by default: a 7200 rpm disk's synchronous write takes a rotation
@@ -41,6 +46,10 @@ pub fn idle_samples(dir: impl AsFd) -> Vec<Duration> {
         Err(_) => Vec::new(),
     }
 }
+
+/// Operations of the removal per probe write on a network file system (`Budget`): two round
+/// trips (write and sync) per hundred or more of the removal's.
+pub const NETWORK_OPS_PER_PROBE: u64 = 128;
 
 /// The median of the idle probe latencies `idle` (`None`: none measured), and whether it says
 /// the disk is slow (one rule for `reclaim rm` and the reaper): a disk that only says it is
@@ -67,16 +76,20 @@ pub struct Knobs<'a> {
     /// when there are some. One taken while the workers run sees their own load: on the
     /// emulated HDD it read 312 ms against 130 ms idle, so nothing ever counted as a miss.
     pub idle: &'a [Duration],
+    /// Space the probe's writes by the removal's operations too (a network file system: the
+    /// probe's writes are round trips among the removal's).
+    pub budget: Option<Budget>,
 }
 
 /// A missed window: half the workers (down to one), then (with `Knobs::rate`) half the unlink
 /// rate that the window `achieved`.
 fn back_off(knobs: &Knobs<'_>, achieved: f64, report: &mut PaceReport) {
-    match knobs.gate.filter(|g| g.limit() > 1) {
-        // Fewer operations in flight first: the harm is the queue they make.
+    match knobs.gate.filter(|g| g.allowed() > 1) {
+        // Fewer operations in flight first: the harm is the queue they make (a ceiling over
+        // what the concurrency controller measured).
         Some(g) => {
-            let n = g.limit() / 2;
-            g.set(n);
+            let n = g.allowed() / 2;
+            g.set_cap(n);
             report.workers_min = report.workers_min.map(|m| m.min(n));
         }
         None if !knobs.rate => {}
@@ -103,16 +116,48 @@ fn give_back(knobs: &Knobs<'_>, achieved: f64, max_workers: usize, good_streak: 
                 Some(up)
             });
         }
-    } else if let Some(g) = knobs.gate.filter(|g| g.limit() < max_workers) {
+    } else if let Some(g) = knobs.gate.filter(|g| g.cap() < max_workers) {
         // A worker back only after GROW_AFTER good windows in a row: growing on every good
         // one kept the emulated HDD oscillating between one and four workers (48 misses in
-        // 118 windows, probe p99 3.0x idle against rm's 1.7x; bench/RESULTS.md).
+        // 118 windows, probe p99 3.0x idle against rm's 1.7x; bench/RESULTS.md). Once the
+        // ceiling no longer binds it is lifted: the concurrency controller's measurement
+        // decides again.
         *good_streak += 1;
         if *good_streak >= GROW_AFTER {
-            g.set(g.limit() + 1);
+            let n = g.allowed() + 1;
+            g.set_cap(if n >= g.limit() { usize::MAX } else { n });
             *good_streak = 0;
         }
     }
+}
+
+/// The judge of the governor's windows: one worker more or fewer at a time, no pauses.
+fn controller(target: Duration, budgeted: bool) -> Controller {
+    Controller::new(Config {
+        target,
+        min_step: 1,
+        max_step: 1,
+        initial_step: 1,
+        min_pause: Duration::ZERO,
+        max_pause: Duration::ZERO,
+        window: WINDOW,
+        // Probes spaced by the removal's progress are not issued on a clock: no correction
+        // for the ones a slow probe kept from being issued.
+        probe_interval: if budgeted {
+            Duration::ZERO
+        } else {
+            Spacing::default().min_interval
+        },
+    })
+}
+
+/// Whether a window of probes spaced by the removal's operations (a few per window) is too
+/// thin to judge yet: it is judged by `BUDGETED_SAMPLES` of them (one slow write among three
+/// is not a p90), unless a write is stuck past the `target` or it has lasted
+/// `BUDGETED_WINDOW_MAX`.
+fn too_thin(samples: usize, in_flight: Option<Duration>, target: Duration, start: Instant) -> bool {
+    let stuck = in_flight.is_some_and(|age| age > target);
+    samples < BUDGETED_SAMPLES && !stuck && start.elapsed() < BUDGETED_WINDOW_MAX
 }
 
 /// Watches the probe and steers the knobs until `done` is set, reading the entries removed so
@@ -132,7 +177,8 @@ pub fn run(
     let Some(target) = pacing.max_latency else {
         return report;
     };
-    let probe = match Probe::start(&dir, Spacing::default()) {
+    let budgeted = knobs.budget.is_some();
+    let probe = match Probe::start_budgeted(&dir, Spacing::default(), knobs.budget.clone()) {
         Ok(p) => Arc::new(p),
         Err(e) => {
             report.probe_error = Some(crate::sys::error::errno_text(e));
@@ -149,18 +195,11 @@ pub fn run(
     };
     let base_p90 = percentile(&sorted(&base), 90.0);
     let max_workers = knobs.max_workers.max(1);
-    report.workers_max = knobs.gate.map(|_| max_workers);
+    // The workers allowed when the governor starts (the concurrency controller's start, or
+    // the ceiling a rotational disk starts with).
+    report.workers_max = knobs.gate.map(Gate::allowed);
     report.workers_min = report.workers_max;
-    let ctl = Controller::new(Config {
-        target,
-        min_step: 1,
-        max_step: 1,
-        initial_step: 1,
-        min_pause: Duration::ZERO,
-        max_pause: Duration::ZERO,
-        window: WINDOW,
-        probe_interval: Spacing::default().min_interval,
-    });
+    let ctl = controller(target, budgeted);
     let ops = entries;
     let mut during = Vec::new();
     let mut good_streak = 0u32;
@@ -172,6 +211,9 @@ pub fn run(
             continue;
         }
         let (samples, in_flight) = probe.since(start);
+        if budgeted && too_thin(samples.len(), in_flight, target, start) {
+            continue;
+        }
         let now_ops = ops();
         let achieved = (now_ops - last_ops) as f64 / start.elapsed().as_secs_f64();
         let lat: Vec<Duration> = samples.iter().map(|s| s.latency).collect();
@@ -197,6 +239,6 @@ pub fn run(
     }
     report.probe_before = LatencyStats::of(&base);
     report.probe_during = LatencyStats::of(&during);
-    report.workers_final = knobs.gate.map(Gate::limit);
+    report.workers_final = knobs.gate.map(Gate::allowed);
     report
 }

@@ -755,6 +755,9 @@ fn govern(
         max_workers: engine.threads,
         rate: o.max_latency.is_some(),
         idle: &idle,
+        // The probe's writes spaced by the removal's own operations on a network file system
+        // (none elsewhere; `look_ahead` is set exactly on a network profile).
+        budget: engine.network_budget(engine.look_ahead),
     };
     tree::run(parent, &pacing, &knobs, &|| counters.entries(), done);
 }
@@ -789,7 +792,10 @@ fn remove_originals(
         )));
     }
     if paced {
-        engine.gate = Some(Arc::new(crate::engine::walk::Gate::new(engine.threads)));
+        // The measured concurrency's gate, steered by the governor too (one at first on a
+        // rotational disk), as `rm`'s trees.
+        let rotational = profile.class == crate::engine::profile::Class::Rotational;
+        engine.gate = Some(engine.governed_gate(rotational));
     }
     let counters = remove::Counters::default();
     let done = AtomicBool::new(false);

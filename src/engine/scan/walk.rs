@@ -181,6 +181,7 @@ pub fn scan(
         cross_mounts: opts.cross_mounts,
         gate: None,
         noatime: false,
+        stream: None,
     };
     let Some(t) = job else {
         for w in walk::run(&scanner, roots, &walk_opts) {

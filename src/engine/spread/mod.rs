@@ -381,6 +381,25 @@ pub fn tree_id(
     })
 }
 
+/// A rank other than 0 stopped by a signal: a failure at its first tree (`path`), in its
+/// report to rank 0 and its error count.
+fn stopped_here(
+    t: &dyn Transport,
+    path: std::path::PathBuf,
+    collect: &Collect<'_>,
+    counters: &crate::engine::remove::Counters,
+) {
+    let f = crate::sys::error::Failure {
+        path,
+        reason: crate::sys::error::Reason::Job(stopped_line(t)),
+    };
+    collect.inner.failed(&f);
+    collect.failures.lock().expect("failures lock").push(f);
+    counters
+        .errors
+        .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+}
+
 /// The failure a rank other than 0 reports when a signal stopped it before the end: what it
 /// handed back undone was kept (its ancestors stay), and this says why, so rank 0 exits 1.
 pub fn stopped_line(t: &dyn Transport) -> String {
@@ -405,6 +424,9 @@ pub struct Rank {
     pub dirs: u64,
     pub bytes: u64,
     pub errors: u64,
+    /// The workers it removed with (its client's measured concurrency), if known.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub workers: Option<u64>,
 }
 
 impl Rank {
@@ -438,6 +460,9 @@ pub struct Reports {
     pub ranks: Vec<Rank>,
     /// Counts this rank reported so far (the others).
     reported: Counts,
+    /// The workers this rank removed with (its measured concurrency), set by the caller
+    /// before `conclude`: rank 0 lists every rank's.
+    pub workers: Option<u64>,
 }
 
 impl Reports {
@@ -451,6 +476,7 @@ impl Reports {
                 })
                 .collect(),
             reported: [0; 4],
+            workers: None,
         }
     }
 
@@ -463,11 +489,13 @@ impl Reports {
             }
             Msg::Final {
                 counts,
+                workers,
                 host,
                 payload,
             } => {
                 (job.add)(counts);
                 self.ranks[from].add(&counts);
+                self.ranks[from].workers = (workers > 0).then_some(workers);
                 self.ranks[from].host = host;
                 self.payloads.push((from, payload));
             }
@@ -637,6 +665,7 @@ pub fn conclude(job: &Job<'_>, mut reports: Reports, payload: Vec<u8>) -> Report
             0,
             Msg::Final {
                 counts,
+                workers: reports.workers.unwrap_or(0),
                 host,
                 payload,
             }
@@ -677,6 +706,7 @@ pub fn conclude(job: &Job<'_>, mut reports: Reports, payload: Vec<u8>) -> Report
         reports.ranks[0] = Rank {
             rank: 0,
             host: t.host(),
+            workers: reports.workers,
             ..Rank::default()
         };
         reports.ranks[0].add(&delta(&all, &others));
@@ -716,7 +746,6 @@ pub fn remove_trees(
     counters: &crate::engine::remove::Counters,
     sink: &dyn crate::engine::remove::Sink,
 ) -> (crate::engine::remove::Outcome, Vec<Rank>) {
-    use crate::sys::error::{Failure, Reason};
     use std::sync::atomic::Ordering::Relaxed;
     let trees = Trees {
         roots: targets
@@ -761,7 +790,7 @@ pub fn remove_trees(
     };
     let leader = t.rank() == 0;
     let first_display = targets.first().map(|d| d.display.clone());
-    let (mut outcome, reports) = crate::engine::remove::remove_trees_shared(
+    let (mut outcome, mut reports) = crate::engine::remove::remove_trees_shared(
         targets,
         opts,
         counters,
@@ -769,15 +798,11 @@ pub fn remove_trees(
         leader,
         |walk, ev| drive(&job, walk, ev),
     );
+    // What this rank's client measured (rank 0 lists every rank's).
+    reports.workers = opts.concurrency.as_ref().map(|c| c.report().chosen as u64);
     if t.rank() != 0 && crate::sys::interrupt::stopping() {
         if let Some(path) = first_display {
-            let f = Failure {
-                path,
-                reason: Reason::Job(stopped_line(t)),
-            };
-            sink.failed(&f);
-            collect.failures.lock().expect("failures lock").push(f);
-            counters.errors.fetch_add(1, Relaxed);
+            stopped_here(t, path, &collect, counters);
         }
     }
     // A selection's totals (`--dry-run`, `--json`) travel after the failures.

@@ -66,6 +66,8 @@ pub enum Msg {
     /// A rank's last counts, its host, and what it has to report (to rank 0).
     Final {
         counts: Counts,
+        /// The workers it removed with (its measured concurrency; 0: not known).
+        workers: u64,
         host: String,
         payload: Vec<u8>,
     },
@@ -232,11 +234,13 @@ impl Msg {
             }
             Msg::Final {
                 counts: c,
+                workers,
                 host,
                 payload,
             } => {
                 w.u8(8);
                 counts(&mut w, c);
+                w.u64(*workers);
                 w.bytes(host.as_bytes()).bytes(payload);
             }
             Msg::Exit => {
@@ -318,6 +322,7 @@ impl Msg {
             7 => Msg::Stop,
             8 => Msg::Final {
                 counts: read_counts(&mut r)?,
+                workers: r.u64()?,
                 host: text(r.bytes()?),
                 payload: r.bytes()?.to_vec(),
             },
@@ -450,6 +455,7 @@ mod tests {
         round(Msg::Stop);
         round(Msg::Final {
             counts: [5, 6, 7, 8],
+            workers: 12,
             host: "node7".into(),
             payload: b"abc".to_vec(),
         });

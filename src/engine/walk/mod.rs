@@ -20,8 +20,9 @@ use std::ffi::{CStr, CString, OsStr};
 use std::os::fd::OwnedFd;
 use std::os::unix::ffi::OsStrExt;
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Condvar, Mutex, OnceLock};
+use std::time::{Duration, Instant};
 
 use rustix::fs::FileType;
 use rustix::io::Errno;
@@ -61,6 +62,45 @@ pub struct Options {
     pub gate: Option<Arc<Gate>>,
     /// Open directories with `O_NOATIME` where allowed (a selection by access time).
     pub noatime: bool,
+    /// Hand out a large directory's entries one `getdents` at a time, as they are read,
+    /// instead of listing it whole first (a network file system: a name is unlinked while
+    /// the entry its listing brought is still cached, so it is looked up once). `None`:
+    /// whole listings first.
+    pub stream: Option<Arc<Streaming>>,
+}
+
+/// How much of a directory one `getdents` reads when entries are handed out as they are
+/// read (`Options::stream`): set from the measured round trip, so that a piece is done
+/// while its names are fresh and the listing costs few round trips.
+#[derive(Debug)]
+pub struct Streaming {
+    bytes: AtomicUsize,
+}
+
+impl Streaming {
+    /// The smallest piece (one page: what a FUSE READDIR asks at least).
+    pub const MIN_BYTES: usize = 4096;
+    /// The largest piece (the walk's buffer).
+    pub const MAX_BYTES: usize = 256 * 1024;
+
+    pub fn new(bytes: usize) -> Self {
+        let s = Streaming {
+            bytes: AtomicUsize::new(0),
+        };
+        s.set(bytes);
+        s
+    }
+
+    pub fn set(&self, bytes: usize) {
+        self.bytes.store(
+            bytes.clamp(Self::MIN_BYTES, Self::MAX_BYTES),
+            Ordering::Relaxed,
+        );
+    }
+
+    pub fn bytes(&self) -> usize {
+        self.bytes.load(Ordering::Relaxed)
+    }
 }
 
 /// One tree to walk: directory `name` inside the open directory `base`, expected to be
@@ -117,6 +157,10 @@ pub struct Node<D> {
     pending: AtomicUsize,
     /// Something below could not be done: the visitor should leave this one too.
     keep: AtomicBool,
+    /// Times it was listed again after its removal found it not empty (`Walk::relist`).
+    relists: AtomicU32,
+    /// Queued to be listed again: the finishing in progress stops there.
+    requeued: AtomicBool,
     /// Whether it belongs to this walk or stands for (or is) work of another one.
     share: share::Role,
     pub data: D,
@@ -344,48 +388,119 @@ enum Task<D> {
     Returned(share::Returned<D>),
 }
 
-/// How many workers may be at work at once; changed while a walk runs (a governor lowers it
-/// when others are hurt, raises it when they are not).
+/// How many workers may be at work at once; changed while a walk runs. Two hands set it: the
+/// concurrency controller (`set`: what measurement found pays) and the latency governor
+/// (`set_cap`: lower when others are hurt); the lower of the two holds. A worker enters before
+/// it takes a task, so work it may not do yet stays queued (for another process to take).
 #[derive(Debug)]
 pub struct Gate {
-    state: Mutex<(usize, usize)>,
+    state: Mutex<GateState>,
     changed: Condvar,
+}
+
+#[derive(Debug)]
+struct GateState {
+    limit: usize,
+    cap: usize,
+    /// Workers inside (with a task or waiting for one).
+    active: usize,
+    /// Workers inside with a task.
+    working: usize,
+    /// Integral of `working` over time, up to `since`.
+    work: Duration,
+    since: Instant,
+}
+
+impl GateState {
+    fn account(&mut self) {
+        let now = Instant::now();
+        self.work += now.saturating_duration_since(self.since) * self.working as u32;
+        self.since = now;
+    }
+
+    fn allowed(&self) -> usize {
+        self.limit.min(self.cap)
+    }
 }
 
 impl Gate {
     pub fn new(limit: usize) -> Self {
         Gate {
-            state: Mutex::new((limit.max(1), 0)),
+            state: Mutex::new(GateState {
+                limit: limit.max(1),
+                cap: usize::MAX,
+                active: 0,
+                working: 0,
+                work: Duration::ZERO,
+                since: Instant::now(),
+            }),
             changed: Condvar::new(),
         }
     }
 
     /// Sets the limit (at least 1).
     pub fn set(&self, limit: usize) {
-        self.state.lock().expect("gate lock").0 = limit.max(1);
+        self.state.lock().expect("gate lock").limit = limit.max(1);
         self.changed.notify_all();
     }
 
     pub fn limit(&self) -> usize {
-        self.state.lock().expect("gate lock").0
+        self.state.lock().expect("gate lock").limit
+    }
+
+    /// Sets the ceiling over the limit (at least 1; the latency governor's).
+    pub fn set_cap(&self, cap: usize) {
+        self.state.lock().expect("gate lock").cap = cap.max(1);
+        self.changed.notify_all();
+    }
+
+    /// The ceiling (`usize::MAX` when none was set).
+    pub fn cap(&self) -> usize {
+        self.state.lock().expect("gate lock").cap
+    }
+
+    /// Workers allowed at once now: the lower of the limit and the ceiling.
+    pub fn allowed(&self) -> usize {
+        self.state.lock().expect("gate lock").allowed()
     }
 
     /// Workers at work right now.
     #[cfg(test)]
     pub fn active(&self) -> usize {
-        self.state.lock().expect("gate lock").1
+        self.state.lock().expect("gate lock").active
+    }
+
+    /// Worker-time spent on tasks so far (the integral of busy workers over time).
+    pub fn work_time(&self) -> Duration {
+        let mut s = self.state.lock().expect("gate lock");
+        s.account();
+        s.work
     }
 
     fn enter(&self) {
         let mut s = self.state.lock().expect("gate lock");
-        while s.1 >= s.0 {
+        while s.active >= s.allowed() {
             s = self.changed.wait(s).expect("gate lock");
         }
-        s.1 += 1;
+        s.active += 1;
     }
 
-    fn leave(&self) {
-        self.state.lock().expect("gate lock").1 -= 1;
+    /// The worker that entered has a task now.
+    fn begin(&self) {
+        let mut s = self.state.lock().expect("gate lock");
+        s.account();
+        s.working += 1;
+    }
+
+    /// Leaves, with (`worked`) or without a task.
+    fn leave(&self, worked: bool) {
+        let mut s = self.state.lock().expect("gate lock");
+        if worked {
+            s.account();
+            s.working -= 1;
+        }
+        s.active -= 1;
+        drop(s);
         self.changed.notify_one();
     }
 }
@@ -478,6 +593,8 @@ impl<'a, V: Visitor> Walk<'a, V> {
             fd: Mutex::new(None),
             pending: AtomicUsize::new(1),
             keep: AtomicBool::new(false),
+            relists: AtomicU32::new(0),
+            requeued: AtomicBool::new(false),
             share,
             data: self.visitor.dir_data(),
         })
@@ -486,9 +603,20 @@ impl<'a, V: Visitor> Walk<'a, V> {
     fn work(&self) -> V::Worker {
         let mut w = self.visitor.worker();
         let mut buf = DirBuf::new(256 * 1024);
-        while let Some(task) = self.next_task() {
+        loop {
+            // Enter before taking a task: a worker the gate holds back holds no work, so what
+            // it may not do yet stays queued (another process of a shared walk may take it).
             if let Some(g) = &self.opts.gate {
                 g.enter();
+            }
+            let Some(task) = self.next_task() else {
+                if let Some(g) = &self.opts.gate {
+                    g.leave(false);
+                }
+                break;
+            };
+            if let Some(g) = &self.opts.gate {
+                g.begin();
             }
             // Stopped by a signal: drain the queue without doing the work, keeping every
             // directory whose children were not all done.
@@ -524,7 +652,7 @@ impl<'a, V: Visitor> Walk<'a, V> {
                 }
             }
             if let Some(g) = &self.opts.gate {
-                g.leave();
+                g.leave(true);
             }
             self.queue.done();
         }
@@ -600,6 +728,27 @@ impl<'a, V: Visitor> Walk<'a, V> {
         self.fds.release(node);
     }
 
+    /// From `Visitor::finished`: lists `node` again (whole, before any of it is handed out)
+    /// and finishes it once more after that, unless it was listed again `max` times already
+    /// (false then). For a directory that is not empty when it should be: entries were
+    /// skipped by a listing that shifted under the removals (some network file systems'
+    /// directory cookies), or were added meanwhile.
+    pub fn relist(&self, node: &Arc<Node<V::Dir>>, max: u32) -> bool {
+        if node.relists.fetch_add(1, Ordering::SeqCst) >= max {
+            return false;
+        }
+        // Nothing of it is pending (it is being finished): the new listing is its one child.
+        node.pending.store(1, Ordering::SeqCst);
+        node.requeued.store(true, Ordering::SeqCst);
+        self.queue.push(Task::Dir(node.clone()));
+        true
+    }
+
+    /// Whether `node` was queued to be listed again (once; clears it).
+    fn take_requeued(&self, node: &Node<V::Dir>) -> bool {
+        node.requeued.swap(false, Ordering::SeqCst)
+    }
+
     /// `openat(O_NOFOLLOW|O_DIRECTORY)`, dropping held fds and retrying when out of them.
     fn open_at(&self, parent: &OwnedFd, name: &CStr) -> Result<OwnedFd, Errno> {
         loop {
@@ -648,6 +797,13 @@ impl<'a, V: Visitor> Walk<'a, V> {
             }
         };
         self.fds.install(&node, fd.clone());
+        // Streamed unless shared (other processes take whole batches) or listed again (a
+        // listing that shifted under the removals is read whole this time).
+        if let Some(stream) = &self.opts.stream {
+            if self.sharing.is_none() && node.relists.load(Ordering::SeqCst) == 0 {
+                return self.visit_streamed(w, node, fd, buf, stream);
+            }
+        }
 
         let mut all = Listing::default();
         let mut subdirs: Vec<CString> = Vec::new();
@@ -698,6 +854,75 @@ impl<'a, V: Visitor> Walk<'a, V> {
         self.child_done(w, node);
     }
 
+    /// `visit_dir` for `Options::stream`: the directory is read one `getdents` at a time and
+    /// this worker does each piece's entries as soon as it is read, so a name's entry from
+    /// the listing is still cached when it is unlinked. A directory that fits in the first
+    /// piece is done as one batch, as `visit_dir` does it (its entries are then "few").
+    fn visit_streamed(
+        &self,
+        w: &mut V::Worker,
+        node: Arc<Node<V::Dir>>,
+        fd: Arc<OwnedFd>,
+        buf: &mut DirBuf,
+        stream: &Streaming,
+    ) {
+        let mut piece = Listing::default();
+        let mut pieces = 0usize;
+        let mut total = 0usize;
+        loop {
+            let mut subdirs: Vec<CString> = Vec::new();
+            let mut next = Listing::default();
+            let read = dirfd::read_piece(&fd, buf, stream.bytes(), |name, ftype, ino| {
+                if ftype == FileType::Directory {
+                    subdirs.push(name.to_owned());
+                } else {
+                    next.push(ino, name, ftype);
+                }
+            });
+            for name in subdirs {
+                if !self.visitor.skip_subdir(w, &node, &name) {
+                    self.push_subdir(&node, name);
+                }
+            }
+            let more = match read {
+                Ok(more) => more,
+                // Removed by someone else while we read it: nothing left to do here.
+                Err(Errno::NOENT) => false,
+                Err(e) => {
+                    node.keep();
+                    self.visitor.list_failed(&node, e);
+                    false
+                }
+            };
+            if !more || crate::sys::interrupt::stopping() {
+                break;
+            }
+            // The piece before this one is done now: every piece but the last is done one
+            // read later (so a directory that fits in one piece is done whole, as "few").
+            if !piece.entries.is_empty() {
+                pieces += 1;
+                total += piece.entries.len();
+                let n = piece.entries.len();
+                self.batch(w, &node, &fd, &piece, (0, n), false);
+            }
+            piece = next;
+        }
+        let n = piece.entries.len();
+        if crate::sys::interrupt::stopping() {
+            // What was not read or done stays (and so does the directory).
+            node.keep();
+        } else if n > 0 {
+            let few = pieces == 0 && n <= self.opts.batch.max(1);
+            total += n;
+            self.visitor.listed(w, &node, total);
+            self.batch(w, &node, &fd, &piece, (0, n), few);
+        } else {
+            self.visitor.listed(w, &node, total);
+        }
+        drop(fd);
+        self.child_done(w, node);
+    }
+
     /// The visitor's work on a batch; names that turn out to be directories join the walk.
     fn batch(
         &self,
@@ -739,6 +964,9 @@ impl<'a, V: Visitor> Walk<'a, V> {
                             let _ = root.mnt_id.set(facts.mnt_id);
                             None
                         }
+                    } else if node.ident.get().is_some_and(|id| *id != facts.ident) {
+                        // Listed again, and no longer the directory it was.
+                        Some(NotOpened::Changed)
                     } else {
                         let same_mount = root.mnt_id.get() == Some(&facts.mnt_id)
                             && facts.ident.dev == root.expect.dev;
@@ -789,6 +1017,10 @@ impl<'a, V: Visitor> Walk<'a, V> {
             }
             if walked {
                 self.visitor.finished(w, &node, self);
+                if self.take_requeued(&node) {
+                    // Listed again: it is finished (and its parent told) after that.
+                    return;
+                }
             }
             self.fds.release(&node);
             let Some(parent) = node.parent.clone() else {
@@ -819,9 +1051,10 @@ mod tests {
                 s.spawn(move || {
                     for _ in 0..50 {
                         g.enter();
+                        g.begin();
                         peak.fetch_max(g.active(), Ordering::SeqCst);
                         std::thread::yield_now();
-                        g.leave();
+                        g.leave(true);
                     }
                 });
             }
@@ -830,5 +1063,25 @@ mod tests {
         });
         assert!(peak.load(Ordering::SeqCst) <= 3);
         assert_eq!(g.active(), 0);
+    }
+
+    #[test]
+    fn gate_cap_lowers_the_limit_and_work_is_timed() {
+        let g = Gate::new(8);
+        g.set_cap(2);
+        assert_eq!((g.limit(), g.cap(), g.allowed()), (8, 2, 2));
+        g.enter();
+        g.begin();
+        std::thread::sleep(Duration::from_millis(20));
+        g.enter();
+        // A third would wait: the cap holds.
+        assert_eq!(g.active(), 2);
+        g.leave(false);
+        g.leave(true);
+        let worked = g.work_time();
+        assert!(worked >= Duration::from_millis(20), "{worked:?}");
+        assert!(worked < Duration::from_secs(2), "{worked:?}");
+        g.set_cap(usize::MAX);
+        assert_eq!(g.allowed(), 8);
     }
 }

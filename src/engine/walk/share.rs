@@ -172,6 +172,10 @@ impl<V: Visitor> Walk<'_, V> {
     ) {
         if walked && !from.batch {
             self.visitor.finished(w, node, self);
+            if self.take_requeued(node) {
+                // Listed again: reported once it is finished after that.
+                return;
+            }
         }
         self.fds.release(node);
         // Kept itself, or its own removal failed (the visitor keeps the parent then).

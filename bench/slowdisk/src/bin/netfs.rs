@@ -15,7 +15,7 @@ use std::time::Duration;
 
 use anyhow::{bail, Context, Result};
 use clap::Parser;
-use slowdisk::netfs::fs::{MountOpts, NetFs, Shared};
+use slowdisk::netfs::fs::{Listing, MountOpts, NetFs, Shared};
 use slowdisk::netfs::gate::Gate;
 use slowdisk::netfs::parse_duration;
 use slowdisk::netfs::pool::Pool;
@@ -49,9 +49,22 @@ struct Cli {
     /// every listed entry, so a stat or unlink after a listing needs no lookup.
     #[arg(long)]
     readdirplus: bool,
-    /// FUSE subtype: the mount shows as `fuse.SUBTYPE` in /proc/mounts.
+    /// FUSE subtype: the mount shows as `fuse.SUBTYPE` in /proc/mounts; empty: as plain
+    /// `fuse`, the type most FUSE network file systems show (no name to recognise).
     #[arg(long, default_value = "netfs")]
     subtype: String,
+    /// Directory cookies when entries are removed during a listing: `stable` (offsets
+    /// survive removals), `index` (a cookie is a position in the directory as it is now, so
+    /// a reader that removes what it read skips entries, as on servers with index cookies),
+    /// `reorder` (positions in an order that changes with every removal: entries skipped
+    /// and repeated).
+    #[arg(long, default_value = "stable")]
+    listing: Listing,
+    /// Never list entries whose names start with PREFIX (they are still there: lookups,
+    /// unlinks and rmdir's emptiness check see them), as SMB's access-based enumeration hides
+    /// what a user may not read.
+    #[arg(long, value_name = "PREFIX")]
+    hide: Option<String>,
     /// Create this file once every mount answers.
     #[arg(long)]
     ready_file: Option<PathBuf>,
@@ -127,14 +140,16 @@ fn write_stats(
 ) -> Result<()> {
     let mut s = format!(
         "{{\n  \"dumps\": {dumps}, \"rtt_ms\": {}, \"slots\": {}, \"server_ops\": {}, \
-         \"attr_ttl_s\": {}, \"readdirplus\": {},\n  \"server_max_in_flight\": {},\n  \
-         \"mounts\": [",
+         \"attr_ttl_s\": {}, \"readdirplus\": {}, \"listing\": \"{:?}\",\n  \
+         \"server_max_in_flight\": {}, \"server_busy_s\": {:.6},\n  \"mounts\": [",
         cli.rtt.as_secs_f64() * 1e3,
         cli.slots,
         cli.server_ops.map_or("null".into(), |n| n.to_string()),
         cli.attr_ttl.as_secs_f64(),
         cli.readdirplus,
+        cli.listing,
         server.max_in_use(),
+        server.busy().as_secs_f64(),
     );
     for (i, m) in mounts.iter().enumerate() {
         s.push_str(&format!(
@@ -216,7 +231,7 @@ fn is_mounted(path: &Path) -> bool {
     let want = path.to_string_lossy();
     info.lines().any(|l| {
         let f: Vec<&str> = l.split(' ').collect();
-        f.len() > 4 && unescape(f[4]) == want && l.contains(" - fuse.")
+        f.len() > 4 && unescape(f[4]) == want && (l.contains(" - fuse.") || l.contains(" - fuse "))
     })
 }
 
@@ -276,8 +291,11 @@ fn main() -> Result<()> {
     let nofile = slowdisk::netfs::sys::raise_nofile();
 
     let stats = Arc::new(Stats::new());
-    let shared =
-        Arc::new(Shared::new(&backing, stats.clone()).context("opening the backing directory")?);
+    let mut shared =
+        Shared::new(&backing, stats.clone()).context("opening the backing directory")?;
+    shared.listing = cli.listing;
+    shared.hide = cli.hide.as_ref().map(|h| h.as_bytes().to_vec());
+    let shared = Arc::new(shared);
     let server = Arc::new(Gate::new(cli.server_ops.map(|n| n as usize)));
     let fsname = {
         let b = backing.to_string_lossy();
@@ -308,12 +326,19 @@ fn main() -> Result<()> {
         let mut config = fuser::Config::default();
         config.mount_options = vec![
             fuser::MountOption::FSName(fsname.clone()),
-            // fuser mounts with type "fuse" and keeps `Subtype` for fusermount; the kernel
-            // takes `subtype=` as a mount option too, and then shows `fuse.SUBTYPE`.
-            fuser::MountOption::CUSTOM(format!("subtype={}", cli.subtype)),
             fuser::MountOption::RW,
             fuser::MountOption::DefaultPermissions,
         ];
+        // fuser mounts with type "fuse" and keeps `Subtype` for fusermount; the kernel
+        // takes `subtype=` as a mount option too, and then shows `fuse.SUBTYPE`.
+        if !cli.subtype.is_empty() {
+            config
+                .mount_options
+                .push(fuser::MountOption::CUSTOM(format!(
+                    "subtype={}",
+                    cli.subtype
+                )));
+        }
         // Every user may use it (like an NFS mount); the kernel checks permissions.
         config.acl = fuser::SessionACL::All;
         // One thread reads requests; it never waits (the pool's workers do).
@@ -338,7 +363,7 @@ fn main() -> Result<()> {
     }
     eprintln!(
         "netfs: ready: {} -> {} rtt={:?} slots={} server_ops={} attr_ttl={:?} readdirplus={} \
-         nofile={nofile}",
+         listing={:?} type={} nofile={nofile}",
         backing.display(),
         paths
             .iter()
@@ -350,6 +375,12 @@ fn main() -> Result<()> {
         cli.server_ops.map_or("unlimited".into(), |n| n.to_string()),
         cli.attr_ttl,
         cli.readdirplus,
+        cli.listing,
+        if cli.subtype.is_empty() {
+            "fuse".to_string()
+        } else {
+            format!("fuse.{}", cli.subtype)
+        },
     );
     if let Some(r) = &cli.ready_file {
         std::fs::write(r, b"ready\n").with_context(|| format!("ready file {}", r.display()))?;

@@ -30,7 +30,7 @@ use fuser::{
 use super::inodes::{self, Handle, Handles, Inodes};
 use super::pool::{Done, Pool};
 use super::stats::{Op, Stats};
-use super::sys::{self, DirStream, Res};
+use super::sys::{self, DirEnt, DirStream, Res};
 
 /// Largest read/write request we ask the kernel for.
 pub const MAX_IO: u32 = 1 << 20;
@@ -42,6 +42,44 @@ pub struct Shared {
     /// `/proc/self/fd`, to reopen `O_PATH` fds with real access modes.
     proc_fd: OwnedFd,
     pub stats: Arc<Stats>,
+    /// How listings behave when entries are removed while a directory is read.
+    pub listing: Listing,
+    /// Removals so far per directory (node id): `Listing::Reorder` orders by them.
+    removals: Mutex<HashMap<u64, u64>>,
+    /// Entries whose names start with this are never listed (they are there for lookups,
+    /// unlink and rmdir's emptiness check), as SMB's access-based enumeration hides what the
+    /// user may not read.
+    pub hide: Option<Vec<u8>>,
+}
+
+/// What the server's directory cookies do when entries are removed during a listing.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Listing {
+    /// Offsets that survive removals (the backing file system's own): nothing is skipped.
+    #[default]
+    Stable,
+    /// A cookie is a position in the directory as it is now: once entries already read are
+    /// removed, the rest move down, and a reader that removes what it read skips as many
+    /// entries as it removed (servers whose cookies are indexes into the listing).
+    Index,
+    /// Positions as with `Index`, in an order that changes with every removal from the
+    /// directory (a hash order seeded by the removal count): entries are skipped and others
+    /// come twice.
+    Reorder,
+}
+
+impl std::str::FromStr for Listing {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Listing, String> {
+        match s {
+            "stable" => Ok(Listing::Stable),
+            "index" => Ok(Listing::Index),
+            "reorder" => Ok(Listing::Reorder),
+            _ => Err(format!(
+                "unknown listing mode {s:?} (stable, index, reorder)"
+            )),
+        }
+    }
 }
 
 /// Per-mount options.
@@ -129,6 +167,9 @@ impl Shared {
             handles: Handles::new(closer),
             proc_fd,
             stats,
+            listing: Listing::Stable,
+            removals: Mutex::new(HashMap::new()),
+            hide: None,
         })
     }
 
@@ -287,18 +328,67 @@ impl Shared {
         Ok(buf)
     }
 
+    /// An entry was removed from directory `dir` (the listing modes that shift need it).
+    fn removed_from(&self, dir: u64) {
+        if self.listing != Listing::Stable {
+            *self.removals.lock().unwrap().entry(dir).or_default() += 1;
+        }
+    }
+
+    /// Where a listing of directory `ino` (open as `d`) goes on from `offset`.
+    fn cursor<'a>(&self, ino: u64, d: &'a mut DirStream, offset: u64) -> Res<Cursor<'a>> {
+        let hide = self.hide.clone();
+        if self.listing == Listing::Stable {
+            d.seek(offset as i64);
+            return Ok(Cursor {
+                d,
+                list: None,
+                hide,
+            });
+        }
+        // Cookies are positions in the directory as it is now: read it all again.
+        d.seek(0);
+        let mut all = Vec::new();
+        while let Some(e) = d.next_entry()? {
+            all.push(e);
+        }
+        let dots = all
+            .iter()
+            .take_while(|e| matches!(e.name.as_bytes(), b"." | b".."))
+            .count();
+        if self.listing == Listing::Reorder {
+            let seed = self
+                .removals
+                .lock()
+                .unwrap()
+                .get(&ino)
+                .copied()
+                .unwrap_or(0);
+            all[dots..].sort_by_key(|e| (mix(seed, e.name.as_bytes()), e.ino));
+        }
+        for (i, e) in all.iter_mut().enumerate() {
+            e.off = i as i64 + 1;
+        }
+        let list: Vec<DirEnt> = all.into_iter().skip(offset as usize).collect();
+        Ok(Cursor {
+            d,
+            list: Some(list.into_iter()),
+            hide,
+        })
+    }
+
     /// Fill a READDIR reply from `offset`; returns the number of entries.
     fn readdir(&self, ino: u64, fh: u64, offset: u64, reply: &mut ReplyDirectory) -> Res<u64> {
         let d = self.handles.dir(fh)?;
         let mut d = d.lock().unwrap();
-        d.seek(offset as i64);
+        let mut cur = self.cursor(ino, &mut d, offset)?;
         let mut n = 0;
         loop {
-            let before = d.pos;
-            let Some(e) = d.next_entry()? else { break };
+            let before = cur.pos();
+            let Some(e) = cur.next()? else { break };
             let kind = match e.kind {
                 Some(k) => k,
-                None => match sys::statat(d.fd(), &e.name) {
+                None => match sys::statat(cur.fd(), &e.name) {
                     Ok(st) => sys::file_type(st.st_mode),
                     Err(_) => continue,
                 },
@@ -310,7 +400,7 @@ impl Shared {
             };
             let name = OsStr::from_bytes(e.name.as_bytes());
             if reply.add(INodeNo(id), e.off as u64, kind, name) {
-                d.seek(before);
+                cur.unread(before);
                 break;
             }
             n += 1;
@@ -329,11 +419,11 @@ impl Shared {
     ) -> Res<u64> {
         let d = self.handles.dir(fh)?;
         let mut d = d.lock().unwrap();
-        d.seek(offset as i64);
+        let mut cur = self.cursor(ino, &mut d, offset)?;
         let mut n = 0;
         loop {
-            let before = d.pos;
-            let Some(e) = d.next_entry()? else { break };
+            let before = cur.pos();
+            let Some(e) = cur.next()? else { break };
             let name = OsStr::from_bytes(e.name.as_bytes());
             let dots = matches!(e.name.as_bytes(), b"." | b"..");
             let (attr, generation) = if dots {
@@ -347,7 +437,7 @@ impl Shared {
                 });
                 (a, 0)
             } else {
-                match self.lookup_at(d.fd(), &e.name) {
+                match self.lookup_at(cur.fd(), &e.name) {
                     Ok(a) => a,
                     // Gone since the listing (or on another file system): skip it.
                     Err(_) => continue,
@@ -364,13 +454,62 @@ impl Shared {
                 if !dots {
                     self.inodes.forget(attr.ino.0, 1);
                 }
-                d.seek(before);
+                cur.unread(before);
                 break;
             }
             n += 1;
         }
         Ok(n)
     }
+}
+
+/// A listing in progress: the directory stream itself (stable offsets), or the entries from
+/// the asked position on of a listing read whole (positional cookies).
+struct Cursor<'a> {
+    d: &'a mut DirStream,
+    list: Option<std::vec::IntoIter<DirEnt>>,
+    /// Names with this prefix are skipped (`Shared::hide`).
+    hide: Option<Vec<u8>>,
+}
+
+impl Cursor<'_> {
+    fn next(&mut self) -> Res<Option<DirEnt>> {
+        loop {
+            let e = match &mut self.list {
+                Some(l) => l.next(),
+                None => self.d.next_entry()?,
+            };
+            match (&e, &self.hide) {
+                (Some(e), Some(h)) if e.name.as_bytes().starts_with(h) => continue,
+                _ => return Ok(e),
+            }
+        }
+    }
+
+    fn pos(&self) -> i64 {
+        self.d.pos
+    }
+
+    /// The last entry did not fit the reply: the next request asks for it again (a
+    /// positional listing is read afresh every time: nothing to undo).
+    fn unread(&mut self, before: i64) {
+        if self.list.is_none() {
+            self.d.seek(before);
+        }
+    }
+
+    fn fd(&self) -> RawFd {
+        self.d.fd()
+    }
+}
+
+/// A hash of `name` under `seed` (the order of a `Listing::Reorder` directory).
+fn mix(seed: u64, name: &[u8]) -> u64 {
+    let mut h = 0xcbf2_9ce4_8422_2325u64 ^ seed.wrapping_mul(0x9E37_79B9_7F4A_7C15);
+    for b in name {
+        h = (h ^ u64::from(*b)).wrapping_mul(0x100_0000_01b3);
+    }
+    h ^ (h >> 31)
 }
 
 /// Who asked (from the FUSE request header).
@@ -675,6 +814,7 @@ impl Filesystem for NetFs {
             });
             if r.is_ok() {
                 wcc.note(parent.0);
+                sh.removed_from(parent.0);
             }
             empty(reply, r)
         });
@@ -690,6 +830,7 @@ impl Filesystem for NetFs {
             });
             if r.is_ok() {
                 wcc.note(parent.0);
+                sh.removed_from(parent.0);
             }
             empty(reply, r)
         });
@@ -748,6 +889,7 @@ impl Filesystem for NetFs {
             if r.is_ok() {
                 wcc.note(parent.0);
                 wcc.note(newparent.0);
+                sh.removed_from(parent.0);
             }
             empty(reply, r)
         });

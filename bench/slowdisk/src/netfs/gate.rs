@@ -1,16 +1,20 @@
 //! `Gate`: a counting semaphore with an optional cap and a high-water mark.
 //!
 //! netfs uses one gate for the server (`--server-ops`: operations in flight across all
-//! mounts of one backing directory). Without a cap it only counts.
+//! mounts of one backing directory). Without a cap it only counts. It also integrates the
+//! units held over time (`busy`): how close to its cap the server was kept.
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Condvar, Mutex};
+use std::time::{Duration, Instant};
 
 #[derive(Debug)]
 pub struct Gate {
     /// `None`: unlimited (counting only).
     cap: Option<usize>,
     in_use: Mutex<usize>,
+    /// Units held integrated over time, up to the instant beside it.
+    busy: Mutex<(Duration, Instant)>,
     freed: Condvar,
     /// Mirror of `in_use` readable without the lock, and its maximum.
     now: AtomicUsize,
@@ -29,6 +33,7 @@ impl Gate {
         Gate {
             cap: cap.map(|c| c.max(1)),
             in_use: Mutex::new(0),
+            busy: Mutex::new((Duration::ZERO, Instant::now())),
             freed: Condvar::new(),
             now: AtomicUsize::new(0),
             max: AtomicUsize::new(0),
@@ -47,9 +52,28 @@ impl Gate {
                 n = self.freed.wait(n).unwrap();
             }
         }
+        self.account(*n);
         *n += 1;
         self.note(*n);
         GateGuard { gate: self }
+    }
+
+    /// Adds `held` units since the last change to the integral (under the `in_use` lock).
+    fn account(&self, held: usize) {
+        let mut b = self.busy.lock().unwrap();
+        let now = Instant::now();
+        let (total, since) = &mut *b;
+        *total += now.saturating_duration_since(*since) * held as u32;
+        *since = now;
+    }
+
+    /// Unit-time held so far (the integral of units in use over time): divided by elapsed
+    /// time and the cap, how busy the server was kept.
+    pub fn busy(&self) -> Duration {
+        let n = self.in_use.lock().unwrap();
+        self.account(*n);
+        let b = self.busy.lock().unwrap();
+        b.0
     }
 
     /// Take a unit only if one is free now.
@@ -58,6 +82,7 @@ impl Gate {
         if self.cap.is_some_and(|cap| *n >= cap) {
             return None;
         }
+        self.account(*n);
         *n += 1;
         self.note(*n);
         Some(GateGuard { gate: self })
@@ -80,6 +105,7 @@ impl Gate {
 
     fn release(&self) {
         let mut n = self.in_use.lock().unwrap();
+        self.account(*n);
         *n -= 1;
         self.now.store(*n, Ordering::Relaxed);
         drop(n);
@@ -124,6 +150,20 @@ mod tests {
         drop(held);
         assert_eq!(g.in_use(), 0);
         assert_eq!(g.max_in_use(), 100);
+    }
+
+    #[test]
+    fn busy_integrates_units_over_time() {
+        let g = Gate::new(Some(4));
+        let a = g.acquire();
+        let b = g.acquire();
+        std::thread::sleep(Duration::from_millis(50));
+        drop((a, b));
+        let busy = g.busy();
+        assert!(busy >= Duration::from_millis(100), "{busy:?}");
+        assert!(busy < Duration::from_millis(1000), "{busy:?}");
+        std::thread::sleep(Duration::from_millis(20));
+        assert_eq!(g.busy(), busy, "nothing held: nothing added");
     }
 
     #[test]

@@ -1,0 +1,826 @@
+//! How many workers a removal keeps in flight, found by measurement (DESIGN.md §8): the file
+//! system's profile only says where to start. The engine's workers time their own unlinks and
+//! rmdirs (`Meter`), the walk's gate integrates how many of them have work; `Concurrency::run`
+//! reads both in windows and steers the gate with `Rule`: it doubles the workers while each
+//! doubling brings at least a quarter more throughput (slow start), steps back to the last
+//! level that paid when one does not (the knee: more workers only queue, the round trip grows
+//! instead of the throughput), then about once a second tries a quarter more or a quarter
+//! fewer in turn (fewer whenever the round trip has grown well past the lowest seen: the
+//! requests queue), keeping more only if it brings a tenth more, fewer only if it loses
+//! nothing. While too little work is queued to keep the workers busy it judges
+//! nothing. The latency governor
+//! (`tree.rs`) may cap the gate lower; while it does, this holds. It also sizes the pieces of
+//! a streamed listing from the measured round trip (`walk::Streaming`).
+//!
+//! It owns the gate's limit and its report; it never touches a file and never prints.
+
+use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use serde::Serialize;
+
+use crate::engine::walk::{Gate, Streaming};
+
+/// A window lasts at least this long ...
+const MIN_WINDOW: Duration = Duration::from_millis(50);
+/// ... and this many times the mean operation (so that workers joining or leaving after a
+/// change weigh little) ...
+const WINDOW_OPS_TIME: u32 = 10;
+/// ... and holds this many operations, unless it reaches `MAX_WINDOW`.
+const MIN_OPS: u64 = 64;
+const MAX_WINDOW: Duration = Duration::from_secs(1);
+/// How often the runner looks.
+const TICK: Duration = Duration::from_millis(2);
+/// Slow start: a doubling must bring this much more throughput to count as paying.
+const GROWTH: f64 = 1.25;
+/// Steady: a trial with more workers is kept if it brings this much more throughput ...
+const KEEP_MORE: f64 = 1.10;
+/// ... a trial with fewer only if it loses nothing (fewer is cheaper, but a wrong step down
+/// costs throughput: windows are noisy).
+const KEEP_FEWER: f64 = 1.0;
+/// Windows between trials, windows a trial is judged by, and its size (share of workers).
+const TRIAL_EVERY: u32 = 8;
+const TRIAL_WINDOWS: u32 = 2;
+const TRIAL_STEP: f64 = 0.25;
+/// A round trip this many times the lowest seen means the requests queue: try fewer (else
+/// more).
+const QUEUEING: f64 = 1.5;
+/// Workers are busy enough to judge by when at least this share of them have work.
+const BUSY: f64 = 0.6;
+/// Slow start judges a level by a steady throughput: two windows in a row within this factor
+/// of each other (while a tree's first directories are listed the throughput climbs at any
+/// worker count, and that must not count for the workers) ...
+const STEADY: f64 = 1.2;
+/// ... or the last of this many windows.
+const MOST_WINDOWS_PER_LEVEL: u32 = 4;
+/// A streamed listing's piece should be done within this time (while the entries it brought
+/// are fresh in the client's cache: NFS keeps them 3 s and more, FUSE daemons usually 1 s).
+const PIECE_TIME: Duration = Duration::from_millis(250);
+/// Bytes a READDIRPLUS entry takes in a FUSE reply (`fuse_direntplus` and a short name): what
+/// one entry of a piece costs in the `getdents` buffer's size as the request size.
+const ENTRY_BYTES: usize = 192;
+/// Changes kept for the report.
+const CHANGES_KEPT: usize = 32;
+
+/// What the engine's workers measure of their own metadata operations (unlinks, rmdirs).
+#[derive(Debug, Default)]
+pub struct Meter {
+    ops: AtomicU64,
+    busy_ns: AtomicU64,
+}
+
+impl Meter {
+    /// One operation that took `took`.
+    pub fn record(&self, took: Duration) {
+        self.ops.fetch_add(1, Ordering::Relaxed);
+        self.busy_ns
+            .fetch_add(took.as_nanos() as u64, Ordering::Relaxed);
+    }
+
+    /// Operations so far and the time they took together.
+    pub fn read(&self) -> (u64, Duration) {
+        (
+            self.ops.load(Ordering::Relaxed),
+            Duration::from_nanos(self.busy_ns.load(Ordering::Relaxed)),
+        )
+    }
+}
+
+/// One window of measurements.
+#[derive(Clone, Copy, Debug)]
+pub struct Window {
+    /// Operations completed.
+    pub ops: u64,
+    /// Their time, summed.
+    pub busy: Duration,
+    /// Worker-time with a task (from the gate).
+    pub worked: Duration,
+    pub elapsed: Duration,
+    /// Workers the gate allowed.
+    pub allowed: usize,
+}
+
+impl Window {
+    /// Operations per second.
+    pub fn rate(&self) -> f64 {
+        self.ops as f64 / self.elapsed.as_secs_f64().max(1e-9)
+    }
+
+    /// Mean seconds per operation (its round trip, queueing included).
+    pub fn latency(&self) -> f64 {
+        self.busy.as_secs_f64() / (self.ops.max(1) as f64)
+    }
+
+    /// Share of the allowed workers that had work.
+    pub fn utilization(&self) -> f64 {
+        self.worked.as_secs_f64() / (self.elapsed.as_secs_f64() * self.allowed.max(1) as f64)
+    }
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Phase {
+    Startup,
+    Steady,
+}
+
+/// A trial of another worker count, judged by the next windows.
+#[derive(Clone, Copy, Debug)]
+struct Trial {
+    from: usize,
+    from_rate: f64,
+    more: bool,
+    /// Windows judged so far, and their throughputs summed.
+    windows: u32,
+    rate: f64,
+}
+
+/// The decision rule, fed one window at a time (no clock, no threads: testable alone).
+#[derive(Debug)]
+pub struct Rule {
+    limit: usize,
+    min: usize,
+    max: usize,
+    phase: Phase,
+    /// Slow start: the last level that paid, and its throughput.
+    paid: Option<(usize, f64)>,
+    /// Slow start: the throughput of the last window at this level, and how many there were.
+    level: Option<(f64, u32)>,
+    /// Steady: throughput at `limit` (smoothed).
+    reference: Option<f64>,
+    lowest_latency: Option<f64>,
+    trial: Option<Trial>,
+    since_trial: u32,
+    /// The next trial without a sign of queueing tries more (else fewer).
+    next_more: bool,
+}
+
+impl Rule {
+    pub fn new(start: usize, min: usize, max: usize) -> Rule {
+        let max = max.max(1);
+        let min = min.clamp(1, max);
+        Rule {
+            limit: start.clamp(min, max),
+            min,
+            max,
+            phase: Phase::Startup,
+            paid: None,
+            level: None,
+            reference: None,
+            lowest_latency: None,
+            trial: None,
+            since_trial: 0,
+            next_more: true,
+        }
+    }
+
+    pub fn limit(&self) -> usize {
+        self.limit
+    }
+
+    /// The lowest mean operation time of any window so far (seconds).
+    pub fn lowest_latency(&self) -> Option<f64> {
+        self.lowest_latency
+    }
+
+    /// Judges one window (taken with `self.limit()` workers allowed); returns the new worker
+    /// count and why, if it changes.
+    pub fn judge(&mut self, w: &Window) -> Option<(usize, String)> {
+        if w.ops == 0 {
+            return None;
+        }
+        let (x, lat) = (w.rate(), w.latency());
+        let lowest = self.lowest_latency.map_or(lat, |l| l.min(lat));
+        self.lowest_latency = Some(lowest);
+        let busy = w.utilization() >= BUSY;
+        match self.phase {
+            Phase::Startup => self.startup(x, lat, lowest, busy),
+            Phase::Steady => match self.trial.take() {
+                Some(t) => self.trial_window(t, x, busy),
+                None => self.steady(x, lat, lowest, busy),
+            },
+        }
+    }
+
+    /// Slow start: double while a steady throughput grows by `GROWTH`; at the knee, back to
+    /// the last count that paid and steady from there.
+    fn startup(&mut self, x: f64, lat: f64, lowest: f64, busy: bool) -> Option<(usize, String)> {
+        // With too little work queued, more workers would show nothing.
+        if !busy {
+            return None;
+        }
+        // A level is judged by a steady throughput (the mean of two windows that
+        // agree), not by one taken while the work was still growing.
+        let x = match self.level {
+            None => {
+                self.level = Some((x, 1));
+                return None;
+            }
+            Some((prev, n))
+                if n < MOST_WINDOWS_PER_LEVEL && (x > prev * STEADY || x < prev / STEADY) =>
+            {
+                self.level = Some((x, n + 1));
+                return None;
+            }
+            Some((prev, _)) => (prev + x) / 2.0,
+        };
+        match self.paid {
+            Some((n, paid)) if x < paid * GROWTH => {
+                self.phase = Phase::Steady;
+                self.reference = Some(paid);
+                let why = format!(
+                    "{} workers did {:+.0}% against {n} while the round trip grew {:.1}x: \
+                     the knee, back to {n}",
+                    self.limit,
+                    (x / paid - 1.0) * 100.0,
+                    lat / lowest
+                );
+                self.set(n, why)
+            }
+            _ => {
+                let gain = self.paid.map(|(_, p)| x / p);
+                self.paid = Some((self.limit, x));
+                if self.limit >= self.max {
+                    self.phase = Phase::Steady;
+                    self.reference = Some(x);
+                    return None;
+                }
+                let why = match gain {
+                    Some(g) => format!(
+                        "{} workers did {:+.0}% more: doubling",
+                        self.limit,
+                        (g - 1.0) * 100.0
+                    ),
+                    None => format!(
+                        "{} workers: {:.0} operations/s, {:.2} ms each: doubling",
+                        self.limit,
+                        x,
+                        lat * 1e3
+                    ),
+                };
+                self.set(self.limit * 2, why)
+            }
+        }
+    }
+
+    /// A window of the trial `t`: once judged, the trial's count kept or the one before back.
+    fn trial_window(&mut self, mut t: Trial, x: f64, busy: bool) -> Option<(usize, String)> {
+        // A trial is judged by two windows with work for all its workers.
+        if !busy && !t.more {
+            self.trial = Some(t);
+            return None;
+        }
+        t.windows += 1;
+        t.rate += x;
+        if t.windows < TRIAL_WINDOWS && busy {
+            self.trial = Some(t);
+            return None;
+        }
+        self.since_trial = 0;
+        let x = t.rate / t.windows as f64;
+        let kept = if t.more {
+            busy && x >= t.from_rate * KEEP_MORE
+        } else {
+            x >= t.from_rate * KEEP_FEWER
+        };
+        let change = (x / t.from_rate - 1.0) * 100.0;
+        if kept {
+            self.reference = Some(x);
+            return None;
+        }
+        let why = if t.more {
+            format!(
+                "{} workers did {change:+.0}% against {}: back to {}",
+                self.limit, t.from, t.from
+            )
+        } else {
+            format!(
+                "{} workers did {change:+.0}% against {}: they were needed, back to {}",
+                self.limit, t.from, t.from
+            )
+        };
+        self.set(t.from, why)
+    }
+
+    /// Steady: follow the throughput, and every `TRIAL_EVERY` busy windows try a quarter more
+    /// or fewer workers (fewer when requests queue).
+    fn steady(&mut self, x: f64, lat: f64, lowest: f64, busy: bool) -> Option<(usize, String)> {
+        if !busy {
+            return None;
+        }
+        self.reference = Some(self.reference.map_or(x, |r| 0.7 * r + 0.3 * x));
+        self.since_trial += 1;
+        if self.since_trial < TRIAL_EVERY {
+            return None;
+        }
+        self.since_trial = 0;
+        // Requests queue (the round trip grew well past the lowest seen): try fewer;
+        // otherwise more and fewer in turn.
+        let queueing = lat > lowest * QUEUEING;
+        let more = !queueing && self.next_more;
+        self.next_more = !more;
+        let step = ((self.limit as f64 * TRIAL_STEP).round() as usize).max(1);
+        let n = if more {
+            self.limit.saturating_add(step).min(self.max)
+        } else {
+            self.limit.saturating_sub(step).max(self.min)
+        };
+        if n == self.limit {
+            return None;
+        }
+        self.trial = Some(Trial {
+            from: self.limit,
+            from_rate: self.reference.unwrap_or(x),
+            more,
+            windows: 0,
+            rate: 0.0,
+        });
+        let why = if queueing {
+            format!(
+                "the round trip is {:.1}x the lowest: trying {n} workers (from {})",
+                lat / lowest,
+                self.limit
+            )
+        } else {
+            format!("trying {n} workers (from {})", self.limit)
+        };
+        self.set(n, why)
+    }
+
+    /// Another hand (the latency governor) holds the workers at `n`: measure on from there.
+    pub fn follow(&mut self, n: usize) {
+        self.limit = n.clamp(self.min, self.max);
+        self.phase = Phase::Steady;
+        self.level = None;
+        self.trial = None;
+        self.reference = None;
+        self.since_trial = 0;
+    }
+
+    fn set(&mut self, n: usize, why: String) -> Option<(usize, String)> {
+        let n = n.clamp(self.min, self.max);
+        self.level = None;
+        if n == self.limit {
+            return None;
+        }
+        self.limit = n;
+        Some((n, why))
+    }
+}
+
+/// One change of the worker count, for the report.
+#[derive(Clone, Debug, Serialize)]
+pub struct Change {
+    /// Seconds since the removal started.
+    pub at_s: f64,
+    pub workers: usize,
+    pub why: String,
+}
+
+/// What was chosen and why (`--json`'s `concurrency`, `-v`'s line).
+#[derive(Clone, Debug, Serialize)]
+pub struct Report {
+    /// "measured", or "pinned" (`--threads`).
+    pub rule: &'static str,
+    /// Workers at the start, and where that came from.
+    pub start: usize,
+    pub start_from: String,
+    /// The workers most operations were done with.
+    pub chosen: usize,
+    /// The workers allowed at the end.
+    #[serde(rename = "final")]
+    pub final_workers: usize,
+    /// The most it may go to (the threads there are).
+    pub max: usize,
+    /// The lowest mean time of one unlink or rmdir in any window (the round trip, queueing
+    /// included), and the best throughput of any window.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub op_ms: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub ops_per_s: Option<f64>,
+    /// The lowest ceiling the latency governor set, if it set one.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub governor_cap: Option<usize>,
+    /// A streamed listing's piece (the `getdents` buffer) at the end, in bytes.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub listing_piece_bytes: Option<usize>,
+    /// Why the count is what it is (the last change's reason, or the start's).
+    pub why: String,
+    /// The changes, in order (the first few).
+    pub changes: Vec<Change>,
+}
+
+/// The books the runner keeps (they outlive one run: `rm -v` removes trees one by one).
+#[derive(Debug)]
+struct Books {
+    rule: Rule,
+    started: Option<Instant>,
+    changes: Vec<Change>,
+    why: String,
+    /// Operations done at each worker count.
+    ops_at: BTreeMap<usize, u64>,
+    best_rate: Option<f64>,
+    lowest_cap: Option<usize>,
+}
+
+/// The concurrency of one removal: the gate its walk runs behind, the meter its workers
+/// feed, and the rule that steers the one from the other.
+#[derive(Debug)]
+pub struct Concurrency {
+    gate: Arc<Gate>,
+    meter: Meter,
+    stream: Option<Arc<Streaming>>,
+    start: usize,
+    start_from: String,
+    max: usize,
+    pinned: bool,
+    books: Mutex<Books>,
+}
+
+impl Concurrency {
+    /// Measured: starts with `start` workers (`start_from` says why), at most `max`.
+    /// `stream`: large directories are streamed (a network file system), with pieces first
+    /// sized for `round_trip` when known.
+    pub fn measured(
+        start: usize,
+        max: usize,
+        start_from: &str,
+        stream: bool,
+        round_trip: Option<Duration>,
+    ) -> Concurrency {
+        let max = max.max(start).max(1);
+        Concurrency::new(start, max, start_from, false, stream, round_trip)
+    }
+
+    /// Pinned (`--threads`): the count never changes; it is still measured and reported.
+    pub fn pinned(threads: usize, stream: bool, round_trip: Option<Duration>) -> Concurrency {
+        let n = threads.max(1);
+        Concurrency::new(n, n, "--threads", true, stream, round_trip)
+    }
+
+    fn new(
+        start: usize,
+        max: usize,
+        start_from: &str,
+        pinned: bool,
+        stream: bool,
+        round_trip: Option<Duration>,
+    ) -> Concurrency {
+        let rule = Rule::new(start, 1, max);
+        let start = rule.limit();
+        Concurrency {
+            gate: Arc::new(Gate::new(start)),
+            meter: Meter::default(),
+            stream: stream.then(|| Arc::new(Streaming::new(piece_bytes(round_trip)))),
+            start,
+            start_from: start_from.to_string(),
+            max,
+            pinned,
+            books: Mutex::new(Books {
+                rule,
+                started: None,
+                changes: Vec::new(),
+                why: format!("started at {start}: {start_from}"),
+                ops_at: BTreeMap::new(),
+                best_rate: None,
+                lowest_cap: None,
+            }),
+        }
+    }
+
+    /// The gate the walk's workers run behind.
+    pub fn gate(&self) -> Arc<Gate> {
+        self.gate.clone()
+    }
+
+    /// Workers the walk should have (the most the gate may ever let in).
+    pub fn threads(&self) -> usize {
+        self.max
+    }
+
+    pub fn meter(&self) -> &Meter {
+        &self.meter
+    }
+
+    /// How large directories are streamed, when they are.
+    pub fn stream(&self) -> Option<Arc<Streaming>> {
+        self.stream.clone()
+    }
+
+    fn books(&self) -> std::sync::MutexGuard<'_, Books> {
+        self.books.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Measures and steers until `done` is set (on its own thread, while the walk runs).
+    pub fn run(&self, done: &AtomicBool) {
+        let t0 = *self.books().started.get_or_insert_with(Instant::now);
+        let mut from = Instant::now();
+        let (mut ops0, mut busy0) = self.meter.read();
+        let mut worked0 = self.gate.work_time();
+        // After a change: the window starts once the workers have had time to follow it.
+        let mut settle_until: Option<Instant> = None;
+        while !done.load(Ordering::Relaxed) {
+            std::thread::sleep(TICK);
+            let now = Instant::now();
+            if let Some(t) = settle_until {
+                if now < t {
+                    continue;
+                }
+                settle_until = None;
+                from = now;
+                (ops0, busy0) = self.meter.read();
+                worked0 = self.gate.work_time();
+                continue;
+            }
+            let (ops, busy) = self.meter.read();
+            let w = Window {
+                ops: ops - ops0,
+                busy: busy.saturating_sub(busy0),
+                worked: Duration::ZERO,
+                elapsed: now - from,
+                allowed: self.gate.allowed(),
+            };
+            let op_time = Duration::from_secs_f64(w.latency());
+            let long_enough =
+                w.elapsed >= MIN_WINDOW.max(op_time * WINDOW_OPS_TIME) && w.ops >= MIN_OPS;
+            if !long_enough && w.elapsed < MAX_WINDOW {
+                continue;
+            }
+            let worked = self.gate.work_time();
+            let w = Window {
+                worked: worked.saturating_sub(worked0),
+                ..w
+            };
+            let change = self.judge(&w, t0);
+            from = now;
+            (ops0, busy0, worked0) = (ops, busy, worked);
+            if let Some(n) = change {
+                self.gate.set(n);
+                settle_until = Some(now + op_time.max(TICK) * 2);
+            }
+        }
+    }
+
+    /// Books one window and lets the rule judge it; returns a new worker count.
+    fn judge(&self, w: &Window, t0: Instant) -> Option<usize> {
+        if w.ops == 0 {
+            return None;
+        }
+        let mut b = self.books();
+        *b.ops_at.entry(w.allowed).or_default() += w.ops;
+        let x = w.rate();
+        b.best_rate = Some(b.best_rate.map_or(x, |r| r.max(x)));
+        if let Some(s) = &self.stream {
+            let lat = Duration::from_secs_f64(w.latency());
+            s.set(piece_bytes(Some(lat)));
+        }
+        if self.pinned {
+            // Only measured: the rule sees the windows for the latency it reports.
+            b.rule.lowest_latency = Some(
+                b.rule
+                    .lowest_latency
+                    .map_or(w.latency(), |l| l.min(w.latency())),
+            );
+            return None;
+        }
+        let cap = self.gate.cap();
+        if cap <= b.rule.limit() {
+            // The latency governor holds the workers (others are hurt): the rule goes on from
+            // there once it lets go, not from where it was.
+            b.lowest_cap = Some(b.lowest_cap.map_or(cap, |c| c.min(cap)));
+            b.why = format!("held to {cap} by the latency governor (others' latency)");
+            if cap == b.rule.limit() {
+                return None;
+            }
+            b.rule.follow(cap);
+            return Some(cap);
+        }
+        let (n, why) = b.rule.judge(w)?;
+        if b.changes.len() < CHANGES_KEPT {
+            b.changes.push(Change {
+                at_s: t0.elapsed().as_secs_f64(),
+                workers: n,
+                why: why.clone(),
+            });
+        }
+        b.why = why;
+        Some(n)
+    }
+
+    pub fn report(&self) -> Report {
+        let b = self.books();
+        let chosen = b
+            .ops_at
+            .iter()
+            .max_by_key(|(_, ops)| **ops)
+            .map_or(self.gate.allowed(), |(n, _)| *n);
+        Report {
+            rule: if self.pinned { "pinned" } else { "measured" },
+            start: self.start,
+            start_from: self.start_from.clone(),
+            chosen,
+            final_workers: self.gate.allowed(),
+            max: self.max,
+            op_ms: b.rule.lowest_latency().map(|l| l * 1e3),
+            ops_per_s: b.best_rate,
+            governor_cap: b.lowest_cap,
+            listing_piece_bytes: self.stream.as_ref().map(|s| s.bytes()),
+            why: if self.pinned {
+                format!("--threads {}", self.start)
+            } else {
+                b.why.clone()
+            },
+            changes: b.changes.clone(),
+        }
+    }
+}
+
+/// The `getdents` buffer for a streamed listing when an operation takes `op` (unknown: a
+/// middling 64 KiB): as many entries as one worker unlinks in `PIECE_TIME`.
+fn piece_bytes(op: Option<Duration>) -> usize {
+    match op {
+        Some(op) if !op.is_zero() => {
+            let entries = (PIECE_TIME.as_secs_f64() / op.as_secs_f64()) as usize;
+            entries.saturating_mul(ENTRY_BYTES)
+        }
+        _ => 64 * 1024,
+    }
+}
+
+/// The time of a metadata round trip to the file system holding `dir`: the median of a few
+/// lookups of names that are not there (never asked before, so no cache can answer: a LOOKUP
+/// on NFS and FUSE, a dentry miss on a local file system). A `statx` forced to sync would
+/// do on NFS, but a FUSE daemon may answer it from what it knows the client just changed.
+/// `None` if it cannot be asked (another error than "no such file").
+pub fn round_trip(dir: impl std::os::fd::AsFd) -> Option<Duration> {
+    use rustix::fs::{statx, AtFlags, StatxFlags};
+    const SAMPLES: usize = 5;
+    let nonce = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.subsec_nanos());
+    let pid = std::process::id();
+    let mut took = Vec::with_capacity(SAMPLES);
+    for i in 0..SAMPLES {
+        let name = format!(".reclaim-round-trip.{pid}.{nonce}.{i}");
+        let t = Instant::now();
+        match statx(
+            &dir,
+            name.as_str(),
+            AtFlags::SYMLINK_NOFOLLOW,
+            StatxFlags::TYPE,
+        ) {
+            Err(rustix::io::Errno::NOENT) | Ok(_) => took.push(t.elapsed()),
+            Err(_) => return None,
+        }
+    }
+    took.sort();
+    Some(took[SAMPLES / 2])
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A system with `slots` requests served at once, each taking `rtt` (more queue), and
+    /// `work` workers' worth of work available: the window the rule would see at `n` workers.
+    fn window(n: usize, slots: usize, rtt: f64, work: usize) -> Window {
+        let busy_workers = n.min(work);
+        let in_service = busy_workers.min(slots) as f64;
+        let rate = in_service / rtt;
+        let latency = rtt * (busy_workers as f64 / in_service).max(1.0);
+        let elapsed = 0.1;
+        let ops = (rate * elapsed) as u64;
+        Window {
+            ops,
+            busy: Duration::from_secs_f64(ops as f64 * latency),
+            worked: Duration::from_secs_f64(busy_workers as f64 * elapsed),
+            elapsed: Duration::from_secs_f64(elapsed),
+            allowed: n,
+        }
+    }
+
+    fn settle(rule: &mut Rule, slots: usize, rtt: f64, work: usize, windows: usize) -> Vec<usize> {
+        (0..windows)
+            .map(|_| {
+                let w = window(rule.limit(), slots, rtt, work);
+                rule.judge(&w);
+                rule.limit()
+            })
+            .collect()
+    }
+
+    #[test]
+    fn grows_to_the_slots_and_steps_back_at_the_knee() {
+        // 16 requests served at once: from 2 it doubles to 32 (two windows a level), finds no
+        // gain, goes back to 16.
+        let mut r = Rule::new(2, 1, 128);
+        let seen = settle(&mut r, 16, 0.0005, usize::MAX, 10);
+        assert_eq!(
+            &seen[..10],
+            &[2, 4, 4, 8, 8, 16, 16, 32, 32, 16],
+            "{seen:?}"
+        );
+        // Later trials come back to it.
+        let seen = settle(&mut r, 16, 0.0005, usize::MAX, 200);
+        let tail = &seen[150..];
+        let at16 = tail.iter().filter(|n| **n == 16).count();
+        assert!(at16 * 10 >= tail.len() * 7, "mostly at the knee: {tail:?}");
+        assert!(tail.iter().all(|n| (12..=20).contains(n)), "{tail:?}");
+    }
+
+    #[test]
+    fn started_above_the_knee_it_comes_down() {
+        // 4 slots, started at 16: doubling gives nothing, and trials of fewer keep the
+        // throughput while the round trip shrinks: it ends near 4.
+        let mut r = Rule::new(16, 1, 128);
+        let seen = settle(&mut r, 4, 0.002, usize::MAX, 400);
+        assert_eq!(&seen[..4], &[16, 32, 32, 16], "{seen:?}");
+        let tail = &seen[300..];
+        // Trials of one fewer or more come and go.
+        assert!(tail.iter().all(|n| (3..=6).contains(n)), "{tail:?}");
+        let at4 = tail.iter().filter(|n| **n == 4).count();
+        assert!(at4 * 10 >= tail.len() * 7, "mostly at the slots: {tail:?}");
+    }
+
+    #[test]
+    fn a_climbing_throughput_is_not_taken_for_the_workers() {
+        // The work grows (a tree's first directories being listed): the throughput climbs
+        // at 16 workers whatever they are; only once it is steady does the level count.
+        let mut r = Rule::new(16, 1, 128);
+        for work in [2, 4, 8, 16] {
+            let mut w = window(16, 64, 0.002, work);
+            w.worked = Duration::from_secs_f64(16.0 * 0.1);
+            r.judge(&w);
+        }
+        assert_eq!(r.limit(), 16, "no doubling on a climb: {r:?}");
+        let seen = settle(&mut r, 4, 0.002, usize::MAX, 6);
+        assert_eq!(&seen[..4], &[32, 32, 16, 16], "{seen:?}");
+    }
+
+    #[test]
+    fn never_grows_on_work_it_does_not_have() {
+        // Three workers' worth of work: windows with the rest idle are not judged.
+        let mut r = Rule::new(8, 1, 64);
+        let seen = settle(&mut r, 64, 0.001, 3, 100);
+        assert!(seen.iter().all(|n| *n == 8), "{seen:?}");
+    }
+
+    #[test]
+    fn pinned_never_changes_and_reports_why() {
+        let c = Concurrency::pinned(7, false, None);
+        let t0 = Instant::now();
+        assert_eq!(c.judge(&window(7, 64, 0.001, 64), t0), None);
+        let r = c.report();
+        assert_eq!((r.rule, r.chosen, r.final_workers), ("pinned", 7, 7));
+        assert!(r.why.contains("--threads 7"), "{}", r.why);
+        assert!(r.op_ms.is_some_and(|ms| (0.9..1.1).contains(&ms)), "{r:?}");
+    }
+
+    #[test]
+    fn the_governor_cap_holds_it_and_it_goes_on_from_there() {
+        let c = Concurrency::measured(8, 64, "test", false, None);
+        c.gate().set_cap(2);
+        let t0 = Instant::now();
+        assert_eq!(c.judge(&window(8, 64, 0.001, 64), t0), Some(2));
+        c.gate().set(2);
+        for _ in 0..20 {
+            assert_eq!(c.judge(&window(2, 64, 0.001, 64), t0), None);
+        }
+        let r = c.report();
+        assert_eq!(r.governor_cap, Some(2));
+        assert!(r.why.contains("governor"), "{}", r.why);
+        // Let go: trials from 2 on.
+        c.gate().set_cap(usize::MAX);
+        let mut seen = Vec::new();
+        for _ in 0..40 {
+            let n = c.gate().limit();
+            if let Some(m) = c.judge(&window(n, 64, 0.001, 64), t0) {
+                c.gate().set(m);
+            }
+            seen.push(c.gate().limit());
+        }
+        assert!(seen.iter().any(|n| *n > 2), "{seen:?}");
+    }
+
+    #[test]
+    fn pieces_are_sized_for_the_round_trip() {
+        // 0.5 ms an unlink: 500 entries in 250 ms.
+        assert_eq!(
+            piece_bytes(Some(Duration::from_micros(500))),
+            500 * ENTRY_BYTES
+        );
+        let s = Streaming::new(piece_bytes(Some(Duration::from_millis(50))));
+        assert_eq!(s.bytes(), Streaming::MIN_BYTES);
+        let s = Streaming::new(piece_bytes(Some(Duration::from_micros(5))));
+        assert_eq!(s.bytes(), Streaming::MAX_BYTES);
+    }
+
+    #[test]
+    fn round_trip_of_a_local_directory_is_short() {
+        let d = tempfile::tempdir().unwrap();
+        let fd = crate::sys::dirfd::open_dir_path(d.path()).unwrap();
+        let rt = round_trip(&fd).expect("statx works here");
+        assert!(rt < Duration::from_millis(50), "{rt:?}");
+    }
+}
