@@ -899,7 +899,7 @@ fn several_paths_and_errors_exit_1_but_count_the_rest() {
     assert_eq!(out.status.code(), Some(1));
     assert_eq!(
         stderr_of(&out).trim(),
-        "reclaim: cannot open directory 'missing': No such file or directory"
+        "reclaim: cannot scan 'missing': No such file or directory"
     );
     assert_eq!(u(&v, "files"), 4);
     let roots: Vec<(&str, u64)> = v["roots"]
@@ -909,6 +909,36 @@ fn several_paths_and_errors_exit_1_but_count_the_rest() {
         .map(|r| (r["path"].as_str().unwrap(), u(r, "files")))
         .collect();
     assert_eq!(roots, [("a", 1), ("b", 2), ("single", 1)]);
+}
+
+/// Nothing to scan: the one line that says why, exit 1, and no report (no totals of nothing,
+/// no estimate of "0.00 s"), in text and in JSON.
+#[test]
+fn a_missing_path_alone_is_one_line_and_no_report() {
+    let s = scratch!();
+    for json in [false, true] {
+        let mut args = vec!["scan"];
+        if json {
+            args.push("--json");
+        }
+        args.push("nosuch");
+        let out = s.cmd(&args).output().unwrap();
+        assert_eq!(out.status.code(), Some(1), "{out:?}");
+        assert_eq!(
+            stderr_of(&out),
+            "reclaim: cannot scan 'nosuch': No such file or directory\n"
+        );
+        assert_eq!(util::stdout_of(&out), "", "json: {json}");
+    }
+    s.file("f", "x");
+    let out = s.cmd(&["scan", "nosuch", "missing/"]).output().unwrap();
+    assert_eq!(out.status.code(), Some(1), "{out:?}");
+    assert_eq!(
+        stderr_of(&out),
+        "reclaim: cannot scan 'nosuch': No such file or directory\n\
+         reclaim: cannot scan 'missing/': No such file or directory\n"
+    );
+    assert_eq!(util::stdout_of(&out), "");
 }
 
 #[test]
