@@ -41,7 +41,6 @@ pub struct Options {
     pub stat_files: bool,
     pub small_dir_stats: Option<bool>,
     pub batch_threads: Option<usize>,
-    pub batch_size: Option<u32>,
 }
 
 /// A usage error: the message (after `reclaim rm: `), then the pointer to `--help`; exit 2.
@@ -141,9 +140,7 @@ fn request(o: &Options, mpi: bool, nofile: u64) -> Request {
         fd_budget: o.fd_budget,
         ..remove::Options::default()
     };
-    if let Some(n) = o.batch_size {
-        engine.batch = n as usize;
-    } else if mpi {
+    if mpi {
         // Smaller pieces of one big directory, so that every rank gets some.
         engine.batch = 128;
     }
