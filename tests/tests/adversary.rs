@@ -1,9 +1,9 @@
-//! Trust boundaries (issue 11, DESIGN.md §7): what a hostile local user, root's reaper service
+//! Trust boundaries (issue 11, docs/TRUST.md): what a hostile local user, root's reaper service
 //! and interruptions must never achieve. Each test reproduces one finding of issue 11 with real
 //! uids (61001 the victim, 61002 the attacker, 61003 a third user; no passwd entries, run with
 //! `setpriv`) on a tmpfs or ext3/ext4 loop image mounted inside the test's scratch directory,
 //! whose top is world-writable and sticky like `/tmp`. The tests describe the behaviour of
-//! the contract in `issue11-contract.md`; most fail on the code before that fix.
+//! the trust model in docs/TRUST.md; most fail on the code before that fix.
 //!
 //! Root only (mounts, `setpriv`, `mknod`, `chattr`); skipped, and said so, otherwise. Every
 //! command runs under a deadline: one that does not finish in time has hung (on a FIFO, a
