@@ -165,7 +165,10 @@ fn docs_point_only_inside_the_repository() {
     }
     let text = readme();
     for link in ["docs/ARCHITECTURE.md", "docs/TRUST.md"] {
-        assert!(text.contains(&format!("]({link})")), "README does not link {link}");
+        assert!(
+            text.contains(&format!("]({link})")),
+            "README does not link {link}"
+        );
     }
     let mut rest = text.as_str();
     while let Some(i) = rest.find("](") {
@@ -173,7 +176,10 @@ fn docs_point_only_inside_the_repository() {
         let target = &rest[..rest.find(')').unwrap()];
         if !target.contains("://") && !target.starts_with('#') {
             let path = target.split('#').next().unwrap();
-            assert!(root.join(path).exists(), "README links {target}, which is not there");
+            assert!(
+                root.join(path).exists(),
+                "README links {target}, which is not there"
+            );
         }
     }
     let install = text
@@ -183,5 +189,8 @@ fn docs_point_only_inside_the_repository() {
         .collect::<Vec<_>>()
         .join("\n");
     assert!(install.contains("\nreclaim bench --quick"), "{install}");
-    assert!(!text.contains("cargo run --release -- bench"), "README rebuilds to bench");
+    assert!(
+        !text.contains("cargo run --release -- bench"),
+        "README rebuilds to bench"
+    );
 }
