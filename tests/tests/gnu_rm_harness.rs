@@ -249,7 +249,7 @@ impl Scenario {
             || self
                 .nodes
                 .iter()
-                .any(|n| matches!(n.kind, Kind::Dir) && n.mode & 0o400 == 0);
+                .any(|n| matches!(n.kind, Kind::Dir | Kind::Mount) && n.mode & 0o400 == 0);
         let mut d = false;
         for a in &self.args {
             if a.as_slice() == b"--" {

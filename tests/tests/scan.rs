@@ -676,7 +676,10 @@ fn symlinks_are_never_followed() {
 
     // A symlink named as the PATH is not followed; with a trailing slash it is.
     s.symlink("link_to_t", "t");
-    let (out, v) = scan_json(&s, &["--no-estimate", "link_to_t"]);
+    let out = s
+        .cmd(&["scan", "--json", "--no-estimate", "link_to_t"])
+        .output()
+        .unwrap();
     assert_eq!(out.status.code(), Some(1));
     assert!(
         stderr_of(&out).contains("'link_to_t'"),
@@ -688,7 +691,8 @@ fn symlinks_are_never_followed() {
         "{}",
         stderr_of(&out)
     );
-    assert_eq!(u(&v, "files"), 0);
+    // Nothing else was named: nothing scanned, no report.
+    assert_eq!(util::stdout_of(&out), "");
     let v = scan_ok(&s, "link_to_t/", &[]);
     assert_eq!(u(&v, "symlinks"), 8);
 
@@ -866,9 +870,18 @@ fn json_has_the_documented_shape() {
     assert_eq!(u(&v["roots"][0], "files"), 2);
     assert!(v["estimate"].is_null(), "--no-estimate: {v}");
     // Paths are lossy UTF-8, the rest exact.
-    let (out, v) = scan_json(&s, &["--no-estimate", "t/bad-\u{fffd}-name"]);
+    // Nothing to scan: the error alone, no report.
+    let out = s
+        .cmd(&["scan", "--json", "--no-estimate", "t/bad-\u{fffd}-name"])
+        .output()
+        .unwrap();
     assert_eq!(out.status.code(), Some(1), "no such path");
-    assert_eq!(v["errors"][0]["path"], "t/bad-\u{fffd}-name");
+    assert_eq!(util::stdout_of(&out), "");
+    assert!(
+        stderr_of(&out).starts_with("reclaim: cannot scan 't/bad-"),
+        "{}",
+        stderr_of(&out)
+    );
     let bad = s.path(Path::new("t").join(OsStr::from_bytes(b"bad-\xff-name")));
     let out = s
         .cmd(&[
