@@ -5,7 +5,7 @@
 # against plain `reclaim rm -r` (one process, no MPI), `xargs -P` over a file list split
 # across the same N clients at the same concurrency per client, and mpifileutils' `drm` at the
 # same N ranks (built from source into a scratch directory with
-# /work/shared/peers/build-drm.sh; `--drm PATH`, skipped if not given). Workloads: a tree
+# bench/peers/build-drm.sh; `--drm PATH`, skipped if not given). Workloads: a tree
 # (mkworkload --shape tree) and one flat directory. Run as root:
 #
 #   bash bench/mpi.sh --quick                        # small, one run (~3 min)

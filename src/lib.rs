@@ -1,6 +1,6 @@
 //! reclaim: remove data from Linux file systems fast, gently and safely.
 //!
-//! The layers, top to bottom; each imports only the ones below it (DESIGN.md §13;
+//! The layers, top to bottom; each imports only the ones below it (docs/ARCHITECTURE.md;
 //! `tests/tests/layers.rs` holds the code to it): `cli` (flags, config, units: plain options
 //! for the commands) → `cmd` (one file per subcommand and GNU `rm` mode: the only code that
 //! prints or picks an exit code) → `ui` (progress, summaries, tables) → `reaper` (the trash's

@@ -9,7 +9,7 @@ use crate::engine::workload::{Shape, Spec};
 
 /// `rm --help`'s part on selection: the rules and the find equivalents side by side.
 pub const SELECT_HELP: &str = "\
-Selection (-r with --name, --path, --older-than, ...; DESIGN.md section 11):
+Selection (-r with --name, --path, --older-than, ...):
   Each PATH is searched; it stays. Tests are AND-ed; a repeated --name/--path/--user/--group
   is any of them. Rules:
   - --name, --path and --type choose entries; a chosen directory goes whole (its contents
@@ -56,7 +56,8 @@ Selection (-r with --name, --path, --older-than, ...; DESIGN.md section 11):
     name = "reclaim",
     version,
     about = "Remove data from Linux file systems fast, gently and safely",
-    after_help = "Exit status: 0 all done, 1 some paths could not be removed (all listed), 2 usage error."
+    after_help = "Exit status: 0 all done, 1 some paths could not be removed (all listed), 2 usage error, \
+    128+N stopped by signal N (130 for Ctrl-C: a line says what is left)."
 )]
 pub struct Cli {
     #[command(subcommand)]
@@ -95,7 +96,14 @@ pub enum Command {
         shell: clap_complete::Shell,
     },
     /// Write the man pages (reclaim.1, reclaim-rm.1, ...) into DIR
+    #[command(
+        long_about = "Write the man pages (reclaim.1 and reclaim-SUBCOMMAND.1 for each \
+        subcommand, made from the same definitions as --help) into DIR, replacing pages of \
+        those names; nothing else is written. Then e.g. `man -l DIR/reclaim-rm.1`, or install \
+        them into /usr/local/share/man/man1."
+    )]
     Man {
+        /// An existing directory to write the pages into (e.g. /usr/local/share/man/man1)
         #[arg(value_name = "DIR")]
         dir: PathBuf,
     },
@@ -454,9 +462,6 @@ pub struct RmArgs {
     /// (for measurements)
     #[arg(long, hide = true, value_parser = clap::value_parser!(u16).range(1..=1024))]
     pub batch_threads: Option<u16>,
-    /// Names per unlink batch [default: 1024; 128 under MPI] (for measurements)
-    #[arg(long, hide = true, value_parser = clap::value_parser!(u32).range(1..))]
-    pub batch_size: Option<u32>,
     #[command(flatten)]
     pub select: SelectArgs,
     /// Files and directories to remove
@@ -464,7 +469,7 @@ pub struct RmArgs {
     pub paths: Vec<std::ffi::OsString>,
 }
 
-/// Selection on `rm -r` (DESIGN §11; the rules are in src/engine/select/mod.rs and `rm --help`).
+/// Selection on `rm -r` (the rules are in src/engine/select/mod.rs and `rm --help`).
 #[derive(Args, Debug, Default, Clone)]
 #[command(
     next_help_heading = "Selection (with -r: remove only what matches below each PATH; the PATHs stay)"
@@ -719,7 +724,8 @@ pub struct BenchArgs {
     /// Drop the page cache before each timed removal (root only)
     #[arg(long)]
     pub cold: bool,
-    /// Threads for reclaim [default: number of CPUs]
+    /// Workers for reclaim [default: what `reclaim rm` uses there: the file system's profile,
+    /// e.g. 2 × CPUs on ext4]
     #[arg(long)]
     pub threads: Option<u16>,
 }

@@ -92,9 +92,20 @@ fn extra_sections(sub: &str) -> Vec<(&'static str, Vec<String>)> {
             "128+N stopped by signal N (130 for Ctrl-C); a line says what is left, and \
              running the same command again finishes it."
                 .into(),
-            "Invoked through a link named rm, the exit status is GNU rm's: 0 or 1.".into(),
+            "Invoked through a link named rm, the exit status is GNU rm's: 0 all removed, 1 \
+             something was not (or a usage error); and 128+N when stopped by signal N (130 for \
+             Ctrl-C, 141 when the reader of -v's output went away)."
+                .into(),
         ],
-        "scan" | "status" | "restore" | "reap" | "prune" | "" => vec![
+        "" => vec![
+            "0 success.".to_string(),
+            "1 something failed (named on stderr, or in the --json object).".into(),
+            "2 usage error.".into(),
+            "128+N stopped by signal N (130 for Ctrl-C); reclaim rm and prune say what is \
+             left, and the same command again finishes it."
+                .into(),
+        ],
+        "scan" | "status" | "restore" | "reap" | "prune" => vec![
             "0 success.".to_string(),
             "1 something failed (named on stderr, or in the --json object).".into(),
             "2 usage error.".into(),
@@ -103,7 +114,8 @@ fn extra_sections(sub: &str) -> Vec<(&'static str, Vec<String>)> {
     };
     let files = vec![
         "/etc/reclaim.toml, then ~/.config/reclaim.toml ($XDG_CONFIG_HOME): defaults for \
-         reclaim rm ([rm]: mode, max_latency, rate, iops), where reapers log ([reap]: log) \
+         reclaim rm ([rm]: mode, max_latency, rate, iops, fast, durable, grace), where \
+         reapers log ([reap]: log) \
          and retention policies for reclaim prune ([prune.NAME]); command-line flags win. \
          Each must be a regular file of the caller's or root's."
             .to_string(),

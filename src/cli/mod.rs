@@ -199,7 +199,6 @@ fn rm(a: RmArgs, prompting: Prompting) -> cmd::rm::Options {
         stat_files: a.stat_files,
         small_dir_stats: a.small_dir_stats.as_deref().map(|v| v == "on"),
         batch_threads: a.batch_threads.map(usize::from),
-        batch_size: a.batch_size,
         select: a.select.asked(),
         paths: a.paths,
     }

@@ -44,7 +44,6 @@ pub struct Options {
     pub stat_files: bool,
     pub small_dir_stats: Option<bool>,
     pub batch_threads: Option<usize>,
-    pub batch_size: Option<u32>,
     /// A selection (`--name`, `--older-than`, `--from`, `--list`, `--keep-free`, ...).
     pub select: Option<Asked>,
 }
@@ -206,9 +205,7 @@ fn request(o: &Options, mpi: bool, nofile: u64, selection: Option<Selection>) ->
         select: selection.map(std::sync::Arc::new),
         ..remove::Options::default()
     };
-    if let Some(n) = o.batch_size {
-        engine.batch = n as usize;
-    } else if mpi {
+    if mpi {
         // Smaller pieces of one big directory, so that every rank gets some.
         engine.batch = 128;
     }

@@ -1,4 +1,4 @@
-//! File system profiles (DESIGN.md §8): what kind of file system a directory is on — local on
+//! File system profiles (docs/ARCHITECTURE.md): what kind of file system a directory is on — local on
 //! an SSD, on a rotational disk, in memory, on the network, or a local FUSE file system — from
 //! its `statfs` magic, the mount table's type (FUSE subtypes included) and the backing disk's
 //! `queue/rotational`, and the defaults that follow: how many workers to start with (the

@@ -1,4 +1,4 @@
-//! Acting in another user's trash with that user's authority (DESIGN.md §7): root's `status`,
+//! Acting in another user's trash with that user's authority (docs/TRUST.md): root's `status`,
 //! `reap`, `restore` and `prune` run `reclaim` again as a child process that has dropped to
 //! the user's uid, gid and supplementary groups before it executes, and read its JSON. So
 //! root's reaper removes exactly what the user could have removed, and never reads, truncates

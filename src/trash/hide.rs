@@ -1,4 +1,4 @@
-//! The hide protocol (DESIGN.md §5): make an entry directory, write its `meta.json`, then one
+//! The hide protocol (docs/ARCHITECTURE.md): make an entry directory, write its `meta.json`, then one
 //! `rename(2)` of the target into it as `data`. A crash before the rename leaves the target
 //! whole at its path (and a data-less entry the reaper removes); after it, whole in the trash.
 //! `--durable` adds the fsyncs, in order: meta, entry and trash before the rename; the

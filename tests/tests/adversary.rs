@@ -1,10 +1,10 @@
-//! Trust boundaries (issues 11 and 20, DESIGN.md §7): what a hostile local user, root's reaper
+//! Trust boundaries (issues 11 and 20, docs/TRUST.md): what a hostile local user, root's reaper
 //! service and interruptions must never achieve. Each test reproduces one finding of issue 11
 //! or 20 with real uids (61001 the victim, 61002 the attacker, 61003 a third user; no passwd
 //! entries, run with `setpriv`) on a tmpfs or a loop image (ext3, ext4, xfs, btrfs) mounted
 //! inside the test's scratch directory, whose top is world-writable and sticky like `/tmp`.
-//! The tests of issue 11 describe the behaviour of the contract in `issue11-contract.md`; most
-//! fail on the code before that fix. Those of issue 20 are at the end, one per finding.
+//! The tests describe the behaviour of the trust model in docs/TRUST.md; most fail on the code
+//! before their fix. Those of issue 20 are at the end, one per finding.
 //!
 //! Root only (mounts, `setpriv`, `mknod`, `chattr`); skipped, and said so, otherwise. Every
 //! command runs under a deadline: one that does not finish in time has hung (on a FIFO, a

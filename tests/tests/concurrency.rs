@@ -1,4 +1,4 @@
-//! How many workers a removal keeps in flight (DESIGN.md §8, issue 24): measured from where
+//! How many workers a removal keeps in flight (issue 24; docs/ARCHITECTURE.md): measured from where
 //! the file system's profile starts, said in `--json` and `-v`, pinned by `--threads`. (On
 //! network file systems, and directories listed again when a listing skipped entries:
 //! `netfs.rs`.)

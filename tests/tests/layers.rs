@@ -1,4 +1,4 @@
-//! The shape of the code (DESIGN.md §13), read from `src/`: each folder imports only the folders
+//! The shape of the code (docs/ARCHITECTURE.md), read from `src/`: each folder imports only the folders
 //! below it (`main.rs` → `cli/` → `cmd/` → `ui/` → `reaper/` → `engine/` → `trash/` → `sys/`),
 //! the modules inside a folder import each other without a cycle, and only `cmd/`, `ui/` and
 //! `main.rs` print. No exceptions: a file that breaks a rule is named with the line.

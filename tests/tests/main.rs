@@ -4,7 +4,8 @@
 //! the test (see `util::Scratch`), which refuses to build or remove anything outside itself.
 //! Every file system a test mounts is a `util::Volume`, undone even when the test panics. A
 //! test that cannot run here (not root, a tool missing) ends with `util::skip!`/`or_skip!`/
-//! `require_root!`, which say so and count it: the run ends with the list of skipped tests.
+//! `require_root!`, which say so and count it: the run ends with the list of skipped tests, or
+//! with "no test skipped itself" (skips.rs).
 //!
 //! The only tests that name paths outside a scratch directory are the refusals of `/`, and
 //! those run in a private mount namespace in which everything but the scratch directory is
@@ -32,6 +33,7 @@ mod safety;
 mod scale;
 mod scan;
 mod select;
+mod skips;
 mod soak;
 mod trash;
 mod tree_pacing;

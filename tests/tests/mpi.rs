@@ -1,4 +1,4 @@
-//! Scale-out under `mpirun` (DESIGN.md §10): the ranks of one job remove a tree together and
+//! Scale-out under `mpirun` (docs/ARCHITECTURE.md): the ranks of one job remove a tree together and
 //! keep every single-machine promise: the whole tree goes and nothing outside it, the counts
 //! are exact, mount points are skipped, no symlink is followed, every rank's failures reach
 //! rank 0's report, ranks that see different trees remove nothing, and a job with a killed

@@ -1,4 +1,4 @@
-//! `reclaim pack` and `reclaim unpack` (DESIGN §12): a packed and unpacked tree equals a
+//! `reclaim pack` and `reclaim unpack` (issue 23; docs/ARCHITECTURE.md): a packed and unpacked tree equals a
 //! `cp -a` copy made before, byte for byte in its listing (content, modes, owners, nanosecond
 //! times, xattrs and ACLs, link structure); what squashfs cannot hold is refused by name;
 //! an original goes only if unchanged since it was read; `kill -9` anywhere loses nothing

@@ -470,3 +470,50 @@ fn restic_keep_rules_on_the_command_line() {
         util::assert_success(&o);
     }
 }
+
+/// A mount's `lost+found` (fsck's, at the top of an ext4) and mount points (another file
+/// system, a bind mount of the same one) are never entries of a plan, with or without
+/// `--all`, so keep rules count only what is really there.
+#[test]
+fn never_plans_lost_and_found_or_a_mount_point() {
+    util::require_root!();
+    let s = scratch!();
+    let _vol = util::or_skip!(Volume::ext4(&s, "vol", 64 * MIB, 256));
+    assert!(s.exists("vol/lost+found"), "mkfs.ext4 makes lost+found");
+    for n in ["a", "b", "c"] {
+        s.file(format!("vol/{n}"), "x");
+    }
+    s.mkdir("vol/c-dir/lost+found");
+    let _m = util::or_skip!(Volume::tmpfs(&s, "vol/m"));
+    let _b = util::or_skip!(Volume::bind(&s, "vol/c-dir", "vol/bound", false));
+    for extra in [&[][..], &["--all"][..]] {
+        let mut args = vec!["--keep-last", "0", "--allow-empty", "--dry-run", "--json"];
+        args.extend_from_slice(extra);
+        args.push("vol");
+        let out = prune(&s, &args);
+        util::assert_success(&out);
+        let v = json(&out);
+        let mut planned: Vec<&str> = v["plan"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|e| e["path"].as_str().unwrap())
+            .collect();
+        planned.sort();
+        assert_eq!(planned, ["vol/a", "vol/b", "vol/c", "vol/c-dir"], "{v}");
+    }
+    // Below the top, a directory named lost+found is an ordinary entry.
+    let out = prune(
+        &s,
+        &[
+            "--keep-last",
+            "0",
+            "--allow-empty",
+            "--dry-run",
+            "--json",
+            "vol/c-dir",
+        ],
+    );
+    util::assert_success(&out);
+    assert_eq!(json(&out)["plan"][0]["path"], "vol/c-dir/lost+found");
+}

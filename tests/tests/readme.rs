@@ -128,3 +128,69 @@ fn readme_synopses_name_only_real_flags() {
         "only {checked} flags in the README's synopses"
     );
 }
+
+/// The repository stands on its own (issue 26): no document, code comment or test points at a
+/// design file outside it, the README's links into the repository lead to files that exist
+/// (docs/ARCHITECTURE.md and docs/TRUST.md among them), and the install is followed by the
+/// installed binary, not by a second build (`cargo run --release`).
+#[test]
+fn docs_point_only_inside_the_repository() {
+    let root = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
+    let mut files = vec![root.join("README.md")];
+    fn walk(dir: &std::path::Path, out: &mut Vec<PathBuf>) {
+        for e in std::fs::read_dir(dir).unwrap() {
+            let p = e.unwrap().path();
+            if p.is_dir() {
+                walk(&p, out);
+            } else if p.extension().is_some_and(|x| x == "rs" || x == "md") {
+                out.push(p);
+            }
+        }
+    }
+    for dir in ["src", "tests", "docs", "bench"] {
+        if root.join(dir).is_dir() && dir != "bench" {
+            walk(&root.join(dir), &mut files);
+        }
+    }
+    files.push(root.join("bench/README.md"));
+    let design = ["DESIGN", ".md"].concat();
+    let shared = ["../", "shared/"].concat();
+    for f in &files {
+        let text = std::fs::read_to_string(f).unwrap();
+        assert!(
+            !text.contains(&design) && !text.contains(&shared),
+            "{} points outside the repository",
+            f.display()
+        );
+    }
+    let text = readme();
+    for link in ["docs/ARCHITECTURE.md", "docs/TRUST.md"] {
+        assert!(
+            text.contains(&format!("]({link})")),
+            "README does not link {link}"
+        );
+    }
+    let mut rest = text.as_str();
+    while let Some(i) = rest.find("](") {
+        rest = &rest[i + 2..];
+        let target = &rest[..rest.find(')').unwrap()];
+        if !target.contains("://") && !target.starts_with('#') {
+            let path = target.split('#').next().unwrap();
+            assert!(
+                root.join(path).exists(),
+                "README links {target}, which is not there"
+            );
+        }
+    }
+    let install = text
+        .lines()
+        .skip_while(|l| !l.starts_with("cargo install --path ."))
+        .take(5)
+        .collect::<Vec<_>>()
+        .join("\n");
+    assert!(install.contains("\nreclaim bench --quick"), "{install}");
+    assert!(
+        !text.contains("cargo run --release -- bench"),
+        "README rebuilds to bench"
+    );
+}

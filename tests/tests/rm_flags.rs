@@ -500,3 +500,69 @@ fn empty_path_argument_is_a_missing_path() {
             "cannot remove '': No such file or directory",
         ));
 }
+
+/// `--batch-size` (once a hidden knob for measurements) is no option: refused as unknown, and
+/// never offered by clap's "a similar argument exists" (issue 26).
+#[test]
+fn batch_size_is_no_option() {
+    let s = scratch!();
+    s.file("f", "x");
+    for args in [
+        &["--batch-size", "5", "f"][..],
+        &["--batch-siz", "5", "f"][..],
+    ] {
+        let out = s.rm(args).output().unwrap();
+        assert_eq!(out.status.code(), Some(2), "{out:?}");
+        let err = util::stderr_of(&out);
+        assert!(err.contains("unexpected argument"), "{err}");
+        assert!(!err.contains("exists: '--batch-size'"), "{err}");
+    }
+    assert!(s.exists("f"));
+}
+
+/// The man pages tell what the issue found missing: the signal exit statuses, the `rm` link's
+/// real statuses, every `[rm]` key under FILES, and what `reclaim man` and its DIR are.
+#[test]
+fn man_pages_say_exit_statuses_files_and_dir() {
+    let s = scratch!();
+    s.mkdir("man");
+    util::assert_success(&s.cmd(&["man", "man"]).output().unwrap());
+    let page = |n: &str| std::fs::read_to_string(s.path(format!("man/{n}"))).unwrap();
+    let top = page("reclaim.1");
+    assert!(top.contains("128+N stopped by signal N"), "{top}");
+    for key in [
+        "mode",
+        "max_latency",
+        "rate",
+        "iops",
+        "fast",
+        "durable",
+        "grace",
+    ] {
+        assert!(
+            top.contains(&format!(" {key},")) || top.contains(&format!(" {key})")),
+            "FILES lacks [rm] {key}"
+        );
+    }
+    let rm = page("reclaim-rm.1");
+    assert!(
+        !rm.contains("0 or 1"),
+        "reclaim-rm.1 still says the rm link exits 0 or 1"
+    );
+    assert!(rm.contains("128+N when stopped by signal N"), "{rm}");
+    let man = page("reclaim-man.1");
+    assert!(
+        man.contains("reclaim.1 and reclaim\\-SUBCOMMAND.1"),
+        "{man}"
+    );
+    assert!(
+        man.contains("An existing directory to write the pages into"),
+        "{man}"
+    );
+    let help = util::reclaim().arg("--help").output().unwrap();
+    let help = util::stdout_of(&help)
+        .split_whitespace()
+        .collect::<Vec<_>>()
+        .join(" ");
+    assert!(help.contains("128+N stopped by signal N"), "{help}");
+}

@@ -310,3 +310,114 @@ fn closed_stdout_ends_subcommands_quietly() {
     );
     assert_eq!(String::from_utf8_lossy(&out.stderr), "");
 }
+
+/// `rm ARGS` in `rm` mode (the link `bin/rm`) in `s`'s root as `USER`, `input` on stdin.
+fn rm_mode_as_user(s: &Scratch, args: &[&str], input: &str) -> std::process::Output {
+    for a in args.iter().filter(|a| !a.starts_with('-')) {
+        s.assert_inside(&s.path(a));
+    }
+    drop(rm_mode(s)); // creates bin/rm
+                      // setpriv finds `rm` in PATH, bin/ first: argv[0] is `rm`, as typed.
+    let path = format!("{}:/usr/sbin:/usr/bin:/sbin:/bin", s.path("bin").display());
+    let mut child = std::process::Command::new("setpriv")
+        .arg(format!("--reuid={USER}"))
+        .arg(format!("--regid={USER}"))
+        .args(["--clear-groups", "--", "rm"])
+        .args(args)
+        .current_dir(s.root())
+        .env("PATH", path)
+        .env("LC_ALL", "C")
+        .env("RECLAIM_CONFIG", "")
+        .env("RECLAIM_UNDER", s.root())
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    use std::io::Write as _;
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(input.as_bytes())
+        .unwrap();
+    child.wait_with_output().unwrap()
+}
+
+/// coreutils 9.2+ (`tests/rm/empty-inacc.sh`): `rm -d` removes an empty directory its user
+/// may not read (rmdir says whether it was empty), and `-i` asks about it as inaccessible;
+/// as another uid, since root reads everything. (GNU 9.1 said "Directory not empty".)
+#[test]
+fn rm_d_removes_an_empty_directory_it_cannot_read() {
+    util::require_root!();
+    let s = scratch!();
+    for d in ["w/a-r", "w/m0", "w/ask", "w/no", "w/full", "w/fulli"] {
+        s.mkdir(d);
+    }
+    s.file("w/full/keep", "x");
+    s.file("w/fulli/keep", "x");
+    give(&s, "w");
+    chmod(&s.path("w/a-r"), 0o333); // mkdir -m a-r
+    for d in ["w/m0", "w/ask", "w/no", "w/full", "w/fulli"] {
+        chmod(&s.path(d), 0o000); // mkdir -m0
+    }
+    let text = |o: &std::process::Output| {
+        (
+            o.status.code(),
+            String::from_utf8_lossy(&o.stdout).into_owned(),
+            String::from_utf8_lossy(&o.stderr).into_owned(),
+        )
+    };
+    let out = rm_mode_as_user(&s, &["-d", "w/a-r", "w/m0"], "");
+    assert_eq!(text(&out), (Some(0), String::new(), String::new()));
+    assert!(!s.exists("w/a-r") && !s.exists("w/m0"));
+
+    let out = rm_mode_as_user(&s, &["-div", "w/ask"], "y\n");
+    assert_eq!(
+        text(&out),
+        (
+            Some(0),
+            "removed directory 'w/ask'\n".to_string(),
+            "rm: attempt removal of inaccessible directory 'w/ask'? ".to_string()
+        )
+    );
+    assert!(!s.exists("w/ask"));
+
+    // Declined: it stays, and that is no failure.
+    let out = rm_mode_as_user(&s, &["-di", "w/no"], "n\n");
+    assert_eq!(
+        text(&out),
+        (
+            Some(0),
+            String::new(),
+            "rm: attempt removal of inaccessible directory 'w/no'? ".to_string()
+        )
+    );
+    assert!(s.exists("w/no"));
+
+    // Not empty: rmdir says so; asked first with -i, as coreutils 9.2+ does.
+    let out = rm_mode_as_user(&s, &["-d", "w/full"], "");
+    assert_eq!(
+        text(&out),
+        (
+            Some(1),
+            String::new(),
+            "rm: cannot remove 'w/full': Directory not empty\n".to_string()
+        )
+    );
+    let out = rm_mode_as_user(&s, &["-di", "w/fulli"], "y\n");
+    assert_eq!(
+        text(&out),
+        (
+            Some(1),
+            String::new(),
+            "rm: attempt removal of inaccessible directory 'w/fulli'? \
+             rm: cannot remove 'w/fulli': Directory not empty\n"
+                .to_string()
+        )
+    );
+    for d in ["w/no", "w/full", "w/fulli"] {
+        chmod(&s.path(d), 0o755);
+    }
+    assert!(s.exists("w/full/keep") && s.exists("w/fulli/keep"));
+}

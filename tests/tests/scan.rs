@@ -676,7 +676,10 @@ fn symlinks_are_never_followed() {
 
     // A symlink named as the PATH is not followed; with a trailing slash it is.
     s.symlink("link_to_t", "t");
-    let (out, v) = scan_json(&s, &["--no-estimate", "link_to_t"]);
+    let out = s
+        .cmd(&["scan", "--json", "--no-estimate", "link_to_t"])
+        .output()
+        .unwrap();
     assert_eq!(out.status.code(), Some(1));
     assert!(
         stderr_of(&out).contains("'link_to_t'"),
@@ -688,7 +691,8 @@ fn symlinks_are_never_followed() {
         "{}",
         stderr_of(&out)
     );
-    assert_eq!(u(&v, "files"), 0);
+    // Nothing else was named: nothing scanned, no report.
+    assert_eq!(util::stdout_of(&out), "");
     let v = scan_ok(&s, "link_to_t/", &[]);
     assert_eq!(u(&v, "symlinks"), 8);
 
@@ -866,9 +870,18 @@ fn json_has_the_documented_shape() {
     assert_eq!(u(&v["roots"][0], "files"), 2);
     assert!(v["estimate"].is_null(), "--no-estimate: {v}");
     // Paths are lossy UTF-8, the rest exact.
-    let (out, v) = scan_json(&s, &["--no-estimate", "t/bad-\u{fffd}-name"]);
+    // Nothing to scan: the error alone, no report.
+    let out = s
+        .cmd(&["scan", "--json", "--no-estimate", "t/bad-\u{fffd}-name"])
+        .output()
+        .unwrap();
     assert_eq!(out.status.code(), Some(1), "no such path");
-    assert_eq!(v["errors"][0]["path"], "t/bad-\u{fffd}-name");
+    assert_eq!(util::stdout_of(&out), "");
+    assert!(
+        stderr_of(&out).starts_with("reclaim: cannot scan 't/bad-"),
+        "{}",
+        stderr_of(&out)
+    );
     let bad = s.path(Path::new("t").join(OsStr::from_bytes(b"bad-\xff-name")));
     let out = s
         .cmd(&[
@@ -899,7 +912,7 @@ fn several_paths_and_errors_exit_1_but_count_the_rest() {
     assert_eq!(out.status.code(), Some(1));
     assert_eq!(
         stderr_of(&out).trim(),
-        "reclaim: cannot open directory 'missing': No such file or directory"
+        "reclaim: cannot scan 'missing': No such file or directory"
     );
     assert_eq!(u(&v, "files"), 4);
     let roots: Vec<(&str, u64)> = v["roots"]
@@ -909,6 +922,36 @@ fn several_paths_and_errors_exit_1_but_count_the_rest() {
         .map(|r| (r["path"].as_str().unwrap(), u(r, "files")))
         .collect();
     assert_eq!(roots, [("a", 1), ("b", 2), ("single", 1)]);
+}
+
+/// Nothing to scan: the one line that says why, exit 1, and no report (no totals of nothing,
+/// no estimate of "0.00 s"), in text and in JSON.
+#[test]
+fn a_missing_path_alone_is_one_line_and_no_report() {
+    let s = scratch!();
+    for json in [false, true] {
+        let mut args = vec!["scan"];
+        if json {
+            args.push("--json");
+        }
+        args.push("nosuch");
+        let out = s.cmd(&args).output().unwrap();
+        assert_eq!(out.status.code(), Some(1), "{out:?}");
+        assert_eq!(
+            stderr_of(&out),
+            "reclaim: cannot scan 'nosuch': No such file or directory\n"
+        );
+        assert_eq!(util::stdout_of(&out), "", "json: {json}");
+    }
+    s.file("f", "x");
+    let out = s.cmd(&["scan", "nosuch", "missing/"]).output().unwrap();
+    assert_eq!(out.status.code(), Some(1), "{out:?}");
+    assert_eq!(
+        stderr_of(&out),
+        "reclaim: cannot scan 'nosuch': No such file or directory\n\
+         reclaim: cannot scan 'missing/': No such file or directory\n"
+    );
+    assert_eq!(util::stdout_of(&out), "");
 }
 
 #[test]

@@ -1,4 +1,4 @@
-//! Selection on `rm -r` (issue 22, DESIGN §11) against GNU find: generated trees (names with
+//! Selection on `rm -r` (issue 22) against GNU find: generated trees (names with
 //! glob metacharacters, newlines and bytes that are not UTF-8; random sizes, times, owners
 //! and types; symlinks in and out; empty directories; hard links) in identical copies, one
 //! removed by `reclaim rm -r` with random tests, the other by find's equivalent expression.

@@ -1,4 +1,4 @@
-//! The hostile soak (issue 11, "Tests and proof"; DESIGN.md §7): root's `reclaim reap --watch`
+//! The hostile soak (issue 11, "Tests and proof"; docs/TRUST.md): root's `reclaim reap --watch`
 //! runs for the whole soak while a hostile user performs random hostile actions on its own
 //! trash and on the shared top of the volume, and a victim keeps hiding and restoring. At the
 //! end: root's reaper never stalled, went idle once nothing changed, nothing outside the

@@ -69,10 +69,54 @@ enum Pre {
     Done(Status),
     /// Enter it: its entries, then the directory itself.
     Enter(Frame),
-    /// Do not enter it (another device under `--one-file-system`), but visit it after.
+    /// Do not enter it (another device under `--one-file-system`, or a directory that
+    /// cannot be read), but visit it after.
     Post {
-        dnr: Option<Errno>,
+        unread: Unread,
     },
+}
+
+/// Why a directory's last visit comes without its entries having been seen.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Unread {
+    /// They were seen (or it was not to be entered: another device).
+    No,
+    /// It could not be opened or read (fts' `FTS_DNR` with this errno).
+    Dnr(Errno),
+    /// `-d` without `-r`, and the user may not read it: not judged by its listing (coreutils
+    /// 9.2+): asked about as an inaccessible directory, and `rmdir` says whether it was empty.
+    Inaccessible,
+}
+
+impl Unread {
+    /// The errno of fts' `FTS_DNR`, if it was one.
+    fn dnr(self) -> Option<Errno> {
+        match self {
+            Unread::Dnr(e) => Some(e),
+            Unread::No | Unread::Inaccessible => None,
+        }
+    }
+}
+
+/// What `prompt` knows or may learn of a directory's entries (gnulib's `directory_status`).
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Listing {
+    /// Not asked for.
+    Unasked,
+    /// To be read: whether it is empty decides the question.
+    Read,
+    /// The user may not read it, and `-d` is in effect (coreutils 9.2+).
+    Inaccessible,
+}
+
+/// A directory's listing as gnulib's `directory_status` judges it.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+enum DirStatus {
+    Empty,
+    /// Has an entry, or could not be read for another reason than permission.
+    NotEmpty,
+    /// Opening it for reading was refused (`EACCES`).
+    Unreadable,
 }
 
 /// Removes the directory `name` in a parent (expected to be `Ident`, shown as the path) with
@@ -205,7 +249,7 @@ impl<'o, W: Write> Remover<'o, W> {
                 }
                 match self.pre(at, path, &f, top) {
                     Pre::Done(s) => s,
-                    Pre::Post { dnr } => self.post(at, path, &f, top, dnr),
+                    Pre::Post { unread } => self.post(at, path, &f, top, unread),
                     Pre::Enter(frame) => {
                         self.push(frame);
                         Status::Ok
@@ -278,7 +322,11 @@ impl<'o, W: Write> Remover<'o, W> {
     /// A directory's first visit (fts' `FTS_D`).
     fn pre(&mut self, at: At<'_>, path: &[u8], f: &Facts, top: bool) -> Pre {
         let o = self.o;
-        let removable = o.recursive || (o.remove_empty_dirs && is_empty_dir(at));
+        // `-d` alone: coreutils 9.2+ does not judge a directory the user may not read by its
+        // listing; `rmdir` says whether it was empty.
+        let status = (o.remove_empty_dirs && !o.recursive).then(|| dir_status(at));
+        let removable =
+            o.recursive || matches!(status, Some(DirStatus::Empty | DirStatus::Unreadable));
         if !removable {
             let e = if o.remove_empty_dirs {
                 Errno::NOTEMPTY
@@ -292,7 +340,12 @@ impl<'o, W: Write> Remover<'o, W> {
         if top && self.top_refused(path, f) {
             return Pre::Done(Status::Error);
         }
-        let (mut s, empty) = self.prompt(at, path, true, true, true, false);
+        if status == Some(DirStatus::Unreadable) {
+            return Pre::Post {
+                unread: Unread::Inaccessible,
+            };
+        }
+        let (mut s, empty) = self.prompt(at, path, true, true, Listing::Read, false);
         if s == Status::Ok && empty == Some(true) {
             s = self.excise(at, path, true, None);
             if s == Status::Ok {
@@ -311,7 +364,7 @@ impl<'o, W: Write> Remover<'o, W> {
             return Pre::Done(Status::Error);
         }
         if o.one_file_system && !top && f.ident.dev != self.dev {
-            return Pre::Post { dnr: None };
+            return Pre::Post { unread: Unread::No };
         }
         if let Some(fast) = self.fast.as_mut() {
             // The whole tree, the directory itself included.
@@ -323,7 +376,11 @@ impl<'o, W: Write> Remover<'o, W> {
         }
         let fd = match open_for_reading(at) {
             Ok(fd) => fd,
-            Err(e) => return Pre::Post { dnr: Some(e) },
+            Err(e) => {
+                return Pre::Post {
+                    unread: Unread::Dnr(e),
+                }
+            }
         };
         match dirfd::fstat(&fd) {
             Ok(g) if g.ident == f.ident => {}
@@ -340,7 +397,11 @@ impl<'o, W: Write> Remover<'o, W> {
         }
         let entries = match self.list(&fd) {
             Ok(e) => e,
-            Err(e) => return Pre::Post { dnr: Some(e) },
+            Err(e) => {
+                return Pre::Post {
+                    unread: Unread::Dnr(e),
+                }
+            }
         };
         Pre::Enter(Frame {
             path: path.to_vec(),
@@ -354,15 +415,8 @@ impl<'o, W: Write> Remover<'o, W> {
     }
 
     /// A directory's last visit (fts' `FTS_DP`/`FTS_DNR`): ask, then remove it.
-    fn post(
-        &mut self,
-        at: At<'_>,
-        path: &[u8],
-        f: &Facts,
-        top: bool,
-        dnr: Option<Errno>,
-    ) -> Status {
-        self.post_marked(at, path, f.ident.dev, top, dnr, false)
+    fn post(&mut self, at: At<'_>, path: &[u8], f: &Facts, top: bool, unread: Unread) -> Status {
+        self.post_marked(at, path, f.ident.dev, top, unread, false)
     }
 
     fn post_marked(
@@ -371,10 +425,10 @@ impl<'o, W: Write> Remover<'o, W> {
         path: &[u8],
         dev: u64,
         top: bool,
-        dnr: Option<Errno>,
+        unread: Unread,
         marked: bool,
     ) -> Status {
-        if dnr.is_none() && self.o.one_file_system && !top && dev != self.dev {
+        if unread == Unread::No && self.o.one_file_system && !top && dev != self.dev {
             self.mark_ancestors();
             self.say(&format!(
                 "skipping {}, since it's on a different device",
@@ -382,11 +436,18 @@ impl<'o, W: Write> Remover<'o, W> {
             ));
             return Status::Error;
         }
-        let (s, _) = self.prompt(at, path, true, false, false, marked);
+        // With `-d`, a directory that could not be read is asked about as inaccessible
+        // (coreutils 9.2+), with `-r` too.
+        let listing = match unread {
+            Unread::Inaccessible => Listing::Inaccessible,
+            Unread::Dnr(Errno::ACCESS) if self.o.remove_empty_dirs => Listing::Inaccessible,
+            Unread::No | Unread::Dnr(_) => Listing::Unasked,
+        };
+        let (s, _) = self.prompt(at, path, true, false, listing, marked);
         if s != Status::Ok {
             return s;
         }
-        self.excise(at, path, true, dnr)
+        self.excise(at, path, true, unread.dnr())
     }
 
     /// A frame whose entries are done: remove the directory from its parent.
@@ -407,13 +468,20 @@ impl<'o, W: Write> Remover<'o, W> {
             dir,
             name: &frame.name,
         };
-        self.post_marked(at, &frame.path, frame.ident.dev, top, None, frame.marked)
+        self.post_marked(
+            at,
+            &frame.path,
+            frame.ident.dev,
+            top,
+            Unread::No,
+            frame.marked,
+        )
     }
 
     /// A non-directory, or a directory that could not be read (fts' `FTS_F`, `FTS_NS`,
     /// `FTS_SL`, `FTS_DNR`, …).
     fn leaf(&mut self, at: At<'_>, path: &[u8], is_dir: bool, dnr: Option<Errno>) -> Status {
-        let (s, _) = self.prompt(at, path, is_dir, false, false, false);
+        let (s, _) = self.prompt(at, path, is_dir, false, Listing::Unasked, false);
         if s != Status::Ok {
             return s;
         }
@@ -475,19 +543,24 @@ impl<'o, W: Write> Remover<'o, W> {
     }
 
     /// coreutils' `prompt`: whether to go on with `at` (descend into it when `descend`).
-    /// Returns the decision and, when `want_empty`, whether it is an empty directory.
+    /// Returns the decision and, when `listing` is `Read`, whether it is an empty directory.
     fn prompt(
         &mut self,
         at: At<'_>,
         path: &[u8],
         is_dir: bool,
         descend: bool,
-        want_empty: bool,
+        listing: Listing,
         marked: bool,
     ) -> (Status, Option<bool>) {
         let o = self.o;
-        let empty = want_empty.then(|| is_empty_dir(at));
+        let status = (listing == Listing::Read).then(|| dir_status(at));
+        let empty = status.map(|s| s == DirStatus::Empty);
         let is_empty = empty == Some(true);
+        // Inaccessible: known so (`-d` alone), or found so now (`-rd`: then coreutils 9.2+ does
+        // not ask to descend into what cannot be read, and asks about it on its last visit).
+        let inaccessible = listing == Listing::Inaccessible
+            || (o.remove_empty_dirs && status == Some(DirStatus::Unreadable));
         if marked {
             return (Status::Declined, empty);
         }
@@ -536,7 +609,9 @@ impl<'o, W: Write> Remover<'o, W> {
         if wp >= 0 {
             match ty {
                 Ty::Link if !always => return (Status::Ok, empty),
-                Ty::Dir if !(o.recursive || (o.remove_empty_dirs && is_empty)) => {
+                Ty::Dir
+                    if !(o.recursive || (o.remove_empty_dirs && (is_empty || inaccessible))) =>
+                {
                     wp = -1;
                     wp_err = Errno::ISDIR;
                 }
@@ -549,7 +624,17 @@ impl<'o, W: Write> Remover<'o, W> {
         }
         let _ = self.out.flush();
         let protected = if wp == 1 { "write-protected " } else { "" };
-        let question = if ty == Ty::Dir && descend && !is_empty {
+        let question = if ty == Ty::Dir && inaccessible {
+            if descend {
+                // Cannot be entered: it is asked about on its last visit.
+                return (Status::Ok, empty);
+            }
+            format!(
+                "{}: attempt removal of inaccessible directory {}? ",
+                self.program,
+                q(path)
+            )
+        } else if ty == Ty::Dir && descend && !is_empty {
             format!(
                 "{}: descend into {protected}directory {}? ",
                 self.program,
@@ -771,15 +856,21 @@ fn open_for_reading(at: At<'_>) -> Result<OwnedFd, Errno> {
     dirfd::open_dir_at(at.dir, at.name)
 }
 
-/// gnulib's `is_empty_dir`: opens it for reading and finds no entry.
-fn is_empty_dir(at: At<'_>) -> bool {
-    let Ok(fd) = open_for_reading(at) else {
-        return false;
+/// gnulib's `directory_status`: opens it for reading and looks for an entry.
+fn dir_status(at: At<'_>) -> DirStatus {
+    let fd = match open_for_reading(at) {
+        Ok(fd) => fd,
+        Err(Errno::ACCESS) => return DirStatus::Unreadable,
+        Err(_) => return DirStatus::NotEmpty,
     };
     let mut buf = DirBuf::new(4096);
     let mut any = false;
     let r = dirfd::for_each_entry(&fd, &mut buf, |_, _, _| any = true);
-    r.is_ok() && !any
+    if r.is_ok() && !any {
+        DirStatus::Empty
+    } else {
+        DirStatus::NotEmpty
+    }
 }
 
 /// fts sorts large directories by inode number except where that is known not to help.

@@ -1,4 +1,4 @@
-//! How many workers a removal keeps in flight, found by measurement (DESIGN.md §8): the file
+//! How many workers a removal keeps in flight, found by measurement (docs/ARCHITECTURE.md): the file
 //! system's profile only says where to start. The engine's workers time their own unlinks and
 //! rmdirs (`Meter`), the walk's gate integrates how many of them have work; `Concurrency::run`
 //! reads both in windows and steers the gate with `Rule`: it doubles the workers while each

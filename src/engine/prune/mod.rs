@@ -3,16 +3,18 @@
 //! function), and lays out the plan entry by entry. Removing the chosen entries is
 //! `reaper::rm`'s (the same path as `reclaim rm -r`). It only ever looks at direct entries of
 //! the directories it was given, never follows a symlink, and never lists names starting with
-//! a dot unless asked (so never `.reclaim`).
+//! a dot unless asked (so never `.reclaim`), a mount point (another file system, or a bind
+//! mount of the same one), or the `lost+found` at the top of a mount (fsck's, not data).
 
 pub mod policy;
 
 use std::ffi::OsStr;
+use std::os::fd::OwnedFd;
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use rustix::fs::{AtFlags, FileType};
+use rustix::fs::{statx, AtFlags, FileType, StatxFlags};
 use rustix::io::Errno;
 use serde::Serialize;
 
@@ -65,7 +67,9 @@ pub enum ListError {
 pub fn list(dir: &Path, only: &Names) -> Result<(Vec<Listed>, u64, Space), ListError> {
     let fd = dirfd::open_dir_path(dir).map_err(ListError::Os)?;
     let fd = Arc::new(fd);
-    let dev = rustix::fs::fstat(&*fd).map_err(ListError::Os)?.st_dev;
+    let me = dirfd::fstat(&*fd).map_err(ListError::Os)?;
+    let dev = me.ident.dev;
+    let top = mount_top(&fd, &me);
     let vfs = rustix::fs::fstatvfs(&*fd).map_err(ListError::Os)?;
     let sp = Space {
         total: vfs.f_blocks * vfs.f_frsize,
@@ -77,7 +81,10 @@ pub fn list(dir: &Path, only: &Names) -> Result<(Vec<Listed>, u64, Space), ListE
     let mut buf = dirfd::DirBuf::new(256 << 10);
     dirfd::for_each_entry(&list, &mut buf, |name, _, _| {
         let b = name.to_bytes();
-        if (b.starts_with(b".") && !only.all) || crate::trash::is_trash_name(b) {
+        if (b.starts_with(b".") && !only.all)
+            || crate::trash::is_trash_name(b)
+            || (top && b == b"lost+found")
+        {
             return;
         }
         if let Some(p) = &only.pattern {
@@ -90,7 +97,7 @@ pub fn list(dir: &Path, only: &Names) -> Result<(Vec<Listed>, u64, Space), ListE
     .map_err(ListError::Os)?;
     let mut out = Vec::new();
     for name in names {
-        let st = match rustix::fs::statat(&*fd, &name, AtFlags::SYMLINK_NOFOLLOW) {
+        let st = match statx(&*fd, &name, AtFlags::SYMLINK_NOFOLLOW, STATX) {
             Ok(st) => st,
             Err(Errno::NOENT) => continue,
             Err(error) => {
@@ -100,14 +107,19 @@ pub fn list(dir: &Path, only: &Names) -> Result<(Vec<Listed>, u64, Space), ListE
                 })
             }
         };
-        let ft = FileType::from_raw_mode(st.st_mode);
-        let mtime = st.st_mtime as f64 + st.st_mtime_nsec as f64 * 1e-9;
+        let st_dev = rustix::fs::makedev(st.stx_dev_major, st.stx_dev_minor);
+        if st_dev != dev || st.stx_mnt_id != me.mnt_id {
+            // A mount point: not an entry of this directory's file system.
+            continue;
+        }
+        let ft = FileType::from_raw_mode(st.stx_mode.into());
+        let mtime = st.stx_mtime.tv_sec as f64 + f64::from(st.stx_mtime.tv_nsec) * 1e-9;
         let (allocated, files) = if ft == FileType::Directory {
             let (b, f) = remove::measure(&fd, &name, &dir.join(OsStr::from_bytes(name.to_bytes())));
             (Some(b), Some(f))
         } else {
-            let own = if st.st_nlink <= 1 {
-                st.st_blocks as u64 * 512
+            let own = if st.stx_nlink <= 1 {
+                st.stx_blocks * 512
             } else {
                 0
             };
@@ -128,6 +140,23 @@ pub fn list(dir: &Path, only: &Names) -> Result<(Vec<Listed>, u64, Space), ListE
         ));
     }
     Ok((out, dev, sp))
+}
+
+/// What `list` asks `statx` for.
+const STATX: StatxFlags = StatxFlags::TYPE
+    .union(StatxFlags::MODE)
+    .union(StatxFlags::NLINK)
+    .union(StatxFlags::BLOCKS)
+    .union(StatxFlags::MTIME)
+    .union(StatxFlags::MNT_ID);
+
+/// Whether directory `fd` (whose facts are `me`) is the top of a mount: its `..` is on
+/// another mount, or is itself (`/`). Unknown counts as a top (then `lost+found` is left out).
+fn mount_top(fd: &OwnedFd, me: &dirfd::Facts) -> bool {
+    match dirfd::open_dir_at_only(fd, c"..").and_then(dirfd::fstat) {
+        Ok(up) => up.mnt_id != me.mnt_id || up.ident == me.ident,
+        Err(_) => true,
+    }
 }
 
 /// The plan's entries, newest first, each with its decision.

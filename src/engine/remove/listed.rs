@@ -1,4 +1,4 @@
-//! `--from FILE`'s removal (DESIGN §11): the listed names of each parent directory
+//! `--from FILE`'s removal (issue 22; docs/ARCHITECTURE.md): the listed names of each parent directory
 //! (`engine::select::from` grouped them and opened each parent once) unlinked by several
 //! workers in batches, in inode order when a group is large; the listed directories returned
 //! as trees for the engine. A dry run only counts. Never prints (failures go to the Sink).

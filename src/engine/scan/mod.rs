@@ -81,6 +81,9 @@ pub fn run(o: &Options, events: &dyn Events) -> Scanned {
     let leads = crate::engine::spread::leads();
     let say = |e: &ScanError| events.error(e);
     let (starts, places, mut errors) = resolve_all(&o.paths, leads, &say);
+    // No PATH could be opened: each was named with why; there is nothing to report. (Every
+    // rank of an MPI job resolves the same PATHs and walks nothing with the others.)
+    let nothing = starts.is_empty() && !errors.is_empty();
     let first_dir = places.iter().find_map(|p| p.1.as_ref());
     let (profile, threads) = workers(o, first_dir);
     let nofile = crate::sys::limits::raise_nofile();
@@ -111,10 +114,10 @@ pub fn run(o: &Options, events: &dyn Events) -> Scanned {
     });
     let elapsed = started.elapsed();
 
-    if !leads {
+    if !leads || nothing {
         return Scanned {
             report: None,
-            failed: !outcome.errors.is_empty(),
+            failed: nothing || !outcome.errors.is_empty(),
         };
     }
     let estimate = if o.no_estimate || crate::engine::spread::job().is_some() {
@@ -263,10 +266,10 @@ fn resolve(arg: &OsStr) -> Result<Start, ScanError> {
         reason,
     };
     let Ok(name) = CString::new(arg.as_bytes()) else {
-        return Err(fail("cannot open", errno_text(Errno::INVAL)));
+        return Err(fail("cannot scan", errno_text(Errno::INVAL)));
     };
     if name.as_bytes().is_empty() {
-        return Err(fail("cannot open", errno_text(Errno::NOENT)));
+        return Err(fail("cannot scan", errno_text(Errno::NOENT)));
     }
     match crate::sys::dirfd::open_dir_at(CWD, &name) {
         Ok(fd) => {
@@ -283,7 +286,7 @@ fn resolve(arg: &OsStr) -> Result<Start, ScanError> {
             Ok(stat) => Ok(Start::Entry { display, stat }),
             Err(e) => Err(fail("cannot stat", errno_text(e))),
         },
-        Err(e) => Err(fail("cannot open directory", errno_text(e))),
+        Err(e) => Err(fail("cannot scan", errno_text(e))),
     }
 }
 

@@ -1,4 +1,4 @@
-//! Selection on `reclaim rm -r` (DESIGN §11): which entries below the named directories are
+//! Selection on `reclaim rm -r` (issue 22; docs/ARCHITECTURE.md): which entries below the named directories are
 //! removed, decided entry by entry by the engine's worker that removes them. Owns the tests
 //! (name and path globs, exclusions, depth, type, age, size, owner, emptiness), what a
 //! matched directory means, the per-owner and per-directory totals, the audit list, the age

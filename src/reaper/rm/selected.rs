@@ -1,4 +1,4 @@
-//! A removal's selection (DESIGN §11): what was asked (`Asked`: the tests and `--from`,
+//! A removal's selection (issue 22; docs/ARCHITECTURE.md): what was asked (`Asked`: the tests and `--from`,
 //! `--list`, `--keep-free`), the combinations refused, and the phases beside the argument
 //! phase of `rm.rs`:
 //! the `--from` list (grouped and unlinked here, its directories handed to the engine whole),
