@@ -246,6 +246,7 @@ impl Hider {
 fn merge(into: &mut reaper::ReapSummary, s: reaper::ReapSummary) {
     into.entries_freed += s.entries_freed;
     into.files += s.files;
+    into.dirs += s.dirs;
     into.bytes_freed += s.bytes_freed;
     into.errors.extend(s.errors);
     into.gentle.extend(s.gentle);

@@ -91,6 +91,9 @@ pub struct ReapOptions {
 pub struct ReapSummary {
     pub entries_freed: u64,
     pub files: u64,
+    /// Directories removed (inside the trees freed).
+    #[serde(default)]
+    pub dirs: u64,
     pub bytes_freed: u64,
     /// Paths that could not be freed (inner paths under the entry's original path), and
     /// damaged entries (`"damaged: ..."`).
@@ -216,6 +219,7 @@ impl ReapSummary {
     pub fn merge(&mut self, s: ReapSummary) {
         self.entries_freed = self.entries_freed.saturating_add(s.entries_freed);
         self.files = self.files.saturating_add(s.files);
+        self.dirs = self.dirs.saturating_add(s.dirs);
         self.bytes_freed = self.bytes_freed.saturating_add(s.bytes_freed);
         self.errors.extend(s.errors);
         self.remaining = self.remaining.saturating_add(s.remaining);
@@ -358,6 +362,7 @@ fn reap_trash(
     sum.files = sum
         .files
         .saturating_add(files.files.load(Ordering::Relaxed));
+    sum.dirs = sum.dirs.saturating_add(files.dirs.load(Ordering::Relaxed));
 }
 
 /// Tells `on_progress` what the reaper frees (its state, with the files counted so far) until
@@ -681,6 +686,7 @@ fn reap_entry(
             counters,
             sum,
             &shown,
+            state,
             on_progress,
         );
         match freed {
@@ -773,6 +779,7 @@ fn free_reaping(
     counters: &Counters,
     sum: &mut ReapSummary,
     shown: &Path,
+    state: &StateFile<'_>,
     on_progress: OnProgress<'_>,
 ) -> Result<bool, Vec<Failure>> {
     let shown_text = shown.to_string_lossy().into_owned();
@@ -789,14 +796,26 @@ fn free_reaping(
                 display: shown.to_path_buf(),
                 ident: facts.ident,
             };
-            let r = free_tree(
-                entry,
-                target,
-                pacing,
-                &opts.engine,
-                counters,
-                &mut sum.gentle,
-            );
+            // A listing pass ahead of the removal learns the total its progress is shown
+            // against (unless the record has it).
+            let stop = AtomicBool::new(false);
+            let count = state.snapshot().entry_files.is_none();
+            let gentle = &mut sum.gentle;
+            let r = std::thread::scope(|s| {
+                if count {
+                    let (base, stop) = (entry.clone(), &stop);
+                    s.spawn(move || {
+                        if let Some(n) = crate::engine::listing::count(&base, REAPING, stop) {
+                            state.set(|st| {
+                                st.entry_files.get_or_insert(n.files);
+                            });
+                        }
+                    });
+                }
+                let r = free_tree(entry, target, pacing, &opts.engine, counters, gentle);
+                stop.store(true, Ordering::Relaxed);
+                r
+            });
             let dirs = counters.bytes.load(Ordering::Relaxed) - known;
             sum.bytes_freed +=
                 dirs.max(before.freed_since(&crate::sys::space::FreeSpace::of(&**entry)));
