@@ -31,5 +31,6 @@ mod scale;
 mod scan;
 mod soak;
 mod trash;
+mod trash_edges;
 mod tree_pacing;
 mod util;
