@@ -381,6 +381,17 @@ pub struct ReapArgs {
     /// supervisor reads it)
     #[arg(long, hide = true)]
     pub log_prefix: bool,
+    /// Free these entries (IDs, from `reclaim status`), or every entry with --all, now: also
+    /// in their grace window (no longer restorable) and failed ones without waiting for their
+    /// back-off (what a full disk needs)
+    #[arg(long, conflicts_with = "watch")]
+    pub now: bool,
+    /// With --now: every entry of every trash this user may see (or of --trash)
+    #[arg(long, requires = "now", conflicts_with = "ids")]
+    pub all: bool,
+    /// Entry IDs for --now
+    #[arg(value_name = "ID", requires = "now")]
+    pub ids: Vec<String>,
     #[command(flatten)]
     pub pace: PaceArgs,
     /// Worker threads for trees [default: as `reclaim rm`]

@@ -67,6 +67,12 @@ pub fn parse(args: Vec<OsString>) -> Result<Invocation, Error> {
             to: a.to,
         },
         args::Command::Reap(mut a) => {
+            if a.now && !a.all && a.ids.is_empty() {
+                return Err(usage(
+                    warnings,
+                    "reclaim reap: --now needs entry IDs (from `reclaim status`) or --all".into(),
+                ));
+            }
             config.apply_reap(&mut a);
             Command::Reap(reap(a))
         }
@@ -210,6 +216,13 @@ fn reap(a: ReapArgs) -> cmd::reap::Options {
         log_prefix: a.log_prefix,
         pace: a.pace.given().then(|| EntryPacing::from(&a.pace)),
         threads: a.threads,
+        now: a.now.then(|| {
+            if a.all {
+                cmd::reap::Now::All
+            } else {
+                cmd::reap::Now::Ids(a.ids)
+            }
+        }),
     }
 }
 

@@ -185,6 +185,7 @@ impl Hider {
                 only: Some(ids.clone()),
                 log: crate::sys::logging::Sink::quiet(),
                 retry_failed: true,
+                now: false,
             };
             loop {
                 let pending: Vec<&String> = ids

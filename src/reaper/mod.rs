@@ -84,6 +84,8 @@ pub struct ReapOptions {
     /// Try entries that failed before now, not after their back-off (`reclaim reap` was
     /// asked to free what it can now).
     pub retry_failed: bool,
+    /// Free the entries now, also in their grace window (`reclaim reap --now`).
+    pub now: bool,
 }
 
 /// What a reaper run did (`reclaim reap --json`).
@@ -646,7 +648,7 @@ fn reap_entry(
     let data = dirfd::lstat_at(&entry, DATA).is_ok();
     if data {
         if let Some(until) = meta.as_ref().and_then(|m| m.grace_until_unix) {
-            if until > now_unix() {
+            if until > now_unix() && !opts.now {
                 return Step::Grace(until);
             }
         }
@@ -1109,6 +1111,21 @@ fn pass_over(
     let mut args = child_args.to_vec();
     if opts.retry_failed {
         args.push("--retry-failed".into());
+    }
+    if opts.now {
+        args.push("--now".into());
+        match &opts.only {
+            // Only the IDs of this trash (root only looks at the names there).
+            Some(ids) => {
+                let here: Vec<&String> = ids.iter().filter(|i| t.has_entry(i)).collect();
+                if here.is_empty() {
+                    return ReapSummary::default();
+                }
+                args.push("--".into());
+                args.extend(here.into_iter().map(OsString::from));
+            }
+            None => args.push("--all".into()),
+        }
     }
     as_owner(t, &args, on_line)
 }

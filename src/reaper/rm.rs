@@ -814,6 +814,7 @@ fn resume_interrupted(
         only: Some(vec![id]),
         log: crate::sys::logging::Sink::quiet(),
         retry_failed: true,
+        now: false,
     };
     let sum = crate::reaper::run(std::slice::from_ref(t), &opts, &|p| events.reaping(p));
     if let Some(e) = sum.errors.first() {
