@@ -363,6 +363,10 @@ pub struct ReapArgs {
     /// Started by `reclaim rm --background`: lower priority, no output but the log
     #[arg(long, hide = true)]
     pub detached: bool,
+    /// With --detached: the trash's lock, taken by the `rm` that started this reaper, is held
+    /// through this inherited fd
+    #[arg(long, hide = true, requires = "detached")]
+    pub lock_fd: Option<i32>,
     /// With --once: try entries that failed before now, not after their back-off (root's
     /// `reap` asks its per-user passes for this)
     #[arg(long, hide = true)]

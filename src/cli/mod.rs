@@ -211,6 +211,7 @@ fn reap(a: ReapArgs) -> cmd::reap::Options {
         trash: a.trash,
         json: a.json,
         detached: a.detached,
+        lock_fd: a.lock_fd,
         retry_failed: a.retry_failed,
         log: a.log,
         log_prefix: a.log_prefix,

@@ -28,6 +28,8 @@ pub struct Options {
     pub json: bool,
     /// Started by `rm --background`: lower priority, no output but the log.
     pub detached: bool,
+    /// The trash's lock, held through this inherited fd (`--lock-fd`).
+    pub lock_fd: Option<i32>,
     /// Try entries that failed before now.
     pub retry_failed: bool,
     /// Where to log (`None`: auto).
@@ -56,6 +58,9 @@ pub fn run(o: &Options) -> ExitCode {
     super::catch_signals(!o.detached);
     if o.detached {
         spawn::detach();
+        if let Some(fd) = o.lock_fd.and_then(spawn::inherited) {
+            reaper::adopt_lock(fd);
+        }
     }
     let log = o.log.unwrap_or(Target::Auto);
     if o.watch {

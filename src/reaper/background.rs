@@ -265,9 +265,12 @@ fn start_reapers<'t>(
     }
     // A running reaper lists the trash again before it leaves, so it sees our entries.
     // (A try of the lock, not a read of /proc/locks: that costs up to 10 ms.)
+    // The lock taken here goes to the reaper started: no moment without a holder.
     trashes
-        .filter(|t| matches!(reaper::TrashLock::try_take(t), Ok(Some(_))))
-        .filter_map(|t| spawn::detached(t, reaper_args).ok())
+        .filter_map(|t| match reaper::TrashLock::try_take(t) {
+            Ok(Some(lock)) => spawn::detached(t, reaper_args, Some(lock.fd())).ok(),
+            _ => None,
+        })
         .collect()
 }
 

@@ -160,7 +160,14 @@ pub enum Progress<'a> {
 pub type OnProgress<'a> = &'a (dyn Fn(&Progress<'_>) + Sync);
 
 /// Holds a trash's lock while alive.
-pub struct TrashLock(#[allow(dead_code)] OwnedFd);
+pub struct TrashLock(OwnedFd);
+
+impl TrashLock {
+    /// The open lock file (to hand the lock over to a reaper being started).
+    pub fn fd(&self) -> &OwnedFd {
+        &self.0
+    }
+}
 
 /// Why a trash's lock cannot be taken.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -183,11 +190,41 @@ pub enum OpenError {
     },
 }
 
+/// A trash lock this process was started holding (`rm --background` takes it before it starts
+/// the reaper, so that no `status` in between finds the trash without one): used by the first
+/// `TrashLock::try_take` of that trash.
+static HANDED_OVER: std::sync::Mutex<Option<OwnedFd>> = std::sync::Mutex::new(None);
+
+/// Adopts the trash lock held through `fd` (inherited from the process that started this one).
+pub fn adopt_lock(fd: OwnedFd) {
+    *HANDED_OVER.lock().unwrap_or_else(|e| e.into_inner()) = Some(fd);
+}
+
+/// The handed-over lock if it is `lock` (the same file), made this process's own in
+/// `/proc/locks` (a holder's pid is the process that took the lock: turned shared and back,
+/// which nothing but this open file holds meanwhile). `None` if none is, or it was lost.
+fn handed_over(lock: &OwnedFd) -> Option<OwnedFd> {
+    let mut g = HANDED_OVER.lock().unwrap_or_else(|e| e.into_inner());
+    let same = g.as_ref().is_some_and(|h| {
+        matches!((dirfd::fstat(h), dirfd::fstat(lock)), (Ok(a), Ok(b)) if a.ident == b.ident)
+    });
+    if !same {
+        return None;
+    }
+    let fd = g.take()?;
+    use rustix::fs::{flock, FlockOperation as Op};
+    (flock(&fd, Op::NonBlockingLockShared).is_ok() && flock(&fd, Op::NonBlockingLockExclusive).is_ok())
+        .then_some(fd)
+}
+
 impl TrashLock {
     /// Takes the trash's lock if no other reaper holds it. A `lock` that is not a plain file
     /// of the trash's owner is refused (never opened).
     pub fn try_take(trash: &Trash) -> Result<Option<TrashLock>, LockError> {
         let fd = safefile::open_lock(&trash.dir, LOCK, trash.uid).map_err(LockError::Damaged)?;
+        if let Some(held) = handed_over(&fd) {
+            return Ok(Some(TrashLock(held)));
+        }
         match locks::try_exclusive(&fd) {
             Ok(true) => Ok(Some(TrashLock(fd))),
             Ok(false) => Ok(None),
@@ -345,6 +382,11 @@ fn reap_trash(
                     break;
                 }
                 continue;
+            }
+            // A reaper that will wait for a grace window says so before it lets go of the
+            // lock: no `status` in between finds the trash without a reaper.
+            if let (Until::Empty, Some(next)) = (opts.until, sum.next_grace_unix) {
+                state::wait_unless_covered(&trash.dir, trash.uid, next);
             }
             // Leave, then look once more (see above).
             drop(lock.take());
@@ -1084,16 +1126,51 @@ pub fn reap_all(
         }
         drop(own);
         drop(trashes);
-        // Waiting: nothing of the file system is held (a `umount` can go ahead meanwhile).
-        if !interrupt::sleep(Duration::from_secs_f64(
-            (next - now_unix()).clamp(0.05, 3600.0),
-        )) {
-            sum.interrupted = true;
-            break;
+        match wait_for(open, next) {
+            Waited::Due => {}
+            Waited::Emptied => break,
+            Waited::Interrupted => {
+                sum.interrupted = true;
+                break;
+            }
         }
         sum.next_grace_unix = None;
     }
     sum
+}
+
+/// How a wait for a grace window ended.
+enum Waited {
+    Due,
+    /// Nothing is left in the trashes (restored, or freed by `reap --now`): nothing to wait for.
+    Emptied,
+    Interrupted,
+}
+
+/// Waits until `next` (a grace window ends), holding nothing of the file system (a `umount`
+/// can go ahead meanwhile) but for a look each second at whether the trashes still hold
+/// entries: a restore that empties them ends the wait (and the reaper) at once.
+fn wait_for(open: &dyn Fn() -> Result<Vec<Trash>, OpenError>, next: f64) -> Waited {
+    loop {
+        let left = next - now_unix();
+        if left <= 0.0 {
+            return Waited::Due;
+        }
+        if !interrupt::sleep(Duration::from_secs_f64(left.clamp(0.05, 1.0))) {
+            return Waited::Interrupted;
+        }
+        if let Ok(trashes) = open() {
+            if trashes.iter().all(|t| t.entries().is_empty()) {
+                for t in trashes
+                    .iter()
+                    .filter(|t| !crate::sys::asuser::needed(t.uid))
+                {
+                    state::remove_mine(&t.dir, t.uid);
+                }
+                return Waited::Emptied;
+            }
+        }
+    }
 }
 
 /// One pass over `t`: here if it is this process's own trash, else in a child running as its

@@ -141,13 +141,14 @@ impl<'t> StateFile<'t> {
         let _ = safefile::replace(self.dir, STATUS, &text);
     }
 
-    /// Removes the file (the reaper is leaving), unless a newer reaper wrote it meanwhile.
+    /// Removes the file (the reaper is leaving), unless a newer reaper wrote it meanwhile or
+    /// this one said it waits for a grace window.
     pub fn remove(&self) {
         if !self.active.load(std::sync::atomic::Ordering::Relaxed) {
             return;
         }
-        if read(self.dir, self.owner).is_some_and(|st| st.pid == std::process::id()) {
-            let _ = rustix::fs::unlinkat(self.dir, STATUS, rustix::fs::AtFlags::empty());
+        if read(self.dir, self.owner).is_some_and(|st| st.state != "waiting") {
+            remove_mine(self.dir, self.owner);
         }
     }
 }
@@ -169,6 +170,27 @@ pub fn write_waiting(dir: &OwnedFd, next_due: f64) {
         STATUS,
         &serde_json::to_vec(&st).expect("state serializes"),
     );
+}
+
+/// Writes that this process waits until `next_due` for the trash `dir` (of `owner`), unless
+/// another live reaper already waits for it at least as early (then that one is its reaper).
+pub fn wait_unless_covered(dir: &OwnedFd, owner: u32, next_due: f64) {
+    let covered = read(dir, owner).is_some_and(|st| {
+        st.pid != std::process::id()
+            && st.state == "waiting"
+            && st.next_due_unix.is_some_and(|d| d <= next_due)
+            && st.alive()
+    });
+    if !covered {
+        write_waiting(dir, next_due);
+    }
+}
+
+/// Removes the trash `dir`'s `reaper.json` if this process wrote it (a reaper leaving).
+pub fn remove_mine(dir: &OwnedFd, owner: u32) {
+    if read(dir, owner).is_some_and(|st| st.pid == std::process::id()) {
+        let _ = rustix::fs::unlinkat(dir, STATUS, rustix::fs::AtFlags::empty());
+    }
 }
 
 /// Reads a trash's `reaper.json` (a trash of `owner`); `None` if missing or not a plain record.
