@@ -319,6 +319,9 @@ pub struct StatusArgs {
     /// Print one JSON object on stdout
     #[arg(long)]
     pub json: bool,
+    /// One line per trash: where, owner, entries, bytes, the oldest entry's age, the reaper
+    #[arg(long, conflicts_with = "json")]
+    pub brief: bool,
     /// Walk pending trees to count their files and bytes (not known otherwise; costs a walk)
     #[arg(long)]
     pub count: bool,

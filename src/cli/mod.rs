@@ -57,6 +57,7 @@ pub fn parse(args: Vec<OsString>) -> Result<Invocation, Error> {
         }
         args::Command::Status(a) => Command::Status {
             json: a.json,
+            brief: a.brief,
             count: a.count,
             trash: a.trash,
         },

@@ -41,6 +41,69 @@ pub fn human(st: &Status) -> String {
     s
 }
 
+/// `--brief`: one line per trash with anything in it (where, owner, entries, bytes, the
+/// oldest entry's age, the reaper); warnings and unreadable trashes on lines of their own.
+pub fn brief(st: &Status) -> String {
+    let mut lines: Vec<String> = Vec::new();
+    lines.extend(st.errors.iter().map(|e| format!("cannot read {e}")));
+    lines.extend(
+        st.unreachable
+            .iter()
+            .map(|u| format!("warning: {} {}", quote(&u.path), u.reason)),
+    );
+    let now = now_unix();
+    let busy = st
+        .trashes
+        .iter()
+        .filter(|t| t.entries > 0 || t.reaper.is_some());
+    lines.extend(busy.map(|t| brief_line(t, now)));
+    if lines.is_empty() {
+        lines.push("nothing pending: no trash holds entries".into());
+    }
+    lines.join("\n")
+}
+
+/// One trash in one line.
+fn brief_line(t: &TrashStatus, now: f64) -> String {
+    let owner = crate::sys::asuser::user_name(t.uid).unwrap_or_else(|| format!("uid {}", t.uid));
+    let size = match t.unknown_size {
+        0 => bytes(t.pending_bytes),
+        n if n == t.entries => "size unknown".into(),
+        n => format!(
+            "at least {} (+{} of unknown size)",
+            bytes(t.pending_bytes),
+            plural(n, "tree", "trees")
+        ),
+    };
+    // Entries are listed oldest first.
+    let oldest = t
+        .items
+        .iter()
+        .filter_map(|i| i.created_unix)
+        .next()
+        .map(|c| format!(", oldest {} old", duration_rounded(now - c)))
+        .unwrap_or_default();
+    let failed = t
+        .items
+        .iter()
+        .filter(|i| i.state == "failed" || i.state == "damaged")
+        .count() as u64;
+    let failed = if failed > 0 {
+        format!(" ({failed} failed)")
+    } else {
+        String::new()
+    };
+    let reaper = match &t.reaper {
+        Some(r) => format!("reaper {} {}", r.pid, r.state),
+        None => "no reaper".into(),
+    };
+    format!(
+        "{}  {owner}  {}{failed}, {size}{oldest}; {reaper}",
+        quote(&t.trash),
+        plural(t.entries, "entry", "entries"),
+    )
+}
+
 /// One trash's paragraph: what it holds, its reaper, its log's last lines, each entry.
 fn trash(s: &mut String, t: &TrashStatus, now: f64) {
     // What is known, and what is not (a tree is not walked unless --count).
