@@ -223,6 +223,12 @@ impl Hider {
                 break;
             }
         }
+        // What could not be freed (an immutable or append-only file inside a tree) goes back
+        // where it was, as `rm -rf` leaves it: the user waited for this removal, and the
+        // errors name those paths at their original place.
+        if !sum.interrupted {
+            self.put_back_failed(&mut sum);
+        }
         // Older entries left in those trashes (not ours to wait for): a reaper frees them.
         let busy = self.used.iter().map(|(t, _)| &**t);
         start_reapers(busy.filter(|t| !t.entries().is_empty()), reaper_args);
@@ -241,6 +247,40 @@ impl Hider {
             .sum();
         sum.skipped_locked.clear();
         sum
+    }
+}
+
+impl Hider {
+    /// Puts back what is left of this run's entries that a reaper could not fully free (they
+    /// have a failure record); their errors then name the paths where they are again.
+    fn put_back_failed(&self, sum: &mut reaper::ReapSummary) {
+        for (t, ids) in &self.used {
+            for id in ids {
+                let failed = std::ffi::CString::new(id.as_bytes()).is_ok_and(|c| {
+                    dirfd::open_dir_at(&t.dir, &c)
+                        .is_ok_and(|e| dirfd::lstat_at(&e, trash::FAILED).is_ok())
+                });
+                if !failed {
+                    continue;
+                }
+                let back = crate::trash::restore::restore(
+                    std::slice::from_ref(&**t),
+                    std::ffi::OsStr::new(id),
+                    self.uid,
+                    None,
+                );
+                if back.is_ok() {
+                    for e in sum
+                        .errors
+                        .iter_mut()
+                        .filter(|e| e.entry.as_ref() == Some(id))
+                    {
+                        e.entry = None;
+                        e.now_at = None;
+                    }
+                }
+            }
+        }
     }
 }
 

@@ -205,16 +205,17 @@ pub fn adopt_lock(fd: OwnedFd) {
 /// which nothing but this open file holds meanwhile). `None` if none is, or it was lost.
 fn handed_over(lock: &OwnedFd) -> Option<OwnedFd> {
     let mut g = HANDED_OVER.lock().unwrap_or_else(|e| e.into_inner());
-    let same = g.as_ref().is_some_and(|h| {
-        matches!((dirfd::fstat(h), dirfd::fstat(lock)), (Ok(a), Ok(b)) if a.ident == b.ident)
-    });
+    let same = g.as_ref().is_some_and(
+        |h| matches!((dirfd::fstat(h), dirfd::fstat(lock)), (Ok(a), Ok(b)) if a.ident == b.ident),
+    );
     if !same {
         return None;
     }
     let fd = g.take()?;
     use rustix::fs::{flock, FlockOperation as Op};
-    (flock(&fd, Op::NonBlockingLockShared).is_ok() && flock(&fd, Op::NonBlockingLockExclusive).is_ok())
-        .then_some(fd)
+    (flock(&fd, Op::NonBlockingLockShared).is_ok()
+        && flock(&fd, Op::NonBlockingLockExclusive).is_ok())
+    .then_some(fd)
 }
 
 impl TrashLock {
@@ -711,7 +712,13 @@ fn reap_entry(
         // Durable before the first byte is freed: after a crash a partly freed target must
         // never look whole (restorable).
         if let Err(e) = fsync(&entry) {
-            return fail(&entry, &shown, failed.as_ref(), &[os_failure(&shown, e)]);
+            return fail(
+                (trash, name),
+                &entry,
+                &shown,
+                failed.as_ref(),
+                &[os_failure(&shown, e)],
+            );
         }
     }
     started(state, &shown, meta.as_ref());
@@ -736,7 +743,9 @@ fn reap_entry(
         match freed {
             Ok(true) => {}
             Ok(false) => return Step::Interrupted,
-            Err(failures) => return fail(&entry, &shown, failed.as_ref(), &failures),
+            Err(failures) => {
+                return fail((trash, name), &entry, &shown, failed.as_ref(), &failures)
+            }
         }
     }
     // What is left: the record, a failure record, leftovers of an interrupted run (a large one
@@ -745,7 +754,7 @@ fn reap_entry(
     match rest {
         Ok(true) => Step::Freed(shown),
         Ok(false) => Step::Interrupted,
-        Err(failures) => fail(&entry, &shown, failed.as_ref(), &failures),
+        Err(failures) => fail((trash, name), &entry, &shown, failed.as_ref(), &failures),
     }
 }
 
@@ -798,14 +807,30 @@ fn os_failure(path: &Path, e: Errno) -> Failure {
     }
 }
 
-/// Records a failed attempt in the entry and says so.
+/// Records a failed attempt in the entry and says so: each failed path with the entry's ID
+/// and where that path is now (inside the entry: the file to `chattr -i` is there, not at its
+/// original path).
 fn fail(
+    at: (&Trash, &CStr),
     entry: &OwnedFd,
     shown: &Path,
     previous: Option<&FailedRecord>,
     failures: &[Failure],
 ) -> Step {
-    let record = FailedRecord::after(previous, failures, now_unix());
+    let (trash, name) = at;
+    let mut record = FailedRecord::after(previous, failures, now_unix());
+    let id = name.to_string_lossy().into_owned();
+    for e in &mut record.errors {
+        e.entry = Some(id.clone());
+        e.now_at = e
+            .path
+            .exact()
+            .strip_prefix(shown)
+            .ok()
+            .map(|rel| trash.shown(name, Some(REAPING)).join(rel))
+            .filter(|p| std::fs::symlink_metadata(p).is_ok())
+            .map(crate::sys::quote::PathField::new);
+    }
     let _ = record.write(entry);
     Step::Failed {
         path: shown.to_path_buf(),

@@ -217,9 +217,12 @@ fn item(s: &mut String, i: &Item, now: f64) {
             s.push_str(&format!("      ... and {} more\n", group(f.more)));
         }
         s.push_str(&format!(
-            "      {}; the next in {} (fix the cause, then `reclaim reap`)\n",
+            "      {}; the next in {} (fix the cause where it is now, e.g. `chattr -i -a` an \
+             immutable or append-only file, then `reclaim reap --now {id}`; or `reclaim restore \
+             {id}` puts what is left back at its path)\n",
             plural(u64::from(f.attempts), "attempt", "attempts"),
-            duration_rounded(f.next_attempt_unix - now)
+            duration_rounded(f.next_attempt_unix - now),
+            id = crate::sys::quote::quote_if_needed(&i.id),
         ));
     }
     if let Some(pid) = i.holder_pid {

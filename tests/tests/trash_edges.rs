@@ -72,7 +72,8 @@ fn eventually(limit: Duration, mut f: impl FnMut() -> bool) -> bool {
 
 /// The pid in the trash's `reaper.json`, if any.
 fn state_pid(t: &Path) -> Option<u32> {
-    let v: serde_json::Value = serde_json::from_slice(&fs::read(t.join("reaper.json")).ok()?).ok()?;
+    let v: serde_json::Value =
+        serde_json::from_slice(&fs::read(t.join("reaper.json")).ok()?).ok()?;
     v["pid"].as_u64().map(|p| p as u32)
 }
 
@@ -102,7 +103,11 @@ fn immutable_file_in_a_hidden_tree_is_named_where_it_is_and_the_rest_restorable(
     assert!(err.contains(&id), "the failure names entry {id}: {err}");
     // status names the file where it is now (inside the entry), and the entry.
     let now_at = t.join(&id).join("reaping/sub/imm");
-    assert!(now_at.exists(), "{} is not where status will say", now_at.display());
+    assert!(
+        now_at.exists(),
+        "{} is not where status will say",
+        now_at.display()
+    );
     let st = util::stdout_of(&run_ns(&s, &["status"]));
     assert!(
         st.contains(now_at.to_str().unwrap()) && st.contains(&format!("reclaim restore {id}")),
@@ -122,7 +127,7 @@ fn immutable_file_in_a_hidden_tree_is_named_where_it_is_and_the_rest_restorable(
     let out = run_ns(&s, &["restore", "vol/tree"]);
     assert_eq!(out.status.code(), Some(1), "{out:?}");
     let err = util::stderr_of(&out);
-    assert!(err.contains(&format!("entry {id2}")), "{err}");
+    assert!(err.contains(&format!("(entry '{id2}')")), "{err}");
     fs::remove_dir(s.path("vol/tree")).unwrap();
     util::assert_success(&run_ns(&s, &["restore", &id2]));
     drop(_imm);
@@ -167,7 +172,18 @@ fn reap_now_frees_entries_in_their_grace_window() {
     for f in ["a", "b", "c"] {
         s.file(format!("vol/{f}"), format!("{f}\n"));
     }
-    let out = rm_ok(&s, &["--background", "--grace", "1h", "--json", "vol/a", "vol/b", "vol/c"]);
+    let out = rm_ok(
+        &s,
+        &[
+            "--background",
+            "--grace",
+            "1h",
+            "--json",
+            "vol/a",
+            "vol/b",
+            "vol/c",
+        ],
+    );
     let ids: Vec<String> = hidden(&util::json_object(&out.stdout))
         .into_iter()
         .map(|h| h.1)
@@ -246,7 +262,11 @@ fn wait_counts_the_directories_of_a_tree() {
     let out = rm_ok(&s, &["-r", "--wait", "--json", "vol/tree"]);
     let v = util::json_object(&out.stdout);
     // tree, d0..d6, empty, deeper.
-    assert_eq!((v["files"].as_u64(), v["dirs"].as_u64()), (Some(21), Some(10)), "{v}");
+    assert_eq!(
+        (v["files"].as_u64(), v["dirs"].as_u64()),
+        (Some(21), Some(10)),
+        "{v}"
+    );
 }
 
 #[test]
@@ -315,7 +335,9 @@ fn status_brief_is_one_line_per_trash() {
         .find(|l| l.contains(trash(&s).to_str().unwrap()))
         .unwrap_or_else(|| panic!("{text}"));
     assert!(
-        vol.contains("root") && vol.contains("2 entries") && vol.contains("oldest")
+        vol.contains("root")
+            && vol.contains("2 entries")
+            && vol.contains("oldest")
             && vol.contains("no reaper"),
         "{vol}"
     );
@@ -324,7 +346,10 @@ fn status_brief_is_one_line_per_trash() {
         .iter()
         .find(|l| l.contains(other.to_str().unwrap()))
         .unwrap_or_else(|| panic!("{text}"));
-    assert!(other.contains("1 entry") && other.contains("64.0 KiB"), "{other}");
+    assert!(
+        other.contains("1 entry") && other.contains("64.0 KiB"),
+        "{other}"
+    );
     reap_all(&s);
 }
 
