@@ -218,13 +218,11 @@ fn reap(a: ReapArgs) -> cmd::reap::Options {
         log_prefix: a.log_prefix,
         pace: a.pace.given().then(|| EntryPacing::from(&a.pace)),
         threads: a.threads,
-        now: a.now.then(|| {
-            if a.all {
-                cmd::reap::Now::All
-            } else {
-                cmd::reap::Now::Ids(a.ids)
-            }
-        }),
+        now: match (a.now, a.all) {
+            (false, _) => None,
+            (true, true) => Some(cmd::reap::Now::All),
+            (true, false) => Some(cmd::reap::Now::Ids(a.ids)),
+        },
     }
 }
 

@@ -81,7 +81,10 @@ mod tests {
         let stop = AtomicBool::new(false);
         assert_eq!(
             count(&base, c"t", &stop),
-            Some(Listed { files: 10, dirs: 11 })
+            Some(Listed {
+                files: 10,
+                dirs: 11
+            })
         );
         stop.store(true, Ordering::Relaxed);
         assert_eq!(count(&base, c"t", &stop), None);
