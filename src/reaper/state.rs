@@ -21,7 +21,8 @@ pub struct ReaperState {
     /// not taken for the reaper.
     #[serde(default)]
     pub pid_start: u64,
-    /// "freeing", "waiting" (entries in their grace window) or "idle" (watching).
+    /// "freeing", "finishing" (its last look at the trash before it waits), "waiting"
+    /// (entries in their grace window; holding nothing) or "idle" (watching).
     pub state: String,
     /// Original path of the entry being freed.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -147,7 +148,7 @@ impl<'t> StateFile<'t> {
         if !self.active.load(std::sync::atomic::Ordering::Relaxed) {
             return;
         }
-        if read(self.dir, self.owner).is_some_and(|st| st.state != "waiting") {
+        if read(self.dir, self.owner).is_some_and(|st| !st.between_passes()) {
             remove_mine(self.dir, self.owner);
         }
     }
@@ -155,11 +156,17 @@ impl<'t> StateFile<'t> {
 
 /// Writes that this process waits (holding nothing) until `next_due` for the trash `dir`.
 pub fn write_waiting(dir: &OwnedFd, next_due: f64) {
+    write_between(dir, next_due, "waiting");
+}
+
+/// Writes that this process, about to let go of the trash `dir`, will wait until `next_due`
+/// (`finishing`: it still holds the trash; `waiting`: it holds nothing).
+fn write_between(dir: &OwnedFd, next_due: f64, what: &str) {
     let now = now_unix();
     let st = ReaperState {
         pid: std::process::id(),
         pid_start: start_time(std::process::id()).unwrap_or(0),
-        state: "waiting".into(),
+        state: what.into(),
         started_unix: now,
         updated_unix: now,
         next_due_unix: Some(next_due),
@@ -182,7 +189,7 @@ pub fn wait_unless_covered(dir: &OwnedFd, owner: u32, next_due: f64) {
             && st.alive()
     });
     if !covered {
-        write_waiting(dir, next_due);
+        write_between(dir, next_due, "finishing");
     }
 }
 
@@ -199,6 +206,12 @@ pub fn read(dir: &OwnedFd, owner: u32) -> Option<ReaperState> {
 }
 
 impl ReaperState {
+    /// Whether the reaper it names is between passes (finishing one, or waiting for a grace
+    /// window): known by this file alone, not by the trash's lock.
+    pub fn between_passes(&self) -> bool {
+        self.state == "waiting" || self.state == "finishing"
+    }
+
     /// Whether the process it names is alive and is the one that wrote it (same start time).
     pub fn alive(&self) -> bool {
         self.pid != 0 && start_time(self.pid).is_some_and(|t| t == self.pid_start)

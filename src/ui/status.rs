@@ -139,7 +139,7 @@ fn trash(s: &mut String, t: &TrashStatus, now: f64) {
         .iter()
         .all(|i| i.state == "failed" || i.state == "damaged");
     match &t.reaper {
-        Some(r) if r.state == "waiting" => {
+        Some(r) if r.state == "waiting" || r.state == "finishing" => {
             s.push_str(&format!(
                 "  reaper {} waiting for a grace window{}\n",
                 r.pid,
