@@ -591,6 +591,9 @@ pub struct StatusArgs {
     /// Print one JSON object on stdout
     #[arg(long)]
     pub json: bool,
+    /// One line per trash: where, owner, entries, bytes, the oldest entry's age, the reaper
+    #[arg(long, conflicts_with = "json")]
+    pub brief: bool,
     /// Walk pending trees to count their files and bytes (not known otherwise; costs a walk)
     #[arg(long)]
     pub count: bool,
@@ -635,6 +638,10 @@ pub struct ReapArgs {
     /// Started by `reclaim rm --background`: lower priority, no output but the log
     #[arg(long, hide = true)]
     pub detached: bool,
+    /// With --detached: the trash's lock, taken by the `rm` that started this reaper, is held
+    /// through this inherited fd
+    #[arg(long, hide = true, requires = "detached")]
+    pub lock_fd: Option<i32>,
     /// With --once: try entries that failed before now, not after their back-off (root's
     /// `reap` asks its per-user passes for this)
     #[arg(long, hide = true)]
@@ -653,6 +660,17 @@ pub struct ReapArgs {
     /// supervisor reads it)
     #[arg(long, hide = true)]
     pub log_prefix: bool,
+    /// Free these entries (IDs, from `reclaim status`), or every entry with --all, now: also
+    /// in their grace window (no longer restorable) and failed ones without waiting for their
+    /// back-off (what a full disk needs)
+    #[arg(long, conflicts_with = "watch")]
+    pub now: bool,
+    /// With --now: every entry of every trash this user may see (or of --trash)
+    #[arg(long, requires = "now", conflicts_with = "ids")]
+    pub all: bool,
+    /// Entry IDs for --now
+    #[arg(value_name = "ID", requires = "now")]
+    pub ids: Vec<String>,
     #[command(flatten)]
     pub pace: PaceArgs,
     /// Worker threads for trees [default: as `reclaim rm`]

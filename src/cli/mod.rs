@@ -57,6 +57,7 @@ pub fn parse(args: Vec<OsString>) -> Result<Invocation, Error> {
         }
         args::Command::Status(a) => Command::Status {
             json: a.json,
+            brief: a.brief,
             count: a.count,
             trash: a.trash,
         },
@@ -67,6 +68,12 @@ pub fn parse(args: Vec<OsString>) -> Result<Invocation, Error> {
             to: a.to,
         },
         args::Command::Reap(mut a) => {
+            if a.now && !a.all && a.ids.is_empty() {
+                return Err(usage(
+                    warnings,
+                    "reclaim reap: --now needs entry IDs (from `reclaim status`) or --all".into(),
+                ));
+            }
             config.apply_reap(&mut a);
             Command::Reap(reap(a))
         }
@@ -211,11 +218,17 @@ fn reap(a: ReapArgs) -> cmd::reap::Options {
         trash: a.trash,
         json: a.json,
         detached: a.detached,
+        lock_fd: a.lock_fd,
         retry_failed: a.retry_failed,
         log: a.log,
         log_prefix: a.log_prefix,
         pace: a.pace.given().then(|| EntryPacing::from(&a.pace)),
         threads: a.threads,
+        now: match (a.now, a.all) {
+            (false, _) => None,
+            (true, true) => Some(cmd::reap::Now::All),
+            (true, false) => Some(cmd::reap::Now::Ids(a.ids)),
+        },
     }
 }
 

@@ -24,6 +24,7 @@ pub enum Command {
     Rm(Box<rm::Options>),
     Status {
         json: bool,
+        brief: bool,
         count: bool,
         trash: Option<PathBuf>,
     },
@@ -74,7 +75,12 @@ pub fn run(inv: Invocation) -> ExitCode {
     }
     match inv.command {
         Command::Rm(o) => rm::run(&o),
-        Command::Status { json, count, trash } => status::run(json, count, trash.as_deref()),
+        Command::Status {
+            json,
+            brief,
+            count,
+            trash,
+        } => status::run(json, brief, count, trash.as_deref()),
         Command::Restore {
             entries,
             json,

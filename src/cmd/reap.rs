@@ -29,6 +29,8 @@ pub struct Options {
     pub json: bool,
     /// Started by `rm --background`: lower priority, no output but the log.
     pub detached: bool,
+    /// The trash's lock, held through this inherited fd (`--lock-fd`).
+    pub lock_fd: Option<i32>,
     /// Try entries that failed before now.
     pub retry_failed: bool,
     /// Where to log (`None`: auto).
@@ -38,6 +40,15 @@ pub struct Options {
     /// The pacing flags, when one was given (otherwise each entry's own).
     pub pace: Option<EntryPacing>,
     pub threads: Option<u16>,
+    /// `--now`: these entries, or all, freed now (also in their grace window).
+    pub now: Option<Now>,
+}
+
+/// What `reclaim reap --now` frees.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Now {
+    All,
+    Ids(Vec<String>),
 }
 
 /// `reclaim reap`.
@@ -48,12 +59,20 @@ pub fn run(o: &Options) -> ExitCode {
     super::catch_signals(!o.detached);
     if o.detached {
         spawn::detach();
+        if let Some(fd) = o.lock_fd.and_then(spawn::inherited) {
+            reaper::adopt_lock(fd);
+        }
     }
     let log = o.log.unwrap_or(Target::Auto);
     if o.watch {
         // Stopped by a signal: a service stop, exit 0.
         watch::run(log, o.log_prefix, &child_args(o));
         return ExitCode::SUCCESS;
+    }
+    if let Some(Now::Ids(ids)) = &o.now {
+        if let Some(code) = unknown_ids(o, ids) {
+            return code;
+        }
     }
     let dest = log.resolve(o.detached, false);
     let progress = Progress::start(!o.json && !o.detached);
@@ -73,6 +92,35 @@ pub fn run(o: &Options) -> ExitCode {
     );
     progress.finish();
     report(o, &sum, started.elapsed())
+}
+
+/// `--now ID...`: refuses (exit 1, one line per ID, nothing freed) if an ID is in no trash this
+/// user may see. Each trash is opened in turn (and checked to be the one found), never all at
+/// once.
+fn unknown_ids(o: &Options, ids: &[String]) -> Option<ExitCode> {
+    let trashes = match open(o.trash.as_ref()) {
+        Ok(t) => t,
+        Err(e) => {
+            eprintln!("reclaim reap: {e}");
+            return Some(ExitCode::from(1));
+        }
+    };
+    let mut unknown: Vec<&String> = ids.iter().collect();
+    for found in &trashes {
+        if unknown.is_empty() {
+            break;
+        }
+        if let Ok(t) = found.open() {
+            unknown.retain(|id| !t.has_entry(id));
+        }
+    }
+    for id in &unknown {
+        eprintln!(
+            "reclaim reap: no entry {} in any trash this user may see (`reclaim status` lists them)",
+            quote(id)
+        );
+    }
+    (!unknown.is_empty()).then(|| ExitCode::from(1))
 }
 
 /// The trashes to reap: the one named, or every one this user may see (at most
@@ -142,11 +190,15 @@ fn reap_options(o: &Options, dest: Dest) -> ReapOptions {
         },
         pacing: o.pace.clone(),
         engine,
-        only: None,
+        only: match &o.now {
+            Some(Now::Ids(ids)) => Some(ids.clone()),
+            _ => None,
+        },
         log: Sink::new(dest).prefixed(o.log_prefix),
         // `reap` (not `--once`, whose passes the service repeats) frees what it can now; a
         // detached reaper tries a failed entry once when it starts.
         retry_failed: !o.once || o.retry_failed,
+        now: o.now.is_some(),
     }
 }
 

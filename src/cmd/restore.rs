@@ -36,15 +36,27 @@ pub fn run(args: &[OsString], json: bool, only: Option<&Path>, to: Option<&Path>
         match restore(&trashes, a, me, to) {
             Ok(r) => {
                 if !json {
-                    println!("restored {} (entry {})", r.path, quote(&r.id));
+                    let what = if r.partial {
+                        "what a reaper could not free of"
+                    } else {
+                        ""
+                    };
+                    println!(
+                        "restored {what}{}{} (entry {})",
+                        if r.partial { " " } else { "" },
+                        r.path,
+                        quote(&r.id)
+                    );
                 }
                 report.restored.push(r);
             }
-            Err((original, e)) => {
+            Err((original, id, e)) => {
                 let arg = Path::new(a);
-                let shown = match &original {
-                    Some(o) if o.as_path() != arg => {
-                        format!("{} (entry {})", quote(o), quote(arg))
+                // The entry by its ID, whatever it was asked by.
+                let shown = match (&original, &id) {
+                    (Some(o), Some(id)) => format!("{} (entry {})", quote(o), quote(id)),
+                    (None, Some(id)) if id.as_bytes() != arg.as_os_str().as_encoded_bytes() => {
+                        format!("{} (entry {})", quote(arg), quote(id))
                     }
                     _ => quote(arg),
                 };

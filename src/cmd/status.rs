@@ -7,8 +7,8 @@ use crate::sys::error::ErrorEntry;
 use crate::sys::quote::quote;
 use crate::trash::{self, Trash};
 
-/// `reclaim status [--json] [--count] [--trash DIR]`.
-pub fn run(json: bool, count: bool, only: Option<&std::path::Path>) -> ExitCode {
+/// `reclaim status [--json | --brief] [--count] [--trash DIR]`.
+pub fn run(json: bool, brief: bool, count: bool, only: Option<&std::path::Path>) -> ExitCode {
     let found = match only {
         Some(p) => match Trash::open_path(p).and_then(|t| Ok(trash::Found::of(&t)?)) {
             Ok(t) => trash::Discovery::one(t),
@@ -31,6 +31,8 @@ pub fn run(json: bool, count: bool, only: Option<&std::path::Path>) -> ExitCode 
     let st = collect(found, count, &mut |l| eprintln!("reclaim status: {l}"));
     if json {
         println!("{}", serde_json::to_string(&st).expect("status serializes"));
+    } else if brief {
+        println!("{}", crate::ui::status::brief(&st));
     } else {
         println!("{}", crate::ui::status::human(&st));
     }

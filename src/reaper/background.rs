@@ -186,6 +186,7 @@ impl Hider {
                 only: Some(ids.clone()),
                 log: crate::sys::logging::Sink::quiet(),
                 retry_failed: true,
+                now: false,
             };
             loop {
                 let pending: Vec<&String> = ids
@@ -223,6 +224,12 @@ impl Hider {
                 break;
             }
         }
+        // What could not be freed (an immutable or append-only file inside a tree) goes back
+        // where it was, as `rm -rf` leaves it: the user waited for this removal, and the
+        // errors name those paths at their original place.
+        if !sum.interrupted {
+            self.put_back_failed(&mut sum);
+        }
         // Older entries left in those trashes (not ours to wait for): a reaper frees them.
         let busy = self.used.iter().map(|(t, _)| &**t);
         start_reapers(busy.filter(|t| !t.entries().is_empty()), reaper_args);
@@ -244,9 +251,48 @@ impl Hider {
     }
 }
 
+impl Hider {
+    /// Puts back what is left of this run's entries that a reaper could not fully free (they
+    /// have a failure record); their errors then name the paths where they are again.
+    fn put_back_failed(&self, sum: &mut reaper::ReapSummary) {
+        for (t, ids) in &self.used {
+            for id in ids {
+                let failed = std::ffi::CString::new(id.as_bytes()).is_ok_and(|c| {
+                    dirfd::open_dir_at(&t.dir, &c)
+                        .is_ok_and(|e| dirfd::lstat_at(&e, trash::FAILED).is_ok())
+                });
+                if !failed {
+                    continue;
+                }
+                // The restore opens the trash again by its path (checked to be this one).
+                let Ok(found) = trash::Found::of(t) else {
+                    continue;
+                };
+                let back = crate::trash::restore::restore(
+                    std::slice::from_ref(&found),
+                    std::ffi::OsStr::new(id),
+                    self.uid,
+                    None,
+                );
+                if back.is_ok() {
+                    for e in sum
+                        .errors
+                        .iter_mut()
+                        .filter(|e| e.entry.as_ref() == Some(id))
+                    {
+                        e.entry = None;
+                        e.now_at = None;
+                    }
+                }
+            }
+        }
+    }
+}
+
 fn merge(into: &mut reaper::ReapSummary, s: reaper::ReapSummary) {
     into.entries_freed += s.entries_freed;
     into.files += s.files;
+    into.dirs += s.dirs;
     into.bytes_freed += s.bytes_freed;
     into.errors.extend(s.errors);
     into.gentle.extend(s.gentle);
@@ -264,9 +310,12 @@ fn start_reapers<'t>(
     }
     // A running reaper lists the trash again before it leaves, so it sees our entries.
     // (A try of the lock, not a read of /proc/locks: that costs up to 10 ms.)
+    // The lock taken here goes to the reaper started: no moment without a holder.
     trashes
-        .filter(|t| matches!(reaper::TrashLock::try_take(t), Ok(Some(_))))
-        .filter_map(|t| spawn::detached(t, reaper_args).ok())
+        .filter_map(|t| match reaper::TrashLock::try_take(t) {
+            Ok(Some(lock)) => spawn::detached(t, reaper_args, Some(lock.fd())).ok(),
+            _ => None,
+        })
         .collect()
 }
 

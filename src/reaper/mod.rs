@@ -86,6 +86,8 @@ pub struct ReapOptions {
     /// Try entries that failed before now, not after their back-off (`reclaim reap` was
     /// asked to free what it can now).
     pub retry_failed: bool,
+    /// Free the entries now, also in their grace window (`reclaim reap --now`).
+    pub now: bool,
 }
 
 /// What a reaper run did (`reclaim reap --json`).
@@ -93,6 +95,9 @@ pub struct ReapOptions {
 pub struct ReapSummary {
     pub entries_freed: u64,
     pub files: u64,
+    /// Directories removed (inside the trees freed).
+    #[serde(default)]
+    pub dirs: u64,
     pub bytes_freed: u64,
     /// Paths that could not be freed (inner paths under the entry's original path), and
     /// damaged entries (`"damaged: ..."`).
@@ -161,7 +166,14 @@ pub enum Progress<'a> {
 pub type OnProgress<'a> = &'a (dyn Fn(&Progress<'_>) + Sync);
 
 /// Holds a trash's lock while alive.
-pub struct TrashLock(#[allow(dead_code)] OwnedFd);
+pub struct TrashLock(OwnedFd);
+
+impl TrashLock {
+    /// The open lock file (to hand the lock over to a reaper being started).
+    pub fn fd(&self) -> &OwnedFd {
+        &self.0
+    }
+}
 
 /// Why a trash's lock cannot be taken.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -184,11 +196,42 @@ pub enum OpenError {
     },
 }
 
+/// A trash lock this process was started holding (`rm --background` takes it before it starts
+/// the reaper, so that no `status` in between finds the trash without one): used by the first
+/// `TrashLock::try_take` of that trash.
+static HANDED_OVER: std::sync::Mutex<Option<OwnedFd>> = std::sync::Mutex::new(None);
+
+/// Adopts the trash lock held through `fd` (inherited from the process that started this one).
+pub fn adopt_lock(fd: OwnedFd) {
+    *HANDED_OVER.lock().unwrap_or_else(|e| e.into_inner()) = Some(fd);
+}
+
+/// The handed-over lock if it is `lock` (the same file), made this process's own in
+/// `/proc/locks` (a holder's pid is the process that took the lock: turned shared and back,
+/// which nothing but this open file holds meanwhile). `None` if none is, or it was lost.
+fn handed_over(lock: &OwnedFd) -> Option<OwnedFd> {
+    let mut g = HANDED_OVER.lock().unwrap_or_else(|e| e.into_inner());
+    let same = g.as_ref().is_some_and(
+        |h| matches!((dirfd::fstat(h), dirfd::fstat(lock)), (Ok(a), Ok(b)) if a.ident == b.ident),
+    );
+    if !same {
+        return None;
+    }
+    let fd = g.take()?;
+    use rustix::fs::{flock, FlockOperation as Op};
+    (flock(&fd, Op::NonBlockingLockShared).is_ok()
+        && flock(&fd, Op::NonBlockingLockExclusive).is_ok())
+    .then_some(fd)
+}
+
 impl TrashLock {
     /// Takes the trash's lock if no other reaper holds it. A `lock` that is not a plain file
     /// of the trash's owner is refused (never opened).
     pub fn try_take(trash: &Trash) -> Result<Option<TrashLock>, LockError> {
         let fd = safefile::open_lock(&trash.dir, LOCK, trash.uid).map_err(LockError::Damaged)?;
+        if let Some(held) = handed_over(&fd) {
+            return Ok(Some(TrashLock(held)));
+        }
         match locks::try_exclusive(&fd) {
             Ok(true) => Ok(Some(TrashLock(fd))),
             Ok(false) => Ok(None),
@@ -222,6 +265,7 @@ impl ReapSummary {
     pub fn merge(&mut self, s: ReapSummary) {
         self.entries_freed = self.entries_freed.saturating_add(s.entries_freed);
         self.files = self.files.saturating_add(s.files);
+        self.dirs = self.dirs.saturating_add(s.dirs);
         self.bytes_freed = self.bytes_freed.saturating_add(s.bytes_freed);
         self.errors.extend(s.errors);
         self.remaining = self.remaining.saturating_add(s.remaining);
@@ -368,6 +412,11 @@ fn reap_trash(
                 }
                 continue;
             }
+            // A reaper that will wait for a grace window says so before it lets go of the
+            // lock: no `status` in between finds the trash without a reaper.
+            if let (Until::Empty, Some(next)) = (opts.until, sum.next_grace_unix) {
+                state::wait_unless_covered(&trash.dir, trash.uid, next);
+            }
             // Leave, then look once more (see above).
             drop(lock.take());
             let more = opts.only.is_none() && trash.entries().iter().any(|n| !left.contains(n));
@@ -387,6 +436,7 @@ fn reap_trash(
     sum.files = sum
         .files
         .saturating_add(files.files.load(Ordering::Relaxed));
+    sum.dirs = sum.dirs.saturating_add(files.dirs.load(Ordering::Relaxed));
 }
 
 /// Logs one line for the damaged entries of a run beyond the first `MAX_DAMAGED_LOGGED` (which
@@ -730,7 +780,14 @@ fn reap_entry(
             };
         }
     }
-    if let Some(step) = claim(&entry, meta.as_ref(), &shown, failed.as_ref()) {
+    if let Some(step) = claim(
+        (trash, name),
+        &entry,
+        meta.as_ref(),
+        &shown,
+        failed.as_ref(),
+        opts.now,
+    ) {
         return step;
     }
     started(state, &shown, meta.as_ref());
@@ -757,12 +814,15 @@ fn reap_entry(
             counters,
             sum,
             &shown,
+            state,
             on_progress,
         );
         match freed {
             Ok(true) => {}
             Ok(false) => return Step::Interrupted,
-            Err(failures) => return fail(&entry, &shown, failed.as_ref(), &failures),
+            Err(failures) => {
+                return fail((trash, name), &entry, &shown, failed.as_ref(), &failures)
+            }
         }
     }
     // What is left: the record, a failure record, leftovers of an interrupted run (a large one
@@ -771,22 +831,24 @@ fn reap_entry(
     match rest {
         Ok(true) => Step::Freed(shown, measure),
         Ok(false) => Step::Interrupted,
-        Err(failures) => fail(&entry, &shown, failed.as_ref(), &failures),
+        Err(failures) => fail((trash, name), &entry, &shown, failed.as_ref(), &failures),
     }
 }
 
 /// Claims the entry's data for freeing (`DATA` renamed to `REAPING`, made durable), unless its
-/// grace window is still open; `Some(step)` when it is not to be freed now. An entry already
-/// claimed (an interrupted run) is left as it is.
+/// grace window is still open (and `now` was not asked: `reap --now`); `Some(step)` when it is
+/// not to be freed now. An entry already claimed (an interrupted run) is left as it is.
 fn claim(
+    at: (&Trash, &CStr),
     entry: &OwnedFd,
     meta: Option<&Meta>,
     shown: &Path,
     failed: Option<&FailedRecord>,
+    now: bool,
 ) -> Option<Step> {
     dirfd::lstat_at(entry, DATA).ok()?;
     if let Some(until) = meta.and_then(|m| m.grace_until_unix) {
-        if until > now_unix() {
+        if until > now_unix() && !now {
             return Some(Step::Grace(until));
         }
     }
@@ -806,7 +868,7 @@ fn claim(
     // look whole (restorable).
     match fsync(entry) {
         Ok(()) => None,
-        Err(e) => Some(fail(entry, shown, failed, &[os_failure(shown, e)])),
+        Err(e) => Some(fail(at, entry, shown, failed, &[os_failure(shown, e)])),
     }
 }
 
@@ -859,14 +921,30 @@ fn os_failure(path: &Path, e: Errno) -> Failure {
     }
 }
 
-/// Records a failed attempt in the entry and says so.
+/// Records a failed attempt in the entry and says so: each failed path with the entry's ID
+/// and where that path is now (inside the entry: the file to `chattr -i` is there, not at its
+/// original path).
 fn fail(
+    at: (&Trash, &CStr),
     entry: &OwnedFd,
     shown: &Path,
     previous: Option<&FailedRecord>,
     failures: &[Failure],
 ) -> Step {
-    let record = FailedRecord::after(previous, failures, now_unix());
+    let (trash, name) = at;
+    let mut record = FailedRecord::after(previous, failures, now_unix());
+    let id = name.to_string_lossy().into_owned();
+    for e in &mut record.errors {
+        e.entry = Some(id.clone());
+        e.now_at = e
+            .path
+            .exact()
+            .strip_prefix(shown)
+            .ok()
+            .map(|rel| trash.shown(name, Some(REAPING)).join(rel))
+            .filter(|p| std::fs::symlink_metadata(p).is_ok())
+            .map(crate::sys::quote::PathField::new);
+    }
     let _ = record.write(entry);
     Step::Failed {
         path: shown.to_path_buf(),
@@ -884,6 +962,7 @@ fn free_reaping(
     counters: &Counters,
     sum: &mut ReapSummary,
     shown: &Path,
+    state: &StateFile<'_>,
     on_progress: OnProgress<'_>,
 ) -> Result<bool, Vec<Failure>> {
     let shown_text = shown.to_string_lossy().into_owned();
@@ -900,14 +979,26 @@ fn free_reaping(
                 display: shown.to_path_buf(),
                 ident: facts.ident,
             };
-            let r = free_tree(
-                entry,
-                target,
-                pacing,
-                &opts.engine,
-                counters,
-                &mut sum.gentle,
-            );
+            // A listing pass ahead of the removal learns the total its progress is shown
+            // against (unless the record has it).
+            let stop = AtomicBool::new(false);
+            let count = state.snapshot().entry_files.is_none();
+            let gentle = &mut sum.gentle;
+            let r = std::thread::scope(|s| {
+                if count {
+                    let (base, stop) = (entry.clone(), &stop);
+                    s.spawn(move || {
+                        if let Some(n) = crate::engine::listing::count(&base, REAPING, stop) {
+                            state.set(|st| {
+                                st.entry_files.get_or_insert(n.files);
+                            });
+                        }
+                    });
+                }
+                let r = free_tree(entry, target, pacing, &opts.engine, counters, gentle);
+                stop.store(true, Ordering::Relaxed);
+                r
+            });
             let dirs = counters.bytes.load(Ordering::Relaxed) - known;
             sum.bytes_freed +=
                 dirs.max(before.freed_since(&crate::sys::space::FreeSpace::of(&**entry)));
@@ -1169,6 +1260,7 @@ pub fn reap_all(
         match wait_for(next, &mut trashes, &mut seen, &opts.log) {
             Waited::Due => {}
             Waited::AllGone => return sum,
+            Waited::Emptied => break,
             Waited::Stopped => {
                 sum.interrupted = true;
                 break;
@@ -1256,29 +1348,55 @@ enum Waited {
     Due,
     /// Every trash waited for is gone.
     AllGone,
+    /// Nothing is left in the trashes (restored, or freed by `reap --now`): nothing to wait for.
+    Emptied,
     /// A stop signal.
     Stopped,
 }
 
+/// How often a waiting reaper looks whether its trashes still hold entries.
+const EMPTIED_CHECK: Duration = Duration::from_secs(1);
+
 /// Waits until `until`, holding nothing of the file system (a `umount` can go ahead
-/// meanwhile), and every `GONE_CHECK` looks whether `trashes` are still there: one that is
-/// gone (unmounted, removed, replaced) is said (to `log`) and left, also in `seen`.
+/// meanwhile) but for a look each `EMPTIED_CHECK` at whether `trashes` still hold entries
+/// (each opened in turn, for that look only): a restore or `reap --now` that empties them ends
+/// the wait (and the reaper) at once. Every `GONE_CHECK` it looks whether `trashes` are still
+/// there: one that is gone (unmounted, removed, replaced) is said (to `log`) and left, also in
+/// `seen`.
 fn wait_for(until: f64, trashes: &mut Vec<Found>, seen: &mut Vec<Found>, log: &Sink) -> Waited {
+    let mut gone_checked = std::time::Instant::now();
     while now_unix() < until {
-        let slice = (until - now_unix()).clamp(0.05, GONE_CHECK.as_secs_f64());
+        let slice = (until - now_unix()).clamp(0.05, EMPTIED_CHECK.as_secs_f64());
         if !interrupt::sleep(Duration::from_secs_f64(slice)) {
             return Waited::Stopped;
         }
-        trashes.retain(|t| match t.still_there() {
-            Ok(()) => true,
-            Err(why) => {
-                say_gone(t, &why, log);
-                seen.retain(|s| s.path != t.path);
-                false
+        if gone_checked.elapsed() >= GONE_CHECK {
+            gone_checked = std::time::Instant::now();
+            trashes.retain(|t| match t.still_there() {
+                Ok(()) => true,
+                Err(why) => {
+                    say_gone(t, &why, log);
+                    seen.retain(|s| s.path != t.path);
+                    false
+                }
+            });
+            if trashes.is_empty() {
+                return Waited::AllGone;
             }
-        });
-        if trashes.is_empty() {
-            return Waited::AllGone;
+        }
+        if trashes
+            .iter()
+            .all(|f| f.open().is_ok_and(|t| t.entries().is_empty()))
+        {
+            for f in trashes
+                .iter()
+                .filter(|f| !crate::sys::asuser::needed(f.uid))
+            {
+                if let Ok(t) = f.open() {
+                    state::remove_mine(&t.dir, t.uid);
+                }
+            }
+            return Waited::Emptied;
         }
     }
     Waited::Due
@@ -1329,6 +1447,25 @@ fn pass_over(
     let mut args = child_args.to_vec();
     if opts.retry_failed {
         args.push("--retry-failed".into());
+    }
+    if opts.now {
+        args.push("--now".into());
+        match &opts.only {
+            // Only the IDs of this trash (root only looks at the names there, the trash
+            // opened for that look only).
+            Some(ids) => {
+                let here: Vec<&String> = match t.open() {
+                    Ok(open) => ids.iter().filter(|i| open.has_entry(i)).collect(),
+                    Err(_) => Vec::new(),
+                };
+                if here.is_empty() {
+                    return ReapSummary::default();
+                }
+                args.push("--".into());
+                args.extend(here.into_iter().map(OsString::from));
+            }
+            None => args.push("--all".into()),
+        }
     }
     as_owner(&t.path, t.uid, &args, on_line)
 }

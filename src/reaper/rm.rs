@@ -478,7 +478,7 @@ impl<'r> Run<'r> {
 
     /// Removes the trees with the parallel engine, set up by the file system's profile and
     /// paced when asked or governed; large files in them are shrunk like named ones.
-    /// `Events::trees` watches them (and is told they are done also without trees).
+    /// `Events::trees` watches them (not called when there are none).
     fn remove_trees(&mut self, trees: Vec<DirTarget>) -> Trees {
         let req = self.req;
         let shown = (!trees.is_empty()).then(|| {
@@ -501,11 +501,16 @@ impl<'r> Run<'r> {
             engine.large_files = Some(tf.clone());
         }
         let pace_dir = trees.first().map(|t| t.base.clone());
+        // No trees (every argument hidden or a single entry), and no ranks to agree with:
+        // nothing to watch, so no progress line ("0 files, 0 directories removed") is drawn.
+        let nothing = trees.is_empty() && crate::engine::spread::job().is_none();
         let done = AtomicBool::new(false);
         let (counters, events) = (&self.counters, self.events);
         let started = self.started;
         let (outcome, ranks, pace) = std::thread::scope(|s| {
-            s.spawn(|| events.trees(counters, started, &done));
+            if !nothing {
+                s.spawn(|| events.trees(counters, started, &done));
+            }
             let pacer = match (&engine.throttle, &pace_dir) {
                 (Some(throttle), Some(dir)) if paced => {
                     let network = profile.as_ref().is_some_and(|p| p.class == Class::Network);
@@ -626,6 +631,7 @@ impl<'r> Run<'r> {
         self.counters
             .files
             .fetch_add(reaped.files, Ordering::Relaxed);
+        self.counters.dirs.fetch_add(reaped.dirs, Ordering::Relaxed);
         self.counters
             .bytes
             .fetch_add(reaped.bytes_freed, Ordering::Relaxed);
@@ -845,6 +851,7 @@ fn resume_interrupted(
         only: Some(vec![id]),
         log: crate::sys::logging::Sink::quiet(),
         retry_failed: true,
+        now: false,
     };
     let sum = crate::reaper::run(std::slice::from_ref(&t), &opts, &|p| events.reaping(p));
     if let Some(e) = sum.errors.first() {

@@ -5,6 +5,7 @@
 //! whether it runs.
 
 use std::ffi::OsString;
+use std::os::fd::{AsRawFd, OwnedFd};
 use std::os::unix::process::CommandExt;
 use std::process::{Command, Stdio};
 
@@ -12,14 +13,23 @@ use crate::trash::meta::EntryPacing;
 use crate::trash::Trash;
 
 /// Starts `reclaim reap --trash <trash> --detached ARGS...` in the background; returns its pid.
-pub fn detached(trash: &Trash, args: &[OsString]) -> std::io::Result<u32> {
+/// With `lock` (the trash's lock, held), the reaper starts holding it (`--lock-fd`): the lock
+/// is never free between this call and the reaper's start, so a `status` meanwhile sees a
+/// reaper starting, and no other reaper takes the trash.
+pub fn detached(trash: &Trash, args: &[OsString], lock: Option<&OwnedFd>) -> std::io::Result<u32> {
+    // A copy without close-on-exec for the child (this process is not starting others now);
+    // closed here when this function returns.
+    let inherited = lock.map(rustix::io::dup).transpose()?;
     let mut cmd = Command::new("/proc/self/exe");
     cmd.arg0("reclaim")
         .arg("reap")
         .arg("--trash")
         .arg(&trash.path)
-        .arg("--detached")
-        .args(args)
+        .arg("--detached");
+    if let Some(fd) = &inherited {
+        cmd.arg(format!("--lock-fd={}", fd.as_raw_fd()));
+    }
+    cmd.args(args)
         .current_dir("/")
         .stdin(Stdio::null())
         .stdout(Stdio::null())
@@ -30,6 +40,23 @@ pub fn detached(trash: &Trash, args: &[OsString]) -> std::io::Result<u32> {
         .process_group(0);
     let child = cmd.spawn()?;
     Ok(child.id())
+}
+
+/// The fd `raw` this process inherited (`--lock-fd`): taken over if it is open and not one of
+/// stdin, stdout, stderr; marked close-on-exec from now on.
+pub fn inherited(raw: i32) -> Option<OwnedFd> {
+    if raw <= 2 {
+        return None;
+    }
+    // SAFETY: fcntl(F_GETFD) only asks whether `raw` is an open descriptor.
+    if unsafe { libc::fcntl(raw, libc::F_GETFD) } < 0 {
+        return None;
+    }
+    // SAFETY: `raw` is open (checked above), was handed to this process for this purpose by
+    // its parent, and nothing else in this process owns it.
+    let fd = unsafe { <OwnedFd as std::os::fd::FromRawFd>::from_raw_fd(raw) };
+    let _ = rustix::io::fcntl_setfd(&fd, rustix::io::FdFlags::CLOEXEC);
+    Some(fd)
 }
 
 /// Detaches in spirit: ignores the terminal's hangup, lowers this process's CPU (nice 10) and

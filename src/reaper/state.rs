@@ -21,7 +21,8 @@ pub struct ReaperState {
     /// not taken for the reaper.
     #[serde(default)]
     pub pid_start: u64,
-    /// "freeing", "waiting" (entries in their grace window) or "idle" (watching).
+    /// "freeing", "finishing" (its last look at the trash before it waits), "waiting"
+    /// (entries in their grace window; holding nothing) or "idle" (watching).
     pub state: String,
     /// Original path of the entry being freed.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -141,24 +142,31 @@ impl<'t> StateFile<'t> {
         let _ = safefile::replace(self.dir, STATUS, &text);
     }
 
-    /// Removes the file (the reaper is leaving), unless a newer reaper wrote it meanwhile.
+    /// Removes the file (the reaper is leaving), unless a newer reaper wrote it meanwhile or
+    /// this one said it waits for a grace window.
     pub fn remove(&self) {
         if !self.active.load(std::sync::atomic::Ordering::Relaxed) {
             return;
         }
-        if read(self.dir, self.owner).is_some_and(|st| st.pid == std::process::id()) {
-            let _ = rustix::fs::unlinkat(self.dir, STATUS, rustix::fs::AtFlags::empty());
+        if read(self.dir, self.owner).is_some_and(|st| !st.between_passes()) {
+            remove_mine(self.dir, self.owner);
         }
     }
 }
 
 /// Writes that this process waits (holding nothing) until `next_due` for the trash `dir`.
 pub fn write_waiting(dir: &OwnedFd, next_due: f64) {
+    write_between(dir, next_due, "waiting");
+}
+
+/// Writes that this process, about to let go of the trash `dir`, will wait until `next_due`
+/// (`finishing`: it still holds the trash; `waiting`: it holds nothing).
+fn write_between(dir: &OwnedFd, next_due: f64, what: &str) {
     let now = now_unix();
     let st = ReaperState {
         pid: std::process::id(),
         pid_start: start_time(std::process::id()).unwrap_or(0),
-        state: "waiting".into(),
+        state: what.into(),
         started_unix: now,
         updated_unix: now,
         next_due_unix: Some(next_due),
@@ -171,12 +179,39 @@ pub fn write_waiting(dir: &OwnedFd, next_due: f64) {
     );
 }
 
+/// Writes that this process waits until `next_due` for the trash `dir` (of `owner`), unless
+/// another live reaper already waits for it at least as early (then that one is its reaper).
+pub fn wait_unless_covered(dir: &OwnedFd, owner: u32, next_due: f64) {
+    let covered = read(dir, owner).is_some_and(|st| {
+        st.pid != std::process::id()
+            && st.state == "waiting"
+            && st.next_due_unix.is_some_and(|d| d <= next_due)
+            && st.alive()
+    });
+    if !covered {
+        write_between(dir, next_due, "finishing");
+    }
+}
+
+/// Removes the trash `dir`'s `reaper.json` if this process wrote it (a reaper leaving).
+pub fn remove_mine(dir: &OwnedFd, owner: u32) {
+    if read(dir, owner).is_some_and(|st| st.pid == std::process::id()) {
+        let _ = rustix::fs::unlinkat(dir, STATUS, rustix::fs::AtFlags::empty());
+    }
+}
+
 /// Reads a trash's `reaper.json` (a trash of `owner`); `None` if missing or not a plain record.
 pub fn read(dir: &OwnedFd, owner: u32) -> Option<ReaperState> {
     safefile::read_json(dir, STATUS, owner).ok().flatten()
 }
 
 impl ReaperState {
+    /// Whether the reaper it names is between passes (finishing one, or waiting for a grace
+    /// window): known by this file alone, not by the trash's lock.
+    pub fn between_passes(&self) -> bool {
+        self.state == "waiting" || self.state == "finishing"
+    }
+
     /// Whether the process it names is alive and is the one that wrote it (same start time).
     pub fn alive(&self) -> bool {
         self.pid != 0 && start_time(self.pid).is_some_and(|t| t == self.pid_start)

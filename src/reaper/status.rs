@@ -65,7 +65,8 @@ pub struct TrashStatus {
 #[derive(Debug, Serialize, Deserialize)]
 pub struct ReaperStatus {
     pub pid: u32,
-    /// "freeing", "waiting" (for a grace window, holding nothing open) or "starting".
+    /// "starting", "freeing", "finishing" (a pass, before it waits) or "waiting" (for a grace
+    /// window, holding nothing open).
     pub state: String,
     pub entry: Option<String>,
     pub rate_bps: f64,
@@ -341,7 +342,7 @@ fn reaper_status(t: &Trash, pending_bytes: u64, unknown: bool) -> Option<ReaperS
     let pid = match reaper::holder(t) {
         Some(pid) => pid,
         None => {
-            let s = st.as_ref().filter(|s| s.state == "waiting" && s.alive())?;
+            let s = st.as_ref().filter(|s| s.between_passes() && s.alive())?;
             s.pid
         }
     };

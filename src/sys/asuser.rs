@@ -51,6 +51,11 @@ pub fn needed(uid: u32) -> bool {
     rustix::process::geteuid().is_root() && uid != 0
 }
 
+/// The user name of `uid` (its passwd entry's), if it has one.
+pub fn user_name(uid: u32) -> Option<String> {
+    passwd(uid).map(|(name, _)| name.to_string_lossy().into_owned())
+}
+
 /// The passwd entry's name and primary gid of `uid`.
 fn passwd(uid: u32) -> Option<(std::ffi::CString, u32)> {
     let mut buf = vec![0u8; 4096];

@@ -85,6 +85,12 @@ pub struct ErrorEntry {
     #[serde(flatten)]
     pub path: crate::sys::quote::PathField,
     pub error: String,
+    /// A path inside a trash entry (a reaper's failure): the entry's ID.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub entry: Option<String>,
+    /// ... and where that path is now (inside the entry; `path` is where it was).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub now_at: Option<crate::sys::quote::PathField>,
 }
 
 impl ErrorEntry {
@@ -92,13 +98,20 @@ impl ErrorEntry {
         ErrorEntry {
             path: crate::sys::quote::PathField::new(path),
             error: error.into(),
+            entry: None,
+            now_at: None,
         }
     }
 }
 
 impl std::fmt::Display for ErrorEntry {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "{}: {}", self.path, self.error)
+        write!(f, "{}: {}", self.path, self.error)?;
+        match (&self.entry, &self.now_at) {
+            (Some(id), Some(at)) => write!(f, " (entry {id}; now at {at})"),
+            (Some(id), None) => write!(f, " (entry {id})"),
+            _ => Ok(()),
+        }
     }
 }
 

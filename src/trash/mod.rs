@@ -295,6 +295,13 @@ impl Trash {
         names
     }
 
+    /// Whether `id` names an entry of this trash (an entry's name, present: looked up, not
+    /// opened).
+    pub fn has_entry(&self, id: &str) -> bool {
+        meta::is_entry_name(id.as_bytes())
+            && CString::new(id).is_ok_and(|c| dirfd::lstat_at(&self.dir, &c).is_ok())
+    }
+
     /// Display path of something inside an entry.
     pub fn shown(&self, entry: &CStr, inner: Option<&CStr>) -> PathBuf {
         let p = self.path.join(OsStr::from_bytes(entry.to_bytes()));

@@ -55,6 +55,10 @@ pub struct Restored {
     pub id: String,
     #[serde(flatten)]
     pub path: PathField,
+    /// What was left of an entry a reaper could not fully free (a failed entry), not the
+    /// whole target.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub partial: bool,
 }
 
 /// What `restore --json` prints.
@@ -64,7 +68,11 @@ pub struct Report {
     pub errors: Vec<ErrorEntry>,
 }
 
-type Failed = (Option<PathBuf>, RestoreError);
+/// Why an entry was not restored: its original path and ID when known, and the reason.
+pub type Failed = (Option<PathBuf>, Option<String>, RestoreError);
+
+/// What `restore_entry` and `as_owner` fail with (the ID is added by `restore`).
+type EntryFailed = (Option<PathBuf>, RestoreError);
 
 /// Restores the entry named by `arg`: an entry id (in any of `trashes`), or an original path
 /// (then the newest entry from that path among the trashes of `me`).
@@ -76,15 +84,17 @@ pub fn restore(
     me: u32,
     to: Option<&Path>,
 ) -> Result<Restored, Failed> {
-    let (trash, id) = find(trashes, arg, me).ok_or((None, RestoreError::NotFound))?;
-    if crate::sys::asuser::needed(trash.uid) {
-        return as_owner(&trash, &id, to);
-    }
-    restore_entry(&trash, &id, to)
+    let (trash, id) = find(trashes, arg, me).ok_or((None, None, RestoreError::NotFound))?;
+    let r = if crate::sys::asuser::needed(trash.uid) {
+        as_owner(&trash, &id, to)
+    } else {
+        restore_entry(&trash, &id, to)
+    };
+    r.map_err(|(o, e)| (o, Some(id.to_string_lossy().into_owned()), e))
 }
 
 /// Restores entry `id` of `trash`, in this process (which is its owner, or root for root's).
-fn restore_entry(trash: &Trash, id: &CString, to: Option<&Path>) -> Result<Restored, Failed> {
+fn restore_entry(trash: &Trash, id: &CString, to: Option<&Path>) -> Result<Restored, EntryFailed> {
     let entry = dirfd::open_dir_at(&trash.dir, id).map_err(|e| match e {
         Errno::NOENT => (None, RestoreError::NotFound),
         e => (None, RestoreError::Os(e)),
@@ -112,7 +122,17 @@ fn restore_entry(trash: &Trash, id: &CString, to: Option<&Path>) -> Result<Resto
             RestoreError::Busy
         }));
     }
-    let data = dirfd::lstat_at(&entry, DATA).map_err(|_| fail(RestoreError::Reaping))?;
+    // The data, whole; or what is left of it after a reaper's attempt failed (nobody frees it
+    // now: the entry is locked here), which goes back as it is, as `rm -rf` would leave it.
+    let failed = dirfd::lstat_at(&entry, super::FAILED).is_ok();
+    let inner = if dirfd::lstat_at(&entry, DATA).is_ok() {
+        DATA
+    } else if failed && dirfd::lstat_at(&entry, REAPING).is_ok() {
+        REAPING
+    } else {
+        return Err(fail(RestoreError::Reaping));
+    };
+    let partial = inner == REAPING;
     let m = m.ok_or_else(|| fail(RestoreError::NoMeta))?;
     if m.uid != trash.uid {
         return Err(fail(RestoreError::Damaged(format!(
@@ -121,7 +141,7 @@ fn restore_entry(trash: &Trash, id: &CString, to: Option<&Path>) -> Result<Resto
         ))));
     }
     // The entry's data must be the trash owner's own (root may have hidden anyone's).
-    let data_owner = rustix::fs::statat(&entry, DATA, AtFlags::SYMLINK_NOFOLLOW)
+    let data_owner = rustix::fs::statat(&entry, inner, AtFlags::SYMLINK_NOFOLLOW)
         .map_err(|e| fail(RestoreError::Os(e)))?
         .st_uid;
     if trash.uid != 0 && data_owner != trash.uid {
@@ -130,9 +150,8 @@ fn restore_entry(trash: &Trash, id: &CString, to: Option<&Path>) -> Result<Resto
             trash.uid
         ))));
     }
-    let _ = data;
     if let Some(to) = to {
-        return restore_to(trash, id, &entry, &m, to).map_err(fail);
+        return restore_to(trash, id, &entry, &m, to, inner).map_err(fail);
     }
     let path = m.original_path();
     let (parent, name) = split(&path).ok_or_else(|| fail(RestoreError::NoMeta))?;
@@ -147,7 +166,7 @@ fn restore_entry(trash: &Trash, id: &CString, to: Option<&Path>) -> Result<Resto
     if !same {
         return Err(gone());
     }
-    crate::sys::rename::noreplace(&entry, DATA, &pfd, &name, crate::sys::rename::Into::Shared)
+    crate::sys::rename::noreplace(&entry, inner, &pfd, &name, crate::sys::rename::Into::Shared)
         .map_err(|e| {
             fail(match e {
                 Errno::EXIST | Errno::NOTEMPTY => RestoreError::Taken,
@@ -163,6 +182,7 @@ fn restore_entry(trash: &Trash, id: &CString, to: Option<&Path>) -> Result<Resto
     Ok(Restored {
         id: m.id,
         path: PathField::new(&path),
+        partial,
     })
 }
 
@@ -175,6 +195,7 @@ fn restore_to(
     entry: &std::os::fd::OwnedFd,
     m: &Meta,
     to: &Path,
+    inner: &std::ffi::CStr,
 ) -> Result<Restored, RestoreError> {
     let dest = absolute(to).ok_or_else(|| RestoreError::Destination(to.into(), Errno::INVAL))?;
     let (parent, name) =
@@ -185,7 +206,7 @@ fn restore_to(
             e => Err(e),
         })
         .map_err(|e| RestoreError::Destination(parent.into(), e))?;
-    crate::sys::rename::noreplace(entry, DATA, &pfd, &name, crate::sys::rename::Into::Shared)
+    crate::sys::rename::noreplace(entry, inner, &pfd, &name, crate::sys::rename::Into::Shared)
         .map_err(|e| match e {
             Errno::EXIST | Errno::NOTEMPTY => RestoreError::DestinationTaken(dest.clone()),
             Errno::XDEV => RestoreError::OtherFileSystem(dest.clone()),
@@ -198,11 +219,12 @@ fn restore_to(
     Ok(Restored {
         id: m.id.clone(),
         path: PathField::new(&dest),
+        partial: inner == REAPING,
     })
 }
 
 /// Restores entry `id` of another user's `trash` in a child running as that user.
-fn as_owner(trash: &Trash, id: &CString, to: Option<&Path>) -> Result<Restored, Failed> {
+fn as_owner(trash: &Trash, id: &CString, to: Option<&Path>) -> Result<Restored, EntryFailed> {
     let who = crate::sys::asuser::Identity::of(trash.uid);
     let mut argv: Vec<OsString> = vec![
         "restore".into(),

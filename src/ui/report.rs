@@ -588,6 +588,17 @@ pub struct Progress {
     bar: Option<ProgressBar>,
 }
 
+impl Drop for Progress {
+    /// A line never drawn stays undrawn (indicatif draws an unfinished bar when it is dropped).
+    fn drop(&mut self) {
+        if let Some(bar) = &self.bar {
+            if !bar.is_finished() {
+                bar.finish_and_clear();
+            }
+        }
+    }
+}
+
 impl Progress {
     pub fn start(enabled: bool) -> Self {
         if !enabled || !std::io::stderr().is_terminal() {

@@ -60,6 +60,69 @@ pub fn human(st: &Status) -> String {
     s
 }
 
+/// `--brief`: one line per trash with anything in it (where, owner, entries, bytes, the
+/// oldest entry's age, the reaper); warnings and unreadable trashes on lines of their own.
+pub fn brief(st: &Status) -> String {
+    let mut lines: Vec<String> = Vec::new();
+    lines.extend(st.errors.iter().map(|e| format!("cannot read {e}")));
+    lines.extend(
+        st.unreachable
+            .iter()
+            .map(|u| format!("warning: {} {}", quote(&u.path), u.reason)),
+    );
+    let now = now_unix();
+    let busy = st
+        .trashes
+        .iter()
+        .filter(|t| t.entries > 0 || t.reaper.is_some());
+    lines.extend(busy.map(|t| brief_line(t, now)));
+    if lines.is_empty() {
+        lines.push("nothing pending: no trash holds entries".into());
+    }
+    lines.join("\n")
+}
+
+/// One trash in one line.
+fn brief_line(t: &TrashStatus, now: f64) -> String {
+    let owner = crate::sys::asuser::user_name(t.uid).unwrap_or_else(|| format!("uid {}", t.uid));
+    let size = match t.unknown_size {
+        0 => bytes(t.pending_bytes),
+        n if n == t.entries => "size unknown".into(),
+        n => format!(
+            "at least {} (+{} of unknown size)",
+            bytes(t.pending_bytes),
+            plural(n, "tree", "trees")
+        ),
+    };
+    // Entries are listed oldest first.
+    let oldest = t
+        .items
+        .iter()
+        .filter_map(|i| i.created_unix)
+        .next()
+        .map(|c| format!(", oldest {} old", duration_rounded(now - c)))
+        .unwrap_or_default();
+    let failed = t
+        .items
+        .iter()
+        .filter(|i| i.state == "failed" || i.state == "damaged")
+        .count() as u64;
+    let failed = if failed > 0 {
+        format!(" ({failed} failed)")
+    } else {
+        String::new()
+    };
+    let reaper = match &t.reaper {
+        Some(r) => format!("reaper {} {}", r.pid, r.state),
+        None => "no reaper".into(),
+    };
+    format!(
+        "{}  {owner}  {}{failed}, {size}{oldest}; {reaper}",
+        quote(&t.trash),
+        plural(t.entries, "entry", "entries"),
+    )
+}
+
 /// One trash's paragraph: what it holds, its reaper, its log's last lines, each entry.
 fn trash(s: &mut String, t: &TrashStatus, now: f64) {
     // What is known, and what is not (a tree is not walked unless --count).
@@ -95,7 +158,7 @@ fn trash(s: &mut String, t: &TrashStatus, now: f64) {
         .iter()
         .all(|i| i.state == "failed" || i.state == "damaged");
     match &t.reaper {
-        Some(r) if r.state == "waiting" => {
+        Some(r) if r.state == "waiting" || r.state == "finishing" => {
             s.push_str(&format!(
                 "  reaper {} waiting for a grace window{}\n",
                 r.pid,
@@ -188,9 +251,12 @@ fn item(s: &mut String, i: &Item, now: f64) {
             s.push_str(&format!("      ... and {} more\n", group(f.more)));
         }
         s.push_str(&format!(
-            "      {}; the next in {} (fix the cause, then `reclaim reap`)\n",
+            "      {}; the next in {} (fix the cause where it is now, e.g. `chattr -i -a` an \
+             immutable or append-only file, then `reclaim reap --now {id}`; or `reclaim restore \
+             {id}` puts what is left back at its path)\n",
             plural(u64::from(f.attempts), "attempt", "attempts"),
-            duration_rounded(f.next_attempt_unix - now)
+            duration_rounded(f.next_attempt_unix - now),
+            id = crate::sys::quote::quote_if_needed(&i.id),
         ));
     }
     if let Some(pid) = i.holder_pid {

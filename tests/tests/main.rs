@@ -36,5 +36,6 @@ mod select;
 mod skips;
 mod soak;
 mod trash;
+mod trash_edges;
 mod tree_pacing;
 mod util;
