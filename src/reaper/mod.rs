@@ -980,20 +980,31 @@ fn free_reaping(
                 ident: facts.ident,
             };
             // A listing pass ahead of the removal learns the total its progress is shown
-            // against (unless the record has it).
+            // against (unless the record has it). It gets a head start of up to
+            // `LISTING_HEAD_START` (a tree of some thousands is listed by then, also on a busy
+            // machine): a file the removal takes before the listing reached its directory is
+            // missing from the total.
             let stop = AtomicBool::new(false);
             let count = state.snapshot().entry_files.is_none();
             let gentle = &mut sum.gentle;
             let r = std::thread::scope(|s| {
                 if count {
                     let (base, stop) = (entry.clone(), &stop);
-                    s.spawn(move || {
-                        if let Some(n) = crate::engine::listing::count(&base, REAPING, stop) {
-                            state.set(|st| {
-                                st.entry_files.get_or_insert(n.files);
-                            });
-                        }
-                    });
+                    let (done, listed) = std::sync::mpsc::channel::<()>();
+                    let lister = std::thread::Builder::new()
+                        .name("listing".into())
+                        .spawn_scoped(s, move || {
+                            if let Some(n) = crate::engine::listing::count(&base, REAPING, stop) {
+                                state.set(|st| {
+                                    st.entry_files.get_or_insert(n.files);
+                                });
+                            }
+                            let _ = done.send(());
+                        });
+                    // Out of threads: no total, the removal goes ahead all the same.
+                    if lister.is_ok() {
+                        let _ = listed.recv_timeout(LISTING_HEAD_START);
+                    }
                 }
                 let r = free_tree(entry, target, pacing, &opts.engine, counters, gentle);
                 stop.store(true, Ordering::Relaxed);
@@ -1472,6 +1483,9 @@ fn pass_over(
 
 /// Damaged entries of one trash logged one by one in a run (the rest in one line).
 const MAX_DAMAGED_LOGGED: u64 = 3;
+
+/// How long a tree's listing pass (its progress total) runs before the removal starts.
+const LISTING_HEAD_START: Duration = Duration::from_millis(250);
 
 /// How often a reaper waiting for another one looks whether it finished.
 const WAIT_POLL: Duration = Duration::from_millis(200);
