@@ -10,6 +10,7 @@ pub mod remove;
 pub mod scan;
 pub mod shrink;
 pub mod spread;
+pub mod subvolume;
 pub mod target;
 pub mod walk;
 pub mod workload;

@@ -55,6 +55,10 @@ pub struct Options {
     /// An entry already gone when it is unlinked is a failure (ENOENT), as GNU rm reports it
     /// (rm mode; its `-f` drops them), rather than done.
     pub report_vanished: bool,
+    /// A btrfs subvolume (the target, or met in the tree) is deleted whole by the file system
+    /// (`subvolume.rs`) where the caller may; otherwise, and in a dry run, walked like any
+    /// directory. (rm mode walks it, as GNU rm does.)
+    pub destroy_subvolumes: bool,
 }
 
 /// Directories with at most this many non-directory entries have each entry `lstat`ed, so
@@ -79,6 +83,7 @@ impl Default for Options {
             look_ahead: false,
             gate: None,
             report_vanished: false,
+            destroy_subvolumes: true,
         }
     }
 }
@@ -132,6 +137,8 @@ pub trait Sink: Sync {
     /// Something the removal went on without that the user should hear of (under MPI: a
     /// message of another rank that could not be read).
     fn warning(&self, _what: &dyn std::fmt::Display) {}
+    /// A subvolume is removed file by file instead of by the file system's deletion; `why`.
+    fn subvolume_walked(&self, _path: &std::path::Path, _why: &str) {}
 }
 
 /// A sink that wants nothing (the caller reports from the counters and the outcome).
@@ -176,6 +183,17 @@ pub struct DirTarget {
 pub struct Outcome {
     pub failures: Vec<Failure>,
     pub skipped_mounts: Vec<PathBuf>,
+    /// Subvolumes met (targets or inside trees), and how each was removed.
+    pub subvolumes: Vec<Subvolume>,
+}
+
+/// A subvolume the engine met, and how it went.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Subvolume {
+    pub path: PathBuf,
+    /// Deleted whole by the file system (its blocks freed by btrfs's cleaner afterwards), or
+    /// `Err(why not)`: removed file by file with the rest of the tree.
+    pub deleted: Result<crate::engine::subvolume::Deleted, String>,
 }
 
 /// Removes every target tree, in parallel, and returns the failures.
@@ -235,6 +253,7 @@ fn walk_options(opts: &Options) -> walk::Options {
         sort_min: walk::BIG_DIR,
         fd_budget: opts.fd_budget.max(2),
         cross_mounts: opts.cross_mounts,
+        subvolumes: true,
         gate: opts.gate.clone(),
     }
 }
@@ -424,6 +443,33 @@ impl Visitor for Remover<'_> {
                 Next::Keep
             }
         }
+    }
+
+    fn subvolume(
+        &self,
+        _: &mut (),
+        parent: &OwnedFd,
+        node: &Arc<RNode>,
+        fd: &OwnedFd,
+        facts: &dirfd::Facts,
+    ) -> bool {
+        if !self.opts.destroy_subvolumes
+            || self.opts.dry_run
+            || !crate::sys::btrfs::is_subvolume_root(fd, facts.ident.ino)
+        {
+            return false;
+        }
+        let path = node.path();
+        let deleted = crate::engine::subvolume::delete(parent, node.name(), fd);
+        match &deleted {
+            Ok(_) if self.sink.wants_removed() => self.sink.removed(&path, true),
+            Ok(_) => {}
+            Err(why) => self.sink.subvolume_walked(&path, why),
+        }
+        let done = deleted.is_ok();
+        let mut out = self.outcome.lock().expect("outcome lock");
+        out.subvolumes.push(Subvolume { path, deleted });
+        done
     }
 
     fn list_failed(&self, node: &Arc<RNode>, e: Errno) {

@@ -158,6 +158,53 @@ pub struct Summary {
     /// Under MPI: what each rank did.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub ranks: Vec<Rank>,
+    /// btrfs subvolumes met (targets or inside trees) and how each was removed.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub subvolumes: Vec<SubvolumeEntry>,
+}
+
+/// A subvolume in `Summary::subvolumes`.
+#[derive(Debug, Serialize)]
+pub struct SubvolumeEntry {
+    #[serde(flatten)]
+    pub path: PathField,
+    /// `snap_destroy_v2` or `snap_destroy`: deleted whole by the file system (btrfs's cleaner
+    /// frees its blocks afterwards; `status` shows it); `walk`: removed file by file.
+    pub how: String,
+    /// Its subvolume id, when deleted whole.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub id: Option<u64>,
+    /// Subvolumes inside it deleted first (their ids).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub nested: Vec<u64>,
+    /// Why it was walked.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub why: Option<String>,
+}
+
+impl SubvolumeEntry {
+    fn of(s: &remove::Subvolume) -> Self {
+        let path = PathField::new(&s.path);
+        match &s.deleted {
+            Ok(d) => SubvolumeEntry {
+                path,
+                how: serde_json::to_value(d.how)
+                    .ok()
+                    .and_then(|v| v.as_str().map(str::to_owned))
+                    .unwrap_or_default(),
+                id: Some(d.id),
+                nested: d.nested.clone(),
+                why: None,
+            },
+            Err(why) => SubvolumeEntry {
+                path,
+                how: "walk".into(),
+                id: None,
+                nested: Vec::new(),
+                why: Some(why.clone()),
+            },
+        }
+    }
 }
 
 /// What one removal did: the account, every failure (in the order met) and, after a stop
@@ -241,6 +288,7 @@ struct Trees {
     /// The trees, quoted and joined (for the line after a stop signal); `None`: there were none.
     shown: Option<String>,
     skipped_mounts: Vec<PathBuf>,
+    subvolumes: Vec<remove::Subvolume>,
     pace: Option<crate::engine::pace::PaceReport>,
     profile: Option<Profile>,
     /// Under MPI: what each rank did.
@@ -507,6 +555,7 @@ impl<'r> Run<'r> {
                     let o = remove::remove_trees(vec![t], &engine, counters, events);
                     all.failures.extend(o.failures);
                     all.skipped_mounts.extend(o.skipped_mounts);
+                    all.subvolumes.extend(o.subvolumes);
                 }
                 (all, Vec::new())
             } else {
@@ -527,6 +576,7 @@ impl<'r> Run<'r> {
         Trees {
             shown,
             skipped_mounts: outcome.skipped_mounts,
+            subvolumes: outcome.subvolumes,
             pace,
             profile,
             ranks,
@@ -637,6 +687,7 @@ impl<'r> Run<'r> {
             interrupted: crate::sys::interrupt::requested(),
             profile: trees.profile,
             ranks: trees.ranks,
+            subvolumes: trees.subvolumes.iter().map(SubvolumeEntry::of).collect(),
         };
         Removal {
             summary,

@@ -11,6 +11,7 @@
 //! read-only.
 
 mod adversary;
+mod btrfs;
 mod crash;
 mod gentle;
 mod gnu_rm;

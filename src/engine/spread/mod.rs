@@ -837,7 +837,7 @@ fn disagreed(
         .fetch_add(failures.len() as u64, std::sync::atomic::Ordering::Relaxed);
     crate::engine::remove::Outcome {
         failures,
-        skipped_mounts: Vec::new(),
+        ..Default::default()
     }
 }
 
@@ -860,6 +860,9 @@ impl crate::engine::remove::Sink for Collect<'_> {
     }
     fn warning(&self, what: &dyn std::fmt::Display) {
         self.inner.warning(what)
+    }
+    fn subvolume_walked(&self, path: &std::path::Path, why: &str) {
+        self.inner.subvolume_walked(path, why)
     }
 }
 
