@@ -318,11 +318,11 @@ impl<'a> Remover<'a> {
         }
         let path = node.child_path(name);
         match large.remove(dir, name, &facts, &path) {
-            Ok(()) | Err(Reason::Os(Errno::NOENT)) => {
+            r @ (Ok(_) | Err(Reason::Os(Errno::NOENT))) => {
+                // Only what was given back (extents shared with a reflink are not).
+                let freed = r.unwrap_or(0);
                 self.counters.files.fetch_add(1, Ordering::Relaxed);
-                self.counters
-                    .bytes
-                    .fetch_add(facts.allocated, Ordering::Relaxed);
+                self.counters.bytes.fetch_add(freed, Ordering::Relaxed);
                 if self.sink.wants_removed() {
                     self.sink.removed(&path, false);
                 }

@@ -448,6 +448,7 @@ impl<'r> Run<'r> {
         facts: &Facts,
     ) {
         let req = self.req;
+        let mut allocated = allocated;
         let result = if req.engine.dry_run {
             Ok(())
         } else if is_dir {
@@ -457,6 +458,8 @@ impl<'r> Run<'r> {
                 if let Some(l) = &g.outcome.left {
                     self.left.push(left_of_file(req, &g, l));
                 }
+                // Only what was given back: extents shared with reflinks are not.
+                allocated = allocated.min(g.outcome.freed());
                 self.gentle.push(g);
             })
         } else {

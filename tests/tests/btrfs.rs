@@ -332,3 +332,80 @@ fn gnu_mode_matches_gnu_rm_on_subvolumes() {
         );
     }
 }
+
+/// Chunk `chunk` of a file whose 4 KiB blocks all differ: block `i` starts with `i * seed`
+/// and is filled with the low byte of `i`.
+fn pattern_chunk(seed: u64, chunk: u64, len: usize) -> Vec<u8> {
+    let mut out = Vec::with_capacity(len);
+    for b in 0..(len / 4096) as u64 {
+        let i = chunk * (len as u64 / 4096) + b;
+        let mut block = [i as u8; 4096];
+        block[..8].copy_from_slice(&i.wrapping_mul(seed).to_le_bytes());
+        out.extend_from_slice(&block);
+    }
+    out
+}
+
+#[test]
+fn reflinked_copies_are_reported_not_freed_and_the_original_stays_intact() {
+    use std::io::{Read, Write};
+    const CHUNK: usize = 4 << 20;
+    const CHUNKS: u64 = 64; // 256 MiB
+    let s = scratch!();
+    let _v = or_skip!(Volume::btrfs(&s, "vol", 1 << 30, ""));
+    let seed = 0x9E37_79B9_7F4A_7C15;
+    let mut f = fs::File::create(s.path("vol/a")).unwrap();
+    for c in 0..CHUNKS {
+        f.write_all(&pattern_chunk(seed, c, CHUNK)).unwrap();
+    }
+    f.sync_all().unwrap();
+    drop(f);
+    s.mkdir("vol/t");
+    for copy in ["vol/b", "vol/t/c"] {
+        let out = Command::new("cp")
+            .args(["--reflink=always"])
+            .arg(s.path("vol/a"))
+            .arg(s.path(copy))
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "cp --reflink: {out:?}");
+    }
+    Command::new("sync").status().unwrap();
+    // A named copy, and one in a tree (a small directory: its large files are stated).
+    let out = s.rm(&["-r", "--json", "vol/b", "vol/t"]).output().unwrap();
+    util::assert_success(&out);
+    assert!(!s.exists("vol/b") && !s.exists("vol/t"));
+    let v = json(&out);
+    // What the file systems gave back is measured too; nothing like 2 x 256 MiB was.
+    assert!(
+        v["bytes_freed"].as_u64().is_some_and(|b| b < 32 << 20),
+        "{v}"
+    );
+    let gentle = v["gentle"].as_array().unwrap_or_else(|| panic!("{v}"));
+    assert_eq!(gentle.len(), 2, "{v}");
+    for g in gentle {
+        assert_eq!(g["steps"], 0, "shrunk in steps that free nothing: {v}");
+        assert_eq!(
+            g["shared_bytes"].as_u64(),
+            Some(CHUNKS * CHUNK as u64),
+            "{v}"
+        );
+        assert!(
+            g["unlinked_whole"]
+                .as_str()
+                .is_some_and(|w| w.contains("shared")),
+            "{v}"
+        );
+    }
+    // The original, byte for byte.
+    let mut f = fs::File::open(s.path("vol/a")).unwrap();
+    let mut buf = vec![0u8; CHUNK];
+    for c in 0..CHUNKS {
+        f.read_exact(&mut buf).unwrap();
+        assert!(
+            buf == pattern_chunk(seed, c, CHUNK),
+            "chunk {c} of vol/a changed"
+        );
+    }
+    assert_eq!(f.read(&mut buf).unwrap(), 0, "vol/a grew");
+}
