@@ -185,6 +185,19 @@ pub struct Outcome {
     pub skipped_mounts: Vec<PathBuf>,
     /// Subvolumes met (targets or inside trees), and how each was removed.
     pub subvolumes: Vec<Subvolume>,
+    /// A directory on each file system where subvolumes were deleted (its cleaner is woken
+    /// once the walk is over).
+    cleaners: Vec<(u64, OwnedFd)>,
+}
+
+impl Outcome {
+    /// Wakes the cleaner of each file system where subvolumes were deleted: their space
+    /// comes back now instead of at the next commit interval.
+    fn poke_cleaners(&mut self) {
+        for (_, fd) in self.cleaners.drain(..) {
+            let _ = crate::sys::btrfs::poke_cleaner(&fd);
+        }
+    }
 }
 
 /// A subvolume the engine met, and how it went.
@@ -210,7 +223,9 @@ pub fn remove_trees(
         .map(|(i, t)| Root::new(i, t.base, t.name, t.display, t.ident))
         .collect();
     walk::run(&remover, roots, &walk_options(opts));
-    remover.outcome.into_inner().expect("outcome lock")
+    let mut out = remover.outcome.into_inner().expect("outcome lock");
+    out.poke_cleaners();
+    out
 }
 
 /// Removes the trees together with other processes (the ranks of `spread`): as
@@ -242,7 +257,9 @@ pub fn remove_trees_shared<R>(
     // Batches of one big directory go to other ranks too: they are other clients, each with
     // its own lock on the directory, where threads of one client would contend on one.
     let (_, r) = walk::run_shared(&remover, roots, &walk_opts, start, true, drive);
-    (remover.outcome.into_inner().expect("outcome lock"), r)
+    let mut out = remover.outcome.into_inner().expect("outcome lock");
+    out.poke_cleaners();
+    (out, r)
 }
 
 fn walk_options(opts: &Options) -> walk::Options {
@@ -468,6 +485,11 @@ impl Visitor for Remover<'_> {
         }
         let done = deleted.is_ok();
         let mut out = self.outcome.lock().expect("outcome lock");
+        if done && !out.cleaners.iter().any(|(dev, _)| *dev == facts.ident.dev) {
+            if let Ok(fd) = rustix::io::dup(parent) {
+                out.cleaners.push((facts.ident.dev, fd));
+            }
+        }
         out.subvolumes.push(Subvolume { path, deleted });
         done
     }

@@ -646,6 +646,29 @@ impl<'r> Run<'r> {
         for e in reaped.errors {
             self.fail(e.path.exact(), Reason::Freeing(e.error));
         }
+        self.wait_cleaners();
+    }
+
+    /// `--wait` on btrfs: subvolumes deleted whole are freed by the file system's cleaner
+    /// afterwards; wait for what it has queued now (root, kernel 6.8+; otherwise say so).
+    fn wait_cleaners(&mut self) {
+        if crate::sys::interrupt::stopping() {
+            return;
+        }
+        let mut seen = HashSet::new();
+        for (t, _) in &self.hider.used {
+            if !crate::sys::btrfs::is_btrfs(&t.dir) || !seen.insert(t.ident.dev) {
+                continue;
+            }
+            if let Err(e) = crate::sys::btrfs::wait_cleaner(&t.dir, None) {
+                self.events.warning(&format_args!(
+                    "not waiting for btrfs's cleaner on {} ({}): subvolumes deleted there may \
+                     still be freed in the background",
+                    quote(&t.mount),
+                    crate::sys::error::errno_text(e)
+                ));
+            }
+        }
     }
 
     /// The account: the summary, the failures and what a stop signal left.

@@ -75,6 +75,7 @@ const INO_LOOKUP_USER: Opcode = opcode::read_write::<InoLookupUser>(MAGIC, 62);
 const SNAP_DESTROY: Opcode = opcode::write::<VolArgs>(MAGIC, 15);
 const SNAP_DESTROY_V2: Opcode = opcode::write::<VolArgsV2>(MAGIC, 63);
 const SUBVOL_SYNC_WAIT: Opcode = opcode::write::<SubvolWait>(MAGIC, 65);
+const SYNC: Opcode = opcode::none(MAGIC, 8);
 const SYNC_WAIT_FOR_ONE: u32 = 0;
 const SYNC_WAIT_FOR_QUEUED: u32 = 1;
 const SYNC_COUNT: u32 = 2;
@@ -198,6 +199,13 @@ pub fn destroy(parent: &OwnedFd, name: &CStr, id: u64) -> Result<Destroyed, Errn
     call::<SNAP_DESTROY, _>(parent, &mut *v).map(|()| Destroyed::SnapDestroy)
 }
 
+/// Commits the running transaction and wakes btrfs's cleaner (`BTRFS_IOC_SYNC`), so that it
+/// starts on deleted subvolumes now rather than at the next commit interval (30 s by default).
+pub fn poke_cleaner(fd: impl AsFd) -> Result<(), Errno> {
+    // SAFETY: BTRFS_IOC_SYNC takes no argument.
+    unsafe { ioctl(fd, rustix::ioctl::NoArg::<SYNC>::new()) }
+}
+
 /// Deleted subvolumes whose blocks the cleaner has not freed yet, on the btrfs of `fd`
 /// (`CAP_SYS_ADMIN`, kernel 6.8+; `ENOTTY` before).
 pub fn cleaner_queue(fd: impl AsFd) -> Result<u32, Errno> {
@@ -211,8 +219,12 @@ pub fn cleaner_queue(fd: impl AsFd) -> Result<u32, Errno> {
 }
 
 /// Waits until the cleaner has freed subvolume `id` (`Some`), or every deleted subvolume
-/// queued now (`None`). `CAP_SYS_ADMIN`, kernel 6.8+.
+/// queued now (`None`). `CAP_SYS_ADMIN`, kernel 6.8+. Pokes the cleaner first
+/// (`BTRFS_IOC_SYNC` commits and wakes the transaction thread, which wakes the cleaner):
+/// otherwise it starts on its own only at the next commit interval (30 s by default).
 pub fn wait_cleaner(fd: impl AsFd, id: Option<u64>) -> Result<(), Errno> {
+    let fd = fd.as_fd();
+    poke_cleaner(fd)?;
     let mut a = SubvolWait {
         subvolid: id.unwrap_or(0),
         mode: if id.is_some() {

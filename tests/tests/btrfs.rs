@@ -409,3 +409,101 @@ fn reflinked_copies_are_reported_not_freed_and_the_original_stays_intact() {
     }
     assert_eq!(f.read(&mut buf).unwrap(), 0, "vol/a grew");
 }
+
+/// Deleted subvolumes the cleaner of the btrfs at `top` has not freed yet, as
+/// `btrfs subvolume list -d` shows them.
+fn queued(top: &Path) -> usize {
+    let out = Command::new("btrfs")
+        .args(["subvolume", "list", "-d"])
+        .arg(top)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "btrfs subvolume list -d: {out:?}");
+    String::from_utf8_lossy(&out.stdout).lines().count()
+}
+
+/// Unfreezes a frozen file system on drop (also when the test panics).
+struct Frozen<'a>(&'a Path);
+
+impl Drop for Frozen<'_> {
+    fn drop(&mut self) {
+        let _ = Command::new("fsfreeze").arg("-u").arg(self.0).status();
+    }
+}
+
+#[test]
+fn status_shows_what_btrfs_still_frees_and_wait_waits_for_it() {
+    let s = scratch!();
+    let _v = or_skip!(btrfs(&s, ""));
+    let top = s.path("vol");
+    subvolume(&s, "vol/b");
+    files(&s, "vol/b", 1_000);
+    // Deleted by btrfs-progs (which does not wake the cleaner): queued until the next commit
+    // interval. Frozen, the cleaner cannot go on: status and btrfs-progs see the same queue.
+    let mut tries = 0;
+    let (expect, out, text) = loop {
+        tries += 1;
+        let sv = format!("vol/a{tries}");
+        subvolume(&s, &sv);
+        files(&s, &sv, 1_000);
+        let del = Command::new("btrfs")
+            .args(["subvolume", "delete"])
+            .arg(s.path(&sv))
+            .output()
+            .unwrap();
+        assert!(del.status.success(), "{del:?}");
+        assert!(Command::new("fsfreeze")
+            .arg("-f")
+            .arg(&top)
+            .status()
+            .unwrap()
+            .success());
+        let guard = Frozen(&top);
+        let expect = queued(&top);
+        let out = s.cmd(&["status", "--json"]).output().unwrap();
+        let text = s.cmd(&["status"]).output().unwrap();
+        drop(guard);
+        // The cleaner's own 30 s timer may have fired in between: once more.
+        if expect > 0 || tries == 3 {
+            break (expect, out, text);
+        }
+    };
+    assert!(
+        expect > 0,
+        "the cleaner was done before the freeze {tries} times"
+    );
+    util::assert_success(&out);
+    let v = util::json_object(&out.stdout);
+    let fs = v["file_systems"]
+        .as_array()
+        .unwrap_or_else(|| panic!("{v}"));
+    let ours: Vec<&Value> = fs
+        .iter()
+        .filter(|f| f["mount"] == top.to_str().unwrap())
+        .collect();
+    assert_eq!(ours.len(), 1, "{v}");
+    assert_eq!(ours[0]["fs_type"], "btrfs");
+    assert_eq!(
+        ours[0]["subvolumes_queued"].as_u64(),
+        Some(expect as u64),
+        "{v}"
+    );
+    assert!(
+        util::stdout_of(&text).contains("still being freed by its cleaner"),
+        "{}",
+        util::stdout_of(&text)
+    );
+    // --wait: back when the cleaner is done (with this one and what was queued before).
+    let out = s
+        .rm(&["-r", "--wait", "vol/b"])
+        .env("XDG_STATE_HOME", util::state_home(&s))
+        .output()
+        .unwrap();
+    util::assert_success(&out);
+    assert!(!s.exists("vol/b"));
+    assert_eq!(
+        queued(&top),
+        0,
+        "--wait returned before btrfs's cleaner was done"
+    );
+}

@@ -835,10 +835,9 @@ fn disagreed(
     counters
         .errors
         .fetch_add(failures.len() as u64, std::sync::atomic::Ordering::Relaxed);
-    crate::engine::remove::Outcome {
-        failures,
-        ..Default::default()
-    }
+    let mut out = crate::engine::remove::Outcome::default();
+    out.failures = failures;
+    out
 }
 
 /// A sink that also keeps the failures (a rank's report to rank 0).
