@@ -516,10 +516,16 @@ fn btrfs_and_ext4_images_on_one_disk_get_the_same_profile() {
     let _e = or_skip!(Volume::ext4(&s, "ext", 64 << 20, 256));
     let class = |dir: &str| {
         s.mkdir(format!("{dir}/t/sub"));
-        let out = s.rm(&["-r", "--json", &format!("{dir}/t")]).output().unwrap();
+        let out = s
+            .rm(&["-r", "--json", &format!("{dir}/t")])
+            .output()
+            .unwrap();
         util::assert_success(&out);
         let v = json(&out);
-        v["profile"]["class"].as_str().unwrap_or_else(|| panic!("{v}")).to_owned()
+        v["profile"]["class"]
+            .as_str()
+            .unwrap_or_else(|| panic!("{v}"))
+            .to_owned()
     };
     // btrfs's st_dev is an anonymous device of its own: the disk is found through the
     // mount's source (the loop device), as ext4's st_dev is that loop device.
