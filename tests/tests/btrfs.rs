@@ -192,7 +192,7 @@ fn users_subvolume(s: &Scratch) {
     fs::set_permissions(s.root(), fs::Permissions::from_mode(0o755)).unwrap();
     fs::set_permissions(s.path("vol"), fs::Permissions::from_mode(0o755)).unwrap();
     s.mkdir("vol/home");
-    subvolume(&s, "vol/home/sv");
+    subvolume(s, "vol/home/sv");
     files(s, "vol/home/sv", 100);
     let out = Command::new("chown")
         .args(["-R", &format!("{USER}:{USER}")])
