@@ -179,6 +179,7 @@ pub fn scan(
         sort_min: SORT_MIN,
         fd_budget: opts.fd_budget.max(2),
         cross_mounts: opts.cross_mounts,
+        subvolumes: false,
         gate: None,
         noatime: false,
         stream: None,
