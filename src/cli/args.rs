@@ -238,6 +238,11 @@ pub struct ScanArgs {
     /// Pack candidates have at least this many files
     #[arg(long, default_value_t = 1000, value_name = "N")]
     pub pack_min_files: u64,
+    /// Also write the whole tree to FILE in ncdu's export format (`ncdu -f FILE`, gdu, dua
+    /// load it): one directory PATH; FILE is replaced (a symlink there too, never followed)
+    /// only when complete, and must not be inside the scanned tree
+    #[arg(long, value_name = "FILE", value_parser = clap::builder::PathBufValueParser::new())]
+    pub export: Option<std::path::PathBuf>,
     /// Directories to scan
     #[arg(value_name = "PATH", required = true, value_parser = clap::builder::OsStringValueParser::new())]
     pub paths: Vec<std::ffi::OsString>,

@@ -272,6 +272,7 @@ fn scan(a: ScanArgs) -> cmd::scan::Options {
                 a.time == args::ScanTime::Atime,
                 a.pack_min_files,
             ),
+            export: a.export,
         },
         json: a.json,
         mpi: a.mpi,
