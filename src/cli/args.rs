@@ -156,6 +156,10 @@ pub struct PruneArgs {
     /// counting space still being freed from the trash
     #[arg(long, value_name = "PERCENT|SIZE", value_parser = crate::cli::units::parse_free_target)]
     pub keep_free: Option<crate::engine::prune::policy::FreeTarget>,
+    /// Remove oldest first until the file system will have SIZE more free than now (5G),
+    /// counting space still being freed from the trash; --keep-free is the absolute form
+    #[arg(long, value_name = "SIZE", value_parser = crate::cli::units::parse_size_or_zero)]
+    pub free: Option<u64>,
     /// Remove oldest first until the entries total at most this (allocated bytes)
     #[arg(long, value_name = "SIZE", value_parser = crate::cli::units::parse_size_or_zero)]
     pub max_total: Option<u64>,
