@@ -156,6 +156,10 @@ pub struct PruneArgs {
     /// counting space still being freed from the trash
     #[arg(long, value_name = "PERCENT|SIZE", value_parser = crate::cli::units::parse_free_target)]
     pub keep_free: Option<crate::engine::prune::policy::FreeTarget>,
+    /// Remove oldest first until the file system will have SIZE more free than now (5G),
+    /// counting space still being freed from the trash; --keep-free is the absolute form
+    #[arg(long, value_name = "SIZE", value_parser = crate::cli::units::parse_size_or_zero)]
+    pub free: Option<u64>,
     /// Remove oldest first until the entries total at most this (allocated bytes)
     #[arg(long, value_name = "SIZE", value_parser = crate::cli::units::parse_size_or_zero)]
     pub max_total: Option<u64>,
@@ -238,6 +242,11 @@ pub struct ScanArgs {
     /// Pack candidates have at least this many files
     #[arg(long, default_value_t = 1000, value_name = "N")]
     pub pack_min_files: u64,
+    /// Also write the whole tree to FILE in ncdu's export format (`ncdu -f FILE`, gdu, dua
+    /// load it): one directory PATH; FILE is replaced (a symlink there too, never followed)
+    /// only when complete, and must not be inside the scanned tree
+    #[arg(long, value_name = "FILE", value_parser = clap::builder::PathBufValueParser::new())]
+    pub export: Option<std::path::PathBuf>,
     /// Directories to scan
     #[arg(value_name = "PATH", required = true, value_parser = clap::builder::OsStringValueParser::new())]
     pub paths: Vec<std::ffi::OsString>,

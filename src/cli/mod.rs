@@ -78,8 +78,20 @@ pub fn parse(args: Vec<OsString>) -> Result<Invocation, Error> {
             Command::Reap(reap(a))
         }
         args::Command::Prune(mut a) => {
+            if a.free.is_some() && a.keep_free.is_some() {
+                return Err(usage(
+                    warnings,
+                    "reclaim prune: --free (more than free now) and --keep-free (free in all) \
+                     cannot be used together: give one"
+                        .into(),
+                ));
+            }
             if let Err(e) = config.apply_prune(&mut a) {
                 return Err(usage(warnings, format!("reclaim prune: {e}")));
+            }
+            // A flag wins over the policy's keep_free.
+            if let Some(more) = a.free {
+                a.keep_free = Some(crate::engine::prune::policy::FreeTarget::More(more));
             }
             let pattern = a.pattern.as_deref().map(crate::engine::glob::Name::new);
             let pattern = match pattern.transpose() {
@@ -285,6 +297,7 @@ fn scan(a: ScanArgs) -> cmd::scan::Options {
                 a.time == args::ScanTime::Atime,
                 a.pack_min_files,
             ),
+            export: a.export,
         },
         json: a.json,
         mpi: a.mpi,

@@ -25,6 +25,12 @@ pub fn run(o: &Options) -> ExitCode {
     let progress = crate::ui::scan::Progress::start();
     let scanned = crate::engine::scan::run(&o.scan, &progress);
     let code = ExitCode::from(u8::from(scanned.failed));
+    if let Some(Err(e)) = &scanned.export {
+        eprintln!("reclaim scan: {e}");
+        if scanned.report.is_none() {
+            return ExitCode::from(2);
+        }
+    }
     // Under MPI, rank 0 prints the report for all ranks.
     let Some(report) = scanned.report else {
         return code;

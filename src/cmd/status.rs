@@ -28,7 +28,10 @@ pub fn run(json: bool, brief: bool, count: bool, only: Option<&std::path::Path>)
         },
         None => trash::discover(trash::uid()),
     };
-    let st = collect(found, count, &mut |l| eprintln!("reclaim status: {l}"));
+    let mut st = collect(found, count, &mut |l| eprintln!("reclaim status: {l}"));
+    if only.is_none() {
+        st.file_systems = crate::reaper::status::file_systems();
+    }
     if json {
         println!("{}", serde_json::to_string(&st).expect("status serializes"));
     } else if brief {

@@ -13,6 +13,7 @@ pub mod scan;
 pub mod select;
 pub mod shrink;
 pub mod spread;
+pub mod subvolume;
 pub mod target;
 pub mod walk;
 pub mod workload;

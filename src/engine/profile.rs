@@ -175,7 +175,7 @@ impl Profile {
         let magic = rustix::fs::fstatfs(dir).map_or(0, |s| s.f_type as u64);
         let class = classify(magic, &fs_type, || {
             crate::sys::dirfd::fstat(dir)
-                .map(|f| rotational(f.ident.dev))
+                .map(|f| rotational(f.ident.dev, f.mnt_id))
                 .unwrap_or(false)
         });
         let round_trip = crate::engine::pace::concurrency::round_trip(dir);
@@ -281,8 +281,8 @@ fn classify(magic: u64, fs_type: &str, rotational: impl FnOnce() -> bool) -> Cla
 
 /// Whether the disk under block device `dev` (through partitions, loop devices and
 /// device-mapper, as the pacer finds it) says it is rotational.
-fn rotational(dev: u64) -> bool {
-    let chain = crate::engine::pace::signals::backing_chain(dev);
+fn rotational(dev: u64, mnt_id: u64) -> bool {
+    let chain = crate::engine::pace::signals::backing_chain(dev, mnt_id);
     chain.last().is_some_and(|disk| {
         std::fs::read_to_string(format!("/sys/block/{disk}/queue/rotational"))
             .is_ok_and(|t| t.trim() == "1")

@@ -68,6 +68,10 @@ pub struct Options {
     /// How many workers are in flight, measured while the removal runs (`None`: `threads`,
     /// fixed). Its gate and stream replace `gate` and `stream` when those are not set.
     pub concurrency: Option<Arc<crate::engine::pace::concurrency::Concurrency>>,
+    /// A btrfs subvolume (the target, or met in the tree) is deleted whole by the file system
+    /// (`subvolume.rs`) where the caller may; otherwise, and in a dry run, walked like any
+    /// directory. (rm mode walks it, as GNU rm does.)
+    pub destroy_subvolumes: bool,
 }
 
 /// The condition of a selective removal: asked for every entry just before it would go. What
@@ -122,6 +126,7 @@ impl Default for Options {
             select: None,
             keep: None,
             concurrency: None,
+            destroy_subvolumes: true,
         }
     }
 }
@@ -220,6 +225,8 @@ pub trait Sink: Sync {
     /// Something the removal went on without that the user should hear of (under MPI: a
     /// message of another rank that could not be read).
     fn warning(&self, _what: &dyn std::fmt::Display) {}
+    /// A subvolume is removed file by file instead of by the file system's deletion; `why`.
+    fn subvolume_walked(&self, _path: &std::path::Path, _why: &str) {}
 }
 
 /// A sink that wants nothing (the caller reports from the counters and the outcome).
@@ -265,6 +272,30 @@ pub struct DirTarget {
 pub struct Outcome {
     pub failures: Vec<Failure>,
     pub skipped_mounts: Vec<PathBuf>,
+    /// Subvolumes met (targets or inside trees), and how each was removed.
+    pub subvolumes: Vec<Subvolume>,
+    /// A directory on each file system where subvolumes were deleted (its cleaner is woken
+    /// once the walk is over).
+    cleaners: Vec<(u64, OwnedFd)>,
+}
+
+impl Outcome {
+    /// Wakes the cleaner of each file system where subvolumes were deleted: their space
+    /// comes back now instead of at the next commit interval.
+    fn poke_cleaners(&mut self) {
+        for (_, fd) in self.cleaners.drain(..) {
+            let _ = crate::sys::btrfs::poke_cleaner(&fd);
+        }
+    }
+}
+
+/// A subvolume the engine met, and how it went.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Subvolume {
+    pub path: PathBuf,
+    /// Deleted whole by the file system (its blocks freed by btrfs's cleaner afterwards), or
+    /// `Err(why not)`: removed file by file with the rest of the tree.
+    pub deleted: Result<crate::engine::subvolume::Deleted, String>,
 }
 
 /// Removes every target tree, in parallel, and returns the failures.
@@ -281,7 +312,9 @@ pub fn remove_trees(
         .map(|(i, t)| Root::new(i, t.base, t.name, t.display, t.ident))
         .collect();
     measured(opts, || walk::run(&remover, roots, &walk_options(opts)));
-    remover.outcome.into_inner().expect("outcome lock")
+    let mut out = remover.outcome.into_inner().expect("outcome lock");
+    out.poke_cleaners();
+    out
 }
 
 /// Runs `f` (the walk) while the concurrency controller, if any, measures and steers it.
@@ -329,7 +362,9 @@ pub fn remove_trees_shared<R>(
     let (_, r) = measured(opts, || {
         walk::run_shared(&remover, roots, &walk_opts, start, true, drive)
     });
-    (remover.outcome.into_inner().expect("outcome lock"), r)
+    let mut out = remover.outcome.into_inner().expect("outcome lock");
+    out.poke_cleaners();
+    (out, r)
 }
 
 fn walk_options(opts: &Options) -> walk::Options {
@@ -350,6 +385,7 @@ fn walk_options(opts: &Options) -> walk::Options {
             .clone()
             .or_else(|| opts.concurrency.as_ref().map(|c| c.gate())),
         stream: opts.concurrency.as_ref().and_then(|c| c.stream()),
+        subvolumes: true,
     }
 }
 
@@ -426,11 +462,11 @@ impl<'a> Remover<'a> {
         }
         let path = node.child_path(name);
         match large.remove(dir, name, &facts, &path) {
-            Ok(()) | Err(Reason::Os(Errno::NOENT)) => {
+            r @ (Ok(_) | Err(Reason::Os(Errno::NOENT))) => {
+                // Only what was given back (extents shared with a reflink are not).
+                let freed = r.unwrap_or(0);
                 self.counters.files.fetch_add(1, Ordering::Relaxed);
-                self.counters
-                    .bytes
-                    .fetch_add(facts.allocated, Ordering::Relaxed);
+                self.counters.bytes.fetch_add(freed, Ordering::Relaxed);
                 if self.sink.wants_removed() {
                     self.sink.removed(&path, false);
                 }
@@ -605,6 +641,42 @@ impl Visitor for Remover<'_> {
             node.keep();
         }
         skip
+    }
+
+    fn subvolume(
+        &self,
+        _: &mut (),
+        parent: &OwnedFd,
+        node: &Arc<RNode>,
+        fd: &OwnedFd,
+        facts: &dirfd::Facts,
+    ) -> bool {
+        // A selection or a pack's proof removes only some entries below: never a whole
+        // subvolume.
+        if !self.opts.destroy_subvolumes
+            || self.opts.dry_run
+            || self.opts.select.is_some()
+            || self.opts.keep.is_some()
+            || !crate::sys::btrfs::is_subvolume_root(fd, facts.ident.ino)
+        {
+            return false;
+        }
+        let path = node.path();
+        let deleted = crate::engine::subvolume::delete(parent, node.name(), fd);
+        match &deleted {
+            Ok(_) if self.sink.wants_removed() => self.sink.removed(&path, true),
+            Ok(_) => {}
+            Err(why) => self.sink.subvolume_walked(&path, why),
+        }
+        let done = deleted.is_ok();
+        let mut out = self.outcome.lock().expect("outcome lock");
+        if done && !out.cleaners.iter().any(|(dev, _)| *dev == facts.ident.dev) {
+            if let Ok(fd) = rustix::io::dup(parent) {
+                out.cleaners.push((facts.ident.dev, fd));
+            }
+        }
+        out.subvolumes.push(Subvolume { path, deleted });
+        done
     }
 
     fn list_failed(&self, node: &Arc<RNode>, e: Errno) {

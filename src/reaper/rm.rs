@@ -170,6 +170,53 @@ pub struct Summary {
     /// A selection (`rm -r --name ...`, `--from`): totals per directory and owner, ...
     #[serde(skip_serializing_if = "Option::is_none")]
     pub selection: Option<crate::engine::select::Report>,
+    /// btrfs subvolumes met (targets or inside trees) and how each was removed.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub subvolumes: Vec<SubvolumeEntry>,
+}
+
+/// A subvolume in `Summary::subvolumes`.
+#[derive(Debug, Serialize)]
+pub struct SubvolumeEntry {
+    #[serde(flatten)]
+    pub path: PathField,
+    /// `snap_destroy_v2` or `snap_destroy`: deleted whole by the file system (btrfs's cleaner
+    /// frees its blocks afterwards; `status` shows it); `walk`: removed file by file.
+    pub how: String,
+    /// Its subvolume id, when deleted whole.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub id: Option<u64>,
+    /// Subvolumes inside it deleted first (their ids).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub nested: Vec<u64>,
+    /// Why it was walked.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub why: Option<String>,
+}
+
+impl SubvolumeEntry {
+    fn of(s: &remove::Subvolume) -> Self {
+        let path = PathField::new(&s.path);
+        match &s.deleted {
+            Ok(d) => SubvolumeEntry {
+                path,
+                how: serde_json::to_value(d.how)
+                    .ok()
+                    .and_then(|v| v.as_str().map(str::to_owned))
+                    .unwrap_or_default(),
+                id: Some(d.id),
+                nested: d.nested.clone(),
+                why: None,
+            },
+            Err(why) => SubvolumeEntry {
+                path,
+                how: "walk".into(),
+                id: None,
+                nested: Vec::new(),
+                why: Some(why.clone()),
+            },
+        }
+    }
 }
 
 /// What one removal did: the account, every failure (in the order met) and, after a stop
@@ -260,6 +307,7 @@ struct Trees {
     /// The trees, quoted and joined (for the line after a stop signal); `None`: there were none.
     shown: Option<String>,
     skipped_mounts: Vec<PathBuf>,
+    subvolumes: Vec<remove::Subvolume>,
     pace: Option<crate::engine::pace::PaceReport>,
     profile: Option<Profile>,
     /// The workers they were removed with, and why.
@@ -428,7 +476,7 @@ impl<'r> Run<'r> {
         let req = self.req;
         // What the file system gets back (a link's or an open file's blocks stay in use),
         // counted before it goes; `--dry-run` counts what is allocated.
-        let returned = if is_dir || req.engine.dry_run {
+        let mut returned = if is_dir || req.engine.dry_run {
             allocated
         } else {
             crate::sys::freed::by_removal(base, name, facts)
@@ -442,6 +490,8 @@ impl<'r> Run<'r> {
                 if let Some(l) = &g.outcome.left {
                     self.left.push(left_of_file(req, &g, l));
                 }
+                // Only what was given back: extents shared with reflinks are not.
+                returned = returned.min(g.outcome.freed());
                 self.gentle.push(g);
             })
         } else {
@@ -547,6 +597,7 @@ impl<'r> Run<'r> {
                     let o = remove::remove_trees(vec![t], &engine, counters, events);
                     all.failures.extend(o.failures);
                     all.skipped_mounts.extend(o.skipped_mounts);
+                    all.subvolumes.extend(o.subvolumes);
                 }
                 (all, Vec::new())
             } else {
@@ -567,6 +618,7 @@ impl<'r> Run<'r> {
         Trees {
             shown,
             skipped_mounts: outcome.skipped_mounts,
+            subvolumes: outcome.subvolumes,
             pace,
             profile,
             concurrency: engine
@@ -639,6 +691,29 @@ impl<'r> Run<'r> {
         for e in reaped.errors {
             self.fail(e.path.exact(), Reason::Freeing(e.error));
         }
+        self.wait_cleaners();
+    }
+
+    /// `--wait` on btrfs: subvolumes deleted whole are freed by the file system's cleaner
+    /// afterwards; wait for what it has queued now (root, kernel 6.8+; otherwise say so).
+    fn wait_cleaners(&mut self) {
+        if crate::sys::interrupt::stopping() {
+            return;
+        }
+        let mut seen = HashSet::new();
+        for (t, _) in &self.hider.used {
+            if !crate::sys::btrfs::is_btrfs(&t.dir) || !seen.insert(t.ident.dev) {
+                continue;
+            }
+            if let Err(e) = crate::sys::btrfs::wait_cleaner(&t.dir, None) {
+                self.events.warning(&format_args!(
+                    "not waiting for btrfs's cleaner on {} ({}): subvolumes deleted there may \
+                     still be freed in the background",
+                    quote(&t.mount),
+                    crate::sys::error::errno_text(e)
+                ));
+            }
+        }
     }
 
     /// The account: the summary, the failures and what a stop signal left.
@@ -686,6 +761,7 @@ impl<'r> Run<'r> {
             concurrency: trees.concurrency,
             ranks: trees.ranks,
             selection,
+            subvolumes: trees.subvolumes.iter().map(SubvolumeEntry::of).collect(),
         };
         Removal {
             summary,

@@ -37,6 +37,68 @@ pub struct Status {
     /// Trashes that could not be read (as their owner).
     #[serde(default)]
     pub errors: Vec<ErrorEntry>,
+    /// What file systems still free in their own threads (btrfs: deleted subvolumes queued
+    /// for its cleaner), one per btrfs file system mounted here.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub file_systems: Vec<FsFreeing>,
+}
+
+/// A file system freeing space in its own threads.
+#[derive(Debug, Serialize, Deserialize)]
+pub struct FsFreeing {
+    /// A mount point of it (the first in the mount table).
+    pub mount: String,
+    pub fs_type: String,
+    /// Deleted subvolumes its cleaner has not freed yet (the kernel gives no sizes).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub subvolumes_queued: Option<u32>,
+    /// Why the queue could not be read.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub unknown: Option<String>,
+}
+
+/// The cleaner's queue of every btrfs file system mounted in this namespace (once per file
+/// system; under `$RECLAIM_UNDER` if set, as trashes). Reading it needs `CAP_SYS_ADMIN` (none
+/// are listed for others) and kernel 6.8 (`BTRFS_IOC_SUBVOL_SYNC_WAIT`; before, says so).
+pub fn file_systems() -> Vec<FsFreeing> {
+    let under = std::env::var_os(trash::discover::UNDER_ENV)
+        .filter(|v| !v.is_empty())
+        .map(std::path::PathBuf::from);
+    let mut seen = std::collections::HashSet::new();
+    let mut out = Vec::new();
+    for m in crate::sys::mounts::all() {
+        // As for trashes: only those under $RECLAIM_UNDER, if set.
+        if m.fstype != "btrfs" || under.as_ref().is_some_and(|u| !m.point.starts_with(u)) {
+            continue;
+        }
+        let Ok(fd) = dirfd::open_dir_path(&m.point) else {
+            continue;
+        };
+        // One line per file system, whatever subvolumes or binds of it are mounted.
+        let fsid = rustix::fs::fstatvfs(&fd).map(|s| s.f_fsid);
+        if !fsid.is_ok_and(|id| seen.insert(id)) {
+            continue;
+        }
+        let (queued, unknown) = match crate::sys::btrfs::cleaner_queue(&fd) {
+            Ok(n) => (Some(n), None),
+            // Only root may read it: nothing to say to others.
+            Err(Errno::PERM | Errno::ACCESS) => continue,
+            Err(Errno::NOTTY | Errno::INVAL | Errno::OPNOTSUPP) => (
+                None,
+                Some(
+                    "the kernel (before 6.8) cannot tell; `btrfs subvolume list -d` as root".into(),
+                ),
+            ),
+            Err(e) => (None, Some(crate::sys::error::errno_text(e))),
+        };
+        out.push(FsFreeing {
+            mount: m.point.to_string_lossy().into_owned(),
+            fs_type: m.fstype.clone(),
+            subvolumes_queued: queued,
+            unknown,
+        });
+    }
+    out
 }
 
 #[derive(Debug, Serialize, Deserialize)]

@@ -39,7 +39,12 @@ impl Facts {
                 dev: rustix::fs::makedev(s.stx_dev_major, s.stx_dev_minor),
                 ino: s.stx_ino,
             },
-            mnt_id: s.stx_mnt_id,
+            // 0 where the kernel does not tell it (before 5.8): callers fall back to `st_dev`.
+            mnt_id: if s.stx_mask & StatxFlags::MNT_ID.bits() != 0 {
+                s.stx_mnt_id
+            } else {
+                0
+            },
             file_type: FileType::from_raw_mode(s.stx_mode.into()),
             nlink: s.stx_nlink,
             allocated: s.stx_blocks * 512,

@@ -3,6 +3,7 @@
 //! quoting and number formatting that error messages and logs need.
 
 pub mod asuser;
+pub mod btrfs;
 pub mod dirfd;
 pub mod error;
 pub mod format;

@@ -15,6 +15,8 @@ pub struct Mount {
     /// The directory of the file system that appears at `point` (`/` unless a bind mount).
     pub root: PathBuf,
     pub fstype: String,
+    /// What is mounted (`/dev/loop3`, `tmpfs`, `server:/export`), as the table says.
+    pub source: PathBuf,
 }
 
 impl Mount {
@@ -84,6 +86,23 @@ pub fn by_id(id: u64) -> Option<Mount> {
     all().into_iter().find(|m| m.id == id)
 }
 
+/// The block device (`st_rdev`) holding the file system of a file with device `dev` on mount
+/// `mnt_id`: `dev` itself, unless that is an anonymous device (major 0: btrfs gives every
+/// subvolume one), then the device the mount table names as the mount's source (for a btrfs
+/// of several devices, the one it names). `None` where no block device holds it (tmpfs, NFS).
+pub fn block_device(dev: u64, mnt_id: u64) -> Option<u64> {
+    if rustix::fs::major(dev) != 0 {
+        return Some(dev);
+    }
+    let m = by_id(mnt_id)?;
+    if !m.source.starts_with("/dev/") {
+        return None;
+    }
+    let st = rustix::fs::stat(&m.source).ok()?;
+    (rustix::fs::FileType::from_raw_mode(st.st_mode) == rustix::fs::FileType::BlockDevice)
+        .then_some(st.st_rdev)
+}
+
 /// Mounts strictly below `dir` (an absolute, canonical path).
 pub fn inside(dir: &Path) -> Vec<Mount> {
     all()
@@ -103,6 +122,7 @@ fn parse(text: &[u8]) -> Vec<Mount> {
                 root: unescape(f.get(3)?).into(),
                 point: unescape(f.get(4)?).into(),
                 fstype: String::from_utf8_lossy(f.get(dash + 1)?).into_owned(),
+                source: unescape(f.get(dash + 2)?).into(),
             })
         })
         .collect()
@@ -152,6 +172,7 @@ mod tests {
         assert_eq!(m[1].point, PathBuf::from("/mnt/with space"));
         assert_eq!(m[1].root, PathBuf::from("/sub"));
         assert_eq!(m[1].fstype, "xfs");
+        assert_eq!(m[1].source, PathBuf::from("/dev/loop0"));
         assert!(m[1].is_local());
         assert!(!m[2].is_local());
     }

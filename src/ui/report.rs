@@ -288,6 +288,9 @@ impl Sink for RmView {
     fn warning(&self, what: &dyn std::fmt::Display) {
         self.printer.warning(what)
     }
+    fn subvolume_walked(&self, path: &Path, why: &str) {
+        self.printer.subvolume_walked(path, why)
+    }
 }
 
 impl Events for RmView {
@@ -538,6 +541,13 @@ impl Sink for Printer {
 
     fn warning(&self, what: &dyn std::fmt::Display) {
         self.error_line(&what.to_string());
+    }
+
+    fn subvolume_walked(&self, path: &Path, why: &str) {
+        self.error_line(&format!(
+            "{}: a btrfs subvolume, removed file by file: {why}",
+            quote(path)
+        ));
     }
 }
 

@@ -41,7 +41,9 @@ pub fn human(st: &Status) -> String {
         .iter()
         .filter(|t| t.entries > 0 || t.reaper.is_some())
         .collect();
+    let freeing = file_systems(&st.file_systems);
     if busy.is_empty() {
+        s.push_str(&freeing);
         s.push_str("nothing pending: no trash holds entries");
         // What the reapers did last, from each trash's log.
         for t in st.trashes.iter().filter(|t| !t.log_tail.is_empty()) {
@@ -52,6 +54,7 @@ pub fn human(st: &Status) -> String {
         }
         return s;
     }
+    s.push_str(&freeing);
     let now = now_unix();
     for t in busy {
         trash(&mut s, t, now);
@@ -121,6 +124,31 @@ fn brief_line(t: &TrashStatus, now: f64) -> String {
         quote(&t.trash),
         plural(t.entries, "entry", "entries"),
     )
+}
+
+/// A line per file system still freeing in its own threads (or that could not tell).
+fn file_systems(fs: &[crate::reaper::status::FsFreeing]) -> String {
+    let mut s = String::new();
+    for f in fs {
+        match (f.subvolumes_queued, &f.unknown) {
+            (Some(0), _) => {}
+            (Some(n), _) => s.push_str(&format!(
+                "{} ({}): {} deleted {} still being freed by its cleaner \
+                 (`reclaim rm --wait` waits for it)\n",
+                quote(&f.mount),
+                f.fs_type,
+                n,
+                if n == 1 { "subvolume" } else { "subvolumes" }
+            )),
+            (None, Some(why)) => s.push_str(&format!(
+                "{} ({}): what its cleaner still frees is unknown: {why}\n",
+                quote(&f.mount),
+                f.fs_type
+            )),
+            (None, None) => {}
+        }
+    }
+    s
 }
 
 /// One trash's paragraph: what it holds, its reaper, its log's last lines, each entry.

@@ -75,7 +75,7 @@ impl Vol {
             Vol::Ext4 => Volume::ext4(s, rel, 256 * MIB, 1024),
             Vol::Ext3 => Volume::ext3(s, rel, 512 * MIB, 256),
             Vol::Xfs => Volume::xfs(s, rel, 320 * MIB),
-            Vol::Btrfs => Volume::btrfs(s, rel, 256 * MIB),
+            Vol::Btrfs => Volume::btrfs(s, rel, 256 * MIB, ""),
         }
     }
 }

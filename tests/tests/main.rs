@@ -12,6 +12,7 @@
 //! read-only.
 
 mod adversary;
+mod btrfs;
 mod concurrency;
 mod crash;
 mod gentle;

@@ -1293,3 +1293,56 @@ fn a_scan_by_ranks_counts_what_one_process_counts() {
     }
     panic!("a rank did no work in every try: {tries:?}");
 }
+
+/// `btrfs subvolume create` at `rel`.
+fn btrfs_subvolume(s: &Scratch, rel: &str) {
+    let out = StdCommand::new("btrfs")
+        .args(["subvolume", "create"])
+        .arg(s.path(rel))
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "btrfs subvolume create: {out:?}");
+}
+
+#[test]
+fn ranks_remove_a_tree_with_btrfs_subvolumes() {
+    let m = or_skip!(mpirun());
+    require_root!();
+    let s = scratch!();
+    let _v = or_skip!(Volume::btrfs(&s, "vol", 256 << 20, ""));
+    grid(&s, "vol/t", 60, 5);
+    // Deleted whole by whichever rank meets them (one nested in another)...
+    btrfs_subvolume(&s, "vol/t/d3/sv");
+    grid(&s, "vol/t/d3/sv", 20, 5);
+    btrfs_subvolume(&s, "vol/t/d3/sv/d1/inner");
+    // ...and one walked (a mount inside it): its directories are on a device of their own,
+    // so they stay with the rank that walks it; the mount is skipped.
+    btrfs_subvolume(&s, "vol/t/d5/walked");
+    grid(&s, "vol/t/d5/walked", 40, 5);
+    let _tmp = or_skip!(Volume::tmpfs(&s, "vol/t/d5/walked/d2/mnt"));
+    s.file("vol/t/d5/walked/d2/mnt/keep", "kept\n");
+    s.file("vol/outside", "stays\n");
+    let out = m
+        .rm(&s, 3, &["-r", "--json", "--threads", "1", "vol/t"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1), "{}", util::stderr_of(&out));
+    let v = json(&out);
+    assert_eq!(
+        v["skipped_mounts"],
+        serde_json::json!(["vol/t/d5/walked/d2/mnt"]),
+        "{v}"
+    );
+    // Left: the mount point with its file and the directories holding it; nothing else.
+    let left: BTreeSet<PathBuf> = s.snapshot("vol/t").into_keys().collect();
+    let expected: BTreeSet<PathBuf> = ["", "d5", "d5/walked", "d5/walked/d2", "d5/walked/d2/mnt"]
+        .iter()
+        .map(PathBuf::from)
+        .chain([PathBuf::from("d5/walked/d2/mnt/keep")])
+        .collect();
+    assert_eq!(left, expected);
+    assert_eq!(
+        fs::read_to_string(s.path("vol/outside")).unwrap(),
+        "stays\n"
+    );
+}

@@ -517,3 +517,41 @@ fn never_plans_lost_and_found_or_a_mount_point() {
     util::assert_success(&out);
     assert_eq!(json(&out)["plan"][0]["path"], "vol/c-dir/lost+found");
 }
+
+/// `--free SIZE`: SIZE more free than now (relative), counting what is still pending in the
+/// trash; with `--keep-free` too: one line, exit 2, nothing removed.
+#[test]
+fn free_keeps_size_more_free_than_now() {
+    let s = scratch!();
+    util::require_root!();
+    let _vol = util::or_skip!(Volume::ext4(&s, "vol", 256 * MIB, 1024));
+    backups(&s, 8, 16 * MIB as usize);
+    // 3.5 backups more than free now: the 4 oldest must go, no more.
+    let more = (3 * 16 * MIB + 8 * MIB).to_string();
+    let o = prune(&s, &["--free", &more, "--keep-free", "1G", "vol/b"]);
+    assert_eq!(o.status.code(), Some(2), "{}", util::stderr_of(&o));
+    let err = util::stderr_of(&o);
+    assert!(
+        err.lines().count() == 1 && err.contains("--free") && err.contains("--keep-free"),
+        "{err}"
+    );
+    assert_eq!(
+        names(&s, "vol/b").len(),
+        8,
+        "nothing removed on a usage error"
+    );
+    let o = prune(&s, &["--free", &more, "--json", "vol/b"]);
+    util::assert_success(&o);
+    let v = json(&o);
+    assert_eq!(v["remove_count"], 4, "{v}");
+    assert_eq!(
+        names(&s, "vol/b"),
+        ["backup-04", "backup-05", "backup-06", "backup-07"]
+    );
+    // The 64 MiB removed are still in the trash (no reaper ran): on their way, so "56 MiB
+    // more than now" is met without removing anything more.
+    let o = prune(&s, &["--free", &more, "--json", "vol/b"]);
+    util::assert_success(&o);
+    assert_eq!(json(&o)["remove_count"], 0, "pending space counted");
+    assert_eq!(names(&s, "vol/b").len(), 4);
+}

@@ -1165,3 +1165,166 @@ fn estimate_is_none_on_a_read_only_file_system() {
         util::stdout_of(&out)
     );
 }
+
+/// Sums over an ncdu export (`ncdu -o`'s JSON): (regular files, other non-directories,
+/// directories, apparent bytes, allocated bytes), each hard-linked inode's bytes once (ncdu
+/// keeps `ino` only where `hlnkc` is set).
+fn ncdu_totals(v: &Value) -> (u64, u64, u64, u64, u64) {
+    fn go(v: &Value, seen: &mut std::collections::HashSet<u64>, t: &mut [u64; 5]) {
+        let bytes = |e: &Value, t: &mut [u64; 5], seen: &mut std::collections::HashSet<u64>| {
+            let first = !e["hlnkc"].as_bool().unwrap_or(false)
+                || seen.insert(e["ino"].as_u64().expect("a hard link has an ino"));
+            if first {
+                t[3] += e["asize"].as_u64().unwrap_or(0);
+                t[4] += e["dsize"].as_u64().unwrap_or(0);
+            }
+        };
+        match v {
+            Value::Array(dir) => {
+                t[2] += 1;
+                bytes(&dir[0], t, seen);
+                for e in &dir[1..] {
+                    match e {
+                        Value::Array(_) => go(e, seen, t),
+                        _ if e.get("excluded").is_some() => {}
+                        _ => {
+                            if e["notreg"].as_bool().unwrap_or(false) {
+                                t[1] += 1;
+                            } else {
+                                t[0] += 1;
+                            }
+                            bytes(e, t, seen);
+                        }
+                    }
+                }
+            }
+            _ => panic!("a directory is an array: {v}"),
+        }
+    }
+    let mut t = [0u64; 5];
+    go(&v[3], &mut std::collections::HashSet::new(), &mut t);
+    (t[0], t[1], t[2], t[3], t[4])
+}
+
+/// Parses an export, its non-UTF-8 bytes made U+FFFD (structure and numbers are ASCII).
+fn parse_export(path: &Path) -> Value {
+    let bytes = fs::read(path).unwrap();
+    let v: Value = serde_json::from_str(&String::from_utf8_lossy(&bytes))
+        .unwrap_or_else(|e| panic!("{}: not JSON: {e}", path.display()));
+    assert_eq!(v[0], 1, "major version 1");
+    assert_eq!(v[2]["progname"], "reclaim");
+    v
+}
+
+#[test]
+fn export_loads_in_ncdu_with_the_totals_of_scan_json() {
+    if StdCommand::new("ncdu").arg("-v").output().is_err() {
+        util::skip!("ncdu is not installed (.ci/run installs it)");
+    }
+    let s = scratch!();
+    s.make_outside("outside");
+    random_tree(&s, "t", 7, 600);
+    // Names ncdu must read back: a newline, a quote and a backslash, a control byte, bytes
+    // that are not UTF-8.
+    let odd: [&[u8]; 4] = [
+        b"new\nline",
+        b"q\"b\\s",
+        b"tab\tbell\x07",
+        b"\xff\xfe latin1 \xe9",
+    ];
+    for (i, name) in odd.iter().enumerate() {
+        let p = s.path("t").join(OsStr::from_bytes(name));
+        fs::write(&p, vec![b'x'; 100 * (i + 1)]).unwrap();
+        fs::create_dir_all(s.path("t/odd-dirs").join(OsStr::from_bytes(name))).unwrap();
+    }
+    let export = s.path("outside/tree.json");
+    // A symlink planted at FILE is replaced, never followed.
+    let victim = s.path("outside/victim");
+    fs::write(&victim, b"keep").unwrap();
+    std::os::unix::fs::symlink(&victim, &export).unwrap();
+    let before = s.snapshot("t");
+    let (out, v) = scan_json(
+        &s,
+        &["--no-estimate", "--export", export.to_str().unwrap(), "t"],
+    );
+    util::assert_success(&out);
+    assert_same("t", &before, &s.snapshot("t"));
+    assert_eq!(
+        fs::read(&victim).unwrap(),
+        b"keep",
+        "the symlink was followed"
+    );
+    assert!(!fs::symlink_metadata(&export).unwrap().is_symlink());
+    let mine = parse_export(&export);
+    assert_eq!(mine[3][0]["name"], "t");
+
+    // ncdu reads it back and writes it out again: the same totals as scan --json and find.
+    let again = s.path("outside/again.json");
+    let ncdu = StdCommand::new("ncdu")
+        .arg("-f")
+        .arg(&export)
+        .arg("-o")
+        .arg(&again)
+        .output()
+        .unwrap();
+    assert!(ncdu.status.success(), "ncdu -f: {}", stderr_of(&ncdu));
+    let want = (
+        u(&v, "files"),
+        u(&v, "symlinks") + u(&v, "other"),
+        u(&v, "dirs"),
+        u(&v, "apparent_bytes"),
+        u(&v, "allocated_bytes"),
+    );
+    assert_eq!(ncdu_totals(&mine), want, "the export: {v}");
+    assert_eq!(
+        ncdu_totals(&parse_export_any(&again)),
+        want,
+        "ncdu's reading: {v}"
+    );
+    assert_eq!(want.0, find_count(&s, "t", &["-type", "f"]));
+    assert_eq!(want.2, find_count(&s, "t", &["-type", "d"]));
+    assert_eq!(want.3, du(&s, "t", true));
+    // Every odd name came back byte for byte (ncdu writes them as it read them).
+    let raw = fs::read(&again).unwrap();
+    for name in odd {
+        let mut quoted = Vec::new();
+        for &b in name {
+            match b {
+                b'"' => quoted.extend_from_slice(b"\\\""),
+                b'\\' => quoted.extend_from_slice(b"\\\\"),
+                b'\n' => quoted.extend_from_slice(b"\\n"),
+                b'\t' => quoted.extend_from_slice(b"\\t"),
+                0x07 => quoted.extend_from_slice(b"\\u0007"),
+                _ => quoted.push(b),
+            }
+        }
+        let count = raw.windows(quoted.len()).filter(|w| *w == quoted).count();
+        assert_eq!(
+            count,
+            2,
+            "{:?} in ncdu's output",
+            String::from_utf8_lossy(name)
+        );
+    }
+
+    // FILE inside the scanned tree: refused before the scan, nothing written.
+    let inside = s.path("t/odd-dirs/export.json");
+    let out = s
+        .cmd(&["scan", "--export", inside.to_str().unwrap(), "t"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2), "{}", stderr_of(&out));
+    let err = stderr_of(&out);
+    assert!(
+        err.contains("inside the scanned tree") && err.lines().count() == 1,
+        "{err}"
+    );
+    assert!(!inside.exists());
+    assert_same("t", &before, &s.snapshot("t"));
+}
+
+/// `parse_export` without the progname check (ncdu's own output).
+fn parse_export_any(path: &Path) -> Value {
+    let bytes = fs::read(path).unwrap();
+    serde_json::from_str(&String::from_utf8_lossy(&bytes)).unwrap()
+}

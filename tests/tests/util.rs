@@ -633,6 +633,34 @@ impl Volume {
         Volume::image(scratch, rel, "mkfs.ext3", size, inodes)
     }
 
+    /// A fresh btrfs image of `size` bytes (sparse; at least 128 MiB), loop-mounted on
+    /// `root/rel` with mount `options` (e.g. `user_subvol_rm_allowed`; "" for none).
+    pub fn btrfs(scratch: &Scratch, rel: &str, size: u64, options: &str) -> Result<Volume, String> {
+        need_root()?;
+        let dir = tempfile::Builder::new()
+            .prefix("reclaim-test-image-")
+            .tempdir()
+            .map_err(|e| format!("cannot make a directory for an image: {e}"))?;
+        let image = dir.path().join("btrfs.img");
+        fs::File::create(&image)
+            .and_then(|f| f.set_len(size))
+            .map_err(|e| format!("cannot make {}: {e}", image.display()))?;
+        run_setup(
+            "run mkfs.btrfs (btrfs-progs)",
+            std::process::Command::new("mkfs.btrfs")
+                .args(["-q", "-f"])
+                .arg(&image),
+        )?;
+        let mut args = vec![OsString::from("-o")];
+        args.push(if options.is_empty() {
+            "loop".into()
+        } else {
+            format!("loop,{options}").into()
+        });
+        args.push(image.into());
+        Volume::mount(scratch, rel, "loop-mount a btrfs image", &args, Some(dir))
+    }
+
     /// `root/src` bind-mounted on `root/rel`, read-only if asked.
     pub fn bind(
         scratch: &Scratch,
@@ -658,12 +686,6 @@ impl Volume {
     /// loop-mounted on `root/rel`: reflinks share extents (`cp --reflink`).
     pub fn xfs(scratch: &Scratch, rel: &str, size: u64) -> Result<Volume, String> {
         Volume::image_with(scratch, rel, "mkfs.xfs", &["-q", "-f"], size)
-    }
-
-    /// A fresh btrfs image of `size` bytes (sparse; at least 128 MiB), loop-mounted on
-    /// `root/rel`: reflinks and snapshots share extents.
-    pub fn btrfs(scratch: &Scratch, rel: &str, size: u64) -> Result<Volume, String> {
-        Volume::image_with(scratch, rel, "mkfs.btrfs", &["-q", "-f"], size)
     }
 
     fn image(

@@ -51,6 +51,8 @@ pub fn remover<'o>(
             cross_mounts: true,
             large_files: Some(large.clone()),
             report_vanished: true,
+            // GNU rm walks a subvolume (and fails where it fails inside).
+            destroy_subvolumes: false,
             ..remove::Options::default()
         };
         if let Ok(fd) = dirfd::open_dir_at(&*base, name) {

@@ -525,7 +525,7 @@ impl<'o, W: Write> Remover<'o, W> {
             )
         };
         match large.remove(&dir, &name, &facts, Path::new(OsStr::from_bytes(path))) {
-            Ok(()) => {
+            Ok(_) => {
                 if self.o.verbose {
                     let _ = writeln!(self.out, "removed {}", q(path));
                 }

@@ -130,7 +130,8 @@ impl Pacer {
             window: Duration::from_millis(250),
             probe_interval: Spacing::default().min_interval,
         });
-        let signals = Signals::for_dev(dev);
+        let mnt_id = crate::sys::dirfd::fstat(&dir).map_or(0, |f| f.mnt_id);
+        let signals = Signals::for_dev(dev, mnt_id);
         let mut report = PaceReport {
             max_latency_ms: pacing.max_latency.map(|d| d.as_secs_f64() * 1e3),
             rate_cap: pacing.rate,

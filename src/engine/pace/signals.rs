@@ -28,10 +28,10 @@ pub struct Signals {
 }
 
 impl Signals {
-    /// Signals for a file system on device `dev` (`st_dev`).
-    pub fn for_dev(dev: u64) -> Signals {
+    /// Signals for a file system on device `dev` (`st_dev`) of mount `mnt_id`.
+    pub fn for_dev(dev: u64, mnt_id: u64) -> Signals {
         let psi = Path::new("/proc/pressure/io");
-        let chain = backing_chain(dev);
+        let chain = backing_chain(dev, mnt_id);
         Signals {
             psi: psi.exists().then(|| psi.to_path_buf()),
             disk_stat: chain
@@ -84,10 +84,13 @@ fn parse_disk_stat(text: &str) -> (Option<u64>, Option<u64>) {
 
 /// Block device names from `dev` down to the disk that stores its data: a partition resolves
 /// to its disk, a loop device to the device of its backing file (recursively), a device-mapper
-/// device to its first slave. Stops where `/sys` says nothing more (tmpfs, FUSE, NFS).
-pub fn backing_chain(dev: u64) -> Vec<String> {
+/// device to its first slave. Stops where `/sys` says nothing more (tmpfs, FUSE, NFS). A file
+/// system whose `st_dev` is no block device (btrfs) starts at its mount's source device.
+pub fn backing_chain(dev: u64, mnt_id: u64) -> Vec<String> {
     let mut chain = Vec::new();
-    let mut dev = dev;
+    let Some(mut dev) = crate::sys::mounts::block_device(dev, mnt_id) else {
+        return chain;
+    };
     for _ in 0..8 {
         let (major, minor) = (rustix::fs::major(dev), rustix::fs::minor(dev));
         let sys = PathBuf::from(format!("/sys/dev/block/{major}:{minor}"));
@@ -105,12 +108,16 @@ pub fn backing_chain(dev: u64) -> Vec<String> {
         };
         chain.push(name.clone());
         if let Ok(back) = std::fs::read_to_string(disk.join("loop/backing_file")) {
-            match rustix::fs::stat(back.trim_end()) {
-                Ok(st) => {
-                    dev = st.st_dev;
+            // The backing file may itself be on btrfs: through its mount's device.
+            match crate::sys::dirfd::stat_path(Path::new(back.trim_end()))
+                .ok()
+                .and_then(|f| crate::sys::mounts::block_device(f.ident.dev, f.mnt_id))
+            {
+                Some(d) => {
+                    dev = d;
                     continue;
                 }
-                Err(_) => break,
+                None => break,
             }
         }
         let slave = std::fs::read_dir(disk.join("slaves"))
@@ -153,8 +160,8 @@ mod tests {
 
     #[test]
     fn chain_of_the_root_fs_reaches_a_disk() {
-        let st = rustix::fs::stat("/").unwrap();
-        let chain = backing_chain(st.st_dev);
+        let st = crate::sys::dirfd::stat_path(Path::new("/")).unwrap();
+        let chain = backing_chain(st.ident.dev, st.mnt_id);
         // Containers may have no block device behind `/`; where there is one, it has a stat.
         if let Some(last) = chain.last() {
             assert!(Path::new("/sys/block").join(last).join("stat").exists());

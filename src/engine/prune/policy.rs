@@ -60,6 +60,8 @@ pub enum SortBy {
 pub enum FreeTarget {
     Percent(f64),
     Bytes(u64),
+    /// This many bytes more than free now (`prune --free`).
+    More(u64),
 }
 
 /// A span of calendar time as restic's `--keep-within` takes it (`1y5m7d2h`: m is months).
@@ -468,10 +470,14 @@ impl<'e> Planner<'e> {
             let want = match target {
                 FreeTarget::Bytes(b) => b,
                 FreeTarget::Percent(p) => (sp.total as f64 * p / 100.0).ceil() as u64,
+                FreeTarget::More(b) => sp.avail.saturating_add(b),
             };
             let wanted = |have: u64| match target {
                 FreeTarget::Bytes(_) => limit(want, have),
                 FreeTarget::Percent(p) => format!("{p}% = {}", limit(want, have)),
+                FreeTarget::More(b) => {
+                    format!("{} more than now = {}", bytes_exact(b), limit(want, have))
+                }
             };
             let on_dev = |i: &usize| self.entries[*i].dev == dev;
             let freeing: u64 = (0..self.entries.len())

@@ -269,7 +269,7 @@ fn open_place(kind: PlaceKind, path: &Path) -> Result<OwnedFd, PassedWhy> {
 
 /// Whether directory `fd` is none of `trees` and below none of them: its `..` chain (across
 /// mounts, up to `/`) meets none. Unknown (an error, a chain too long) counts as inside.
-fn outside(fd: &OwnedFd, trees: &[Ident]) -> bool {
+pub(crate) fn outside(fd: &OwnedFd, trees: &[Ident]) -> bool {
     let up = |d: &OwnedFd| dirfd::open_dir_at_only(d, c"..");
     let Ok(mut cur) = dirfd::open_dir_at_only(fd, c".") else {
         return false;

@@ -8,6 +8,7 @@
 //! created.
 
 pub mod estimate;
+pub mod export;
 pub mod histogram;
 pub mod report;
 pub mod tally;
@@ -51,6 +52,8 @@ pub struct Options {
     pub profile: Option<Class>,
     /// What makes a subtree a pack candidate.
     pub pack: crate::engine::pack::candidates::Rule,
+    /// `--export FILE`: the whole tree in ncdu's format.
+    pub export: Option<PathBuf>,
 }
 
 /// What a scan tells its caller as it goes.
@@ -71,6 +74,9 @@ pub struct Scanned {
     pub report: Option<ScanReport>,
     /// Some path could not be read.
     pub failed: bool,
+    /// `--export`: the file written, or why not. Without a report: refused before the scan
+    /// (a usage error).
+    pub export: Option<Result<PathBuf, export::ExportError>>,
 }
 
 /// Scans `o.paths`, telling `events` as it goes.
@@ -84,6 +90,19 @@ pub fn run(o: &Options, events: &dyn Events) -> Scanned {
     // No PATH could be opened: each was named with why; there is nothing to report. (Every
     // rank of an MPI job resolves the same PATHs and walks nothing with the others.)
     let nothing = starts.is_empty() && !errors.is_empty();
+    let exporting = match &o.export {
+        Some(file) if !nothing => match prepare_export(file, &starts, &places) {
+            Ok(x) => Some(x),
+            Err(e) => {
+                return Scanned {
+                    report: None,
+                    failed: true,
+                    export: Some(Err(e)),
+                }
+            }
+        },
+        _ => None,
+    };
     let first_dir = places.iter().find_map(|p| p.1.as_ref());
     let (profile, threads) = workers(o, first_dir);
     let nofile = crate::sys::limits::raise_nofile();
@@ -108,6 +127,7 @@ pub fn run(o: &Options, events: &dyn Events) -> Scanned {
             &say,
             &warn,
             crate::engine::spread::job(),
+            exporting.as_ref(),
         );
         done.store(true, std::sync::atomic::Ordering::Relaxed);
         outcome
@@ -118,8 +138,10 @@ pub fn run(o: &Options, events: &dyn Events) -> Scanned {
         return Scanned {
             report: None,
             failed: nothing || !outcome.errors.is_empty(),
+            export: None,
         };
     }
+    let exported = exporting.map(finish_export);
     let estimate = if o.no_estimate || crate::engine::spread::job().is_some() {
         None
     } else {
@@ -173,8 +195,45 @@ pub fn run(o: &Options, events: &dyn Events) -> Scanned {
     };
     Scanned {
         report: Some(report),
-        failed: !errors.is_empty(),
+        failed: !errors.is_empty() || exported.as_ref().is_some_and(|e| e.is_err()),
+        export: exported,
     }
+}
+
+/// `--export`: one directory PATH, no MPI job, FILE's directory outside the tree.
+fn prepare_export(
+    file: &Path,
+    starts: &[Start],
+    places: &[Place],
+) -> Result<export::Export, export::ExportError> {
+    let refuse = |why: &str| export::ExportError::Refused {
+        file: file.to_path_buf(),
+        why: why.into(),
+    };
+    if crate::engine::spread::job().is_some() {
+        return Err(refuse("not supported in an MPI job (scan without mpirun)"));
+    }
+    match starts {
+        [Start::Dir { .. }] => {}
+        [_] => return Err(refuse("the PATH is not a directory")),
+        _ => return Err(refuse("the export holds one tree: give one PATH")),
+    }
+    let trees: Vec<Ident> = places
+        .iter()
+        .filter_map(|(_, fd, _)| fd.as_ref())
+        .filter_map(|fd| crate::sys::dirfd::fstat(fd).ok().map(|f| f.ident))
+        .collect();
+    export::Export::prepare(file, &trees)
+}
+
+/// Writes the export on a thread with a stack for the tree's depth (it recurses per level).
+fn finish_export(x: export::Export) -> Result<PathBuf, export::ExportError> {
+    std::thread::Builder::new()
+        .stack_size(512 << 20)
+        .spawn(move || x.finish())
+        .expect("a thread to write the export")
+        .join()
+        .expect("the export writer does not panic")
 }
 
 /// A pack candidate as the report shows it.

@@ -14,6 +14,7 @@ use std::sync::{Arc, Mutex};
 use rustix::fs::FileType;
 use rustix::io::Errno;
 
+use super::export::{DirRecord, Export};
 use super::histogram::Histogram;
 use super::tally::{Counts, TopN};
 use crate::engine::glob::exclude::Exclude;
@@ -131,6 +132,7 @@ pub fn scan(
     on_error: &(dyn Fn(&ScanError) + Sync),
     on_warning: &(dyn Fn(&dyn std::fmt::Display) + Sync),
     job: Option<&dyn crate::engine::spread::Transport>,
+    export: Option<&Export>,
 ) -> Outcome {
     // Under MPI, rank 0 counts the PATHs that are not directories and reports for all.
     let leads = !job.is_some_and(|t| t.rank() != 0);
@@ -150,6 +152,7 @@ pub fn scan(
             })
             .collect(),
         candidates: Mutex::new(Vec::new()),
+        export,
     };
     let mut first = scanner.worker();
     let mut roots = Vec::new();
@@ -179,6 +182,7 @@ pub fn scan(
         sort_min: SORT_MIN,
         fd_budget: opts.fd_budget.max(2),
         cross_mounts: opts.cross_mounts,
+        subvolumes: false,
         gate: None,
         noatime: false,
         stream: None,
@@ -574,6 +578,8 @@ pub struct DirCounts {
     tree_files: AtomicU64,
     /// Sums for pack candidates over the subtree.
     pack: crate::engine::pack::candidates::Sums,
+    /// Its record in `--export`'s tree (from when it is opened until it is finished).
+    export: Mutex<Option<DirRecord>>,
 }
 
 impl DirCounts {
@@ -601,6 +607,8 @@ struct Scanner<'a> {
     root_devs: Vec<u64>,
     /// Directories found to be pack candidates.
     candidates: Mutex<Vec<Arc<SNode>>>,
+    /// `--export`: the tree being written.
+    export: Option<&'a Export>,
 }
 
 impl Scanner<'_> {
@@ -731,6 +739,21 @@ impl Visitor for Scanner<'_> {
     }
 
     fn opened(&self, w: &mut Tally, node: &Arc<SNode>, facts: &Facts) {
+        if self.export.is_some() {
+            let rec = match node.parent() {
+                Some(p) => super::export::dir_record(
+                    node.name().to_bytes(),
+                    facts,
+                    p.ident().map(|i| i.dev),
+                ),
+                None => super::export::dir_record(
+                    &super::export::root_name(&node.root.display),
+                    facts,
+                    None,
+                ),
+            };
+            *node.data.export.lock().expect("export lock") = Some(rec);
+        }
         w.count_dir(node.root.index, facts.allocated, facts.size);
         node.data.add_tree(facts.allocated, 0);
         self.live.dirs.fetch_add(1, Ordering::Relaxed);
@@ -755,6 +778,12 @@ impl Visitor for Scanner<'_> {
                 Ok(st) if st.file_type != FileType::Directory => {
                     if self.same_mount(root, &st) {
                         let allocated = self.count_entry(w, root.index, &st);
+                        if let (Some(p), Some(_)) = (node.parent(), self.export) {
+                            let mut buf = Vec::new();
+                            let dev = p.ident().map_or(st.ident.dev, |i| i.dev);
+                            super::export::entry(&mut buf, node.name(), &st, dev);
+                            self.export_entries(p, &buf);
+                        }
                         if let Some(p) = node.parent() {
                             p.data.add_tree(
                                 allocated,
@@ -769,7 +798,14 @@ impl Visitor for Scanner<'_> {
                 Ok(_) | Err(Errno::NOENT) => {}
                 Err(e) => self.fail(path, "cannot stat", text(e)),
             },
-            NotOpened::OtherMount => self.skip_mount(path),
+            NotOpened::OtherMount => {
+                if let (Some(p), Some(_)) = (node.parent(), self.export) {
+                    let mut buf = Vec::new();
+                    super::export::excluded(&mut buf, node.name(), "othfs");
+                    self.export_entries(p, &buf);
+                }
+                self.skip_mount(path)
+            }
             NotOpened::Changed => self.fail(
                 path,
                 "cannot open directory",
@@ -783,6 +819,15 @@ impl Visitor for Scanner<'_> {
                 }
                 Ok(st) => {
                     w.count_dir(root.index, st.allocated, st.size);
+                    if let Some(p) = node.parent() {
+                        let dev = p.ident().map(|i| i.dev);
+                        self.export_record(p, |rec| {
+                            let mut child =
+                                super::export::dir_record(node.name().to_bytes(), &st, dev);
+                            child.set_read_error();
+                            rec.add_child(child);
+                        });
+                    }
                     // Never finished (not walked): its bytes reach its parent's sum here.
                     if let Some(p) = node.parent() {
                         p.data.add_tree(st.allocated, 0);
@@ -801,11 +846,17 @@ impl Visitor for Scanner<'_> {
         let out = self.excluded(node, name, true);
         if out {
             w.per_root[node.root.index].excluded += 1;
+            if self.export.is_some() {
+                let mut buf = Vec::new();
+                super::export::excluded(&mut buf, name, "pattern");
+                self.export_entries(node, &buf);
+            }
         }
         out
     }
 
     fn list_failed(&self, node: &Arc<SNode>, e: Errno) {
+        self.export_record(node, DirRecord::set_read_error);
         self.fail(node.path(), "cannot read directory", text(e));
     }
 
@@ -815,7 +866,8 @@ impl Visitor for Scanner<'_> {
         }
     }
 
-    fn lost(&self, path: PathBuf, why: Lost, _node: &Arc<SNode>) {
+    fn lost(&self, path: PathBuf, why: Lost, node: &Arc<SNode>) {
+        self.export_record(node, DirRecord::set_read_error);
         let reason = match why {
             Lost::Os(e) => text(e),
             Lost::Changed => "changed during the scan (device/inode no longer match)".into(),
@@ -838,9 +890,14 @@ impl Visitor for Scanner<'_> {
         let (mut excluded, mut dirs) = (0u64, Vec::new());
         let (mut apparent, mut newest) = (0u64, i64::MIN);
         let atime = self.opts.pack.is_some_and(|r| r.atime);
+        let mut export = Vec::new();
+        let dir_dev = node.ident().map_or(0, |i| i.dev);
         for name in names.iter() {
             if self.excluded(node, name, false) {
                 excluded += 1;
+                if self.export.is_some() {
+                    super::export::excluded(&mut export, name, "pattern");
+                }
                 continue;
             }
             match dirfd::lstat_at(fd, name) {
@@ -848,13 +905,24 @@ impl Visitor for Scanner<'_> {
                 Ok(st) if st.file_type == FileType::Directory => {
                     if self.excluded(node, name, true) {
                         excluded += 1;
+                        if self.export.is_some() {
+                            super::export::excluded(&mut export, name, "pattern");
+                        }
                     } else {
                         dirs.push(name.to_owned());
                     }
                 }
                 // A file bind-mounted over a name of the tree.
-                Ok(st) if !self.same_mount(root, &st) => self.skip_mount(node.child_path(name)),
+                Ok(st) if !self.same_mount(root, &st) => {
+                    if self.export.is_some() {
+                        super::export::excluded(&mut export, name, "othfs");
+                    }
+                    self.skip_mount(node.child_path(name))
+                }
                 Ok(st) => {
+                    if self.export.is_some() {
+                        super::export::entry(&mut export, name, &st, dir_dev);
+                    }
                     count += 1;
                     if st.file_type == FileType::RegularFile {
                         files += 1;
@@ -874,6 +942,7 @@ impl Visitor for Scanner<'_> {
         node.data.small.fetch_add(small, Ordering::Relaxed);
         node.data.add_tree(allocated, files);
         node.data.pack.add(small, apparent, newest);
+        self.export_entries(node, &export);
         w.per_root[root.index].excluded += excluded;
         self.live.names.fetch_add(count, Ordering::Relaxed);
         self.live.allocated.fetch_add(allocated, Ordering::Relaxed);
@@ -890,6 +959,14 @@ impl Visitor for Scanner<'_> {
         if let Some(p) = node.parent() {
             p.data.add_tree(tree_allocated, tree_files);
             node.data.pack.add_to(&p.data.pack);
+        }
+        if let Some(x) = self.export {
+            if let Some(rec) = node.data.export.lock().expect("export lock").take() {
+                match node.parent() {
+                    Some(p) => self.export_record(p, |r| r.add_child(rec)),
+                    None => x.set_root(rec),
+                }
+            }
         }
         if self
             .opts
@@ -931,6 +1008,25 @@ impl Visitor for Scanner<'_> {
 }
 
 impl Scanner<'_> {
+    /// `--export`: spills `bytes` (entries of `node`) and notes where they lie in its record.
+    fn export_entries(&self, node: &SNode, bytes: &[u8]) {
+        let Some(x) = self.export else { return };
+        if let Some(piece) = x.spill(bytes) {
+            if let Some(rec) = node.data.export.lock().expect("export lock").as_mut() {
+                rec.add_piece(piece);
+            }
+        }
+    }
+
+    /// `--export`: changes the record of `node` (if it has one).
+    fn export_record(&self, node: &SNode, f: impl FnOnce(&mut DirRecord)) {
+        if self.export.is_some() {
+            if let Some(rec) = node.data.export.lock().expect("export lock").as_mut() {
+                f(rec);
+            }
+        }
+    }
+
     /// Whether `--exclude` leaves out entry `name` of `node` (`is_dir`: known to be a
     /// directory).
     fn excluded(&self, node: &SNode, name: &CStr, is_dir: bool) -> bool {

@@ -13,6 +13,9 @@ pub struct Extent {
     pub logical: u64,
     pub physical: u64,
     pub len: u64,
+    /// Shared with another file or a snapshot (`FIEMAP_EXTENT_SHARED`): removing this file
+    /// only drops a reference, it frees nothing of it.
+    pub shared: bool,
 }
 
 /// How the file system maps a file's blocks, which decides what freeing costs.
@@ -55,11 +58,21 @@ impl Layout {
                     logical: 0,
                     physical: 0,
                     len: size,
+                    shared: false,
                 }]
             }
             _ => fiemap(&fd)?,
         };
         Ok(Layout { extents, mapping })
+    }
+
+    /// Bytes of extents shared with other files or snapshots (not freed by removing this one).
+    pub fn shared_bytes(&self) -> u64 {
+        self.extents
+            .iter()
+            .filter(|e| e.shared)
+            .map(|e| e.len)
+            .sum()
     }
 
     /// Cost of freeing everything below `end`.
@@ -193,6 +206,7 @@ struct Fiemap<const N: usize> {
 /// `_IOWR('f', 11, struct fiemap)`.
 const FS_IOC_FIEMAP: libc::c_ulong = 0xC020_660B;
 const FIEMAP_EXTENT_LAST: u32 = 0x1;
+const FIEMAP_EXTENT_SHARED: u32 = 0x2000;
 const BATCH: usize = 512;
 
 fn fiemap(fd: &impl AsFd) -> Result<Vec<Extent>, Errno> {
@@ -232,6 +246,7 @@ fn fiemap(fd: &impl AsFd) -> Result<Vec<Extent>, Errno> {
                 logical: e.fe_logical,
                 physical: e.fe_physical,
                 len: e.fe_length,
+                shared: e.fe_flags & FIEMAP_EXTENT_SHARED != 0,
             });
             last |= e.fe_flags & FIEMAP_EXTENT_LAST != 0;
         }
@@ -256,6 +271,7 @@ mod tests {
                 logical: 0,
                 physical: 0,
                 len: bytes,
+                shared: false,
             }],
             mapping,
         }
@@ -269,6 +285,7 @@ mod tests {
                     logical: i * MIB,
                     physical: 2 * i * MIB,
                     len: MIB,
+                    shared: false,
                 })
                 .collect(),
             mapping,

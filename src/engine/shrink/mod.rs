@@ -71,6 +71,10 @@ pub struct Outcome {
     /// Why the file was unlinked without shrinking, if it was.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub unlinked_whole: Option<String>,
+    /// Allocated bytes shared with other files or snapshots (reflinks, `cp --reflink`, btrfs
+    /// snapshots): removing this file did not free them.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub shared_bytes: u64,
     /// A shrink that was stopped part way, and why (another process opened the file).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub stopped: Option<String>,
@@ -83,6 +87,17 @@ pub struct Outcome {
     /// What the pacing cost other I/O (probe latency before vs during, and its back-offs).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub pace: Option<PaceReport>,
+}
+
+fn is_zero(n: &u64) -> bool {
+    *n == 0
+}
+
+impl Outcome {
+    /// Bytes removing the file gave back: what it allocated, less what it shares.
+    pub fn freed(&self) -> u64 {
+        self.allocated.saturating_sub(self.shared_bytes)
+    }
 }
 
 /// One large file freed by the shrinker.
@@ -177,6 +192,20 @@ pub fn remove_file(
     };
     // Cheap to free (a few extents) or no pacing asked for: plain unlink, no hide, no fsync.
     let plan = Plan::read(&fd)?;
+    out.shared_bytes = plan.layout.shared_bytes().min(out.allocated);
+    // What is shared stays allocated for its other owners: shrinking would pace work that
+    // frees nothing. Below the size worth pacing, it goes whole.
+    if out.shared_bytes > 0 && out.freed() < GENTLE_MIN_BYTES {
+        drop(fd);
+        let why = format!(
+            "{} of its extents are shared with other files or snapshots (reflinks): \
+             removing it frees only {}",
+            crate::sys::format::bytes(out.shared_bytes),
+            crate::sys::format::bytes(out.freed())
+        );
+        whole(&mut out, why)?;
+        return Ok(out);
+    }
     if plan.total <= CHEAP_UNITS || pacing.is_fast() {
         drop(fd);
         unlink(dir, name)?;
@@ -388,6 +417,7 @@ impl Plan {
                 logical: 0,
                 physical: 0,
                 len: size,
+                shared: false,
             }],
             mapping: Mapping::Blocks,
         });
@@ -592,14 +622,14 @@ impl TreeFiles {
 
 impl TreeFiles {
     /// Removes `name` in `dir` (`facts` from its `lstat`; `path` for messages) with the
-    /// shrinker, in place of its unlink.
+    /// shrinker, in place of its unlink. Returns the bytes that gave back.
     pub fn remove(
         &self,
         dir: &OwnedFd,
         name: &CStr,
         facts: &Facts,
         path: &std::path::Path,
-    ) -> Result<(), Reason> {
+    ) -> Result<u64, Reason> {
         let _turn = self.one_at_a_time.lock().unwrap_or_else(|e| e.into_inner());
         let t = std::time::Instant::now();
         let hiding = if self.in_place {
@@ -608,12 +638,13 @@ impl TreeFiles {
             Hiding::Renamed { finish: false }
         };
         let outcome = remove_file(dir, name, facts, &self.pacing, &hiding, &|_, _, _| {})?;
+        let freed = outcome.freed();
         self.done.lock().unwrap_or_else(|e| e.into_inner()).push((
             path.to_path_buf(),
             outcome,
             t.elapsed(),
         ));
-        Ok(())
+        Ok(freed)
     }
 }
 

@@ -845,10 +845,9 @@ fn disagreed(
     counters
         .errors
         .fetch_add(failures.len() as u64, std::sync::atomic::Ordering::Relaxed);
-    crate::engine::remove::Outcome {
-        failures,
-        skipped_mounts: Vec::new(),
-    }
+    let mut out = crate::engine::remove::Outcome::default();
+    out.failures = failures;
+    out
 }
 
 /// Rank 0 (the others get none): every rank's failures into `outcome`, its selection totals
@@ -939,6 +938,9 @@ impl crate::engine::remove::Sink for Collect<'_> {
     }
     fn warning(&self, what: &dyn std::fmt::Display) {
         self.inner.warning(what)
+    }
+    fn subvolume_walked(&self, path: &std::path::Path, why: &str) {
+        self.inner.subvolume_walked(path, why)
     }
 }
 

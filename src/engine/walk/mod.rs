@@ -58,6 +58,11 @@ pub struct Options {
     pub fd_budget: usize,
     /// Enter directories on other mounts instead of handing them to `Visitor::not_opened`.
     pub cross_mounts: bool,
+    /// Tell mounts apart by mount id alone: a directory on another device than its parent
+    /// but on the same mount (a btrfs subvolume) is part of the tree, offered first to
+    /// `Visitor::subvolume`. Otherwise any other device counts as another file system
+    /// (`st_dev`, as `du -x` and GNU's `--one-file-system`).
+    pub subvolumes: bool,
     /// How many workers may be at work at once (a governor may change it while it runs).
     pub gate: Option<Arc<Gate>>,
     /// Open directories with `O_NOATIME` where allowed (a selection by access time).
@@ -289,6 +294,20 @@ pub trait Visitor: Sync + Sized {
         node: &Arc<Node<Self::Dir>>,
         why: NotOpened,
     ) -> Next;
+    /// Directory `node`, open as `fd` and checked, is on another device than the directory
+    /// `parent` that holds it but on the same mount (a btrfs subvolume; only with
+    /// `Options::subvolumes`). Returns whether the visitor dealt with it whole: the walk then
+    /// leaves it (it is gone); otherwise the walk goes on into it as into any directory.
+    fn subvolume(
+        &self,
+        _w: &mut Self::Worker,
+        _parent: &OwnedFd,
+        _node: &Arc<Node<Self::Dir>>,
+        _fd: &OwnedFd,
+        _facts: &Facts,
+    ) -> bool {
+        false
+    }
     /// Listing `node` failed part way.
     fn list_failed(&self, node: &Arc<Node<Self::Dir>>, e: Errno);
     /// Whether to leave the subdirectory `name` of `node` out of the walk entirely (scan's
@@ -968,13 +987,17 @@ impl<'a, V: Visitor> Walk<'a, V> {
                         // Listed again, and no longer the directory it was.
                         Some(NotOpened::Changed)
                     } else {
-                        let same_mount = root.mnt_id.get() == Some(&facts.mnt_id)
-                            && facts.ident.dev == root.expect.dev;
+                        let same_mount = self.same_mount(root, &facts);
                         (!same_mount && !self.opts.cross_mounts).then_some(NotOpened::OtherMount)
                     };
                     match why {
                         None => {
                             let _ = node.ident.set(facts.ident);
+                            if self.is_subvolume(node, parent, &facts)
+                                && self.visitor.subvolume(w, parent, node, &fd, &facts)
+                            {
+                                return Err(Next::Done);
+                            }
                             self.visitor.opened(w, node, &facts);
                             self.visitor.opened_fd(w, node, &fd);
                             return Ok(fd);
@@ -993,6 +1016,34 @@ impl<'a, V: Visitor> Walk<'a, V> {
             }
         }
         Err(Next::Keep)
+    }
+
+    /// Whether a directory with `facts` belongs to `root`'s mount: by mount id (where the
+    /// kernel tells it) and, unless `Options::subvolumes`, also by device.
+    fn same_mount(&self, root: &Root, facts: &Facts) -> bool {
+        let same_mnt = root.mnt_id.get() == Some(&facts.mnt_id);
+        if self.opts.subvolumes && facts.mnt_id != 0 {
+            same_mnt
+        } else {
+            same_mnt && facts.ident.dev == root.expect.dev
+        }
+    }
+
+    /// Whether `node` (just opened, with `facts`) is on another device than its parent
+    /// `parent` but on the same mount: the root of a subvolume of that file system.
+    fn is_subvolume(&self, node: &Arc<Node<V::Dir>>, parent: &OwnedFd, facts: &Facts) -> bool {
+        if !self.opts.subvolumes || facts.mnt_id == 0 {
+            return false;
+        }
+        let (parent_dev, parent_mnt) = match node.parent.as_ref().and_then(|p| p.ident()) {
+            Some(p) => (p.dev, node.root.mnt_id()),
+            // A root: its base's own facts (once per root).
+            None => match dirfd::fstat(parent) {
+                Ok(p) => (p.ident.dev, Some(p.mnt_id)),
+                Err(_) => return false,
+            },
+        };
+        parent_dev != facts.ident.dev && parent_mnt == Some(facts.mnt_id)
     }
 
     /// One child (or the listing itself) of `node` is finished; finish it if it was the last.

@@ -242,11 +242,19 @@ impl<V: Visitor> Shared for Walk<'_, V> {
             // Not a root (every walk opens those itself), only below opened directories, and
             // not work this walk received and has not started: what comes back for it would
             // be added to its parent here, which is a stand-in (a scan's sums were lost so).
+            // Only work on the root's device: the chain names directories by inode alone, and
+            // the other walk places them on its root's device (work inside a subvolume that
+            // is walked stays here).
             Task::Dir(n) => {
                 matches!(n.share, Role::Local)
-                    && n.parent.as_ref().is_some_and(|p| p.ident().is_some())
+                    && n.parent
+                        .as_ref()
+                        .and_then(|p| p.ident())
+                        .is_some_and(|p| p.dev == n.root.expect.dev)
             }
-            Task::Batch(n, ..) => sh.batches && n.ident().is_some(),
+            Task::Batch(n, ..) => {
+                sh.batches && n.ident().is_some_and(|i| i.dev == n.root.expect.dev)
+            }
             Task::Returned(_) => false,
         };
         let taken = self

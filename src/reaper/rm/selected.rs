@@ -234,11 +234,12 @@ impl Run<'_> {
             return trees;
         };
         let total = vfs.f_blocks * vfs.f_frsize;
+        let free_before = vfs.f_bavail * vfs.f_frsize;
         let want = match target {
             FreeTarget::Bytes(b) => b,
             FreeTarget::Percent(p) => (total as f64 * p / 100.0).ceil() as u64,
+            FreeTarget::More(b) => free_before.saturating_add(b),
         };
-        let free_before = vfs.f_bavail * vfs.f_frsize;
         let events = self.events;
         let pending = dev
             .map(|d| {

@@ -740,7 +740,8 @@ fn arb_policy() -> impl Strategy<Value = Policy> {
         prop::option::of(0.0f64..30.0),
         prop::option::of(prop_oneof![
             (0.0f64..100.0).prop_map(FreeTarget::Percent),
-            (0u64..3000).prop_map(FreeTarget::Bytes)
+            (0u64..3000).prop_map(FreeTarget::Bytes),
+            (0u64..3000).prop_map(FreeTarget::More)
         ]),
         prop::option::of(0u64..2000),
         any::<bool>(),
@@ -840,6 +841,7 @@ proptest! {
             let want = match t {
                 FreeTarget::Bytes(b) => b,
                 FreeTarget::Percent(x) => (2000.0 * x / 100.0).ceil() as u64,
+                FreeTarget::More(b) => avail + b,
             };
             let freed: u64 = p.decisions.iter().zip(&e).filter(|(d, _)| d.remove)
                 .map(|(_, c)| c.allocated.unwrap_or(0)).sum();
