@@ -169,22 +169,7 @@ fn a_dry_run_walks_a_subvolume_and_deletes_nothing() {
 
 /// `reclaim rm ARGS` in the scratch root as `USER`.
 fn rm_as_user(s: &Scratch, args: &[&str]) -> Output {
-    for a in args.iter().filter(|a| !a.starts_with('-')) {
-        s.assert_inside(&s.path(a));
-    }
-    Command::new("setpriv")
-        .arg(format!("--reuid={USER}"))
-        .arg(format!("--regid={USER}"))
-        .args(["--clear-groups", "--"])
-        .arg(util::reclaim_bin())
-        .arg("rm")
-        .args(args)
-        .current_dir(s.root())
-        .env("RECLAIM_CONFIG", "")
-        .env("RECLAIM_UNDER", s.root())
-        .stdin(Stdio::null())
-        .output()
-        .unwrap()
+    util::reclaim_rm_as(s, USER, args)
 }
 
 /// `vol/home` and a subvolume `vol/home/sv` with files, all `USER`'s.

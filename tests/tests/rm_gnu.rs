@@ -17,22 +17,7 @@ const USER: u32 = 61_013;
 
 /// `reclaim rm ARGS` in `s`'s root as `USER` (paths are relative to the root).
 fn rm_as_user(s: &Scratch, args: &[&str]) -> std::process::Output {
-    for a in args.iter().filter(|a| !a.starts_with('-')) {
-        s.assert_inside(&s.path(a));
-    }
-    std::process::Command::new("setpriv")
-        .arg(format!("--reuid={USER}"))
-        .arg(format!("--regid={USER}"))
-        .args(["--clear-groups", "--"])
-        .arg(util::reclaim_bin())
-        .arg("rm")
-        .args(args)
-        .current_dir(s.root())
-        .env("RECLAIM_CONFIG", "")
-        .env("RECLAIM_UNDER", s.root())
-        .stdin(Stdio::null())
-        .output()
-        .unwrap()
+    util::reclaim_rm_as(s, USER, args)
 }
 
 /// Gives `rel` (and the scratch root's search permission) to `USER`.

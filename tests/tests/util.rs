@@ -17,6 +17,27 @@ use assert_cmd::Command;
 /// Name of the marker file every scratch directory holds at its root.
 pub const MARKER: &str = ".reclaim-test-scratch";
 
+/// `reclaim rm ARGS` in `s`'s root as `uid` (and gid `uid`, no supplementary groups), with no
+/// config and trashes looked for only below the root; non-option ARGS must lie inside it.
+pub fn reclaim_rm_as(s: &Scratch, uid: u32, args: &[&str]) -> Output {
+    for a in args.iter().filter(|a| !a.starts_with('-')) {
+        s.assert_inside(&s.path(a));
+    }
+    std::process::Command::new("setpriv")
+        .arg(format!("--reuid={uid}"))
+        .arg(format!("--regid={uid}"))
+        .args(["--clear-groups", "--"])
+        .arg(reclaim_bin())
+        .arg("rm")
+        .args(args)
+        .current_dir(s.root())
+        .env("RECLAIM_CONFIG", "")
+        .env("RECLAIM_UNDER", s.root())
+        .stdin(std::process::Stdio::null())
+        .output()
+        .unwrap()
+}
+
 /// The `reclaim` binary cargo built for these tests, or `$RECLAIM_TEST_BIN` if set (to check
 /// that the tests catch a deliberately broken implementation; the safety checks are all in
 /// this harness, whatever binary runs).
