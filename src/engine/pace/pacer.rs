@@ -152,7 +152,7 @@ impl Pacer {
         let trace = pacing
             .trace
             .as_ref()
-            .and_then(|p| std::fs::File::create(p).ok().map(std::io::BufWriter::new));
+            .and_then(|p| trace_file(p).map(std::io::BufWriter::new));
         let now = Instant::now();
         let mut pacer = Pacer {
             probe,
@@ -341,6 +341,26 @@ pub(crate) fn sorted(v: &[Duration]) -> Vec<Duration> {
     let mut v = v.to_vec();
     v.sort();
     v
+}
+
+/// The `--trace` file, opened as root may open it where others write: never through a symlink,
+/// never blocking on a FIFO, and only a regular file is truncated and written (else no trace).
+fn trace_file(path: &std::path::Path) -> Option<std::fs::File> {
+    use std::os::unix::fs::OpenOptionsExt;
+    let flags = rustix::fs::OFlags::NOFOLLOW | rustix::fs::OFlags::NONBLOCK;
+    let f = std::fs::OpenOptions::new()
+        .write(true)
+        .create(true)
+        .mode(0o644)
+        .custom_flags(flags.bits() as i32)
+        .open(path)
+        .ok()?;
+    let meta = f.metadata().ok()?;
+    if !meta.file_type().is_file() {
+        return None;
+    }
+    f.set_len(0).ok()?;
+    Some(f)
 }
 
 #[cfg(test)]
