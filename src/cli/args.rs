@@ -220,7 +220,8 @@ pub struct ScanArgs {
     #[arg(long, value_name = "GLOB", value_parser = crate::engine::glob::exclude::parse)]
     pub exclude: Vec<crate::engine::glob::exclude::Pattern>,
     /// Skip the removal-time estimate (it times a few thousand unlinks of scratch files in a
-    /// private directory on the same file system, never inside the scanned tree)
+    /// private directory on the same file system, never inside the scanned tree: in
+    /// ~/.cache/reclaim if that is there, else $TMPDIR, the mount's top or a directory above)
     #[arg(long)]
     pub no_estimate: bool,
     /// Assume this kind of file system instead of the detected one (its worker count):

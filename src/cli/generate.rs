@@ -125,6 +125,8 @@ fn extra_sections(sub: &str) -> Vec<(&'static str, Vec<String>)> {
          and nobody else may write in them; otherwise reclaim says so once and does without \
          (sudo -E keeps a user's HOME)."
             .into(),
+        "~/.cache/reclaim/ ($XDG_CACHE_HOME; root: /var/cache/reclaim/): where reclaim scan          times its calibration, when that is on the scanned file system (made with mode          0700; one another user made, or a symlink, is not used)."
+            .into(),
         "MOUNT/.reclaim-UID/: the trash of user UID on the file system mounted at MOUNT \
          (mode 0700, owned by UID; MOUNT/.reclaim-UID.HEX when that name was taken by \
          someone else). Each entry is a directory named by its ID holding meta.json and the \

@@ -1,6 +1,7 @@
 //! The caller's own directories, as reclaim may use them: `$XDG_CONFIG_HOME` (else
-//! `~/.config`) for the configuration and `$XDG_STATE_HOME` (else `~/.local/state`) for the
-//! trash registry. Such a directory is used only if it (or, while it does not exist yet, the
+//! `~/.config`) for the configuration, `$XDG_STATE_HOME` (else `~/.local/state`) for the
+//! trash registry and `$XDG_CACHE_HOME` (else `~/.cache`; root: `/var/cache`) for `scan`'s
+//! calibration scratch. Such a directory is used only if it (or, while it does not exist yet, the
 //! nearest directory above it that does) belongs to the caller or to root and nobody else may
 //! write in it; for root, only root's. So a careless root (`sudo -E`, `su` without `-`, a
 //! script that kept a user's `HOME`) never reads a configuration or writes a registry that user
@@ -36,6 +37,36 @@ pub fn state_home() -> Option<PathBuf> {
         .clone()
 }
 
+/// The base directory for caches (`scan` calibrates in `<it>/reclaim`): `$XDG_CACHE_HOME` if
+/// set, else `~/.cache`, else nothing; for root `$XDG_CACHE_HOME` if set, else `/var/cache`
+/// (never a `HOME` it may have been handed). `Err`: the one the environment named is not used,
+/// and why (one line).
+pub fn cache_home() -> Result<Option<PathBuf>, String> {
+    let me = rustix::process::geteuid().as_raw();
+    if me == 0 && !std::env::var_os("XDG_CACHE_HOME").is_some_and(|v| Path::new(&v).is_absolute()) {
+        let var_cache = PathBuf::from("/var/cache");
+        return match why_untrusted(&var_cache, me) {
+            None => Ok(Some(var_cache)),
+            Some(why) => Err(format!(
+                "not using {}: {why} (a cache there could be someone else's)",
+                crate::sys::quote::quote(&var_cache)
+            )),
+        };
+    }
+    let d = decide_for("XDG_CACHE_HOME", ".cache", "a cache");
+    match d.refused {
+        // A HOME refused for the configuration too was said once already (`refused`).
+        Some(r)
+            if r.starts_with("not using HOME ")
+                && refused().iter().any(|l| l.starts_with("not using HOME ")) =>
+        {
+            Ok(None)
+        }
+        Some(r) => Err(r),
+        None => Ok(d.dir),
+    }
+}
+
 /// The directories the environment names that are not used, one line each (a `HOME` refused
 /// for both uses is one line), for the command to say once.
 pub fn refused() -> Vec<String> {
@@ -55,6 +86,11 @@ pub fn refused() -> Vec<String> {
 
 /// `$var` if set (an absolute path), else `$HOME/<below_home>`; checked (see the module).
 fn decide(var: &str, below_home: &str) -> Decision {
+    decide_for(var, below_home, "a configuration or trash registry")
+}
+
+/// `decide`, saying `what` could be someone else's in a refusal.
+fn decide_for(var: &str, below_home: &str, what: &str) -> Decision {
     let env = |k: &str| {
         std::env::var_os(k)
             .filter(|v| !v.is_empty())
@@ -79,8 +115,7 @@ fn decide(var: &str, below_home: &str) -> Decision {
         Some(why) => Decision {
             dir: None,
             refused: Some(format!(
-                "not using {named} {}: {why} (a configuration or trash registry there could \
-                 be someone else's)",
+                "not using {named} {}: {why} ({what} there could be someone else's)",
                 crate::sys::quote::quote(&base)
             )),
         },

@@ -457,6 +457,7 @@ mod tests {
                     detail: "read-only file system".into(),
                 }],
                 calibrations: vec![],
+                warnings: vec![],
             }),
             elapsed_s: 0.5,
             threads: 2,
@@ -538,6 +539,7 @@ mod tests {
                 dirs_per_s: 1.0,
                 took_s: 0.1,
             }],
+            warnings: vec![],
         });
         let h = human(&r);
         assert!(h.starts_with("'t': 1 file, 1 directory, 0 symlinks"), "{h}");

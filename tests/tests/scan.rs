@@ -723,6 +723,7 @@ fn as_nobody(s: &Scratch, args: &[&str]) -> Result<Output, String> {
         // Root's home is not readable for that user: no configuration file from there.
         .env("HOME", s.root())
         .env_remove("XDG_CONFIG_HOME")
+        .env_remove("XDG_CACHE_HOME")
         .output();
     match out {
         Ok(o) if o.status.code() != Some(127) => Ok(o),
@@ -985,15 +986,21 @@ fn estimate_calibrates_privately_and_leaves_nothing_behind() {
         .as_f64()
         .unwrap_or_else(|| panic!("no estimate: {v}"));
     assert!(secs > 0.0 && secs < 60.0, "{e}");
+    // The cache directory (XDG_CACHE_HOME: the scratch's `.cache`) is on this file system:
+    // it is made and used first.
     let c = &e["calibrations"][0];
-    assert_eq!(c["path"], tmp.to_str().unwrap());
+    let cache = s.path(".cache/reclaim");
+    assert_eq!(c["path"], cache.to_str().unwrap(), "{c}");
+    assert_eq!(c["place"], "cache", "{c}");
     assert!(u(c, "files") >= 100, "{c}");
     assert!(c["unlinks_per_s"].as_f64().unwrap() > 0.0, "{c}");
-    assert_eq!(
-        fs::read_dir(&tmp).unwrap().count(),
-        0,
-        "calibration left something"
-    );
+    for dir in [&cache, &tmp] {
+        assert_eq!(
+            fs::read_dir(dir).unwrap().count(),
+            0,
+            "calibration left something in {dir:?}"
+        );
+    }
     assert_same("t", &before, &s.snapshot("t"));
     let out = s.cmd(&["scan", "t"]).env("TMPDIR", &tmp).output().unwrap();
     util::assert_success(&out);
@@ -1002,14 +1009,29 @@ fn estimate_calibrates_privately_and_leaves_nothing_behind() {
 
 /// `reclaim scan --json ARGS` with `TMPDIR=tmp`; expects exit 0.
 fn scan_with_tmpdir(s: &Scratch, tmp: &Path, args: &[&str]) -> (String, Value) {
+    scan_with(s, tmp, &s.path(".cache"), args)
+}
+
+/// `scan_with_tmpdir` with `XDG_CACHE_HOME` set to `cache`.
+fn scan_with(s: &Scratch, tmp: &Path, cache: &Path, args: &[&str]) -> (String, Value) {
     let mut all = vec!["scan", "--json"];
     all.extend_from_slice(args);
-    let out = s.cmd(&all).env("TMPDIR", tmp).output().unwrap();
+    let out = s
+        .cmd(&all)
+        .env("TMPDIR", tmp)
+        .env("XDG_CACHE_HOME", cache)
+        .output()
+        .unwrap();
     util::assert_success(&out);
     let v = json_object(&out.stdout);
     let mut human = vec!["scan"];
     human.extend_from_slice(args);
-    let out = s.cmd(&human).env("TMPDIR", tmp).output().unwrap();
+    let out = s
+        .cmd(&human)
+        .env("TMPDIR", tmp)
+        .env("XDG_CACHE_HOME", cache)
+        .output()
+        .unwrap();
     util::assert_success(&out);
     (util::stdout_of(&out), v)
 }
@@ -1057,15 +1079,34 @@ fn calibration_never_writes_inside_the_scanned_tree() {
     assert_eq!(names(&vol), ["t"], "calibration left something at the top");
     assert!(names(&tmp).is_empty());
 
-    // The user's trash at the top, if there is one, is used before the top itself.
+    // The cache directory, when it is on the scanned file system, is used before the top: made
+    // (mode 0700) and left empty. A trash at the top is never used (a scan is no removal).
     let trash = util::trash_dir(&vol);
     fs::create_dir(&trash).unwrap();
     fs::set_permissions(&trash, fs::Permissions::from_mode(0o700)).unwrap();
-    let (_, v) = scan_with_tmpdir(&s, &tmp, &["vol/t"]);
+    let cache = s.path("vol/cache");
+    let (text, v) = scan_with(&s, &tmp, &cache, &["vol/t"]);
     let c = &v["estimate"]["calibrations"][0];
-    assert_eq!(c["path"], trash.to_str().unwrap(), "{v}");
-    assert_eq!(c["place"], "trash", "{v}");
-    assert!(names(&trash).is_empty(), "calibration left something");
+    assert_eq!(c["path"], cache.join("reclaim").to_str().unwrap(), "{v}");
+    assert_eq!(c["place"], "cache", "{v}");
+    assert!(text.contains("(the cache directory)"), "{text}");
+    let made = fs::symlink_metadata(cache.join("reclaim")).unwrap();
+    assert!(made.is_dir() && made.mode() & 0o7777 == 0o700, "{made:?}");
+    assert!(
+        names(&cache.join("reclaim")).is_empty(),
+        "calibration left something"
+    );
+    assert!(names(&trash).is_empty(), "calibration wrote in the trash");
+    unchanged("vol/t", &tree, &s.path("vol/t"));
+    fs::remove_dir_all(&cache).unwrap();
+    fs::remove_dir(&trash).unwrap();
+
+    // A cache directory inside the scanned tree is never made there.
+    let (_, v) = scan_with(&s, &tmp, &s.path("vol/t/d0/cache"), &["vol/t"]);
+    assert_eq!(
+        v["estimate"]["calibrations"][0]["place"], "mount-top",
+        "{v}"
+    );
     unchanged("vol/t", &tree, &s.path("vol/t"));
 
     // The whole file system scanned: nowhere outside the tree to write, so no estimate, and
@@ -1091,13 +1132,17 @@ fn calibration_never_writes_inside_the_scanned_tree() {
     );
     unchanged("vol", &whole, &vol);
 
-    // Two PATHs: a place inside either is never used (the trash is inside 'vol').
-    let (_, v) = scan_with_tmpdir(&s, &tmp, &["vol/t", "vol"]);
+    // ... nor the cache directory inside it (not even made).
+    let (_, v) = scan_with(&s, &tmp, &s.path("vol/cache"), &["vol"]);
+    assert!(v["estimate"]["seconds"].is_null(), "{v}");
+    unchanged("vol", &whole, &vol);
+
+    // Two PATHs: a place inside either is never used.
+    let (_, v) = scan_with(&s, &tmp, &s.path("vol/t/cache"), &["vol/t", "vol"]);
     assert!(v["estimate"]["seconds"].is_null(), "{v}");
     unchanged("vol", &whole, &vol);
 
     // TMPDIR inside the scanned tree is passed over for a place outside it.
-    fs::remove_dir(&trash).unwrap();
     let inner = s.mkdir("vol/t/d0/tmp");
     let tree = metadata_snapshot(&s.path("vol/t"));
     let (_, v) = scan_with_tmpdir(&s, &inner, &["vol/t"]);
@@ -1130,6 +1175,7 @@ fn calibration_never_writes_inside_the_scanned_tree() {
         .env("TMPDIR", &tmp)
         .env("RECLAIM_CONFIG", "")
         .env_remove("XDG_CONFIG_HOME")
+        .env_remove("XDG_CACHE_HOME")
         .output();
     let out = util::or_skip!(out
         .as_ref()
@@ -1141,6 +1187,194 @@ fn calibration_never_writes_inside_the_scanned_tree() {
     assert_eq!(c["place"], "above", "{v}");
     assert_eq!(names(&home), ["t"]);
     unchanged("vol/home/t", &tree, &s.path("vol/home/t"));
+}
+
+/// `reclaim scan --json ARGS` as `uid` in the scratch root with exactly the environment
+/// `env` (plus `PATH`): no HOME or XDG variable of the test's own leaks in.
+fn scan_as(s: &Scratch, uid: u32, env: &[(&str, &Path)], args: &[&str]) -> Output {
+    let mut c = StdCommand::new("setpriv");
+    c.arg(format!("--reuid={uid}"))
+        .arg(format!("--regid={uid}"))
+        .args(["--clear-groups", "--"])
+        .arg(reclaim_bin())
+        .args(["scan", "--json"])
+        .args(args)
+        .current_dir(s.root())
+        .env_clear()
+        .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+        .env("RECLAIM_CONFIG", "");
+    for (k, v) in env {
+        c.env(k, v);
+    }
+    c.output().unwrap()
+}
+
+/// The calibration's cache directory, `~/.cache/reclaim`, as a user whom another user (or a
+/// symlink) got there first: refused with one line, nothing written through it, and the
+/// calibration runs elsewhere on that file system; made fresh (mode 0700) when it is not there.
+#[test]
+fn calibration_refuses_a_cache_dir_it_does_not_own() {
+    util::require_root!();
+    let s = scratch!();
+    let _vol = util::or_skip!(Volume::tmpfs_with(&s, "vol", "size=16m,mode=755"));
+    let _tmp = util::or_skip!(Volume::tmpfs(&s, "tmp"));
+    fs::set_permissions(s.root(), fs::Permissions::from_mode(0o755)).unwrap();
+    let (user, other) = (65534, 65533);
+    let home = s.mkdir("vol/home");
+    for i in 0..10 {
+        s.file(format!("vol/home/t/f{i}"), "x");
+    }
+    s.mkdir("vol/home/.cache");
+    s.mkdir("vol/home/elsewhere");
+    let chown = StdCommand::new("chown")
+        .args(["-R", &format!("{user}:{user}")])
+        .arg(&home)
+        .output()
+        .unwrap();
+    assert!(chown.status.success(), "{}", stderr_of(&chown));
+    fs::set_permissions(&home, fs::Permissions::from_mode(0o700)).unwrap();
+    let tmp = s.path("tmp");
+    let tree = metadata_snapshot(&s.path("vol/home/t"));
+    let cache = home.join(".cache/reclaim");
+    let env: [(&str, &Path); 2] = [("HOME", &home), ("TMPDIR", &tmp)];
+    let refused_once = |o: &Output, want: &str| {
+        let err = stderr_of(o);
+        let lines: Vec<&str> = err.lines().filter(|l| l.contains("not using")).collect();
+        assert_eq!(lines.len(), 1, "{err}");
+        assert!(lines[0].contains(want), "{err}");
+        assert!(lines[0].contains(cache.to_str().unwrap()), "{err}");
+    };
+    let calibrated_above = |o: &Output| {
+        let v = json_object(&o.stdout);
+        let c = &v["estimate"]["calibrations"][0];
+        assert_eq!(c["place"], "above", "{v}");
+        assert_eq!(c["path"], home.to_str().unwrap(), "{v}");
+        v
+    };
+
+    // Another user made it first (and left it open to all): refused, untouched.
+    fs::create_dir(&cache).unwrap();
+    std::os::unix::fs::chown(&cache, Some(other), Some(other)).unwrap();
+    fs::set_permissions(&cache, fs::Permissions::from_mode(0o777)).unwrap();
+    let out = scan_as(&s, user, &env, &["vol/home/t"]);
+    if out.status.code() == Some(127) {
+        util::skip!("setpriv is not available");
+    }
+    util::assert_success(&out);
+    refused_once(&out, &format!("is owned by uid {other}, not by uid {user}"));
+    let v = calibrated_above(&out);
+    assert!(
+        v["estimate"]["warnings"][0]
+            .as_str()
+            .is_some_and(|w| w.contains("not using the cache directory")),
+        "{v}"
+    );
+    assert_eq!(fs::read_dir(&cache).unwrap().count(), 0, "wrote in it");
+    let m = fs::symlink_metadata(&cache).unwrap();
+    assert_eq!((m.uid(), m.mode() & 0o7777), (other, 0o777), "changed it");
+    fs::remove_dir(&cache).unwrap();
+
+    // A symlink in its place, to a directory the user could write: never followed.
+    std::os::unix::fs::symlink("../elsewhere", &cache).unwrap();
+    std::os::unix::fs::lchown(&cache, Some(user), Some(user)).unwrap();
+    let out = scan_as(&s, user, &env, &["vol/home/t"]);
+    util::assert_success(&out);
+    refused_once(&out, "is a symbolic link");
+    calibrated_above(&out);
+    assert_eq!(fs::read_dir(home.join("elsewhere")).unwrap().count(), 0);
+    assert!(fs::symlink_metadata(&cache).unwrap().is_symlink());
+    fs::remove_file(&cache).unwrap();
+
+    // Not there: made, the user's, mode 0700, used, left empty; no line.
+    let out = scan_as(&s, user, &env, &["vol/home/t"]);
+    util::assert_success(&out);
+    assert!(
+        !stderr_of(&out).contains("not using"),
+        "{}",
+        stderr_of(&out)
+    );
+    let v = json_object(&out.stdout);
+    let c = &v["estimate"]["calibrations"][0];
+    assert_eq!(c["place"], "cache", "{v}");
+    assert_eq!(c["path"], cache.to_str().unwrap(), "{v}");
+    let m = fs::symlink_metadata(&cache).unwrap();
+    assert!(m.is_dir(), "{m:?}");
+    assert_eq!((m.uid(), m.mode() & 0o7777), (user, 0o700));
+    assert_eq!(fs::read_dir(&cache).unwrap().count(), 0);
+    unchanged_tree(&tree, &s.path("vol/home/t"));
+}
+
+/// No usable HOME: unset, or open to everyone, or an XDG_CACHE_HOME of someone else's; the
+/// scan calibrates elsewhere with at most one line, and makes nothing in such a place.
+#[test]
+fn calibration_without_a_usable_home_falls_back() {
+    util::require_root!();
+    let s = scratch!();
+    let _vol = util::or_skip!(Volume::tmpfs_with(&s, "vol", "size=16m,mode=755"));
+    let _tmp = util::or_skip!(Volume::tmpfs(&s, "tmp"));
+    fs::set_permissions(s.root(), fs::Permissions::from_mode(0o755)).unwrap();
+    let user = 65534;
+    let home = s.mkdir("vol/home");
+    for i in 0..10 {
+        s.file(format!("vol/home/t/f{i}"), "x");
+    }
+    let open = s.mkdir("vol/open");
+    fs::set_permissions(&open, fs::Permissions::from_mode(0o777)).unwrap();
+    let theirs = s.mkdir("vol/theirs");
+    std::os::unix::fs::chown(&theirs, Some(65533), Some(65533)).unwrap();
+    fs::set_permissions(&theirs, fs::Permissions::from_mode(0o777)).unwrap();
+    let chown = StdCommand::new("chown")
+        .args(["-R", &format!("{user}:{user}")])
+        .arg(&home)
+        .output()
+        .unwrap();
+    assert!(chown.status.success(), "{}", stderr_of(&chown));
+    let tmp = s.path("tmp");
+    let tree = metadata_snapshot(&s.path("vol/home/t"));
+    for (env, line) in [
+        (vec![("TMPDIR", tmp.as_path())], None),
+        (
+            vec![("TMPDIR", tmp.as_path()), ("HOME", open.as_path())],
+            Some("not using HOME"),
+        ),
+        (
+            vec![
+                ("TMPDIR", tmp.as_path()),
+                ("HOME", home.as_path()),
+                ("XDG_CACHE_HOME", theirs.as_path()),
+            ],
+            Some("not using XDG_CACHE_HOME"),
+        ),
+    ] {
+        let out = scan_as(&s, user, &env, &["vol/home/t"]);
+        if out.status.code() == Some(127) {
+            util::skip!("setpriv is not available");
+        }
+        util::assert_success(&out);
+        let err = stderr_of(&out);
+        let said: Vec<&str> = err.lines().filter(|l| l.contains("not using")).collect();
+        match line {
+            None => assert!(said.is_empty(), "{env:?}: {err}"),
+            Some(want) => {
+                assert_eq!(said.len(), 1, "{env:?}: {err}");
+                assert!(said[0].contains(want), "{env:?}: {err}");
+            }
+        }
+        let v = json_object(&out.stdout);
+        let c = &v["estimate"]["calibrations"][0];
+        assert_eq!(c["place"], "above", "{env:?}: {v}");
+        assert_eq!(fs::read_dir(&open).unwrap().count(), 0, "{env:?}");
+        assert_eq!(fs::read_dir(&theirs).unwrap().count(), 0, "{env:?}");
+        unchanged_tree(&tree, &s.path("vol/home/t"));
+    }
+}
+
+fn unchanged_tree(before: &BTreeMap<PathBuf, [i64; 8]>, root: &Path) {
+    assert_eq!(
+        before,
+        &metadata_snapshot(root),
+        "the scanned tree changed (a name was made or removed in it)"
+    );
 }
 
 #[test]

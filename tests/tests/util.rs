@@ -393,6 +393,8 @@ impl Scratch {
         // only the trashes of file systems mounted in this test's scratch directory.
         c.env("RECLAIM_CONFIG", "");
         c.env("RECLAIM_UNDER", &self.root);
+        // `scan`'s calibration cache: in the scratch directory, not the machine's.
+        c.env("XDG_CACHE_HOME", self.root.join(".cache"));
         c.current_dir(&cwd)
             .args(args)
             .timeout(std::time::Duration::from_secs(120));

@@ -1,15 +1,22 @@
 //! How long `reclaim rm -r` would take for a scanned tree: a quick calibration on the same
 //! file system (create a few thousand empty files and some empty directories in a private
 //! directory, then time the engine's work on them: list, unlink, rmdir, in one directory and
-//! across workers), scaled by the tree's counts.
+//! across workers), scaled by the tree's counts. The timing must be on the scanned file system,
+//! so the private directory is made on it.
 //!
 //! It never writes inside a scanned tree: the private directory is made only in a place on
-//! the PATH's mount that is neither a scanned PATH nor below one (`places`: `$TMPDIR`, the
-//! user's trash at the mount top, the mount top, a directory above the PATH); with none, there
-//! is no estimate. It removes only names it created itself, inside a directory it created
-//! (mode 0700, checked to be its own after opening it without following symlinks), and it
-//! cleans up on every way out: errors and early returns (a guard), and Ctrl-C or `kill` (INT,
-//! TERM, HUP, QUIT wait until the cleanup is done). It never touches anything else.
+//! the PATH's mount that is neither a scanned PATH nor below one (`places`: the user's cache
+//! directory `<cache home>/reclaim` (`sys::userdirs::cache_home`), `$TMPDIR`, the mount top, a
+//! directory above the PATH); with none, there is no estimate. The cache directory is made
+//! (mode 0700, one `mkdirat` per missing component) only once the nearest existing directory
+//! above it is known to be the caller's or root's, written by nobody else, on the PATH's mount
+//! and outside every scanned tree; each component is opened without following a symlink and
+//! `reclaim` itself must belong to the caller with mode 0700 (whoever made it first). It
+//! removes only names it created itself, inside a directory it created (mode 0700, checked to
+//! be its own after opening it without following symlinks), and it cleans up on every way
+//! out: errors and early returns (a guard), and Ctrl-C or `kill` (INT, TERM, HUP, QUIT wait
+//! until the cleanup is done). It never touches anything else (the cache directory it made
+//! stays, empty, for the next scan).
 
 use std::ffi::CString;
 use std::os::fd::{AsFd, OwnedFd};
@@ -42,7 +49,7 @@ const MIN_DIRS: usize = 4;
 pub struct Calibration {
     /// The directory the private calibration directory was made in.
     pub path: String,
-    /// What that directory is (`temp-dir`, `trash`, `mount-top`, `above`).
+    /// What that directory is (`cache`, `temp-dir`, `mount-top`, `above`).
     pub place: Option<PlaceKind>,
     /// Workers, as `reclaim rm -r` would use on this file system.
     pub threads: usize,
@@ -95,10 +102,11 @@ pub enum PrivateDirError {
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum PlaceKind {
+    /// The user's cache directory (`$XDG_CACHE_HOME/reclaim`, `~/.cache/reclaim`, root's
+    /// `/var/cache/reclaim`), when it is on the PATH's mount.
+    Cache,
     /// `$TMPDIR` (or `/tmp`).
     TempDir,
-    /// The user's trash at the top of the PATH's mount (`<top>/.reclaim-<uid>`).
-    Trash,
     /// The top of the PATH's mount.
     MountTop,
     /// A directory between the mount top and the PATH.
@@ -108,8 +116,8 @@ pub enum PlaceKind {
 impl std::fmt::Display for PlaceKind {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str(match self {
+            PlaceKind::Cache => "the cache directory",
             PlaceKind::TempDir => "$TMPDIR",
-            PlaceKind::Trash => "the trash",
             PlaceKind::MountTop => "the mount top",
             PlaceKind::Above => "the directory",
         })
@@ -146,6 +154,10 @@ pub enum PassedWhy {
     NotWritable,
     #[error("is not a private directory of this user")]
     NotPrivate,
+    /// Not used, for a reason worth a line even when another place works (someone else's,
+    /// a symlink, writable by others).
+    #[error("is not used: {0}")]
+    Refused(String),
     #[error("cannot be opened: {}", errno_text(*.0))]
     Os(Errno),
     #[error("failed: {0}")]
@@ -157,20 +169,26 @@ pub enum PassedWhy {
 /// place is one of them or below one (its `..` chain, up to `/`, meets none of them), and every
 /// place is on `root`'s mount, so the private directory made there is outside every scanned
 /// tree. A place that cannot be told to be outside is passed over.
-pub fn places(root: &OwnedFd, trees: &[Ident]) -> (Vec<Place>, Vec<Passed>) {
+pub fn places(root: &OwnedFd, trees: &[Ident]) -> Places {
     let mut found: Vec<Place> = Vec::new();
     let mut passed = Vec::new();
+    let mut refused = Vec::new();
     let Ok(me) = dirfd::fstat(root) else {
-        return (found, passed);
+        return Places {
+            found,
+            passed,
+            refused,
+        };
     };
-    let mut candidates = vec![(PlaceKind::TempDir, std::env::temp_dir())];
+    let mut candidates = Vec::new();
+    match crate::sys::userdirs::cache_home() {
+        Ok(Some(home)) => candidates.push((PlaceKind::Cache, home.join("reclaim"))),
+        Ok(None) => {}
+        Err(line) => refused.push(line),
+    }
+    candidates.push((PlaceKind::TempDir, std::env::temp_dir()));
     if let Some(mount) = crate::sys::mounts::by_id(me.mnt_id) {
         let top = mount.point;
-        let trash = top.join(format!("{}{}", crate::trash::PREFIX, crate::trash::uid()));
-        // Only an existing trash: a scan makes none.
-        if std::fs::symlink_metadata(&trash).is_ok() {
-            candidates.push((PlaceKind::Trash, trash));
-        }
         candidates.push((PlaceKind::MountTop, top.clone()));
         if let Some(below) = crate::sys::mounts::fd_path(root)
             .as_deref()
@@ -192,7 +210,7 @@ pub fn places(root: &OwnedFd, trees: &[Ident]) -> (Vec<Place>, Vec<Passed>) {
             path: path.clone(),
             why,
         };
-        let fd = match open_place(kind, &path) {
+        let fd = match open_place(kind, &path, &me, trees) {
             Ok(fd) => fd,
             Err(why) => {
                 passed.push(pass(why));
@@ -235,36 +253,189 @@ pub fn places(root: &OwnedFd, trees: &[Ident]) -> (Vec<Place>, Vec<Passed>) {
             None => found.push(Place { kind, path, fd }),
         }
     }
-    (found, passed)
+    for p in &passed {
+        if let PassedWhy::Refused(why) = &p.why {
+            refused.push(format!("not using {} {}: {why}", p.kind, quote(&p.path)));
+        }
+    }
+    Places {
+        found,
+        passed,
+        refused,
+    }
 }
 
-/// Opens a candidate place `O_PATH`; a trash must be a directory of this user, mode 0700,
-/// named without a symlink.
-fn open_place(kind: PlaceKind, path: &Path) -> Result<OwnedFd, PassedWhy> {
-    if kind != PlaceKind::Trash {
-        return dirfd::open_dir_path_only(path).map_err(PassedWhy::Os);
+/// What `places` found.
+#[derive(Debug)]
+pub struct Places {
+    /// Where a calibration may run, best first.
+    pub found: Vec<Place>,
+    /// The places passed over, and why.
+    pub passed: Vec<Passed>,
+    /// Lines worth saying even when a place was found: a cache directory (or the base the
+    /// environment names for it) that is not used because someone else could own it.
+    pub refused: Vec<String>,
+}
+
+/// Opens a candidate place `O_PATH`; the cache directory as `open_cache` does.
+fn open_place(
+    kind: PlaceKind,
+    path: &Path,
+    me: &dirfd::Facts,
+    trees: &[Ident],
+) -> Result<OwnedFd, PassedWhy> {
+    if kind == PlaceKind::Cache {
+        return open_cache(path, me, trees);
     }
-    let (Some(top), Some(name)) = (path.parent(), path.file_name()) else {
-        return Err(PassedWhy::NotPrivate);
+    dirfd::open_dir_path_only(path).map_err(PassedWhy::Os)
+}
+
+/// Opens (making it if need be) the cache directory `path` for a calibration on the mount of
+/// `me`. Its nearest existing ancestor is opened (following symlinks there: the user's own
+/// `HOME`) and must be a directory of the caller or root that nobody else may write (for
+/// root: root's, not group-writable either), on `me`'s mount and outside every scanned tree,
+/// before anything is made: so nothing is ever made on another file system or inside a
+/// scanned tree. Below it each missing component is made with `mkdirat` (mode 0700) and every
+/// component opened with `O_NOFOLLOW`: a symlink in its place is refused, never followed.
+/// `reclaim` itself must then be a directory of the caller's own with mode 0700; anything
+/// else (another user made it first, root's for a user, open modes) is refused with why.
+fn open_cache(path: &Path, me: &dirfd::Facts, trees: &[Ident]) -> Result<OwnedFd, PassedWhy> {
+    let uid = rustix::process::geteuid().as_raw();
+    // The nearest ancestor that exists, and the names below it down to `path`.
+    let mut missing: Vec<&std::ffi::OsStr> = Vec::new();
+    let mut at = path;
+    let base = loop {
+        match dirfd::open_dir_path_only(at) {
+            Ok(fd) => break fd,
+            Err(Errno::NOENT) => {
+                let (Some(parent), Some(name)) = (at.parent(), at.file_name()) else {
+                    return Err(PassedWhy::Os(Errno::NOENT));
+                };
+                missing.push(name);
+                at = parent;
+            }
+            Err(e) => return Err(PassedWhy::Os(e)),
+        }
     };
-    let top = dirfd::open_dir_path_only(top).map_err(PassedWhy::Os)?;
+    if missing.is_empty() {
+        // `path` itself exists (perhaps through a symlink, which the open followed): open it
+        // again, below its parent, without following one.
+        let (Some(parent), Some(name)) = (path.parent(), path.file_name()) else {
+            return Err(PassedWhy::NotPrivate);
+        };
+        let parent = dirfd::open_dir_path_only(parent).map_err(PassedWhy::Os)?;
+        trusted_above(&parent, uid, me, trees)?;
+        return private_below(&parent, name, uid, true);
+    }
+    trusted_above(&base, uid, me, trees)?;
+    let mut cur = base;
+    while let Some(name) = missing.pop() {
+        let last = missing.is_empty();
+        cur = private_below(&cur, name, uid, last)?;
+    }
+    Ok(cur)
+}
+
+/// Checks the existing directory a cache directory is (or will be) made in: the caller's or
+/// root's, written by nobody else (root: by neither group nor others), on `me`'s file system
+/// and mount, outside every scanned tree.
+fn trusted_above(
+    fd: &OwnedFd,
+    uid: u32,
+    me: &dirfd::Facts,
+    trees: &[Ident],
+) -> Result<(), PassedWhy> {
+    let st = rustix::fs::fstat(fd).map_err(PassedWhy::Os)?;
+    let facts = dirfd::fstat(fd).map_err(PassedWhy::Os)?;
+    if facts.ident.dev != me.ident.dev {
+        return Err(PassedWhy::OtherFileSystem);
+    }
+    if facts.mnt_id != me.mnt_id {
+        return Err(PassedWhy::OtherMount);
+    }
+    if !outside(fd, trees) {
+        return Err(PassedWhy::Inside);
+    }
+    untrusted(&st, uid, false).map_or(Ok(()), |why| {
+        Err(PassedWhy::Refused(format!("the directory it is in {why}")))
+    })
+}
+
+/// Why a directory with `st` may not hold (or, `own`, be) a cache directory of `uid`: owned
+/// by another user (`own`: by anyone but `uid`), writable by others (root: also by its group;
+/// `own`: any access for others at all).
+fn untrusted(st: &rustix::fs::Stat, uid: u32, own: bool) -> Option<String> {
+    let owner_ok = if own {
+        st.st_uid == uid
+    } else {
+        st.st_uid == 0 || st.st_uid == uid
+    };
+    if !owner_ok {
+        return Some(format!(
+            "is owned by uid {}, not by {}",
+            st.st_uid,
+            if uid == 0 {
+                "root".to_string()
+            } else if own {
+                format!("uid {uid}")
+            } else {
+                format!("uid {uid} or root")
+            }
+        ));
+    }
+    let open = match (own, uid) {
+        (true, _) => 0o077,
+        (false, 0) => 0o022,
+        (false, _) => 0o002,
+    };
+    (st.st_mode & open != 0).then(|| {
+        format!(
+            "has mode {:04o}{}",
+            st.st_mode & 0o7777,
+            if own {
+                ", not 0700"
+            } else {
+                ": others may write in it"
+            }
+        )
+    })
+}
+
+/// Makes directory `name` in `dir` (mode 0700) unless it exists, opens it without following a
+/// symlink, and checks it: a directory of the caller's own, mode 0700 (`own`, the `reclaim`
+/// directory), or one of the caller or root written by nobody else.
+fn private_below(
+    dir: &OwnedFd,
+    name: &std::ffi::OsStr,
+    uid: u32,
+    own: bool,
+) -> Result<OwnedFd, PassedWhy> {
     let name = CString::new(std::os::unix::ffi::OsStrExt::as_bytes(name))
         .map_err(|_| PassedWhy::NotPrivate)?;
-    let fd = dirfd::open_dir_at_only(&top, &name).map_err(|e| match e {
-        Errno::LOOP | Errno::NOTDIR => PassedWhy::NotPrivate,
+    match mkdirat(dir, &name, Mode::from_raw_mode(0o700)) {
+        Ok(()) | Err(Errno::EXIST) => {}
+        Err(e) => return Err(PassedWhy::Os(e)),
+    }
+    let fd = dirfd::open_dir_at_only(dir, &name).map_err(|e| match e {
+        Errno::LOOP | Errno::NOTDIR => {
+            let symlink = rustix::fs::statat(dir, &name, AtFlags::SYMLINK_NOFOLLOW)
+                .is_ok_and(|st| rustix::fs::FileType::from_raw_mode(st.st_mode).is_symlink());
+            PassedWhy::Refused(
+                if symlink {
+                    "it is a symbolic link (never followed)"
+                } else {
+                    "it is not a directory"
+                }
+                .into(),
+            )
+        }
         e => PassedWhy::Os(e),
     })?;
-    let st = statx(
-        &fd,
-        c"",
-        AtFlags::EMPTY_PATH,
-        StatxFlags::MODE | StatxFlags::UID,
-    )
-    .map_err(PassedWhy::Os)?;
-    if st.stx_uid != rustix::process::geteuid().as_raw() || u32::from(st.stx_mode) & 0o077 != 0 {
-        return Err(PassedWhy::NotPrivate);
+    let st = rustix::fs::fstat(&fd).map_err(PassedWhy::Os)?;
+    match untrusted(&st, uid, own) {
+        None => Ok(fd),
+        Some(why) => Err(PassedWhy::Refused(format!("it {why}"))),
     }
-    Ok(fd)
 }
 
 /// Whether directory `fd` is none of `trees` and below none of them: its `..` chain (across

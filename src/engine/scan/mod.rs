@@ -393,6 +393,7 @@ fn estimate_all(
     let mut seconds = 0.0;
     let mut not_estimated: Vec<NotEstimated> = Vec::new();
     let mut calibrations = Vec::new();
+    let mut warnings: Vec<String> = Vec::new();
     for Group { dev, place, work } in groups {
         if work == estimate::Work::default() {
             continue;
@@ -416,7 +417,7 @@ fn estimate_all(
             ));
             continue;
         }
-        match calibrate_near(fd, shown, dev, &trees, events) {
+        match calibrate_near(fd, shown, dev, &trees, events, &mut warnings) {
             Ok(c) => {
                 seconds += estimate::seconds(&work, &c);
                 calibrations.push(c);
@@ -435,21 +436,34 @@ fn estimate_all(
         }),
         not_estimated,
         calibrations,
+        warnings,
     }
 }
 
 /// Calibrates for the directory PATH `root` (shown as `shown`, on device `dev`) in the first
 /// place outside every scanned tree (`trees`) where it works (`estimate::places`); never in
-/// the PATH or below it, nor in or below another PATH.
+/// the PATH or below it, nor in or below another PATH. A cache directory not used because
+/// someone else could own it is said once (to `events` and into `warnings`).
 fn calibrate_near(
     root: &OwnedFd,
     shown: &Path,
     dev: u64,
     trees: &[Ident],
     events: &dyn Events,
+    warnings: &mut Vec<String>,
 ) -> Result<estimate::Calibration, Uncalibrated> {
     let threads = crate::engine::remove::threads_for(root);
-    let (found, mut passed) = estimate::places(root, trees);
+    let estimate::Places {
+        found,
+        mut passed,
+        refused,
+    } = estimate::places(root, trees);
+    for line in refused {
+        if !warnings.contains(&line) {
+            events.warning(&line);
+            warnings.push(line);
+        }
+    }
     let tried_any = !found.is_empty();
     for place in found {
         events.calibrating(&place.path);

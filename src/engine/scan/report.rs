@@ -120,6 +120,10 @@ pub struct Estimate {
     pub not_estimated: Vec<NotEstimated>,
     /// One per file system calibrated.
     pub calibrations: Vec<Calibration>,
+    /// A cache directory not used for the calibration because someone else could own it
+    /// (also said on stderr).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub warnings: Vec<String>,
 }
 
 /// A PATH (the first directory PATH of its file system) whose file system was not calibrated.
