@@ -681,6 +681,11 @@ pub struct ReapArgs {
     /// Entry IDs for --now
     #[arg(value_name = "ID", requires = "now")]
     pub ids: Vec<String>,
+    /// Stay until the space is back, as `rm --wait` does: where btrfs subvolumes were deleted
+    /// whole, also until btrfs's cleaner has freed them (root, kernel 6.8+; otherwise it says
+    /// it cannot wait)
+    #[arg(long, conflicts_with_all = ["watch", "detached"])]
+    pub wait: bool,
     #[command(flatten)]
     pub pace: PaceArgs,
     /// Worker threads for trees [default: as `reclaim rm`]

@@ -241,6 +241,7 @@ fn reap(a: ReapArgs) -> cmd::reap::Options {
             (true, true) => Some(cmd::reap::Now::All),
             (true, false) => Some(cmd::reap::Now::Ids(a.ids)),
         },
+        wait: a.wait,
     }
 }
 

@@ -42,6 +42,9 @@ pub struct Options {
     pub threads: Option<u16>,
     /// `--now`: these entries, or all, freed now (also in their grace window).
     pub now: Option<Now>,
+    /// `--wait`: also wait for the file systems' cleaners (btrfs) where subvolumes were
+    /// deleted whole.
+    pub wait: bool,
 }
 
 /// What `reclaim reap --now` frees.
@@ -83,15 +86,54 @@ pub fn run(o: &Options) -> ExitCode {
     // with the log when it goes to the journal or syslog.
     let lines = reaper::relay_sink(dest, o.log_prefix);
     let mut relay = |line: &str| progress.suspend(|| lines.relay(line, None));
-    let sum = reaper::reap_all(
+    let mut sum = reaper::reap_all(
         &|| open(o.trash.as_ref()),
         &reap_options(o, dest),
         &child_args,
         &|p| progress.show(&crate::ui::report::reaping(p)),
         &mut relay,
     );
+    if o.wait && sum.subvolumes_deleted > 0 && !interrupt::stopping() {
+        let waited = std::time::Instant::now();
+        wait_cleaners(o, &|line| progress.show(line), &mut |line| {
+            progress.suspend(|| eprintln!("reclaim reap: {line}"))
+        });
+        sum.cleaner_waited_s = Some(waited.elapsed().as_secs_f64());
+    }
     progress.finish();
     report(o, &sum, started.elapsed())
+}
+
+/// `--wait` after btrfs subvolumes were deleted whole: waits for the cleaner of each btrfs
+/// file system holding a trash reaped here (once per file system) to free what it has queued
+/// now, telling `show` what it waits for; says on `warn` why it cannot (`CAP_SYS_ADMIN` and
+/// kernel 6.8+ are needed).
+fn wait_cleaners(o: &Options, show: &dyn Fn(&str), warn: &mut dyn FnMut(&str)) {
+    let Ok(found) = open(o.trash.as_ref()) else {
+        return;
+    };
+    let mut seen = std::collections::HashSet::new();
+    for f in &found {
+        if interrupt::stopping() {
+            return;
+        }
+        let Ok(t) = f.open() else { continue };
+        if !crate::sys::btrfs::is_btrfs(&t.dir) || !seen.insert(t.ident.dev) {
+            continue;
+        }
+        show(&format!(
+            "waiting for btrfs's cleaner on {} to free the deleted subvolumes",
+            quote(&t.mount)
+        ));
+        if let Err(e) = crate::sys::btrfs::wait_cleaner(&t.dir, None) {
+            warn(&format!(
+                "not waiting for btrfs's cleaner on {} ({}): subvolumes deleted there may \
+                 still be freed in the background (`reclaim status` shows them)",
+                quote(&t.mount),
+                crate::sys::error::errno_text(e)
+            ));
+        }
+    }
 }
 
 /// `--now ID...`: refuses (exit 1, one line per ID, nothing freed) if an ID is in no trash this

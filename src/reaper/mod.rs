@@ -135,6 +135,18 @@ pub struct ReapSummary {
     /// name, process or file holds; for trees, the file system's free-space delta.
     #[serde(default, skip_serializing_if = "String::is_empty")]
     pub bytes_freed_measure: String,
+    /// btrfs subvolumes the file system deleted whole (their blocks are freed by its cleaner
+    /// afterwards; not in `bytes_freed`).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub subvolumes_deleted: u64,
+    /// `reap --wait`: seconds waited for the file systems' cleaners (btrfs) after the entries
+    /// were freed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cleaner_waited_s: Option<f64>,
+}
+
+fn is_zero(n: &u64) -> bool {
+    *n == 0
 }
 
 /// What a reaper run tells its caller while it works (the command words and shows it).
@@ -273,6 +285,7 @@ impl ReapSummary {
         self.entries_failed = self.entries_failed.saturating_add(s.entries_failed);
         self.skipped_locked.extend(s.skipped_locked);
         self.gentle.extend(s.gentle);
+        self.subvolumes_deleted = self.subvolumes_deleted.saturating_add(s.subvolumes_deleted);
         self.next_grace_unix = min_opt(self.next_grace_unix, s.next_grace_unix);
         self.last_grace_unix = max_opt(self.last_grace_unix, s.last_grace_unix);
         self.next_retry_unix = min_opt(self.next_retry_unix, s.next_retry_unix);
@@ -987,6 +1000,7 @@ fn free_reaping(
             let stop = AtomicBool::new(false);
             let count = state.snapshot().entry_files.is_none();
             let gentle = &mut sum.gentle;
+            let subvolumes = &mut sum.subvolumes_deleted;
             let r = std::thread::scope(|s| {
                 if count {
                     let (base, stop) = (entry.clone(), &stop);
@@ -1006,7 +1020,15 @@ fn free_reaping(
                         let _ = listed.recv_timeout(LISTING_HEAD_START);
                     }
                 }
-                let r = free_tree(entry, target, pacing, &opts.engine, counters, gentle);
+                let r = free_tree(
+                    entry,
+                    target,
+                    pacing,
+                    &opts.engine,
+                    counters,
+                    gentle,
+                    subvolumes,
+                );
                 stop.store(true, Ordering::Relaxed);
                 r
             });
@@ -1107,6 +1129,7 @@ fn clear_entry(
             &opts.engine,
             counters,
             &mut sum.gentle,
+            &mut sum.subvolumes_deleted,
         );
         return r;
     }
@@ -1119,7 +1142,8 @@ fn clear_entry(
 }
 
 /// Removes a tree of an entry with the engine (paced like `reclaim rm -r`; large files shrunk
-/// in place, the tree being private). `Ok(false)`: stopped by a signal.
+/// in place, the tree being private). Subvolumes the file system deleted whole (nested ones
+/// too) are added to `subvolumes`. `Ok(false)`: stopped by a signal.
 fn free_tree(
     probe_dir: &Arc<OwnedFd>,
     target: DirTarget,
@@ -1127,6 +1151,7 @@ fn free_tree(
     engine: &remove::Options,
     counters: &Counters,
     gentle: &mut Vec<crate::engine::shrink::Gentle>,
+    subvolumes: &mut u64,
 ) -> Result<bool, Vec<Failure>> {
     let mut engine = engine.clone();
     // As `reclaim rm -r` does on this file system: its profile's workers (unless given) and
@@ -1192,6 +1217,12 @@ fn free_tree(
             outcome: o,
         });
     }
+    *subvolumes += outcome
+        .subvolumes
+        .iter()
+        .filter_map(|s| s.deleted.as_ref().ok())
+        .map(|d| 1 + d.nested.len() as u64)
+        .sum::<u64>();
     if !outcome.failures.is_empty() {
         return Err(outcome.failures);
     }

@@ -21,6 +21,25 @@ pub fn human(sum: &ReapSummary, took: Duration) -> String {
         format::bytes(sum.bytes_freed),
         format::seconds(took.as_secs_f64())
     );
+    if sum.subvolumes_deleted > 0 {
+        s.push_str(&match sum.cleaner_waited_s {
+            Some(w) => format!(
+                "; {} deleted whole, waited {} for btrfs's cleaner",
+                plural(sum.subvolumes_deleted, "subvolume", "subvolumes"),
+                format::seconds(w)
+            ),
+            None => format!(
+                "; {} deleted whole (btrfs's cleaner frees {} in the background: `reclaim \
+                 status` shows it; `reap --wait` waits)",
+                plural(sum.subvolumes_deleted, "subvolume", "subvolumes"),
+                if sum.subvolumes_deleted == 1 {
+                    "it"
+                } else {
+                    "them"
+                }
+            ),
+        });
+    }
     if sum.waiting > 0 {
         let until = match (sum.next_grace_unix, sum.last_grace_unix) {
             (Some(a), Some(b)) if b - a >= 1.0 => {

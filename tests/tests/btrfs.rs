@@ -516,3 +516,108 @@ fn btrfs_and_ext4_images_on_one_disk_get_the_same_profile() {
     // mount's source (the loop device), as ext4's st_dev is that loop device.
     assert_eq!(class("vol"), class("ext"));
 }
+
+/// `reap --now ID --wait` of a subvolume in the trash (hidden with a grace window): the file
+/// system deletes it whole, and reap returns only when btrfs's cleaner has freed it (and what
+/// was queued with it): `status` then shows nothing still being freed.
+#[test]
+fn reap_wait_waits_for_the_cleaner_of_a_trashed_subvolume() {
+    let s = scratch!();
+    let _v = or_skip!(btrfs(&s, ""));
+    let top = s.path("vol");
+    let trash = util::trash_dir(&top);
+    let _settle = util::ReaperSettle {
+        trash: trash.clone(),
+    };
+    subvolume(&s, "vol/sv");
+    files(&s, "vol/sv", 2_000);
+    subvolume(&s, "vol/sv/inner");
+    files(&s, "vol/sv/inner", 200);
+    let state = util::state_home(&s);
+    let out = s
+        .rm(&["-r", "--background", "--grace", "1h", "vol/sv"])
+        .env("XDG_STATE_HOME", &state)
+        .env("RECLAIM_NO_SPAWN", "1")
+        .output()
+        .unwrap();
+    util::assert_success(&out);
+    assert!(!s.exists("vol/sv"));
+    let ids = util::trash_entries(&trash);
+    assert_eq!(ids.len(), 1, "{ids:?}");
+    // In the trash, in its grace window: still a live subvolume.
+    assert_eq!(
+        live_subvolumes(&top).len(),
+        2,
+        "{:?}",
+        live_subvolumes(&top)
+    );
+
+    let out = s
+        .cmd(&["reap", "--now", &ids[0], "--wait", "--json"])
+        .env("XDG_STATE_HOME", &state)
+        .output()
+        .unwrap();
+    util::assert_success(&out);
+    let v = json(&out);
+    assert_eq!(v["entries_freed"], 1, "{v}");
+    assert_eq!(
+        v["subvolumes_deleted"], 2,
+        "deleted whole, nested one first: {v}"
+    );
+    assert!(v["cleaner_waited_s"].as_f64().is_some(), "{v}");
+    assert!(util::trash_entries(&trash).is_empty());
+    assert_eq!(live_subvolumes(&top), Vec::<String>::new());
+    assert_eq!(
+        queued(&top),
+        0,
+        "reap --wait returned before btrfs's cleaner was done"
+    );
+    let out = s
+        .cmd(&["status", "--json"])
+        .env("XDG_STATE_HOME", &state)
+        .output()
+        .unwrap();
+    util::assert_success(&out);
+    let v = util::json_object(&out.stdout);
+    let ours: Vec<&Value> = v["file_systems"]
+        .as_array()
+        .unwrap_or_else(|| panic!("{v}"))
+        .iter()
+        .filter(|f| f["mount"] == top.to_str().unwrap())
+        .collect();
+    assert_eq!(ours.len(), 1, "{v}");
+    assert_eq!(ours[0]["subvolumes_queued"].as_u64(), Some(0), "{v}");
+    let text = s
+        .cmd(&["status"])
+        .env("XDG_STATE_HOME", &state)
+        .output()
+        .unwrap();
+    assert!(
+        !util::stdout_of(&text).contains("still being freed"),
+        "{}",
+        util::stdout_of(&text)
+    );
+
+    // Without --wait the summary says the cleaner goes on in the background.
+    subvolume(&s, "vol/sv2");
+    files(&s, "vol/sv2", 50);
+    let out = s
+        .rm(&["-r", "--background", "--grace", "1h", "vol/sv2"])
+        .env("XDG_STATE_HOME", &state)
+        .env("RECLAIM_NO_SPAWN", "1")
+        .output()
+        .unwrap();
+    util::assert_success(&out);
+    let ids = util::trash_entries(&trash);
+    let out = s
+        .cmd(&["reap", "--now", &ids[0]])
+        .env("XDG_STATE_HOME", &state)
+        .output()
+        .unwrap();
+    util::assert_success(&out);
+    assert!(
+        util::stderr_of(&out).contains("1 subvolume deleted whole (btrfs's cleaner frees it"),
+        "{}",
+        util::stderr_of(&out)
+    );
+}
