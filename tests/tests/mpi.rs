@@ -1315,6 +1315,13 @@ fn ranks_remove_a_tree_with_btrfs_subvolumes() {
     btrfs_subvolume(&s, "vol/t/d3/sv");
     grid(&s, "vol/t/d3/sv", 20, 5);
     btrfs_subvolume(&s, "vol/t/d3/sv/d1/inner");
+    // More, spread over the tree, so that ranks other than 0 meet some: rank 0's --json must
+    // list them all.
+    let spread = ["d7/sv7", "d11/sv11", "d15/sv15", "d19/sv19"];
+    for sv in spread {
+        btrfs_subvolume(&s, &format!("vol/t/{sv}"));
+        grid(&s, &format!("vol/t/{sv}"), 10, 2);
+    }
     // ...and one walked (a mount inside it): its directories are on a device of their own,
     // so they stay with the rank that walks it; the mount is skipped.
     btrfs_subvolume(&s, "vol/t/d5/walked");
@@ -1333,6 +1340,29 @@ fn ranks_remove_a_tree_with_btrfs_subvolumes() {
         serde_json::json!(["vol/t/d5/walked/d2/mnt"]),
         "{v}"
     );
+    // Every subvolume, whichever rank met it, and how it went.
+    let listed: Vec<(String, String, usize)> = v["subvolumes"]
+        .as_array()
+        .unwrap_or_else(|| panic!("no subvolumes: {v}"))
+        .iter()
+        .map(|e| {
+            (
+                e["path"].as_str().unwrap_or_default().to_owned(),
+                e["how"].as_str().unwrap_or_default().to_owned(),
+                e["nested"].as_array().map_or(0, Vec::len),
+            )
+        })
+        .collect();
+    let mut want: Vec<(String, String, usize)> = spread
+        .iter()
+        .map(|sv| (format!("vol/t/{sv}"), "snap_destroy_v2".to_owned(), 0))
+        .chain([
+            ("vol/t/d3/sv".to_owned(), "snap_destroy_v2".to_owned(), 1),
+            ("vol/t/d5/walked".to_owned(), "walk".to_owned(), 0),
+        ])
+        .collect();
+    want.sort();
+    assert_eq!(listed, want, "{v}");
     // Left: the mount point with its file and the directories holding it; nothing else.
     let left: BTreeSet<PathBuf> = s.snapshot("vol/t").into_keys().collect();
     let expected: BTreeSet<PathBuf> = ["", "d5", "d5/walked", "d5/walked/d2", "d5/walked/d2/mnt"]

@@ -807,7 +807,11 @@ pub fn remove_trees(
     }
     // A selection's totals (`--dry-run`, `--json`) travel after the failures.
     let tally = opts.select.as_ref().and_then(|s| s.tally.as_ref());
-    let payload = encode_payload(&collect.failures.lock().expect("failures lock"), tally);
+    let payload = encode_payload(
+        &collect.failures.lock().expect("failures lock"),
+        &outcome.subvolumes,
+        tally,
+    );
     let reports = conclude(&job, reports, payload);
     let ranks = if leader {
         reports.ranks.clone()
@@ -817,6 +821,7 @@ pub fn remove_trees(
     gather(reports.payloads, tally, &mut outcome, counters, sink);
     outcome.failures.sort_by(|a, b| a.path.cmp(&b.path));
     outcome.skipped_mounts.sort();
+    outcome.subvolumes.sort_by(|a, b| a.path.cmp(&b.path));
     (outcome, ranks)
 }
 
@@ -850,8 +855,9 @@ fn disagreed(
     out
 }
 
-/// Rank 0 (the others get none): every rank's failures into `outcome`, its selection totals
-/// into `tally`; a report it cannot read is a warning and an error.
+/// Rank 0 (the others get none): every rank's failures and the subvolumes it met into
+/// `outcome`, its selection totals into `tally`; a report it cannot read is a warning and an
+/// error.
 fn gather(
     payloads: Vec<(usize, Vec<u8>)>,
     tally: Option<&crate::engine::select::tally::Tally>,
@@ -861,20 +867,24 @@ fn gather(
 ) {
     use crate::sys::error::Reason;
     use std::sync::atomic::Ordering::Relaxed;
+    let unreadable = |rank: usize, what: &str, e: &dyn std::fmt::Display| {
+        sink.warning(&format_args!(
+            "the {what} of rank {rank} were not readable ({e})"
+        ));
+        counters.errors.fetch_add(1, Relaxed);
+    };
     for (rank, payload) in payloads {
-        let (bytes, totals) = split_payload(&payload);
-        if let (Some(t), Some(json)) = (tally, totals.filter(|j| !j.is_empty())) {
+        let Some(parts) = split_payload(&payload) else {
+            unreadable(rank, "reports", &"cut short");
+            continue;
+        };
+        if let (Some(t), Some(json)) = (tally, Some(parts.totals).filter(|j| !j.is_empty())) {
             match serde_json::from_slice::<crate::engine::select::tally::Report>(json) {
                 Ok(r) => t.absorb(&r),
-                Err(e) => {
-                    sink.warning(&format_args!(
-                        "the totals of rank {rank} were not readable ({e})"
-                    ));
-                    counters.errors.fetch_add(1, Relaxed);
-                }
+                Err(e) => unreadable(rank, "totals", &e),
             }
         }
-        match wire::decode_failures(bytes) {
+        match wire::decode_failures(parts.failures) {
             Ok(fs) => {
                 outcome.skipped_mounts.extend(
                     fs.iter()
@@ -883,40 +893,60 @@ fn gather(
                 );
                 outcome.failures.extend(fs);
             }
-            Err(e) => {
-                sink.warning(&format_args!(
-                    "the report of rank {rank} was not readable ({e})"
-                ));
-                counters.errors.fetch_add(1, Relaxed);
-            }
+            Err(e) => unreadable(rank, "failures", &e),
+        }
+        match wire::decode_subvolumes(parts.subvolumes) {
+            Ok(sv) => outcome.subvolumes.extend(sv),
+            Err(e) => unreadable(rank, "subvolumes", &e),
         }
     }
 }
 
-/// A rank's report to rank 0: its failures (as `wire` encodes them, after their length) and,
-/// if any, its selection totals (as JSON).
+/// A rank's report to rank 0: its failures and the subvolumes it met (as `wire` encodes them,
+/// each after its length) and, if any, its selection totals (as JSON).
 fn encode_payload(
     failures: &[crate::sys::error::Failure],
+    subvolumes: &[crate::engine::remove::Subvolume],
     tally: Option<&crate::engine::select::tally::Tally>,
 ) -> Vec<u8> {
-    let failures = wire::encode_failures(failures);
-    let mut payload = (failures.len() as u32).to_le_bytes().to_vec();
-    payload.extend_from_slice(&failures);
+    let mut payload = Vec::new();
+    for part in [
+        wire::encode_failures(failures),
+        wire::encode_subvolumes(subvolumes),
+    ] {
+        payload.extend_from_slice(&(part.len() as u32).to_le_bytes());
+        payload.extend_from_slice(&part);
+    }
     if let Some(t) = tally {
         payload.extend(serde_json::to_vec(&t.report()).expect("totals serialize"));
     }
     payload
 }
 
-/// A rank's payload (`encode_payload`): its failures and, if any, its selection totals.
-fn split_payload(p: &[u8]) -> (&[u8], Option<&[u8]>) {
-    match p
-        .get(..4)
-        .map(|n| u32::from_le_bytes(n.try_into().expect("4 bytes")) as usize)
-    {
-        Some(n) if p.len() >= 4 + n => (&p[4..4 + n], Some(&p[4 + n..])),
-        _ => (p, None),
-    }
+/// The parts of a rank's payload (`encode_payload`).
+struct Parts<'a> {
+    failures: &'a [u8],
+    subvolumes: &'a [u8],
+    /// Empty without a selection.
+    totals: &'a [u8],
+}
+
+/// A rank's payload (`encode_payload`) in its parts; `None` if it is cut short.
+fn split_payload(p: &[u8]) -> Option<Parts<'_>> {
+    let mut rest = p;
+    let mut next = || -> Option<&[u8]> {
+        let n = u32::from_le_bytes(rest.get(..4)?.try_into().ok()?) as usize;
+        let part = rest.get(4..4 + n)?;
+        rest = &rest[4 + n..];
+        Some(part)
+    };
+    let failures = next()?;
+    let subvolumes = next()?;
+    Some(Parts {
+        failures,
+        subvolumes,
+        totals: rest,
+    })
 }
 
 /// A sink that also keeps the failures (a rank's report to rank 0).

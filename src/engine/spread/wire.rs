@@ -397,6 +397,65 @@ pub fn decode_failures(bytes: &[u8]) -> Result<Vec<Failure>, Malformed> {
     Ok(out)
 }
 
+/// The subvolumes a rank met, as bytes (its report to rank 0): path, then 1 and the id, how
+/// (0 `snap_destroy_v2`, 1 `snap_destroy`) and the nested ids when deleted whole, or 0 and why
+/// it was walked.
+pub fn encode_subvolumes(subvolumes: &[crate::engine::remove::Subvolume]) -> Vec<u8> {
+    use crate::sys::btrfs::Destroyed;
+    use std::os::unix::ffi::OsStrExt;
+    let mut w = Writer::default();
+    w.u32(subvolumes.len() as u32);
+    for s in subvolumes {
+        w.bytes(s.path.as_os_str().as_bytes());
+        match &s.deleted {
+            Ok(d) => {
+                w.u8(1).u64(d.id).u8(match d.how {
+                    Destroyed::SnapDestroyV2 => 0,
+                    Destroyed::SnapDestroy => 1,
+                });
+                w.u32(d.nested.len() as u32);
+                for n in &d.nested {
+                    w.u64(*n);
+                }
+            }
+            Err(why) => {
+                w.u8(0).bytes(why.as_bytes());
+            }
+        }
+    }
+    w.0
+}
+
+pub fn decode_subvolumes(bytes: &[u8]) -> Result<Vec<crate::engine::remove::Subvolume>, Malformed> {
+    use crate::engine::subvolume::Deleted;
+    use crate::sys::btrfs::Destroyed;
+    use std::os::unix::ffi::OsStrExt;
+    let mut r = Reader(bytes);
+    let n = r.count(5)?;
+    let mut out = Vec::with_capacity(n);
+    for _ in 0..n {
+        let path = PathBuf::from(std::ffi::OsStr::from_bytes(r.bytes()?));
+        let deleted = match r.u8()? {
+            1 => {
+                let id = r.u64()?;
+                let how = match r.u8()? {
+                    0 => Destroyed::SnapDestroyV2,
+                    1 => Destroyed::SnapDestroy,
+                    _ => return Err(Malformed("subvolume deletion kind")),
+                };
+                let k = r.count(8)?;
+                let nested = (0..k).map(|_| r.u64()).collect::<Result<Vec<u64>, _>>()?;
+                Ok(Deleted { id, how, nested })
+            }
+            0 => Err(text(r.bytes()?)),
+            _ => return Err(Malformed("subvolume outcome")),
+        };
+        out.push(crate::engine::remove::Subvolume { path, deleted });
+    }
+    r.end()?;
+    Ok(out)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -486,5 +545,43 @@ mod tests {
             },
         ];
         assert_eq!(decode_failures(&encode_failures(&f)).unwrap(), f);
+    }
+
+    #[test]
+    fn subvolumes_round_trip_and_truncations_are_errors() {
+        use crate::engine::remove::Subvolume;
+        use crate::engine::subvolume::Deleted;
+        use crate::sys::btrfs::Destroyed;
+        use std::os::unix::ffi::OsStrExt;
+        let s = vec![
+            Subvolume {
+                path: PathBuf::from("t/d3/sv"),
+                deleted: Ok(Deleted {
+                    id: 257,
+                    how: Destroyed::SnapDestroyV2,
+                    nested: vec![258, 300],
+                }),
+            },
+            Subvolume {
+                path: PathBuf::from(std::ffi::OsStr::from_bytes(b"t/\xff/old")),
+                deleted: Ok(Deleted {
+                    id: 9,
+                    how: Destroyed::SnapDestroy,
+                    nested: vec![],
+                }),
+            },
+            Subvolume {
+                path: PathBuf::from("t/d5/walked"),
+                deleted: Err("another file system is mounted inside it".into()),
+            },
+        ];
+        let bytes = encode_subvolumes(&s);
+        assert_eq!(decode_subvolumes(&bytes).unwrap(), s);
+        for cut in 0..bytes.len() {
+            assert!(decode_subvolumes(&bytes[..cut]).is_err(), "{cut}");
+        }
+        assert!(decode_subvolumes(&encode_subvolumes(&[]))
+            .unwrap()
+            .is_empty());
     }
 }
