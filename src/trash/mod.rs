@@ -449,7 +449,7 @@ pub fn entry_allocated(entry: &OwnedFd) -> u64 {
     let Ok(list) = reopen(entry) else { return 0 };
     let mut buf = dirfd::DirBuf::new(8 << 10);
     let _ = dirfd::for_each_entry(&list, &mut buf, |name, _, _| {
-        if name == meta::META || name == FAILED {
+        if name == meta::META || name == FAILED || name == meta::HELD {
             return;
         }
         if let Ok(f) = dirfd::lstat_at(entry.as_fd(), name) {
