@@ -799,6 +799,11 @@ fn reap_entry(
     ) {
         return step;
     }
+    // A batch's paths as they are now (its record may name more: a hide killed midway).
+    let held = meta
+        .as_ref()
+        .filter(|m| m.is_batch())
+        .and_then(|_| trash::held_now(&entry));
     started(state, &shown, meta.as_ref());
     let pacing = opts
         .pacing
@@ -840,7 +845,7 @@ fn reap_entry(
     // is shrunk in place: the entry is private). All the trash owner's.
     let rest = clear_entry(trash, name, &entry, &pacing, opts, counters, sum, &shown);
     match rest {
-        Ok(true) => Step::Freed(shown, measure, meta.as_ref().and_then(|m| m.held)),
+        Ok(true) => Step::Freed(shown, measure, held),
         Ok(false) => Step::Interrupted,
         Err(failures) => {
             let held = held_names(trash, &entry, meta.as_ref());

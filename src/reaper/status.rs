@@ -347,7 +347,8 @@ fn item(t: &Trash, name: &std::ffi::CStr, now: f64, count: bool) -> Option<Item>
         it.grace_until_unix = m.grace_until_unix;
         it.files = m.files;
         if m.is_batch() {
-            it.held = m.held;
+            // What it holds now (a hide killed midway leaves a record that names more).
+            it.held = trash::held_now(&entry).or(m.held);
             it.held_first = m.held_first.clone();
         }
     }

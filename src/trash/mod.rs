@@ -442,6 +442,18 @@ fn writable(dir: &Path) -> bool {
     .is_ok()
 }
 
+/// How many paths a batch entry holds now: the names in its `data` (or, once claimed, in
+/// `reaping`), whatever its record says (a hide killed midway leaves a record naming more).
+pub fn held_now(entry: &OwnedFd) -> Option<u64> {
+    let inner = dirfd::open_dir_at(entry, DATA)
+        .or_else(|_| dirfd::open_dir_at(entry, REAPING))
+        .ok()?;
+    let mut n = 0u64;
+    let mut buf = dirfd::DirBuf::new(64 << 10);
+    dirfd::for_each_entry(&inner, &mut buf, |_, _, _| n += 1).ok()?;
+    Some(n)
+}
+
 /// Live allocated bytes of whatever an entry still holds (data, reaping, half-shrunk files),
 /// directories not walked.
 pub fn entry_allocated(entry: &OwnedFd) -> u64 {

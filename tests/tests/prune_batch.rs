@@ -549,3 +549,90 @@ fn kill_during_a_batch_hide_leaves_each_file_at_its_path_or_listed_in_its_entry(
     );
     assert!(partial > 0, "no kill landed in the middle of a batch");
 }
+
+#[test]
+fn what_a_reaper_cannot_free_is_named_by_its_original_path_and_goes_back_with_wait() {
+    let s = scratch!();
+    let _vol = util::or_skip!(Volume::tmpfs(&s, "vol"));
+    let t = trash(&s);
+    let _settle = ReaperSettle { trash: t.clone() };
+    files(&s, "vol/d", 20);
+    s.file("vol/d/tree/sub/imm", "immutable\n");
+    s.file("vol/d/tree/other", "other\n");
+    let old = std::time::SystemTime::now() - Duration::from_secs(86_400);
+    fs::File::open(s.path("vol/d/tree"))
+        .unwrap()
+        .set_modified(old)
+        .unwrap();
+    let _imm = util::or_skip!(util::ImmutableGuard::new(&s, "vol/d/tree/sub/imm"));
+    let imm = s.path("vol/d/tree/sub/imm");
+
+    // --wait: the tree's remnant goes back where it was, named there; the rest is freed.
+    let o = run(&s, &["prune", "--keep-last", "1", "--wait", "vol/d"]);
+    assert_eq!(o.status.code(), Some(1), "{}", util::stdout_of(&o));
+    let err = util::stderr_of(&o);
+    assert!(
+        err.contains(&format!("'{}'", imm.display())) && !err.contains("/reaping/"),
+        "{err}"
+    );
+    assert_eq!(fs::read(&imm).unwrap(), b"immutable\n");
+    assert!(!s.exists("vol/d/tree/other") && !s.exists("vol/d/f0003"));
+    assert!(trash_entries(&t).is_empty(), "{:?}", trash_entries(&t));
+
+    // In the background: status names the original path and where it is now, in the entry.
+    fs::remove_file(s.path("vol/d/newest")).unwrap();
+    files(&s, "vol/d", 3);
+    fs::File::open(s.path("vol/d/tree"))
+        .unwrap()
+        .set_modified(old)
+        .unwrap();
+    util::assert_success(&run(&s, &["prune", "--keep-last", "1", "vol/d"]));
+    let id = only_entry(&s);
+    let o = run(&s, &["reap", "--trash", t.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(1));
+    let item = &status_json(&s)["trashes"][0]["items"][0];
+    assert_eq!(item["state"], "failed", "{item}");
+    let e = &item["failure"]["errors"][0];
+    assert_eq!(e["path"], imm.to_str().unwrap(), "{item}");
+    let now_at = e["now_at"]["path"]
+        .as_str()
+        .unwrap_or_else(|| panic!("{item}"));
+    assert!(
+        now_at.starts_with(t.join(&id).join("reaping").to_str().unwrap())
+            && now_at.ends_with("/sub/imm"),
+        "{item}"
+    );
+    assert_eq!(item["held"], 1, "{item}");
+    // restore ID puts back what is left.
+    let o = run(&s, &["restore", &id]);
+    util::assert_success(&o);
+    assert_eq!(fs::read(&imm).unwrap(), b"immutable\n");
+    assert!(trash_entries(&t).is_empty());
+}
+
+#[test]
+fn one_entry_per_directory_pruned() {
+    let s = scratch!();
+    let _vol = util::or_skip!(Volume::tmpfs(&s, "vol"));
+    let t = trash(&s);
+    let _settle = ReaperSettle { trash: t.clone() };
+    files(&s, "vol/a", 30);
+    files(&s, "vol/b", 30);
+    let (a, b) = (s.snapshot("vol/a"), s.snapshot("vol/b"));
+    // One pool: keep the newest of both (one of the two `newest`).
+    let o = run(&s, &["prune", "--keep-last", "1", "vol/a", "vol/b"]);
+    util::assert_success(&o);
+    let ids = trash_entries(&t);
+    assert_eq!(ids.len(), 2, "{ids:?}");
+    let mut held: Vec<u64> = ids
+        .iter()
+        .map(|i| util::entry_meta(&t, i)["held"].as_u64().unwrap())
+        .collect();
+    held.sort();
+    assert_eq!(held, [30, 31]);
+    for id in &ids {
+        util::assert_success(&run(&s, &["restore", id]));
+    }
+    util::assert_same("a", &a, &s.snapshot("vol/a"));
+    util::assert_same("b", &b, &s.snapshot("vol/b"));
+}
