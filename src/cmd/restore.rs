@@ -10,6 +10,9 @@ use crate::sys::quote::quote;
 use crate::trash::restore::{restore, Report};
 use crate::trash::{self, Trash};
 
+/// Restored paths of one argument said one by one up to this many; more in one line.
+const MAX_LINES: usize = 10;
+
 /// `reclaim restore [--json] [--trash DIR] [--to PATH] ID|PATH...`.
 pub fn run(args: &[OsString], json: bool, only: Option<&Path>, to: Option<&Path>) -> ExitCode {
     let me = trash::uid();
@@ -36,11 +39,29 @@ pub fn run(args: &[OsString], json: bool, only: Option<&Path>, to: Option<&Path>
         let outcomes = restore(&trashes, a, me, to);
         // Entries that keep some of their paths (a batch restored in part): said after them.
         let mut kept: Vec<(String, u64)> = Vec::new();
-        let restored_any = outcomes.iter().any(Result::is_ok);
+        let restored = outcomes.iter().filter(|o| o.is_ok()).count();
+        let restored_any = restored > 0;
+        // A batch's many paths: one line (`--json` lists each).
+        let one_line = restored > MAX_LINES;
+        if let (false, Some(Ok(r))) = (json || !one_line, outcomes.iter().find(|o| o.is_ok())) {
+            let dir = r.path.exact();
+            let dir = dir.parent().unwrap_or(Path::new("/"));
+            println!(
+                "restored {}{} of entry {} into {} (`--json` lists each)",
+                if r.partial {
+                    "what a reaper could not free of "
+                } else {
+                    ""
+                },
+                crate::sys::format::plural(restored as u64, "path", "paths"),
+                quote(&r.id),
+                quote(dir)
+            );
+        }
         for o in outcomes {
             match o {
                 Ok(r) => {
-                    if !json {
+                    if !json && !one_line {
                         let what = if r.partial {
                             "what a reaper could not free of "
                         } else {

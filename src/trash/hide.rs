@@ -2,7 +2,8 @@
 //! `rename(2)` of the target into it as `data`. A crash before the rename leaves the target
 //! whole at its path (and a data-less entry the reaper removes); after it, whole in the trash.
 //! `--durable` adds the fsyncs, in order: meta, entry and trash before the rename; the
-//! target's old parent and the entry after it.
+//! target's old parent and the entry after it. A batch (`hide_batch`, for `prune`) puts many
+//! paths of one directory into one entry, listed in `held.json` before any of them moves.
 
 use std::ffi::CStr;
 use std::os::fd::OwnedFd;

@@ -1,7 +1,9 @@
 //! `meta.json` of a trash entry: where the entry came from and what it holds, as known when
 //! it was hidden. Written before the entry's data is renamed in; read as hostile input (see
 //! `safefile`) and never trusted for safety: the reaper works on what is in the entry, never on
-//! paths read from here, and `restore` checks the directory it names by its lineage.
+//! paths read from here, and `restore` checks the directory it names by its lineage. A batch
+//! entry's list of paths (`held.json`, `HeldList`) is read the same way, and a name in it is
+//! used only if it is one name (`HeldName::bytes`).
 
 use std::ffi::{CStr, OsStr, OsString};
 use std::os::fd::OwnedFd;

@@ -158,7 +158,15 @@ fn a_many_file_prune_is_one_entry_one_status_line_one_log_line_and_restores_whol
     // restore ID: every path back, byte for byte; the entry gone.
     let o = run(&s, &["restore", &id]);
     util::assert_success(&o);
-    assert_eq!(util::stdout_of(&o).lines().count(), paths);
+    let out = util::stdout_of(&o);
+    assert_eq!(
+        out.trim_end(),
+        format!(
+            "restored {} paths of entry '{id}' into '{}' (`--json` lists each)",
+            grouped(paths),
+            s.path("vol/logs").display()
+        ),
+    );
     util::assert_same("restored", &before, &s.snapshot("vol/logs"));
     assert!(trash_entries(&t).is_empty());
 
@@ -225,7 +233,7 @@ fn restore_refuses_names_taken_again_and_keeps_those_paths_listed() {
         assert_eq!(fs::read(&p).unwrap(), b"squatter\n");
     }
     assert!(err.contains("keeps 2 paths"), "{err}");
-    assert_eq!(util::stdout_of(&o).lines().count(), 38);
+    assert!(util::stdout_of(&o).contains("restored 38 paths of entry"));
     // The rest is back as it was; the two stay in the entry, listed.
     let mut expect = before.clone();
     expect.remove(Path::new("f0003"));
