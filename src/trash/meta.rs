@@ -329,6 +329,23 @@ mod tests {
     }
 
     #[test]
+    fn held_names_are_single_names_only() {
+        let n = |s: &str| HeldName::new(s.as_bytes()).bytes();
+        assert_eq!(n("a.log"), Some(b"a.log".to_vec()));
+        for bad in ["", ".", "..", "../x", "a/b", "/etc"] {
+            assert_eq!(n(bad), None, "{bad}");
+        }
+        let odd = HeldName::new(b"a\xffb");
+        assert!(odd.name_hex.is_some());
+        assert_eq!(odd.bytes(), Some(b"a\xffb".to_vec()));
+        let nul = HeldName {
+            name: String::new(),
+            name_hex: Some("6100".into()),
+        };
+        assert_eq!(nul.bytes(), None);
+    }
+
+    #[test]
     fn non_utf8_originals_round_trip() {
         let mut m = Meta {
             version: 1,

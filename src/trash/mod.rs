@@ -515,6 +515,17 @@ mod fuzz {
                 let _ = m.in_grace(0.0);
                 let _ = crate::sys::quote::quote(m.original_path());
             }
+            // A batch's list: whatever parses yields only single names (or none).
+            std::fs::write(d.path().join("held.json"), &text).unwrap();
+            if let Ok(Some(l)) = crate::trash::meta::HeldList::read(&dir, me) {
+                for h in &l.items {
+                    if let Some(b) = h.name.bytes() {
+                        prop_assert!(!b.is_empty() && !b.contains(&b'/') && b != b"." && b != b"..");
+                    }
+                    let _ = h.slot_name();
+                }
+                let _ = l.totals();
+            }
             // What a child prints (hostile when it runs as another user).
             let _ = serde_json::from_slice::<crate::trash::restore::Report>(&text);
         }
