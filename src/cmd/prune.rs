@@ -148,6 +148,7 @@ fn remove(plan: &[Entry], o: &Options) -> Summary {
         small_dir_stats: None,
         batch_threads: None,
         preserve_all_root: false,
+        batch: true,
         select: None,
     };
     let live = std::io::stderr().is_terminal();

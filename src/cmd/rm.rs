@@ -231,6 +231,7 @@ fn request(o: &Options, mpi: bool, nofile: u64, selection: Option<Selection>) ->
         small_dir_stats: o.small_dir_stats,
         batch_threads: o.batch_threads,
         preserve_all_root: o.preserve_all_root,
+        batch: false,
         select: o.select.clone(),
         engine,
     }

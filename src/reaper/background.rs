@@ -23,6 +23,8 @@ pub enum Hide {
     /// honoured (the reason is for the user).
     Refused(String),
     Failed(Reason),
+    /// Not tried: a stop signal came first (it is where it was).
+    NotTried,
 }
 
 /// Why targets in a directory cannot go to a trash.
@@ -159,6 +161,143 @@ impl Hider {
         }
     }
 
+    /// Hides `items` of the directory `base` together: as few entries as can hold them (one,
+    /// up to `meta::MAX_HELD` paths), each path's outcome in order. What `hide` does for one
+    /// target, each is checked for first (a mount point, inside a trash, someone else's file
+    /// with a grace window); a path no entry could take falls back as `hide` says.
+    pub fn hide_batch(&mut self, base: &OwnedFd, items: Vec<hide::Item>) -> Vec<Hide> {
+        let mut out: Vec<Option<Hide>> = (0..items.len()).map(|_| None).collect();
+        let parent = match dirfd::fstat(base) {
+            Ok(p) => p,
+            Err(e) => return items.iter().map(|_| Hide::Failed(Reason::Os(e))).collect(),
+        };
+        let Some(dir) = crate::sys::mounts::fd_path(base) else {
+            return items
+                .iter()
+                .map(|_| Hide::Fallback("its directory has no path".into()))
+                .collect();
+        };
+        let graced = self.opts.grace.is_some_and(|g| !g.is_zero());
+        let fallback = |why: String| {
+            if graced {
+                Hide::Refused(why)
+            } else {
+                Hide::Fallback(why)
+            }
+        };
+        let trash = match self.trash_for(base) {
+            Ok(t) => t,
+            Err(why) => return items.iter().map(|_| fallback(why.to_string())).collect(),
+        };
+        // Those that may go, with where they are in `items`.
+        let mut going: Vec<(usize, hide::Item)> = Vec::new();
+        for (i, it) in items.into_iter().enumerate() {
+            let original = dir.join(crate::trash::meta::os(&it.name));
+            if let Some(why) = hide::unsuitable(&original, &it.facts, parent.mnt_id) {
+                out[i] = Some(fallback(why));
+                continue;
+            }
+            if graced && self.uid != 0 {
+                // `restore` gives back only what the trash's owner owns.
+                match rustix::fs::statat(base, &it.name, rustix::fs::AtFlags::SYMLINK_NOFOLLOW) {
+                    Ok(st) if st.st_uid != self.uid => {
+                        out[i] = Some(Hide::Refused(format!(
+                            "it is owned by uid {}, and only a user's own files can be restored from their trash (remove it without --grace, or as its owner)",
+                            st.st_uid
+                        )));
+                        continue;
+                    }
+                    Ok(_) => {}
+                    Err(e) => {
+                        out[i] = Some(Hide::Failed(Reason::Os(e)));
+                        continue;
+                    }
+                }
+            }
+            going.push((i, it));
+        }
+        while !going.is_empty() {
+            // Up to `MAX_HELD` paths, and as many as keep the list below its bound (a name
+            // takes at most 6 bytes a byte in JSON, and some 100 bytes around it).
+            let (mut n, mut bytes) = (0, 0u64);
+            while n < going.len().min(crate::trash::meta::MAX_HELD) {
+                let more = going[n].1.name.to_bytes().len() as u64 * 6 + 100;
+                if n > 0 && bytes + more > crate::trash::meta::MAX_HELD_BYTES {
+                    break;
+                }
+                bytes += more;
+                n += 1;
+            }
+            let rest = going.split_off(n);
+            let (at, chunk): (Vec<usize>, Vec<hide::Item>) = going.into_iter().unzip();
+            going = rest;
+            match hide::hide_batch(&trash, base, &dir, &chunk, &self.opts) {
+                Ok(b) => {
+                    let mut any = false;
+                    for ((i, it), o) in at.into_iter().zip(&chunk).zip(b.outcomes) {
+                        let original = dir.join(crate::trash::meta::os(&it.name));
+                        out[i] = Some(match o {
+                            Some(Ok(())) => {
+                                any = true;
+                                Hide::Hidden(Hidden {
+                                    path: crate::sys::quote::PathField::new(&original),
+                                    id: b.id.clone(),
+                                    trash: b.trash.clone(),
+                                    restorable_until_unix: b.restorable_until_unix,
+                                })
+                            }
+                            Some(Err(e)) => self.failed_hide(e, graced),
+                            None => Hide::NotTried,
+                        });
+                    }
+                    if any {
+                        match self.used.iter_mut().find(|(t, _)| t.ident == trash.ident) {
+                            Some((_, ids)) => ids.push(b.id.clone()),
+                            None => self.used.push((trash.clone(), vec![b.id.clone()])),
+                        }
+                    }
+                }
+                Err(e) => {
+                    for i in at {
+                        out[i] = Some(self.failed_hide(e.clone(), graced));
+                    }
+                }
+            }
+        }
+        out.into_iter()
+            .map(|o| o.unwrap_or(Hide::NotTried))
+            .collect()
+    }
+
+    /// What a failed hide of one target means for it (as `hide` says).
+    fn failed_hide(&self, e: Reason, graced: bool) -> Hide {
+        let fallback = |why: String| {
+            if graced {
+                Hide::Refused(why)
+            } else {
+                Hide::Fallback(why)
+            }
+        };
+        match e {
+            Reason::Os(e @ (rustix::io::Errno::NOSPC | rustix::io::Errno::DQUOT)) => {
+                fallback(format!(
+                    "no room for its trash entry ({})",
+                    crate::sys::error::errno_text(e)
+                ))
+            }
+            Reason::Os(rustix::io::Errno::XDEV) => fallback(
+                "it cannot be renamed into the trash (EXDEV: another mount or quota project)"
+                    .into(),
+            ),
+            e @ (Reason::Os(rustix::io::Errno::NOENT) | Reason::Changed) => Hide::Failed(e),
+            Reason::Os(e) => fallback(format!(
+                "its trash entry could not be made ({})",
+                crate::sys::error::errno_text(e)
+            )),
+            e => Hide::Failed(e),
+        }
+    }
+
     /// `--background`: starts a detached reaper for each trash used that has none (unless
     /// `RECLAIM_NO_SPAWN=1`). Returns the pids started.
     pub fn start_reapers(&self, reaper_args: &[OsString]) -> Vec<u32> {
@@ -274,15 +413,19 @@ impl Hider {
                     self.uid,
                     None,
                 );
-                if back.is_ok() {
-                    for e in sum
-                        .errors
-                        .iter_mut()
-                        .filter(|e| e.entry.as_ref() == Some(id))
-                    {
-                        e.entry = None;
-                        e.now_at = None;
-                    }
+                // Errors about what is back now name it where it is.
+                let back: Vec<std::path::PathBuf> = back
+                    .iter()
+                    .filter_map(|r| r.as_ref().ok().map(|r| r.path.exact()))
+                    .collect();
+                for e in sum
+                    .errors
+                    .iter_mut()
+                    .filter(|e| e.entry.as_ref() == Some(id))
+                    .filter(|e| back.iter().any(|b| e.path.exact().starts_with(b)))
+                {
+                    e.entry = None;
+                    e.now_at = None;
                 }
             }
         }

@@ -550,11 +550,11 @@ fn account(
     damaged: &mut u64,
 ) -> Option<bool> {
     match step {
-        Step::Freed(path, measure) => {
+        Step::Freed(path, measure, held) => {
             sum.entries_freed += 1;
             sum.counted(measure);
             let bytes = (freed.bytes, measure);
-            let rec = freed_record(name, &path, freed.files, bytes, freed.took);
+            let rec = freed_record(name, (&path, held), freed.files, bytes, freed.took);
             log(trash, &opts.log, rec);
             return Some(true);
         }
@@ -618,10 +618,11 @@ fn log(trash: &Trash, to: &Sink, rec: Record) {
     }
 }
 
-/// The record of a freed entry: what, how much (and how that was counted), how long, how fast.
+/// The record of a freed entry: what (its original path; for a batch, its directory and how
+/// many paths it held), how much (and how that was counted), how long, how fast.
 fn freed_record(
     entry: &CStr,
-    path: &Path,
+    (path, held): (&Path, Option<u64>),
     files: u64,
     (bytes, measure): (u64, Measure),
     took: Duration,
@@ -632,9 +633,12 @@ fn freed_record(
         Measure::Nothing => String::new(),
         m => format!(" ({})", m.text()),
     };
+    let what = match held {
+        Some(n) => format!("{} in {}", plural(n, "path", "paths"), quote(path)),
+        None => quote(path),
+    };
     let line = format!(
-        "freed {}: {}, {}{how} in {secs:.2} s{}",
-        quote(path),
+        "freed {what}: {}, {}{how} in {secs:.2} s{}",
         plural(files, "file", "files"),
         format::bytes(bytes),
         rate.map_or_else(String::new, |r| format!(", {}/s", format::bytes(r)))
@@ -647,6 +651,10 @@ fn freed_record(
         .field("RECLAIM_BYTES", bytes.to_string())
         .field("RECLAIM_BYTES_MEASURE", measure.text())
         .field("RECLAIM_SECONDS", format!("{secs:.3}"));
+    let rec = match held {
+        Some(n) => rec.field("RECLAIM_PATHS", n.to_string()),
+        None => rec,
+    };
     match rate {
         Some(r) => rec.field("RECLAIM_RATE", r.to_string()),
         None => rec,
@@ -714,8 +722,9 @@ fn backoff_record(entry: &CStr, path: &Path, record: &FailedRecord) -> Record {
 }
 
 enum Step {
-    /// Freed (its original path, for the log; how its bytes were counted).
-    Freed(PathBuf, Measure),
+    /// Freed (its original path, for the log; how its bytes were counted; for a batch, how
+    /// many paths it held).
+    Freed(PathBuf, Measure, Option<u64>),
     /// In its grace window until then.
     Grace(f64),
     /// Failed before; not due for another attempt until the record says (its original path).
@@ -803,6 +812,11 @@ fn reap_entry(
     ) {
         return step;
     }
+    // A batch's paths as they are now (its record may name more: a hide killed midway).
+    let held = meta
+        .as_ref()
+        .filter(|m| m.is_batch())
+        .and_then(|_| trash::held_now(&entry));
     started(state, &shown, meta.as_ref());
     let pacing = opts
         .pacing
@@ -834,7 +848,9 @@ fn reap_entry(
             Ok(true) => {}
             Ok(false) => return Step::Interrupted,
             Err(failures) => {
-                return fail((trash, name), &entry, &shown, failed.as_ref(), &failures)
+                let held = held_names(trash, &entry, meta.as_ref());
+                let at = (shown.as_path(), held.as_ref());
+                return fail((trash, name), &entry, at, failed.as_ref(), &failures);
             }
         }
     }
@@ -842,9 +858,18 @@ fn reap_entry(
     // is shrunk in place: the entry is private). All the trash owner's.
     let rest = clear_entry(trash, name, &entry, &pacing, opts, counters, sum, &shown);
     match rest {
-        Ok(true) => Step::Freed(shown, measure),
+        Ok(true) => Step::Freed(shown, measure, held),
         Ok(false) => Step::Interrupted,
-        Err(failures) => fail((trash, name), &entry, &shown, failed.as_ref(), &failures),
+        Err(failures) => {
+            let held = held_names(trash, &entry, meta.as_ref());
+            fail(
+                (trash, name),
+                &entry,
+                (shown.as_path(), held.as_ref()),
+                failed.as_ref(),
+                &failures,
+            )
+        }
     }
 }
 
@@ -881,7 +906,13 @@ fn claim(
     // look whole (restorable).
     match fsync(entry) {
         Ok(()) => None,
-        Err(e) => Some(fail(at, entry, shown, failed, &[os_failure(shown, e)])),
+        Err(e) => Some(fail(
+            at,
+            entry,
+            (shown, None),
+            failed,
+            &[os_failure(shown, e)],
+        )),
     }
 }
 
@@ -891,7 +922,7 @@ fn started(state: &StateFile<'_>, shown: &Path, meta: Option<&Meta>) {
     let shown_text = shown.to_string_lossy().into_owned();
     state.activate();
     let (entry_bytes, entry_files) = meta.map_or((None, None), |m| (m.allocated, m.files));
-    let entry_tree = meta.map_or(true, |m| m.kind == "dir");
+    let entry_tree = meta.map_or(true, |m| m.kind == "dir" || m.is_batch());
     state.set(|st| {
         st.state = "freeing".into();
         st.entry = Some(shown_text);
@@ -934,13 +965,39 @@ fn os_failure(path: &Path, e: Errno) -> Failure {
     }
 }
 
+/// The names of a batch's paths by slot (`None` for any other entry, or without a list).
+fn held_names(
+    trash: &Trash,
+    entry: &OwnedFd,
+    meta: Option<&Meta>,
+) -> Option<std::collections::HashMap<String, std::ffi::OsString>> {
+    use std::os::unix::ffi::OsStringExt;
+    meta.filter(|m| m.is_batch())?;
+    let list = crate::trash::meta::HeldList::read(entry, trash.uid).ok()??;
+    Some(
+        list.items
+            .iter()
+            .filter_map(|h| {
+                Some((
+                    h.slot.to_string(),
+                    std::ffi::OsString::from_vec(h.name.bytes()?),
+                ))
+            })
+            .collect(),
+    )
+}
+
 /// Records a failed attempt in the entry and says so: each failed path with the entry's ID
 /// and where that path is now (inside the entry: the file to `chattr -i` is there, not at its
-/// original path).
+/// original path). In a batch (`held`: its names by slot) a path inside `reaping/<slot>` is
+/// named by the path it had (`<directory>/<name>/...`).
 fn fail(
     at: (&Trash, &CStr),
     entry: &OwnedFd,
-    shown: &Path,
+    (shown, held): (
+        &Path,
+        Option<&std::collections::HashMap<String, std::ffi::OsString>>,
+    ),
     previous: Option<&FailedRecord>,
     failures: &[Failure],
 ) -> Step {
@@ -949,14 +1006,22 @@ fn fail(
     let id = name.to_string_lossy().into_owned();
     for e in &mut record.errors {
         e.entry = Some(id.clone());
-        e.now_at = e
-            .path
-            .exact()
-            .strip_prefix(shown)
-            .ok()
+        let exact = e.path.exact();
+        let rel = exact.strip_prefix(shown).ok().map(Path::to_path_buf);
+        e.now_at = rel
+            .as_ref()
             .map(|rel| trash.shown(name, Some(REAPING)).join(rel))
             .filter(|p| std::fs::symlink_metadata(p).is_ok())
             .map(crate::sys::quote::PathField::new);
+        if let (Some(held), Some(rel)) = (held, &rel) {
+            let mut parts = rel.components();
+            let slot = parts
+                .next()
+                .map(|c| c.as_os_str().to_string_lossy().into_owned());
+            if let Some(n) = slot.and_then(|s| held.get(&s)) {
+                e.path = crate::sys::quote::PathField::new(shown.join(n).join(parts.as_path()));
+            }
+        }
     }
     let _ = record.write(entry);
     Step::Failed {
@@ -1108,7 +1173,7 @@ fn clear_entry(
     let mut others = false;
     if let Ok(list) = trash::reopen(entry) {
         let _ = dirfd::for_each_entry(&list, &mut buf, |n, _, _| {
-            others |= n != trash::meta::META && n != trash::FAILED;
+            others |= n != trash::meta::META && n != trash::FAILED && n != trash::meta::HELD;
         });
     }
     if others {
@@ -1134,6 +1199,7 @@ fn clear_entry(
         return r;
     }
     let _ = unlinkat(&**entry, trash::FAILED, AtFlags::empty());
+    let _ = unlinkat(&**entry, trash::meta::HELD, AtFlags::empty());
     let _ = unlinkat(&**entry, trash::meta::META, AtFlags::empty());
     match unlinkat(&trash.dir, name, AtFlags::REMOVEDIR) {
         Ok(()) | Err(Errno::NOENT) => Ok(true),

@@ -78,6 +78,9 @@ pub struct Request {
     /// A selection (`--name`, `--older-than`, `--from`, ...: `selected.rs`); compiled in
     /// `engine.select`.
     pub select: Option<Asked>,
+    /// Hide the arguments together: one trash entry per directory they are in, holding many
+    /// paths (`prune`), instead of an entry each.
+    pub batch: bool,
 }
 
 impl Request {
@@ -352,6 +355,8 @@ impl<'r> Run<'r> {
         let req = self.req;
         let hiding = req.mode != Mode::Now && !req.engine.dry_run;
         let mut trees = Vec::new();
+        // `batch`: the arguments to hide, hidden together after the loop.
+        let mut pending = Vec::new();
         for (i, path) in req.paths.iter().enumerate() {
             if crate::sys::interrupt::stopping() {
                 self.not_started = req.paths.len() - i;
@@ -380,41 +385,135 @@ impl<'r> Run<'r> {
                     continue;
                 }
             }
-            if let (true, Ok(t)) = (hiding, &resolved) {
+            if hiding && req.batch {
+                if let Ok(t) = resolved {
+                    pending.push((path.clone(), t));
+                    continue;
+                }
+            } else if let (true, Ok(t)) = (hiding, &resolved) {
                 if self.hide(path, t) {
                     continue;
                 }
             }
-            if req.durable {
-                match &resolved {
-                    Ok(Target::Tree(d)) => touch(&mut self.touched, &d.base),
-                    Ok(Target::Entry { base, .. }) => touch(&mut self.touched, base),
-                    Err(_) => {}
-                }
-            }
-            match resolved {
-                Ok(Target::Tree(tree)) => trees.push(tree),
-                // A selection searches directories.
-                Ok(Target::Entry { display, .. }) if req.engine.select.is_some() => {
-                    self.fail(display, Reason::Os(Errno::NOTDIR))
-                }
-                Ok(Target::Entry {
-                    base,
-                    name,
-                    display,
-                    is_dir,
-                    allocated,
-                    facts,
-                }) => self.remove_entry(&base, &name, display, is_dir, allocated, &facts),
-                Err(Rejection::Missing) => self.missing(path),
-                // `-f` says nothing about what cannot exist (GNU: ENOTDIR for `file/x` too).
-                Err(Rejection::Refused(Reason::Os(
-                    Errno::NOTDIR | Errno::INVAL | Errno::ILSEQ,
-                ))) if req.force => {}
-                Err(Rejection::Refused(reason)) => self.fail(path.clone(), reason),
+            self.foreground(path, resolved, &mut trees);
+        }
+        self.hide_batches(pending, &mut trees);
+        trees
+    }
+
+    /// An argument removed here: a tree is kept for the engine, a single entry removed at
+    /// once; a rejection said.
+    fn foreground(
+        &mut self,
+        path: &Path,
+        resolved: Result<Target, Rejection>,
+        trees: &mut Vec<DirTarget>,
+    ) {
+        let req = self.req;
+        if req.durable {
+            match &resolved {
+                Ok(Target::Tree(d)) => touch(&mut self.touched, &d.base),
+                Ok(Target::Entry { base, .. }) => touch(&mut self.touched, base),
+                Err(_) => {}
             }
         }
-        trees
+        match resolved {
+            Ok(Target::Tree(tree)) => trees.push(tree),
+            // A selection searches directories.
+            Ok(Target::Entry { display, .. }) if req.engine.select.is_some() => {
+                self.fail(display, Reason::Os(Errno::NOTDIR))
+            }
+            Ok(Target::Entry {
+                base,
+                name,
+                display,
+                is_dir,
+                allocated,
+                facts,
+            }) => self.remove_entry(&base, &name, display, is_dir, allocated, &facts),
+            Err(Rejection::Missing) => self.missing(path),
+            // `-f` says nothing about what cannot exist (GNU: ENOTDIR for `file/x` too).
+            Err(Rejection::Refused(Reason::Os(Errno::NOTDIR | Errno::INVAL | Errno::ILSEQ)))
+                if req.force => {}
+            Err(Rejection::Refused(reason)) => self.fail(path.to_path_buf(), reason),
+        }
+    }
+
+    /// `Request::batch`: the arguments to hide, hidden together, one entry per directory they
+    /// are in (`Hider::hide_batch`); those no trash could take are removed here.
+    fn hide_batches(&mut self, pending: Vec<(PathBuf, Target)>, trees: &mut Vec<DirTarget>) {
+        // By directory (its device and inode), in the order first met.
+        let mut groups: Vec<(DirKey, Vec<(PathBuf, Target)>)> = Vec::new();
+        for (path, t) in pending {
+            let base = match &t {
+                Target::Tree(d) => &d.base,
+                Target::Entry { base, .. } => base,
+            };
+            let key = match crate::sys::dirfd::fstat(&**base) {
+                Ok(f) => (f.ident.dev, f.ident.ino),
+                Err(e) => {
+                    self.fail(path, Reason::Os(e));
+                    continue;
+                }
+            };
+            match groups.iter_mut().find(|(k, _)| *k == key) {
+                Some((_, g)) => g.push((path, t)),
+                None => groups.push((key, vec![(path, t)])),
+            }
+        }
+        for (_, group) in groups {
+            let base = match &group[0].1 {
+                Target::Tree(d) => d.base.clone(),
+                Target::Entry { base, .. } => base.clone(),
+            };
+            let mut items = Vec::new();
+            let mut targets = Vec::new();
+            for (path, t) in group {
+                let (name, display) = match &t {
+                    Target::Tree(d) => (d.name.clone(), d.display.clone()),
+                    Target::Entry { name, display, .. } => (name.clone(), display.clone()),
+                };
+                let facts = match crate::sys::dirfd::lstat_at(&*base, &name) {
+                    Ok(f) => f,
+                    Err(Errno::NOENT) if self.req.force => continue,
+                    Err(e) => {
+                        self.fail(display, Reason::Os(e));
+                        continue;
+                    }
+                };
+                items.push(crate::trash::hide::Item {
+                    name,
+                    facts,
+                    known: self.req.known_sizes.get(&path).copied(),
+                });
+                targets.push((path, display, t));
+            }
+            let outcomes = self.hider.hide_batch(&base, items);
+            for ((path, display, t), o) in targets.into_iter().zip(outcomes) {
+                match o {
+                    Hide::Hidden(h) => {
+                        let passed = std::mem::take(
+                            &mut *self
+                                .hider
+                                .passed_over
+                                .lock()
+                                .unwrap_or_else(|e| e.into_inner()),
+                        );
+                        self.events.hidden(&display, &h.id, &passed);
+                        self.hidden.push(h);
+                    }
+                    Hide::Fallback(why) => {
+                        self.events.fallback(&display, &why);
+                        self.fallback.push(display.to_string_lossy().into_owned());
+                        self.foreground(&path, Ok(t), trees);
+                    }
+                    Hide::Refused(why) => self.fail(display, Reason::GraceRefused(why)),
+                    Hide::Failed(Reason::Os(Errno::NOENT)) if self.req.force => {}
+                    Hide::Failed(reason) => self.fail(display, reason),
+                    Hide::NotTried => self.not_started += 1,
+                }
+            }
+        }
     }
 
     /// Hides one resolved argument into its trash. False if it is to be removed here instead
@@ -457,6 +556,10 @@ impl<'r> Run<'r> {
             Hide::Failed(Reason::Os(Errno::NOENT)) if self.req.force => true,
             Hide::Failed(reason) => {
                 self.fail(display.clone(), reason);
+                true
+            }
+            Hide::NotTried => {
+                self.not_started += 1;
                 true
             }
         }
@@ -778,6 +881,9 @@ impl<'r> Run<'r> {
     }
 }
 
+/// A directory by its device and inode.
+type DirKey = (u64, u64);
+
 /// How the trees are removed.
 struct TreePlan {
     engine: Options,
@@ -912,7 +1018,7 @@ fn resume_interrupted(
             let m = crate::trash::meta::Meta::read(&entry, t.uid).ok()??;
             let claimed = crate::sys::dirfd::lstat_at(&entry, crate::trash::REAPING).is_ok();
             let free = crate::sys::locks::try_exclusive(&entry).ok()?;
-            (claimed && free && m.uid == me && m.original_path() == wanted)
+            (claimed && free && m.uid == me && !m.is_batch() && m.original_path() == wanted)
                 .then(|| name.to_string_lossy().into_owned())
         })?;
         Some((t, id))

@@ -165,6 +165,14 @@ pub struct Item {
     /// The record of failed attempts to free it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub failure: Option<FailedRecord>,
+    /// A batch (`kind` "batch": many paths of the directory `original`): how many paths it
+    /// holds ...
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub held: Option<u64>,
+    /// ... and the names of the first few (`reclaim restore ID` lists them all as it puts them
+    /// back).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub held_first: Vec<crate::trash::meta::HeldName>,
 }
 
 /// The status of every trash this process may see: its own read here, other users' (root)
@@ -293,6 +301,8 @@ fn item(t: &Trash, name: &std::ffi::CStr, now: f64, count: bool) -> Option<Item>
         holder_pid: None,
         damage: None,
         failure: None,
+        held: None,
+        held_first: Vec::new(),
     };
     let entry = match dirfd::open_dir_at(&t.dir, name) {
         Ok(fd) => fd,
@@ -336,6 +346,11 @@ fn item(t: &Trash, name: &std::ffi::CStr, now: f64, count: bool) -> Option<Item>
         it.created_unix = Some(m.created_unix);
         it.grace_until_unix = m.grace_until_unix;
         it.files = m.files;
+        if m.is_batch() {
+            // What it holds now (a hide killed midway leaves a record that names more).
+            it.held = trash::held_now(&entry).or(m.held);
+            it.held_first = m.held_first.clone();
+        }
     }
     match FailedRecord::read(&entry, t.uid) {
         Ok(f) => it.failure = f,

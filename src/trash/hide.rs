@@ -2,7 +2,8 @@
 //! `rename(2)` of the target into it as `data`. A crash before the rename leaves the target
 //! whole at its path (and a data-less entry the reaper removes); after it, whole in the trash.
 //! `--durable` adds the fsyncs, in order: meta, entry and trash before the rename; the
-//! target's old parent and the entry after it.
+//! target's old parent and the entry after it. A batch (`hide_batch`, for `prune`) puts many
+//! paths of one directory into one entry, listed in `held.json` before any of them moves.
 
 use std::ffi::CStr;
 use std::os::fd::OwnedFd;
@@ -129,6 +130,8 @@ fn record(
                 .map(|k| k.1)
                 .or_else(|| (facts.file_type != rustix::fs::FileType::Directory).then_some(1)),
             pacing: opts.pacing.clone(),
+            held: None,
+            held_first: Vec::new(),
         };
     m.set_original(original);
     m
@@ -262,4 +265,210 @@ pub fn unsuitable(original: &Path, facts: &Facts, parent_mnt: u64) -> Option<Str
 /// The absolute path of `name` in `base`, if the directory has one.
 pub fn absolute(base: &OwnedFd, name: &CStr) -> Option<PathBuf> {
     Some(crate::sys::mounts::fd_path(base)?.join(meta::os(name)))
+}
+
+/// One path of a batch: its name in the batch's directory, its facts (from its `lstat`) and
+/// the size the caller measured (allocated bytes, files).
+pub struct Item {
+    pub name: std::ffi::CString,
+    pub facts: Facts,
+    pub known: Option<(u64, u64)>,
+}
+
+/// A batch hidden (`hide_batch`): one entry holding the paths that moved.
+#[derive(Debug)]
+pub struct Batch {
+    pub id: String,
+    pub trash: String,
+    pub restorable_until_unix: Option<f64>,
+    /// Per item, in order: `Some(Ok)` in the entry, `Some(Err)` not moved (why; it is where it
+    /// was), `None` not tried (a stop signal came first; it is where it was).
+    pub outcomes: Vec<Option<Result<(), Reason>>>,
+}
+
+/// Moves `items` of directory `base` (its absolute path `dir`) into one new entry of `trash`
+/// (see `hide_batch_once` for the protocol). `Err`: no entry could be made, nothing moved.
+pub fn hide_batch(
+    trash: &Trash,
+    base: &OwnedFd,
+    dir: &Path,
+    items: &[Item],
+    opts: &HideOptions,
+) -> Result<Batch, Reason> {
+    let mut tries = 0;
+    loop {
+        match hide_batch_once(trash, base, dir, items, opts) {
+            Err(Vanished) if tries < 3 => tries += 1,
+            Err(Vanished) => return Err(Reason::Os(Errno::NOENT)),
+            Ok(r) => return r,
+        }
+    }
+}
+
+/// The batch protocol: make the entry and lock it; write its list (`held.json`: each path's
+/// name and slot) and then its record (`meta.json`: the directory's path and lineage), both
+/// before anything moves; make `data`; then one `renameat2(RENAME_NOREPLACE)` per path into
+/// `data/<slot>`, each checked to have moved what was examined (else put back). At every point
+/// each path is at its original name or in `data` under a slot the list already names. Paths
+/// that did not move are then dropped from the list (a crash before that leaves a list naming
+/// slots that are empty: readers take an empty slot for a path that is where it was).
+/// `--durable` fsyncs the list, the record, the entry and the trash before the first rename,
+/// the directory, `data` and the entry after the last.
+fn hide_batch_once(
+    trash: &Trash,
+    base: &OwnedFd,
+    dir: &Path,
+    items: &[Item],
+    opts: &HideOptions,
+) -> Result<Result<Batch, Reason>, Vanished> {
+    use super::meta::{Held, HeldList, HeldName, BATCH};
+    let id = meta::new_id();
+    let cid = std::ffi::CString::new(id.clone()).expect("no NUL in an id");
+    if let Err(e) = mkdirat(&trash.dir, &cid, Mode::from_raw_mode(0o700)) {
+        return Ok(Err(Reason::Os(e)));
+    }
+    let entry = match dirfd::open_dir_at(&trash.dir, &cid) {
+        Ok(fd) => fd,
+        Err(Errno::NOENT) => return Err(Vanished),
+        Err(e) => {
+            let _ = unlinkat(&trash.dir, &cid, AtFlags::REMOVEDIR);
+            return Ok(Err(Reason::Os(e)));
+        }
+    };
+    // Held until the last path moved: a reaper skips a locked entry (never frees a batch
+    // still being filled, nor takes it for debris).
+    if !locks::try_exclusive(&entry).unwrap_or(true) {
+        return Err(Vanished);
+    }
+    let gone = |entry: &OwnedFd| rustix::fs::fstat(entry).is_ok_and(|st| st.st_nlink == 0);
+    let discard = |entry: &OwnedFd| {
+        let _ = unlinkat(entry, DATA, AtFlags::REMOVEDIR);
+        let _ = unlinkat(entry, meta::META, AtFlags::empty());
+        let _ = unlinkat(entry, meta::HELD, AtFlags::empty());
+        let _ = unlinkat(&trash.dir, &cid, AtFlags::REMOVEDIR);
+    };
+    let parent = match Lineage::of(base) {
+        Ok(p) => p,
+        Err(e) => {
+            discard(&entry);
+            return Ok(Err(Reason::Os(e)));
+        }
+    };
+    let mut list = HeldList {
+        items: items
+            .iter()
+            .enumerate()
+            .map(|(i, it)| {
+                let dir_like = it.facts.file_type == rustix::fs::FileType::Directory;
+                Held {
+                    slot: i as u32,
+                    name: HeldName::new(it.name.to_bytes()),
+                    kind: kind(it.facts.file_type).into(),
+                    allocated: it.known.map(|k| k.0).or_else(|| {
+                        (!dir_like).then_some(if it.facts.nlink <= 1 {
+                            it.facts.allocated
+                        } else {
+                            0
+                        })
+                    }),
+                    files: it.known.map(|k| k.1).or_else(|| (!dir_like).then_some(1)),
+                }
+            })
+            .collect(),
+    };
+    let now = crate::sys::format::now_unix();
+    let mut m = Meta {
+        version: 3,
+        id: id.clone(),
+        original: String::new(),
+        original_hex: None,
+        parent_dev: parent.dev,
+        parent_ino: parent.ino,
+        parent: Some(parent),
+        uid: trash.uid,
+        created_unix: now,
+        grace_until_unix: opts.grace.map(|g| now + g.as_secs_f64()),
+        kind: BATCH.into(),
+        allocated: None,
+        files: None,
+        pacing: opts.pacing.clone(),
+        held: None,
+        held_first: Vec::new(),
+    };
+    m.set_original(dir);
+    m.set_held(&list);
+    let before = list
+        .write_new(&entry, opts.durable)
+        .and_then(|()| m.write_new(&entry, opts.durable))
+        .and_then(|()| mkdirat(&entry, DATA, Mode::from_raw_mode(0o700)))
+        .and_then(|()| sync_if(opts.durable, &entry))
+        .and_then(|()| sync_if(opts.durable, &trash.dir));
+    let data = before.and_then(|()| dirfd::open_dir_at(&entry, DATA));
+    let data = match data {
+        Ok(d) => d,
+        Err(e) => {
+            if gone(&entry) {
+                return Err(Vanished);
+            }
+            discard(&entry);
+            return Ok(Err(Reason::Os(e)));
+        }
+    };
+    let mut outcomes: Vec<Option<Result<(), Reason>>> = Vec::with_capacity(items.len());
+    for (it, held) in items.iter().zip(&list.items) {
+        if crate::sys::interrupt::stopping() {
+            break;
+        }
+        let slot = held.slot_name();
+        let moved = match noreplace(base, &it.name, &data, &slot, Into::Private) {
+            Err(e) => Err(Reason::Os(e)),
+            Ok(()) => match dirfd::lstat_at(&data, &slot) {
+                Ok(f) if f.ident == it.facts.ident => Ok(()),
+                _ => {
+                    // Swapped between its lstat and the rename: put back whatever moved.
+                    let _ = noreplace(&data, &slot, base, &it.name, Into::Shared);
+                    Err(Reason::Changed)
+                }
+            },
+        };
+        outcomes.push(Some(moved));
+    }
+    outcomes.resize_with(items.len(), || None);
+    let all = outcomes.iter().all(|o| matches!(o, Some(Ok(()))));
+    if !all {
+        list.items = list
+            .items
+            .into_iter()
+            .zip(&outcomes)
+            .filter(|(_, o)| matches!(o, Some(Ok(()))))
+            .map(|(h, _)| h)
+            .collect();
+        if list.items.is_empty() {
+            discard(&entry);
+        } else {
+            // The list first: a crash in between leaves a record whose counts are too high,
+            // never a path in the entry that the list does not name.
+            m.set_held(&list);
+            let _ = list.rewrite(&entry).and_then(|()| m.rewrite(&entry));
+        }
+    }
+    if opts.durable && !list.items.is_empty() {
+        if let Err(e) = fsync(base)
+            .and_then(|()| fsync(&data))
+            .and_then(|()| fsync(&entry))
+        {
+            // In the trash (restorable), but not durably so: say it for each.
+            for o in outcomes.iter_mut().flatten() {
+                if o.is_ok() {
+                    *o = Err(Reason::Os(e));
+                }
+            }
+        }
+    }
+    Ok(Ok(Batch {
+        id,
+        trash: trash.path.to_string_lossy().into_owned(),
+        restorable_until_unix: m.grace_until_unix.filter(|g| *g > now),
+        outcomes,
+    }))
 }

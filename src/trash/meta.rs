@@ -1,7 +1,9 @@
 //! `meta.json` of a trash entry: where the entry came from and what it holds, as known when
 //! it was hidden. Written before the entry's data is renamed in; read as hostile input (see
 //! `safefile`) and never trusted for safety: the reaper works on what is in the entry, never on
-//! paths read from here, and `restore` checks the directory it names by its lineage.
+//! paths read from here, and `restore` checks the directory it names by its lineage. A batch
+//! entry's list of paths (`held.json`, `HeldList`) is read the same way, and a name in it is
+//! used only if it is one name (`HeldName::bytes`).
 
 use std::ffi::{CStr, OsStr, OsString};
 use std::os::fd::OwnedFd;
@@ -44,6 +46,125 @@ pub struct Meta {
     /// How the entry is to be freed: the pacing of the `reclaim rm` that hid it.
     #[serde(default)]
     pub pacing: EntryPacing,
+    /// A batch (`kind` "batch", version 3: many paths of one directory, `original`, hidden by
+    /// one run, as `prune` does): how many paths it holds. Their list is `held.json`
+    /// (`Held`); `data` is a directory holding each as `<slot>`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub held: Option<u64>,
+    /// The first few of them (status shows these without reading `held.json`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub held_first: Vec<HeldName>,
+}
+
+/// `kind` of an entry holding many paths of one directory.
+pub const BATCH: &str = "batch";
+/// Inside a batch entry: the list of the paths it holds.
+pub const HELD: &CStr = c"held.json";
+/// The most `held.json` may be (a batch is split into entries whose lists stay below it).
+pub const MAX_HELD_BYTES: u64 = 32 << 20;
+/// The most paths one batch entry holds (a larger batch is split into several entries).
+pub const MAX_HELD: usize = 100_000;
+/// How many names `held_first` keeps.
+pub const HELD_FIRST: usize = 10;
+
+/// A name in a batch's directory, exactly (lossy UTF-8, and the bytes in hex when they are not
+/// UTF-8).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct HeldName {
+    pub name: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub name_hex: Option<String>,
+}
+
+impl HeldName {
+    pub fn new(name: &[u8]) -> Self {
+        HeldName {
+            name: String::from_utf8_lossy(name).into_owned(),
+            name_hex: std::str::from_utf8(name)
+                .is_err()
+                .then(|| name.iter().map(|x| format!("{x:02x}")).collect()),
+        }
+    }
+
+    /// The name's bytes, if it is one name: not empty, no `/` or NUL, not `.` or `..` (a
+    /// record is the user's input: it never names a path elsewhere).
+    pub fn bytes(&self) -> Option<Vec<u8>> {
+        let b = match &self.name_hex {
+            Some(hex) => crate::sys::quote::unhex(hex)?,
+            None => self.name.as_bytes().to_vec(),
+        };
+        let one = !b.is_empty() && b != b"." && b != b".." && !b.contains(&b'/') && !b.contains(&0);
+        one.then_some(b)
+    }
+}
+
+/// One path a batch entry holds: its name in the batch's directory, and where it is in the
+/// entry (`data/<slot>`: a number, never a name from the user).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Held {
+    pub slot: u32,
+    #[serde(flatten)]
+    pub name: HeldName,
+    pub kind: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub allocated: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub files: Option<u64>,
+}
+
+impl Held {
+    /// Its name in the entry's `data` directory.
+    pub fn slot_name(&self) -> std::ffi::CString {
+        std::ffi::CString::new(self.slot.to_string()).expect("digits")
+    }
+}
+
+/// `held.json`: the paths of a batch entry.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct HeldList {
+    pub items: Vec<Held>,
+}
+
+impl HeldList {
+    /// Reads `held.json` of a batch entry of a trash of `owner` (hostile input, as
+    /// `Meta::read`). `Ok(None)`: missing or not parsing.
+    pub fn read(entry: &OwnedFd, owner: u32) -> Result<Option<HeldList>, Bad> {
+        let want = safefile::Expect {
+            owners: &[owner],
+            max: MAX_HELD_BYTES,
+            one_link: true,
+        };
+        match safefile::read_checked(entry, HELD, &want) {
+            Ok(text) => Ok(serde_json::from_slice(&text).ok()),
+            Err(Bad::Missing) => Ok(None),
+            Err(e) => Err(e),
+        }
+    }
+
+    fn text(&self) -> Vec<u8> {
+        serde_json::to_vec(self).expect("held serializes")
+    }
+
+    /// Writes `held.json` (new file) into the entry directory; `sync` fsyncs it.
+    pub fn write_new(&self, entry: &OwnedFd, sync: bool) -> Result<(), Errno> {
+        safefile::write_new(entry, HELD, &self.text(), sync)
+    }
+
+    /// Replaces `held.json` (what is left after a partial hide or restore).
+    pub fn rewrite(&self, entry: &OwnedFd) -> Result<(), Errno> {
+        safefile::replace(entry, HELD, &self.text())
+    }
+
+    /// The allocated bytes and files of the paths listed, as far as known.
+    pub fn totals(&self) -> (Option<u64>, Option<u64>) {
+        let sum = |f: &dyn Fn(&Held) -> Option<u64>| {
+            self.items
+                .iter()
+                .map(f)
+                .try_fold(0u64, |a, b| Some(a.saturating_add(b?)))
+        };
+        (sum(&|h| h.allocated), sum(&|h| h.files))
+    }
 }
 
 impl Meta {
@@ -63,6 +184,23 @@ impl Meta {
         self.original_hex = std::str::from_utf8(b)
             .is_err()
             .then(|| b.iter().map(|x| format!("{x:02x}")).collect());
+    }
+
+    /// Whether it holds many paths of one directory (`held.json`), not one.
+    pub fn is_batch(&self) -> bool {
+        self.kind == BATCH
+    }
+
+    /// What a batch now holds, per its list: the count, the first names and the totals.
+    pub fn set_held(&mut self, list: &HeldList) {
+        self.held = Some(list.items.len() as u64);
+        self.held_first = list
+            .items
+            .iter()
+            .take(HELD_FIRST)
+            .map(|h| h.name.clone())
+            .collect();
+        (self.allocated, self.files) = list.totals();
     }
 
     /// Whether the grace window is still open at `now` (unix seconds).
@@ -191,6 +329,23 @@ mod tests {
     }
 
     #[test]
+    fn held_names_are_single_names_only() {
+        let n = |s: &str| HeldName::new(s.as_bytes()).bytes();
+        assert_eq!(n("a.log"), Some(b"a.log".to_vec()));
+        for bad in ["", ".", "..", "../x", "a/b", "/etc"] {
+            assert_eq!(n(bad), None, "{bad}");
+        }
+        let odd = HeldName::new(b"a\xffb");
+        assert!(odd.name_hex.is_some());
+        assert_eq!(odd.bytes(), Some(b"a\xffb".to_vec()));
+        let nul = HeldName {
+            name: String::new(),
+            name_hex: Some("6100".into()),
+        };
+        assert_eq!(nul.bytes(), None);
+    }
+
+    #[test]
     fn non_utf8_originals_round_trip() {
         let mut m = Meta {
             version: 1,
@@ -207,6 +362,8 @@ mod tests {
             allocated: Some(1),
             files: Some(1),
             pacing: EntryPacing::default(),
+            held: None,
+            held_first: Vec::new(),
         };
         let p = PathBuf::from(OsString::from_vec(b"/tmp/a\xffb\nc".to_vec()));
         m.set_original(&p);

@@ -442,6 +442,18 @@ fn writable(dir: &Path) -> bool {
     .is_ok()
 }
 
+/// How many paths a batch entry holds now: the names in its `data` (or, once claimed, in
+/// `reaping`), whatever its record says (a hide killed midway leaves a record naming more).
+pub fn held_now(entry: &OwnedFd) -> Option<u64> {
+    let inner = dirfd::open_dir_at(entry, DATA)
+        .or_else(|_| dirfd::open_dir_at(entry, REAPING))
+        .ok()?;
+    let mut n = 0u64;
+    let mut buf = dirfd::DirBuf::new(64 << 10);
+    dirfd::for_each_entry(&inner, &mut buf, |_, _, _| n += 1).ok()?;
+    Some(n)
+}
+
 /// Live allocated bytes of whatever an entry still holds (data, reaping, half-shrunk files),
 /// directories not walked.
 pub fn entry_allocated(entry: &OwnedFd) -> u64 {
@@ -449,7 +461,7 @@ pub fn entry_allocated(entry: &OwnedFd) -> u64 {
     let Ok(list) = reopen(entry) else { return 0 };
     let mut buf = dirfd::DirBuf::new(8 << 10);
     let _ = dirfd::for_each_entry(&list, &mut buf, |name, _, _| {
-        if name == meta::META || name == FAILED {
+        if name == meta::META || name == FAILED || name == meta::HELD {
             return;
         }
         if let Ok(f) = dirfd::lstat_at(entry.as_fd(), name) {
@@ -502,6 +514,17 @@ mod fuzz {
                 let _ = m.original_path();
                 let _ = m.in_grace(0.0);
                 let _ = crate::sys::quote::quote(m.original_path());
+            }
+            // A batch's list: whatever parses yields only single names (or none).
+            std::fs::write(d.path().join("held.json"), &text).unwrap();
+            if let Ok(Some(l)) = crate::trash::meta::HeldList::read(&dir, me) {
+                for h in &l.items {
+                    if let Some(b) = h.name.bytes() {
+                        prop_assert!(!b.is_empty() && !b.contains(&b'/') && b != b"." && b != b"..");
+                    }
+                    let _ = h.slot_name();
+                }
+                let _ = l.totals();
             }
             // What a child prints (hostile when it runs as another user).
             let _ = serde_json::from_slice::<crate::trash::restore::Report>(&text);

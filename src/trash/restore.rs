@@ -47,6 +47,10 @@ pub enum RestoreError {
     Os(Errno),
     #[error("{0}")]
     Child(String),
+    #[error("it holds {0} paths, and --to puts back one (restore it without --to, or one path of it by its original path)")]
+    ManyPaths(u64),
+    #[error("its record names no single name in its directory ({0}); left in the entry")]
+    BadName(String),
 }
 
 /// A restored entry.
@@ -75,26 +79,57 @@ pub type Failed = (Option<PathBuf>, Option<String>, RestoreError);
 type EntryFailed = (Option<PathBuf>, RestoreError);
 
 /// Restores the entry named by `arg`: an entry id (in any of `trashes`), or an original path
-/// (then the newest entry from that path among the trashes of `me`).
-/// With `to`, the entry goes there instead (a new name on the same file system, never over an
-/// existing one).
+/// (then the newest entry from that path among the trashes of `me`; of a batch entry, that
+/// path alone). With `to`, the entry goes there instead (a new name on the same file system,
+/// never over an existing one). One outcome per path the entry held (one for most entries).
 pub fn restore(
     trashes: &[Found],
     arg: &OsStr,
     me: u32,
     to: Option<&Path>,
-) -> Result<Restored, Failed> {
-    let (trash, id) = find(trashes, arg, me).ok_or((None, None, RestoreError::NotFound))?;
+) -> Vec<Result<Restored, Failed>> {
+    let Some((trash, id, only)) = find(trashes, arg, me) else {
+        return vec![Err((None, None, RestoreError::NotFound))];
+    };
     let r = if crate::sys::asuser::needed(trash.uid) {
         as_owner(&trash, &id, to)
     } else {
-        restore_entry(&trash, &id, to)
+        restore_entry(&trash, &id, to, only.as_deref())
     };
-    r.map_err(|(o, e)| (o, Some(id.to_string_lossy().into_owned()), e))
+    let id = id.to_string_lossy().into_owned();
+    r.into_iter()
+        .map(|r| r.map_err(|(o, e)| (o, Some(id.clone()), e)))
+        .collect()
 }
 
-/// Restores entry `id` of `trash`, in this process (which is its owner, or root for root's).
-fn restore_entry(trash: &Trash, id: &CString, to: Option<&Path>) -> Result<Restored, EntryFailed> {
+/// Restores entry `id` of `trash`, in this process (which is its owner, or root for root's):
+/// of a batch, each path it holds (`only`: that one), one outcome each.
+fn restore_entry(
+    trash: &Trash,
+    id: &CString,
+    to: Option<&Path>,
+    only: Option<&Path>,
+) -> Vec<Result<Restored, EntryFailed>> {
+    match restore_one(trash, id, to, only) {
+        Ok(Many(v)) => v,
+        Ok(One(r)) => vec![Ok(r)],
+        Err(e) => vec![Err(e)],
+    }
+}
+
+/// What `restore_one` did: one entry's single path, or a batch's paths.
+enum Done {
+    One(Restored),
+    Many(Vec<Result<Restored, EntryFailed>>),
+}
+use Done::{Many, One};
+
+fn restore_one(
+    trash: &Trash,
+    id: &CString,
+    to: Option<&Path>,
+    only: Option<&Path>,
+) -> Result<Done, EntryFailed> {
     let entry = dirfd::open_dir_at(&trash.dir, id).map_err(|e| match e {
         Errno::NOENT => (None, RestoreError::NotFound),
         e => (None, RestoreError::Os(e)),
@@ -150,8 +185,16 @@ fn restore_entry(trash: &Trash, id: &CString, to: Option<&Path>) -> Result<Resto
             trash.uid
         ))));
     }
+    if m.is_batch() {
+        if to.is_some() {
+            return Err(fail(RestoreError::ManyPaths(m.held.unwrap_or(0))));
+        }
+        return Ok(Many(restore_batch(trash, id, &entry, &m, inner, only)));
+    }
     if let Some(to) = to {
-        return restore_to(trash, id, &entry, &m, to, inner).map_err(fail);
+        return restore_to(trash, id, &entry, &m, to, inner)
+            .map(One)
+            .map_err(fail);
     }
     let path = m.original_path();
     let (parent, name) = split(&path).ok_or_else(|| fail(RestoreError::NoMeta))?;
@@ -179,11 +222,146 @@ fn restore_entry(trash: &Trash, id: &CString, to: Option<&Path>) -> Result<Resto
     let _ = unlinkat(&entry, meta::META, AtFlags::empty());
     let _ = unlinkat(&entry, super::FAILED, AtFlags::empty());
     let _ = unlinkat(&trash.dir, id, AtFlags::REMOVEDIR);
-    Ok(Restored {
+    Ok(One(Restored {
         id: m.id,
         path: PathField::new(&path),
         partial,
-    })
+    }))
+}
+
+/// Puts back the paths of batch entry `id` (locked by the caller; its record `m`, its paths in
+/// `inner`, `data` or what is left of `reaping`): each into the directory the record names,
+/// only if that is the same directory (its lineage), each under the name its list gives (one
+/// name, never a path), never over an existing name. A path whose slot is empty is not in the
+/// entry (never moved by a hide that was killed, or put back by a restore that was): it is
+/// passed over. What cannot go back stays in the entry, and the list is rewritten to what is
+/// left; an entry left empty goes.
+fn restore_batch(
+    trash: &Trash,
+    id: &CString,
+    entry: &std::os::fd::OwnedFd,
+    m: &Meta,
+    inner: &std::ffi::CStr,
+    only: Option<&Path>,
+) -> Vec<Result<Restored, EntryFailed>> {
+    use super::meta::{HeldList, HELD};
+    let dir = m.original_path();
+    let whole = |e: RestoreError| vec![Err((Some(dir.clone()), e))];
+    let list = match HeldList::read(entry, trash.uid) {
+        Ok(Some(l)) => l,
+        Ok(None) => return whole(RestoreError::NoMeta),
+        Err(bad) => return whole(RestoreError::Damaged(format!("held.json {bad}"))),
+    };
+    let held = match dirfd::open_dir_at(entry, inner) {
+        Ok(fd) => fd,
+        Err(e) => return whole(RestoreError::Os(e)),
+    };
+    match rustix::fs::fstat(&held) {
+        Ok(st) if st.st_uid == trash.uid => {}
+        Ok(st) => {
+            return whole(RestoreError::Damaged(format!(
+                "its data is owned by uid {}, not by the trash's owner (uid {})",
+                st.st_uid, trash.uid
+            )))
+        }
+        Err(e) => return whole(RestoreError::Os(e)),
+    }
+    let gone = || whole(RestoreError::ParentGone(dir.clone()));
+    let Ok(pfd) = dirfd::open_dir_path(&dir) else {
+        return gone();
+    };
+    let same = match (Lineage::of(&pfd), &m.parent) {
+        (Ok(now), Some(recorded)) => recorded.same(&now),
+        _ => false,
+    };
+    if !same {
+        return gone();
+    }
+    let partial = inner == REAPING;
+    let mut out = Vec::new();
+    let mut left = Vec::new();
+    for h in list.items {
+        let Some(name) = h.name.bytes() else {
+            out.push(Err((
+                Some(dir.join(&h.name.name)),
+                RestoreError::BadName(quote(&h.name.name)),
+            )));
+            left.push(h);
+            continue;
+        };
+        let path = dir.join(OsStr::from_bytes(&name));
+        if only.is_some_and(|o| o != path) {
+            left.push(h);
+            continue;
+        }
+        let slot = h.slot_name();
+        let owner = match rustix::fs::statat(&held, &slot, AtFlags::SYMLINK_NOFOLLOW) {
+            Ok(st) => st.st_uid,
+            Err(Errno::NOENT) => continue,
+            Err(e) => {
+                out.push(Err((Some(path), RestoreError::Os(e))));
+                left.push(h);
+                continue;
+            }
+        };
+        // Root may have hidden anyone's; a user gets back only their own.
+        if trash.uid != 0 && owner != trash.uid {
+            out.push(Err((
+                Some(path),
+                RestoreError::Damaged(format!(
+                    "it is owned by uid {owner}, not by the trash's owner (uid {})",
+                    trash.uid
+                )),
+            )));
+            left.push(h);
+            continue;
+        }
+        let cname = CString::new(name).expect("checked: no NUL");
+        let back = crate::sys::rename::noreplace(
+            &held,
+            &slot,
+            &pfd,
+            &cname,
+            crate::sys::rename::Into::Shared,
+        );
+        match back {
+            Ok(()) => out.push(Ok(Restored {
+                id: m.id.clone(),
+                path: PathField::new(&path),
+                partial,
+            })),
+            Err(e) => {
+                let why = match e {
+                    Errno::EXIST | Errno::NOTEMPTY => RestoreError::Taken,
+                    e => RestoreError::Os(e),
+                };
+                out.push(Err((Some(path), why)));
+                left.push(h);
+            }
+        }
+    }
+    if let (Some(o), true) = (only, out.is_empty()) {
+        return vec![Err((Some(o.to_path_buf()), RestoreError::NotFound))];
+    }
+    let _ = fsync(&pfd);
+    if left.is_empty() {
+        // All back: the entry goes (a crash on the way leaves a record whose slots are empty,
+        // which restores nothing and which the reaper removes).
+        let _ = unlinkat(&held, c".", AtFlags::REMOVEDIR);
+        let _ = unlinkat(entry, inner, AtFlags::REMOVEDIR);
+        let _ = unlinkat(entry, super::FAILED, AtFlags::empty());
+        let _ = unlinkat(entry, HELD, AtFlags::empty());
+        let _ = unlinkat(entry, meta::META, AtFlags::empty());
+        let _ = unlinkat(&trash.dir, id, AtFlags::REMOVEDIR);
+    } else {
+        // What is left, listed (the list first: its record's counts may lag, never a path).
+        let rest = HeldList { items: left };
+        let mut m = m.clone();
+        m.set_held(&rest);
+        let _ = fsync(&held);
+        let _ = rest.rewrite(entry).and_then(|()| m.rewrite(entry));
+    }
+    out
 }
 
 /// `restore --to`: the entry's data renamed to `to` (its directory as the caller names it,
@@ -224,7 +402,7 @@ fn restore_to(
 }
 
 /// Restores entry `id` of another user's `trash` in a child running as that user.
-fn as_owner(trash: &Trash, id: &CString, to: Option<&Path>) -> Result<Restored, EntryFailed> {
+fn as_owner(trash: &Trash, id: &CString, to: Option<&Path>) -> Vec<Result<Restored, EntryFailed>> {
     let who = crate::sys::asuser::Identity::of(trash.uid);
     let mut argv: Vec<OsString> = vec![
         "restore".into(),
@@ -241,16 +419,27 @@ fn as_owner(trash: &Trash, id: &CString, to: Option<&Path>) -> Result<Restored, 
     argv.push(OsStr::from_bytes(id.to_bytes()).to_owned());
     let mut lines = |_: &str| {};
     match crate::sys::asuser::run_json::<Report>(Some(&who), &argv, &mut lines) {
-        Ok((mut r, _)) => {
-            if let Some(ok) = r.restored.pop() {
-                return Ok(ok);
+        Ok((r, _)) => {
+            // Only what this entry is: its ID, never more than a record may hold.
+            let want = id.to_string_lossy();
+            let mut out: Vec<Result<Restored, EntryFailed>> = r
+                .restored
+                .into_iter()
+                .filter(|ok| ok.id == want)
+                .map(Ok)
+                .chain(
+                    r.errors
+                        .into_iter()
+                        .map(|e| Err((Some(e.path.exact()), RestoreError::Child(e.error)))),
+                )
+                .take(super::meta::MAX_HELD)
+                .collect();
+            if out.is_empty() {
+                out.push(Err((None, RestoreError::Child("no result".into()))));
             }
-            match r.errors.pop() {
-                Some(e) => Err((Some(e.path.exact()), RestoreError::Child(e.error))),
-                None => Err((None, RestoreError::Child("no result".into()))),
-            }
+            out
         }
-        Err(e) => Err((None, RestoreError::Child(e.to_string()))),
+        Err(e) => vec![Err((None, RestoreError::Child(e.to_string())))],
     }
 }
 
@@ -261,8 +450,9 @@ fn split(p: &Path) -> Option<(&Path, CString)> {
 
 /// The trash (open) and entry name for `arg`: an entry id in any of `trashes`, or the newest
 /// entry recorded from that original path in the trashes of `me` only (another user's record
-/// could name any path). The trashes are opened one at a time.
-fn find(trashes: &[Found], arg: &OsStr, me: u32) -> Option<(Trash, CString)> {
+/// could name any path); of a batch entry, with that path (the only one to restore). The
+/// trashes are opened one at a time.
+fn find(trashes: &[Found], arg: &OsStr, me: u32) -> Option<(Trash, CString, Option<PathBuf>)> {
     let bytes = arg.as_bytes();
     if meta::is_entry_name(bytes) {
         let name = CString::new(bytes).ok()?;
@@ -270,32 +460,60 @@ fn find(trashes: &[Found], arg: &OsStr, me: u32) -> Option<(Trash, CString)> {
             .iter()
             .filter_map(|f| f.open().ok())
             .find(|t| dirfd::lstat_at(&t.dir, &name).is_ok())
-            .map(|t| (t, name));
+            .map(|t| (t, name, None));
     }
     let wanted = absolute(Path::new(arg))?;
-    let mut best: Option<(Trash, CString)> = None;
+    let mut best: Option<(Trash, CString, Option<PathBuf>)> = None;
     let mine = trashes.iter().filter(|t| t.uid == me);
     for t in mine.filter_map(|f| f.open().ok()) {
-        let mut newest: Option<CString> = None;
+        let mut newest: Option<(CString, bool)> = None;
         for name in t.entries() {
+            // Newer than the newest so far, in this trash or an earlier one.
+            let bar = newest
+                .as_ref()
+                .map(|(n, _)| n)
+                .or(best.as_ref().map(|(_, b, _)| b));
+            if !bar.map_or(true, |b| name.as_bytes() > b.as_bytes()) {
+                continue;
+            }
             let Ok(entry) = dirfd::open_dir_at(&t.dir, &name) else {
                 continue;
             };
             let Ok(Some(m)) = Meta::read(&entry, t.uid) else {
                 continue;
             };
-            // Newer than the newest so far, in this trash or an earlier one.
-            let bar = newest.as_ref().or(best.as_ref().map(|(_, b)| b));
-            let newer = bar.map_or(true, |b| name.as_bytes() > b.as_bytes());
-            if newer && m.uid == t.uid && m.original_path() == wanted {
-                newest = Some(name);
+            if m.uid != t.uid {
+                continue;
+            }
+            if m.is_batch() {
+                if holds(&entry, &t, &m, &wanted) {
+                    newest = Some((name, true));
+                }
+            } else if m.original_path() == wanted {
+                newest = Some((name, false));
             }
         }
-        if let Some(name) = newest {
-            best = Some((t, name));
+        if let Some((name, batch)) = newest {
+            best = Some((t, name, batch.then(|| wanted.clone())));
         }
     }
     best
+}
+
+/// Whether batch entry `entry` (its record `m`) lists `path`.
+fn holds(entry: &std::os::fd::OwnedFd, t: &Trash, m: &Meta, path: &Path) -> bool {
+    if path.parent() != Some(m.original_path().as_path()) {
+        return false;
+    }
+    let Some(name) = path.file_name() else {
+        return false;
+    };
+    let Ok(Some(list)) = super::meta::HeldList::read(entry, t.uid) else {
+        return false;
+    };
+    list.items
+        .iter()
+        .any(|h| h.name.bytes().as_deref() == Some(name.as_bytes()))
 }
 
 /// `arg` as the absolute path reclaim recorded: its parent canonicalized, its name kept.

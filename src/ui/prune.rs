@@ -78,9 +78,22 @@ pub fn outcome(s: &Summary, wait: bool) -> String {
         format!("; {} failed", s.errors.len())
     };
     if !s.hidden.is_empty() && !wait {
+        // One trash entry per directory (a batch): say which, so `restore ID` can undo it.
+        let mut ids: Vec<&str> = Vec::new();
+        for h in &s.hidden {
+            if !ids.contains(&h.id.as_str()) {
+                ids.push(&h.id);
+            }
+        }
+        let shown = if ids.len() <= 3 {
+            ids.join(", ")
+        } else {
+            format!("{}, ... {}", ids[..2].join(", "), ids[ids.len() - 1])
+        };
         format!(
-            "hid {} into the trash; a reaper frees the space in the background (`reclaim status`){failed}",
-            plural(s.hidden.len() as u64, "entry", "entries")
+            "hid {} into the trash as {} ({shown}); a reaper frees the space in the background (`reclaim status`){failed}",
+            plural(s.hidden.len() as u64, "entry", "entries"),
+            plural(ids.len() as u64, "trash entry", "trash entries")
         )
     } else {
         format!(

@@ -260,13 +260,23 @@ fn item(s: &mut String, i: &Item, now: f64) {
         path: i.original.clone(),
         path_hex: i.original_hex.clone(),
     };
+    let what = match i.held {
+        // A batch: how many paths, in which directory.
+        Some(n) => format!(
+            "{} ({}) in {original}",
+            plural(n, "path", "paths"),
+            i.files.map_or_else(
+                || "files not counted".into(),
+                |f| plural(f, "file", "files")
+            )
+        ),
+        None => format!("{} {original}", i.kind),
+    };
     s.push_str(&format!(
-        "  {}  {:<8} {:>10}  {} {}{when}\n",
+        "  {}  {:<8} {:>10}  {what}{when}\n",
         quote(&i.id),
         i.state,
         size,
-        i.kind,
-        original
     ));
     if let Some(d) = &i.damage {
         s.push_str(&format!("      damaged: {d}; left alone\n"));

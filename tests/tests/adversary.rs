@@ -1678,6 +1678,90 @@ fn forged_entry_is_never_restored_by_path() {
     assert_same_snap("root's directory", &etc_before, &snap(&w.p("srv"), &[]));
 }
 
+/// A batch entry (`prune`'s: many paths of one directory) forged by another user with root's
+/// own record of root's directory (its path and lineage right) and a list naming a new name in
+/// it: root restoring it by ID acts as that user, who cannot write there; by path, root never
+/// looks at another user's entries. Root's own batch restores.
+#[test]
+fn forged_batch_entry_never_plants_a_file_in_roots_directory() {
+    let w = util::or_skip!(World::new(scratch!(), Vol::Tmpfs));
+    w.dir("srv", ROOT, 0o755);
+    w.dir("srv/x", ROOT, 0o755);
+    let old = std::time::SystemTime::now() - Duration::from_secs(86_400);
+    for n in ["old1", "old2"] {
+        let f = w.file(format!("srv/x/{n}"), ROOT, 0o600, format!("root's {n}\n"));
+        fs::File::open(&f).unwrap().set_modified(old).unwrap();
+    }
+    w.file("srv/x/newest", ROOT, 0o600, "root's newest\n");
+    w.reclaim(ROOT, args!["prune", "--keep-last", "1", w.p("srv/x")])
+        .ok();
+    let rt = w.trash(ROOT);
+    let root_id = entry_for(&rt, &w.p("srv/x"));
+    let root_meta = meta_of(&rt.join(&root_id));
+    assert_eq!(root_meta["kind"], "batch");
+    let before = snap(&w.p("srv"), &[]);
+
+    w.dir("a", ATTACKER, 0o755);
+    w.file("a/x", ATTACKER, 0o644, "x\n");
+    w.reclaim(
+        ATTACKER,
+        args!["rm", "--background", "--grace", "1d", w.p("a/x")],
+    )
+    .ok();
+    let t = w.trash(ATTACKER);
+    let id = future_id(7);
+    let e = forge_entry(&t, &id, ATTACKER);
+    let mut m = root_meta.clone();
+    m["id"] = id.clone().into();
+    m["uid"] = ATTACKER.into();
+    m["held"] = 1.into();
+    write_meta(&e, &m, ATTACKER);
+    let list = e.join("held.json");
+    fs::write(
+        &list,
+        r#"{"items":[{"slot":0,"name":"planted","kind":"file","files":1}]}"#,
+    )
+    .unwrap();
+    own(&list, ATTACKER);
+    chmod(&list, 0o600);
+    let data = e.join("data");
+    fs::create_dir(&data).unwrap();
+    own(&data, ATTACKER);
+    chmod(&data, 0o700);
+    make(
+        &data.join("0"),
+        &Node::File(b"attacker's\n".to_vec()),
+        ATTACKER,
+    );
+
+    let planted = w.p("srv/x/planted");
+    let o = w.reclaim(ROOT, args!["restore", id]).output();
+    assert_exit(&o, 1, "root restores a forged batch by its ID");
+    // As the attacker, who may not write there.
+    assert!(
+        util::stderr_of(&o).contains("planted' (entry")
+            && util::stderr_of(&o).contains("Permission denied"),
+        "{}",
+        util::stderr_of(&o)
+    );
+    assert!(
+        !planted.exists(),
+        "a forged batch planted a file in root's directory"
+    );
+    let o = w.reclaim(ROOT, args!["restore", planted]).output();
+    assert_exit(
+        &o,
+        1,
+        "root restores a path only the attacker's batch names",
+    );
+    assert!(!planted.exists(), "a forged batch planted a file by path");
+    assert_same_snap("root's directory", &before, &snap(&w.p("srv"), &[]));
+    // Root's own batch puts its two files back.
+    w.reclaim(ROOT, args!["restore", root_id]).ok();
+    assert_eq!(fs::read(w.p("srv/x/old1")).unwrap(), b"root's old1\n");
+    assert_eq!(fs::read(w.p("srv/x/old2")).unwrap(), b"root's old2\n");
+}
+
 // ---------------------------------------------------------------------------------------------
 // 4. The original directory is the same one only if its birth time (or generation) matches.
 

@@ -24,6 +24,7 @@ mod netfs;
 mod pack;
 mod props;
 mod prune;
+mod prune_batch;
 mod races;
 mod readme;
 mod reap;

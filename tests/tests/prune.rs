@@ -413,7 +413,7 @@ fn hiding_one_entry_says_one_entry() {
     let o = prune(&s, &["--keep-last", "1", "vol/b"]);
     util::assert_success(&o);
     assert!(
-        util::stdout_of(&o).contains("hid 1 entry into the trash;"),
+        util::stdout_of(&o).contains("hid 1 entry into the trash as 1 trash entry ("),
         "{}",
         util::stdout_of(&o)
     );
