@@ -860,8 +860,12 @@ impl<'r> Run<'r> {
             hidden: std::mem::take(&mut self.hidden),
             fallback: std::mem::take(&mut self.fallback),
             interrupted: crate::sys::interrupt::requested(),
-            profile: trees.profile,
-            concurrency: trees.concurrency,
+            profile: trees
+                .profile
+                .or_else(|| self.selected.listed.as_ref().map(|l| l.0.clone())),
+            concurrency: trees
+                .concurrency
+                .or_else(|| self.selected.listed.as_mut().and_then(|l| l.1.take())),
             ranks: trees.ranks,
             selection,
             subvolumes: trees.subvolumes.iter().map(SubvolumeEntry::of).collect(),

@@ -855,6 +855,79 @@ fn from_removes_exactly_the_listed_paths_nul_or_newline() {
 }
 
 #[test]
+fn from_opens_many_parents_at_once_and_says_its_workers() {
+    // 300 parents: several opener threads, each with a share of the sorted parents; one
+    // parent behind a symlink and one missing, in the middle of the shares.
+    let s = util::scratch!();
+    let root = s.root().to_path_buf();
+    let mut l = Vec::new();
+    for d in 0..300 {
+        s.mkdir(&format!("t/d{d:03}"));
+        for f in 0..3 {
+            let p = format!("t/d{d:03}/f{f}");
+            s.file(&p, "");
+            l.extend_from_slice(root.join(&p).as_os_str().as_bytes());
+            l.push(0);
+        }
+    }
+    s.mkdir("elsewhere");
+    s.file("elsewhere/f0", "");
+    s.symlink("t/d150x", root.join("elsewhere"));
+    for p in ["t/d150x/f0", "t/nosuch/f0"] {
+        l.extend_from_slice(root.join(p).as_os_str().as_bytes());
+        l.push(0);
+    }
+    let list = s.path("list0");
+    std::fs::write(&list, &l).unwrap();
+    let out = s
+        .rm(&[
+            OsStr::new("--from"),
+            list.as_os_str(),
+            "-0".as_ref(),
+            "--json".as_ref(),
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1), "{}", util::stderr_of(&out));
+    let j: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(j["files"], 900, "{j}");
+    let errors: Vec<&str> = j["errors"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| e["path"].as_str().unwrap())
+        .collect();
+    assert_eq!(errors.len(), 2, "{errors:?}");
+    assert!(
+        errors.iter().any(|e| e.ends_with("t/d150x/f0")),
+        "{errors:?}"
+    );
+    assert!(
+        errors.iter().any(|e| e.ends_with("t/nosuch/f0")),
+        "{errors:?}"
+    );
+    assert!(s.exists("elsewhere/f0"), "never through the symlink");
+    for d in [0, 149, 150, 151, 299] {
+        assert!(s.exists(&format!("t/d{d:03}")));
+        assert!(!s.exists(&format!("t/d{d:03}/f0")), "d{d:03}");
+    }
+    // The workers were measured (or pinned by --threads), as a tree's are, and said.
+    assert_eq!(j["concurrency"]["rule"], "measured", "{j}");
+    assert!(j["profile"]["class"].is_string(), "{j}");
+    s.mkdir("u");
+    s.file("u/a", "");
+    let out = s
+        .rm(&["--threads", "3", "--from", "-", "--json"])
+        .write_stdin(format!("{}\n", root.join("u/a").display()).into_bytes())
+        .output()
+        .unwrap();
+    util::assert_success(&out);
+    let j: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(j["concurrency"]["rule"], "pinned", "{j}");
+    assert!(!s.exists("u/a"));
+}
+
+#[test]
 fn from_never_goes_through_a_symlinked_parent() {
     let s = util::scratch!();
     s.mkdir("real");

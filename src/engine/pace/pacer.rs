@@ -297,7 +297,8 @@ impl Drop for Pacer {
 }
 
 /// Measures the probe before removal starts: until 8 samples; or 2 that are all under `quick`
-/// (a fast idle device: no need to wait longer); or 3 after 100 ms (a slow device); or 1 s in
+/// (a fast idle device: no need to wait longer); or 5 after 100 ms (a slow device: fewer made
+/// its median a coin toss); or 1 s in
 /// any case.
 pub fn baseline(probe: &Probe, quick: Duration) -> Vec<Duration> {
     baseline_until(probe, quick, &|| false)
@@ -319,7 +320,7 @@ pub fn baseline_until(probe: &Probe, quick: Duration, stop: &dyn Fn() -> bool) -
         let waited = t0.elapsed();
         let done = n >= 8
             || (n >= 2 && samples.iter().all(|s| s.latency < quick))
-            || (n >= 3 && waited >= Duration::from_millis(100))
+            || (n >= 5 && waited >= Duration::from_millis(100))
             || waited >= BASELINE_MAX
             || probe.error().is_some();
         if done {

@@ -67,20 +67,43 @@ pub fn remove(
     let next = AtomicUsize::new(0);
     let out = Mutex::new(Removed::default());
     let threads = opts.threads.max(1).min(work.len().max(1));
-    std::thread::scope(|s| {
-        for _ in 0..threads {
-            s.spawn(|| loop {
-                let i = next.fetch_add(1, Ordering::Relaxed);
-                if i >= work.len() || crate::sys::interrupt::stopping() {
-                    break;
-                }
-                let (g, from, to) = work[i];
-                let mut local = ctx.batch(&groups[g], &order[g][from..to]);
-                let mut all = out.lock().expect("from lock");
-                all.trees.append(&mut local.trees);
-                all.failures.append(&mut local.failures);
-            });
-        }
+    // The workers run behind the measured concurrency's gate, as a tree's do: `opts.threads`
+    // is the most it may ever let in (16 on ext4 here), and on xfs 8 unlinkers at once took
+    // 1.3x as long as 2 (bench/RESULTS.md, 2026-11-26).
+    let gate = opts
+        .concurrency
+        .as_ref()
+        .filter(|_| !opts.dry_run)
+        .map(|c| c.gate());
+    super::measured(opts, || {
+        std::thread::scope(|s| {
+            for _ in 0..threads {
+                s.spawn(|| loop {
+                    if let Some(g) = &gate {
+                        g.enter();
+                    }
+                    let i = next.fetch_add(1, Ordering::Relaxed);
+                    if i >= work.len() || crate::sys::interrupt::stopping() {
+                        if let Some(g) = &gate {
+                            g.leave(false);
+                        }
+                        break;
+                    }
+                    if let Some(g) = &gate {
+                        g.begin();
+                    }
+                    let (g, from, to) = work[i];
+                    let mut local = ctx.batch(&groups[g], &order[g][from..to]);
+                    let mut all = out.lock().expect("from lock");
+                    all.trees.append(&mut local.trees);
+                    all.failures.append(&mut local.failures);
+                    drop(all);
+                    if let Some(g) = &gate {
+                        g.leave(true);
+                    }
+                });
+            }
+        })
     });
     out.into_inner().expect("from lock")
 }
@@ -138,7 +161,12 @@ impl Ctx<'_> {
                 if let Some(t) = &self.opts.throttle {
                     t.acquire();
                 }
-                match unlinkat(&*group.dir, name, AtFlags::empty()) {
+                let t0 = std::time::Instant::now();
+                let unlinked = unlinkat(&*group.dir, name, AtFlags::empty());
+                if let Some(c) = &self.opts.concurrency {
+                    c.meter().record(t0.elapsed());
+                }
+                match unlinked {
                     Ok(()) => {}
                     Err(Errno::NOENT) if self.force => continue,
                     Err(Errno::ISDIR) => {

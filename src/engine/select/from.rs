@@ -118,9 +118,10 @@ pub fn group(records: Vec<Vec<u8>>) -> Groups {
         duplicates: 0,
         missing: Vec::new(),
     };
-    let mut opener = Opener::default();
-    let mut by_ident: HashMap<Ident, usize> = HashMap::new();
-    let mut seen_in_group: Vec<std::collections::HashSet<Vec<u8>>> = Vec::new();
+    // The runs of paths with the same parent, then each run's parent opened: in parallel, as
+    // a cold lookup is a disk read (a round trip on a network file system) and 2,000 parents
+    // opened one after another were a quarter of a 200,000-path removal on xfs.
+    let mut runs: Vec<(usize, usize)> = Vec::new();
     let mut i = 0;
     while i < listed.len() {
         let mut j = i + 1;
@@ -130,8 +131,15 @@ pub fn group(records: Vec<Vec<u8>>) -> Groups {
         {
             j += 1;
         }
+        runs.push((i, j));
+        i = j;
+    }
+    let opened = open_parents(&listed, &runs);
+    let mut by_ident: HashMap<Ident, usize> = HashMap::new();
+    let mut seen_in_group: Vec<std::collections::HashSet<Vec<u8>>> = Vec::new();
+    for (&(i, j), opened) in runs.iter().zip(opened) {
         let same_parent = &listed[i..j];
-        match opener.open(listed[i].absolute, &listed[i].parent) {
+        match opened {
             Ok(fd) => {
                 let ident = dirfd::fstat(&*fd).map(|f| f.ident).ok();
                 let g = match ident.and_then(|id| by_ident.get(&id).copied()) {
@@ -175,9 +183,38 @@ pub fn group(records: Vec<Vec<u8>>) -> Groups {
                 }
             }
         }
-        i = j;
     }
     out
+}
+
+/// Runs of paths per worker of `open_parents`, at least.
+const RUNS_PER_OPENER: usize = 32;
+/// Openers at most.
+const OPENERS: usize = 16;
+
+/// Opens the parent of each run (`(first, end)` in `listed`) with up to `OPENERS` threads, each
+/// taking a contiguous share of the sorted runs (neighbours share most of their components).
+fn open_parents(listed: &[Listed], runs: &[(usize, usize)]) -> Vec<Result<Arc<OwnedFd>, Open>> {
+    let threads = (runs.len() / RUNS_PER_OPENER).clamp(1, OPENERS);
+    let share = runs.len().div_ceil(threads).max(1);
+    std::thread::scope(|s| {
+        let handles: Vec<_> = runs
+            .chunks(share)
+            .map(|chunk| {
+                s.spawn(move || {
+                    let mut opener = Opener::default();
+                    chunk
+                        .iter()
+                        .map(|&(i, _)| opener.open(listed[i].absolute, &listed[i].parent))
+                        .collect::<Vec<_>>()
+                })
+            })
+            .collect();
+        handles
+            .into_iter()
+            .flat_map(|h| h.join().expect("opener thread"))
+            .collect()
+    })
 }
 
 enum Open {

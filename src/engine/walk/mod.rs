@@ -496,7 +496,7 @@ impl Gate {
         s.work
     }
 
-    fn enter(&self) {
+    pub(crate) fn enter(&self) {
         let mut s = self.state.lock().expect("gate lock");
         while s.active >= s.allowed() {
             s = self.changed.wait(s).expect("gate lock");
@@ -505,14 +505,14 @@ impl Gate {
     }
 
     /// The worker that entered has a task now.
-    fn begin(&self) {
+    pub(crate) fn begin(&self) {
         let mut s = self.state.lock().expect("gate lock");
         s.account();
         s.working += 1;
     }
 
     /// Leaves, with (`worked`) or without a task.
-    fn leave(&self, worked: bool) {
+    pub(crate) fn leave(&self, worked: bool) {
         let mut s = self.state.lock().expect("gate lock");
         if worked {
             s.account();

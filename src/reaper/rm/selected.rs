@@ -127,6 +127,11 @@ pub(super) struct State {
     keep_free: Option<keepfree::Outcome>,
     /// `--keep-free`'s watch on the free space, while the removal runs.
     watch: Option<(Arc<AtomicBool>, std::thread::JoinHandle<bool>)>,
+    /// `--from`: the profile the listed names were unlinked by, and their workers.
+    pub(super) listed: Option<(
+        crate::engine::profile::Profile,
+        Option<crate::engine::pace::concurrency::Report>,
+    )>,
 }
 
 impl Run<'_> {
@@ -169,6 +174,7 @@ impl Run<'_> {
                 None => crate::engine::profile::Profile::detect(&*g.dir),
             };
             engine.apply(&profile, req.threads_given);
+            self.selected.listed = Some((profile, None));
         }
         if let Some(n) = req.pace.iops {
             engine.throttle = Some(Arc::new(crate::engine::pace::throttle::Throttle::new(
@@ -191,6 +197,13 @@ impl Run<'_> {
             done.store(true, Ordering::Relaxed);
             r
         });
+        if let Some((_, report)) = self.selected.listed.as_mut() {
+            *report = engine
+                .concurrency
+                .as_ref()
+                .filter(|_| !req.engine.dry_run)
+                .map(|c| c.report());
+        }
         // Each failure was said as it happened (the engine's Sink).
         self.failures.extend(removed.failures);
         if req.durable {
