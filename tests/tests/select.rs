@@ -862,7 +862,7 @@ fn from_opens_many_parents_at_once_and_says_its_workers() {
     let root = s.root().to_path_buf();
     let mut l = Vec::new();
     for d in 0..300 {
-        s.mkdir(&format!("t/d{d:03}"));
+        s.mkdir(format!("t/d{d:03}"));
         for f in 0..3 {
             let p = format!("t/d{d:03}/f{f}");
             s.file(&p, "");
@@ -908,8 +908,8 @@ fn from_opens_many_parents_at_once_and_says_its_workers() {
     );
     assert!(s.exists("elsewhere/f0"), "never through the symlink");
     for d in [0, 149, 150, 151, 299] {
-        assert!(s.exists(&format!("t/d{d:03}")));
-        assert!(!s.exists(&format!("t/d{d:03}/f0")), "d{d:03}");
+        assert!(s.exists(format!("t/d{d:03}")));
+        assert!(!s.exists(format!("t/d{d:03}/f0")), "d{d:03}");
     }
     // The workers were measured (or pinned by --threads), as a tree's are, and said.
     assert_eq!(j["concurrency"]["rule"], "measured", "{j}");
