@@ -64,6 +64,22 @@ impl Hider {
         }
     }
 
+    /// What becomes of a target no trash could take (`graced`: a grace window was asked for):
+    /// without a grace window nothing is promised but removal, which the foreground does; with
+    /// one, an undo was asked for: refuse rather than remove for good.
+    fn fall_back(graced: bool, why: String) -> Hide {
+        if graced {
+            Hide::Refused(why)
+        } else {
+            Hide::Fallback(why)
+        }
+    }
+
+    /// The trash names passed over since the last call (said with the next hidden entry).
+    pub fn take_passed_over(&self) -> crate::trash::Passed {
+        std::mem::take(&mut *self.passed_over.lock().unwrap_or_else(|e| e.into_inner()))
+    }
+
     /// The trash for targets in `base` (located once per parent directory).
     pub fn trash_for(&self, base: &OwnedFd) -> Located {
         let parent = dirfd::fstat(base).map_err(NoTrash::Os)?;
@@ -98,15 +114,7 @@ impl Hider {
             return Hide::Fallback("its directory has no path".into());
         };
         let graced = self.opts.grace.is_some_and(|g| !g.is_zero());
-        // Without a grace window nothing is promised but removal: the foreground does that.
-        // With one, an undo was asked for: refuse rather than remove for good.
-        let fallback = |why: String| {
-            if graced {
-                Hide::Refused(why)
-            } else {
-                Hide::Fallback(why)
-            }
-        };
+        let fallback = |why: String| Self::fall_back(graced, why);
         if let Some(why) = hide::unsuitable(&original, &facts, parent.mnt_id) {
             return fallback(why);
         }
@@ -178,13 +186,7 @@ impl Hider {
                 .collect();
         };
         let graced = self.opts.grace.is_some_and(|g| !g.is_zero());
-        let fallback = |why: String| {
-            if graced {
-                Hide::Refused(why)
-            } else {
-                Hide::Fallback(why)
-            }
-        };
+        let fallback = |why: String| Self::fall_back(graced, why);
         let trash = match self.trash_for(base) {
             Ok(t) => t,
             Err(why) => return items.iter().map(|_| fallback(why.to_string())).collect(),
@@ -271,13 +273,7 @@ impl Hider {
 
     /// What a failed hide of one target means for it (as `hide` says).
     fn failed_hide(&self, e: Reason, graced: bool) -> Hide {
-        let fallback = |why: String| {
-            if graced {
-                Hide::Refused(why)
-            } else {
-                Hide::Fallback(why)
-            }
-        };
+        let fallback = |why: String| Self::fall_back(graced, why);
         match e {
             Reason::Os(e @ (rustix::io::Errno::NOSPC | rustix::io::Errno::DQUOT)) => {
                 fallback(format!(

@@ -492,13 +492,7 @@ impl<'r> Run<'r> {
             for ((path, display, t), o) in targets.into_iter().zip(outcomes) {
                 match o {
                     Hide::Hidden(h) => {
-                        let passed = std::mem::take(
-                            &mut *self
-                                .hider
-                                .passed_over
-                                .lock()
-                                .unwrap_or_else(|e| e.into_inner()),
-                        );
+                        let passed = self.hider.take_passed_over();
                         self.events.hidden(&display, &h.id, &passed);
                         self.hidden.push(h);
                     }
@@ -533,13 +527,7 @@ impl<'r> Run<'r> {
             .hide(base, name, self.req.known_sizes.get(path).copied())
         {
             Hide::Hidden(h) => {
-                let passed = std::mem::take(
-                    &mut *self
-                        .hider
-                        .passed_over
-                        .lock()
-                        .unwrap_or_else(|e| e.into_inner()),
-                );
+                let passed = self.hider.take_passed_over();
                 self.events.hidden(display, &h.id, &passed);
                 self.hidden.push(h);
                 true

@@ -137,15 +137,13 @@ fn record(
     m
 }
 
-fn hide_once(
-    trash: &Trash,
-    base: &OwnedFd,
-    name: &CStr,
-    original: &Path,
-    facts: &Facts,
-    opts: &HideOptions,
-    into: &CStr,
-) -> Result<Result<(Hidden, OwnedFd), Reason>, Vanished> {
+/// A new entry: its ID, the ID as a C string, and its directory, locked.
+type NewEntry = (String, std::ffi::CString, OwnedFd);
+
+/// A new entry directory in `trash`, opened and locked (until the fd is dropped: a reaper skips
+/// a locked entry instead of removing it as debris). `Err(Vanished)`: a reaper got there first
+/// and may be removing it: leave it to it.
+fn new_entry(trash: &Trash) -> Result<Result<NewEntry, Reason>, Vanished> {
     let id = meta::new_id();
     let cid = std::ffi::CString::new(id.clone()).expect("no NUL in an id");
     if let Err(e) = mkdirat(&trash.dir, &cid, Mode::from_raw_mode(0o700)) {
@@ -159,11 +157,26 @@ fn hide_once(
             return Ok(Err(Reason::Os(e)));
         }
     };
-    // Held until we return: a reaper skips a locked entry instead of removing it as debris.
-    // If a reaper got there first, it may be removing this one: leave it to it.
     if !locks::try_exclusive(&entry).unwrap_or(true) {
         return Err(Vanished);
     }
+    Ok(Ok((id, cid, entry)))
+}
+
+fn hide_once(
+    trash: &Trash,
+    base: &OwnedFd,
+    name: &CStr,
+    original: &Path,
+    facts: &Facts,
+    opts: &HideOptions,
+    into: &CStr,
+) -> Result<Result<(Hidden, OwnedFd), Reason>, Vanished> {
+    // Locked until we return: a reaper skips a locked entry instead of removing it as debris.
+    let (id, cid, entry) = match new_entry(trash)? {
+        Ok(made) => made,
+        Err(reason) => return Ok(Err(reason)),
+    };
     let gone = |entry: &OwnedFd| rustix::fs::fstat(entry).is_ok_and(|st| st.st_nlink == 0);
     let discard = |entry: &OwnedFd| {
         let _ = unlinkat(entry, meta::META, AtFlags::empty());
@@ -322,24 +335,12 @@ fn hide_batch_once(
     opts: &HideOptions,
 ) -> Result<Result<Batch, Reason>, Vanished> {
     use super::meta::{Held, HeldList, HeldName, BATCH};
-    let id = meta::new_id();
-    let cid = std::ffi::CString::new(id.clone()).expect("no NUL in an id");
-    if let Err(e) = mkdirat(&trash.dir, &cid, Mode::from_raw_mode(0o700)) {
-        return Ok(Err(Reason::Os(e)));
-    }
-    let entry = match dirfd::open_dir_at(&trash.dir, &cid) {
-        Ok(fd) => fd,
-        Err(Errno::NOENT) => return Err(Vanished),
-        Err(e) => {
-            let _ = unlinkat(&trash.dir, &cid, AtFlags::REMOVEDIR);
-            return Ok(Err(Reason::Os(e)));
-        }
+    // Locked until the last path moved: a reaper never frees a batch still being filled, nor
+    // takes it for debris.
+    let (id, cid, entry) = match new_entry(trash)? {
+        Ok(made) => made,
+        Err(reason) => return Ok(Err(reason)),
     };
-    // Held until the last path moved: a reaper skips a locked entry (never frees a batch
-    // still being filled, nor takes it for debris).
-    if !locks::try_exclusive(&entry).unwrap_or(true) {
-        return Err(Vanished);
-    }
     let gone = |entry: &OwnedFd| rustix::fs::fstat(entry).is_ok_and(|st| st.st_nlink == 0);
     let discard = |entry: &OwnedFd| {
         let _ = unlinkat(entry, DATA, AtFlags::REMOVEDIR);
