@@ -811,6 +811,8 @@ impl<'r> Run<'r> {
     fn report(mut self, trees: Trees) -> Removal {
         let req = self.req;
         let selection = self.selection_report();
+        // `--from`: the profile and workers of the listed names, where no tree phase had any.
+        let (listed_profile, listed_workers) = self.selected.listed.take().unzip();
         // Counting bytes per file costs a stat each; otherwise ask the file systems what they
         // got back; it is never less than what reclaim knows exactly (directories' st_blocks,
         // from the statx it does anyway, and the single entries it resolved).
@@ -848,12 +850,8 @@ impl<'r> Run<'r> {
             hidden: std::mem::take(&mut self.hidden),
             fallback: std::mem::take(&mut self.fallback),
             interrupted: crate::sys::interrupt::requested(),
-            profile: trees
-                .profile
-                .or_else(|| self.selected.listed.as_ref().map(|l| l.0.clone())),
-            concurrency: trees
-                .concurrency
-                .or_else(|| self.selected.listed.as_mut().and_then(|l| l.1.take())),
+            profile: trees.profile.or(listed_profile),
+            concurrency: trees.concurrency.or(listed_workers.flatten()),
             ranks: trees.ranks,
             selection,
             subvolumes: trees.subvolumes.iter().map(SubvolumeEntry::of).collect(),

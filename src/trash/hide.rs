@@ -137,6 +137,11 @@ fn record(
     m
 }
 
+/// Whether an entry being filled was removed meanwhile (a reaper took it for debris).
+fn removed(entry: &OwnedFd) -> bool {
+    rustix::fs::fstat(entry).is_ok_and(|st| st.st_nlink == 0)
+}
+
 /// A new entry: its ID, the ID as a C string, and its directory, locked.
 type NewEntry = (String, std::ffi::CString, OwnedFd);
 
@@ -177,7 +182,6 @@ fn hide_once(
         Ok(made) => made,
         Err(reason) => return Ok(Err(reason)),
     };
-    let gone = |entry: &OwnedFd| rustix::fs::fstat(entry).is_ok_and(|st| st.st_nlink == 0);
     let discard = |entry: &OwnedFd| {
         let _ = unlinkat(entry, meta::META, AtFlags::empty());
         let _ = unlinkat(&trash.dir, &cid, AtFlags::REMOVEDIR);
@@ -196,14 +200,14 @@ fn hide_once(
         .and_then(|()| sync_if(opts.durable, &entry))
         .and_then(|()| sync_if(opts.durable, &trash.dir));
     if let Err(e) = before {
-        if gone(&entry) {
+        if removed(&entry) {
             return Err(Vanished);
         }
         discard(&entry);
         return Ok(Err(Reason::Os(e)));
     }
     if let Err(e) = noreplace(base, name, &entry, into, Into::Private) {
-        if gone(&entry) {
+        if removed(&entry) {
             return Err(Vanished);
         }
         discard(&entry);
@@ -341,7 +345,6 @@ fn hide_batch_once(
         Ok(made) => made,
         Err(reason) => return Ok(Err(reason)),
     };
-    let gone = |entry: &OwnedFd| rustix::fs::fstat(entry).is_ok_and(|st| st.st_nlink == 0);
     let discard = |entry: &OwnedFd| {
         let _ = unlinkat(entry, DATA, AtFlags::REMOVEDIR);
         let _ = unlinkat(entry, meta::META, AtFlags::empty());
@@ -408,7 +411,7 @@ fn hide_batch_once(
     let data = match data {
         Ok(d) => d,
         Err(e) => {
-            if gone(&entry) {
+            if removed(&entry) {
                 return Err(Vanished);
             }
             discard(&entry);
