@@ -8,10 +8,13 @@
 # as hole punches in the image, which the host file system (here ext4 with `discard`) turns
 # into discards of the virtual disk. Run as root:
 #
-#   bash bench/discard.sh [--size 4G] [--fs "ext4 xfs btrfs"] [--runs 1] [--out DIR]
+#   bash bench/discard.sh [--size 4G] [--fs "ext4 xfs btrfs"] [--modes "nodiscard discard async"]
+#                         [--runs 1] [--out DIR]
 #
-# btrfs is mounted with `discard=sync` or `nodiscard` (its default on a device that can discard
-# is `discard=async`). Output: results.tsv (one line per run) and the probe logs.
+# Modes: `nodiscard`, `discard` (btrfs: `discard=sync`) and, on btrfs only, `async`
+# (`discard=async`, btrfs's own default on a device that can discard: its worker sends them
+# rate-limited). Runs rotate the order of the two methods. Output: results.tsv (one line per
+# run) and the probe logs.
 # Safety: everything lives in a marked mktemp scratch directory (lib.sh's guard); the loop
 # images and mounts are the script's own and are undone in an EXIT/INT/TERM trap.
 
@@ -20,15 +23,16 @@ shopt -s inherit_errexit 2>/dev/null || true
 # shellcheck source=bench/lib.sh
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
-SIZE=4G FSS="ext4 xfs btrfs" RUNS=1 OUT="" SCRATCH_BASE=${RECLAIM_BENCH_SCRATCH:-/var/tmp}
+SIZE=4G FSS="ext4 xfs btrfs" MODES="nodiscard discard async" RUNS=1 OUT="" SCRATCH_BASE=${RECLAIM_BENCH_SCRATCH:-/var/tmp}
 need_arg() { [[ $# -ge 2 && -n $2 ]] || { echo "discard.sh: $1 needs a value" >&2; exit 2; }; }
 while [[ $# -gt 0 ]]; do
     case $1 in
         --size) need_arg "$@"; SIZE=$2; shift ;;
         --fs) need_arg "$@"; FSS=$2; shift ;;
+        --modes) need_arg "$@"; MODES=$2; shift ;;
         --runs) need_arg "$@"; RUNS=$2; shift ;;
         --out) need_arg "$@"; OUT=$2; shift ;;
-        -h|--help) sed -n '2,16p' "$0"; exit 0 ;;
+        -h|--help) sed -n '2,20p' "$0"; exit 0 ;;
         *) echo "discard.sh: unknown option $1" >&2; exit 2 ;;
     esac
     shift
@@ -87,8 +91,11 @@ RESULTS=$OUT/results.tsv
 echo -e "run\tfs\tmount\tmethod\tseconds\tidle_p50_ms\tidle_p99_ms\tduring_p50_ms\tduring_p99_ms\tduring_max_ms\tprobe_writes\tafter_p99_ms\tafter_max_ms" >"$RESULTS"
 for run in $(seq 1 "$RUNS"); do
     for fs in $FSS; do
-        for opt in nodiscard discard; do
-            for m in rm reclaim; do
+        for opt in $MODES; do
+            [[ $opt == async && $fs != btrfs ]] && continue
+            methods="rm reclaim"
+            (( run % 2 == 0 )) && methods="reclaim rm"
+            for m in $methods; do
                 img=$SCRATCH/$fs.img mnt=$SCRATCH/mnt
                 guard "$img"
                 truncate -s 12G "$img"
@@ -99,6 +106,7 @@ for run in $(seq 1 "$RUNS"); do
                 esac
                 o=$opt
                 [[ $fs == btrfs && $opt == discard ]] && o=discard=sync
+                [[ $opt == async ]] && o=discard=async
                 dev=$(losetup -f --show "$img"); LOOPS+=("$dev")
                 mkdir -p "$mnt"; mount -o "$o" "$dev" "$mnt"; MOUNTED+=("$mnt")
                 cp "$SCRATCH/data" "$mnt/big"
@@ -109,7 +117,7 @@ for run in $(seq 1 "$RUNS"); do
                 t0=$(date +%s.%N)
                 case $m in
                     rm) rm -f -- "$mnt/big" ;;
-                    reclaim) "$RECLAIM" rm -- "$mnt/big" >>"$OUT/logs/reclaim.log" 2>&1 ;;
+                    reclaim) "$RECLAIM" rm -v -- "$mnt/big" >>"$OUT/logs/reclaim.log" 2>&1 ;;
                 esac
                 sync
                 t1=$(date +%s.%N)

@@ -17,9 +17,23 @@ pub struct Mount {
     pub fstype: String,
     /// What is mounted (`/dev/loop3`, `tmpfs`, `server:/export`), as the table says.
     pub source: PathBuf,
+    /// The file system's own options (`rw,discard,errors=remount-ro`): the last field.
+    pub options: String,
 }
 
 impl Mount {
+    /// Whether the file system discards blocks as it frees them (online discard: `discard` on
+    /// ext4 and xfs, `discard` = `discard=sync` on btrfs): each freed byte then costs the
+    /// device a discard, sent with the commit that freed it, so freeing costs by bytes, not by
+    /// metadata alone (bench/RESULTS.md: 2 GiB stalled a neighbour's fdatasync 0.1-0.5 s).
+    /// btrfs's `discard=async` (its default on SSDs) hands them to its own rate-limited worker
+    /// instead; `nodiscard` and the absence of the option mean none.
+    pub fn online_discard(&self) -> bool {
+        self.options
+            .split(',')
+            .any(|o| o == "discard" || o == "discard=sync")
+    }
+
     /// A file system where a trash may live: anything but the kernel's pseudo file systems
     /// (and automount points, which a look would trigger).
     pub fn may_hold_trash(&self) -> bool {
@@ -123,6 +137,8 @@ fn parse(text: &[u8]) -> Vec<Mount> {
                 point: unescape(f.get(4)?).into(),
                 fstype: String::from_utf8_lossy(f.get(dash + 1)?).into_owned(),
                 source: unescape(f.get(dash + 2)?).into(),
+                options: String::from_utf8_lossy(f.get(dash + 3).copied().unwrap_or_default())
+                    .into_owned(),
             })
         })
         .collect()
@@ -175,6 +191,20 @@ mod tests {
         assert_eq!(m[1].source, PathBuf::from("/dev/loop0"));
         assert!(m[1].is_local());
         assert!(!m[2].is_local());
+        assert_eq!(m[1].options, "rw,attr2");
+    }
+
+    #[test]
+    fn online_discard_is_read_from_the_file_systems_options() {
+        let t = b"1 0 8:1 / /a rw - ext4 /dev/sda1 rw,discard,errors=remount-ro\n\
+                  2 0 8:2 / /b rw - ext4 /dev/sda2 rw,nodiscard\n\
+                  3 0 8:3 / /c rw - btrfs /dev/sda3 rw,ssd,discard=async,space_cache=v2\n\
+                  4 0 8:4 / /d rw - btrfs /dev/sda4 rw,ssd,discard,space_cache=v2\n\
+                  5 0 8:5 / /e rw - xfs /dev/sda5 rw,attr2,discard,inode64\n\
+                  6 0 8:6 / /f rw - xfs /dev/sda6 rw,attr2\n\
+                  7 0 8:7 / /g rw - ext4 /dev/sda7\n";
+        let got: Vec<bool> = parse(t).iter().map(Mount::online_discard).collect();
+        assert_eq!(got, [true, false, false, true, true, false, false]);
     }
 
     #[test]

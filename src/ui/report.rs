@@ -121,6 +121,9 @@ pub fn gentle(g: &Gentle) -> String {
         return s;
     }
     s.push_str(&format!(", {} steps", o.steps));
+    if o.online_discard {
+        s.push_str(" (online discard: priced by bytes)");
+    }
     if let Some(p) = &o.pace {
         s.push_str("; ");
         s.push_str(&pace(p));

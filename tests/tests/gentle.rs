@@ -366,6 +366,7 @@ fn cheap_file_is_unlinked_without_steps() {
     let e = one_gentle(&out.stdout, "vol/big", &big);
     assert_eq!(steps(&e), 0, "{e}");
     assert!(e.get("unlinked_whole").is_none(), "{e}");
+    assert!(e.get("online_discard").is_none(), "{e}");
     assert!(!s.exists("vol/big"));
     assert_same("vol", &before, &vol_snapshot(&s));
     // And nothing is said about it on stderr without --json.
@@ -373,6 +374,31 @@ fn cheap_file_is_unlinked_without_steps() {
     let out = rm(&s, &["vol/big2"]);
     util::assert_success(&out);
     assert_eq!(util::stderr_of(&out), "");
+    assert_same("vol", &before, &vol_snapshot(&s));
+}
+
+#[test]
+fn online_discard_makes_a_contiguous_file_worth_pacing() {
+    // Mounted with `discard`, freeing costs the device by bytes: the same kind of contiguous
+    // file that is cheap above (a few extents) is shrunk in byte-bounded steps here, and the
+    // report says why.
+    let s = scratch!();
+    let _vol = util::or_skip!(Volume::ext4_discard(&s, "vol", 8 << 30, 4096));
+    let before = vol_snapshot(&s);
+    let big = fallocated(&s, "vol/big", 256 * MIB, 6);
+    let out = rm(&s, &["--json", "vol/big"]);
+    util::assert_success(&out);
+    let e = one_gentle(&out.stdout, "vol/big", &big);
+    assert!(steps(&e) >= 2, "{e}");
+    assert_eq!(e["online_discard"], Value::Bool(true), "{e}");
+    assert!(!s.exists("vol/big"));
+    assert_same("vol", &before, &vol_snapshot(&s));
+    // Said in the summary line too.
+    fallocated(&s, "vol/big2", 256 * MIB, 7);
+    let out = rm(&s, &["-v", "vol/big2"]);
+    util::assert_success(&out);
+    let err = util::stderr_of(&out);
+    assert!(err.contains("online discard"), "{err}");
     assert_same("vol", &before, &vol_snapshot(&s));
 }
 

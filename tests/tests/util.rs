@@ -647,13 +647,24 @@ impl Volume {
     /// A fresh journaled ext4 image of `size` bytes (sparse) with `inodes` inodes of 256 bytes,
     /// loop-mounted on `root/rel`: a file system whose history is the test's alone.
     pub fn ext4(scratch: &Scratch, rel: &str, size: u64, inodes: u64) -> Result<Volume, String> {
-        Volume::image(scratch, rel, "mkfs.ext4", size, inodes)
+        Volume::image(scratch, rel, "mkfs.ext4", size, inodes, "")
+    }
+
+    /// As `ext4`, mounted with online discard (`-o discard`): freed blocks are discarded as
+    /// they are freed (a loop device punches holes in its image).
+    pub fn ext4_discard(
+        scratch: &Scratch,
+        rel: &str,
+        size: u64,
+        inodes: u64,
+    ) -> Result<Volume, String> {
+        Volume::image(scratch, rel, "mkfs.ext4", size, inodes, "discard")
     }
 
     /// As `ext4`, but ext3: block-mapped files, which cost one indirect block per 4 MiB to
     /// free. Keep `size` and `inodes` small: mkfs.ext3 writes its inode tables in full.
     pub fn ext3(scratch: &Scratch, rel: &str, size: u64, inodes: u64) -> Result<Volume, String> {
-        Volume::image(scratch, rel, "mkfs.ext3", size, inodes)
+        Volume::image(scratch, rel, "mkfs.ext3", size, inodes, "")
     }
 
     /// A fresh btrfs image of `size` bytes (sparse; at least 128 MiB), loop-mounted on
@@ -708,7 +719,7 @@ impl Volume {
     /// A fresh xfs image of `size` bytes (sparse; at least 300 MiB, xfs's minimum),
     /// loop-mounted on `root/rel`: reflinks share extents (`cp --reflink`).
     pub fn xfs(scratch: &Scratch, rel: &str, size: u64) -> Result<Volume, String> {
-        Volume::image_with(scratch, rel, "mkfs.xfs", &["-q", "-f"], size)
+        Volume::image_with(scratch, rel, "mkfs.xfs", &["-q", "-f"], size, "")
     }
 
     fn image(
@@ -717,6 +728,7 @@ impl Volume {
         mkfs: &str,
         size: u64,
         inodes: u64,
+        options: &str,
     ) -> Result<Volume, String> {
         let inodes = inodes.to_string();
         Volume::image_with(
@@ -725,16 +737,19 @@ impl Volume {
             mkfs,
             &["-q", "-F", "-I", "256", "-N", &inodes],
             size,
+            options,
         )
     }
 
-    /// An image of `size` bytes made by `mkfs ARGS IMAGE`, loop-mounted on `root/rel`.
+    /// An image of `size` bytes made by `mkfs ARGS IMAGE`, loop-mounted on `root/rel` with
+    /// mount `options` besides `loop` ("" for none).
     fn image_with(
         scratch: &Scratch,
         rel: &str,
         mkfs: &str,
         mkfs_args: &[&str],
         size: u64,
+        options: &str,
     ) -> Result<Volume, String> {
         need_root()?;
         let dir = tempfile::Builder::new()
@@ -749,7 +764,12 @@ impl Volume {
             &format!("run {mkfs}"),
             std::process::Command::new(mkfs).args(mkfs_args).arg(&image),
         )?;
-        let args = [OsString::from("-o"), OsString::from("loop"), image.into()];
+        let options = if options.is_empty() {
+            "loop".to_string()
+        } else {
+            format!("loop,{options}")
+        };
+        let args = [OsString::from("-o"), OsString::from(options), image.into()];
         Volume::mount(scratch, rel, "loop-mount an image", &args, Some(dir))
     }
 

@@ -1,7 +1,9 @@
 //! Where a file's bytes are on disk (FIEMAP) and what freeing a range of them costs the file
 //! system, in "metadata units": roughly one metadata block to read or rewrite. Freeing is cheap
 //! or dear by layout, not by bytes: a contiguous 16 GB file on ext4 frees a few bitmap blocks,
-//! the same file block-mapped on ext3 must read 4,096 indirect blocks first. Reads only.
+//! the same file block-mapped on ext3 must read 4,096 indirect blocks first. On a file system
+//! mounted with online discard, every freed byte also costs the device a discard: there the
+//! cost grows with the bytes too, and long extents are cut in byte-bounded pieces. Reads only.
 
 use std::os::fd::{AsFd, AsRawFd};
 
@@ -35,11 +37,19 @@ const INDIRECT_SPAN: u64 = 4 << 20;
 /// covers 128 MiB; used as the same locality unit elsewhere).
 const REGION: u64 = 128 << 20;
 
-/// A file's extents, ascending by logical offset, and its mapping kind.
+/// Bytes of online discard that cost one metadata unit. Discarding 2 GiB stalled a
+/// neighbour's fdatasync 110-140 ms on ext4 and 400-520 ms on xfs and btrfs (bench/RESULTS.md,
+/// 2026-11-26): 1-4 ms per 16 MiB, about one random metadata read or write on the same disk.
+/// Also the size of the pieces a long extent is cut in where discards cost.
+pub const DISCARD_SPAN: u64 = 16 << 20;
+
+/// A file's extents, ascending by logical offset, its mapping kind, and whether freeing its
+/// blocks sends discards to the device (`Mount::online_discard`; set by the caller).
 #[derive(Clone, Debug)]
 pub struct Layout {
     pub extents: Vec<Extent>,
     pub mapping: Mapping,
+    pub discard: bool,
 }
 
 impl Layout {
@@ -63,7 +73,11 @@ impl Layout {
             }
             _ => fiemap(&fd)?,
         };
-        Ok(Layout { extents, mapping })
+        Ok(Layout {
+            extents,
+            mapping,
+            discard: false,
+        })
     }
 
     /// Bytes of extents shared with other files or snapshots (not freed by removing this one).
@@ -77,22 +91,23 @@ impl Layout {
 
     /// Cost of freeing everything below `end`.
     pub fn cost_below(&self, end: u64) -> f64 {
-        let mut c = Cutter::new(self.mapping);
+        let mut c = Cutter::new(self);
         for e in self.extents.iter().rev() {
             if e.logical >= end {
                 continue;
             }
             let len = e.len.min(end - e.logical);
-            c.add(e.physical, len);
+            c.add(e.physical, len, e.shared);
         }
         c.cost
     }
 
     /// The offset to truncate to so that freeing `[cut, end)` costs about `budget` units (at
     /// least one piece, so every step makes progress). Cuts fall on extent boundaries, or on
-    /// indirect-block spans inside long extents of block-mapped files.
+    /// indirect-block spans inside long extents of block-mapped files, or on `DISCARD_SPAN`s
+    /// inside long extents where freeing them discards.
     pub fn cut(&self, end: u64, budget: f64) -> u64 {
-        let mut c = Cutter::new(self.mapping);
+        let mut c = Cutter::new(self);
         for e in self.extents.iter().rev() {
             if e.logical >= end {
                 continue;
@@ -106,11 +121,16 @@ impl Layout {
                         let s = (piece_end - 1) / INDIRECT_SPAN * INDIRECT_SPAN;
                         s.max(e.logical)
                     }
+                    // Split at discard spans: the discard is the cost.
+                    _ if self.discard && !e.shared => {
+                        let s = (piece_end - 1) / DISCARD_SPAN * DISCARD_SPAN;
+                        s.max(e.logical)
+                    }
                     _ => e.logical,
                 };
                 let phys = e.physical + (piece_start - e.logical);
                 let before = c.cost;
-                c.add(phys, piece_end - piece_start);
+                c.add(phys, piece_end - piece_start, e.shared);
                 if c.cost > budget && before > 0.0 {
                     return piece_end;
                 }
@@ -124,25 +144,32 @@ impl Layout {
 /// Accumulates the cost of the pieces freed by one step.
 struct Cutter {
     mapping: Mapping,
+    discard: bool,
     cost: f64,
     regions: std::collections::HashSet<u64>,
 }
 
 impl Cutter {
-    fn new(mapping: Mapping) -> Self {
+    fn new(layout: &Layout) -> Self {
         Cutter {
-            mapping,
+            mapping: layout.mapping,
+            discard: layout.discard,
             cost: 0.0,
             regions: Default::default(),
         }
     }
 
-    fn add(&mut self, physical: u64, len: u64) {
+    /// A piece of `len` bytes at `physical`; `shared` pieces stay allocated for their other
+    /// owners (nothing is discarded).
+    fn add(&mut self, physical: u64, len: u64, shared: bool) {
         self.cost += match self.mapping {
             Mapping::Blocks => len as f64 / INDIRECT_SPAN as f64,
             Mapping::Ext4Extents => 1.0 / 340.0,
             Mapping::Extents => 1.0 / 16.0,
         };
+        if self.discard && !shared {
+            self.cost += len as f64 / DISCARD_SPAN as f64;
+        }
         let first = physical / REGION;
         let last = (physical + len.max(1) - 1) / REGION;
         for r in first..=last {
@@ -274,6 +301,7 @@ mod tests {
                 shared: false,
             }],
             mapping,
+            discard: false,
         }
     }
 
@@ -289,6 +317,7 @@ mod tests {
                 })
                 .collect(),
             mapping,
+            discard: false,
         }
     }
 
@@ -339,6 +368,47 @@ mod tests {
         assert_eq!(cut, 0);
         let cut = l.cut(50 * MIB + 512 * 1024, 0.01);
         assert_eq!(cut, 50 * MIB);
+    }
+
+    #[test]
+    fn online_discard_prices_by_bytes_and_cuts_long_extents() {
+        // A contiguous 2 GiB file: one unit per 128 MiB region without discard, cut only at
+        // extent boundaries; 128 more with it, freed in pieces of whole discard spans.
+        let mut l = contiguous(2 << 30, Mapping::Ext4Extents);
+        let plain = l.cost_below(2 << 30);
+        assert!((16.0..18.0).contains(&plain), "{plain}");
+        assert_eq!(l.cut(2 << 30, 10.0), 0, "one piece without discard");
+        l.discard = true;
+        let total = l.cost_below(2 << 30);
+        assert!((plain + 128.0..plain + 129.0).contains(&total), "{total}");
+        let cut = l.cut(2 << 30, 10.0);
+        assert!(cut > 0 && cut % DISCARD_SPAN == 0, "{cut}");
+        let freed = (2u64 << 30) - cut;
+        assert!(freed <= 10 * DISCARD_SPAN, "{freed}");
+        // Every step progresses, and the steps reach zero.
+        let mut end = 2u64 << 30;
+        let mut steps = 0;
+        while end > 0 {
+            let next = l.cut(end, 8.0);
+            assert!(next < end);
+            end = next;
+            steps += 1;
+        }
+        assert!((16..=40).contains(&steps), "{steps} steps");
+        // xfs/btrfs-style extents too.
+        let mut x = contiguous(1 << 30, Mapping::Extents);
+        x.discard = true;
+        assert!(x.cost_below(1 << 30) >= 64.0);
+        assert!(x.cut(1 << 30, 4.0) > 0);
+    }
+
+    #[test]
+    fn shared_extents_cost_no_discard() {
+        let mut l = contiguous(256 << 20, Mapping::Extents);
+        l.extents[0].shared = true;
+        l.discard = true;
+        assert!(l.cost_below(256 << 20) < 4.0);
+        assert_eq!(l.cut(256 << 20, 2.0), 0, "a shared extent is one piece");
     }
 
     #[test]

@@ -81,6 +81,10 @@ pub struct Outcome {
     /// A removal interrupted earlier, finished now.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub resumed: bool,
+    /// The file system discards what it frees (mounted with online discard): freeing was
+    /// priced by bytes as well as by layout (`layout::DISCARD_SPAN`).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub online_discard: bool,
     /// Stopped by a signal before the end: what is left and where.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub left: Option<Left>,
@@ -193,6 +197,7 @@ pub fn remove_file(
     // Cheap to free (a few extents) or no pacing asked for: plain unlink, no hide, no fsync.
     let plan = Plan::read(&fd)?;
     out.shared_bytes = plan.layout.shared_bytes().min(out.allocated);
+    out.online_discard = plan.layout.discard;
     // What is shared stays allocated for its other owners: shrinking would pace work that
     // frees nothing. Below the size worth pacing, it goes whole.
     if out.shared_bytes > 0 && out.freed() < GENTLE_MIN_BYTES {
@@ -411,16 +416,26 @@ struct Plan {
 impl Plan {
     fn read(fd: &OwnedFd) -> Result<Plan, Reason> {
         let size = rustix::fs::fstat(fd).map_err(Reason::Os)?.st_size as u64;
-        let layout = Layout::read(fd).unwrap_or_else(|_| Layout {
-            // No FIEMAP (tmpfs, FUSE): price it by bytes, one unit per 4 MiB.
-            extents: vec![Extent {
-                logical: 0,
-                physical: 0,
-                len: size,
-                shared: false,
-            }],
-            mapping: Mapping::Blocks,
-        });
+        let layout = Layout::read(fd)
+            .map(|mut l| {
+                // Only a file system with FIEMAP is on a device that could discard.
+                l.discard = dirfd::fstat(fd)
+                    .ok()
+                    .and_then(|f| crate::sys::mounts::by_id(f.mnt_id))
+                    .is_some_and(|m| m.online_discard());
+                l
+            })
+            .unwrap_or_else(|_| Layout {
+                // No FIEMAP (tmpfs, FUSE): price it by bytes, one unit per 4 MiB.
+                extents: vec![Extent {
+                    logical: 0,
+                    physical: 0,
+                    len: size,
+                    shared: false,
+                }],
+                mapping: Mapping::Blocks,
+                discard: false,
+            });
         // Blocks preallocated past the end of file (fallocate --keep-size) cost too; the
         // first step that cuts below the end frees them.
         let alloc_end = layout
@@ -487,7 +502,9 @@ fn shrink(
         // Commit what was freed at most every SYNC_EVERY: often enough that no journal
         // commit carries much of our work, without a commit of our own per small step (on
         // an HDD each commit costs a few random writes, more than a small step itself).
-        if last_sync.elapsed() >= SYNC_EVERY {
+        // With online discard, every step: the discards go out with the commit that freed
+        // the blocks, so a commit that carried several steps would discard them at once.
+        if layout.discard || last_sync.elapsed() >= SYNC_EVERY {
             fdatasync(fd).map_err(Reason::Os)?;
             last_sync = std::time::Instant::now();
         }
