@@ -8,7 +8,8 @@
 #   age:   a tree of M files (leaf directories of 100), a third 60 days old, the rest 1 day:
 #          reclaim rm -r --older-than 30d | find -type f -mtime +30 -delete
 #   from:  the same tree, a list of L of its files (NUL-separated, absolute paths):
-#          reclaim rm --from LIST -0 | xargs -0 -P2 rm < LIST
+#          reclaim rm --from LIST -0 | xargs -0 -P2 rm < LIST | the unlink floor of the list
+#          (examples/unlink_paths: each parent opened once, its names unlinked, nothing else)
 #   net:   the age purge on the netfs emulator (bench/slowdisk, --rtt): reclaim vs find -delete
 #          (and reclaim rm --from, the list of the old third)
 #   mpi:   the age purge of a --mpi-files tree under `mpirun -np N` (--ranks), each rank its own
@@ -61,10 +62,11 @@ mkdir -p "$OUT/logs"
 T0=$(date +%s) PROGRESS_LOG=$OUT/progress.log
 RECLAIM=$TARGET_DIR/release/reclaim
 FLOORN=$TARGET_DIR/release/examples/unlink_names
+FLOORP=$TARGET_DIR/release/examples/unlink_paths
 NETFS=$REPO/bench/slowdisk/target/release/netfs
 if [[ $NO_BUILD == 0 ]]; then
-    log "building reclaim (release), unlink_names and netfs"
-    (cd "$REPO" && cargo build --release --features mpi --bins --example unlink_names) >>"$OUT/logs/build.log" 2>&1 ||
+    log "building reclaim (release), unlink_names, unlink_paths and netfs"
+    (cd "$REPO" && cargo build --release --features mpi --bins --example unlink_names --example unlink_paths) >>"$OUT/logs/build.log" 2>&1 ||
         die "build failed (see $OUT/logs/build.log)"
     (cd "$REPO/bench/slowdisk" && cargo build --release --bin netfs) >>"$OUT/logs/build.log" 2>&1 ||
         die "netfs build failed"
@@ -186,13 +188,14 @@ for fs in $FSS; do
             done
         fi
         if [[ " $SECTIONS " == *" from "* ]]; then
-            for m in $(rotate "$run" reclaim-from xargs-P2); do
+            for m in $(rotate "$run" reclaim-from xargs-P2 from-floor); do
                 d=$mnt/tree; guard "$d"
                 python3 "$SCRATCH/mk.py" tree "$d" "$TREE" "$SCRATCH/list" "$FROM"
                 listed=$(tr -cd '\0' <"$SCRATCH/list" | wc -c)
                 case $m in
                     reclaim-from) timed from "$fs" "$run" "$m" "$d" $((TREE - listed)) "$RECLAIM" rm --from "$SCRATCH/list" -0 ;;
                     xargs-P2) timed from "$fs" "$run" "$m" "$d" $((TREE - listed)) sh -c 'xargs -0 -P2 -n 1000 rm -f <"$1"' sh "$SCRATCH/list" ;;
+                    from-floor) timed from "$fs" "$run" "$m" "$d" $((TREE - listed)) "$FLOORP" --threads "$NPROC" "$SCRATCH/list" ;;
                 esac
             done
         fi
