@@ -76,6 +76,8 @@ const SNAP_DESTROY: Opcode = opcode::write::<VolArgs>(MAGIC, 15);
 const SNAP_DESTROY_V2: Opcode = opcode::write::<VolArgsV2>(MAGIC, 63);
 const SUBVOL_SYNC_WAIT: Opcode = opcode::write::<SubvolWait>(MAGIC, 65);
 const SYNC: Opcode = opcode::none(MAGIC, 8);
+const WAIT_SYNC: Opcode = opcode::write::<u64>(MAGIC, 22);
+const START_SYNC: Opcode = opcode::read::<u64>(MAGIC, 24);
 const SYNC_WAIT_FOR_ONE: u32 = 0;
 const SYNC_WAIT_FOR_QUEUED: u32 = 1;
 const SYNC_COUNT: u32 = 2;
@@ -204,6 +206,17 @@ pub fn destroy(parent: &OwnedFd, name: &CStr, id: u64) -> Result<Destroyed, Errn
 pub fn poke_cleaner(fd: impl AsFd) -> Result<(), Errno> {
     // SAFETY: BTRFS_IOC_SYNC takes no argument.
     unsafe { ioctl(fd, rustix::ioctl::NoArg::<SYNC>::new()) }
+}
+
+/// Commits the running transaction and waits for it (`BTRFS_IOC_START_SYNC`, then
+/// `BTRFS_IOC_WAIT_SYNC` on its id): what a transaction freed is discarded in its commit under
+/// `discard=sync`, which `fdatasync` (the log tree) does not reach. Unlike `syncfs` it writes
+/// nobody's dirty data; no capability needed.
+pub fn commit(fd: impl AsFd) -> Result<(), Errno> {
+    let fd = fd.as_fd();
+    let mut transid = 0u64;
+    call::<START_SYNC, _>(fd, &mut transid)?;
+    call::<WAIT_SYNC, _>(fd, &mut transid)
 }
 
 /// Deleted subvolumes whose blocks the cleaner has not freed yet, on the btrfs of `fd`

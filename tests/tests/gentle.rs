@@ -403,6 +403,27 @@ fn online_discard_makes_a_contiguous_file_worth_pacing() {
 }
 
 #[test]
+fn btrfs_discard_sync_is_paced_and_async_is_left_to_btrfs() {
+    // discard=sync discards in the transaction's commit: priced by bytes and committed per
+    // step. discard=async is btrfs's own rate-limited worker: not reclaim's to pace.
+    for (options, paced) in [("discard=sync", true), ("discard=async", false)] {
+        let s = scratch!();
+        let _vol = util::or_skip!(Volume::btrfs(&s, "vol", 2 << 30, options));
+        let before = vol_snapshot(&s);
+        let big = written(&s, "vol/big", 256 * MIB, 8);
+        let out = rm(&s, &["--json", "vol/big"]);
+        util::assert_success(&out);
+        let e = one_gentle(&out.stdout, "vol/big", &big);
+        assert_eq!(e.get("online_discard").is_some(), paced, "{options}: {e}");
+        if paced {
+            assert!(steps(&e) >= 2, "{options}: {e}");
+        }
+        assert!(!s.exists("vol/big"));
+        assert_same("vol", &before, &vol_snapshot(&s));
+    }
+}
+
+#[test]
 fn fast_unlinks_at_once() {
     let s = scratch!();
     let _vol = util::or_skip!(ext4_vol(&s));
