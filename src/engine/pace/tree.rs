@@ -15,7 +15,7 @@ use std::time::{Duration, Instant};
 
 use super::controller::{Config, Controller, Verdict, Window};
 use super::pacer::{baseline_until, percentile, sorted, LatencyStats, PaceReport, Pacing};
-use super::probe::{Budget, Probe, Spacing};
+use super::probe::{Budget, Probe, Sample, Spacing};
 use super::throttle::Throttle;
 use crate::engine::walk::Gate;
 
@@ -142,6 +142,34 @@ fn give_back(knobs: &Knobs<'_>, achieved: f64, max_workers: usize, good_streak: 
     }
 }
 
+/// The probe writes of a window that were issued after `changed` (the last back-off), and the
+/// age of the one in flight counted from then at most (one still stuck a window after a
+/// back-off is evidence against the new count too): a smaller worker count is judged only by
+/// what waited behind it. Writes that queued behind the workers before it (done after it) made one
+/// back-off look like three: on the emulated NFS, 64 workers on a client of 16 slots were
+/// halved to 32, then to 16 and 8 by writes issued under 64, and the tree took 1.7x as long
+/// as at a pinned 32 (bench/RESULTS.md).
+fn issued_since(
+    samples: Vec<Sample>,
+    in_flight: Option<Duration>,
+    changed: Option<Instant>,
+    now: Instant,
+) -> (Vec<Sample>, Option<Duration>) {
+    let Some(changed) = changed else {
+        return (samples, in_flight);
+    };
+    let samples = samples
+        .into_iter()
+        .filter(|s| {
+            s.done
+                .checked_sub(s.latency)
+                .is_some_and(|at| at >= changed)
+        })
+        .collect();
+    let in_flight = in_flight.map(|age| age.min(now.saturating_duration_since(changed)));
+    (samples, in_flight)
+}
+
 /// The judge of the governor's windows: one worker more or fewer at a time, no pauses.
 fn controller(target: Duration, budgeted: bool) -> Controller {
     Controller::new(Config {
@@ -216,12 +244,14 @@ pub fn run(
     let mut good_streak = 0u32;
     let mut start = Instant::now();
     let mut last_ops = ops();
+    let mut backed_off: Option<Instant> = None;
     while !done.load(Ordering::Relaxed) {
         std::thread::sleep(Duration::from_millis(10));
         if start.elapsed() < WINDOW {
             continue;
         }
         let (samples, in_flight) = probe.since(start);
+        let (samples, in_flight) = issued_since(samples, in_flight, backed_off, Instant::now());
         if budgeted && too_thin(samples.len(), in_flight, target, start) {
             continue;
         }
@@ -241,6 +271,7 @@ pub fn run(
                 report.backoffs += 1;
                 good_streak = 0;
                 back_off(knobs, achieved, &mut report);
+                backed_off = Some(Instant::now());
             }
             Verdict::Good => give_back(knobs, achieved, max_workers, &mut good_streak),
             Verdict::Unknown => {}
@@ -260,6 +291,41 @@ mod tests {
 
     fn ms(v: &[u64]) -> Vec<Duration> {
         v.iter().map(|&m| Duration::from_millis(m)).collect()
+    }
+
+    #[test]
+    fn after_a_back_off_only_writes_issued_under_it_judge() {
+        let t0 = Instant::now();
+        let at = |ms: u64| t0 + Duration::from_millis(ms);
+        let sample = |issued: u64, took: u64| Sample {
+            done: at(issued + took),
+            latency: Duration::from_millis(took),
+        };
+        // Backed off at 100 ms: a write issued at 90 and done at 130 is the old count's.
+        let samples = vec![sample(90, 40), sample(110, 5), sample(120, 30)];
+        let (kept, in_flight) = issued_since(
+            samples.clone(),
+            Some(Duration::from_millis(60)),
+            Some(at(100)),
+            at(150),
+        );
+        assert_eq!(kept.len(), 2);
+        assert!(kept.iter().all(|s| s.done - s.latency >= at(100)));
+        assert_eq!(
+            in_flight,
+            Some(Duration::from_millis(50)),
+            "in flight since 90: counted from the back-off"
+        );
+        let (_, in_flight) = issued_since(
+            Vec::new(),
+            Some(Duration::from_millis(20)),
+            Some(at(100)),
+            at(150),
+        );
+        assert_eq!(in_flight, Some(Duration::from_millis(20)));
+        // No back-off yet: everything counts.
+        let (kept, _) = issued_since(samples, None, None, at(150));
+        assert_eq!(kept.len(), 3);
     }
 
     #[test]
