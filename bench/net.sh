@@ -117,6 +117,14 @@ stop_netfs() {
     if [[ -n $NETFS_PID ]]; then
         kill -CONT "$NETFS_PID" 2>/dev/null || true
         kill -TERM "$NETFS_PID" 2>/dev/null || true
+        # netfs keeps a busy mount (a stopped run's client still in it) and serves on: after
+        # 5 s, detach the mount and kill it, or the script would wait here forever.
+        local i
+        for i in $(seq 1 50); do kill -0 "$NETFS_PID" 2>/dev/null || break; sleep 0.1; done
+        if kill -0 "$NETFS_PID" 2>/dev/null; then
+            umount -l "$SCRATCH/mnt" 2>/dev/null || true
+            kill -KILL "$NETFS_PID" 2>/dev/null || true
+        fi
         wait "$NETFS_PID" 2>/dev/null || true
         NETFS_PID=""
     fi
