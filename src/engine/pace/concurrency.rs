@@ -5,13 +5,13 @@
 //! doubling brings at least a quarter more throughput (slow start), stays where a doubling
 //! brought less than that but at least a tenth (what a steady trial would keep), steps back to
 //! the last level that paid when one brought less (the knee: more workers only queue, the
-//! round trip grows instead of the throughput), then about once a second tries a quarter more or a quarter
-//! fewer in turn (fewer whenever the round trip has grown well past the lowest seen: the
-//! requests queue), keeping more only if it brings a tenth more, fewer only if it loses
-//! nothing. While too little work is queued to keep the workers busy it judges
-//! nothing. The latency governor
-//! (`tree.rs`) may cap the gate lower; while it does, this holds. It also sizes the pieces of
-//! a streamed listing from the measured round trip (`walk::Streaming`).
+//! round trip grows instead of the throughput), then about once a second tries a quarter more
+//! or a quarter fewer in turn (fewer whenever the round trip has grown well past the lowest
+//! seen: the requests queue), keeping more only if it brings a tenth more, fewer only if it
+//! loses nothing. While too little work is queued to keep the workers busy it judges
+//! nothing. The latency governor (`tree.rs`) may cap the gate lower; while it does, this
+//! holds. It also sizes the pieces of a streamed listing from the measured round trip
+//! (`walk::Streaming`).
 //!
 //! It owns the gate's limit and its report; it never touches a file and never prints.
 

@@ -145,8 +145,8 @@ fn give_back(knobs: &Knobs<'_>, achieved: f64, max_workers: usize, good_streak: 
 /// The probe writes of a window that were issued after `changed` (the last back-off), and the
 /// age of the one in flight counted from then at most (one still stuck a window after a
 /// back-off is evidence against the new count too): a smaller worker count is judged only by
-/// what waited behind it. Writes that queued behind the workers before it (done after it) made one
-/// back-off look like three: on the emulated NFS, 64 workers on a client of 16 slots were
+/// what waited behind it. Writes that queued behind the workers before it (done after it) made
+/// one back-off look like three: on the emulated NFS, 64 workers on a client of 16 slots were
 /// halved to 32, then to 16 and 8 by writes issued under 64, and the tree took 1.7x as long
 /// as at a pinned 32 (bench/RESULTS.md).
 fn issued_since(

@@ -44,7 +44,7 @@ const REGION: u64 = 128 << 20;
 pub const DISCARD_SPAN: u64 = 16 << 20;
 
 /// A file's extents, ascending by logical offset, its mapping kind, and whether freeing its
-/// blocks sends discards to the device (`Mount::online_discard`; set by the caller).
+/// blocks sends discards to the device (its mount's `Mount::online_discard`).
 #[derive(Clone, Debug)]
 pub struct Layout {
     pub extents: Vec<Extent>,
@@ -76,7 +76,7 @@ impl Layout {
         Ok(Layout {
             extents,
             mapping,
-            discard: false,
+            discard: online_discard(&fd),
         })
     }
 
@@ -139,6 +139,14 @@ impl Layout {
         }
         0
     }
+}
+
+/// Whether the file system holding `fd` is mounted with online discard.
+fn online_discard(fd: &impl AsFd) -> bool {
+    crate::sys::dirfd::fstat(fd)
+        .ok()
+        .and_then(|f| crate::sys::mounts::by_id(f.mnt_id))
+        .is_some_and(|m| m.online_discard())
 }
 
 /// Accumulates the cost of the pieces freed by one step.

@@ -421,26 +421,18 @@ struct Plan {
 impl Plan {
     fn read(fd: &OwnedFd) -> Result<Plan, Reason> {
         let size = rustix::fs::fstat(fd).map_err(Reason::Os)?.st_size as u64;
-        let layout = Layout::read(fd)
-            .map(|mut l| {
-                // Only a file system with FIEMAP is on a device that could discard.
-                l.discard = dirfd::fstat(fd)
-                    .ok()
-                    .and_then(|f| crate::sys::mounts::by_id(f.mnt_id))
-                    .is_some_and(|m| m.online_discard());
-                l
-            })
-            .unwrap_or_else(|_| Layout {
-                // No FIEMAP (tmpfs, FUSE): price it by bytes, one unit per 4 MiB.
-                extents: vec![Extent {
-                    logical: 0,
-                    physical: 0,
-                    len: size,
-                    shared: false,
-                }],
-                mapping: Mapping::Blocks,
-                discard: false,
-            });
+        let layout = Layout::read(fd).unwrap_or_else(|_| Layout {
+            // No FIEMAP (tmpfs, FUSE): price it by bytes, one unit per 4 MiB; no device under
+            // it to discard.
+            extents: vec![Extent {
+                logical: 0,
+                physical: 0,
+                len: size,
+                shared: false,
+            }],
+            mapping: Mapping::Blocks,
+            discard: false,
+        });
         // Blocks preallocated past the end of file (fallocate --keep-size) cost too; the
         // first step that cuts below the end frees them.
         let alloc_end = layout
