@@ -45,6 +45,10 @@ usage: bench/lab.sh [options]
   --methods "..."      methods to run, by name, in this order (default: all that apply)
   --method KIND:NAME=CMD   extra method; KIND is file, tree or any; in CMD, {} is the target
                        path and {reclaim} the reclaim binary (repeatable)
+  --runs R             repeat every method R times, the order rotated each time (default 1);
+                       analyze.py then adds repeat.md: medians and 95% intervals
+  --trace              keep the emulated disk's request trace per run (disk.trace) and the
+                       file system's layout, for bench/lab/harm.py (where the disk time went)
   --before S           victims run S seconds before the removal (default 20)
   --after S            and S seconds after it returns (default 40)
   --timeout S          kill a removal after S seconds (default 1200)
@@ -74,6 +78,8 @@ INSTALL=1
 PLOTS=1
 KEEP=0
 EXTRA_METHODS=()
+RUNS=1
+TRACE=0
 
 while [[ $# -gt 0 ]]; do
     case $1 in
@@ -89,6 +95,8 @@ while [[ $# -gt 0 ]]; do
         --probe-ms) PROBE_MS=$2; shift ;;
         --methods) METHODS=$2; shift ;;
         --method) EXTRA_METHODS+=("$2"); shift ;;
+        --runs) RUNS=$2; shift ;;
+        --trace) TRACE=1 ;;
         --before) BEFORE=$2; shift ;;
         --after) AFTER=$2; shift ;;
         --timeout) TIMEOUT=$2; shift ;;
@@ -181,6 +189,7 @@ SCRATCH=""
 TOKEN=""
 LOOPS=()
 SLOWDISK_PID=""
+TRACE_FILE=""
 PROBE_PID=""
 PGBENCH_PID=""
 PG_DATA=""
@@ -291,8 +300,10 @@ up_device() { # model image
         FUSE_MNT=$SCRATCH/fuse
         mkdir -p -- "$FUSE_MNT"
         rm -f -- "$SCRATCH/fuse.ready"
+        local trace=()
+        [[ -n $TRACE_FILE ]] && trace=(--trace "$TRACE_FILE")
         "$SLOWDISK" --backing "$img" --model "$model" --ready-file "$SCRATCH/fuse.ready" \
-            "$FUSE_MNT" 2>>"$OUT/logs/slowdisk.log" &
+            "${trace[@]}" "$FUSE_MNT" 2>>"$OUT/logs/slowdisk.log" &
         SLOWDISK_PID=$!
         local i
         for ((i = 0; i < 100; i++)); do
@@ -381,6 +392,13 @@ golden() { # device-class fs workload -> sets GOLDEN
             "$MKWORKLOAD" --shape tree --files "$files" "$mnt/target/tree" 2>>"$OUT/logs/mkworkload.log"
             ;;
     esac
+    if [[ $TRACE == 1 && $fs == ext* ]]; then
+        # Where the journal, the bitmaps and the inode tables are (harm.py classes the trace).
+        umount -- "$mnt"
+        { dumpe2fs "$DEV" 2>/dev/null; echo "== journal (inode 8)"; debugfs -R 'stat <8>' "$DEV" 2>/dev/null; } \
+            >"$OUT/layout-$class-$fs-$wl.txt"
+        mount_fs "$fs" "$DEV" "$mnt"
+    fi
     {
         echo "== $class / $fs / $wl: $(findmnt -no SOURCE,FSTYPE,OPTIONS "$mnt")"
         df -h "$mnt" | tail -1
@@ -419,8 +437,8 @@ all_methods() {
     for d in "${METHOD_DEFS[@]}"; do n=${d#*:}; printf '%s ' "${n%%=*}"; done
 }
 
-run_one() { # device fs workload method order
-    local device=$1 fs=$2 wl=$3 method=$4 order=$5 kind=file tmpl cmd target
+run_one() { # device fs workload method order rep
+    local device=$1 fs=$2 wl=$3 method=$4 order=$5 rep=$6 kind=file tmpl cmd target
     [[ $wl == tree ]] && kind=tree
     tmpl=$(method_cmd "$method" "$kind")
     [[ -n $tmpl ]] || return 0
@@ -431,7 +449,10 @@ run_one() { # device fs workload method order
     golden "$([[ $device == plain ]] && echo plain || echo emu)" "$fs" "$wl" "$size" "$files"
 
     local run=$OUT/runs/${device}__${fs}__${wl}__${method}
+    [[ $RUNS == 1 ]] || run=${run}__r$rep
     mkdir -p -- "$run"
+    TRACE_FILE=""
+    [[ $TRACE == 1 && $device != plain ]] && TRACE_FILE=$run/disk.trace
     local img=$SCRATCH/run.img mnt=$SCRATCH/mnt
     guard "$img"
     rm -f -- "$img"
@@ -444,8 +465,8 @@ run_one() { # device fs workload method order
     cmd=${tmpl//\{reclaim\}/$RECLAIM}
     cmd=${cmd//\{\}/$(printf '%q' "$target")}
     {
-        printf 'device\t%s\nfs\t%s\nworkload\t%s\nmethod\t%s\norder\t%s\ncmd\t%s\n' \
-            "$device" "$fs" "$wl" "$method" "$order" "$tmpl"
+        printf 'device\t%s\nfs\t%s\nworkload\t%s\nmethod\t%s\norder\t%s\nrep\t%s\ncmd\t%s\n' \
+            "$device" "$fs" "$wl" "$method" "$order" "$rep" "$tmpl"
         [[ $kind == file ]] && printf 'size_bytes\t%s\nextents\t%s\n' "$(stat -c %s -- "$target")" \
             "$(filefrag -- "$target" | awk '{print $2}')"
         [[ $kind == tree ]] && printf 'files\t%s\n' "$files"
@@ -514,7 +535,7 @@ done
     printf 'commit\t%s\n' "$(git -C "$ROOT" rev-parse --short HEAD 2>/dev/null || echo '?')"
     printf 'devices\t%s\nfs\t%s\nworkloads\t%s\nvictims\t%s\nmethods\t%s\n' \
         "$DEVICES" "$FSES" "$WORKLOADS" "$VICTIMS" "$METHODS"
-    printf 'before_s\t%s\nafter_s\t%s\n' "$BEFORE" "$AFTER"
+    printf 'before_s\t%s\nafter_s\t%s\nruns\t%s\n' "$BEFORE" "$AFTER" "$RUNS"
     printf 'slowdisk\t%s\n' "$("$SLOWDISK" --describe hdd-7200 2>/dev/null || echo 'see bench/slowdisk/README.md')"
     has "$VICTIMS" pg && printf 'pgbench\tpgbench -c 4 -j 2 -P 1 --log, scale 10, shared_buffers 256MB, no checkpoint/autovacuum in the window (%s)\n' "$("$PG_BIN/postgres" --version)"
     printf 'probe\twalprobe: 8 KiB append + fdatasync every --probe-ms\n'
@@ -523,10 +544,17 @@ log "output: $OUT"
 for device in $DEVICES; do
     for fs in $FSES; do
         for wl in $WORKLOADS; do
-            order=0
-            for m in $METHODS; do
-                order=$((order + 1))
-                run_one "$device" "$fs" "$wl" "$m" "$order"
+            for ((rep = 1; rep <= RUNS; rep++)); do
+                # Rotate the order every repetition: drift and neighbours hit every method.
+                local_methods=($METHODS)
+                for ((k = 0; k < (rep - 1) % ${#local_methods[@]}; k++)); do
+                    local_methods=("${local_methods[@]:1}" "${local_methods[0]}")
+                done
+                order=0
+                for m in "${local_methods[@]}"; do
+                    order=$((order + 1))
+                    run_one "$device" "$fs" "$wl" "$m" "$order" "$rep"
+                done
             done
         done
     done

@@ -191,8 +191,23 @@ timed() { # cmd log -> seconds
     echo "$t1 - $t0" | bc
 }
 
+# Per run and operation: what the daemon served between two stats dumps (a slow run's extra
+# requests, by kind: lookups again, a relisting, ...).
+op_counts() { # before.json after.json prefix
+    python3 - "$@" <<'PY'
+import json, sys
+a, b = (json.load(open(p)).get("ops", {}) for p in sys.argv[1:3])
+for op, v in sorted(b.items()):
+    u = a.get(op, {})
+    d = {k: v.get(k, 0) - u.get(k, 0) for k in ("count", "errors", "items", "queue_ms", "service_ms")}
+    if d["count"]:
+        print(f"{sys.argv[3]},{op},{d['count']},{d['errors']},{d['items']},{d['queue_ms']:.1f},{d['service_ms']:.1f}")
+PY
+}
+
 FIRST_TYPE=${TYPES%% *}
 echo "rtt,slots,type,workload,files,method,run,seconds,rpcs" >"$OUT/raw.csv"
+echo "rtt,slots,type,workload,files,method,run,op,count,errors,items,queue_ms,service_ms" >"$OUT/ops.csv"
 for run in $(seq 1 "$RUNS"); do
     for rtt in $RTTS; do
         for slots in $SLOTS_LIST; do
@@ -215,8 +230,11 @@ for run in $(seq 1 "$RUNS"); do
                         cmd=${cmd//\{reclaim\}/RECLAIM_CONFIG= $RECLAIM}
                         lf=$OUT/logs/$rtt-$slots-$type-$workload-$m-$run.log
                         r0=$(rpcs_now)
+                        cp "$SCRATCH/stats.json" "$SCRATCH/ops0.json"
                         s=$(timed "$cmd" "$lf")
                         r1=$(rpcs_now)
+                        op_counts "$SCRATCH/ops0.json" "$SCRATCH/stats.json" \
+                            "$rtt,$slots,$type,$workload,$files,$m,$run" >>"$OUT/ops.csv"
                         [[ -e $SCRATCH/back/w ]] && warn "$m left $SCRATCH/back/w behind"
                         [[ -s $lf ]] || rm -f "$lf"
                         log "run $run rtt $rtt slots $slots $type $workload $files $m: $s s, $((r1 - r0)) RPCs"

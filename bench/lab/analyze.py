@@ -47,6 +47,9 @@ import os
 import statistics
 import sys
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import repeat  # noqa: E402  (bench/lab/repeat.py, beside this file)
+
 BEFORE_S = 30.0  # before phase length (clipped to victims_start + WARMUP_S)
 WARMUP_S = 2.0
 AFTER_S = 40.0
@@ -718,6 +721,8 @@ def main(argv):
     runs.sort(key=lambda r: (r.group, r.sort_key()))
     pngs = [] if "--no-plots" in flags else make_plots(lab, runs)
     written = [write_csv(lab, runs), write_md(lab, runs, lab_meta), write_index(lab, pngs)]
+    if repeat.has_reps(runs):
+        written += repeat.write(lab, groups_of(runs), sig3)
     written += [os.path.join(lab, p) for _, p in pngs]
     print(f"analyze: {len(runs)} runs in {len(groups_of(runs))} groups; wrote "
           + ", ".join(os.path.basename(w) for w in written))

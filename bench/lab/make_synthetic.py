@@ -77,9 +77,12 @@ def sim_pgbench(rng, t0, t1, lat_at, stalls):
     return out
 
 
-def write_run(lab, method, fs="ext4", device="hdd-7200", workload="frag"):
+def write_run(lab, method, fs="ext4", device="hdd-7200", workload="frag", rep=None, slow=1.0):
+    """One run; with `rep` (a repetition number, as `lab.sh --runs`) the run directory and
+    meta.tsv carry it, and `slow` multiplies the removal time and the latencies during it."""
     order, removal, probe_during, pg_during, rel_stalls = RUNS[method]
-    rng = random.Random(f"{method}-seed")
+    removal, probe_during, pg_during = removal * slow, probe_during * slow, pg_during * slow
+    rng = random.Random(f"{method}-seed-{rep}")
     vstart = T0
     rs = vstart + PRE_S
     re_ = rs + removal
@@ -92,13 +95,14 @@ def write_run(lab, method, fs="ext4", device="hdd-7200", workload="frag"):
     def pg_lat(t):
         return pg_during if rs <= t <= re_ else PG_BASE_S
 
-    d = os.path.join(lab, "runs", f"{fs}__{workload}__{method}")
+    d = os.path.join(lab, "runs", f"{fs}__{workload}__{method}" + (f"__r{rep}" if rep else ""))
     os.makedirs(d, exist_ok=True)
     with open(os.path.join(d, "meta.tsv"), "w") as f:
         for k, v in [("fs", fs), ("device", device), ("workload", workload),
                      ("method", method), ("cmd", CMDS[method]), ("exit", "0"),
                      ("wall_s", f"{removal:.3f}"), ("extents", "12000"),
-                     ("size_bytes", str(8 << 30)), ("order", str(order))]:
+                     ("size_bytes", str(8 << 30)), ("order", str(order))] + (
+                         [("rep", str(rep))] if rep else []):
             f.write(f"{k}\t{v}\n")
     with open(os.path.join(d, "events.tsv"), "w") as f:
         for k, v in [("victims_start", vstart), ("rm_start", rs), ("rm_end", re_),

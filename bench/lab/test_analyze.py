@@ -185,6 +185,77 @@ class Synthetic(unittest.TestCase):
         self.assertEqual(rows["reclaim"]["pg_gap_s"], "")
         self.assertNotEqual(rows["reclaim"]["gap_s"], "")
 
+    def test_repeated_runs_are_summarized_and_paired_with_rm(self):
+        lab = os.path.join(self.tmp, "lab-repeat")
+        os.makedirs(os.path.join(lab, "runs"))
+        with open(os.path.join(lab, "meta.tsv"), "w") as f:
+            f.write("kernel\tsynthetic\n")
+        # Three repetitions drifting slower together: reclaim stays 1.2x rm's time each time.
+        for rep, slow in ((1, 1.0), (2, 1.5), (3, 2.0)):
+            for method in ("rm", "reclaim"):
+                make_synthetic.write_run(lab, method, rep=rep, slow=slow)
+        proc = run_analyze(lab, "--no-plots")
+        self.assertEqual(proc.returncode, 0, proc.stderr)
+        self.assertIn("repeat.md", proc.stdout)
+        with open(os.path.join(lab, "repeat.csv"), newline="") as f:
+            rows = {r["method"]: r for r in csv.DictReader(f)}
+        self.assertEqual(rows["rm"]["n"], "3")
+        self.assertAlmostEqual(float(rows["rm"]["removal_median"]), 15.0, delta=0.01)
+        # Unpaired, the drift makes a wide interval; paired, it cancels.
+        self.assertGreater(float(rows["rm"]["removal_ci_half"]), 5.0)
+        self.assertAlmostEqual(float(rows["reclaim"]["paired_removal_median"]), 1.2, delta=0.01)
+        self.assertLess(float(rows["reclaim"]["paired_removal_ci_half"]), 0.01)
+        self.assertAlmostEqual(float(rows["rm"]["paired_removal_median"]), 1.0, delta=1e-9)
+        with open(os.path.join(lab, "repeat.md")) as f:
+            md = f.read()
+        self.assertIn("| reclaim | 3 |", md)
+        self.assertIn("r3:", md)
+
+    def test_t_interval(self):
+        import repeat
+        n, med, mean, half = repeat.summary([1.0, 2.0, 3.0, None])
+        self.assertEqual((n, med, mean), (3, 2.0, 2.0))
+        self.assertAlmostEqual(half, 4.303 * 1.0 / 3 ** 0.5, places=3)
+        self.assertEqual(repeat.summary([]), (0, None, None, None))
+        self.assertEqual(repeat.summary([5.0])[3], None)
+
+    def test_harm_classes_the_disk_time_of_the_removal(self):
+        import harm
+        lab = os.path.join(self.tmp, "lab-harm")
+        run = os.path.join(lab, "runs", "hdd-7200__ext4__tree__rm")
+        os.makedirs(run)
+        with open(os.path.join(lab, "layout-emu-ext4-tree.txt"), "w") as f:
+            f.write("Block size:               4096\n"
+                    "Group 0: (Blocks 0-32767)\n"
+                    "  Block bitmap at 50 (+50)\n  Inode bitmap at 60 (+60)\n"
+                    "  Inode table at 100-199 (+100)\n"
+                    "== journal (inode 8)\nEXTENTS:\n(0-99):1000-1099\n")
+        with open(os.path.join(run, "meta.tsv"), "w") as f:
+            f.write("method\trm\nrep\t1\n")
+        with open(os.path.join(run, "events.tsv"), "w") as f:
+            f.write("rm_start\t1001.0\nrm_end\t1003.0\n")
+        bs = 4096
+        with open(os.path.join(run, "disk.trace"), "w") as f:
+            f.write("# epoch 1000.0\n")
+            f.write(f"0.5 R {150 * bs} 4096 0.0 500.0\n")  # before the removal: not counted
+            f.write(f"1.1 R {150 * bs} 4096 2.0 400.0\n")  # inode table read
+            f.write(f"1.5 W {1050 * bs} 8192 10.0 200.0\n")  # journal write
+            f.write(f"1.6 F 0 0 20.0 100.0\n")  # flush
+            f.write(f"1.7 W {55 * bs} 4096 0.0 100.0\n")  # not a bitmap block (55): other
+            f.write(f"1.8 W {60 * bs} 4096 0.0 100.0\n")  # inode bitmap
+        self.assertEqual(harm.main(["harm.py", lab]), 0)
+        with open(os.path.join(lab, "harm.csv"), newline="") as f:
+            (row,) = list(csv.DictReader(f))
+        self.assertAlmostEqual(float(row["busy_share"]), 0.45)  # 900 ms of 2 s
+        self.assertAlmostEqual(float(row["inode-table_R_busy"]), 0.2)
+        self.assertEqual(row["inode-table_R_n"], "1")
+        self.assertAlmostEqual(float(row["journal_W_busy"]), 0.1)
+        self.assertEqual(row["journal_W_MiB"], "0.01")
+        self.assertAlmostEqual(float(row["flush_F_busy"]), 0.05)
+        self.assertEqual(row["bitmap_W_n"], "1")
+        self.assertEqual(row["other_W_n"], "1")
+        self.assertEqual(row["other_R_n"], "0")
+
     def test_no_runs_fails(self):
         empty = os.path.join(self.tmp, "empty")
         os.makedirs(os.path.join(empty, "runs"), exist_ok=True)

@@ -46,17 +46,29 @@ pub struct SlowFs {
 }
 
 impl SlowFs {
+    /// A trace starts with `# epoch UNIX_SECONDS`: the wall-clock time of its time zero, so
+    /// its requests line up with other logs.
     pub fn new(disk: Disk, backing: File, size: u64, trace: Option<File>) -> SlowFs {
+        let epoch = Instant::now();
+        let mtime = SystemTime::now();
+        let trace = trace.map(|f| {
+            let mut w = BufWriter::with_capacity(1 << 20, f);
+            let unix = mtime
+                .duration_since(SystemTime::UNIX_EPOCH)
+                .unwrap_or_default();
+            let _ = writeln!(w, "# epoch {:.6}", unix.as_secs_f64());
+            w
+        });
         SlowFs {
             state: Mutex::new(State {
                 disk,
                 backing,
                 size,
-                trace: trace.map(|f| BufWriter::with_capacity(1 << 20, f)),
+                trace,
                 trace_flushed_at: 0.0,
             }),
-            epoch: Instant::now(),
-            mtime: SystemTime::now(),
+            epoch,
+            mtime,
         }
     }
 

@@ -50,7 +50,8 @@ struct Cli {
     /// streams on without a gap (forgives host turnaround), ms.
     #[arg(long)]
     stream_gap_ms: Option<f64>,
-    /// Write one line per request: `t_arrive_s op offset len wait_ms service_ms`.
+    /// Write one line per request: `t_arrive_s op offset len wait_ms service_ms`, after a
+    /// first line `# epoch UNIX_SECONDS` (the wall-clock time of t = 0).
     #[arg(long)]
     trace: Option<PathBuf>,
     /// Create this file once mounted and ready.
