@@ -1224,15 +1224,16 @@ fn free_tree(
     // governor.
     let profile = crate::engine::profile::Profile::detect(&**probe_dir);
     engine.apply(&profile, engine.threads != 0);
-    // A disk that only says it is rotational is governed only if, idle, it answers like one.
-    let idle = if profile.class == crate::engine::profile::Class::Rotational && !pacing.pace_trees {
+    // A disk that only says it is rotational is governed only if, idle, it answers like one;
+    // and a budget the user gave is judged against the disk idle (as `reclaim rm -r` does).
+    let rotational = profile.class == crate::engine::profile::Class::Rotational;
+    let idle = if (rotational || pacing.pace_trees) && !pacing.fast {
         crate::engine::pace::tree::idle_samples(&**probe_dir)
     } else {
         Vec::new()
     };
-    let slow_enough = profile.class != crate::engine::profile::Class::Rotational
-        || pacing.pace_trees
-        || crate::engine::pace::tree::idle_median(&idle).1;
+    let slow_enough =
+        !rotational || pacing.pace_trees || crate::engine::pace::tree::idle_median(&idle).1;
     let paced = (pacing.pace_trees || (profile.governed && slow_enough)) && !pacing.fast;
     let tree_files =
         (!pacing.fast).then(|| Arc::new(shrink::TreeFiles::new(pacing.pacing(), true)));
@@ -1244,7 +1245,6 @@ fn free_tree(
     }
     if paced {
         // A rotational disk starts with one worker and earns more (as `reclaim rm`).
-        let rotational = profile.class == crate::engine::profile::Class::Rotational;
         engine.gate = Some(engine.governed_gate(rotational));
     }
     let network = profile.class == crate::engine::profile::Class::Network;

@@ -76,6 +76,10 @@ pub struct Config {
     /// How often the probe is issued (when not held up by a slow one), e.g. 5 ms; used to
     /// correct the p90 for coordinated omission. Zero disables the correction.
     pub probe_interval: Duration,
+    /// The budget is the user's own (`--max-latency` given): honoured down to the idle p90
+    /// itself. A default budget keeps half the idle latency again as margin on a disk slower
+    /// than it (`budget`).
+    pub strict: bool,
 }
 
 /// What the probe saw during one window.
@@ -191,7 +195,13 @@ impl Controller {
     /// The latency budget a window is judged against: the target, widened to 1.5× the
     /// device's idle p90 when that is higher.
     pub fn budget(&self, baseline: Option<Duration>) -> Duration {
-        let floor = baseline.map_or(Duration::ZERO, |b| b.saturating_mul(3) / 2);
+        let floor = match baseline {
+            None => Duration::ZERO,
+            // Nothing can be faster than the disk idle: an explicit budget below it would
+            // hold the removal at its slowest for nothing.
+            Some(b) if self.cfg.strict => b,
+            Some(b) => b.saturating_mul(3) / 2,
+        };
         self.cfg.target.max(floor)
     }
 
@@ -371,6 +381,7 @@ mod tests {
             max_pause: Duration::from_secs(1),
             window: ms(250),
             probe_interval: ms(5),
+            strict: false,
         }
     }
 
@@ -784,6 +795,31 @@ mod tests {
         assert_eq!(c.judge(&young_with_samples), Verdict::Good);
     }
 
+    /// (6b) The user's own budget (`strict`) is honoured down to the idle latency itself: on
+    /// the emulated HDD (idle p90 ~150 ms) `--max-latency 150ms` meant 225 ms before.
+    #[test]
+    fn a_strict_budget_is_floored_by_the_idle_latency_only() {
+        let c = Controller::new(Config {
+            strict: true,
+            target: ms(150),
+            ..cfg()
+        });
+        assert_eq!(c.budget(Some(ms(140))), ms(150));
+        assert_eq!(c.budget(Some(ms(180))), ms(180), "not below the disk idle");
+        assert_eq!(c.budget(None), ms(150));
+        let loose = Controller::new(Config {
+            target: ms(150),
+            ..cfg()
+        });
+        assert_eq!(loose.budget(Some(ms(140))), ms(210));
+        let slow = |base: u64| Window {
+            baseline: Some(ms(base)),
+            ..window(&[200; 10])
+        };
+        assert_eq!(c.judge(&slow(140)), Verdict::Miss);
+        assert_eq!(loose.judge(&slow(140)), Verdict::Good);
+    }
+
     /// (6) Budget = max(target, 1.5 × baseline): a slow idle device can still make progress,
     /// but only to 50% over its own idle latency; a fast baseline does not lower the target.
     #[test]
@@ -885,6 +921,7 @@ mod tests {
         // Uncorrected (probe_interval 0), the 200 ms sample would hide behind the p90 ...
         let plain = Controller::new(Config {
             probe_interval: Duration::ZERO,
+            strict: false,
             ..cfg()
         });
         assert_eq!(plain.judge(&slow), Verdict::Good);
@@ -920,6 +957,7 @@ mod tests {
                 max_pause: ms(min_pause_ms + pause_span_ms),
                 window: ms(250),
                 probe_interval: ms(probe_ms),
+                strict: false,
             };
             let mut c = Controller::new(cfg);
             for (samples, in_flight, baseline) in windows {
@@ -952,6 +990,7 @@ mod slow_start_jump {
             max_pause: Duration::from_secs(1),
             window: Duration::from_millis(250),
             probe_interval: Duration::from_millis(2),
+            strict: false,
         }
     }
 
@@ -1010,6 +1049,7 @@ mod hold_rule {
             max_pause: Duration::from_secs(1),
             window: Duration::from_millis(250),
             probe_interval: Duration::from_millis(2),
+            strict: false,
         });
         let ms = Duration::from_millis;
         // Baseline 40 ms: budget 60 ms, headroom 40 ms.

@@ -129,6 +129,7 @@ impl Pacer {
             max_pause: Duration::from_secs(2),
             window: Duration::from_millis(250),
             probe_interval: Spacing::default().min_interval,
+            strict: false,
         });
         let mnt_id = crate::sys::dirfd::fstat(&dir).map_or(0, |f| f.mnt_id);
         let signals = Signals::for_dev(dev, mnt_id);

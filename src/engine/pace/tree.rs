@@ -78,7 +78,8 @@ pub struct Knobs<'a> {
     /// The most workers the gate may let in (it may start lower: a rotational disk starts
     /// with one and earns more).
     pub max_workers: usize,
-    /// Hold the unlink rate down too once one worker is left (`--max-latency` given). Not by
+    /// The user's own budget (`--max-latency` given): honoured down to the idle p90 (not 1.5x
+    /// it, the default's margin), and the unlink rate held down too once one worker is left. Not by
     /// default: on the emulated HDD one worker already hurt others no more than `rm -rf`
     /// (probe p99 1.6x idle vs 2.0x), and holding its rate down as well only made the removal
     /// 2.7x longer (105 s against 38 s) without lowering the p99 (bench/RESULTS.md).
@@ -171,7 +172,8 @@ fn issued_since(
 }
 
 /// The judge of the governor's windows: one worker more or fewer at a time, no pauses.
-fn controller(target: Duration, budgeted: bool) -> Controller {
+/// `strict`: the user's own budget (`--max-latency`), honoured down to the idle p90.
+fn controller(target: Duration, budgeted: bool, strict: bool) -> Controller {
     Controller::new(Config {
         target,
         min_step: 1,
@@ -187,6 +189,7 @@ fn controller(target: Duration, budgeted: bool) -> Controller {
         } else {
             Spacing::default().min_interval
         },
+        strict,
     })
 }
 
@@ -238,7 +241,7 @@ pub fn run(
     // the ceiling a rotational disk starts with).
     report.workers_max = knobs.gate.map(Gate::allowed);
     report.workers_min = report.workers_max;
-    let ctl = controller(target, budgeted);
+    let ctl = controller(target, budgeted, knobs.rate);
     let ops = entries;
     let mut during = Vec::new();
     let mut good_streak = 0u32;
