@@ -353,6 +353,7 @@ autovacuum = off
 EOF
     pg_start "$d"
     runuser -u postgres -- "$PG_BIN/createdb" -h "$SCRATCH/pgsock" -p $PG_PORT bench
+    runuser -u postgres -- psql -h "$SCRATCH/pgsock" -p $PG_PORT -q -c 'CREATE EXTENSION pg_prewarm' bench
     runuser -u postgres -- pgbench -h "$SCRATCH/pgsock" -p $PG_PORT -i -s 10 -q bench >>"$OUT/logs/pg-init.log" 2>&1
     runuser -u postgres -- psql -h "$SCRATCH/pgsock" -p $PG_PORT -q -c CHECKPOINT bench
     stop_victims
@@ -476,9 +477,18 @@ run_one() { # device fs workload method order rep
     drop_caches
     local ev=$run/events.tsv
     : >"$ev"
+    if has "$VICTIMS" pg; then
+        # The database's tables and indexes into shared_buffers first (pg_prewarm: a mostly
+        # sequential read of ~200 MB), so that what it asks of the disk is its WAL commit
+        # stream. Before 2026-11-26 (session 5) pgbench warmed its buffers up with random
+        # reads during the whole run: the emulated HDD was 95% busy before any removal.
+        pg_start "$mnt/pg"
+        runuser -u postgres -- psql -h "$SCRATCH/pgsock" -p $PG_PORT -q -At -c \
+            "SELECT sum(pg_prewarm(c.oid)) FROM pg_class c WHERE c.relnamespace = 'public'::regnamespace AND c.relkind IN ('r', 'i')" \
+            bench >"$run/pg_prewarm.out" 2>&1 || log "warning: pg_prewarm failed (see $run/pg_prewarm.out)"
+    fi
     printf 'victims_start\t%s\n' "$(now)" >>"$ev"
     if has "$VICTIMS" pg; then
-        pg_start "$mnt/pg"
         rm -rf -- "$SCRATCH/pgrun" && mkdir -- "$SCRATCH/pgrun" && chown postgres: "$SCRATCH/pgrun"
         PG_RUN=$run
         (cd "$SCRATCH/pgrun" && exec runuser -u postgres -- pgbench -h "$SCRATCH/pgsock" -p $PG_PORT \

@@ -85,7 +85,9 @@ def read_kv(path):
     return out
 
 
-def analyze_run(run_dir, classify):
+def analyze_run(run_dir, classify, phase="during"):
+    """The disk's time by class `during` the removal, or `before` it (the victims alone, the
+    same length of time before the removal started, at most from the victims' start)."""
     trace = os.path.join(run_dir, "disk.trace")
     ev = read_events(os.path.join(run_dir, "events.tsv"))
     meta = read_kv(os.path.join(run_dir, "meta.tsv"))
@@ -93,6 +95,10 @@ def analyze_run(run_dir, classify):
         return None
     epoch = None
     t0, t1 = ev["rm_start"], ev["rm_end"]
+    if phase == "before":
+        t0, t1 = max(t0 - (t1 - t0), ev.get("victims_start", t0 - (t1 - t0)) + 2.0), t0
+        if t1 <= t0:
+            return None
     stats = {}  # (class, op) -> [n, bytes, service_ms, wait_ms]
     busy = 0.0
     waits = []
@@ -122,6 +128,7 @@ def analyze_run(run_dir, classify):
             waits.append(wait)
     span = t1 - t0
     return {
+        "phase": phase,
         "run": os.path.basename(run_dir),
         "method": meta.get("method", "?"),
         "rep": meta.get("rep", ""),
@@ -146,16 +153,17 @@ def main(argv):
     classify = Classifier(parse_layout(layouts[0]))
     results = []
     for d in sorted(glob.glob(os.path.join(lab, "runs", "*"))):
-        r = analyze_run(d, classify)
-        if r:
-            results.append(r)
+        for phase in ("before", "during"):
+            r = analyze_run(d, classify, phase)
+            if r:
+                results.append(r)
     if not results:
         print(f"harm: no run in {lab} has a disk.trace with its epoch", file=sys.stderr)
         return 1
     keys = [(c, op) for c in CLASSES for op in ("R", "W")] + [("flush", "F")]
     rows = []
     for r in results:
-        row = {"run": r["run"], "method": r["method"], "rep": r["rep"],
+        row = {"phase": r["phase"], "run": r["run"], "method": r["method"], "rep": r["rep"],
                "removal_s": round(r["removal_s"], 3), "busy_share": round(r["busy_share"], 3),
                "wait_p50_ms": r["wait_p50_ms"], "wait_p99_ms": r["wait_p99_ms"]}
         for c, op in keys:
@@ -170,17 +178,19 @@ def main(argv):
         w = csv.DictWriter(f, fieldnames=list(rows[0]))
         w.writeheader()
         w.writerows(rows)
-    # Markdown: per method, the median over repetitions of each class's share of the head.
+    # Markdown: per method, the median over repetitions of each class's share of the head;
+    # "(idle)": the same runs before the removal, the victims alone.
     methods = []
     for r in rows:
         if r["method"] not in methods:
             methods.append(r["method"])
+    phased = [(m, "during") for m in methods] + [(m, "before") for m in methods]
     cols = [f"{c}_{op}" for c, op in keys]
     lines = ["# Where the disk's time went during the removal", "",
-             "Median over the runs of each method. Share: disk time of that class per second of "
+             "Median over the runs of each method, during the removal and (idle) the same time before it, the victims alone. Share: disk time of that class per second of "
              "removal (1.00 = the head busy all the time); n/s: requests per second; wait: mean "
              "time a request of that class queued before the head took it.", "",
-             "| method | runs | removal s | busy | queue wait p50 / p99 ms | "
+             "| method | runs | window s | busy | queue wait p50 / p99 ms | "
              + " | ".join(f"{c} share (n/s, wait ms)" for c in cols) + " |",
              "|---|---:|---:|---:|---:|" + "---:|" * len(cols)]
 
@@ -188,9 +198,11 @@ def main(argv):
         xs = [x for x in xs if x not in ("", None)]
         return statistics.median(xs) if xs else None
 
-    for m in methods:
-        rs = [r for r in rows if r["method"] == m]
-        cells = [m, str(len(rs)), f"{med([r['removal_s'] for r in rs]):.1f}",
+    for m, phase in phased:
+        rs = [r for r in rows if r["method"] == m and r["phase"] == phase]
+        if not rs:
+            continue
+        cells = [m if phase == "during" else f"{m} (idle)", str(len(rs)), f"{med([r['removal_s'] for r in rs]):.1f}",
                  f"{med([r['busy_share'] for r in rs]):.2f}",
                  f"{med([r['wait_p50_ms'] for r in rs]):.0f} / {med([r['wait_p99_ms'] for r in rs]):.0f}"]
         for c in cols:
@@ -203,7 +215,7 @@ def main(argv):
     lines.append("")
     with open(os.path.join(lab, "harm.md"), "w", encoding="utf-8") as f:
         f.write("\n".join(lines))
-    print(f"harm: {len(results)} runs; wrote harm.md, harm.csv")
+    print(f"harm: {len(results) // 2} runs; wrote harm.md, harm.csv")
     return 0
 
 

@@ -233,7 +233,7 @@ class Synthetic(unittest.TestCase):
         with open(os.path.join(run, "meta.tsv"), "w") as f:
             f.write("method\trm\nrep\t1\n")
         with open(os.path.join(run, "events.tsv"), "w") as f:
-            f.write("rm_start\t1001.0\nrm_end\t1003.0\n")
+            f.write("victims_start\t998.0\nrm_start\t1001.0\nrm_end\t1003.0\n")
         bs = 4096
         with open(os.path.join(run, "disk.trace"), "w") as f:
             f.write("# epoch 1000.0\n")
@@ -245,7 +245,11 @@ class Synthetic(unittest.TestCase):
             f.write(f"1.8 W {60 * bs} 4096 0.0 100.0\n")  # inode bitmap
         self.assertEqual(harm.main(["harm.py", lab]), 0)
         with open(os.path.join(lab, "harm.csv"), newline="") as f:
-            (row,) = list(csv.DictReader(f))
+            rows = {r["phase"]: r for r in csv.DictReader(f)}
+        # Before: the same length of time before the removal (from 1000.5 s on: one read).
+        self.assertEqual(rows["before"]["inode-table_R_n"], "1")
+        self.assertAlmostEqual(float(rows["before"]["busy_share"]), 0.5 / 1.0)
+        row = rows["during"]
         self.assertAlmostEqual(float(row["busy_share"]), 0.45)  # 900 ms of 2 s
         self.assertAlmostEqual(float(row["inode-table_R_busy"]), 0.2)
         self.assertEqual(row["inode-table_R_n"], "1")
