@@ -203,6 +203,19 @@ impl Profile {
     }
 
     /// Where the workers start, in words (the concurrency report).
+    /// A spinning disk confirmed slow by the idle probe: one worker, as `rm -rf`, and no
+    /// governor. On the emulated 7200 rpm disk next to a WAL-bound PostgreSQL the governor never
+    /// let a second worker in (held to one in every run) and its own synchronous probe writes,
+    /// a journal commit each, put the neighbours' p99 above `rm -rf`'s; one worker without it
+    /// was level with `rm -rf` (bench/RESULTS.md, 2026-11-26 session 5).
+    pub fn one_worker(&mut self) {
+        self.governed = false;
+        self.workers = 1;
+        self.start = 1;
+        self.max_workers = 1;
+        self.batch_threads = 1;
+    }
+
     pub fn start_reason(&self) -> String {
         format!(
             "the {} profile{}",

@@ -1222,19 +1222,21 @@ fn free_tree(
     let mut engine = engine.clone();
     // As `reclaim rm -r` does on this file system: its profile's workers (unless given) and
     // governor.
-    let profile = crate::engine::profile::Profile::detect(&**probe_dir);
-    engine.apply(&profile, engine.threads != 0);
-    // A disk that only says it is rotational is governed only if, idle, it answers like one;
-    // and a budget the user gave is judged against the disk idle (as `reclaim rm -r` does).
+    let mut profile = crate::engine::profile::Profile::detect(&**probe_dir);
+    // A disk that says it is rotational is told by its idle latency (a virtual disk that
+    // answers like an SSD is not governed; a spinning one gets one worker, as `rm -rf`, and no
+    // governor); a budget the user gave is judged against the disk idle (as `reclaim rm -r`).
     let rotational = profile.class == crate::engine::profile::Class::Rotational;
     let idle = if (rotational || pacing.pace_trees) && !pacing.fast {
         crate::engine::pace::tree::idle_samples(&**probe_dir)
     } else {
         Vec::new()
     };
-    let slow_enough =
-        !rotational || pacing.pace_trees || crate::engine::pace::tree::idle_median(&idle).1;
-    let paced = (pacing.pace_trees || (profile.governed && slow_enough)) && !pacing.fast;
+    if rotational && !pacing.pace_trees && crate::engine::pace::tree::idle_median(&idle).1 {
+        profile.one_worker();
+    }
+    engine.apply(&profile, engine.threads != 0);
+    let paced = (pacing.pace_trees || (profile.governed && !rotational)) && !pacing.fast;
     let tree_files =
         (!pacing.fast).then(|| Arc::new(shrink::TreeFiles::new(pacing.pacing(), true)));
     if let Some(tf) = &tree_files {

@@ -907,6 +907,9 @@ fn plan_trees(req: &Request, trees: &[DirTarget]) -> TreePlan {
         (Some(p), Some(first)) => confirm_rotational(req, p, first),
         _ => Vec::new(),
     };
+    if let Some(p) = profile.as_ref().filter(|p| p.max_workers == 1) {
+        engine.apply(p, req.threads_given);
+    }
     // Trees are governed when asked (`--max-latency`) or by the profile's default (rotational
     // disks, network file systems): a governor thread halves the active workers when the
     // probe sees other I/O hurt, then holds the unlink rate (which `--iops` caps).
@@ -966,10 +969,12 @@ fn confirm_rotational(req: &Request, p: &mut Profile, first: &DirTarget) -> Vec<
             ),
             None => "says rotational; no latency probe here: not governed".into(),
         });
-    } else if let Some(d) = p50 {
+    } else {
+        p.one_worker();
         p.note = Some(format!(
-            "a slow disk (idle p50 {:.2} ms): governed, starting with one worker",
-            d.as_secs_f64() * 1e3
+            "a slow disk (idle p50 {:.2} ms): one worker, as rm -rf, not governed \
+             (--max-latency governs)",
+            p50.unwrap_or_default().as_secs_f64() * 1e3
         ));
     }
     idle

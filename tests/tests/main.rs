@@ -37,6 +37,7 @@ mod scan;
 mod select;
 mod skips;
 mod soak;
+mod spinning;
 mod trash;
 mod trash_edges;
 mod tree_pacing;

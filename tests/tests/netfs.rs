@@ -24,24 +24,32 @@ fn netfs_bin() -> Option<PathBuf> {
     if let Some(p) = std::env::var_os("RECLAIM_NETFS_BIN") {
         return Some(PathBuf::from(p));
     }
-    static BUILT: std::sync::OnceLock<Option<PathBuf>> = std::sync::OnceLock::new();
-    BUILT
-        .get_or_init(|| {
-            let crate_dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("bench/slowdisk");
-            // Built every run (a no-op when it is up to date): a binary left from an older
-            // checkout lacks the options the tests use, and its mount failed as a skip.
-            let built = StdCommand::new(env!("CARGO"))
-                .args(["build", "--quiet", "--bin", "netfs", "--manifest-path"])
-                .arg(crate_dir.join("Cargo.toml"))
-                // Where the path below says, whatever CARGO_TARGET_DIR says.
-                .arg("--target-dir")
-                .arg(crate_dir.join("target"))
-                .status()
-                .is_ok_and(|s| s.success());
-            let bin = crate_dir.join("target/debug/netfs");
-            (built && bin.exists()).then_some(bin)
-        })
-        .clone()
+    slowdisk_tool("netfs")
+}
+
+/// A binary of bench/slowdisk (`netfs`, `slowdisk`), built now (once per test run and name).
+pub(crate) fn slowdisk_tool(name: &'static str) -> Option<PathBuf> {
+    static BUILT: std::sync::Mutex<Vec<(&str, Option<PathBuf>)>> =
+        std::sync::Mutex::new(Vec::new());
+    let mut built = BUILT.lock().unwrap_or_else(|e| e.into_inner());
+    if let Some((_, bin)) = built.iter().find(|(n, _)| *n == name) {
+        return bin.clone();
+    }
+    let crate_dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("bench/slowdisk");
+    // Built every run (a no-op when it is up to date): a binary left from an older
+    // checkout lacks the options the tests use, and its mount failed as a skip.
+    let ok = StdCommand::new(env!("CARGO"))
+        .args(["build", "--quiet", "--bin", name, "--manifest-path"])
+        .arg(crate_dir.join("Cargo.toml"))
+        // Where the path below says, whatever CARGO_TARGET_DIR says.
+        .arg("--target-dir")
+        .arg(crate_dir.join("target"))
+        .status()
+        .is_ok_and(|s| s.success());
+    let bin = crate_dir.join("target/debug").join(name);
+    let bin = (ok && bin.exists()).then_some(bin);
+    built.push((name, bin.clone()));
+    bin
 }
 
 /// A `netfs` daemon serving `root/back` at `root/vol`; stopped and unmounted on drop (also
