@@ -30,12 +30,16 @@ METRICS = [
     ("pg_during_p99_ms", "pg p99 during ms"),
     ("pg_ratio", "pg p99 during ÷ idle"),
     ("tps_min_during", "pg worst 1 s tps"),
+    ("probe_during_after_p99_ms", "probe p99 during+40 s ms"),
+    ("pg_during_after_p99_ms", "pg p99 during+40 s ms"),
 ]
 # Paired with the baseline of the same repetition: method ÷ rm.
 PAIRED = [
     ("removal", "time ÷ rm"),
     ("probe_during_p99_ms", "probe p99 ÷ rm's"),
     ("pg_during_p99_ms", "pg p99 ÷ rm's"),
+    ("probe_during_after_p99_ms", "probe p99 during+40 s ÷ rm's"),
+    ("pg_during_after_p99_ms", "pg p99 during+40 s ÷ rm's"),
 ]
 
 

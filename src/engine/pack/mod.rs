@@ -771,10 +771,22 @@ fn remove_originals(
     on: &(dyn Fn(Event) + Sync),
 ) {
     use crate::engine::remove;
-    let profile = match o.profile {
+    let mut profile = match o.profile {
         Some(c) => crate::engine::profile::Profile::named(c, &*place.parent),
         None => crate::engine::profile::Profile::detect(&*place.parent),
     };
+    // As `reclaim rm -r`: a disk that says it is rotational is told by its idle latency (one
+    // worker and no governor on a spinning one, unless `--max-latency` asks for it; not
+    // governed on a virtual one that only says so).
+    let rotational = profile.class == crate::engine::profile::Class::Rotational;
+    if rotational && profile.source == "detected" && o.max_latency.is_none() && !o.fast {
+        let idle = crate::engine::pace::tree::idle_samples(&*place.parent);
+        if crate::engine::pace::tree::idle_median(&idle).1 {
+            profile.one_worker();
+        } else {
+            profile.governed = false;
+        }
+    }
     let mut engine = remove::Options::default();
     engine.apply(&profile, o.threads.is_some());
     if let Some(t) = o.threads {
@@ -794,7 +806,6 @@ fn remove_originals(
     if paced {
         // The measured concurrency's gate, steered by the governor too (one at first on a
         // rotational disk), as `rm`'s trees.
-        let rotational = profile.class == crate::engine::profile::Class::Rotational;
         engine.gate = Some(engine.governed_gate(rotational));
     }
     let counters = remove::Counters::default();
