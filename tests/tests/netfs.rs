@@ -144,15 +144,8 @@ impl Net {
 impl Drop for Net {
     fn drop(&mut self) {
         self.signal(libc::SIGCONT);
-        if let Some(mut c) = self.child.take() {
-            // SAFETY: a signal to our own child.
-            unsafe { libc::kill(c.id() as i32, libc::SIGTERM) };
-            let t0 = Instant::now();
-            while c.try_wait().ok().flatten().is_none() && t0.elapsed() < Duration::from_secs(15) {
-                std::thread::sleep(Duration::from_millis(50));
-            }
-            let _ = c.kill();
-            let _ = c.wait();
+        if let Some(c) = self.child.take() {
+            util::stop_child(c, Duration::from_secs(15));
         }
         if util::mounts_under(&self.vol).contains(&self.vol) {
             let _ = StdCommand::new("umount").arg("-l").arg(&self.vol).status();

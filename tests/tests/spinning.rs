@@ -130,15 +130,8 @@ impl Drop for SpinningDisk {
                 std::thread::sleep(Duration::from_millis(50));
             }
         }
-        if let Some(mut c) = self.child.take() {
-            // SAFETY: a signal to our own child.
-            unsafe { libc::kill(c.id() as i32, libc::SIGTERM) };
-            let t0 = Instant::now();
-            while c.try_wait().ok().flatten().is_none() && t0.elapsed() < Duration::from_secs(10) {
-                std::thread::sleep(Duration::from_millis(50));
-            }
-            let _ = c.kill();
-            let _ = c.wait();
+        if let Some(c) = self.child.take() {
+            util::stop_child(c, Duration::from_secs(10));
         }
         if util::mounts_under(&self.fuse).contains(&self.fuse) {
             let _ = StdCommand::new("umount").arg("-l").arg(&self.fuse).status();

@@ -517,6 +517,19 @@ pub fn lexical_normalize(p: &Path) -> PathBuf {
     out
 }
 
+/// Stops a daemon the test started (a FUSE server): SIGTERM, up to `grace` to exit (it
+/// unmounts itself), then SIGKILL; reaped either way.
+pub fn stop_child(mut child: std::process::Child, grace: std::time::Duration) {
+    // SAFETY: a signal to our own child.
+    unsafe { libc::kill(child.id() as i32, libc::SIGTERM) };
+    let t0 = std::time::Instant::now();
+    while child.try_wait().ok().flatten().is_none() && t0.elapsed() < grace {
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    let _ = child.kill();
+    let _ = child.wait();
+}
+
 /// Mount points (from /proc/self/mountinfo) strictly below `root`.
 pub fn mounts_under(root: &Path) -> Vec<PathBuf> {
     let info = fs::read("/proc/self/mountinfo").unwrap_or_default();
