@@ -29,6 +29,9 @@ import statistics
 import sys
 from bisect import bisect_right
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from analyze import read_events, read_kv  # noqa: E402  (bench/lab/analyze.py)
+
 CLASSES = ["journal", "inode-table", "bitmap", "other"]
 
 
@@ -67,30 +70,12 @@ class Classifier:
         return "other"
 
 
-def read_events(path):
-    ev = {}
-    for line in open(path, encoding="utf-8"):
-        k, _, v = line.strip().partition("\t")
-        if v:
-            ev[k] = float(v)
-    return ev
-
-
-def read_kv(path):
-    out = {}
-    if os.path.exists(path):
-        for line in open(path, encoding="utf-8"):
-            k, _, v = line.rstrip("\n").partition("\t")
-            out[k] = v
-    return out
-
-
 def analyze_run(run_dir, classify, phase="during"):
     """The disk's time by class `during` the removal, or `before` it (the victims alone, the
     same length of time before the removal started, at most from the victims' start)."""
     trace = os.path.join(run_dir, "disk.trace")
     ev = read_events(os.path.join(run_dir, "events.tsv"))
-    meta = read_kv(os.path.join(run_dir, "meta.tsv"))
+    meta = dict(read_kv(os.path.join(run_dir, "meta.tsv")))
     if not os.path.exists(trace) or "rm_start" not in ev or "rm_end" not in ev:
         return None
     epoch = None

@@ -202,20 +202,39 @@ impl Profile {
         p
     }
 
-    /// Where the workers start, in words (the concurrency report).
-    /// A spinning disk confirmed slow by the idle probe: one worker, as `rm -rf`, and no
-    /// governor. On the emulated 7200 rpm disk next to a WAL-bound PostgreSQL the governor never
-    /// let a second worker in (held to one in every run) and its own synchronous probe writes,
-    /// a journal commit each, put the neighbours' p99 above `rm -rf`'s; one worker without it
-    /// was level with `rm -rf` (bench/RESULTS.md, 2026-11-26 session 5).
-    pub fn one_worker(&mut self) {
+    /// A disk that says it is rotational (virtio and loop devices do), told by `idle`, the
+    /// latency probe's writes measured before the removal starts (`tree::idle_samples`): one
+    /// that answers like an SSD is not governed; a spinning one gets one worker, as `rm -rf`,
+    /// and no governor. On the emulated 7200 rpm disk next to a WAL-bound PostgreSQL the
+    /// governor never let a second worker in (held to one in every run) and its own synchronous
+    /// probe writes, a journal commit each, put the neighbours' p99 1.24x `rm -rf`'s; one worker
+    /// without it was level with `rm -rf` (bench/RESULTS.md, 2026-11-26 session 5). The note
+    /// says which.
+    pub fn settle_rotational(&mut self, idle: &[std::time::Duration]) {
+        let (p50, slow) = crate::engine::pace::tree::idle_median(idle);
+        let ms = |d: std::time::Duration| d.as_secs_f64() * 1e3;
         self.governed = false;
-        self.workers = 1;
-        self.start = 1;
-        self.max_workers = 1;
-        self.batch_threads = 1;
+        self.note = Some(match (p50, slow) {
+            (Some(d), true) => {
+                self.workers = 1;
+                self.start = 1;
+                self.max_workers = 1;
+                self.batch_threads = 1;
+                format!(
+                    "a slow disk (idle p50 {:.2} ms): one worker, as rm -rf, not governed \
+                     (--max-latency governs)",
+                    ms(d)
+                )
+            }
+            (Some(d), false) => format!(
+                "says rotational but answers like an SSD (idle p50 {:.2} ms): not governed",
+                ms(d)
+            ),
+            (None, _) => "says rotational; no latency probe here: not governed".into(),
+        });
     }
 
+    /// Where the workers start, in words (the concurrency report).
     pub fn start_reason(&self) -> String {
         format!(
             "the {} profile{}",

@@ -1232,11 +1232,11 @@ fn free_tree(
     } else {
         Vec::new()
     };
-    if rotational && !pacing.pace_trees && crate::engine::pace::tree::idle_median(&idle).1 {
-        profile.one_worker();
+    if rotational && !pacing.pace_trees {
+        profile.settle_rotational(&idle);
     }
     engine.apply(&profile, engine.threads != 0);
-    let paced = (pacing.pace_trees || (profile.governed && !rotational)) && !pacing.fast;
+    let paced = (pacing.pace_trees || profile.governed) && !pacing.fast;
     let tree_files =
         (!pacing.fast).then(|| Arc::new(shrink::TreeFiles::new(pacing.pacing(), true)));
     if let Some(tf) = &tree_files {

@@ -881,7 +881,7 @@ struct TreePlan {
     profile: Option<Profile>,
     /// A governor paces the trees.
     paced: bool,
-    /// Probe latencies taken before the removal started (see `confirm_rotational`): the
+    /// Probe latencies taken before the removal started (see `plan_trees`): the
     /// governor's baseline when there are some.
     idle: Vec<Duration>,
 }
@@ -894,6 +894,23 @@ fn plan_trees(req: &Request, trees: &[DirTarget]) -> TreePlan {
         Some(class) => Profile::named(class, &*t.base),
         None => Profile::detect(&*t.base),
     });
+    // Probe latencies before the removal starts: to tell a disk that only says it is
+    // rotational from a spinning one, and the baseline a budget the user gave is judged
+    // against (one measured under the workers read 185 ms (p50) on the emulated HDD against
+    // 71 ms idle, so `--max-latency 150ms` never saw a miss and ran harsher than the default:
+    // bench/RESULTS.md, 2026-11-26 session 5).
+    let confirm = !req.pace.pace_trees
+        && profile
+            .as_ref()
+            .is_some_and(|p| p.governed && p.class == Class::Rotational && p.source == "detected");
+    let measure = (confirm || req.pace.pace_trees) && !req.engine.dry_run && !req.pace.fast;
+    let idle = match trees.first() {
+        Some(first) if measure => crate::engine::pace::tree::idle_samples(&*first.base),
+        _ => Vec::new(),
+    };
+    if let Some(p) = profile.as_mut().filter(|_| confirm && measure) {
+        p.settle_rotational(&idle);
+    }
     if let Some(p) = &profile {
         engine.apply(p, req.threads_given);
     }
@@ -903,16 +920,9 @@ fn plan_trees(req: &Request, trees: &[DirTarget]) -> TreePlan {
     if let Some(n) = req.batch_threads {
         engine.batch_threads = n.min(engine.threads).max(1);
     }
-    let idle = match (profile.as_mut(), trees.first()) {
-        (Some(p), Some(first)) => confirm_rotational(req, p, first),
-        _ => Vec::new(),
-    };
-    if let Some(p) = profile.as_ref().filter(|p| p.max_workers == 1) {
-        engine.apply(p, req.threads_given);
-    }
-    // Trees are governed when asked (`--max-latency`) or by the profile's default (rotational
-    // disks, network file systems): a governor thread halves the active workers when the
-    // probe sees other I/O hurt, then holds the unlink rate (which `--iops` caps).
+    // Trees are governed when asked (`--max-latency`) or by the profile's default (network
+    // file systems): a governor thread halves the active workers when the probe sees other
+    // I/O hurt, then holds the unlink rate (which `--iops` caps).
     let governed = profile.as_ref().is_some_and(|p| p.governed);
     let paced = (req.pace.pace_trees || governed)
         && !trees.is_empty()
@@ -927,57 +937,12 @@ fn plan_trees(req: &Request, trees: &[DirTarget]) -> TreePlan {
             .is_some_and(|p| p.class == Class::Rotational);
         engine.gate = Some(engine.governed_gate(rotational));
     }
-    // A budget the user gave is judged against the disk idle too, measured before the workers
-    // start: one measured under them read 185 ms (p50) on the emulated HDD against 71 ms
-    // idle, so `--max-latency 150ms` never saw a miss and ran harsher than the default
-    // (probe p99 413 ms against 339; bench/RESULTS.md, 2026-11-26 session 5).
-    let idle = match trees.first() {
-        Some(first) if paced && idle.is_empty() && req.pace.pace_trees => {
-            crate::engine::pace::tree::idle_samples(&*first.base)
-        }
-        _ => idle,
-    };
     TreePlan {
         engine,
         profile,
         paced,
         idle,
     }
-}
-
-/// A disk that only says it is rotational (virtio, loop devices do) is governed by default
-/// only if, idle, it answers like one: measured before the removal starts (in `first`).
-/// Returns the probe latencies measured (then the governor's baseline), if any.
-fn confirm_rotational(req: &Request, p: &mut Profile, first: &DirTarget) -> Vec<Duration> {
-    let applies = p.governed
-        && p.class == Class::Rotational
-        && p.source == "detected"
-        && !req.pace.pace_trees
-        && !req.engine.dry_run
-        && !req.pace.fast;
-    if !applies {
-        return Vec::new();
-    }
-    let idle = crate::engine::pace::tree::idle_samples(&*first.base);
-    let (p50, slow) = crate::engine::pace::tree::idle_median(&idle);
-    if !slow {
-        p.governed = false;
-        p.note = Some(match p50 {
-            Some(d) => format!(
-                "says rotational but answers like an SSD (idle p50 {:.2} ms): not governed",
-                d.as_secs_f64() * 1e3
-            ),
-            None => "says rotational; no latency probe here: not governed".into(),
-        });
-    } else {
-        p.one_worker();
-        p.note = Some(format!(
-            "a slow disk (idle p50 {:.2} ms): one worker, as rm -rf, not governed \
-             (--max-latency governs)",
-            p50.unwrap_or_default().as_secs_f64() * 1e3
-        ));
-    }
-    idle
 }
 
 /// What a stop signal left of one large file; starts the reaper for it if it is in the trash.

@@ -86,10 +86,9 @@ pub struct Knobs<'a> {
     /// with one and earns more).
     pub max_workers: usize,
     /// The user's own budget (`--max-latency` given): honoured down to the idle p90 (not 1.5x
-    /// it, the default's margin), and the unlink rate held down too once one worker is left. Not by
-    /// default: on the emulated HDD one worker already hurt others no more than `rm -rf`
-    /// (probe p99 1.6x idle vs 2.0x), and holding its rate down as well only made the removal
-    /// 2.7x longer (105 s against 38 s) without lowering the p99 (bench/RESULTS.md).
+    /// it, the default's margin), and the unlink rate held down too once one worker is left
+    /// (on the emulated HDD, 120 ms held the neighbours' p99 to 0.57x `rm -rf`'s at 19.5x its
+    /// time: bench/RESULTS.md, 2026-11-26 session 5). Not by default.
     pub rate: bool,
     /// Probe latencies measured before the removal started (`idle_samples`): the baseline,
     /// when there are some. One taken while the workers run sees their own load: on the

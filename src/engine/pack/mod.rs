@@ -780,12 +780,7 @@ fn remove_originals(
     // governed on a virtual one that only says so).
     let rotational = profile.class == crate::engine::profile::Class::Rotational;
     if rotational && profile.source == "detected" && o.max_latency.is_none() && !o.fast {
-        let idle = crate::engine::pace::tree::idle_samples(&*place.parent);
-        if crate::engine::pace::tree::idle_median(&idle).1 {
-            profile.one_worker();
-        } else {
-            profile.governed = false;
-        }
+        profile.settle_rotational(&crate::engine::pace::tree::idle_samples(&*place.parent));
     }
     let mut engine = remove::Options::default();
     engine.apply(&profile, o.threads.is_some());
