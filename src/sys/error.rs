@@ -41,6 +41,9 @@ pub enum Reason {
     /// `--from`: a directory on the way to the path is a symbolic link (never followed).
     #[error("{} is a symbolic link; --from never follows one (list the real path)", crate::sys::quote::quote(.0))]
     SymlinkInPath(PathBuf),
+    /// `--from`: a record of a newline-separated list holds a NUL byte (no path can).
+    #[error("holds a NUL byte, which no path can (a NUL-separated list needs -0)")]
+    NulInPath,
     /// A parallel job (MPI) could not do it: why, for every rank.
     #[error("{0}")]
     Job(String),

@@ -855,6 +855,25 @@ fn from_removes_exactly_the_listed_paths_nul_or_newline() {
 }
 
 #[test]
+fn from_says_a_nul_in_a_line_list_is_no_path_and_goes_on() {
+    // A NUL-separated list read without -0: the NULs end up inside lines.
+    let s = util::scratch!();
+    s.file("t/a", "");
+    s.file("t/b", "");
+    s.file("t/c", "");
+    let out = s
+        .rm(&["--from", "-"])
+        .write_stdin(b"t/a\nt/b\0t/c\n".to_vec())
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1), "{}", util::stderr_of(&out));
+    let err = util::stderr_of(&out);
+    assert!(err.contains("NUL byte") && err.contains("-0"), "{err}");
+    assert!(!s.exists("t/a"), "the other records are removed");
+    assert!(s.exists("t/b") && s.exists("t/c"), "nothing is guessed");
+}
+
+#[test]
 fn from_opens_many_parents_at_once_and_says_its_workers() {
     // 300 parents: several opener threads, each with a share of the sorted parents; one
     // parent behind a symlink and one missing, in the middle of the shares.

@@ -5,7 +5,7 @@
 
 use std::collections::HashMap;
 use std::ffi::CStr;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Mutex;
 
@@ -13,7 +13,7 @@ use rustix::fs::{unlinkat, AtFlags, FileType};
 use rustix::io::Errno;
 
 use super::{Counters, DirTarget, Options, Sink};
-use crate::engine::select::from::Group;
+use crate::engine::select::from::{self, Group};
 use crate::engine::select::{tally, Selection};
 use crate::sys::dirfd;
 use crate::sys::error::{Failure, Reason};
@@ -130,10 +130,15 @@ impl Ctx<'_> {
             if crate::sys::interrupt::stopping() {
                 break;
             }
-            let (name, shown, dir_only) = &group.names[k];
+            let from::Name {
+                name,
+                shown,
+                dir_only,
+            } = &group.names[k];
+            let (name, shown): (&CStr, &Path) = (name, shown);
             let fail = |local: &mut Removed, reason: Reason| {
                 let f = Failure {
-                    path: shown.clone(),
+                    path: shown.to_path_buf(),
                     reason,
                 };
                 counters.errors.fetch_add(1, Ordering::Relaxed);
@@ -247,7 +252,7 @@ fn inode_order(group: &Group) -> Vec<usize> {
         inos.insert(name.to_bytes().to_vec(), ino);
     });
     order.sort_by_key(|&i| {
-        inos.get(group.names[i].0.to_bytes())
+        inos.get(group.names[i].name.to_bytes())
             .copied()
             .unwrap_or(u64::MAX)
     });

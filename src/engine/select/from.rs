@@ -6,12 +6,13 @@
 //! listed twice is removed once and counted as a duplicate. The unlinking is the engine's
 //! (`engine::remove::listed`). Never prints, never removes.
 
-use std::collections::HashMap;
+use std::borrow::Cow;
+use std::collections::{HashMap, HashSet};
 use std::ffi::{CStr, CString, OsStr};
 use std::io::Read;
 use std::os::fd::OwnedFd;
 use std::os::unix::ffi::OsStrExt;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use rustix::fs::{openat, FileType, Mode, OFlags};
@@ -20,67 +21,133 @@ use rustix::io::Errno;
 use crate::sys::dirfd::{self, Ident};
 use crate::sys::error::{Failure, Reason};
 
+/// A list as read: one buffer holding every record followed by a NUL (its separator
+/// replaced), so that a name at the end of a record is a C string in place: 200,000 paths
+/// are one allocation, not a million.
+pub struct List {
+    buf: Vec<u8>,
+    /// Each record's bytes in `buf` (its NUL follows).
+    records: Vec<(usize, usize)>,
+}
+
+impl List {
+    fn len(&self) -> usize {
+        self.records.len()
+    }
+
+    fn record(&self, i: usize) -> &[u8] {
+        let (a, b) = self.records[i];
+        &self.buf[a..b]
+    }
+
+    /// Record `i` and its NUL.
+    fn record_nul(&self, i: usize) -> &[u8] {
+        let (a, b) = self.records[i];
+        &self.buf[a..=b]
+    }
+}
+
 /// Reads the records of a list: NUL-terminated with `nul`, else lines. Empty records (a
 /// trailing newline, blank lines) are skipped.
-pub fn read_list(mut r: impl Read, nul: bool) -> std::io::Result<Vec<Vec<u8>>> {
-    let mut all = Vec::new();
-    r.read_to_end(&mut all)?;
+pub fn read_list(mut r: impl Read, nul: bool) -> std::io::Result<List> {
+    let mut buf = Vec::new();
+    r.read_to_end(&mut buf)?;
     let sep = if nul { 0 } else { b'\n' };
-    Ok(all
-        .split(|&b| b == sep)
-        .filter(|r| !r.is_empty())
-        .map(<[u8]>::to_vec)
-        .collect())
+    if buf.last().is_some_and(|&b| b != sep) {
+        buf.push(sep);
+    }
+    let mut records = Vec::new();
+    let mut start = 0;
+    for (i, b) in buf.iter_mut().enumerate() {
+        if *b == sep {
+            if i > start {
+                records.push((start, i));
+            }
+            *b = 0;
+            start = i + 1;
+        }
+    }
+    Ok(List { buf, records })
 }
 
-/// One listed path, split.
-#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
-struct Listed {
-    /// The parent's components (no empty ones, no `.`), and whether it starts at `/`.
+/// One listed path, split (borrowed from its record).
+struct Listed<'a> {
     absolute: bool,
-    parent: Vec<Vec<u8>>,
-    name: Vec<u8>,
+    /// What precedes the name, as written (`a//./b`).
+    parent: &'a [u8],
+    /// The last component, as written ...
+    last: &'a [u8],
+    /// ... and as a C string: in place where the record ends with it (no trailing '/').
+    name: Cow<'a, CStr>,
     /// Given with a trailing '/': must be a directory.
     dir_only: bool,
-    /// As listed, for messages.
-    shown: Vec<u8>,
 }
 
-fn split(path: &[u8]) -> Result<Listed, Reason> {
+fn split(record_nul: &[u8]) -> Result<Listed<'_>, Reason> {
+    let path = &record_nul[..record_nul.len() - 1];
+    if path.contains(&0) {
+        return Err(Reason::NulInPath);
+    }
     let absolute = path.first() == Some(&b'/');
-    let trimmed = {
-        let mut end = path.len();
-        while end > 1 && path[end - 1] == b'/' {
-            end -= 1;
-        }
-        &path[..end]
+    let mut end = path.len();
+    while end > 1 && path[end - 1] == b'/' {
+        end -= 1;
+    }
+    let trimmed = &path[..end];
+    let dir_only = end < path.len();
+    let (parent, last) = match trimmed.iter().rposition(|&b| b == b'/') {
+        Some(i) => (&trimmed[..i], &trimmed[i + 1..]),
+        None => (&trimmed[..0], trimmed),
     };
-    let dir_only = trimmed.len() < path.len();
-    let mut comps: Vec<Vec<u8>> = trimmed
-        .split(|&b| b == b'/')
-        .filter(|c| !c.is_empty() && *c != b".")
-        .map(<[u8]>::to_vec)
-        .collect();
     // The last component as written: `.`/`..` and `/` itself are refused (as rm does).
-    let last = trimmed.rsplit(|&b| b == b'/').next().unwrap_or_default();
     if last == b"." || last == b".." {
         return Err(Reason::DotOrDotDot);
     }
-    let Some(name) = comps.pop() else {
+    if last.is_empty() {
         return Err(Reason::Root);
+    }
+    let name = if dir_only {
+        Cow::Owned(CString::new(last).expect("checked: no NUL"))
+    } else {
+        Cow::Borrowed(
+            CStr::from_bytes_with_nul(&record_nul[record_nul.len() - 1 - last.len()..])
+                .expect("checked: one NUL, at the end"),
+        )
     };
     Ok(Listed {
         absolute,
-        parent: comps,
+        parent,
+        last,
         name,
         dir_only,
-        shown: path.to_vec(),
     })
 }
 
+/// One parent as written, and the paths listed under it (their indices in the list).
+struct Spelling<'a> {
+    absolute: bool,
+    parent: &'a [u8],
+    under: Vec<(usize, Listed<'a>)>,
+}
+
+/// One parent to open (its components), and its spellings (indices of `Spelling`s).
+struct Parent<'a> {
+    absolute: bool,
+    comps: Vec<&'a [u8]>,
+    spellings: Vec<usize>,
+}
+
+/// A parent's components as the kernel walks them (no empty ones, no `.`).
+fn components(parent: &[u8]) -> Vec<&[u8]> {
+    parent
+        .split(|&b| b == b'/')
+        .filter(|c| !c.is_empty() && *c != b".")
+        .collect()
+}
+
 /// The listed paths, grouped by the directory that holds them.
-pub struct Groups {
-    pub groups: Vec<Group>,
+pub struct Groups<'a> {
+    pub groups: Vec<Group<'a>>,
     /// Paths that cannot be removed as listed (missing parents, symlinked components, ...).
     pub failures: Vec<Failure>,
     /// Paths listed more than once (removed once).
@@ -89,87 +156,129 @@ pub struct Groups {
     pub missing: Vec<PathBuf>,
 }
 
-/// The names of one directory.
-pub struct Group {
+/// The names of one directory, in the order listed.
+pub struct Group<'a> {
     pub dir: Arc<OwnedFd>,
-    /// (name, path as listed, must be a directory)
-    pub names: Vec<(CString, PathBuf, bool)>,
+    pub names: Vec<Name<'a>>,
 }
 
-/// Splits, sorts and opens: one verified open of each parent, shared prefixes opened once.
-pub fn group(records: Vec<Vec<u8>>) -> Groups {
-    let mut failures = Vec::new();
-    let mut listed: Vec<Listed> = Vec::with_capacity(records.len());
-    for r in records {
-        match split(&r) {
-            Ok(l) => listed.push(l),
-            Err(reason) => failures.push(Failure {
-                path: PathBuf::from(OsStr::from_bytes(&r)),
+/// One listed name of a group.
+pub struct Name<'a> {
+    pub name: Cow<'a, CStr>,
+    /// The path as listed, for messages.
+    pub shown: &'a Path,
+    /// Listed with a trailing '/': must be a directory.
+    pub dir_only: bool,
+}
+
+fn shown(bytes: &[u8]) -> &Path {
+    Path::new(OsStr::from_bytes(bytes))
+}
+
+/// Splits, groups by parent and opens: one verified open of each parent (the distinct
+/// parents opened in sorted order, so that neighbours share the opens of their common
+/// components); the groups and the names in each keep the list's order.
+pub fn group(list: &List) -> Groups<'_> {
+    let mut out = Groups {
+        groups: Vec::new(),
+        failures: Vec::new(),
+        duplicates: 0,
+        missing: Vec::new(),
+    };
+    // Each distinct parent as written, with the records under it.
+    let mut index: HashMap<(bool, &[u8]), usize> = HashMap::new();
+    let mut written: Vec<Spelling<'_>> = Vec::new();
+    for i in 0..list.len() {
+        match split(list.record_nul(i)) {
+            Ok(l) => {
+                let k = *index.entry((l.absolute, l.parent)).or_insert_with(|| {
+                    written.push(Spelling {
+                        absolute: l.absolute,
+                        parent: l.parent,
+                        under: Vec::new(),
+                    });
+                    written.len() - 1
+                });
+                written[k].under.push((i, l));
+            }
+            Err(reason) => out.failures.push(Failure {
+                path: shown(list.record(i)).to_path_buf(),
                 reason,
             }),
         }
     }
-    listed.sort_unstable_by(|a, b| {
-        (a.absolute, &a.parent, &a.name).cmp(&(b.absolute, &b.parent, &b.name))
-    });
-    let mut out = Groups {
-        groups: Vec::new(),
-        failures,
-        duplicates: 0,
-        missing: Vec::new(),
-    };
-    // The runs of paths with the same parent, then each run's parent opened: in parallel, as
-    // a cold lookup is a disk read (a round trip on a network file system) and 2,000 parents
-    // opened one after another were a quarter of a 200,000-path removal on xfs.
-    let mut runs: Vec<(usize, usize)> = Vec::new();
-    let mut i = 0;
-    while i < listed.len() {
-        let mut j = i + 1;
-        while j < listed.len()
-            && listed[j].absolute == listed[i].absolute
-            && listed[j].parent == listed[i].parent
-        {
-            j += 1;
+    drop(index);
+    // Spellings of one parent (`a/./b`, `a//b`, `a/b`) open once; the parents sorted by
+    // component.
+    let mut parents: Vec<(bool, Vec<&[u8]>, usize)> = written
+        .iter()
+        .enumerate()
+        .map(|(k, w)| (w.absolute, components(w.parent), k))
+        .collect();
+    parents.sort_unstable();
+    let mut runs: Vec<Parent<'_>> = Vec::new();
+    for (absolute, comps, k) in parents {
+        match runs.last_mut() {
+            Some(r) if r.absolute == absolute && r.comps == comps => r.spellings.push(k),
+            _ => runs.push(Parent {
+                absolute,
+                comps,
+                spellings: vec![k],
+            }),
         }
-        runs.push((i, j));
-        i = j;
     }
-    let opened = open_parents(&listed, &runs);
+    let opened = open_parents(&runs);
+    let idents: Vec<Option<Ident>> = opened
+        .iter()
+        .map(|o| {
+            let fd = o.as_ref().ok()?;
+            dirfd::fstat(&**fd).map(|f| f.ident).ok()
+        })
+        .collect();
+    let mut run_of = vec![0; written.len()];
+    for (r, p) in runs.iter().enumerate() {
+        for &k in &p.spellings {
+            run_of[k] = r;
+        }
+    }
+    // The groups in the order their parents first appear in the list (as the unlink floor
+    // takes them: bench/select.sh).
     let mut by_ident: HashMap<Ident, usize> = HashMap::new();
-    let mut seen_in_group: Vec<std::collections::HashSet<Vec<u8>>> = Vec::new();
-    for (&(i, j), opened) in runs.iter().zip(opened) {
-        let same_parent = &listed[i..j];
-        match opened {
+    let mut seen: Vec<HashSet<&[u8]>> = Vec::new();
+    for (k, Spelling { under, .. }) in written.iter().enumerate() {
+        let r = run_of[k];
+        match &opened[r] {
             Ok(fd) => {
-                let ident = dirfd::fstat(&*fd).map(|f| f.ident).ok();
-                let g = match ident.and_then(|id| by_ident.get(&id).copied()) {
+                let g = match idents[r].and_then(|id| by_ident.get(&id).copied()) {
                     Some(g) => g,
                     None => {
                         out.groups.push(Group {
-                            dir: fd,
-                            names: Vec::new(),
+                            dir: fd.clone(),
+                            names: Vec::with_capacity(under.len()),
                         });
-                        seen_in_group.push(Default::default());
-                        if let Some(id) = ident {
+                        seen.push(HashSet::with_capacity(under.len()));
+                        if let Some(id) = idents[r] {
                             by_ident.insert(id, out.groups.len() - 1);
                         }
                         out.groups.len() - 1
                     }
                 };
-                for l in same_parent {
-                    if !seen_in_group[g].insert(l.name.clone()) {
+                for (i, l) in under {
+                    if !seen[g].insert(l.last) {
                         out.duplicates += 1;
                         continue;
                     }
-                    let name = CString::new(l.name.clone()).expect("records hold no NUL");
-                    let shown = PathBuf::from(OsStr::from_bytes(&l.shown));
-                    out.groups[g].names.push((name, shown, l.dir_only));
+                    out.groups[g].names.push(Name {
+                        name: l.name.clone(),
+                        shown: shown(list.record(*i)),
+                        dir_only: l.dir_only,
+                    });
                 }
             }
             Err(why) => {
-                for l in same_parent {
-                    let path = PathBuf::from(OsStr::from_bytes(&l.shown));
-                    match &why {
+                for (i, _) in under {
+                    let path = shown(list.record(*i)).to_path_buf();
+                    match why {
                         Open::Missing => out.missing.push(path),
                         Open::Symlink(at) => out.failures.push(Failure {
                             path,
@@ -187,14 +296,16 @@ pub fn group(records: Vec<Vec<u8>>) -> Groups {
     out
 }
 
-/// Runs of paths per worker of `open_parents`, at least.
+/// Parents per worker of `open_parents`, at least.
 const RUNS_PER_OPENER: usize = 32;
 /// Openers at most.
 const OPENERS: usize = 16;
 
-/// Opens the parent of each run (`(first, end)` in `listed`) with up to `OPENERS` threads, each
-/// taking a contiguous share of the sorted runs (neighbours share most of their components).
-fn open_parents(listed: &[Listed], runs: &[(usize, usize)]) -> Vec<Result<Arc<OwnedFd>, Open>> {
+/// Opens each parent with up to `OPENERS` threads, each taking a contiguous share of the
+/// sorted parents (neighbours share most of their components): a cold lookup is a disk read
+/// (a round trip on a network file system), and 2,000 parents opened one after another were
+/// a quarter of a 200,000-path removal on xfs.
+fn open_parents(runs: &[Parent<'_>]) -> Vec<Result<Arc<OwnedFd>, Open>> {
     let threads = (runs.len() / RUNS_PER_OPENER).clamp(1, OPENERS);
     let share = runs.len().div_ceil(threads).max(1);
     std::thread::scope(|s| {
@@ -205,7 +316,7 @@ fn open_parents(listed: &[Listed], runs: &[(usize, usize)]) -> Vec<Result<Arc<Ow
                     let mut opener = Opener::default();
                     chunk
                         .iter()
-                        .map(|&(i, _)| opener.open(listed[i].absolute, &listed[i].parent))
+                        .map(|p| opener.open(p.absolute, &p.comps))
                         .collect::<Vec<_>>()
                 })
             })
@@ -233,7 +344,7 @@ struct Opener {
 }
 
 impl Opener {
-    fn open(&mut self, absolute: bool, comps: &[Vec<u8>]) -> Result<Arc<OwnedFd>, Open> {
+    fn open(&mut self, absolute: bool, comps: &[&[u8]]) -> Result<Arc<OwnedFd>, Open> {
         if self.base.as_ref().map(|b| b.0) != Some(absolute) {
             let start: &CStr = if absolute { c"/" } else { c"." };
             let fd = openat(
@@ -250,7 +361,7 @@ impl Opener {
             .stack
             .iter()
             .zip(comps)
-            .take_while(|((have, _), want)| have == *want)
+            .take_while(|((have, _), want)| have.as_slice() == **want)
             .count();
         self.stack.truncate(common);
         for c in &comps[common..] {
@@ -258,7 +369,7 @@ impl Opener {
                 Some((_, fd)) => fd.clone(),
                 None => self.base.as_ref().expect("base opened").1.clone(),
             };
-            let name = CString::new(c.clone()).expect("records hold no NUL");
+            let name = CString::new(*c).expect("records hold no NUL");
             let fd = dirfd::open_dir_at_only(&*parent, &name).map_err(|e| match e {
                 Errno::NOENT => Open::Missing,
                 Errno::NOTDIR | Errno::LOOP => match dirfd::lstat_at(&*parent, &name) {
@@ -278,7 +389,7 @@ impl Opener {
                 },
                 e => Open::Os(e),
             })?;
-            self.stack.push((c.clone(), Arc::new(fd)));
+            self.stack.push((c.to_vec(), Arc::new(fd)));
         }
         Ok(match self.stack.last() {
             Some((_, fd)) => fd.clone(),
@@ -291,30 +402,64 @@ impl Opener {
 mod tests {
     use super::*;
 
+    /// (absolute, parent components, name, dir_only) of one path.
+    type Parts = (bool, Vec<Vec<u8>>, Vec<u8>, bool);
+
+    fn sp(path: &[u8]) -> Result<Parts, Reason> {
+        let mut rec = path.to_vec();
+        rec.push(0);
+        let l = split(&rec)?;
+        assert_eq!(l.name.to_bytes(), l.last);
+        Ok((
+            l.absolute,
+            components(l.parent)
+                .into_iter()
+                .map(<[u8]>::to_vec)
+                .collect(),
+            l.last.to_vec(),
+            l.dir_only,
+        ))
+    }
+
     #[test]
     fn paths_split_into_parent_and_name() {
-        let l = split(b"/a//b/./c/").unwrap();
-        assert!(l.absolute && l.dir_only);
-        assert_eq!(l.parent, vec![b"a".to_vec(), b"b".to_vec()]);
-        assert_eq!(l.name, b"c");
-        let l = split(b"x").unwrap();
-        assert!(!l.absolute && l.parent.is_empty());
-        assert_eq!(split(b"a/.."), Err(Reason::DotOrDotDot));
-        assert_eq!(split(b"a/."), Err(Reason::DotOrDotDot));
-        assert_eq!(split(b"/"), Err(Reason::Root));
-        assert_eq!(split(b"//"), Err(Reason::Root));
+        let (absolute, parent, name, dir_only) = sp(b"/a//b/./c/").unwrap();
+        assert!(absolute && dir_only);
+        assert_eq!(parent, vec![b"a".to_vec(), b"b".to_vec()]);
+        assert_eq!(name, b"c");
+        let (absolute, parent, name, dir_only) = sp(b"x").unwrap();
+        assert!(!absolute && parent.is_empty() && !dir_only);
+        assert_eq!(name, b"x");
+        assert_eq!(sp(b"a/.."), Err(Reason::DotOrDotDot));
+        assert_eq!(sp(b"a/."), Err(Reason::DotOrDotDot));
+        assert_eq!(sp(b"a/./"), Err(Reason::DotOrDotDot));
+        assert_eq!(sp(b"/"), Err(Reason::Root));
+        assert_eq!(sp(b"//"), Err(Reason::Root));
+        assert_eq!(sp(b"a\0b"), Err(Reason::NulInPath));
         // `..` inside is the kernel's (no symlink is followed on the way).
         assert_eq!(
-            split(b"a/../b").unwrap().parent,
+            sp(b"a/../b").unwrap().1,
             vec![b"a".to_vec(), b"..".to_vec()]
         );
+    }
+
+    fn records(l: &List) -> Vec<Vec<u8>> {
+        (0..l.len()).map(|i| l.record(i).to_vec()).collect()
     }
 
     #[test]
     fn lists_split_on_newlines_or_nuls() {
         let r = read_list(&b"a\nb c\n\nd\n"[..], false).unwrap();
-        assert_eq!(r, vec![b"a".to_vec(), b"b c".to_vec(), b"d".to_vec()]);
+        assert_eq!(
+            records(&r),
+            vec![b"a".to_vec(), b"b c".to_vec(), b"d".to_vec()]
+        );
         let r = read_list(&b"a\nb\0c\0"[..], true).unwrap();
-        assert_eq!(r, vec![b"a\nb".to_vec(), b"c".to_vec()]);
+        assert_eq!(records(&r), vec![b"a\nb".to_vec(), b"c".to_vec()]);
+        // The last record needs no separator; each is followed by a NUL in the buffer.
+        let r = read_list(&b"x\ny"[..], false).unwrap();
+        assert_eq!(records(&r), vec![b"x".to_vec(), b"y".to_vec()]);
+        assert!((0..r.len()).all(|i| r.record_nul(i).last() == Some(&0)));
+        assert_eq!(read_list(&b""[..], true).unwrap().len(), 0);
     }
 }

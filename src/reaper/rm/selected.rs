@@ -157,7 +157,7 @@ impl Run<'_> {
                 return Vec::new();
             }
         };
-        let groups = from::group(records);
+        let groups = from::group(&records);
         self.selected.duplicates = Some(groups.duplicates);
         for f in groups.failures {
             self.fail(f.path, f.reason);
