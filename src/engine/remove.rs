@@ -148,8 +148,15 @@ impl Options {
         let c = if threads_given {
             Concurrency::pinned(self.threads, network, round_trip)
         } else {
+            // On a network file system a worker waiting for its round trip costs nothing, and
+            // one fewer is one request fewer in flight: a trial of fewer that "lost nothing"
+            // in two noisy windows let ranks of an MPI job sharing one server drift to one or
+            // two workers each, and 8 ranks kept the server 0.64-0.72 busy against 0.82 with
+            // every rank pinned at the network profile's start (bench/RESULTS.md, 2026-11-26
+            // session 6). There the start is also the floor.
             Concurrency::measured(
                 profile.start,
+                if network { profile.start } else { 1 },
                 profile.max_workers,
                 &profile.start_reason(),
                 network,

@@ -366,9 +366,10 @@ impl Rule {
         self.set(n, why)
     }
 
-    /// Another hand (the latency governor) holds the workers at `n`: measure on from there.
+    /// Another hand (the latency governor) holds the workers at `n` (below the floor too):
+    /// measure on from there.
     pub fn follow(&mut self, n: usize) {
-        self.limit = n.clamp(self.min, self.max);
+        self.limit = n.clamp(1, self.max);
         self.phase = Phase::Steady;
         self.level = None;
         self.trial = None;
@@ -457,35 +458,38 @@ pub struct Concurrency {
 }
 
 impl Concurrency {
-    /// Measured: starts with `start` workers (`start_from` says why), at most `max`.
-    /// `stream`: large directories are streamed (a network file system), with pieces first
-    /// sized for `round_trip` when known.
+    /// Measured: starts with `start` workers (`start_from` says why), never fewer than `min`
+    /// (unless the latency governor holds it lower), at most `max`. `stream`: large
+    /// directories are streamed (a network file system), with pieces first sized for
+    /// `round_trip` when known.
     pub fn measured(
         start: usize,
+        min: usize,
         max: usize,
         start_from: &str,
         stream: bool,
         round_trip: Option<Duration>,
     ) -> Concurrency {
         let max = max.max(start).max(1);
-        Concurrency::new(start, max, start_from, false, stream, round_trip)
+        Concurrency::new(start, min, max, start_from, false, stream, round_trip)
     }
 
     /// Pinned (`--threads`): the count never changes; it is still measured and reported.
     pub fn pinned(threads: usize, stream: bool, round_trip: Option<Duration>) -> Concurrency {
         let n = threads.max(1);
-        Concurrency::new(n, n, "--threads", true, stream, round_trip)
+        Concurrency::new(n, n, n, "--threads", true, stream, round_trip)
     }
 
     fn new(
         start: usize,
+        min: usize,
         max: usize,
         start_from: &str,
         pinned: bool,
         stream: bool,
         round_trip: Option<Duration>,
     ) -> Concurrency {
-        let rule = Rule::new(start, 1, max);
+        let rule = Rule::new(start, min, max);
         let start = rule.limit();
         Concurrency {
             gate: Arc::new(Gate::new(start)),
@@ -789,6 +793,18 @@ mod tests {
     }
 
     #[test]
+    fn a_floor_keeps_the_workers_that_trials_of_fewer_would_shed() {
+        // The same 4-slot system with a floor of 8 (a network file system's start): trials of
+        // fewer never go below it, trials of more still come and go above it.
+        let mut r = Rule::new(8, 8, 128);
+        let seen = settle(&mut r, 4, 0.002, usize::MAX, 400);
+        assert!(seen.iter().all(|n| *n >= 8), "{seen:?}");
+        let tail = &seen[300..];
+        let at8 = tail.iter().filter(|n| **n == 8).count();
+        assert!(at8 * 10 >= tail.len() * 7, "mostly at the floor: {tail:?}");
+    }
+
+    #[test]
     fn a_climbing_throughput_is_not_taken_for_the_workers() {
         // The work grows (a tree's first directories being listed): the throughput climbs
         // at 16 workers whatever they are; only once it is steady does the level count.
@@ -823,8 +839,33 @@ mod tests {
     }
 
     #[test]
+    fn the_governor_holds_it_below_its_floor_and_lets_it_back() {
+        let c = Concurrency::measured(8, 8, 64, "test", true, None);
+        c.gate().set_cap(2);
+        let t0 = Instant::now();
+        assert_eq!(c.judge(&window(8, 64, 0.001, 64), t0), Some(2));
+        c.gate().set(2);
+        for _ in 0..20 {
+            assert_eq!(c.judge(&window(2, 64, 0.001, 64), t0), None);
+        }
+        c.gate().set_cap(usize::MAX);
+        let mut seen = Vec::new();
+        for _ in 0..40 {
+            let n = c.gate().limit();
+            if let Some(m) = c.judge(&window(n, 64, 0.001, 64), t0) {
+                c.gate().set(m);
+            }
+            seen.push(c.gate().limit());
+        }
+        assert!(
+            seen.iter().any(|n| *n >= 8),
+            "back to its floor at least: {seen:?}"
+        );
+    }
+
+    #[test]
     fn the_governor_cap_holds_it_and_it_goes_on_from_there() {
-        let c = Concurrency::measured(8, 64, "test", false, None);
+        let c = Concurrency::measured(8, 1, 64, "test", false, None);
         c.gate().set_cap(2);
         let t0 = Instant::now();
         assert_eq!(c.judge(&window(8, 64, 0.001, 64), t0), Some(2));
