@@ -838,34 +838,10 @@ mod tests {
         assert!(r.op_ms.is_some_and(|ms| (0.9..1.1).contains(&ms)), "{r:?}");
     }
 
-    #[test]
-    fn the_governor_holds_it_below_its_floor_and_lets_it_back() {
-        let c = Concurrency::measured(8, 8, 64, "test", true, None);
-        c.gate().set_cap(2);
-        let t0 = Instant::now();
-        assert_eq!(c.judge(&window(8, 64, 0.001, 64), t0), Some(2));
-        c.gate().set(2);
-        for _ in 0..20 {
-            assert_eq!(c.judge(&window(2, 64, 0.001, 64), t0), None);
-        }
-        c.gate().set_cap(usize::MAX);
-        let mut seen = Vec::new();
-        for _ in 0..40 {
-            let n = c.gate().limit();
-            if let Some(m) = c.judge(&window(n, 64, 0.001, 64), t0) {
-                c.gate().set(m);
-            }
-            seen.push(c.gate().limit());
-        }
-        assert!(
-            seen.iter().any(|n| *n >= 8),
-            "back to its floor at least: {seen:?}"
-        );
-    }
-
-    #[test]
-    fn the_governor_cap_holds_it_and_it_goes_on_from_there() {
-        let c = Concurrency::measured(8, 1, 64, "test", false, None);
+    /// A measured concurrency (floor `min`) that the governor holds at 2 for 20 windows,
+    /// then lets go for 40: the worker counts after the release.
+    fn held_at_two_then_let_go(min: usize) -> Vec<usize> {
+        let c = Concurrency::measured(8, min, 64, "test", min > 1, None);
         c.gate().set_cap(2);
         let t0 = Instant::now();
         assert_eq!(c.judge(&window(8, 64, 0.001, 64), t0), Some(2));
@@ -876,7 +852,6 @@ mod tests {
         let r = c.report();
         assert_eq!(r.governor_cap, Some(2));
         assert!(r.why.contains("governor"), "{}", r.why);
-        // Let go: trials from 2 on.
         c.gate().set_cap(usize::MAX);
         let mut seen = Vec::new();
         for _ in 0..40 {
@@ -886,7 +861,23 @@ mod tests {
             }
             seen.push(c.gate().limit());
         }
+        seen
+    }
+
+    #[test]
+    fn the_governor_cap_holds_it_and_it_goes_on_from_there() {
+        // Let go: trials from 2 on.
+        let seen = held_at_two_then_let_go(1);
         assert!(seen.iter().any(|n| *n > 2), "{seen:?}");
+    }
+
+    #[test]
+    fn the_governor_holds_it_below_its_floor_and_lets_it_back() {
+        let seen = held_at_two_then_let_go(8);
+        assert!(
+            seen.iter().any(|n| *n >= 8),
+            "back to its floor at least: {seen:?}"
+        );
     }
 
     #[test]
