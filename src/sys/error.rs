@@ -44,6 +44,9 @@ pub enum Reason {
     /// `--from`: a record of a newline-separated list holds a NUL byte (no path can).
     #[error("holds a NUL byte, which no path can (a NUL-separated list needs -0)")]
     NulInPath,
+    /// `--from FILE`: a device, never read (`/dev/zero` would be read until memory ran out).
+    #[error("is a device, not a list of paths (a file or a pipe is)")]
+    ListIsDevice,
     /// A parallel job (MPI) could not do it: why, for every rank.
     #[error("{0}")]
     Job(String),

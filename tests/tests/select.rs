@@ -874,6 +874,23 @@ fn from_says_a_nul_in_a_line_list_is_no_path_and_goes_on() {
 }
 
 #[test]
+fn from_refuses_a_device_as_its_list() {
+    // /dev/zero would be read until memory ran out; a pipe stays a list (the stdin tests).
+    let s = util::scratch!();
+    s.file("t/a", "");
+    s.symlink("zero", "/dev/zero");
+    let out = s
+        .rm(&["--from", "zero"])
+        .timeout(std::time::Duration::from_secs(60))
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1), "{}", util::stderr_of(&out));
+    let err = util::stderr_of(&out);
+    assert!(err.contains("zero") && err.contains("is a device"), "{err}");
+    assert!(s.exists("t/a"));
+}
+
+#[test]
 fn from_opens_many_parents_at_once_and_says_its_workers() {
     // 300 parents: several opener threads, each with a share of the sorted parents; one
     // parent behind a symlink and one missing, in the middle of the shares.

@@ -360,6 +360,7 @@ pub fn encode_failures(failures: &[Failure]) -> Vec<u8> {
             Reason::SymlinkInPath(p) => (11, 0, p.to_str().unwrap_or_default()),
             Reason::Kept(s) => (12, 0, s),
             Reason::NulInPath => (13, 0, ""),
+            Reason::ListIsDevice => (14, 0, ""),
         };
         w.u8(kind).u32(errno as u32).bytes(text.as_bytes());
     }
@@ -391,6 +392,7 @@ pub fn decode_failures(bytes: &[u8]) -> Result<Vec<Failure>, Malformed> {
             11 => Reason::SymlinkInPath(t.into()),
             12 => Reason::Kept(t),
             13 => Reason::NulInPath,
+            14 => Reason::ListIsDevice,
             _ => return Err(Malformed("failure kind")),
         };
         out.push(Failure { path, reason });

@@ -147,7 +147,20 @@ impl Run<'_> {
         let records = if list.as_os_str() == "-" {
             from::read_list(std::io::stdin().lock(), null)
         } else {
-            std::fs::File::open(list).and_then(|f| from::read_list(f, null))
+            match std::fs::File::open(list) {
+                // A pipe is a list (`--from <(find ...)`); a device never is.
+                Ok(f)
+                    if f.metadata().is_ok_and(|m| {
+                        use std::os::unix::fs::FileTypeExt;
+                        m.file_type().is_char_device() || m.file_type().is_block_device()
+                    }) =>
+                {
+                    self.fail(list.to_path_buf(), Reason::ListIsDevice);
+                    return Vec::new();
+                }
+                Ok(f) => from::read_list(f, null),
+                Err(e) => Err(e),
+            }
         };
         let records = match records {
             Ok(r) => r,
