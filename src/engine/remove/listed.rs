@@ -5,7 +5,7 @@
 
 use std::collections::HashMap;
 use std::ffi::CStr;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Mutex;
 
@@ -135,7 +135,7 @@ impl Ctx<'_> {
                 shown,
                 dir_only,
             } = &group.names[k];
-            let (name, shown): (&CStr, &Path) = (name, shown);
+            let (name, shown, dir_only) = (&**name, *shown, *dir_only);
             let fail = |local: &mut Removed, reason: Reason| {
                 let f = Failure {
                     path: shown.to_path_buf(),
@@ -145,7 +145,7 @@ impl Ctx<'_> {
                 sink.failed(&f);
                 local.failures.push(f);
             };
-            let st = if sel.counting || *dir_only {
+            let st = if sel.counting || dir_only {
                 match sel.stat(&*group.dir, name) {
                     Ok(st) => Some(st),
                     Err(Errno::NOENT) if self.force => continue,
@@ -158,7 +158,7 @@ impl Ctx<'_> {
                 None
             };
             let is_dir = st.is_some_and(|st| st.kind == FileType::Directory);
-            if *dir_only && !is_dir {
+            if dir_only && !is_dir {
                 fail(&mut local, Reason::Os(Errno::NOTDIR));
                 continue;
             }

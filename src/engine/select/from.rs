@@ -207,7 +207,6 @@ pub fn group(list: &List) -> Groups<'_> {
             }),
         }
     }
-    drop(index);
     // Spellings of one parent (`a/./b`, `a//b`, `a/b`) open once; the parents sorted by
     // component.
     let mut parents: Vec<(bool, Vec<&[u8]>, usize)> = written
@@ -245,7 +244,7 @@ pub fn group(list: &List) -> Groups<'_> {
     // takes them: bench/select.sh).
     let mut by_ident: HashMap<Ident, usize> = HashMap::new();
     let mut seen: Vec<HashSet<&[u8]>> = Vec::new();
-    for (k, Spelling { under, .. }) in written.iter().enumerate() {
+    for (k, Spelling { under, .. }) in written.into_iter().enumerate() {
         let r = run_of[k];
         match &opened[r] {
             Ok(fd) => {
@@ -269,15 +268,15 @@ pub fn group(list: &List) -> Groups<'_> {
                         continue;
                     }
                     out.groups[g].names.push(Name {
-                        name: l.name.clone(),
-                        shown: shown(list.record(*i)),
+                        name: l.name,
+                        shown: shown(list.record(i)),
                         dir_only: l.dir_only,
                     });
                 }
             }
             Err(why) => {
                 for (i, _) in under {
-                    let path = shown(list.record(*i)).to_path_buf();
+                    let path = shown(list.record(i)).to_path_buf();
                     match why {
                         Open::Missing => out.missing.push(path),
                         Open::Symlink(at) => out.failures.push(Failure {
