@@ -903,7 +903,15 @@ fn plan_trees(req: &Request, trees: &[DirTarget]) -> TreePlan {
         && profile
             .as_ref()
             .is_some_and(|p| p.governed && p.class == Class::Rotational && p.source == "detected");
-    let measure = (confirm || req.pace.pace_trees) && !req.engine.dry_run && !req.pace.fast;
+    // Under MPI a governed removal measures it too, on every rank before any rank starts (the
+    // ranks agree on the trees first): a baseline each rank takes once its workers run sees
+    // the job's load as well, from rank 0's start on, more or less of it by when the rank
+    // started, so the ranks judged by different budgets (rank 0's "idle" p50 read 20 ms in
+    // one run of 8 ranks, 30 ms in the next: bench/RESULTS.md, 2026-11-26).
+    let job_governed =
+        crate::engine::spread::job().is_some() && profile.as_ref().is_some_and(|p| p.governed);
+    let measure =
+        (confirm || req.pace.pace_trees || job_governed) && !req.engine.dry_run && !req.pace.fast;
     let idle = match trees.first() {
         Some(first) if measure => crate::engine::pace::tree::idle_samples(&*first.base),
         _ => Vec::new(),

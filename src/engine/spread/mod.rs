@@ -2,7 +2,9 @@
 //! client machines. Every rank opens the trees itself and checks with rank 0 that it sees the
 //! same directories (inode by inode); rank 0 starts the walk, and idle ranks ask a random other
 //! rank for work, which hands over up to half of its queued directories (oldest, so the biggest
-//! subtrees, first). Work comes back to the rank that handed it over when it is finished, so a
+//! subtrees, first), but no more than the asking rank has workers now: work a rank received
+//! is not handed on, so a rank its latency governor holds at one worker would otherwise sit
+//! on dozens of directories while the others run out. Work comes back to the rank that handed it over when it is finished, so a
 //! directory is removed by the rank that listed it, once all its children are gone, wherever
 //! they were removed; when rank 0's roots are finished, everything is. No rank holds a list of
 //! the tree, and there is no barrier per level. Rank 0 alone reports (progress, summary, JSON)
@@ -130,7 +132,7 @@ pub fn agree(t: &dyn Transport, trees: &Trees<'_>) -> Result<(), Error> {
                 // A rank that had its go before this one (messages from different ranks are not
                 // ordered) may already ask for work: none here yet, it asks again later. A
                 // question left unanswered would keep it asking, never reporting, forever.
-                Msg::Steal => t.send(from, Msg::Work(Vec::new()).encode()),
+                Msg::Steal(_) => t.send(from, Msg::Work(Vec::new()).encode()),
                 // Nothing else is sent to a rank before its go.
                 _ => continue,
             }
@@ -579,8 +581,8 @@ pub fn drive(job: &Job<'_>, walk: &dyn Shared, events: &Receiver<Event>) -> Repo
                 }
             };
             match msg {
-                Msg::Steal => {
-                    let work = walk.export(HANDOFF_MAX);
+                Msg::Steal(want) => {
+                    let work = walk.export(HANDOFF_MAX.min(want.max(1) as usize));
                     t.send(from, Msg::Work(work).encode());
                 }
                 Msg::Work(hs) => {
@@ -633,7 +635,7 @@ pub fn drive(job: &Job<'_>, walk: &dyn Shared, events: &Receiver<Event>) -> Repo
             if victim >= me {
                 victim += 1;
             }
-            t.send(victim, Msg::Steal.encode());
+            t.send(victim, Msg::Steal(walk.capacity() as u32).encode());
             asking = true;
             busy = true;
         }
@@ -682,7 +684,7 @@ pub fn conclude(job: &Job<'_>, mut reports: Reports, payload: Vec<u8>) -> Report
         }
         let (from, bytes) = recv(t);
         match Msg::decode(&bytes) {
-            Ok(Msg::Steal) => t.send(from, Msg::Work(Vec::new()).encode()),
+            Ok(Msg::Steal(_)) => t.send(from, Msg::Work(Vec::new()).encode()),
             Ok(Msg::Exit) if me != 0 => break,
             Ok(m @ (Msg::Progress(_) | Msg::Final { .. })) if me == 0 => {
                 reports.absorb(job, from, m)

@@ -224,7 +224,7 @@ fn a_rank_asked_for_work_before_its_go_answers() {
         dry_run: true,
     };
     mesh[2].send(0, Msg::Trees(Ok(Vec::new())).encode());
-    mesh[2].send(1, Msg::Steal.encode());
+    mesh[2].send(1, Msg::Steal(8).encode());
     std::thread::scope(|s| {
         for t in &mesh[..2] {
             let none = &none;
@@ -236,4 +236,99 @@ fn a_rank_asked_for_work_before_its_go_answers() {
         answered |= from == 1 && matches!(Msg::decode(&bytes), Ok(Msg::Work(w)) if w.is_empty());
     }
     assert!(answered, "rank 1 did not answer rank 2's request for work");
+}
+
+/// A walk with `queued` directories waiting and `capacity` workers, recording what it was
+/// asked to hand over.
+struct Queue {
+    queued: std::sync::Mutex<usize>,
+    capacity: usize,
+    asked: std::sync::Mutex<Vec<usize>>,
+}
+
+impl crate::engine::walk::Shared for Queue {
+    fn export(&self, max: usize) -> Vec<crate::engine::walk::Handoff> {
+        self.asked.lock().unwrap().push(max);
+        let mut q = self.queued.lock().unwrap();
+        let n = q.div_ceil(2).min(max);
+        *q -= n;
+        (0..n as u64)
+            .map(|token| crate::engine::walk::Handoff {
+                token,
+                root: 0,
+                chain: Vec::new(),
+                work: crate::engine::walk::Work::Dir(CString::new(format!("d{token}")).unwrap()),
+            })
+            .collect()
+    }
+    fn import(&self, _: usize, _: crate::engine::walk::Handoff) -> Result<(), String> {
+        Ok(())
+    }
+    fn returned(&self, _: u64, _: bool, _: Vec<u8>) {}
+    fn queued(&self) -> usize {
+        *self.queued.lock().unwrap()
+    }
+    fn capacity(&self) -> usize {
+        self.capacity
+    }
+}
+
+#[test]
+fn a_rank_takes_only_as_much_work_as_it_has_workers() {
+    // Rank 1 works with one worker (its latency governor held it there): the directories it
+    // takes wait for that worker alone (work received is not handed on), so it asks for one at
+    // a time. Handed rank 0's usual half (up to 32), it kept 3,200 files of a 100,000-file
+    // tree to itself at 2 ms a file while seven other ranks had finished (bench/RESULTS.md).
+    let mesh = local::mesh(2);
+    let busy = Queue {
+        queued: std::sync::Mutex::new(40),
+        capacity: 8,
+        asked: std::sync::Mutex::new(Vec::new()),
+    };
+    let idle = Queue {
+        queued: std::sync::Mutex::new(0),
+        capacity: 1,
+        asked: std::sync::Mutex::new(Vec::new()),
+    };
+    let counts = || [0u64; 4];
+    let add = |_: wire::Counts| {};
+    let warn = |_: &dyn std::fmt::Display| {};
+    let (root_done, events) = std::sync::mpsc::channel::<Event>();
+    std::thread::scope(|s| {
+        let job0 = Job {
+            transport: &mesh[0],
+            roots: 1,
+            counts: &counts,
+            add: &add,
+            warn: &warn,
+        };
+        let busy = &busy;
+        let rank0 = s.spawn(move || drive(&job0, busy, &events));
+        // Rank 1 asks for work as an idle rank does (its first request goes to rank 0, the
+        // only other rank), until it is handed some.
+        let (_no_events, events1) = std::sync::mpsc::channel::<Event>();
+        let job1 = Job {
+            transport: &mesh[1],
+            roots: 0,
+            counts: &counts,
+            add: &add,
+            warn: &warn,
+        };
+        let idle = &idle;
+        let rank1 = s.spawn(move || drive(&job1, idle, &events1));
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while busy.asked.lock().unwrap().is_empty() && Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(1));
+        }
+        // Rank 0's roots finish: it tells rank 1 to stop.
+        root_done.send(Event::RootDone(0)).unwrap();
+        rank0.join().unwrap();
+        rank1.join().unwrap();
+    });
+    let asked = busy.asked.lock().unwrap().clone();
+    assert!(!asked.is_empty(), "rank 1 never asked rank 0 for work");
+    assert!(
+        asked.iter().all(|&max| max == 1),
+        "a rank with one worker was offered more than one piece: {asked:?}"
+    );
 }

@@ -49,8 +49,9 @@ pub enum Msg {
     Go,
     /// Rank 0: do nothing, for this reason.
     Abort(String),
-    /// An idle rank asks for work.
-    Steal,
+    /// An idle rank asks for work: at most this many pieces (the workers it has now: it
+    /// cannot hand on what it was given, so what it takes beyond them waits for it alone).
+    Steal(u32),
     /// Work for the rank that asked (empty: none to give).
     Work(Vec<Handoff>),
     /// Work handed over as `token` is finished.
@@ -195,8 +196,8 @@ impl Msg {
             Msg::Abort(why) => {
                 w.u8(2).bytes(why.as_bytes());
             }
-            Msg::Steal => {
-                w.u8(3);
+            Msg::Steal(want) => {
+                w.u8(3).u32(*want);
             }
             Msg::Work(hs) => {
                 w.u8(4).u32(hs.len() as u32);
@@ -280,7 +281,7 @@ impl Msg {
                 )
             }
             2 => Msg::Abort(text(r.bytes()?)),
-            3 => Msg::Steal,
+            3 => Msg::Steal(r.u32()?),
             4 => {
                 let n = r.count(17)?;
                 let mut hs = Vec::with_capacity(n);
@@ -494,7 +495,7 @@ mod tests {
         round(Msg::Mark(".reclaim-mpi-0a1b".into()));
         round(Msg::Marked(vec![true, false]));
         round(Msg::Abort("different trees".into()));
-        round(Msg::Steal);
+        round(Msg::Steal(7));
         round(Msg::Work(vec![
             Handoff {
                 token: 7,

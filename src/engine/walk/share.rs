@@ -63,6 +63,9 @@ pub trait Shared: Sync {
     fn returned(&self, token: u64, kept: bool, summary: Vec<u8>);
     /// Tasks waiting in the queue (none: idle workers would take more).
     fn queued(&self) -> usize;
+    /// Workers this walk lets work at once now (its gate's, else all its threads): how much
+    /// handed-over work it can start at once.
+    fn capacity(&self) -> usize;
 }
 
 /// How a node of a shared walk relates to the others.
@@ -359,5 +362,13 @@ impl<V: Visitor> Shared for Walk<'_, V> {
 
     fn queued(&self) -> usize {
         self.queue.len()
+    }
+
+    fn capacity(&self) -> usize {
+        let threads = self.opts.threads.max(1);
+        self.opts
+            .gate
+            .as_ref()
+            .map_or(threads, |g| g.allowed().min(threads))
     }
 }
