@@ -7,8 +7,9 @@
 //! the last level that paid when one brought less (the knee: more workers only queue, the
 //! round trip grows instead of the throughput), then about once a second tries a quarter more
 //! or a quarter fewer in turn (fewer whenever the round trip has grown well past the lowest
-//! seen: the requests queue), keeping more only if it brings a tenth more, fewer only if it
-//! loses nothing. While too little work is queued to keep the workers busy it judges
+//! seen: the requests queue, unless the last trial of fewer lost throughput), keeping more
+//! only if it brings a tenth more, fewer only if it loses nothing; each trial in a row that is
+//! undone doubles the wait for the next (up to 8 times). While too little work is queued to keep the workers busy it judges
 //! nothing. The latency governor (`tree.rs`) may cap the gate lower; while it does, this
 //! holds. It also sizes the pieces of a streamed listing from the measured round trip
 //! (`walk::Streaming`).
@@ -42,7 +43,12 @@ const KEEP_MORE: f64 = 1.10;
 /// costs throughput: windows are noisy).
 const KEEP_FEWER: f64 = 1.0;
 /// Windows between trials, windows a trial is judged by, and its size (share of workers).
+/// Each trial in a row that is undone doubles the wait for the next, up to `2^MOST_BACKOFF`
+/// times (a count that every trial confirms is not put to the test every half second: on
+/// xfs, trials of fewer workers every 8 windows, each undone at -5% to -62%, spent a tenth of
+/// an age purge of 1,000,000 files below its best count: bench/RESULTS.md, 2026-11-26).
 const TRIAL_EVERY: u32 = 8;
+const MOST_BACKOFF: u32 = 3;
 const TRIAL_WINDOWS: u32 = 2;
 const TRIAL_STEP: f64 = 0.25;
 /// A round trip this many times the lowest seen means the requests queue: try fewer (else
@@ -155,6 +161,12 @@ pub struct Rule {
     since_trial: u32,
     /// The next trial without a sign of queueing tries more (else fewer).
     next_more: bool,
+    /// Trials in a row that were undone (each doubles the wait for the next one).
+    undone: u32,
+    /// The last trial of fewer was undone: the round trip's growth did not mean the requests
+    /// only queued (on xfs it grows with the workers whether or not they pay), so it does not
+    /// choose the next trial.
+    refuted: bool,
 }
 
 impl Rule {
@@ -173,6 +185,8 @@ impl Rule {
             trial: None,
             since_trial: 0,
             next_more: true,
+            undone: 0,
+            refuted: false,
         }
     }
 
@@ -305,8 +319,12 @@ impl Rule {
         let change = (x / t.from_rate - 1.0) * 100.0;
         if kept {
             self.reference = Some(x);
+            self.undone = 0;
+            self.refuted = false;
             return None;
         }
+        self.undone += 1;
+        self.refuted = !t.more;
         let why = if t.more {
             format!(
                 "{} workers did {change:+.0}% against {}: back to {}",
@@ -329,13 +347,13 @@ impl Rule {
         }
         self.reference = Some(self.reference.map_or(x, |r| 0.7 * r + 0.3 * x));
         self.since_trial += 1;
-        if self.since_trial < TRIAL_EVERY {
+        if self.since_trial < TRIAL_EVERY << self.undone.min(MOST_BACKOFF) {
             return None;
         }
         self.since_trial = 0;
-        // Requests queue (the round trip grew well past the lowest seen): try fewer;
-        // otherwise more and fewer in turn.
-        let queueing = lat > lowest * QUEUEING;
+        // Requests queue (the round trip grew well past the lowest seen): try fewer, unless
+        // the last trial of fewer showed they were needed; otherwise more and fewer in turn.
+        let queueing = lat > lowest * QUEUEING && !self.refuted;
         let more = !queueing && self.next_more;
         self.next_more = !more;
         let step = ((self.limit as f64 * TRIAL_STEP).round() as usize).max(1);
@@ -375,6 +393,8 @@ impl Rule {
         self.trial = None;
         self.reference = None;
         self.since_trial = 0;
+        self.undone = 0;
+        self.refuted = false;
     }
 
     fn set(&mut self, n: usize, why: String) -> Option<(usize, String)> {
@@ -817,6 +837,48 @@ mod tests {
         assert_eq!(r.limit(), 16, "no doubling on a climb: {r:?}");
         let seen = settle(&mut r, 4, 0.002, usize::MAX, 6);
         assert_eq!(&seen[..4], &[32, 32, 16, 16], "{seen:?}");
+    }
+
+    #[test]
+    fn a_round_trip_that_grows_with_paying_workers_is_not_taken_for_a_queue() {
+        // xfs under an age purge: each worker more brings less, but up to 4 still a tenth or
+        // more, while the round trip grows with the workers (throughput ~ n^0.4, so the round
+        // trip ~ n^0.6: at 4 it is 1.5x that at 2). Trials of fewer are undone every time;
+        // they must not go on every 8 windows, nor come back as the queueing sign each time.
+        let rate =
+            |n: usize| 10_000.0 * (n.min(4) as f64).powf(0.4) * if n > 4 { 0.97 } else { 1.0 };
+        let w = |n: usize| {
+            let x = rate(n);
+            let ops = (x * 0.1) as u64;
+            Window {
+                ops,
+                // Every worker always busy: the mean round trip is n / throughput.
+                busy: Duration::from_secs_f64(ops as f64 * n as f64 / x),
+                worked: Duration::from_secs_f64(n as f64 * 0.1),
+                elapsed: Duration::from_secs_f64(0.1),
+                allowed: n,
+            }
+        };
+        let mut r = Rule::new(2, 1, 8);
+        let seen: Vec<usize> = (0..600)
+            .map(|_| {
+                r.judge(&w(r.limit()));
+                r.limit()
+            })
+            .collect();
+        let tail = &seen[200..];
+        let at4 = tail.iter().filter(|n| **n == 4).count();
+        assert!(
+            at4 * 100 >= tail.len() * 95,
+            "at its best count 95% of the time: {at4} of {}: {tail:?}",
+            tail.len()
+        );
+        let trials = tail.windows(2).filter(|p| p[0] == 4 && p[1] != 4).count();
+        assert!(trials >= 3, "it still tries now and then: {tail:?}");
+        assert!(
+            tail.windows(2).any(|p| p[0] == 4 && p[1] == 5),
+            "a trial of more comes between trials of fewer: {tail:?}"
+        );
     }
 
     #[test]
