@@ -456,6 +456,9 @@ fn run_generated(scratch: Scratch, cases: u32) {
     };
     let world = std::cell::RefCell::new(&mut world);
     let (ran, skipped) = (std::cell::Cell::new(0u32), std::cell::Cell::new(0u32));
+    // The first scenario that differs, as it was seen: shrinking runs scenarios again, and a
+    // difference that comes and goes (a race) may not be there in the minimal one.
+    let first = std::cell::RefCell::new(None::<String>);
     let result = runner.run(&scenario(caps), |sc| {
         match world.borrow_mut().run(&sc) {
             Err(NotRun::Skipped(_)) => {
@@ -473,6 +476,7 @@ fn run_generated(scratch: Scratch, cases: u32) {
                 if c.differs.is_empty() {
                     Ok(())
                 } else {
+                    first.borrow_mut().get_or_insert_with(|| explain(&sc, &c));
                     Err(TestCaseError::fail(format!(
                         "differs in {}",
                         c.differs.join(", ")
@@ -495,8 +499,10 @@ fn run_generated(scratch: Scratch, cases: u32) {
                 Ok(c) => explain(&sc, &c),
                 Err(e) => format!("{e:?}"),
             };
+            let first = first.borrow_mut().take().unwrap_or_default();
             panic!(
-                "{test}: a generated scenario differs ({why}); the minimal one found:\n{detail}\n\
+                "{test}: a generated scenario differs ({why}); the first seen:\n{first}\n\
+                 the minimal one found (run again):\n{detail}\n\
                  (the summary of many: cargo test generated_scenarios_report -- --nocapture)"
             );
         }
