@@ -9,10 +9,10 @@
 //! or a quarter fewer in turn (fewer whenever the round trip has grown well past the lowest
 //! seen: the requests queue, unless the last trial of fewer lost throughput), keeping more
 //! only if it brings a tenth more, fewer only if it loses nothing; each trial in a row that is
-//! undone doubles the wait for the next (up to 8 times). While too little work is queued to keep the workers busy it judges
-//! nothing. The latency governor (`tree.rs`) may cap the gate lower; while it does, this
-//! holds. It also sizes the pieces of a streamed listing from the measured round trip
-//! (`walk::Streaming`).
+//! undone doubles the wait for the next (up to 8 times). While too little work is queued to
+//! keep the workers busy it judges nothing. The latency governor (`tree.rs`) may cap the gate
+//! lower; while it does, this holds. It also sizes the pieces of a streamed listing from the
+//! measured round trip (`walk::Streaming`).
 //!
 //! It owns the gate's limit and its report; it never touches a file and never prints.
 
@@ -45,8 +45,9 @@ const KEEP_FEWER: f64 = 1.0;
 /// Windows between trials, windows a trial is judged by, and its size (share of workers).
 /// Each trial in a row that is undone doubles the wait for the next, up to `2^MOST_BACKOFF`
 /// times (a count that every trial confirms is not put to the test every half second: on
-/// xfs, trials of fewer workers every 8 windows, each undone at -5% to -62%, spent a tenth of
-/// an age purge of 1,000,000 files below its best count: bench/RESULTS.md, 2026-11-26).
+/// xfs, trials of fewer workers every 8 windows, each undone at -5% to -62%, kept an age
+/// purge of 1,000,000 files below its best count a fifth of the time: bench/RESULTS.md,
+/// 2026-11-26).
 const TRIAL_EVERY: u32 = 8;
 const MOST_BACKOFF: u32 = 3;
 const TRIAL_WINDOWS: u32 = 2;
