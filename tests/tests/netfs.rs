@@ -335,9 +335,13 @@ fn nothing_is_left_when_the_listing_shifts_under_removals() {
             "0.1ms",
             &["--subtype", "nfs", "--listing", mode]
         ));
-        // Made on the server's side; one large directory and a tree of large ones.
+        // Made on the server's side; one large directory and a tree of large ones. The large
+        // one's names are long, so its listing takes several `getdents` pieces whatever the
+        // piece size the measured round trip gives (at most 256 KiB: 3,000 short names fit
+        // in one, and a listing read whole before any unlink never shifts).
+        let long = "x".repeat(200);
         for i in 0..3000 {
-            s.file(format!("back/t/big/f{i:05}"), "");
+            s.file(format!("back/t/big/f{i:05}{long}"), "");
         }
         for d in 0..3 {
             for i in 0..800 {
