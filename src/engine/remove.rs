@@ -56,6 +56,9 @@ pub struct Options {
     pub look_ahead: bool,
     /// Active workers, steered by the governor while the walk runs.
     pub gate: Option<Arc<crate::engine::walk::Gate>>,
+    /// Under MPI, where rank 0's governor verdicts arrive for this rank's governor (a
+    /// governed removal: one judgement for the job).
+    pub verdicts: Option<Arc<crate::engine::spread::Verdicts>>,
     /// An entry already gone when it is unlinked is a failure (ENOENT), as GNU rm reports it
     /// (rm mode; its `-f` drops them), rather than done.
     pub report_vanished: bool,
@@ -122,6 +125,7 @@ impl Default for Options {
             stat_small_dirs: true,
             look_ahead: false,
             gate: None,
+            verdicts: None,
             report_vanished: false,
             select: None,
             keep: None,
@@ -187,11 +191,15 @@ impl Options {
     }
 
     /// On a `network` file system, the latency probe's writes spaced by the removal's own
-    /// operations (its concurrency meter's); elsewhere none.
+    /// operations (its concurrency meter's, and under MPI the other ranks' removals as they
+    /// report them: the job has one probe); elsewhere none.
     pub fn network_budget(&self, network: bool) -> Option<crate::engine::pace::probe::Budget> {
         let c = self.concurrency.clone().filter(|_| network)?;
+        let job = self.verdicts.clone();
         Some(crate::engine::pace::probe::Budget {
-            ops: Arc::new(move || c.meter().read().0),
+            ops: Arc::new(move || {
+                c.meter().read().0 + job.as_ref().map_or(0, |v| v.others_removed())
+            }),
             per_probe: crate::engine::pace::tree::NETWORK_OPS_PER_PROBE,
         })
     }

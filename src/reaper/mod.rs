@@ -1270,6 +1270,7 @@ fn free_tree(
                     rate: pace_trees,
                     idle: &idle,
                     budget,
+                    joint: None,
                 };
                 crate::engine::pace::tree::run(&*dir, &p, &knobs, &|| counters.entries(), done)
             });

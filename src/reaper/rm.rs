@@ -662,6 +662,10 @@ impl<'r> Run<'r> {
                         rate: req.pace.pace_trees,
                         idle: &idle,
                         budget: engine.network_budget(network),
+                        joint: engine
+                            .verdicts
+                            .as_deref()
+                            .map(|v| v as &dyn crate::engine::pace::tree::Joint),
                     };
                     let (pacing, done) = (req.pacing(), &done);
                     Some(s.spawn(move || {
@@ -907,9 +911,10 @@ fn plan_trees(req: &Request, trees: &[DirTarget]) -> TreePlan {
     // ranks agree on the trees first): a baseline each rank takes once its workers run sees
     // the job's load as well, from rank 0's start on, more or less of it by when the rank
     // started, so the ranks judged by different budgets (rank 0's "idle" p50 read 20 ms in
-    // one run of 8 ranks, 30 ms in the next: bench/RESULTS.md, 2026-11-26).
-    let job_governed =
-        crate::engine::spread::job().is_some() && profile.as_ref().is_some_and(|p| p.governed);
+    // one run of 8 ranks, 30 ms in the next: bench/RESULTS.md, 2026-11-26). Rank 0 alone:
+    // it judges for the job (`Joint`).
+    let job_governed = crate::engine::spread::job().is_some_and(|t| t.rank() == 0)
+        && profile.as_ref().is_some_and(|p| p.governed);
     let measure =
         (confirm || req.pace.pace_trees || job_governed) && !req.engine.dry_run && !req.pace.fast;
     let idle = match trees.first() {
@@ -944,6 +949,9 @@ fn plan_trees(req: &Request, trees: &[DirTarget]) -> TreePlan {
             .as_ref()
             .is_some_and(|p| p.class == Class::Rotational);
         engine.gate = Some(engine.governed_gate(rotational));
+        // Under MPI one governor for the job: rank 0 judges, every rank follows.
+        engine.verdicts =
+            crate::engine::spread::job().map(|t| Arc::new(crate::engine::spread::Verdicts::new(t)));
     }
     TreePlan {
         engine,

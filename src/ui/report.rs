@@ -151,6 +151,9 @@ pub fn pace(p: &PaceReport) -> String {
     if let Some(t) = p.max_latency_ms {
         s.push_str(&format!(" (budget {t:.0} ms), {} back-offs", p.backoffs));
     }
+    if let Some(n) = p.ranks {
+        s.push_str(&format!(" for all {n} ranks"));
+    }
     if let (Some(max), Some(min)) = (p.workers_max, p.workers_min) {
         s.push_str(&format!("; workers {max} -> lowest {min}"));
     }

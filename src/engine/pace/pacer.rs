@@ -62,6 +62,10 @@ pub struct PaceReport {
     pub workers_min: Option<usize>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub workers_final: Option<usize>,
+    /// Under MPI: the ranks that acted on these verdicts (every rank of the job follows rank
+    /// 0's governor).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub ranks: Option<usize>,
 }
 
 #[derive(Clone, Debug, Default, Serialize, serde::Deserialize)]
@@ -347,7 +351,7 @@ pub(crate) fn sorted(v: &[Duration]) -> Vec<Duration> {
 
 /// The `--trace` file, opened as root may open it where others write: never through a symlink,
 /// never blocking on a FIFO, and only a regular file is truncated and written (else no trace).
-fn trace_file(path: &std::path::Path) -> Option<std::fs::File> {
+pub(crate) fn trace_file(path: &std::path::Path) -> Option<std::fs::File> {
     use std::os::unix::fs::OpenOptionsExt;
     let flags = rustix::fs::OFlags::NOFOLLOW | rustix::fs::OFlags::NONBLOCK;
     let f = std::fs::OpenOptions::new()

@@ -758,6 +758,7 @@ fn govern(
         // The probe's writes spaced by the removal's own operations on a network file system
         // (none elsewhere; `look_ahead` is set exactly on a network profile).
         budget: engine.network_budget(engine.look_ahead),
+        joint: None,
     };
     tree::run(parent, &pacing, &knobs, &|| counters.entries(), done);
 }

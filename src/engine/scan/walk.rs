@@ -222,7 +222,7 @@ fn scan_shared(
         // A scan writes nothing.
         dry_run: true,
     };
-    let agreed = crate::engine::spread::agree(t, &trees);
+    let agreed = crate::engine::spread::agree(t, &trees, None);
     drop(trees);
     if let Err(e) = agreed {
         let errors = roots
@@ -264,6 +264,7 @@ fn scan_shared(
         counts: &counts,
         add: &add,
         warn: on_warning,
+        verdicts: None,
     };
     let first_path = roots.first().map(|r| r.display.clone());
     // Whole directories only: a directory's counts (files, small files) stay in one rank.

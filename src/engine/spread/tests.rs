@@ -228,7 +228,7 @@ fn a_rank_asked_for_work_before_its_go_answers() {
     std::thread::scope(|s| {
         for t in &mesh[..2] {
             let none = &none;
-            s.spawn(move || agree(t, none).unwrap());
+            s.spawn(move || agree(t, none, None).unwrap());
         }
     });
     let mut answered = false;
@@ -301,6 +301,7 @@ fn a_rank_takes_only_as_much_work_as_it_has_workers() {
             counts: &counts,
             add: &add,
             warn: &warn,
+            verdicts: None,
         };
         let busy = &busy;
         let rank0 = s.spawn(move || drive(&job0, busy, &events));
@@ -313,6 +314,7 @@ fn a_rank_takes_only_as_much_work_as_it_has_workers() {
             counts: &counts,
             add: &add,
             warn: &warn,
+            verdicts: None,
         };
         let idle = &idle;
         let rank1 = s.spawn(move || drive(&job1, idle, &events1));
@@ -330,5 +332,118 @@ fn a_rank_takes_only_as_much_work_as_it_has_workers() {
     assert!(
         asked.iter().all(|&max| max == 1),
         "a rank with one worker was offered more than one piece: {asked:?}"
+    );
+}
+
+#[test]
+fn every_rank_steers_its_workers_by_rank_0s_verdicts_alone() {
+    // One judgement for the job: rank 0's governor judges the windows and every rank acts on
+    // each verdict with its own workers. Rank 1 follows here (its own probe never runs): two
+    // misses from rank 0 halve its 8 workers twice; a verdict from any other rank is ignored.
+    use crate::engine::pace::controller::Verdict;
+    use crate::engine::pace::tree::{self, Joint, Knobs};
+    let mesh: &'static [local::Local] = Vec::leak(local::mesh(3));
+    let judge = Verdicts::new(&mesh[0]);
+    let follower = Verdicts::new(&mesh[1]);
+    assert!(judge.judges() && !follower.judges());
+    assert_eq!(follower.ranks(), 3);
+    let idle = Queue {
+        queued: std::sync::Mutex::new(0),
+        capacity: 8,
+        asked: std::sync::Mutex::new(Vec::new()),
+    };
+    let counts = || [0u64; 4];
+    let add = |_: wire::Counts| {};
+    let warn = |_: &dyn std::fmt::Display| {};
+    let gate = crate::engine::walk::Gate::new(8);
+    let throttle = crate::engine::pace::throttle::Throttle::new(None);
+    let scratch = tempfile::tempdir().unwrap();
+    let dir = fs::File::open(scratch.path()).unwrap();
+    let done = std::sync::atomic::AtomicBool::new(false);
+    let pacing = crate::engine::pace::Pacing {
+        max_latency: Some(Duration::from_millis(20)),
+        rate: None,
+        trace: None,
+    };
+    let (_keep, events) = std::sync::mpsc::channel::<Event>();
+    let wait_for = |what: &dyn Fn() -> bool| {
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while !what() && Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(5));
+        }
+    };
+    let report = std::thread::scope(|s| {
+        let job1 = Job {
+            transport: &mesh[1],
+            roots: 0,
+            counts: &counts,
+            add: &add,
+            warn: &warn,
+            verdicts: Some(&follower),
+        };
+        let (idle, follower_ref) = (&idle, &follower);
+        let rank1 = s.spawn(move || drive(&job1, idle, &events));
+        let knobs = Knobs {
+            throttle: &throttle,
+            gate: Some(&gate),
+            max_workers: 8,
+            rate: false,
+            idle: &[],
+            budget: None,
+            joint: Some(follower_ref),
+        };
+        let (dir, pacing, done) = (&dir, &pacing, &done);
+        let governor = s.spawn(move || tree::run(dir, pacing, &knobs, &|| 0, done));
+        // Rank 2 is not the judge: its word changes nothing.
+        mesh[2].send(1, Msg::Verdict(Verdict::Miss).encode());
+        judge.publish(Verdict::Miss);
+        judge.publish(Verdict::Miss);
+        wait_for(&|| gate.allowed() <= 2);
+        std::thread::sleep(Duration::from_millis(100));
+        assert_eq!(
+            gate.allowed(),
+            2,
+            "8 workers halved once per miss of rank 0"
+        );
+        // Eight good windows of rank 0 in a row earn one worker back.
+        for _ in 0..8 {
+            judge.publish(Verdict::Good);
+        }
+        wait_for(&|| gate.allowed() >= 3);
+        std::thread::sleep(Duration::from_millis(100));
+        assert_eq!(gate.allowed(), 3);
+        // Rank 0 counts what the others report removed (its probe is spaced by the job's
+        // operations), then its roots finish and it stops the others.
+        let (root_done, events0) = std::sync::mpsc::channel::<Event>();
+        let job0 = Job {
+            transport: &mesh[0],
+            roots: 1,
+            counts: &counts,
+            add: &add,
+            warn: &warn,
+            verdicts: Some(&judge),
+        };
+        let judge_ref = &judge;
+        let rank0 = s.spawn(move || drive(&job0, idle, &events0));
+        mesh[2].send(0, Msg::Progress([5, 2, 9, 0]).encode());
+        wait_for(&|| judge_ref.others_removed() >= 7);
+        assert_eq!(
+            judge_ref.others_removed(),
+            7,
+            "files and directories reported"
+        );
+        root_done.send(Event::RootDone(0)).unwrap();
+        rank0.join().unwrap();
+        rank1.join().unwrap();
+        done.store(true, Relaxed);
+        governor.join().unwrap()
+    });
+    assert_eq!((report.windows, report.backoffs), (10, 2));
+    assert_eq!(report.workers_min, Some(2));
+    // No probe of its own (the judge's probe writes an anonymous file: its samples show).
+    assert_eq!(
+        (report.probe_before.count, report.probe_during.count),
+        (0, 0),
+        "a follower probed the file system"
     );
 }

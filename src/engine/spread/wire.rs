@@ -7,6 +7,7 @@ use std::path::PathBuf;
 
 use rustix::io::Errno;
 
+use crate::engine::pace::controller::Verdict;
 use crate::engine::walk::{Handoff, Work};
 use crate::sys::error::{Failure, Reason};
 
@@ -74,6 +75,9 @@ pub enum Msg {
     },
     /// Rank 0: everyone reported; leave.
     Exit,
+    /// Rank 0's latency governor judged a window: every rank acts on it (one judgement for
+    /// the job: see `pace::tree::Joint`).
+    Verdict(Verdict),
 }
 
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]
@@ -247,6 +251,13 @@ impl Msg {
             Msg::Exit => {
                 w.u8(9);
             }
+            Msg::Verdict(v) => {
+                w.u8(12).u8(match v {
+                    Verdict::Good => 0,
+                    Verdict::Miss => 1,
+                    Verdict::Unknown => 2,
+                });
+            }
         }
         w.0
     }
@@ -328,6 +339,12 @@ impl Msg {
                 payload: r.bytes()?.to_vec(),
             },
             9 => Msg::Exit,
+            12 => Msg::Verdict(match r.u8()? {
+                0 => Verdict::Good,
+                1 => Verdict::Miss,
+                2 => Verdict::Unknown,
+                _ => return Err(Malformed("verdict")),
+            }),
             _ => return Err(Malformed("message kind")),
         };
         r.end()?;
@@ -524,6 +541,9 @@ mod tests {
             payload: b"abc".to_vec(),
         });
         round(Msg::Exit);
+        round(Msg::Verdict(Verdict::Miss));
+        round(Msg::Verdict(Verdict::Good));
+        assert!(Msg::decode(&[12, 7]).is_err(), "an unknown verdict");
     }
 
     #[test]

@@ -483,6 +483,11 @@ impl Gate {
         self.state.lock().expect("gate lock").allowed()
     }
 
+    /// Workers with a task right now (a worker over a lowered ceiling finishes its task).
+    pub fn working(&self) -> usize {
+        self.state.lock().expect("gate lock").working
+    }
+
     /// Workers at work right now.
     #[cfg(test)]
     pub fn active(&self) -> usize {
