@@ -41,6 +41,8 @@ usage: bench/mpi.sh [options]
   --runs N              runs per method (default 2)
   --xargs-p N           xargs -P per client (default 16)
   --drm PATH            mpifileutils' drm binary (its lib/ beside its bin/); none: not run
+  --methods "..."       which of reclaim (one client), reclaim-mpi, xargs, drm to run
+                        (default all; drm only with --drm)
   --reclaim-args "..."  more arguments for every reclaim run (e.g. "--fast", "--threads 4")
   --scratch-base DIR    where the mktemp scratch dir goes (default /var/tmp)
   --out DIR             output directory (default bench/out/mpi-<timestamp>)
@@ -50,7 +52,7 @@ USAGE
 }
 
 RTT=2ms SLOTS=4 SERVER_OPS=28 RANKS="1 2 4 8" FILES=50000 FLAT=20000 RUNS=2 XP=16 DRM=
-RARGS=
+RARGS= METHODS="reclaim reclaim-mpi xargs drm"
 SCRATCH_BASE=${RECLAIM_BENCH_SCRATCH:-/var/tmp} OUT="" NO_BUILD=0
 need_arg() { [[ $# -ge 2 && -n $2 ]] || { echo "mpi.sh: $1 needs a value" >&2; exit 2; }; }
 while [[ $# -gt 0 ]]; do
@@ -66,6 +68,7 @@ while [[ $# -gt 0 ]]; do
         --xargs-p) need_arg "$@"; XP=$2; shift ;;
         --drm) need_arg "$@"; DRM=$2; shift ;;
         --reclaim-args) need_arg "$@"; RARGS=$2; shift ;;
+        --methods) need_arg "$@"; METHODS=$2; shift ;;
         --scratch-base) need_arg "$@"; SCRATCH_BASE=$2; shift ;;
         --out) need_arg "$@"; OUT=$2; shift ;;
         --no-build) NO_BUILD=1 ;;
@@ -73,6 +76,12 @@ while [[ $# -gt 0 ]]; do
         *) echo "mpi.sh: unknown option $1 (see --help)" >&2; exit 2 ;;
     esac
     shift
+done
+for m in $METHODS; do
+    case $m in
+        reclaim | reclaim-mpi | xargs | drm) ;;
+        *) echo "mpi.sh: --methods: unknown method $m" >&2; exit 2 ;;
+    esac
 done
 [[ $EUID -eq 0 ]] || { echo "mpi.sh: must run as root (FUSE mounts, namespaces, drop_caches)" >&2; exit 1; }
 command -v mpirun >/dev/null || { echo "mpi.sh: mpirun missing (apt-get install openmpi-bin libopenmpi-dev libclang-dev)" >&2; exit 1; }
@@ -240,24 +249,33 @@ record() { # workload files method ranks run seconds (UTIL: the server's cap kep
     log "$1 $2 $3 ranks=$4 run $5: $6 s, server busy $UTIL of its cap"
     echo "$1,$2,$3,$4,$5,$6,$UTIL" >>"$OUT/raw.csv"
 }
+wants() { [[ " $METHODS " == *" $1 "* ]]; }
 for run in $(seq 1 "$RUNS"); do
     for shape in tree flat; do
         files=$FILES
         [[ $shape == flat ]] && files=$FLAT
         [[ $files -gt 0 ]] || continue
-        make "$shape" "$files"
-        # shellcheck disable=SC2086
-        timed "$RECLAIM" rm -r $RARGS "$SCRATCH/c0/w"
-        record "$shape" "$files" reclaim 1 "$run" "$SECS"
-        for n in $RANKS; do
+        if wants reclaim; then
             make "$shape" "$files"
             # shellcheck disable=SC2086
-            timed "${MPIRUN[@]}" -np "$n" "$SCRATCH/rank.sh" "$RECLAIM" rm -r --json $RARGS "$W"
-            record "$shape" "$files" reclaim-mpi "$n" "$run" "$SECS"
-            make "$shape" "$files"
-            timed xargs_split "$n"
-            record "$shape" "$files" xargs "$n" "$run" "$SECS"
-            if [[ -n $DRM ]]; then
+            timed "$RECLAIM" rm -r $RARGS "$SCRATCH/c0/w"
+            record "$shape" "$files" reclaim 1 "$run" "$SECS"
+        fi
+        for n in $RANKS; do
+            if wants reclaim-mpi; then
+                make "$shape" "$files"
+                # The job's governor (rank 0) writes one line per window.
+                # shellcheck disable=SC2086
+                timed "${MPIRUN[@]}" -np "$n" "$SCRATCH/rank.sh" "$RECLAIM" rm -r --json \
+                    --pace-trace "$OUT/logs/governor-$shape-$n-$run.jsonl" $RARGS "$W"
+                record "$shape" "$files" reclaim-mpi "$n" "$run" "$SECS"
+            fi
+            if wants xargs; then
+                make "$shape" "$files"
+                timed xargs_split "$n"
+                record "$shape" "$files" xargs "$n" "$run" "$SECS"
+            fi
+            if [[ -n $DRM ]] && wants drm; then
                 make "$shape" "$files"
                 timed "${DRM_RUN[@]}" -np "$n" "$SCRATCH/rank.sh" "$DRM" -q "$W"
                 record "$shape" "$files" drm "$n" "$run" "$SECS"
