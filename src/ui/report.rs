@@ -686,6 +686,23 @@ impl Progress {
 #[cfg(test)]
 mod tests {
     #[test]
+    fn a_job_wide_governor_says_it_governed_every_rank() {
+        let p = crate::engine::pace::PaceReport {
+            max_latency_ms: Some(20.0),
+            windows: 15,
+            backoffs: 2,
+            workers_max: Some(16),
+            workers_min: Some(8),
+            ranks: Some(8),
+            ..Default::default()
+        };
+        assert_eq!(
+            super::pace(&p),
+            " (budget 20 ms), 2 back-offs for all 8 ranks; workers 16 -> lowest 8"
+        );
+    }
+
+    #[test]
     fn freeing_lines_have_totals_and_an_eta_when_known() {
         use super::freeing_tree;
         assert_eq!(
