@@ -58,7 +58,7 @@ pub struct Options {
     pub gate: Option<Arc<crate::engine::walk::Gate>>,
     /// Under MPI, where rank 0's governor verdicts arrive for this rank's governor (a
     /// governed removal: one judgement for the job).
-    pub verdicts: Option<Arc<crate::engine::spread::Verdicts>>,
+    pub verdicts: Option<Arc<dyn crate::engine::pace::tree::Joint>>,
     /// An entry already gone when it is unlinked is a failure (ENOENT), as GNU rm reports it
     /// (rm mode; its `-f` drops them), rather than done.
     pub report_vanished: bool,
@@ -198,7 +198,7 @@ impl Options {
         let job = self.verdicts.clone();
         Some(crate::engine::pace::probe::Budget {
             ops: Arc::new(move || {
-                c.meter().read().0 + job.as_ref().map_or(0, |v| v.others_removed())
+                c.meter().read().0 + job.as_ref().map_or(0, |v| v.removed_by_others())
             }),
             per_probe: crate::engine::pace::tree::NETWORK_OPS_PER_PROBE,
         })

@@ -662,10 +662,7 @@ impl<'r> Run<'r> {
                         rate: req.pace.pace_trees,
                         idle: &idle,
                         budget: engine.network_budget(network),
-                        joint: engine
-                            .verdicts
-                            .as_deref()
-                            .map(|v| v as &dyn crate::engine::pace::tree::Joint),
+                        joint: engine.verdicts.as_deref(),
                     };
                     let (pacing, done) = (req.pacing(), &done);
                     Some(s.spawn(move || {
@@ -950,8 +947,10 @@ fn plan_trees(req: &Request, trees: &[DirTarget]) -> TreePlan {
             .is_some_and(|p| p.class == Class::Rotational);
         engine.gate = Some(engine.governed_gate(rotational));
         // Under MPI one governor for the job: rank 0 judges, every rank follows.
-        engine.verdicts =
-            crate::engine::spread::job().map(|t| Arc::new(crate::engine::spread::Verdicts::new(t)));
+        engine.verdicts = crate::engine::spread::job().map(|t| {
+            Arc::new(crate::engine::spread::Verdicts::new(t))
+                as Arc<dyn crate::engine::pace::tree::Joint>
+        });
     }
     TreePlan {
         engine,

@@ -111,7 +111,7 @@ pub struct Knobs<'a> {
 /// times over and where it settled varied from run to run (8 ranks: 11.5, 13.2 and 24.5 s
 /// for the same tree, six ranks held at 1-2 workers in the slow one: bench/RESULTS.md,
 /// 2026-11-26). One judge also means one probe for the job, not one per rank.
-pub trait Joint: Sync {
+pub trait Joint: Send + Sync + std::fmt::Debug {
     /// Whether this rank judges (and probes); the others follow.
     fn judges(&self) -> bool;
     /// The ranks that act on the verdicts (the judge among them).
@@ -120,6 +120,15 @@ pub trait Joint: Sync {
     fn publish(&self, verdict: Verdict);
     /// A follower: the next verdict that arrived, if any.
     fn next(&self) -> Option<Verdict>;
+    /// A follower: a verdict from the judge arrived (the job's messages are read elsewhere).
+    fn arrive(&self, verdict: Verdict);
+    /// The judge: the other ranks reported `removed` more entries removed.
+    fn others_removed(&self, removed: u64);
+    /// The judge: the entries the other ranks removed so far (as far as they reported): with
+    /// its own, what spaces the job's one probe on a network file system (a probe write per
+    /// so many of the job's operations, not of rank 0's alone: at one worker a rank, rank 0's
+    /// own took 2.4 s to space a window's eight writes, and 8 good windows took 20 s).
+    fn removed_by_others(&self) -> u64;
 }
 
 /// A missed window: half the workers (down to one), then (with `Knobs::rate`) half the unlink
@@ -498,6 +507,7 @@ mod tests {
     }
 
     /// A judge that only records what it would tell the other ranks.
+    #[derive(Debug)]
     struct Recorder(std::sync::Mutex<Vec<Verdict>>);
 
     impl Joint for Recorder {
@@ -512,6 +522,13 @@ mod tests {
         }
         fn next(&self) -> Option<Verdict> {
             panic!("the judge waits for no verdicts")
+        }
+        fn arrive(&self, _: Verdict) {
+            panic!("the judge is sent no verdicts")
+        }
+        fn others_removed(&self, _: u64) {}
+        fn removed_by_others(&self) -> u64 {
+            0
         }
     }
 

@@ -19,6 +19,7 @@ use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
 use crate::engine::pace::controller::Verdict;
+use crate::engine::pace::tree::Joint;
 use crate::engine::walk::{Event, Shared};
 
 #[cfg(test)]
@@ -110,19 +111,6 @@ impl Verdicts {
             others: Default::default(),
         }
     }
-
-    /// Rank 0: the entries the other ranks removed so far (as far as they reported): with
-    /// its own, what spaces the job's one probe on a network file system (a probe write per
-    /// so many of the job's operations, not of rank 0's alone: at one worker a rank, rank 0's
-    /// own took 2.4 s to space a window's eight writes, and 8 good windows took 20 s).
-    pub fn others_removed(&self) -> u64 {
-        self.others.load(std::sync::atomic::Ordering::Relaxed)
-    }
-
-    /// A verdict from rank 0 arrived here.
-    fn arrive(&self, v: Verdict) {
-        self.arrived.lock().expect("verdicts lock").push_back(v);
-    }
 }
 
 impl std::fmt::Debug for Verdicts {
@@ -131,7 +119,7 @@ impl std::fmt::Debug for Verdicts {
     }
 }
 
-impl crate::engine::pace::tree::Joint for Verdicts {
+impl Joint for Verdicts {
     fn judges(&self) -> bool {
         self.t.rank() == 0
     }
@@ -146,6 +134,19 @@ impl crate::engine::pace::tree::Joint for Verdicts {
     }
     fn next(&self) -> Option<Verdict> {
         self.arrived.lock().expect("verdicts lock").pop_front()
+    }
+    fn arrive(&self, verdict: Verdict) {
+        self.arrived
+            .lock()
+            .expect("verdicts lock")
+            .push_back(verdict);
+    }
+    fn others_removed(&self, removed: u64) {
+        self.others
+            .fetch_add(removed, std::sync::atomic::Ordering::Relaxed);
+    }
+    fn removed_by_others(&self) -> u64 {
+        self.others.load(std::sync::atomic::Ordering::Relaxed)
     }
 }
 
@@ -181,7 +182,7 @@ fn recv(t: &dyn Transport) -> (usize, Vec<u8>) {
 pub fn agree(
     t: &dyn Transport,
     trees: &Trees<'_>,
-    verdicts: Option<&Verdicts>,
+    verdicts: Option<&dyn Joint>,
 ) -> Result<(), Error> {
     let mine = trees.ids();
     if t.rank() != 0 {
@@ -521,7 +522,7 @@ pub struct Job<'a> {
     /// What this rank ignored (a message it could not read, work it refused): for the user.
     pub warn: &'a (dyn Fn(&dyn std::fmt::Display) + Sync),
     /// Where rank 0's verdicts go for this rank's governor (a governed removal).
-    pub verdicts: Option<&'a Verdicts>,
+    pub verdicts: Option<&'a dyn Joint>,
 }
 
 /// What rank 0 learns from the others at the end.
@@ -687,8 +688,7 @@ pub fn drive(job: &Job<'_>, walk: &dyn Shared, events: &Receiver<Event>) -> Repo
                 Msg::Stop => return reports,
                 m @ (Msg::Progress(_) | Msg::Final { .. }) => {
                     if let (Some(vs), Msg::Progress(c)) = (job.verdicts, &m) {
-                        vs.others
-                            .fetch_add(c[0] + c[1], std::sync::atomic::Ordering::Relaxed);
+                        vs.others_removed(c[0] + c[1]);
                     }
                     reports.absorb(job, from, m)
                 }

@@ -426,9 +426,9 @@ fn every_rank_steers_its_workers_by_rank_0s_verdicts_alone() {
         let judge_ref = &judge;
         let rank0 = s.spawn(move || drive(&job0, idle, &events0));
         mesh[2].send(0, Msg::Progress([5, 2, 9, 0]).encode());
-        wait_for(&|| judge_ref.others_removed() >= 7);
+        wait_for(&|| judge_ref.removed_by_others() >= 7);
         assert_eq!(
-            judge_ref.others_removed(),
+            judge_ref.removed_by_others(),
             7,
             "files and directories reported"
         );
