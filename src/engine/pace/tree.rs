@@ -181,6 +181,31 @@ fn give_back(knobs: &Knobs<'_>, achieved: f64, max_workers: usize, good_streak: 
     }
 }
 
+/// Acts on a window's verdict (the judge's own, or one from the job's judge): a miss backs
+/// off (whether it did: the judge then waits for it to be in force), a good window gives back.
+fn act(
+    verdict: Verdict,
+    knobs: &Knobs<'_>,
+    achieved: f64,
+    max_workers: usize,
+    good_streak: &mut u32,
+    report: &mut PaceReport,
+) -> bool {
+    match verdict {
+        Verdict::Miss => {
+            report.backoffs += 1;
+            *good_streak = 0;
+            back_off(knobs, achieved, report);
+            true
+        }
+        Verdict::Good => {
+            give_back(knobs, achieved, max_workers, good_streak);
+            false
+        }
+        Verdict::Unknown => false,
+    }
+}
+
 /// The probe writes of a window that were issued after `changed` (the last back-off), and the
 /// age of the one in flight counted from then at most (one still stuck a window after a
 /// back-off is evidence against the new count too): a smaller worker count is judged only by
@@ -356,16 +381,16 @@ pub fn run(
         if let Some(joint) = knobs.joint.filter(|_| verdict != Verdict::Unknown) {
             joint.publish(verdict);
         }
-        match verdict {
-            Verdict::Miss => {
-                report.backoffs += 1;
-                good_streak = 0;
-                back_off(knobs, achieved, &mut report);
-                backed_off = Some(Instant::now());
-                taking_effect = backed_off;
-            }
-            Verdict::Good => give_back(knobs, achieved, max_workers, &mut good_streak),
-            Verdict::Unknown => {}
+        if act(
+            verdict,
+            knobs,
+            achieved,
+            max_workers,
+            &mut good_streak,
+            &mut report,
+        ) {
+            backed_off = Some(Instant::now());
+            taking_effect = backed_off;
         }
         if let Some(out) = trace.as_mut() {
             trace_window(out, begun, &lat, in_flight, verdict, achieved, knobs);
@@ -434,15 +459,14 @@ fn follow(
         let achieved = (now_ops - last_ops) as f64 / since.elapsed().as_secs_f64().max(1e-3);
         for verdict in arrived {
             report.windows += 1;
-            match verdict {
-                Verdict::Miss => {
-                    report.backoffs += 1;
-                    good_streak = 0;
-                    back_off(knobs, achieved, &mut report);
-                }
-                Verdict::Good => give_back(knobs, achieved, max_workers, &mut good_streak),
-                Verdict::Unknown => {}
-            }
+            act(
+                verdict,
+                knobs,
+                achieved,
+                max_workers,
+                &mut good_streak,
+                &mut report,
+            );
         }
         since = Instant::now();
         last_ops = now_ops;
