@@ -68,3 +68,27 @@ fn threads_pins_the_concurrency() {
     assert_eq!(c["changes"].as_array().map(Vec::len), Some(0), "{v}");
     assert!(!s.exists("t"));
 }
+
+#[test]
+fn a_selection_is_measured_by_its_own_operations() {
+    // The field report's `--name` in one large directory (with `--json`, each entry is stated
+    // for the bytes it frees): its stats and unlinks are what the rule measures (they were
+    // not counted, and the rule judged nothing: no round trip, no rate, no change).
+    let s = scratch!();
+    let d = s.mkdir("logs");
+    for i in 0..60_000 {
+        std::fs::File::create(d.join(format!("test{i}.txt"))).unwrap();
+    }
+    s.file("logs/keep.log", "");
+    let out = s
+        .rm(&["-r", "--json", "--name", "test*.txt", "logs"])
+        .output()
+        .unwrap();
+    util::assert_success(&out);
+    let v: Value = util::json_object(&out.stdout);
+    assert_eq!(v["files"], 60_000, "{v}");
+    assert!(s.exists("logs/keep.log"));
+    let c = &v["concurrency"];
+    assert!(c["op_ms"].as_f64().is_some_and(|ms| ms > 0.0), "{v}");
+    assert!(c["ops_per_s"].as_f64().is_some_and(|x| x > 0.0), "{v}");
+}

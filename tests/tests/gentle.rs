@@ -970,3 +970,63 @@ fn reaper_shrinks_a_large_file_inside_a_hidden_tree() {
     assert_eq!(v["remaining"], 0, "{v}");
     assert_same("vol", &before, &vol_snapshot(&s));
 }
+
+/// Sets a file's access and modification times to `days` days ago.
+fn aged(p: &Path, days: u64) {
+    let t = std::time::SystemTime::now() - Duration::from_secs(days * 86_400);
+    File::options()
+        .write(true)
+        .open(p)
+        .unwrap()
+        .set_times(fs::FileTimes::new().set_accessed(t).set_modified(t))
+        .unwrap();
+}
+
+#[test]
+fn a_selection_shrinks_its_large_files_in_steps_and_states_the_rest_once() {
+    // A purge by age in a backup directory: the old dump is freed gently as `rm -r` would
+    // free it, the old small files go at once, each stated once (the selection's own stat
+    // tells it is small: no second one for the gentle path), the young ones and the
+    // directories searched stay.
+    let s = scratch!();
+    let _vol = util::or_skip!(ext3_vol(&s));
+    if StdCommand::new("strace").arg("-V").output().is_err() {
+        util::skip!("no strace");
+    }
+    s.file("vol/neighbour", "stays\n");
+    s.mkdir("vol/backup");
+    let big = written(&s, "vol/backup/dump.sql", 96 * MIB, 41);
+    s.file("vol/backup/old-small", "old\n");
+    s.file("vol/backup/sub/old-deeper", "old\n");
+    s.file("vol/backup/young", "young\n");
+    for p in ["dump.sql", "old-small", "sub/old-deeper"] {
+        aged(&s.path(format!("vol/backup/{p}")), 10);
+    }
+    let trace = s.path("strace.out");
+    let args = ["-r", "--json", "--older-than", "2d", "vol/backup"];
+    let _ = s.rm(&args); // checks the paths
+    let out = StdCommand::new("strace")
+        .args(["-f", "-qq", "-e", "trace=statx,newfstatat,lstat,stat", "-o"])
+        .arg(&trace)
+        .arg(util::reclaim_bin())
+        .arg("rm")
+        .args(args)
+        .env("RECLAIM_CONFIG", "")
+        .env("RECLAIM_UNDER", s.root())
+        .current_dir(s.root())
+        .output()
+        .unwrap();
+    util::assert_success(&out);
+    let e = one_gentle(&out.stdout, "vol/backup/dump.sql", &big);
+    assert!(steps(&e) >= 2, "shrunk in steps: {e}");
+    let r = parse_report(&out.stdout);
+    assert_eq!((r.files, r.dirs), (3, 0), "{r:?}");
+    assert!(!s.exists("vol/backup/old-small") && !s.exists("vol/backup/sub/old-deeper"));
+    assert!(s.exists("vol/backup/young") && s.exists("vol/backup/sub"));
+    assert!(s.exists("vol/neighbour"));
+    let text = fs::read_to_string(&trace).unwrap();
+    for name in ["\"old-small\"", "\"old-deeper\"", "\"young\""] {
+        let stats = text.lines().filter(|l| l.contains(name)).count();
+        assert_eq!(stats, 1, "{name} stated {stats} times:\n{text}");
+    }
+}

@@ -252,7 +252,24 @@ pub struct Stat {
     pub time: Option<Stamp>,
     pub allocated: u64,
     pub nlink: u32,
+    /// Whether the file system said how many blocks and links it has (statx's mask): only
+    /// then does the stat tell that it is not a large file for the gentle path.
+    pub counted: bool,
 }
+
+impl Stat {
+    /// Certainly not what the gentle path shrinks (`shrink::candidate` for a file in a tree:
+    /// a regular file with one link allocating `GENTLE_MIN_BYTES` or more): it can be
+    /// unlinked at once, without a second stat.
+    pub fn small(&self) -> bool {
+        self.kind != FileType::RegularFile
+            || (self.counted
+                && (self.allocated < crate::engine::shrink::GENTLE_MIN_BYTES || self.nlink != 1))
+    }
+}
+
+/// The fields a stat must have for `Stat::small`.
+const COUNTED: StatxFlags = StatxFlags::BLOCKS.union(StatxFlags::NLINK);
 
 /// A compiled selection, shared by the engine's workers.
 #[derive(Debug)]
@@ -482,7 +499,9 @@ impl Selection {
     }
 
     fn mask(&self) -> StatxFlags {
-        let mut m = StatxFlags::TYPE;
+        // Blocks and links come with the inode (no extra cost): the gentle path's test and
+        // the bytes freed read them.
+        let mut m = StatxFlags::TYPE | COUNTED;
         if self.ages() || self.histogram.is_some() {
             m |= self.time.flag();
         }
@@ -494,9 +513,6 @@ impl Selection {
         }
         if !self.groups.is_empty() {
             m |= StatxFlags::GID;
-        }
-        if self.counting {
-            m |= StatxFlags::BLOCKS | StatxFlags::NLINK;
         }
         m
     }
@@ -524,6 +540,7 @@ impl Selection {
             time: time.map(|t| (t.tv_sec, t.tv_nsec)),
             allocated: s.stx_blocks * 512,
             nlink: s.stx_nlink,
+            counted: s.stx_mask & COUNTED.bits() == COUNTED.bits(),
         })
     }
 

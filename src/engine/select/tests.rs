@@ -29,6 +29,7 @@ fn file(size: u64, secs_ago: i64) -> Stat {
         time: Some((1_000_000_000 - secs_ago, 0)),
         allocated: 4096,
         nlink: 1,
+        counted: true,
     }
 }
 
