@@ -2,7 +2,9 @@
 //! system's profile only says where to start. The engine's workers time their own unlinks and
 //! rmdirs (`Meter`), the walk's gate integrates how many of them have work; `Concurrency::run`
 //! reads both in windows and steers the gate with `Rule`: it doubles the workers while each
-//! doubling brings at least a quarter more throughput (slow start), stays where a doubling
+//! doubling brings at least a quarter more throughput without the round trip growing with the
+//! workers (slow start; a doubling whose requests only queue is not followed by another),
+//! stays where a doubling
 //! brought less than that but at least a tenth (what a steady trial would keep), steps back to
 //! the last level that paid when one brought less (the knee: more workers only queue, the
 //! round trip grows instead of the throughput), then about once a second tries a quarter more
@@ -39,6 +41,9 @@ const MAX_WINDOW: Duration = Duration::from_secs(1);
 const TICK: Duration = Duration::from_millis(2);
 /// Slow start: a doubling must bring this much more throughput to count as paying.
 const GROWTH: f64 = 1.25;
+/// Slow start: a doubling after which each request's round trip is this many times longer is
+/// not followed by another (the new workers queue: see `Rule::startup`).
+const QUEUED_DOUBLING: f64 = 1.6;
 /// Steady: a trial with more workers is kept if it brings this much more throughput ...
 const KEEP_MORE: f64 = 1.10;
 /// ... a trial with fewer only if it loses nothing (fewer is cheaper, but a wrong step down
@@ -165,8 +170,8 @@ pub struct Rule {
     min: usize,
     max: usize,
     phase: Phase,
-    /// Slow start: the last level that paid, and its throughput.
-    paid: Option<(usize, f64)>,
+    /// Slow start: the last level that paid, its throughput and its round trip.
+    paid: Option<(usize, f64, f64)>,
     /// Slow start: the throughput of the last window at this level, and how many there were.
     level: Option<(f64, u32)>,
     /// Steady: throughput at `limit` (the mean of the last windows, up to
@@ -267,7 +272,7 @@ impl Rule {
             // round trip grows with the workers on a network whether or not they pay: 32
             // workers did +14% against 16 in one window of a tree on the emulator with 16
             // slots per client, and pinned at 32 it finished 1.5x sooner: bench/RESULTS.md.)
-            Some((n, paid)) if x < paid * GROWTH && x >= paid * KEEP_MORE => {
+            Some((n, paid, _)) if x < paid * GROWTH && x >= paid * KEEP_MORE => {
                 self.phase = Phase::Steady;
                 self.reset_reference(Some(x), 2);
                 let why = format!(
@@ -280,7 +285,7 @@ impl Rule {
                 self.level = None;
                 Some((self.limit, why))
             }
-            Some((n, paid)) if x < paid * GROWTH => {
+            Some((n, paid, _)) if x < paid * GROWTH => {
                 self.phase = Phase::Steady;
                 self.reset_reference(Some(paid), 2);
                 let why = format!(
@@ -292,9 +297,30 @@ impl Rule {
                 );
                 self.set(n, why)
             }
+            // A doubling that paid while each request's round trip grew about as much as the
+            // workers: the new workers only queue (in-flight requests = throughput x round
+            // trip), so the gain came from more work to do (a tree's first directories
+            // opening up), not from them, and doubling again would only queue more: stay.
+            // (On the emulator with 16 slots a client, "64 workers did +44% more" doubled to
+            // 128 and the latency governor then backed off: 1.27x the best --threads,
+            // bench/RESULTS.md, 2026-11-26, session 8.)
+            Some((n, paid, paid_lat)) if lat >= paid_lat * QUEUED_DOUBLING => {
+                self.phase = Phase::Steady;
+                self.reset_reference(Some(x), 2);
+                let why = format!(
+                    "{} workers did {:+.0}% against {n} but the round trip grew {:.1}x: they \
+                     queue, staying at {}",
+                    self.limit,
+                    (x / paid - 1.0) * 100.0,
+                    lat / paid_lat,
+                    self.limit
+                );
+                self.level = None;
+                Some((self.limit, why))
+            }
             _ => {
-                let gain = self.paid.map(|(_, p)| x / p);
-                self.paid = Some((self.limit, x));
+                let gain = self.paid.map(|(_, p, _)| x / p);
+                self.paid = Some((self.limit, x, lat));
                 if self.limit >= self.max {
                     self.phase = Phase::Steady;
                     self.reset_reference(Some(x), 2);
@@ -839,6 +865,36 @@ mod tests {
         r.judge(&w(16, 10_000.0));
         r.judge(&w(32, 10_500.0));
         assert_eq!(r.judge(&w(32, 10_500.0)).map(|c| c.0), Some(16));
+    }
+
+    #[test]
+    fn a_doubling_whose_workers_only_queue_is_not_doubled_again() {
+        // A tree on a client of 16 slots: 32 workers did +44% against 16 while each request
+        // took twice as long (in flight: 16 -> 46, more than the slots: the gain was the
+        // tree's opening up, not the workers). It stays at 32 instead of going to 64.
+        let w = |n: usize, rate: f64, lat: f64| {
+            let ops = (rate * 0.1) as u64;
+            Window {
+                ops,
+                busy: Duration::from_secs_f64(ops as f64 * lat),
+                worked: Duration::from_secs_f64(n as f64 * 0.1),
+                elapsed: Duration::from_secs_f64(0.1),
+                allowed: n,
+            }
+        };
+        let mut r = Rule::new(16, 1, 128);
+        r.judge(&w(16, 8_000.0, 0.0021));
+        assert_eq!(r.judge(&w(16, 8_000.0, 0.0021)).map(|c| c.0), Some(32));
+        r.judge(&w(32, 11_500.0, 0.0042));
+        let (n, why) = r.judge(&w(32, 11_500.0, 0.0042)).expect("a decision, said");
+        assert_eq!((n, r.limit(), r.phase), (32, 32, Phase::Steady), "{why}");
+        assert!(why.contains("they queue, staying at 32"), "{why}");
+        // The same gain with the round trip unchanged (the slots were not full): doubling.
+        let mut r = Rule::new(16, 1, 128);
+        r.judge(&w(16, 8_000.0, 0.0021));
+        r.judge(&w(16, 8_000.0, 0.0021));
+        r.judge(&w(32, 11_500.0, 0.0023));
+        assert_eq!(r.judge(&w(32, 11_500.0, 0.0023)).map(|c| c.0), Some(64));
     }
 
     #[test]
