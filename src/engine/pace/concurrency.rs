@@ -89,7 +89,8 @@ const ENTRY_BYTES: usize = 192;
 /// Changes kept for the report.
 const CHANGES_KEPT: usize = 32;
 
-/// What the engine's workers measure of their own metadata operations (unlinks, rmdirs).
+/// What the engine's workers measure of their own metadata operations (unlinks, rmdirs, and
+/// under a selection the stats that test its entries).
 #[derive(Debug, Default)]
 pub struct Meter {
     ops: AtomicU64,
@@ -501,8 +502,8 @@ pub struct Report {
     pub final_workers: usize,
     /// The most it may go to (the threads there are).
     pub max: usize,
-    /// The lowest mean time of one unlink or rmdir in any window (the round trip, queueing
-    /// included), and the best throughput of any window.
+    /// The lowest mean time of one unlink or rmdir (under a selection, or stat) in any window
+    /// (the round trip, queueing included), and the best throughput of any window.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub op_ms: Option<f64>,
     #[serde(skip_serializing_if = "Option::is_none")]
