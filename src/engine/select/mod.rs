@@ -258,13 +258,12 @@ pub struct Stat {
 }
 
 impl Stat {
-    /// Certainly not what the gentle path shrinks (`shrink::candidate` for a file in a tree:
-    /// a regular file with one link allocating `GENTLE_MIN_BYTES` or more): it can be
-    /// unlinked at once, without a second stat.
+    /// Certainly not what the gentle path shrinks (`shrink::candidate` for a file in a tree):
+    /// it can be unlinked at once, without a second stat.
     pub fn small(&self) -> bool {
+        use crate::engine::shrink::{candidate_of, Found};
         self.kind != FileType::RegularFile
-            || (self.counted
-                && (self.allocated < crate::engine::shrink::GENTLE_MIN_BYTES || self.nlink != 1))
+            || (self.counted && !candidate_of(self.kind, self.allocated, self.nlink, Found::InTree))
     }
 }
 

@@ -47,9 +47,14 @@ pub enum Found {
 /// single link (more links: unlinking frees nothing); a named one with more goes to the
 /// shrinker, which unlinks it whole and says why.
 pub fn candidate(facts: &Facts, found: Found) -> bool {
-    facts.file_type == rustix::fs::FileType::RegularFile
-        && facts.allocated >= GENTLE_MIN_BYTES
-        && (found == Found::Named || facts.nlink == 1)
+    candidate_of(facts.file_type, facts.allocated, facts.nlink, found)
+}
+
+/// `candidate` from the three facts it reads (a selection's own stat has them).
+pub fn candidate_of(kind: rustix::fs::FileType, allocated: u64, nlink: u32, found: Found) -> bool {
+    kind == rustix::fs::FileType::RegularFile
+        && allocated >= GENTLE_MIN_BYTES
+        && (found == Found::Named || nlink == 1)
 }
 
 /// A file whose whole removal costs at most this many metadata units is unlinked at once: a
