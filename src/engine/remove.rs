@@ -20,6 +20,8 @@ use crate::engine::walk::{self, Lost, Names, Next, Node, NotOpened, Root, Visito
 use crate::sys::dirfd::{self, Ident};
 use crate::sys::error::{Failure, Reason};
 
+/// Names looked up a chunk ahead of their unlinks (network file systems).
+mod ahead;
 /// `--from`'s listed names, unlinked in batches.
 pub mod listed;
 
@@ -49,10 +51,10 @@ pub struct Options {
     /// `lstat` the entries of small directories to meet large files (off where a stat is a
     /// round trip: network file systems).
     pub stat_small_dirs: bool,
-    /// Look names of a large directory up ahead of their unlinks, from a few threads (a
-    /// network file system: an unlink looks its name up under the directory's lock, one
-    /// round trip more each, when the client's cached entry has expired; lookups of their
-    /// own run in parallel, outside that lock).
+    /// Look names of a large directory up a chunk ahead of their unlinks, from as many
+    /// threads as the workers allowed (a network file system: an unlink looks its name up
+    /// under the directory's lock, one round trip more each, when the client has no fresh
+    /// entry for it; lookups of their own run together; `remove/ahead.rs`).
     pub look_ahead: bool,
     /// Active workers, steered by the governor while the walk runs.
     pub gate: Option<Arc<crate::engine::walk::Gate>>,
@@ -205,11 +207,11 @@ impl Options {
     }
 }
 
-/// Threads looking names up ahead of the unlinks of one batch (`Options::look_ahead`): two
-/// keep the lookups of names whose cached entries expired ahead of the unlinks (one round trip
-/// each, outside the directory's lock); more filled a 4-slot client's slot table with
-/// lookups that its unlinks then queued behind (bench/RESULTS.md).
-const LOOK_AHEAD_THREADS: usize = 2;
+/// Fewest threads looking names up ahead of one batch's unlinks (`Options::look_ahead`;
+/// more as the measured concurrency allows, up to `LOOKERS_MAX`).
+const LOOKERS_MIN: usize = 2;
+/// Most threads looking names up ahead of one batch's unlinks.
+const LOOKERS_MAX: usize = 16;
 
 /// Running totals, readable while the engine works (for a progress line).
 #[derive(Debug, Default)]
@@ -820,31 +822,28 @@ impl Visitor for Remover<'_> {
 }
 
 impl Remover<'_> {
-    /// Unlinks `names` in order while a few threads `lstat` the names ahead of the unlinks
-    /// (never one already unlinked): each unlink then finds its name freshly looked up. The
-    /// lookups only read; what happens to each name is decided by its unlink alone.
+    /// Unlinks `names` in order while threads look the names up a chunk ahead of the unlinks
+    /// (`ahead.rs`; never one already unlinked): each unlink then finds its name freshly
+    /// looked up. The lookups only read; what happens to each name is decided by its unlink
+    /// alone.
     fn entries_looked_ahead(&self, node: &RNode, fd: &OwnedFd, names: Names<'_>) -> Vec<CString> {
-        use std::sync::atomic::AtomicUsize;
         let list: Vec<&CStr> = names.iter().collect();
-        let next = AtomicUsize::new(0);
-        let unlinked = AtomicUsize::new(0);
+        let lookers = self.lookers();
+        let order = ahead::Ahead::new(list.len(), lookers);
         let mut dirs = Vec::new();
         std::thread::scope(|s| {
-            for _ in 0..LOOK_AHEAD_THREADS {
-                s.spawn(|| loop {
-                    let i = next.fetch_add(1, Ordering::Relaxed);
-                    if i >= list.len() || crate::sys::interrupt::stopping() {
-                        break;
-                    }
-                    // Names the unlinks already passed are left alone.
-                    if i >= unlinked.load(Ordering::Relaxed) {
-                        let _ = dirfd::lstat_at(fd, list[i]);
-                    }
+            for _ in 0..lookers {
+                s.spawn(|| {
+                    order.look(crate::sys::interrupt::stopping, |i| {
+                        // The lookup the unlink needs, without asking fresh attributes.
+                        let _ = dirfd::lstat_at_cached(fd, list[i]);
+                    })
                 });
             }
             for (i, name) in list.iter().enumerate() {
+                order.before(i);
                 let result = self.unlink_one(fd, name, || node.child_path(name));
-                unlinked.store(i + 1, Ordering::Relaxed);
+                order.unlinked(i + 1);
                 match result {
                     UnlinkResult::Done => {}
                     UnlinkResult::IsDir => dirs.push((*name).to_owned()),
@@ -856,10 +855,22 @@ impl Remover<'_> {
                     }
                 }
             }
-            // The lookers stop at the end of the list.
-            next.store(list.len(), Ordering::Relaxed);
+            order.end();
         });
         dirs
+    }
+
+    /// Threads looking names up ahead of one batch's unlinks: the workers allowed now (the
+    /// measured concurrency, under the governor) but the unlinker's own, within bounds.
+    fn lookers(&self) -> usize {
+        let allowed = self
+            .opts
+            .gate
+            .as_ref()
+            .map(|g| g.allowed())
+            .or_else(|| self.opts.concurrency.as_ref().map(|c| c.gate().allowed()))
+            .unwrap_or(self.opts.threads);
+        allowed.saturating_sub(1).clamp(LOOKERS_MIN, LOOKERS_MAX)
     }
 }
 
