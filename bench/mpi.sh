@@ -6,7 +6,10 @@
 # across the same N clients at the same concurrency per client, and mpifileutils' `drm` at the
 # same N ranks (built from source into a scratch directory with
 # bench/peers/build-drm.sh; `--drm PATH`, skipped if not given). Workloads: a tree
-# (mkworkload --shape tree) and one flat directory. Run as root:
+# (mkworkload --shape tree) and one flat directory. "server cap busy" is the share of the
+# server's --server-ops units held over the whole command (mpirun's start included); for
+# reclaim also over its own time (rank 0's --json elapsed_s: the server is idle before it).
+# Run as root:
 #
 #   bash bench/mpi.sh --quick                        # small, one run (~3 min)
 #   bash bench/mpi.sh --rtt 0.5ms --slots 16 --server-ops 128 --files 200000 --flat 100000
@@ -244,10 +247,20 @@ xargs_split() { # n: the file list split across n clients, xargs -P per client; 
     find "$SCRATCH/c0/w" -depth -type d -delete
 }
 
-echo "workload,files,method,ranks,run,seconds,server_util" >"$OUT/raw.csv"
-record() { # workload files method ranks run seconds (UTIL: the server's cap kept busy)
-    log "$1 $2 $3 ranks=$4 run $5: $6 s, server busy $UTIL of its cap"
-    echo "$1,$2,$3,$4,$5,$6,$UTIL" >>"$OUT/raw.csv"
+echo "workload,files,method,ranks,run,seconds,server_util,server_util_own" >"$OUT/raw.csv"
+OWN=""
+record() { # workload files method ranks run seconds (UTIL: the server's cap kept busy; OWN:
+    # the same over reclaim's own time)
+    log "$1 $2 $3 ranks=$4 run $5: $6 s, server busy $UTIL of its cap${OWN:+ ($OWN over the time reclaim reports)}"
+    echo "$1,$2,$3,$4,$5,$6,$UTIL,$OWN" >>"$OUT/raw.csv"
+    OWN=""
+}
+own_util() { # log_offset: OWN, the server's cap kept busy over reclaim's own time (rank 0's
+    # --json elapsed_s, from its start to its report: mpirun starting the ranks left out; the
+    # server is idle then), from the JSON the run wrote to methods.log after log_offset
+    local e
+    e=$(tail -c +"$(($1 + 1))" "$OUT/logs/methods.log" | grep -o '"elapsed_s":[0-9.]*' | tail -1 | cut -d: -f2)
+    [[ -n $e ]] && OWN=$(echo "scale=3; $UTIL * $SECS / $e" | bc)
 }
 wants() { [[ " $METHODS " == *" $1 "* ]]; }
 for run in $(seq 1 "$RUNS"); do
@@ -265,9 +278,11 @@ for run in $(seq 1 "$RUNS"); do
             if wants reclaim-mpi; then
                 make "$shape" "$files"
                 # The job's governor (rank 0) writes one line per window.
+                offset=$(stat -c %s "$OUT/logs/methods.log" 2>/dev/null || echo 0)
                 # shellcheck disable=SC2086
                 timed "${MPIRUN[@]}" -np "$n" "$SCRATCH/rank.sh" "$RECLAIM" rm -r --json \
                     --pace-trace "$OUT/logs/governor-$shape-$n-$run.jsonl" $RARGS "$W"
+                own_util "$offset"
                 record "$shape" "$files" reclaim-mpi "$n" "$run" "$SECS"
             fi
             if wants xargs; then
@@ -289,16 +304,19 @@ import csv, statistics, sys, collections
 rows = list(csv.DictReader(open(sys.argv[1])))
 by = collections.defaultdict(list)
 util = collections.defaultdict(list)
+own = collections.defaultdict(list)
 for r in rows:
     by[(r["workload"], r["files"], r["method"], int(r["ranks"]))].append(float(r["seconds"]))
     if r.get("server_util"):
         util[(r["workload"], r["files"], r["method"], int(r["ranks"]))].append(float(r["server_util"]))
+    if r.get("server_util_own"):
+        own[(r["workload"], r["files"], r["method"], int(r["ranks"]))].append(float(r["server_util_own"]))
 for w, n in sorted({(r["workload"], r["files"]) for r in rows}, key=lambda k: k[0] != "tree"):
     med = {k[2:]: statistics.median(v) for k, v in by.items() if k[:2] == (w, n)}
     one = med.get(("reclaim-mpi", 1))
     print(f"\n### {w}, {int(n):,} files\n")
-    print("| method | ranks/clients | median s | runs | speedup vs 1 rank | ÷ linear | ÷ xargs same N | ÷ drm same N | server cap busy |")
-    print("|---|---:|---:|---:|---:|---:|---:|---:|---:|")
+    print("| method | ranks/clients | median s | runs | speedup vs 1 rank | ÷ linear | ÷ xargs same N | ÷ drm same N | server cap busy | over reclaim's own time |")
+    print("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
     for (m, k), v in sorted(med.items(), key=lambda kv: (kv[0][0], kv[0][1])):
         sp = one / v if one else float("nan")
         xa = med.get(("xargs", k))
@@ -307,7 +325,9 @@ for w, n in sorted({(r["workload"], r["files"]) for r in rows}, key=lambda k: k[
         rd = f"{v / dr:.2f}" if dr and m != "drm" else "-"
         u = util.get((w, n, m, k))
         us = f"{statistics.median(u):.2f}" if u else "-"
-        print(f"| {m} | {k} | {v:.2f} | {len(by[(w, n, m, k)])} | {sp:.2f} | {sp / k:.2f} | {rx} | {rd} | {us} |")
+        o = own.get((w, n, m, k))
+        os_ = f"{statistics.median(o):.2f}" if o else "-"
+        print(f"| {m} | {k} | {v:.2f} | {len(by[(w, n, m, k)])} | {sp:.2f} | {sp / k:.2f} | {rx} | {rd} | {us} | {os_} |")
 PY
 cat "$OUT/summary.md"
 log "done: $OUT"
