@@ -19,6 +19,12 @@
 #
 #   bash bench/select.sh --quick                  # 20,000 files, one run (~2 min)
 #   bash bench/select.sh --flat 300000 --tree 300000 --from 200000 --runs 2
+#   bash bench/select.sh --sections age --tree 1000000 --direct-io
+#
+# --direct-io: the loop devices read their image with direct I/O (`losetup --direct-io=on`),
+# many requests at once as an SSD takes them; a buffered loop device reads its image one
+# request at a time through the page cache, so cold metadata reads never overlap whatever the
+# workers (bench/RESULTS.md, 2026-11-26 session 9).
 #
 # Safety: everything lives in a marked mktemp scratch directory (lib.sh's guard); the loop
 # images and mounts are the script's own and are undone in an EXIT/INT/TERM trap.
@@ -30,7 +36,7 @@ source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
 FLAT=1000000 TREE=1000000 FROM=200000 RUNS=3 FSS="ext4 xfs" NET=20000 RTT=0.5ms
 MPI_FILES=200000 RANKS="1 2 4 8"
-SCRATCH_BASE=${RECLAIM_BENCH_SCRATCH:-/var/tmp} OUT="" NO_BUILD=0 SECTIONS="flat age from net mpi"
+SCRATCH_BASE=${RECLAIM_BENCH_SCRATCH:-/var/tmp} OUT="" NO_BUILD=0 DIRECT_IO=off SECTIONS="flat age from net mpi"
 need_arg() { [[ $# -ge 2 && -n $2 ]] || { echo "select.sh: $1 needs a value" >&2; exit 2; }; }
 while [[ $# -gt 0 ]]; do
     case $1 in
@@ -48,7 +54,8 @@ while [[ $# -gt 0 ]]; do
         --scratch-base) need_arg "$@"; SCRATCH_BASE=$2; shift ;;
         --out) need_arg "$@"; OUT=$2; shift ;;
         --no-build) NO_BUILD=1 ;;
-        -h|--help) sed -n '2,20p' "$0"; exit 0 ;;
+        --direct-io) DIRECT_IO=on ;;
+        -h|--help) sed -n '2,27p' "$0"; exit 0 ;;
         *) echo "select.sh: unknown option $1" >&2; exit 2 ;;
     esac
     shift
@@ -123,8 +130,9 @@ mkimage() { # fs: a fresh image of it, mounted on MNT
         ext4) mkfs.ext4 -q -N $((3 * (FLAT > TREE ? FLAT : TREE) / 2 + 100000)) "$img" ;;
         xfs) mkfs.xfs -q "$img" ;;
     esac
-    dev=$(losetup -f --show "$img"); LOOPS+=("$dev")
+    dev=$(losetup -f --show --direct-io="$DIRECT_IO" "$img"); LOOPS+=("$dev")
     mkdir "$MNT"; mount "$dev" "$MNT"; MOUNTED+=("$MNT")
+    log "$fs image on $dev, direct I/O $DIRECT_IO"
 }
 
 RESULTS=$OUT/results.tsv
