@@ -80,11 +80,6 @@ const BUSY: f64 = 0.6;
 const STEADY: f64 = 1.2;
 /// ... or the last of this many windows.
 const MOST_WINDOWS_PER_LEVEL: u32 = 4;
-/// Once steady, a level's throughput is the mean of as many windows as their noise needs for
-/// `TRIAL_PRECISION` (at least the two that agreed), up to this many. (An age purge on ext4:
-/// 8 workers took 4.1 s and 4 took 4.9, and one run of two went back from 8 to 4 on "8
-/// workers did -10%" in two windows, and stayed: bench/RESULTS.md, 2026-11-26 session 10.)
-const MOST_WINDOWS_STEADY_LEVEL: usize = TRIAL_MOST_WINDOWS as usize;
 /// A streamed listing's piece should be done within this time (while the entries it brought
 /// are fresh in the client's cache: NFS keeps them 3 s and more, FUSE daemons usually 1 s).
 const PIECE_TIME: Duration = Duration::from_millis(250);
@@ -180,8 +175,6 @@ pub struct Rule {
     paid: Option<(usize, f64, f64)>,
     /// Slow start: the throughput of the last window at this level, and how many there were.
     level: Option<(f64, u32)>,
-    /// Slow start: the throughputs of this level's windows since it was steady.
-    steady_level: Vec<f64>,
     /// Steady: throughput at `limit` (the mean of the last windows, up to
     /// `REFERENCE_WINDOWS`), and how many windows it holds.
     reference: Option<f64>,
@@ -213,7 +206,6 @@ impl Rule {
             phase: Phase::Startup,
             paid: None,
             level: None,
-            steady_level: Vec::new(),
             reference: None,
             reference_windows: 0,
             noise: 0.0,
@@ -261,42 +253,21 @@ impl Rule {
         if !busy {
             return None;
         }
-        // A level is judged by a steady throughput (from two windows that agree on), not by
-        // one taken while the work was still growing; then by the mean of as many windows as
-        // their noise needs.
-        if self.steady_level.is_empty() {
-            match self.level {
-                None => {
-                    self.level = Some((x, 1));
-                    return None;
-                }
-                Some((prev, n))
-                    if n < MOST_WINDOWS_PER_LEVEL && (x > prev * STEADY || x < prev / STEADY) =>
-                {
-                    self.level = Some((x, n + 1));
-                    return None;
-                }
-                // Two that agree; after `MOST_WINDOWS_PER_LEVEL` of a climb, this one alone.
-                Some((prev, _)) if x <= prev * STEADY && x >= prev / STEADY => {
-                    self.steady_level.extend([prev, x])
-                }
-                Some(_) => self.steady_level.push(x),
+        // A level is judged by a steady throughput (the mean of two windows that
+        // agree), not by one taken while the work was still growing.
+        let x = match self.level {
+            None => {
+                self.level = Some((x, 1));
+                return None;
             }
-        } else {
-            self.steady_level.push(x);
-        }
-        // The noise seen at the levels before counts (two windows alone tell little of it):
-        // the first level takes a window more.
-        let (mean, deviation) = mean_deviation(&self.steady_level);
-        let noise = deviation.max(self.noise);
-        let least = if self.paid.is_none() { 3 } else { 2 };
-        if self.steady_level.len() < MOST_WINDOWS_STEADY_LEVEL
-            && self.steady_level.len() < (windows_for(noise) as usize).max(least)
-        {
-            return None;
-        }
-        self.noise = noise;
-        let x = mean;
+            Some((prev, n))
+                if n < MOST_WINDOWS_PER_LEVEL && (x > prev * STEADY || x < prev / STEADY) =>
+            {
+                self.level = Some((x, n + 1));
+                return None;
+            }
+            Some((prev, _)) => (prev + x) / 2.0,
+        };
         match self.paid {
             // Less than a doubling's worth, but what a steady trial would keep: stay. (The
             // round trip grows with the workers on a network whether or not they pay: 32
@@ -313,7 +284,6 @@ impl Rule {
                     self.limit
                 );
                 self.level = None;
-                self.steady_level.clear();
                 Some((self.limit, why))
             }
             Some((n, paid, _)) if x < paid * GROWTH => {
@@ -347,7 +317,6 @@ impl Rule {
                     self.limit
                 );
                 self.level = None;
-                self.steady_level.clear();
                 Some((self.limit, why))
             }
             _ => {
@@ -356,8 +325,6 @@ impl Rule {
                 if self.limit >= self.max {
                     self.phase = Phase::Steady;
                     self.reset_reference(Some(x), 2);
-                    self.level = None;
-                    self.steady_level.clear();
                     return None;
                 }
                 let why = match gain {
@@ -479,7 +446,6 @@ impl Rule {
         self.limit = n.clamp(1, self.max);
         self.phase = Phase::Steady;
         self.level = None;
-        self.steady_level.clear();
         self.trial = None;
         self.reset_reference(None, 0);
         self.since_trial = 0;
@@ -496,13 +462,14 @@ impl Rule {
     /// Windows a trial is judged by: enough for their mean to be within `TRIAL_PRECISION`
     /// of the truth, given the windows' noise so far.
     fn trial_windows(&self) -> u32 {
-        windows_for(self.noise)
+        let per_window = self.noise * DEVIATION_PER_MAD / TRIAL_PRECISION;
+        let n = (per_window * per_window).ceil();
+        (n as u32).clamp(TRIAL_WINDOWS, TRIAL_MOST_WINDOWS)
     }
 
     fn set(&mut self, n: usize, why: String) -> Option<(usize, String)> {
         let n = n.clamp(self.min, self.max);
         self.level = None;
-        self.steady_level.clear();
         if n == self.limit {
             return None;
         }
@@ -823,24 +790,6 @@ pub fn round_trip(dir: impl std::os::fd::AsFd) -> Option<Duration> {
     Some(took[SAMPLES / 2])
 }
 
-/// Windows whose mean is within `TRIAL_PRECISION` of the truth when one window strays by
-/// `noise` (a mean share) from it: 2 to `TRIAL_MOST_WINDOWS`.
-fn windows_for(noise: f64) -> u32 {
-    let per_window = noise * DEVIATION_PER_MAD / TRIAL_PRECISION;
-    let n = (per_window * per_window).ceil();
-    (n as u32).clamp(TRIAL_WINDOWS, TRIAL_MOST_WINDOWS)
-}
-
-/// The mean of `xs` and how far one strays from it (the mean share).
-fn mean_deviation(xs: &[f64]) -> (f64, f64) {
-    let mean = xs.iter().sum::<f64>() / xs.len().max(1) as f64;
-    if mean <= 0.0 {
-        return (mean, 0.0);
-    }
-    let dev = xs.iter().map(|x| (x / mean - 1.0).abs()).sum::<f64>() / xs.len() as f64;
-    (mean, dev)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -875,13 +824,13 @@ mod tests {
 
     #[test]
     fn grows_to_the_slots_and_steps_back_at_the_knee() {
-        // 16 requests served at once: from 2 it doubles to 32 (two windows a level, three
-        // the first: two alone tell little of the noise), finds no gain, goes back to 16.
+        // 16 requests served at once: from 2 it doubles to 32 (two windows a level), finds no
+        // gain, goes back to 16.
         let mut r = Rule::new(2, 1, 128);
-        let seen = settle(&mut r, 16, 0.0005, usize::MAX, 11);
+        let seen = settle(&mut r, 16, 0.0005, usize::MAX, 10);
         assert_eq!(
-            &seen[..11],
-            &[2, 2, 4, 4, 8, 8, 16, 16, 32, 32, 16],
+            &seen[..10],
+            &[2, 4, 4, 8, 8, 16, 16, 32, 32, 16],
             "{seen:?}"
         );
         // Later trials come back to it.
@@ -904,7 +853,6 @@ mod tests {
             allowed: n,
         };
         r.judge(&w(16, 10_000.0));
-        r.judge(&w(16, 10_000.0));
         assert_eq!(r.judge(&w(16, 10_000.0)).map(|c| c.0), Some(32));
         r.judge(&w(32, 11_500.0));
         let (n, why) = r.judge(&w(32, 11_500.0)).expect("a decision, said");
@@ -914,9 +862,8 @@ mod tests {
         assert_eq!(r.phase, Phase::Steady);
         // +5% is the knee: back to 16.
         let mut r = Rule::new(16, 1, 128);
-        for _ in 0..3 {
-            r.judge(&w(16, 10_000.0));
-        }
+        r.judge(&w(16, 10_000.0));
+        r.judge(&w(16, 10_000.0));
         r.judge(&w(32, 10_500.0));
         assert_eq!(r.judge(&w(32, 10_500.0)).map(|c| c.0), Some(16));
     }
@@ -938,7 +885,6 @@ mod tests {
         };
         let mut r = Rule::new(16, 1, 128);
         r.judge(&w(16, 8_000.0, 0.0021));
-        r.judge(&w(16, 8_000.0, 0.0021));
         assert_eq!(r.judge(&w(16, 8_000.0, 0.0021)).map(|c| c.0), Some(32));
         r.judge(&w(32, 11_500.0, 0.0042));
         let (n, why) = r.judge(&w(32, 11_500.0, 0.0042)).expect("a decision, said");
@@ -946,9 +892,8 @@ mod tests {
         assert!(why.contains("they queue, staying at 32"), "{why}");
         // The same gain with the round trip unchanged (the slots were not full): doubling.
         let mut r = Rule::new(16, 1, 128);
-        for _ in 0..3 {
-            r.judge(&w(16, 8_000.0, 0.0021));
-        }
+        r.judge(&w(16, 8_000.0, 0.0021));
+        r.judge(&w(16, 8_000.0, 0.0021));
         r.judge(&w(32, 11_500.0, 0.0023));
         assert_eq!(r.judge(&w(32, 11_500.0, 0.0023)).map(|c| c.0), Some(64));
     }
@@ -959,7 +904,7 @@ mod tests {
         // throughput while the round trip shrinks: it ends near 4.
         let mut r = Rule::new(16, 1, 128);
         let seen = settle(&mut r, 4, 0.002, usize::MAX, 400);
-        assert_eq!(&seen[..5], &[16, 16, 32, 32, 16], "{seen:?}");
+        assert_eq!(&seen[..4], &[16, 32, 32, 16], "{seen:?}");
         let tail = &seen[300..];
         // Trials of one fewer or more come and go.
         assert!(tail.iter().all(|n| (3..=6).contains(n)), "{tail:?}");
@@ -991,8 +936,7 @@ mod tests {
         }
         assert_eq!(r.limit(), 16, "no doubling on a climb: {r:?}");
         let seen = settle(&mut r, 4, 0.002, usize::MAX, 6);
-        // The last window of the climb does not count: the level is judged by three after it.
-        assert_eq!(&seen[..5], &[16, 16, 32, 32, 16], "{seen:?}");
+        assert_eq!(&seen[..4], &[32, 32, 16, 16], "{seen:?}");
     }
 
     #[test]
@@ -1099,48 +1043,6 @@ mod tests {
         assert!(
             mean >= 0.975 && shares.iter().all(|s| *s >= 0.95),
             "shares of the best count's throughput: {shares:.3?}"
-        );
-    }
-
-    #[test]
-    fn slow_start_judges_a_noisy_doubling_by_as_many_windows_as_it_needs() {
-        // An age purge on ext4 with a cold cache (bench/RESULTS.md, 2026-11-26, session 10):
-        // 8 workers do 19% more than 4, 16 no more than 8; windows vary by 20%. A doubling
-        // judged by two windows each side went back from 8 to 4 as "the knee" in one run of
-        // two, and steady trials of a quarter more never reach 8 from 4 again.
-        let rate = |n: usize| match n {
-            0..=4 => 100_000.0 * n.min(4) as f64 / 4.0,
-            5..=8 => 100_000.0 * (1.0 + 0.19 * (n - 4) as f64 / 4.0),
-            _ => 119_000.0,
-        };
-        // Over the first 4 s (80 windows of 50 ms: a purge of a million files), the share of
-        // what 8 workers would have done, per seed.
-        let mut shares = Vec::new();
-        for seed in 1u64..=40 {
-            let mut noise = Noise(seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1);
-            let mut r = Rule::new(4, 1, 16);
-            let mut done = 0.0;
-            for _ in 0..80 {
-                let n = r.limit();
-                done += rate(n);
-                let x = rate(n) * (1.0 + 0.2 * noise.normal()).max(0.2);
-                let ops = (x * 0.05) as u64;
-                r.judge(&Window {
-                    ops,
-                    busy: Duration::from_secs_f64(ops as f64 * n as f64 / x),
-                    worked: Duration::from_secs_f64(n as f64 * 0.05),
-                    elapsed: Duration::from_secs_f64(0.05),
-                    allowed: n,
-                });
-            }
-            shares.push(done / (rate(8) * 80.0));
-        }
-        let mean = shares.iter().sum::<f64>() / shares.len() as f64;
-        let low = shares.iter().filter(|s| **s < 0.9).count();
-        // Two windows a level: mean 0.903, 21 of 40 below 0.9 (most of them back at 4).
-        assert!(
-            mean >= 0.92 && low <= 16,
-            "mean {mean:.3}, {low} of 40 below 0.9 of 8 workers' throughput: {shares:.3?}"
         );
     }
 
