@@ -170,6 +170,27 @@ fn ranks(v: &Value, np: usize) -> Vec<(u64, u64, u64)> {
     per
 }
 
+/// Runs `reclaim rm args` as `np` ranks, which must succeed having removed `files` files and
+/// `dirs` directories (`what` names the case); its report.
+fn removed_by(
+    m: &Mpirun,
+    s: &Scratch,
+    np: usize,
+    args: &[&str],
+    (files, dirs): (u64, u64),
+    what: &str,
+) -> Value {
+    let out = m.rm(s, np, args).output().unwrap();
+    util::assert_success(&out);
+    let v = json(&out);
+    assert_eq!(
+        (v["files"].as_u64(), v["dirs"].as_u64()),
+        (Some(files), Some(dirs)),
+        "{what}: {v}"
+    );
+    v
+}
+
 /// Error paths of the report.
 fn error_paths(v: &Value) -> BTreeSet<String> {
     v["errors"]
@@ -415,16 +436,13 @@ fn work_is_shared_between_ranks() {
         let p = Place::new(&s, false);
         let t = p.at("t");
         grid(&s, &t, 400, 20);
-        let out = m
-            .rm(&s, 3, &["-r", "--json", "--threads", "1", &t])
-            .output()
-            .unwrap();
-        util::assert_success(&out);
-        let v = json(&out);
-        assert_eq!(
-            (v["files"].as_u64(), v["dirs"].as_u64()),
-            (Some(8000), Some(421)),
-            "{v}"
+        let v = removed_by(
+            &m,
+            &s,
+            3,
+            &["-r", "--json", "--threads", "1", &t],
+            (8000, 421),
+            "a grid",
         );
         assert!(!s.exists(&t));
         let per = ranks(&v, 3);
@@ -464,16 +482,13 @@ fn ranks_share_one_large_directory_on_a_network_file_system() {
                 "0.3ms",
                 &["--subtype", "nfs", "--listing", listing]
             ));
-            let out = m
-                .rm(&s, 3, &["-r", "--json", "vol/t/big"])
-                .output()
-                .unwrap();
-            util::assert_success(&out);
-            let v = json(&out);
-            assert_eq!(
-                (v["files"].as_u64(), v["dirs"].as_u64()),
-                (Some(3000), Some(1)),
-                "{listing}: {v}"
+            let v = removed_by(
+                &m,
+                &s,
+                3,
+                &["-r", "--json", "vol/t/big"],
+                (3000, 1),
+                listing,
             );
             assert_eq!(v["errors"], serde_json::json!([]), "{listing}: {v}");
             drop(net);
