@@ -611,6 +611,50 @@ fn kill_trials(trials: usize) {
 }
 
 #[test]
+fn a_partial_still_held_is_another_pack_and_one_let_go_soon_is_cleared() {
+    or_skip!(tools());
+    // A partial archive beside the target, locked as a writing pack locks it. Held for good:
+    // another pack is writing, and nothing is touched. Let go within a moment (the tar2sqfs
+    // of a pack killed with -9 runs on until it reads the end of its input): cleared, and the
+    // pack goes on.
+    use std::os::fd::AsRawFd;
+    let s = scratch!();
+    let files = small_tree(&s, "tree", 20);
+    let lock = |name: &str| {
+        let f = fs::File::create(s.path(name)).unwrap();
+        // SAFETY: flock on a file this test opened.
+        assert_eq!(unsafe { libc::flock(f.as_raw_fd(), libc::LOCK_EX) }, 0);
+        f
+    };
+    let held = lock(".tree.sqfs.partial-1-held");
+    let o = pack_cmd(&s, &["--fast", "tree"]);
+    assert!(!o.status.success(), "packed beside a held partial");
+    let err = util::stderr_of(&o);
+    assert!(err.contains("another reclaim pack is writing"), "{err}");
+    assert!(!s.exists("tree.sqfs"), "{err}");
+    for (p, body) in &files {
+        assert_eq!(&fs::read(s.path(p)).unwrap(), body, "{}", p.display());
+    }
+    assert!(s.exists(".tree.sqfs.partial-1-held"));
+    drop(held);
+    fs::remove_file(s.path(".tree.sqfs.partial-1-held")).unwrap();
+
+    let soon = lock(".tree.sqfs.partial-2-soon");
+    let letgo = std::thread::spawn(move || {
+        std::thread::sleep(Duration::from_millis(500));
+        drop(soon);
+    });
+    let o = pack_cmd(&s, &["--fast", "tree"]);
+    letgo.join().unwrap();
+    assert!(o.status.success(), "{}", util::stderr_of(&o));
+    assert!(
+        !s.exists(".tree.sqfs.partial-2-soon"),
+        "the partial let go stays"
+    );
+    assert!(s.exists("tree.sqfs") && !s.exists("tree"));
+}
+
+#[test]
 fn kill_9_anywhere_loses_nothing_and_the_rerun_finishes() {
     or_skip!(tools());
     kill_trials(3);

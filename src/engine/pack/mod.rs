@@ -424,8 +424,14 @@ fn outcome_of(target: &Target, m: &Manifest, file: &std::fs::File) -> Outcome {
     out
 }
 
-/// A partial file of an earlier run that no process holds any more (its `flock` is free) and
-/// that belongs to us: removed. One that is held: another pack is writing.
+/// How long a partial file's lock is waited for before another pack is said to be writing:
+/// a pack killed with -9 leaves its `tar2sqfs` holding it until that reads the end of its
+/// input and exits (a rerun right after the kill found it held: `pack::kill_9_anywhere_*`).
+const HELD_WAIT: std::time::Duration = std::time::Duration::from_secs(3);
+
+/// A partial file of an earlier run that no process holds any more (its `flock` is free, or
+/// freed within `HELD_WAIT`) and that belongs to us: removed. One that stays held: another
+/// pack is writing.
 fn clear_partials(target: &Target, prefix: &[u8]) -> Result<(), PackError> {
     let dir = openat(
         &target.parent,
@@ -458,7 +464,7 @@ fn clear_partials(target: &Target, prefix: &[u8]) -> Result<(), PackError> {
         if FileType::from_raw_mode(st.st_mode) != FileType::RegularFile || st.st_uid != me {
             continue;
         }
-        match rustix::fs::flock(&fd, rustix::fs::FlockOperation::NonBlockingLockExclusive) {
+        match lock_within(&fd, HELD_WAIT) {
             Ok(()) => {
                 let _ = rustix::fs::unlinkat(&dir, n.as_c_str(), AtFlags::empty());
             }
@@ -466,6 +472,19 @@ fn clear_partials(target: &Target, prefix: &[u8]) -> Result<(), PackError> {
         }
     }
     Ok(())
+}
+
+/// Takes `fd`'s exclusive `flock`, trying again for up to `wait`.
+fn lock_within(fd: &OwnedFd, wait: std::time::Duration) -> rustix::io::Result<()> {
+    let t0 = std::time::Instant::now();
+    loop {
+        match rustix::fs::flock(fd, rustix::fs::FlockOperation::NonBlockingLockExclusive) {
+            Err(_) if t0.elapsed() < wait => {
+                std::thread::sleep(std::time::Duration::from_millis(20))
+            }
+            r => return r,
+        }
+    }
 }
 
 /// The partial file: removed on every way out but success.
