@@ -176,15 +176,21 @@ impl Options {
         self.look_ahead = network;
     }
 
+    /// The gate the workers pass: the one set, else the measured concurrency's (`None`:
+    /// `threads`, fixed).
+    pub fn active_gate(&self) -> Option<Arc<walk::Gate>> {
+        self.gate
+            .clone()
+            .or_else(|| self.concurrency.as_ref().map(|c| c.gate()))
+    }
+
     /// The gate the latency governor steers: the measured concurrency's (or one of its own),
     /// capped at one worker to start with on a `rotational` disk, which earns more after good
     /// windows (the four that ext4's profile allows hurt a busy HDD before the first miss was
     /// seen: bench/RESULTS.md, 2026-11-23).
     pub fn governed_gate(&self, rotational: bool) -> Arc<walk::Gate> {
         let gate = self
-            .gate
-            .clone()
-            .or_else(|| self.concurrency.as_ref().map(|c| c.gate()))
+            .active_gate()
             .unwrap_or_else(|| Arc::new(walk::Gate::new(self.threads)));
         if rotational {
             gate.set_cap(1);
@@ -397,10 +403,7 @@ fn walk_options(opts: &Options) -> walk::Options {
             .select
             .as_ref()
             .is_some_and(|s| s.time_field() == crate::engine::select::TimeField::Atime),
-        gate: opts
-            .gate
-            .clone()
-            .or_else(|| opts.concurrency.as_ref().map(|c| c.gate())),
+        gate: opts.active_gate(),
         stream: opts.concurrency.as_ref().and_then(|c| c.stream()),
         subvolumes: true,
     }
@@ -865,11 +868,8 @@ impl Remover<'_> {
     fn lookers(&self) -> usize {
         let allowed = self
             .opts
-            .gate
-            .as_ref()
-            .map(|g| g.allowed())
-            .or_else(|| self.opts.concurrency.as_ref().map(|c| c.gate().allowed()))
-            .unwrap_or(self.opts.threads);
+            .active_gate()
+            .map_or(self.opts.threads, |g| g.allowed());
         allowed.saturating_sub(1).clamp(LOOKERS_MIN, LOOKERS_MAX)
     }
 }
