@@ -190,7 +190,7 @@ for fs in $FSS; do
                 d=$mnt/tree; guard "$d"
                 python3 "$SCRATCH/mk.py" tree "$d" "$TREE"
                 case $m in
-                    reclaim) timed age "$fs" "$run" "$m" "$d" "$left" "$RECLAIM" rm -r --older-than 30d "$d" ;;
+                    reclaim) timed age "$fs" "$run" "$m" "$d" "$left" "$RECLAIM" rm -r --json --older-than 30d "$d" ;;
                     find-mtime) timed age "$fs" "$run" "$m" "$d" "$left" find "$d" -type f -mtime +30 -delete ;;
                 esac
             done
