@@ -4,19 +4,20 @@
 //! reads both in windows and steers the gate with `Rule`: it doubles the workers while each
 //! doubling brings at least a quarter more throughput without the round trip growing with the
 //! workers (slow start; a doubling whose requests only queue is not followed by another),
-//! stays where a doubling
-//! brought less than that but at least a tenth (what a steady trial would keep), steps back to
-//! the last level that paid when one brought less (the knee: more workers only queue, the
-//! round trip grows instead of the throughput), then about once a second tries a quarter more
-//! or a quarter fewer in turn (fewer whenever the round trip has grown well past the lowest
-//! seen: the requests queue, unless the last trial of fewer lost throughput), keeping more
-//! only if it brings a tenth more, fewer only if it loses nothing, each judged against the mean
-//! of the last windows and by as many windows as their noise needs (two when they agree, up to
-//! sixteen on a cold local cache); each trial in a row that is
-//! undone doubles the wait for the next (up to 8 times). While too little work is queued to
-//! keep the workers busy it judges nothing. The latency governor (`tree.rs`) may cap the gate
-//! lower; while it does, this holds. It also sizes the pieces of a streamed listing from the
-//! measured round trip (`walk::Streaming`).
+//! stays where a doubling brought less than that but at least a tenth (what a steady trial
+//! would keep), steps back to the last level that paid when one brought less (the knee: more
+//! workers only queue, the round trip grows instead of the throughput) by more than the noise
+//! of the two levels' means (noisy windows: first as many more as their noise needs; within
+//! the noise it stays at the larger count and lets the trials decide, fewer first), then about
+//! once a second tries a quarter more or a quarter fewer in turn (fewer whenever the round
+//! trip has grown well past the lowest seen: the requests queue, unless the last trial of
+//! fewer lost throughput), keeping more only if it brings a tenth more, fewer only if it loses
+//! nothing, each judged against the mean of the last windows and by as many windows as their
+//! noise needs (two when they agree, up to sixteen on a cold local cache); each trial in a row
+//! that is undone doubles the wait for the next (up to 8 times). While too little work is
+//! queued to keep the workers busy it judges nothing. The latency governor (`tree.rs`) may cap
+//! the gate lower; while it does, this holds. It also sizes the pieces of a streamed listing
+//! from the measured round trip (`walk::Streaming`).
 //!
 //! It owns the gate's limit and its report; it never touches a file and never prints.
 
