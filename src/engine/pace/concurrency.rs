@@ -1068,6 +1068,18 @@ mod tests {
         );
     }
 
+    /// A 50 ms window of `n` workers, all busy, at `x` operations a second.
+    fn busy_window(n: usize, x: f64) -> Window {
+        let ops = (x * 0.05) as u64;
+        Window {
+            ops,
+            busy: Duration::from_secs_f64(ops as f64 * n as f64 / x),
+            worked: Duration::from_secs_f64(n as f64 * 0.05),
+            elapsed: Duration::from_secs_f64(0.05),
+            allowed: n,
+        }
+    }
+
     /// A deterministic noise source for plants: about normal (the sum of four uniforms),
     /// mean 0, deviation 1.
     struct Noise(u64);
@@ -1112,14 +1124,7 @@ mod tests {
                 let n = r.limit();
                 let dip = if noise.uniform() < 0.05 { 0.5 } else { 1.0 };
                 let x = rate(n) * (1.0 + 0.2 * noise.normal()).max(0.2) * dip;
-                let ops = (x * 0.05) as u64;
-                r.judge(&Window {
-                    ops,
-                    busy: Duration::from_secs_f64(ops as f64 * n as f64 / x),
-                    worked: Duration::from_secs_f64(n as f64 * 0.05),
-                    elapsed: Duration::from_secs_f64(0.05),
-                    allowed: n,
-                });
+                r.judge(&busy_window(n, x));
                 if i >= 200 {
                     done += rate(r.limit());
                 }
@@ -1153,14 +1158,7 @@ mod tests {
                     let n = r.limit();
                     done += rate(n);
                     let x = rate(n) * (1.0 + noise * rng.normal()).max(0.2);
-                    let ops = (x * 0.05) as u64;
-                    r.judge(&Window {
-                        ops,
-                        busy: Duration::from_secs_f64(ops as f64 * n as f64 / x),
-                        worked: Duration::from_secs_f64(n as f64 * 0.05),
-                        elapsed: Duration::from_secs_f64(0.05),
-                        allowed: n,
-                    });
+                    r.judge(&busy_window(n, x));
                 }
                 done / (rate(best) * windows as f64)
             })
