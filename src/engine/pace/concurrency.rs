@@ -1034,18 +1034,8 @@ mod tests {
         // they must not go on every 8 windows, nor come back as the queueing sign each time.
         let rate =
             |n: usize| 10_000.0 * (n.min(4) as f64).powf(0.4) * if n > 4 { 0.97 } else { 1.0 };
-        let w = |n: usize| {
-            let x = rate(n);
-            let ops = (x * 0.1) as u64;
-            Window {
-                ops,
-                // Every worker always busy: the mean round trip is n / throughput.
-                busy: Duration::from_secs_f64(ops as f64 * n as f64 / x),
-                worked: Duration::from_secs_f64(n as f64 * 0.1),
-                elapsed: Duration::from_secs_f64(0.1),
-                allowed: n,
-            }
-        };
+        // Every worker always busy: the mean round trip is n / throughput.
+        let w = |n: usize| busy_window(n, rate(n), 0.1);
         let mut r = Rule::new(2, 1, 8);
         let seen: Vec<usize> = (0..600)
             .map(|_| {
@@ -1068,14 +1058,14 @@ mod tests {
         );
     }
 
-    /// A 50 ms window of `n` workers, all busy, at `x` operations a second.
-    fn busy_window(n: usize, x: f64) -> Window {
-        let ops = (x * 0.05) as u64;
+    /// A window of `secs` of `n` workers, all busy, at `x` operations a second.
+    fn busy_window(n: usize, x: f64, secs: f64) -> Window {
+        let ops = (x * secs) as u64;
         Window {
             ops,
             busy: Duration::from_secs_f64(ops as f64 * n as f64 / x),
-            worked: Duration::from_secs_f64(n as f64 * 0.05),
-            elapsed: Duration::from_secs_f64(0.05),
+            worked: Duration::from_secs_f64(n as f64 * secs),
+            elapsed: Duration::from_secs_f64(secs),
             allowed: n,
         }
     }
@@ -1124,7 +1114,7 @@ mod tests {
                 let n = r.limit();
                 let dip = if noise.uniform() < 0.05 { 0.5 } else { 1.0 };
                 let x = rate(n) * (1.0 + 0.2 * noise.normal()).max(0.2) * dip;
-                r.judge(&busy_window(n, x));
+                r.judge(&busy_window(n, x, 0.05));
                 if i >= 200 {
                     done += rate(r.limit());
                 }
@@ -1158,7 +1148,7 @@ mod tests {
                     let n = r.limit();
                     done += rate(n);
                     let x = rate(n) * (1.0 + noise * rng.normal()).max(0.2);
-                    r.judge(&busy_window(n, x));
+                    r.judge(&busy_window(n, x, 0.05));
                 }
                 done / (rate(best) * windows as f64)
             })
