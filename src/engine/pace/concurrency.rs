@@ -165,6 +165,18 @@ struct Trial {
     rate: f64,
 }
 
+/// Slow start: a level that paid.
+#[derive(Debug, Clone, Copy)]
+struct Paid {
+    workers: usize,
+    /// Its throughput and round trip (the means of the windows it was judged by).
+    rate: f64,
+    latency: f64,
+    /// How far those windows strayed from their mean, and how many there were.
+    noise: f64,
+    windows: usize,
+}
+
 /// The decision rule, fed one window at a time (no clock, no threads: testable alone).
 #[derive(Debug)]
 pub struct Rule {
@@ -172,16 +184,12 @@ pub struct Rule {
     min: usize,
     max: usize,
     phase: Phase,
-    /// Slow start: the last level that paid, its throughput and its round trip.
-    paid: Option<(usize, f64, f64)>,
+    /// Slow start: the last level that paid.
+    paid: Option<Paid>,
     /// Slow start: the throughput of the last window at this level, and how many there were.
     level: Option<(f64, u32)>,
     /// Slow start: the throughputs this level is judged by, once steady.
     judged: Vec<f64>,
-    /// Slow start: how far the windows of the last level that paid strayed from their mean,
-    /// and how many it was judged by.
-    paid_noise: f64,
-    paid_windows: usize,
     /// Steady: throughput at `limit` (the mean of the last windows, up to
     /// `REFERENCE_WINDOWS`), and how many windows it holds.
     reference: Option<f64>,
@@ -214,8 +222,6 @@ impl Rule {
             paid: None,
             level: None,
             judged: Vec::new(),
-            paid_noise: 0.0,
-            paid_windows: 0,
             reference: None,
             reference_windows: 0,
             noise: 0.0,
@@ -293,26 +299,24 @@ impl Rule {
             // round trip grows with the workers on a network whether or not they pay: 32
             // workers did +14% against 16 in one window of a tree on the emulator with 16
             // slots per client, and pinned at 32 it finished 1.5x sooner: bench/RESULTS.md.)
-            Some((n, paid, _)) if x < paid * GROWTH && x >= paid * KEEP_MORE => {
-                self.phase = Phase::Steady;
-                self.reset_reference(Some(x), 2);
+            Some(p) if x < p.rate * GROWTH && x >= p.rate * KEEP_MORE => {
                 let why = format!(
-                    "{} workers did {:+.0}% against {n}: less than a doubling pays, staying \
+                    "{} workers did {:+.0}% against {}: less than a doubling pays, staying \
                      at {}",
                     self.limit,
-                    (x / paid - 1.0) * 100.0,
+                    (x / p.rate - 1.0) * 100.0,
+                    p.workers,
                     self.limit
                 );
-                self.level = None;
-                self.judged.clear();
+                self.stay(x, 2);
                 Some((self.limit, why))
             }
             // Seemingly the knee: if the windows (this level's or the last paying one's) were
             // noisy, first as many more as their noise needs (`windows_for`; none when two
             // agree, as on a network) ...
-            Some((_, paid, _))
-                if x < paid * GROWTH
-                    && self.judged.len() < windows_for(noise.max(self.paid_noise)) as usize =>
+            Some(p)
+                if x < p.rate * GROWTH
+                    && self.judged.len() < windows_for(noise.max(p.noise)) as usize =>
             {
                 None
             }
@@ -323,30 +327,29 @@ impl Rule {
             // more rarely win a doubling back (an age purge on ext4 took 4.1 s at 8 workers,
             // 4.9 s back at 4 after "8 workers did -10%" in two windows a level:
             // bench/RESULTS.md, 2026-11-26 session 10).
-            Some((n, paid, _)) if x < paid * GROWTH && x >= paid * self.knee_below(noise) => {
-                self.phase = Phase::Steady;
-                self.reset_reference(Some(x), self.judged.len() as u32);
-                self.next_more = false;
+            Some(p) if x < p.rate * GROWTH && x >= p.rate * self.knee_below(&p, noise) => {
                 let why = format!(
-                    "{} workers did {:+.0}% against {n}, within the windows' noise (±{:.0}%): \
+                    "{} workers did {:+.0}% against {}, within the windows' noise (±{:.0}%): \
                      staying at {}, trials of fewer first",
                     self.limit,
-                    (x / paid - 1.0) * 100.0,
-                    (KEEP_MORE - self.knee_below(noise)) * 100.0,
+                    (x / p.rate - 1.0) * 100.0,
+                    p.workers,
+                    (KEEP_MORE - self.knee_below(&p, noise)) * 100.0,
                     self.limit
                 );
-                self.level = None;
-                self.judged.clear();
+                self.stay(x, self.judged.len() as u32);
+                self.next_more = false;
                 Some((self.limit, why))
             }
-            Some((n, paid, _)) if x < paid * GROWTH => {
+            Some(p) if x < p.rate * GROWTH => {
                 self.phase = Phase::Steady;
-                self.reset_reference(Some(paid), 2);
+                self.reset_reference(Some(p.rate), 2);
+                let n = p.workers;
                 let why = format!(
                     "{} workers did {:+.0}% against {n} ({} windows) while the round trip \
                      grew {:.1}x: the knee, back to {n}",
                     self.limit,
-                    (x / paid - 1.0) * 100.0,
+                    (x / p.rate - 1.0) * 100.0,
                     self.judged.len(),
                     lat / lowest
                 );
@@ -359,31 +362,30 @@ impl Rule {
             // (On the emulator with 16 slots a client, "64 workers did +44% more" doubled to
             // 128 and the latency governor then backed off: 1.27x the best --threads,
             // bench/RESULTS.md, 2026-11-26, session 8.)
-            Some((n, paid, paid_lat)) if lat >= paid_lat * QUEUED_DOUBLING => {
-                self.phase = Phase::Steady;
-                self.reset_reference(Some(x), 2);
+            Some(p) if lat >= p.latency * QUEUED_DOUBLING => {
                 let why = format!(
-                    "{} workers did {:+.0}% against {n} but the round trip grew {:.1}x: they \
+                    "{} workers did {:+.0}% against {} but the round trip grew {:.1}x: they \
                      queue, staying at {}",
                     self.limit,
-                    (x / paid - 1.0) * 100.0,
-                    lat / paid_lat,
+                    (x / p.rate - 1.0) * 100.0,
+                    p.workers,
+                    lat / p.latency,
                     self.limit
                 );
-                self.level = None;
-                self.judged.clear();
+                self.stay(x, 2);
                 Some((self.limit, why))
             }
             _ => {
-                let gain = self.paid.map(|(_, p, _)| x / p);
-                self.paid = Some((self.limit, x, lat));
-                self.paid_noise = noise;
-                self.paid_windows = self.judged.len();
+                let gain = self.paid.map(|p| x / p.rate);
+                self.paid = Some(Paid {
+                    workers: self.limit,
+                    rate: x,
+                    latency: lat,
+                    noise,
+                    windows: self.judged.len(),
+                });
                 if self.limit >= self.max {
-                    self.phase = Phase::Steady;
-                    self.reset_reference(Some(x), 2);
-                    self.level = None;
-                    self.judged.clear();
+                    self.stay(x, 2);
                     return None;
                 }
                 let why = match gain {
@@ -450,11 +452,19 @@ impl Rule {
     /// Slow start: a doubling that did less than this share of the last paying level's
     /// throughput is the knee: `KEEP_MORE` less one standard error of the difference of the
     /// two levels' means (nothing when their windows agree).
-    fn knee_below(&self, noise: f64) -> f64 {
-        let deviation = noise.max(self.paid_noise) * DEVIATION_PER_MAD;
+    fn knee_below(&self, paid: &Paid, noise: f64) -> f64 {
+        let deviation = noise.max(paid.noise) * DEVIATION_PER_MAD;
         let n = self.judged.len().max(1) as f64;
-        let p = self.paid_windows.max(1) as f64;
+        let p = paid.windows.max(1) as f64;
         KEEP_MORE - deviation * (1.0 / n + 1.0 / p).sqrt()
+    }
+
+    /// Slow start ends at this count: steady from `x`, the mean of `windows` windows.
+    fn stay(&mut self, x: f64, windows: u32) {
+        self.phase = Phase::Steady;
+        self.reset_reference(Some(x), windows);
+        self.level = None;
+        self.judged.clear();
     }
 
     /// Steady: follow the throughput, and every `TRIAL_EVERY` busy windows try a quarter more
