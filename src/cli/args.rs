@@ -509,7 +509,8 @@ pub struct SelectArgs {
     #[arg(long, value_name = "DURATION", value_parser = crate::cli::units::parse_age)]
     pub newer_than: Option<std::time::Duration>,
     /// Which time the age tests read: mtime (data changed, default), atime (last read: least
-    /// recently used first), ctime (inode changed), btime (created)
+    /// recently used first), ctime (inode changed), btime (created; a PATH whose file system
+    /// records no creation times is not searched, and said so)
     #[arg(long, value_name = "TIME", value_parser = crate::engine::select::TimeField::parse)]
     pub time: Option<crate::engine::select::TimeField>,
     /// Entries larger than SIZE bytes, apparent size (find -size +Nc; K, M, G are 1024-based,

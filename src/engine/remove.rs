@@ -427,6 +427,11 @@ struct DirData {
     changed: std::sync::atomic::AtomicBool,
     /// A selection: its own facts as the walk found it, before any entry went.
     found: std::sync::OnceLock<crate::engine::select::Stat>,
+    /// A selection by creation time: a named directory whose file system records none
+    /// (nothing in it is searched).
+    unrecorded: std::sync::OnceLock<bool>,
+    /// A selection by creation time: its entries that had none to judge (they stay).
+    untimed: AtomicU64,
 }
 
 type RNode = Node<DirData>;
@@ -646,6 +651,12 @@ impl Visitor for Remover<'_> {
                     let _ = node.data.found.set(st);
                 }
             }
+            // By creation time on a file system that records none, nothing below a named
+            // directory can be judged: it is not searched, and that is said once when it is
+            // finished.
+            if node.parent().is_none() && !sel.roots_too {
+                let _ = node.data.unrecorded.set(!sel.records_time(fd));
+            }
         }
     }
 
@@ -653,6 +664,10 @@ impl Visitor for Remover<'_> {
         let Some(sel) = &self.opts.select else {
             return false;
         };
+        if node.data.unrecorded.get() == Some(&true) {
+            node.keep();
+            return true;
+        }
         let skip = sel
             .descend(&self.here(sel, node), name.to_bytes())
             .is_none();
@@ -754,6 +769,9 @@ impl Visitor for Remover<'_> {
     }
 
     fn finished(&self, _: &mut (), node: &Arc<RNode>, walk: &Walk<'_, Self>) {
+        if self.opts.select.is_some() {
+            self.say_untimed(node);
+        }
         if node.kept() {
             return;
         }
@@ -891,6 +909,8 @@ enum Verdict {
     Skip,
     /// A directory after all (by its stat): to enter.
     Enter,
+    /// Its file system gave no time for the age tests (`--time btime`): it stays, counted.
+    Untimed,
     /// It goes; its stat, if one was taken.
     Remove(Option<crate::engine::select::Stat>),
 }
@@ -961,6 +981,10 @@ impl Remover<'_> {
         names: Names<'_>,
         few: bool,
     ) -> Vec<CString> {
+        if node.data.unrecorded.get() == Some(&true) {
+            node.keep();
+            return Vec::new();
+        }
         let here = self.here(sel, node);
         let gentle = few && !self.opts.dry_run && self.opts.stat_small_dirs;
         let mut dirs = Vec::new();
@@ -981,6 +1005,11 @@ impl Remover<'_> {
                     continue;
                 }
                 Verdict::Skip => continue,
+                Verdict::Untimed => {
+                    kept = true;
+                    node.data.untimed.fetch_add(1, Ordering::Relaxed);
+                    continue;
+                }
                 Verdict::Enter => {
                     dirs.push(name.to_owned());
                     continue;
@@ -1080,6 +1109,9 @@ impl Remover<'_> {
                 None => Verdict::Kept,
             };
         }
+        if sel.untimed(&st) {
+            return Verdict::Untimed;
+        }
         if !sel.attributes(&st, place == Place::Carried) {
             return Verdict::Kept;
         }
@@ -1091,6 +1123,20 @@ impl Remover<'_> {
             return Verdict::Kept;
         }
         Verdict::Remove(Some(st))
+    }
+
+    /// A selection by creation time: says (as a failure of `node`) that its file system
+    /// records none, or how many of its entries stayed for want of one.
+    fn say_untimed(&self, node: &Arc<RNode>) {
+        let kept = if node.data.unrecorded.get() == Some(&true) {
+            0
+        } else {
+            match node.data.untimed.load(Ordering::Relaxed) {
+                0 => return,
+                n => n,
+            }
+        };
+        self.fail(node.path(), Reason::NoBirthTime(kept), None);
     }
 
     /// Unlinks one selected non-directory (a dry run only counts it); `st`: its stat, if the

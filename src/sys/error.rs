@@ -53,6 +53,20 @@ pub enum Reason {
     /// Kept on purpose by the removal's condition (`remove::Keep`): why.
     #[error("{0}")]
     Kept(String),
+    /// `--time btime` where the file system does not record creation times: 0 for a named
+    /// directory (its file system records none: nothing was searched), else how many entries
+    /// of the directory stayed unjudged.
+    #[error("{}", no_birth_time(*.0))]
+    NoBirthTime(u64),
+}
+
+fn no_birth_time(kept: u64) -> String {
+    let what = "does not record creation times (--time btime)";
+    match kept {
+        0 => format!("its file system {what}: not searched"),
+        1 => format!("1 entry kept: its file system {what}"),
+        n => format!("{n} entries kept: their file system {what}"),
+    }
 }
 
 /// One failed path with its reason.
@@ -70,7 +84,9 @@ impl fmt::Display for Failure {
                 f,
                 "refusing to remove '.' or '..' directory: skipping {path}"
             ),
-            Reason::MountPoint => write!(f, "skipped {path}: {}", self.reason),
+            Reason::MountPoint | Reason::NoBirthTime(_) => {
+                write!(f, "skipped {path}: {}", self.reason)
+            }
             _ => write!(f, "cannot remove {path}: {}", self.reason),
         }
     }

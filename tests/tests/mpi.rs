@@ -566,6 +566,56 @@ fn ranks_share_a_selection_and_its_totals() {
     assert_eq!(find_counts(&s.path(&t)), (120 * 9, 141));
 }
 
+/// `--time btime` on a file system that records no creation times: the named directory is
+/// said once, by rank 0, and no rank searches it or removes anything there; the other named
+/// directory (with creation times) goes as asked.
+#[test]
+fn ranks_say_once_that_a_file_system_records_no_creation_times() {
+    let m = or_skip!(mpirun());
+    require_root!();
+    let s = scratch!();
+    let _with = or_skip!(Volume::ext4(&s, "with", 64 << 20, 4096));
+    let _without = or_skip!(Volume::ext4_without_btime(&s, "without", 64 << 20, 4096));
+    grid(&s, "with/t", 60, 5);
+    grid(&s, "without/t", 60, 5);
+    let before = s.snapshot("without/t");
+    let out = m
+        .rm(
+            &s,
+            3,
+            &[
+                "-r",
+                "--json",
+                "--threads",
+                "1",
+                "--time",
+                "btime",
+                "--newer-than",
+                "1d",
+                "--type",
+                "f",
+                "without/t",
+                "with/t",
+            ],
+        )
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1), "{}", util::stderr_of(&out));
+    let v = json(&out);
+    let errors = v["errors"].as_array().unwrap_or_else(|| panic!("{v}"));
+    assert_eq!(errors.len(), 1, "{v}");
+    assert_eq!(errors[0]["path"], "without/t", "{v}");
+    assert!(
+        errors[0]["error"]
+            .as_str()
+            .is_some_and(|e| e.contains("does not record creation times")),
+        "{v}"
+    );
+    util::assert_same("the unrecorded tree", &before, &s.snapshot("without/t"));
+    assert_eq!(v["files"].as_u64(), Some(300), "{v}");
+    assert_eq!(find_counts(&s.path("with/t")), (0, 81));
+}
+
 // ---------------------------------------------------------------------------------------------
 // Safety.
 

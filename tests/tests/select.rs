@@ -1118,3 +1118,96 @@ fn an_old_directory_emptied_by_the_run_goes_as_with_find() {
     util::assert_success(&out);
     assert!(!s.exists("d/x") && s.exists("d"));
 }
+
+/// `--time btime` where creation times are not recorded (ext4 with 128-byte inodes, made
+/// long ago or upgraded from ext3). GNU find (4.9) cannot compare: it refuses `-newerBt` on
+/// Linux altogether. A named directory on such a
+/// file system is said once, by path, and not searched; one reached across a mount
+/// (`--cross-mounts`) says how many of its entries stayed; the other named directories go on;
+/// the exit code is 1. `--time mtime` there is unaffected.
+#[test]
+fn btime_where_none_is_recorded_is_said_by_path_and_nothing_there_goes() {
+    use crate::util::{or_skip, Volume};
+    let s = util::scratch!();
+    let _with = or_skip!(Volume::ext4(&s, "with", 64 << 20, 256));
+    let _without = or_skip!(Volume::ext4_without_btime(&s, "without", 64 << 20, 256));
+    // Creation times where they exist are now: everything is newer than a day.
+    let probe = s.file("with/probe", "");
+    let has_btime = std::fs::metadata(&probe).and_then(|m| m.created()).is_ok();
+    std::fs::remove_file(&probe).unwrap();
+    if !has_btime {
+        util::skip!("this kernel gives no creation times even on ext4 with 256-byte inodes");
+    }
+    for d in ["with", "without"] {
+        s.mkdir(format!("{d}/sub"));
+        s.file(format!("{d}/a"), "a");
+        s.file(format!("{d}/sub/b"), "b");
+    }
+    let before = s.snapshot("without");
+    let out = s
+        .rm(&[
+            "-r",
+            "--time",
+            "btime",
+            "--newer-than",
+            "1d",
+            "without",
+            "with",
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1), "{}", util::stderr_of(&out));
+    let err = util::stderr_of(&out);
+    let said: Vec<&str> = err
+        .lines()
+        .filter(|l| l.contains("creation times"))
+        .collect();
+    assert_eq!(said.len(), 1, "{err}");
+    assert!(
+        said[0].contains("'without'") && said[0].contains("not searched"),
+        "{err}"
+    );
+    util::assert_same("the unrecorded tree", &before, &s.snapshot("without"));
+    assert!(!s.exists("with/a") && !s.exists("with/sub"));
+
+    // Across a mount: the entries there stay, counted, with the directory's path.
+    let _inner = or_skip!(Volume::ext4_without_btime(&s, "with/inner", 64 << 20, 256));
+    s.file("with/inner/c", "c");
+    s.file("with/inner/d", "d");
+    s.file("with/e", "e");
+    let out = s
+        .rm(&[
+            "-r",
+            "--json",
+            "--cross-mounts",
+            "--time",
+            "btime",
+            "--newer-than",
+            "1d",
+            "with",
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1), "{}", util::stderr_of(&out));
+    let report = util::parse_report(&out.stdout);
+    let errors: Vec<_> = report
+        .errors
+        .iter()
+        .filter(|e| e.error.contains("creation times"))
+        .collect();
+    assert_eq!(errors.len(), 1, "{:?}", report.errors);
+    assert!(
+        errors[0].path.ends_with("with/inner") && errors[0].error.starts_with("2 entries kept"),
+        "{:?}",
+        errors[0]
+    );
+    assert!(!s.exists("with/e") && s.exists("with/inner/c") && s.exists("with/inner/d"));
+
+    // By modification time the same file system is searched as any other.
+    let out = s
+        .rm(&["-r", "--newer-than", "1d", "without"])
+        .output()
+        .unwrap();
+    util::assert_success(&out);
+    assert!(!s.exists("without/a") && !s.exists("without/sub/b"));
+}

@@ -663,6 +663,19 @@ impl Volume {
         Volume::image(scratch, rel, "mkfs.ext4", size, inodes, "")
     }
 
+    /// As `ext4`, but with 128-byte inodes: no room for creation times (statx gives no
+    /// btime), as on file systems made long ago or upgraded from ext3.
+    pub fn ext4_without_btime(
+        scratch: &Scratch,
+        rel: &str,
+        size: u64,
+        inodes: u64,
+    ) -> Result<Volume, String> {
+        let inodes = inodes.to_string();
+        let args = ["-q", "-F", "-I", "128", "-N", &inodes];
+        Volume::image_with(scratch, rel, "mkfs.ext4", &args, size, "")
+    }
+
     /// As `ext4`, mounted with online discard (`-o discard`): freed blocks are discarded as
     /// they are freed (a loop device punches holes in its image).
     pub fn ext4_discard(

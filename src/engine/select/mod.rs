@@ -543,6 +543,24 @@ impl Selection {
         })
     }
 
+    /// Whether the age tests cannot judge this entry: its file system did not give the time
+    /// they read (`--time btime` where creation times are not recorded). It stays.
+    pub fn untimed(&self, st: &Stat) -> bool {
+        self.ages() && st.time.is_none()
+    }
+
+    /// Whether the file system of the directory `dir` records the time the age tests read
+    /// (only creation times may be missing). A stat that fails says yes: the walk meets the
+    /// error itself.
+    pub fn records_time<Fd: AsFd>(&self, dir: Fd) -> bool {
+        if self.time != TimeField::Btime || !self.ages() {
+            return true;
+        }
+        let flags = AtFlags::SYMLINK_NOFOLLOW | AtFlags::EMPTY_PATH;
+        statx(dir, c"", flags, StatxFlags::BTIME)
+            .map_or(true, |s| s.stx_mask & StatxFlags::BTIME.bits() != 0)
+    }
+
     /// The attribute tests on an entry's own facts. `carried`: inside a chosen directory (the
     /// type and emptiness tests were the chosen directory's).
     pub fn attributes(&self, st: &Stat, carried: bool) -> bool {

@@ -379,6 +379,7 @@ pub fn encode_failures(failures: &[Failure]) -> Vec<u8> {
             Reason::Kept(s) => (12, 0, s),
             Reason::NulInPath => (13, 0, ""),
             Reason::ListIsDevice => (14, 0, ""),
+            Reason::NoBirthTime(n) => (15, (*n).min(i32::MAX as u64) as i32, ""),
         };
         w.u8(kind).u32(errno as u32).bytes(text.as_bytes());
     }
@@ -411,6 +412,7 @@ pub fn decode_failures(bytes: &[u8]) -> Result<Vec<Failure>, Malformed> {
             12 => Reason::Kept(t),
             13 => Reason::NulInPath,
             14 => Reason::ListIsDevice,
+            15 => Reason::NoBirthTime(errno.max(0) as u64),
             _ => return Err(Malformed("failure kind")),
         };
         out.push(Failure { path, reason });
@@ -567,6 +569,14 @@ mod tests {
             Failure {
                 path: "a/f".into(),
                 reason: Reason::Freeing("x".into()),
+            },
+            Failure {
+                path: "a/old".into(),
+                reason: Reason::NoBirthTime(1_000_000),
+            },
+            Failure {
+                path: "a".into(),
+                reason: Reason::NoBirthTime(0),
             },
         ];
         assert_eq!(decode_failures(&encode_failures(&f)).unwrap(), f);
