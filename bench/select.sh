@@ -5,8 +5,11 @@
 #          reclaim rm -r --name 'test*.txt' | find -name 'test*.txt' -delete |
 #          find -print0 | xargs -0 -P2 rm | ... -P4 | the unlink floor of the matching names
 #          (and reclaim with --profile local-ssd: the loop image says rotational)
-#   age:   a tree of M files (leaf directories of 100), a third 60 days old, the rest 1 day:
+#   age:   a tree of M files (leaf directories of 100), a third 60 days old, the rest 1 day,
+#          made once per file system as a golden image, every removal on a bit-identical copy:
 #          reclaim rm -r --older-than 30d | find -type f -mtime +30 -delete
+#          (--age-split adds where the time goes: reclaim --dry-run, the walk and its stats
+#          without the unlinks, and find -mtime +30 without -delete)
 #   from:  the same tree, a list of L of its files (NUL-separated, absolute paths):
 #          reclaim rm --from LIST -0 | xargs -0 -P2 rm < LIST | the unlink floor of the list
 #          (examples/unlink_paths: each parent opened once, its names unlinked, nothing else)
@@ -14,8 +17,8 @@
 #          (and reclaim rm --from, the list of the old third)
 #   mpi:   the age purge of a --mpi-files tree under `mpirun -np N` (--ranks), each rank its own
 #          client of one emulated NFS server (as bench/mpi.sh), against one plain process
-# Methods alternate within each run (the machine is shared: medians of --runs runs). Run as
-# root:
+# Methods alternate within each run (the machine is shared: medians of --runs runs); each
+# removal's user and system CPU seconds are kept beside its wall time. Run as root:
 #
 #   bash bench/select.sh --quick                  # 20,000 files, one run (~2 min)
 #   bash bench/select.sh --flat 300000 --tree 300000 --from 200000 --runs 2
@@ -37,6 +40,7 @@ source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 FLAT=1000000 TREE=1000000 FROM=200000 RUNS=3 FSS="ext4 xfs" NET=20000 RTT=0.5ms
 MPI_FILES=200000 RANKS="1 2 4 8"
 SCRATCH_BASE=${RECLAIM_BENCH_SCRATCH:-/var/tmp} OUT="" NO_BUILD=0 DIRECT_IO=off SECTIONS="flat age from net mpi"
+AGE_SPLIT=0
 need_arg() { [[ $# -ge 2 && -n $2 ]] || { echo "select.sh: $1 needs a value" >&2; exit 2; }; }
 while [[ $# -gt 0 ]]; do
     case $1 in
@@ -55,7 +59,8 @@ while [[ $# -gt 0 ]]; do
         --out) need_arg "$@"; OUT=$2; shift ;;
         --no-build) NO_BUILD=1 ;;
         --direct-io) DIRECT_IO=on ;;
-        -h|--help) sed -n '2,27p' "$0"; exit 0 ;;
+        --age-split) AGE_SPLIT=1 ;;
+        -h|--help) sed -n '2,32p' "$0"; exit 0 ;;
         *) echo "select.sh: unknown option $1" >&2; exit 2 ;;
     esac
     shift
@@ -135,20 +140,58 @@ mkimage() { # fs: a fresh image of it, mounted on MNT
     log "$fs image on $dev, direct I/O $DIRECT_IO"
 }
 
+# The age purge's tree, once per file system: a golden image (made on a buffered loop, then
+# unmounted), copied bit for bit for every removal, so every method and run meets the same
+# layout and nothing is made between them.
+age_golden() { # fs -> $SCRATCH/golden-age-FS.img
+    local fs=$1 img=$SCRATCH/golden-age-$1.img mnt=$SCRATCH/golden-mnt dev
+    [[ -f $img ]] && return 0
+    guard "$img"
+    truncate -s 8G "$img"
+    case $fs in
+        ext4) mkfs.ext4 -q -N $((3 * TREE / 2 + 100000)) "$img" ;;
+        xfs) mkfs.xfs -q "$img" ;;
+    esac
+    dev=$(losetup -f --show "$img"); LOOPS+=("$dev")
+    mkdir -p "$mnt"; mount "$dev" "$mnt"; MOUNTED+=("$mnt")
+    log "age: making the golden $fs image ($TREE files)"
+    python3 "$SCRATCH/mk.py" tree "$mnt/tree" "$TREE"
+    unmount "$mnt"; detach "$dev"
+}
+age_copy() { # fs -> a copy of the golden image mounted on AGE_MNT (loop in AGE_DEV)
+    local fs=$1 img=$SCRATCH/age-run.img
+    guard "$img"
+    cp --sparse=always "$SCRATCH/golden-age-$fs.img" "$img"
+    AGE_DEV=$(losetup -f --show --direct-io="$DIRECT_IO" "$img"); LOOPS+=("$AGE_DEV")
+    AGE_MNT=$SCRATCH/age-mnt
+    mkdir -p "$AGE_MNT"; mount "$AGE_DEV" "$AGE_MNT"; MOUNTED+=("$AGE_MNT")
+}
+age_drop() {
+    unmount "$AGE_MNT"; detach "$AGE_DEV"
+    rm -f -- "$SCRATCH/age-run.img"
+}
+
 RESULTS=$OUT/results.tsv
-echo -e "section\tfs\trun\tmethod\tseconds\tleft" >"$RESULTS"
-timed() { # section fs run method dir expect_left cmd...
-    local sec=$1 fs=$2 run=$3 m=$4 dir=$5 expect=$6 t0 t1 left
+echo -e "section\tfs\trun\tmethod\tseconds\tleft\tuser\tsys" >"$RESULTS"
+# timed SECTION FS RUN METHOD DIR EXPECT_LEFT CMD...: wall seconds (with the sync after), the
+# command's user and system CPU seconds, and the files left (warned unless EXPECT_LEFT). What
+# is left is then removed, unless KEEP_LEFT=1 (the age section throws its copy away instead).
+timed() {
+    local sec=$1 fs=$2 run=$3 m=$4 dir=$5 expect=$6 t0 t1 left cpu=$SCRATCH/cpu.out user sys rc=0
+    local TIMEFORMAT='%3U %3S'
     shift 6
     drop_caches
     t0=$(date +%s.%N)
-    "$@" >>"$OUT/logs/$sec-$m.log" 2>&1 || warn "$sec/$m exited $? (see logs)"
+    { time "$@" >>"$OUT/logs/$sec-$m.log" 2>&1; } 2>"$cpu" || rc=$?
+    [[ $rc == 0 ]] || warn "$sec/$m exited $rc (see logs)"
     sync
     t1=$(date +%s.%N)
+    read -r user sys <"$cpu"
     left=$(find "$dir" -mindepth 1 -not -type d | wc -l)
     [[ $left == "$expect" ]] || warn "$sec/$fs/$m left $left files, expected $expect"
-    printf '%s\t%s\t%s\t%s\t%.2f\t%s\n' "$sec" "$fs" "$run" "$m" "$(echo "$t1 - $t0" | bc)" "$left" >>"$RESULTS"
-    log "$sec $fs run $run $m: $(echo "$t1 - $t0" | bc) s (left $left), load $(load1)"
+    printf '%s\t%s\t%s\t%s\t%.2f\t%s\t%s\t%s\n' "$sec" "$fs" "$run" "$m" "$(echo "$t1 - $t0" | bc)" "$left" "$user" "$sys" >>"$RESULTS"
+    log "$sec $fs run $run $m: $(echo "$t1 - $t0" | bc) s, cpu ${user} user ${sys} sys (left $left), load $(load1)"
+    [[ ${KEEP_LEFT:-0} == 1 ]] && return 0
     # What is left goes from the server's side when there is one (quicker than through a client).
     case $dir in
         "$SCRATCH"/net/*|"$SCRATCH"/c0/*) dir=$SCRATCH/back/${dir##*/} ;;
@@ -185,14 +228,20 @@ for fs in $FSS; do
             done
         fi
         if [[ " $SECTIONS " == *" age "* ]]; then
+            age_golden "$fs"
             left=$((TREE - (TREE + 2) / 3))
-            for m in $(rotate "$run" reclaim find-mtime); do
-                d=$mnt/tree; guard "$d"
-                python3 "$SCRATCH/mk.py" tree "$d" "$TREE"
+            methods=(reclaim find-mtime)
+            [[ $AGE_SPLIT == 1 ]] && methods+=(reclaim-dry find-stat)
+            for m in $(rotate "$run" "${methods[@]}"); do
+                age_copy "$fs"
+                d=$AGE_MNT/tree; guard "$d"
                 case $m in
-                    reclaim) timed age "$fs" "$run" "$m" "$d" "$left" "$RECLAIM" rm -r --json --older-than 30d "$d" ;;
-                    find-mtime) timed age "$fs" "$run" "$m" "$d" "$left" find "$d" -type f -mtime +30 -delete ;;
+                    reclaim) KEEP_LEFT=1 timed age "$fs" "$run" "$m" "$d" "$left" "$RECLAIM" rm -r --json --older-than 30d "$d" ;;
+                    find-mtime) KEEP_LEFT=1 timed age "$fs" "$run" "$m" "$d" "$left" find "$d" -type f -mtime +30 -delete ;;
+                    reclaim-dry) KEEP_LEFT=1 timed age "$fs" "$run" "$m" "$d" "$TREE" "$RECLAIM" rm -r --dry-run --older-than 30d "$d" ;;
+                    find-stat) KEEP_LEFT=1 timed age "$fs" "$run" "$m" "$d" "$TREE" sh -c 'find "$1" -type f -mtime +30 | wc -l' sh "$d" ;;
                 esac
+                age_drop
             done
         fi
         if [[ " $SECTIONS " == *" from "* ]]; then
@@ -285,13 +334,16 @@ log "medians (seconds) per section, file system and method:"
 python3 - "$RESULTS" <<'PY' | tee "$OUT/summary.txt"
 import csv, statistics, sys
 rows = list(csv.DictReader(open(sys.argv[1]), delimiter="\t"))
-groups = {}
+groups, cpu = {}, {}
 for r in rows:
-    groups.setdefault((r["section"], r["fs"]), {}).setdefault(r["method"], []).append(float(r["seconds"]))
+    key = (r["section"], r["fs"])
+    groups.setdefault(key, {}).setdefault(r["method"], []).append(float(r["seconds"]))
+    cpu.setdefault(key, {}).setdefault(r["method"], []).append(float(r["user"]) + float(r["sys"]))
 for (sec, fs), ms in groups.items():
     base = statistics.median(ms.get("reclaim", ms.get("reclaim-from", ms.get("plain", [float("nan")]))))
     for m, v in ms.items():
         med = statistics.median(v)
-        print(f"{sec}\t{fs}\t{m}\t{med:.2f} s\t(n={len(v)}; reclaim/this = {base / med:.2f})")
+        c = statistics.median(cpu[(sec, fs)][m])
+        print(f"{sec}\t{fs}\t{m}\t{med:.2f} s\tcpu {c:.2f} s\t(n={len(v)}; reclaim/this = {base / med:.2f})")
 PY
 log "results in $OUT"
