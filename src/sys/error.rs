@@ -47,6 +47,9 @@ pub enum Reason {
     /// `--from FILE`: a device, never read (`/dev/zero` would be read until memory ran out).
     #[error("is a device, not a list of paths (a file or a pipe is)")]
     ListIsDevice,
+    /// `--from FILE`: the list could not be opened or read (nothing was removed by it).
+    #[error("the list of paths cannot be read: {}", errno_text(*.0))]
+    ListUnreadable(Errno),
     /// A parallel job (MPI) could not do it: why, for every rank.
     #[error("{0}")]
     Job(String),
@@ -86,6 +89,10 @@ impl fmt::Display for Failure {
             ),
             Reason::MountPoint | Reason::NoBirthTime(_) => {
                 write!(f, "skipped {path}: {}", self.reason)
+            }
+            Reason::ListIsDevice => write!(f, "cannot read the list {path}: {}", self.reason),
+            Reason::ListUnreadable(e) => {
+                write!(f, "cannot read the list {path}: {}", errno_text(e))
             }
             _ => write!(f, "cannot remove {path}: {}", self.reason),
         }

@@ -1272,3 +1272,35 @@ fn btime_where_none_is_recorded_is_said_by_path_and_nothing_there_goes() {
     util::assert_success(&out);
     assert!(!s.exists("without/a") && !s.exists("without/sub/b"));
 }
+
+/// A `--from` list that cannot be read is said as a list, not as a path to remove.
+#[test]
+fn from_says_a_list_it_cannot_read_is_the_list() {
+    let s = util::scratch!();
+    s.file("t/a", "");
+    s.mkdir("dir");
+    for (list, why) in [
+        ("missing", "No such file or directory"),
+        ("dir", "Is a directory"),
+    ] {
+        let out = s.rm(&["--from", list]).output().unwrap();
+        assert_eq!(out.status.code(), Some(1), "{}", util::stderr_of(&out));
+        let err = util::stderr_of(&out);
+        assert!(
+            err.contains(&format!("cannot read the list '{list}': {why}")),
+            "{err}"
+        );
+        let out = s.rm(&["--json", "--from", list]).output().unwrap();
+        let report = util::parse_report(&out.stdout);
+        assert_eq!(report.errors.len(), 1, "{:?}", report.errors);
+        assert!(
+            report.errors[0].path == list
+                && report.errors[0]
+                    .error
+                    .starts_with("the list of paths cannot be read"),
+            "{:?}",
+            report.errors
+        );
+    }
+    assert!(s.exists("t/a") && s.exists("dir"));
+}

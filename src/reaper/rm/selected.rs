@@ -166,7 +166,7 @@ impl Run<'_> {
             Ok(r) => r,
             Err(e) => {
                 let errno = Errno::from_io_error(&e).unwrap_or(Errno::IO);
-                self.fail(list.to_path_buf(), Reason::Os(errno));
+                self.fail(list.to_path_buf(), Reason::ListUnreadable(errno));
                 return Vec::new();
             }
         };
