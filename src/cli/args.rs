@@ -546,7 +546,7 @@ pub struct SelectArgs {
     pub null: bool,
     /// Write every removed path (with --dry-run: every path that would go) to FILE ('-':
     /// standard output), one per line with '\' as '\\' and a newline as '\n' (NUL-separated
-    /// with -0): the audit trail
+    /// with -0): the audit trail, which the run never removes, even where it matches
     #[arg(long, value_name = "FILE")]
     pub list: Option<PathBuf>,
     /// Remove the oldest matching files (by --time) until the file system has this much free

@@ -179,11 +179,29 @@ fn start(s: &Asked, o: &Options) -> Result<Selection, ExitCode> {
 }
 
 /// `--list FILE`'s writer: standard output for `-`, else the file, created or truncated, mode
-/// 0600, never a controlling terminal.
-fn open_list(path: &std::path::Path) -> std::io::Result<Box<dyn std::io::Write + Send>> {
+/// 0600, never a controlling terminal; with the (device, inode) of the file it writes when that
+/// is a regular file (standard output redirected to one too), which the removal never takes.
+type ListOut = (
+    Box<dyn std::io::Write + Send>,
+    Option<crate::sys::dirfd::Ident>,
+);
+
+fn open_list(path: &std::path::Path) -> std::io::Result<ListOut> {
     use std::os::unix::fs::OpenOptionsExt;
+    let own = |fd: rustix::fd::BorrowedFd<'_>| {
+        rustix::fs::fstat(fd)
+            .ok()
+            .filter(|st| rustix::fs::FileType::from_raw_mode(st.st_mode).is_file())
+            .map(|st| crate::sys::dirfd::Ident {
+                dev: st.st_dev,
+                ino: st.st_ino,
+            })
+    };
     if path.as_os_str() == "-" {
-        return Ok(Box::new(std::io::stdout()));
+        return Ok((
+            Box::new(std::io::stdout()),
+            own(std::os::fd::AsFd::as_fd(&std::io::stdout())),
+        ));
     }
     let f = std::fs::OpenOptions::new()
         .write(true)
@@ -192,7 +210,8 @@ fn open_list(path: &std::path::Path) -> std::io::Result<Box<dyn std::io::Write +
         .custom_flags(libc::O_NOCTTY | libc::O_CLOEXEC)
         .mode(0o600)
         .open(path)?;
-    Ok(Box::new(std::io::BufWriter::with_capacity(1 << 20, f)))
+    let id = own(std::os::fd::AsFd::as_fd(&f));
+    Ok((Box::new(std::io::BufWriter::with_capacity(1 << 20, f)), id))
 }
 
 /// The removal asked for: the engine's options (workers, fds, batches) and the rest.

@@ -994,10 +994,16 @@ impl Remover<'_> {
         let mut tally = crate::engine::select::tally::Batch::default();
         let dir_path = (sel.list.is_some() || self.sink.wants_removed()).then(|| node.path());
         let top = sel.tally.as_ref().map(|_| top_of(node, None));
-        for (name, dtype) in names.iter_typed() {
+        let dev = sel.own_list.and(node.ident()).map(|i| i.dev);
+        for (name, dtype, ino) in names.iter_full() {
             if sel.stopped() {
                 kept = true;
                 break;
+            }
+            // `--list`'s own file, if it is here: the audit trail stays, whatever matches.
+            if sel.is_own_list(dev, ino) {
+                kept = true;
+                continue;
             }
             let st = match self.verdict(sel, &here, node, fd, name, dtype) {
                 Verdict::Kept => {

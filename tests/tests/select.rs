@@ -1304,3 +1304,46 @@ fn from_says_a_list_it_cannot_read_is_the_list() {
     }
     assert!(s.exists("t/a") && s.exists("dir"));
 }
+
+/// `--list`'s own file in a searched directory, matching the selection (`--name '*.log'
+/// --list d/purge.log d`), or standard output redirected there: the audit trail is never
+/// removed by the run that writes it; everything else that matches goes.
+#[test]
+fn the_list_is_never_removed_by_the_run_that_writes_it() {
+    let s = util::scratch!();
+    for f in ["d/a.log", "d/sub/b.log", "d/keep.txt"] {
+        s.file(f, "x");
+    }
+    let out = s
+        .rm(&["-r", "--name", "*.log", "--list", "d/purge.log", "d"])
+        .output()
+        .unwrap();
+    util::assert_success(&out);
+    assert!(!s.exists("d/a.log") && !s.exists("d/sub/b.log") && s.exists("d/keep.txt"));
+    let list = std::fs::read(s.path("d/purge.log")).unwrap();
+    let mut listed: Vec<&[u8]> = list
+        .split(|&b| b == b'\n')
+        .filter(|l| !l.is_empty())
+        .collect();
+    listed.sort();
+    assert_eq!(listed, [&b"d/a.log"[..], b"d/sub/b.log"], "{list:?}");
+
+    // Standard output as the list, redirected into the tree.
+    s.file("d/c.log", "x");
+    let out_file = std::fs::File::create(s.path("d/out.log")).unwrap();
+    let args = ["rm", "-r", "--name", "*.log", "--list", "-", "d"];
+    s.check_args(s.root(), &args);
+    let out = Command::new(util::reclaim_bin())
+        .env("RECLAIM_CONFIG", "")
+        .env("RECLAIM_UNDER", s.root())
+        .current_dir(s.root())
+        .args(args)
+        .stdout(out_file)
+        .output()
+        .unwrap();
+    util::assert_success(&out);
+    assert!(s.exists("d/out.log") && !s.exists("d/c.log") && !s.exists("d/purge.log"));
+    let said = std::fs::read_to_string(s.path("d/out.log")).unwrap();
+    assert!(said.lines().any(|l| l == "d/c.log"), "{said}");
+    assert!(!said.contains("out.log"), "{said}");
+}

@@ -306,6 +306,9 @@ pub struct Selection {
     cutoff: std::sync::OnceLock<Stamp>,
     /// The roots go too, whole (`--from`'s listed directories), not only what is below them.
     pub roots_too: bool,
+    /// `--list`'s own file (device, inode), when it is a regular file: never removed, even
+    /// if it lies in a searched directory and matches (the audit trail would go with it).
+    pub own_list: Option<crate::sys::dirfd::Ident>,
 }
 
 impl Selection {
@@ -373,6 +376,7 @@ impl Selection {
             stop: AtomicBool::new(false),
             cutoff: std::sync::OnceLock::new(),
             roots_too: false,
+            own_list: None,
         })
     }
 
@@ -398,6 +402,12 @@ impl Selection {
     /// Whether some glob looks at paths (the engine then builds relative paths).
     pub fn needs_path(&self) -> bool {
         !self.paths.is_empty() || self.exclude.needs_path()
+    }
+
+    /// Whether the entry with inode `ino` on device `dev` is `--list`'s own file.
+    pub fn is_own_list(&self, dev: Option<u64>, ino: u64) -> bool {
+        self.own_list
+            .is_some_and(|o| o.ino == ino && dev.is_some_and(|d| d == o.dev))
     }
 
     /// Removes nothing more from now on.

@@ -391,10 +391,12 @@ impl<'a> Names<'a> {
         (self.range.0..self.range.1).map(move |i| listing.name(i))
     }
 
-    /// Names with their `d_type` (`Unknown` where the file system did not say).
-    pub fn iter_typed(&self) -> impl Iterator<Item = (&'a CStr, FileType)> + 'a {
+    /// Names with their `d_type` (`Unknown` where the file system did not say) and `d_ino`
+    /// (0 where not known: a listing handed over by another process of a shared walk).
+    pub fn iter_full(&self) -> impl Iterator<Item = (&'a CStr, FileType, u64)> + 'a {
         let listing = self.listing;
-        (self.range.0..self.range.1).map(move |i| (listing.name(i), listing.file_type(i)))
+        (self.range.0..self.range.1)
+            .map(move |i| (listing.name(i), listing.file_type(i), listing.entries[i].0))
     }
 }
 

@@ -107,7 +107,10 @@ impl Asked {
         &self,
         dry_run: bool,
         report: bool,
-        list: Option<Box<dyn std::io::Write + Send>>,
+        list: Option<(
+            Box<dyn std::io::Write + Send>,
+            Option<crate::sys::dirfd::Ident>,
+        )>,
     ) -> Result<Selection, SpecError> {
         let mut sel = Selection::new(&self.spec, std::time::SystemTime::now())?;
         sel.counting = dry_run || report;
@@ -115,7 +118,10 @@ impl Asked {
             sel.tally = Some(Tally::default());
         }
         sel.roots_too = self.from.is_some();
-        sel.list = list.map(|w| List::new(w, self.null));
+        if let Some((w, own)) = list {
+            sel.list = Some(List::new(w, self.null));
+            sel.own_list = own;
+        }
         Ok(sel)
     }
 }
