@@ -1347,3 +1347,51 @@ fn the_list_is_never_removed_by_the_run_that_writes_it() {
     assert!(said.lines().any(|l| l == "d/c.log"), "{said}");
     assert!(!said.contains("out.log"), "{said}");
 }
+
+/// A selection never enters reclaim's own trashes (`.reclaim-<uid>` at a file system's top):
+/// an age purge of the top would otherwise take a restorable entry's data (its file keeps its
+/// old mtime) and `--type f` the trash's lock and records. Both run here; the entry restores
+/// intact and the trash is as it was.
+#[test]
+fn a_selection_never_enters_reclaims_trashes() {
+    use crate::util::{or_skip, NO_SPAWN};
+    let s = util::scratch!();
+    let (_settle, _vol) = or_skip!(util::trash_vol(&s));
+    let state = util::state_home(&s);
+    s.file("vol/d/a.log", "restore me\n");
+    s.file("vol/d/old.txt", "old\n");
+    let old = SystemTime::now() - std::time::Duration::from_secs(60 * DAY as u64);
+    filetime(&s.path("vol/d/a.log"), old);
+    filetime(&s.path("vol/d/old.txt"), old);
+    let hide = s
+        .rm(&["--background", "--grace", "1h", "vol/d/a.log"])
+        .env(NO_SPAWN, "1")
+        .env("XDG_STATE_HOME", &state)
+        .output()
+        .unwrap();
+    util::assert_success(&hide);
+    let trash = util::trash_dir(&s.path("vol"));
+    let rel = trash.strip_prefix(s.root()).unwrap().to_path_buf();
+    let before = s.snapshot(&rel);
+    assert!(!before.is_empty());
+    let purges: [&[&str]; 2] = [
+        &["-r", "--older-than", "30d", "vol"],
+        &["-r", "--type", "f", "--prune-empty", "vol"],
+    ];
+    for args in purges {
+        let out = s.rm(args).env("XDG_STATE_HOME", &state).output().unwrap();
+        util::assert_success(&out);
+        util::assert_same("the trash", &before, &s.snapshot(&rel));
+    }
+    assert!(!s.exists("vol/d/old.txt"));
+    let out = s
+        .cmd(&["restore", "vol/d/a.log"])
+        .env("XDG_STATE_HOME", &state)
+        .output()
+        .unwrap();
+    util::assert_success(&out);
+    assert_eq!(
+        std::fs::read_to_string(s.path("vol/d/a.log")).unwrap(),
+        "restore me\n"
+    );
+}
