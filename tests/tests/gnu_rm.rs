@@ -29,7 +29,7 @@
 //!
 //! `RECLAIM_TEST_BIN=/path/to/binary` runs the same tests against any binary (util.rs); the
 //! link `bin/rm` in the second side points to it, and it runs with argv[0] `rm`.
-//! Root is needed for other uids, tmpfs/ext4, mount points, `chattr`, and for everything that
+//! Root is needed for other uids, tmpfs, ext4, xfs and btrfs loop images, mount points, `chattr`, and for everything that
 //! names `/`, which runs only in a mount namespace where all but the scratch directory is
 //! read-only; without root those scenarios say "skipped".
 
@@ -365,7 +365,16 @@ fn assemble(
 }
 
 fn scenario(caps: Caps) -> BoxedStrategy<Scenario> {
-    let fs: BoxedStrategy<Fs> = if caps.root && caps.ext4 {
+    let fs: BoxedStrategy<Fs> = if caps.root && caps.ext4 && caps.xfs && caps.btrfs {
+        prop_oneof![
+            6 => Just(Fs::Host),
+            2 => Just(Fs::Tmpfs),
+            2 => Just(Fs::Ext4),
+            1 => Just(Fs::Xfs),
+            1 => Just(Fs::Btrfs)
+        ]
+        .boxed()
+    } else if caps.root && caps.ext4 {
         prop_oneof![6 => Just(Fs::Host), 2 => Just(Fs::Tmpfs), 2 => Just(Fs::Ext4)].boxed()
     } else if caps.root {
         prop_oneof![6 => Just(Fs::Host), 2 => Just(Fs::Tmpfs)].boxed()

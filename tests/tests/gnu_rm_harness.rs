@@ -86,6 +86,10 @@ pub enum Fs {
     Tmpfs,
     /// An ext4 loop image mounted in the scratch directory (root only; `chattr` works here).
     Ext4,
+    /// An xfs loop image mounted in the scratch directory (root only).
+    Xfs,
+    /// A btrfs loop image mounted in the scratch directory (root only).
+    Btrfs,
 }
 
 /// Who runs the command.
@@ -276,6 +280,12 @@ impl Scenario {
         if self.fs == Fs::Ext4 && !caps.ext4 {
             return Some("needs an ext4 loop image");
         }
+        if self.fs == Fs::Xfs && !caps.xfs {
+            return Some("needs an xfs loop image");
+        }
+        if self.fs == Fs::Btrfs && !caps.btrfs {
+            return Some("needs a btrfs loop image");
+        }
         if self.has_attrs() && self.fs != Fs::Ext4 {
             return Some("chattr needs Fs::Ext4");
         }
@@ -291,17 +301,25 @@ impl Scenario {
 pub struct Caps {
     pub root: bool,
     pub ext4: bool,
+    pub xfs: bool,
+    pub btrfs: bool,
 }
 
 impl Caps {
     pub fn detect() -> Caps {
         let root = util::is_root();
-        let ext4 = root
-            && Command::new("mkfs.ext4")
-                .arg("-V")
+        let has = |mkfs: &str, version: &str| {
+            root && Command::new(mkfs)
+                .arg(version)
                 .output()
-                .is_ok_and(|o| o.status.success());
-        Caps { root, ext4 }
+                .is_ok_and(|o| o.status.success())
+        };
+        Caps {
+            root,
+            ext4: has("mkfs.ext4", "-V"),
+            xfs: has("mkfs.xfs", "-V"),
+            btrfs: has("mkfs.btrfs", "--version"),
+        }
     }
 }
 
@@ -818,9 +836,11 @@ exec -a "$a0" "$@"
 pub struct World {
     pub scratch: Scratch,
     pub caps: Caps,
-    /// The scenarios' tmpfs and ext4 volumes, once tried.
+    /// The scenarios' tmpfs, ext4, xfs and btrfs volumes, once tried.
     tmpfs: Option<Result<Volume, String>>,
     ext4: Option<Result<Volume, String>>,
+    xfs: Option<Result<Volume, String>>,
+    btrfs: Option<Result<Volume, String>>,
     n: u64,
     /// Run this instead of reclaim on the second side (the harness's self-check runs GNU
     /// against itself).
@@ -849,6 +869,8 @@ impl World {
             caps: Caps::detect(),
             tmpfs: None,
             ext4: None,
+            xfs: None,
+            btrfs: None,
             n: 0,
             program: None,
         }
@@ -860,12 +882,18 @@ impl World {
             Fs::Host => return Ok(self.scratch.path("host")),
             Fs::Tmpfs => (&mut self.tmpfs, "tmpfs"),
             Fs::Ext4 => (&mut self.ext4, "ext4"),
+            Fs::Xfs => (&mut self.xfs, "xfs"),
+            Fs::Btrfs => (&mut self.btrfs, "btrfs"),
         };
         let s = &self.scratch;
+        let open = |v: Volume| {
+            fs::set_permissions(s.path(rel), fs::Permissions::from_mode(0o755)).unwrap();
+            v
+        };
         let volume = volume.get_or_insert_with(|| match fs_kind {
-            Fs::Ext4 => Volume::ext4(s, rel, 128 << 20, 16384).inspect(|_| {
-                fs::set_permissions(s.path(rel), fs::Permissions::from_mode(0o755)).unwrap();
-            }),
+            Fs::Ext4 => Volume::ext4(s, rel, 128 << 20, 16384).map(open),
+            Fs::Xfs => Volume::xfs(s, rel, 320 << 20).map(open),
+            Fs::Btrfs => Volume::btrfs(s, rel, 256 << 20, "").map(open),
             _ => Volume::tmpfs_with(s, rel, "size=64m,mode=0755"),
         });
         volume.as_ref().map(|_| s.path(rel)).map_err(Clone::clone)
