@@ -29,9 +29,9 @@
 //!
 //! `RECLAIM_TEST_BIN=/path/to/binary` runs the same tests against any binary (util.rs); the
 //! link `bin/rm` in the second side points to it, and it runs with argv[0] `rm`.
-//! Root is needed for other uids, tmpfs, ext4, xfs and btrfs loop images, mount points, `chattr`, and for everything that
-//! names `/`, which runs only in a mount namespace where all but the scratch directory is
-//! read-only; without root those scenarios say "skipped".
+//! Root is needed for other uids, tmpfs, ext4, xfs and btrfs loop images, mount points,
+//! `chattr`, and for everything that names `/`, which runs only in a mount namespace where all
+//! but the scratch directory is read-only; without root those scenarios say "skipped".
 
 #[path = "gnu_rm_harness.rs"]
 mod harness;
