@@ -432,6 +432,8 @@ struct DirData {
     unrecorded: std::sync::OnceLock<bool>,
     /// A selection by creation time: its entries that had none to judge (they stay).
     untimed: AtomicU64,
+    /// A selection: one of reclaim's trashes, never searched.
+    trash: std::sync::OnceLock<bool>,
 }
 
 type RNode = Node<DirData>;
@@ -657,6 +659,20 @@ impl Visitor for Remover<'_> {
             if node.parent().is_none() && !sel.roots_too {
                 let _ = node.data.unrecorded.set(!sel.records_time(fd));
             }
+            // reclaim's own trashes: what waits there (restorable within its grace window)
+            // and the reaper's records are the reaper's to free, never a selection's. Said,
+            // so that a purge's report shows what it did not search.
+            if node.parent().is_some() && crate::trash::is_trash_name(node.name().to_bytes()) {
+                let trash = rustix::fs::fstat(fd).is_ok_and(|st| {
+                    crate::trash::is_trash_dir(node.name().to_bytes(), st.st_uid, st.st_mode)
+                });
+                if trash && node.data.trash.set(true).is_ok() {
+                    self.sink.warning(&format_args!(
+                        "not searched: {}: reclaim's trash (what waits there is the reaper's to free; reclaim status lists it)",
+                        crate::sys::quote::quote(node.path())
+                    ));
+                }
+            }
         }
     }
 
@@ -664,7 +680,7 @@ impl Visitor for Remover<'_> {
         let Some(sel) = &self.opts.select else {
             return false;
         };
-        if node.data.unrecorded.get() == Some(&true) {
+        if node.data.unrecorded.get() == Some(&true) || node.data.trash.get() == Some(&true) {
             node.keep();
             return true;
         }
@@ -981,7 +997,7 @@ impl Remover<'_> {
         names: Names<'_>,
         few: bool,
     ) -> Vec<CString> {
-        if node.data.unrecorded.get() == Some(&true) {
+        if node.data.unrecorded.get() == Some(&true) || node.data.trash.get() == Some(&true) {
             node.keep();
             return Vec::new();
         }

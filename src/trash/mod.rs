@@ -104,6 +104,16 @@ pub fn is_trash_name(name: &[u8]) -> bool {
     name == LEGACY_DIR.as_bytes() || name_uid(name).is_some()
 }
 
+/// Whether the directory `name`, owned by `owner` with `mode`, is one of reclaim's trashes as
+/// reclaim makes them: `.reclaim-<uid>` of that uid, mode 0700, or the first layout's
+/// `.reclaim` of root. A directory that only has the name is not (anyone can make one).
+pub fn is_trash_dir(name: &[u8], owner: u32, mode: u32) -> bool {
+    match name_uid(name) {
+        Some(uid) => uid == owner && mode & 0o077 == 0,
+        None => name == LEGACY_DIR.as_bytes() && owner == 0,
+    }
+}
+
 /// Why the directory `fd` is not a usable trash of `uid` on mount `mnt_id`, if it is not.
 fn unusable_why(fd: &OwnedFd, uid: u32, mnt_id: u64) -> Result<Option<String>, Errno> {
     let st = rustix::fs::fstat(fd)?;
@@ -491,6 +501,18 @@ mod tests {
         assert!(is_trash_name(b".reclaim"));
         assert!(is_trash_name(b".reclaim-7"));
         assert!(!is_trash_name(b".reclaim-shrink.1f"));
+    }
+
+    #[test]
+    fn a_trash_dir_is_its_uids_and_0700_not_only_its_name() {
+        let dir = 0o040000;
+        assert!(is_trash_dir(b".reclaim-7", 7, dir | 0o700));
+        assert!(is_trash_dir(b".reclaim-7.x2", 7, dir | 0o700));
+        assert!(!is_trash_dir(b".reclaim-7", 8, dir | 0o700));
+        assert!(!is_trash_dir(b".reclaim-7", 7, dir | 0o755));
+        assert!(is_trash_dir(b".reclaim", 0, dir | 0o755));
+        assert!(!is_trash_dir(b".reclaim", 7, dir | 0o755));
+        assert!(!is_trash_dir(b".reclaim-shrink.1f", 0, dir | 0o700));
     }
 }
 

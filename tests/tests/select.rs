@@ -1351,7 +1351,9 @@ fn the_list_is_never_removed_by_the_run_that_writes_it() {
 /// A selection never enters reclaim's own trashes (`.reclaim-<uid>` at a file system's top):
 /// an age purge of the top would otherwise take a restorable entry's data (its file keeps its
 /// old mtime) and `--type f` the trash's lock and records. Both run here; the entry restores
-/// intact and the trash is as it was.
+/// intact, the trash is as it was, and each run says, by path, that it did not search it. A
+/// directory that only has a trash's name (not of the uid it names, or not 0700) is searched
+/// as any other: a name alone does not hide old files from a purge.
 #[test]
 fn a_selection_never_enters_reclaims_trashes() {
     use crate::util::{or_skip, NO_SPAWN};
@@ -1360,9 +1362,21 @@ fn a_selection_never_enters_reclaims_trashes() {
     let state = util::state_home(&s);
     s.file("vol/d/a.log", "restore me\n");
     s.file("vol/d/old.txt", "old\n");
+    let fake = format!("vol/d/.reclaim-{}", util::euid() + 4242);
+    s.file(format!("{fake}/hidden-old"), "old\n");
+    std::fs::set_permissions(
+        s.path(&fake),
+        std::os::unix::fs::PermissionsExt::from_mode(0o700),
+    )
+    .unwrap();
     let old = SystemTime::now() - std::time::Duration::from_secs(60 * DAY as u64);
-    filetime(&s.path("vol/d/a.log"), old);
-    filetime(&s.path("vol/d/old.txt"), old);
+    for f in [
+        "vol/d/a.log",
+        "vol/d/old.txt",
+        &format!("{fake}/hidden-old"),
+    ] {
+        filetime(&s.path(f), old);
+    }
     let hide = s
         .rm(&["--background", "--grace", "1h", "vol/d/a.log"])
         .env(NO_SPAWN, "1")
@@ -1382,8 +1396,19 @@ fn a_selection_never_enters_reclaims_trashes() {
         let out = s.rm(args).env("XDG_STATE_HOME", &state).output().unwrap();
         util::assert_success(&out);
         util::assert_same("the trash", &before, &s.snapshot(&rel));
+        let err = util::stderr_of(&out);
+        let said: Vec<&str> = err.lines().filter(|l| l.contains("not searched")).collect();
+        assert_eq!(said.len(), 1, "{err}");
+        assert!(
+            said[0].contains(&format!("'{}'", rel.display())) && said[0].contains("trash"),
+            "{err}"
+        );
     }
     assert!(!s.exists("vol/d/old.txt"));
+    assert!(
+        !s.exists(format!("{fake}/hidden-old")),
+        "a name alone hid a file"
+    );
     let out = s
         .cmd(&["restore", "vol/d/a.log"])
         .env("XDG_STATE_HOME", &state)

@@ -457,11 +457,6 @@ impl Selection {
     /// (excluded, or nothing in it nor itself can be chosen: its parent stays), else whether
     /// its entries are carried.
     pub fn descend(&self, here: &Here, name: &[u8]) -> Option<bool> {
-        // reclaim's own trashes (`.reclaim-<uid>`): what waits there (restorable within its
-        // grace window) and the reaper's state are the trash's to free, never a selection's.
-        if crate::trash::is_trash_name(name) {
-            return None;
-        }
         if !self.exclude.is_empty() && self.exclude.excludes(name, || here.rel_of(name), true) {
             return None;
         }
