@@ -5,8 +5,7 @@
 #          reclaim rm -r --name 'test*.txt' | find -name 'test*.txt' -delete |
 #          find -print0 | xargs -0 -P2 rm | ... -P4 | the unlink floor of the matching names
 #          (and reclaim with --profile local-ssd: the loop image says rotational)
-#   age:   a tree of M files (leaf directories of 100), a third 60 days old, the rest 1 day,
-#          made once per file system as a golden image, every removal on a bit-identical copy:
+#   age:   a tree of M files (leaf directories of 100), a third 60 days old, the rest 1 day:
 #          reclaim rm -r --older-than 30d | find -type f -mtime +30 -delete
 #          (--age-split adds where the time goes: reclaim --dry-run, the walk and its stats
 #          without the unlinks, and find -mtime +30 without -delete)
@@ -17,8 +16,10 @@
 #          (and reclaim rm --from, the list of the old third)
 #   mpi:   the age purge of a --mpi-files tree under `mpirun -np N` (--ranks), each rank its own
 #          client of one emulated NFS server (as bench/mpi.sh), against one plain process
-# Methods alternate within each run (the machine is shared: medians of --runs runs); each
-# removal's user and system CPU seconds are kept beside its wall time. Run as root:
+# flat, age and from are made once per file system as golden images (journaled ext4, xfs);
+# every removal runs on a bit-identical copy, cold. Methods alternate within each run (the
+# machine is shared: medians of --runs runs); each removal's user and system CPU seconds are
+# kept beside its wall time. Run as root:
 #
 #   bash bench/select.sh --quick                  # 20,000 files, one run (~2 min)
 #   bash bench/select.sh --flat 300000 --tree 300000 --from 200000 --runs 2
@@ -60,7 +61,7 @@ while [[ $# -gt 0 ]]; do
         --no-build) NO_BUILD=1 ;;
         --direct-io) DIRECT_IO=on ;;
         --age-split) AGE_SPLIT=1 ;;
-        -h|--help) sed -n '2,32p' "$0"; exit 0 ;;
+        -h|--help) sed -n '2,34p' "$0"; exit 0 ;;
         *) echo "select.sh: unknown option $1" >&2; exit 2 ;;
     esac
     shift
@@ -126,49 +127,41 @@ else:  # tree: leaf directories of 100 files under d/<a>/<b>; every third file i
             want -= 1
 PY
 
-mkimage() { # fs: a fresh image of it, mounted on MNT
-    local fs=$1 img=$SCRATCH/$1.img dev
-    MNT=$SCRATCH/$1
-    guard "$img"
-    truncate -s 8G "$img"
-    case $fs in
-        ext4) mkfs.ext4 -q -N $((3 * (FLAT > TREE ? FLAT : TREE) / 2 + 100000)) "$img" ;;
-        xfs) mkfs.xfs -q "$img" ;;
-    esac
-    dev=$(losetup -f --show --direct-io="$DIRECT_IO" "$img"); LOOPS+=("$dev")
-    mkdir "$MNT"; mount "$dev" "$MNT"; MOUNTED+=("$MNT")
-    log "$fs image on $dev, direct I/O $DIRECT_IO"
-}
-
-# The age purge's tree, once per file system: a golden image (made on a buffered loop, then
+# Each local workload, once per file system: a golden image (made on a buffered loop, then
 # unmounted), copied bit for bit for every removal, so every method and run meets the same
-# layout and nothing is made between them.
-age_golden() { # fs -> $SCRATCH/golden-age-FS.img
-    local fs=$1 img=$SCRATCH/golden-age-$1.img mnt=$SCRATCH/golden-mnt dev
+# layout and nothing is made between them. Golden and copies are mounted at the same path
+# (RUN_MNT), so the absolute paths of `--from`'s list hold in every copy.
+RUN_MNT=$SCRATCH/run-mnt
+golden() { # fs kind (flat|age|from) -> $SCRATCH/golden-KIND-FS.img
+    local fs=$1 kind=$2 img=$SCRATCH/golden-$2-$1.img dev n
     [[ -f $img ]] && return 0
     guard "$img"
     truncate -s 8G "$img"
+    n=$([[ $kind == flat ]] && echo $((FLAT + 1000)) || echo "$TREE")
     case $fs in
-        ext4) mkfs.ext4 -q -N $((3 * TREE / 2 + 100000)) "$img" ;;
+        ext4) mkfs.ext4 -q -N $((3 * n / 2 + 100000)) "$img" ;;
         xfs) mkfs.xfs -q "$img" ;;
     esac
     dev=$(losetup -f --show "$img"); LOOPS+=("$dev")
-    mkdir -p "$mnt"; mount "$dev" "$mnt"; MOUNTED+=("$mnt")
-    log "age: making the golden $fs image ($TREE files)"
-    python3 "$SCRATCH/mk.py" tree "$mnt/tree" "$TREE"
-    unmount "$mnt"; detach "$dev"
+    mkdir -p "$RUN_MNT"; mount "$dev" "$RUN_MNT"; MOUNTED+=("$RUN_MNT")
+    log "$kind: making the golden $fs image"
+    case $kind in
+        flat) python3 "$SCRATCH/mk.py" flat "$RUN_MNT/flat" "$FLAT" "$SCRATCH/names" ;;
+        age) python3 "$SCRATCH/mk.py" tree "$RUN_MNT/tree" "$TREE" ;;
+        from) python3 "$SCRATCH/mk.py" tree "$RUN_MNT/tree" "$TREE" "$SCRATCH/list-$fs" "$FROM" ;;
+    esac
+    unmount "$RUN_MNT"; detach "$dev"
 }
-age_copy() { # fs -> a copy of the golden image mounted on AGE_MNT (loop in AGE_DEV)
-    local fs=$1 img=$SCRATCH/age-run.img
+copy_of() { # fs kind -> a copy of its golden image mounted on RUN_MNT (loop in RUN_DEV)
+    local img=$SCRATCH/run.img
     guard "$img"
-    cp --sparse=always "$SCRATCH/golden-age-$fs.img" "$img"
-    AGE_DEV=$(losetup -f --show --direct-io="$DIRECT_IO" "$img"); LOOPS+=("$AGE_DEV")
-    AGE_MNT=$SCRATCH/age-mnt
-    mkdir -p "$AGE_MNT"; mount "$AGE_DEV" "$AGE_MNT"; MOUNTED+=("$AGE_MNT")
+    cp --sparse=always "$SCRATCH/golden-$2-$1.img" "$img"
+    RUN_DEV=$(losetup -f --show --direct-io="$DIRECT_IO" "$img"); LOOPS+=("$RUN_DEV")
+    mkdir -p "$RUN_MNT"; mount "$RUN_DEV" "$RUN_MNT"; MOUNTED+=("$RUN_MNT")
 }
-age_drop() {
-    unmount "$AGE_MNT"; detach "$AGE_DEV"
-    rm -f -- "$SCRATCH/age-run.img"
+drop_copy() {
+    unmount "$RUN_MNT"; detach "$RUN_DEV"
+    rm -f -- "$SCRATCH/run.img"
 }
 
 RESULTS=$OUT/results.tsv
@@ -208,57 +201,59 @@ rotate() { # run -> the methods of "$@" rotated by run (alternating order betwee
 }
 
 for fs in $FSS; do
-    mkimage "$fs"; mnt=$MNT
+    log "$fs: direct I/O $DIRECT_IO"
     for run in $(seq 1 "$RUNS"); do
         if [[ " $SECTIONS " == *" flat "* ]]; then
+            golden "$fs" flat
             for m in $(rotate "$run" reclaim reclaim-ssd find-delete xargs-P2 xargs-P4 floor); do
-                d=$mnt/flat; guard "$d"
-                python3 "$SCRATCH/mk.py" flat "$d" "$FLAT" "$SCRATCH/names"
-                sync; drop_caches
+                copy_of "$fs" flat
+                d=$RUN_MNT/flat; guard "$d"
                 case $m in
-                    reclaim) timed flat "$fs" "$run" "$m" "$d" 1000 "$RECLAIM" rm -r --name 'test*.txt' "$d" ;;
+                    reclaim) KEEP_LEFT=1 timed flat "$fs" "$run" "$m" "$d" 1000 "$RECLAIM" rm -r --name 'test*.txt' "$d" ;;
                     # The loop image says rotational; on this busy VM the idle probe can find it
                     # slow and govern the removal (one worker to start): the engine without it.
-                    reclaim-ssd) timed flat "$fs" "$run" "$m" "$d" 1000 "$RECLAIM" rm -r --profile local-ssd --name 'test*.txt' "$d" ;;
-                    find-delete) timed flat "$fs" "$run" "$m" "$d" 1000 find "$d" -name 'test*.txt' -delete ;;
-                    xargs-P2) timed flat "$fs" "$run" "$m" "$d" 1000 sh -c 'find "$1" -name "test*.txt" -print0 | xargs -0 -P2 -n 1000 rm -f' sh "$d" ;;
-                    xargs-P4) timed flat "$fs" "$run" "$m" "$d" 1000 sh -c 'find "$1" -name "test*.txt" -print0 | xargs -0 -P4 -n 1000 rm -f' sh "$d" ;;
-                    floor) timed flat "$fs" "$run" "$m" "$d" 1000 "$FLOORN" --threads "$NPROC" "$d" "$SCRATCH/names" ;;
+                    reclaim-ssd) KEEP_LEFT=1 timed flat "$fs" "$run" "$m" "$d" 1000 "$RECLAIM" rm -r --profile local-ssd --name 'test*.txt' "$d" ;;
+                    find-delete) KEEP_LEFT=1 timed flat "$fs" "$run" "$m" "$d" 1000 find "$d" -name 'test*.txt' -delete ;;
+                    xargs-P2) KEEP_LEFT=1 timed flat "$fs" "$run" "$m" "$d" 1000 sh -c 'find "$1" -name "test*.txt" -print0 | xargs -0 -P2 -n 1000 rm -f' sh "$d" ;;
+                    xargs-P4) KEEP_LEFT=1 timed flat "$fs" "$run" "$m" "$d" 1000 sh -c 'find "$1" -name "test*.txt" -print0 | xargs -0 -P4 -n 1000 rm -f' sh "$d" ;;
+                    floor) KEEP_LEFT=1 timed flat "$fs" "$run" "$m" "$d" 1000 "$FLOORN" --threads "$NPROC" "$d" "$SCRATCH/names" ;;
                 esac
+                drop_copy
             done
         fi
         if [[ " $SECTIONS " == *" age "* ]]; then
-            age_golden "$fs"
+            golden "$fs" age
             left=$((TREE - (TREE + 2) / 3))
             methods=(reclaim find-mtime)
             [[ $AGE_SPLIT == 1 ]] && methods+=(reclaim-dry find-stat)
             for m in $(rotate "$run" "${methods[@]}"); do
-                age_copy "$fs"
-                d=$AGE_MNT/tree; guard "$d"
+                copy_of "$fs" age
+                d=$RUN_MNT/tree; guard "$d"
                 case $m in
                     reclaim) KEEP_LEFT=1 timed age "$fs" "$run" "$m" "$d" "$left" "$RECLAIM" rm -r --json --older-than 30d "$d" ;;
                     find-mtime) KEEP_LEFT=1 timed age "$fs" "$run" "$m" "$d" "$left" find "$d" -type f -mtime +30 -delete ;;
                     reclaim-dry) KEEP_LEFT=1 timed age "$fs" "$run" "$m" "$d" "$TREE" "$RECLAIM" rm -r --dry-run --older-than 30d "$d" ;;
                     find-stat) KEEP_LEFT=1 timed age "$fs" "$run" "$m" "$d" "$TREE" sh -c 'find "$1" -type f -mtime +30 | wc -l' sh "$d" ;;
                 esac
-                age_drop
+                drop_copy
             done
         fi
         if [[ " $SECTIONS " == *" from "* ]]; then
+            golden "$fs" from
+            list=$SCRATCH/list-$fs
+            listed=$(tr -cd '\0' <"$list" | wc -c)
             for m in $(rotate "$run" reclaim-from xargs-P2 from-floor); do
-                d=$mnt/tree; guard "$d"
-                python3 "$SCRATCH/mk.py" tree "$d" "$TREE" "$SCRATCH/list" "$FROM"
-                listed=$(tr -cd '\0' <"$SCRATCH/list" | wc -c)
+                copy_of "$fs" from
+                d=$RUN_MNT/tree; guard "$d"
                 case $m in
-                    reclaim-from) timed from "$fs" "$run" "$m" "$d" $((TREE - listed)) "$RECLAIM" rm --from "$SCRATCH/list" -0 ;;
-                    xargs-P2) timed from "$fs" "$run" "$m" "$d" $((TREE - listed)) sh -c 'xargs -0 -P2 -n 1000 rm -f <"$1"' sh "$SCRATCH/list" ;;
-                    from-floor) timed from "$fs" "$run" "$m" "$d" $((TREE - listed)) "$FLOORP" --threads "$NPROC" "$SCRATCH/list" ;;
+                    reclaim-from) KEEP_LEFT=1 timed from "$fs" "$run" "$m" "$d" $((TREE - listed)) "$RECLAIM" rm --from "$list" -0 ;;
+                    xargs-P2) KEEP_LEFT=1 timed from "$fs" "$run" "$m" "$d" $((TREE - listed)) sh -c 'xargs -0 -P2 -n 1000 rm -f <"$1"' sh "$list" ;;
+                    from-floor) KEEP_LEFT=1 timed from "$fs" "$run" "$m" "$d" $((TREE - listed)) "$FLOORP" --threads "$NPROC" "$list" ;;
                 esac
+                drop_copy
             done
         fi
     done
-    unmount "$mnt"
-    detach "${LOOPS[-1]}"
 done
 
 if [[ " $SECTIONS " == *" net "* ]]; then
