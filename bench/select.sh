@@ -168,7 +168,7 @@ RESULTS=$OUT/results.tsv
 echo -e "section\tfs\trun\tmethod\tseconds\tleft\tuser\tsys" >"$RESULTS"
 # timed SECTION FS RUN METHOD DIR EXPECT_LEFT CMD...: wall seconds (with the sync after), the
 # command's user and system CPU seconds, and the files left (warned unless EXPECT_LEFT). What
-# is left is then removed, unless KEEP_LEFT=1 (the age section throws its copy away instead).
+# is left is then removed, unless KEEP_LEFT=1 (the local sections throw their copy away).
 timed() {
     local sec=$1 fs=$2 run=$3 m=$4 dir=$5 expect=$6 t0 t1 left cpu=$SCRATCH/cpu.out user sys rc=0
     local TIMEFORMAT='%3U %3S'
