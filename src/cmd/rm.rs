@@ -163,13 +163,10 @@ fn one_at_a_time(o: &Options, hiding: bool) -> ExitCode {
 fn start(s: &Asked, o: &Options) -> Result<Selection, ExitCode> {
     let list = match &s.list {
         None => None,
-        Some(path) => Some(open_list(path).map_err(|e| {
+        Some(path) => Some(open_list(path).map_err(|why| {
             eprintln!(
-                "reclaim rm: cannot write the list to {}: {}",
+                "reclaim rm: cannot write the list to {}: {why}",
                 crate::sys::quote::quote(path),
-                crate::sys::error::errno_text(
-                    rustix::io::Errno::from_io_error(&e).unwrap_or(rustix::io::Errno::IO)
-                )
             );
             ExitCode::from(1)
         })?),
@@ -178,15 +175,22 @@ fn start(s: &Asked, o: &Options) -> Result<Selection, ExitCode> {
         .map_err(|e| usage(&e.to_string()))
 }
 
-/// `--list FILE`'s writer: standard output for `-`, else the file, created or truncated, mode
-/// 0600, never a controlling terminal; with the (device, inode) of the file it writes when that
-/// is a regular file (standard output redirected to one too), which the removal never takes.
+/// `--list FILE`'s writer: standard output for `-`, else the file, created (mode 0600) or
+/// truncated if it is a regular file, never a controlling terminal, never a block device (a
+/// typo such as `--list /dev/sdb` would write the paths over the disk's first blocks); with the
+/// (device, inode) of the file it writes when that is a regular file (standard output
+/// redirected to one too), which the removal never takes. Err: why not, for one line.
 type ListOut = (
     Box<dyn std::io::Write + Send>,
     Option<crate::sys::dirfd::Ident>,
 );
 
-fn open_list(path: &std::path::Path) -> std::io::Result<ListOut> {
+fn open_list(path: &std::path::Path) -> Result<ListOut, String> {
+    let errno = |e: std::io::Error| {
+        crate::sys::error::errno_text(
+            rustix::io::Errno::from_io_error(&e).unwrap_or(rustix::io::Errno::IO),
+        )
+    };
     use std::os::unix::fs::OpenOptionsExt;
     let own = |fd: rustix::fd::BorrowedFd<'_>| {
         rustix::fs::fstat(fd)
@@ -203,13 +207,21 @@ fn open_list(path: &std::path::Path) -> std::io::Result<ListOut> {
             own(std::os::fd::AsFd::as_fd(&std::io::stdout())),
         ));
     }
+    // Not truncated on open: what it is decides first.
     let f = std::fs::OpenOptions::new()
         .write(true)
         .create(true)
-        .truncate(true)
         .custom_flags(libc::O_NOCTTY | libc::O_CLOEXEC)
         .mode(0o600)
-        .open(path)?;
+        .open(path)
+        .map_err(errno)?;
+    let kind = f.metadata().map_err(errno)?.file_type();
+    if std::os::unix::fs::FileTypeExt::is_block_device(&kind) {
+        return Err("it is a block device; the list would be written over its data".into());
+    }
+    if kind.is_file() {
+        f.set_len(0).map_err(errno)?;
+    }
     let id = own(std::os::fd::AsFd::as_fd(&f));
     Ok((Box::new(std::io::BufWriter::with_capacity(1 << 20, f)), id))
 }

@@ -1420,3 +1420,53 @@ fn a_selection_never_enters_reclaims_trashes() {
         "restore me\n"
     );
 }
+
+/// `--list` naming a block device (a typo such as `--list /dev/sdb`) is refused before
+/// anything is written or removed: the device's data stays byte for byte. Root only (a loop
+/// device over an image of the test's own).
+#[test]
+fn the_list_is_never_written_over_a_block_device() {
+    util::require_root!();
+    let s = util::scratch!();
+    struct Loop(String);
+    impl Drop for Loop {
+        fn drop(&mut self) {
+            let _ = Command::new("losetup").args(["-d", &self.0]).status();
+        }
+    }
+    let image = s.file("disk.img", vec![0x5au8; 1 << 20]);
+    let out = Command::new("losetup")
+        .args(["-f", "--show"])
+        .arg(&image)
+        .output();
+    let dev = match out {
+        Ok(o) if o.status.success() => String::from_utf8(o.stdout).unwrap().trim().to_string(),
+        _ => util::skip!("no loop device here"),
+    };
+    let guard = Loop(dev.clone());
+    // The same device, as a node in the scratch directory.
+    let rdev = std::os::unix::fs::MetadataExt::rdev(&std::fs::metadata(&dev).unwrap());
+    let node = std::ffi::CString::new(s.path("blk").as_os_str().as_bytes()).unwrap();
+    // SAFETY: a valid NUL-terminated path in the scratch directory.
+    assert_eq!(
+        unsafe { libc::mknod(node.as_ptr(), libc::S_IFBLK | 0o600, rdev) },
+        0
+    );
+    s.file("d/a.log", "x");
+    let out = s
+        .rm(&["-r", "--name", "*.log", "--list", "blk", "d"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1), "{}", util::stderr_of(&out));
+    let err = util::stderr_of(&out);
+    assert!(
+        err.contains("cannot write the list to 'blk'") && err.contains("block device"),
+        "{err}"
+    );
+    assert!(
+        s.exists("d/a.log"),
+        "nothing goes when the list cannot be written"
+    );
+    drop(guard);
+    assert!(std::fs::read(&image).unwrap().iter().all(|&b| b == 0x5a));
+}
