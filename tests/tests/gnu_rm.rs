@@ -554,10 +554,13 @@ struct Tally {
 }
 
 fn first_line(o: &Outcome) -> String {
-    let b = if o.stderr.is_empty() {
+    // With `Stdin::Terminal` both streams are the terminal: what it showed.
+    let b = if !o.stderr.is_empty() {
+        &o.stderr
+    } else if !o.stdout.is_empty() {
         &o.stdout
     } else {
-        &o.stderr
+        &o.terminal
     };
     let l = b.split(|&c| c == b'\n').next().unwrap_or(b"");
     let mut s = String::from_utf8_lossy(l).into_owned();
