@@ -191,21 +191,14 @@ fn open_list(path: &std::path::Path) -> Result<ListOut, String> {
             rustix::io::Errno::from_io_error(&e).unwrap_or(rustix::io::Errno::IO),
         )
     };
+    use rustix::fs::FileType;
     use std::os::unix::fs::OpenOptionsExt;
-    let own = |fd: rustix::fd::BorrowedFd<'_>| {
-        rustix::fs::fstat(fd)
-            .ok()
-            .filter(|st| rustix::fs::FileType::from_raw_mode(st.st_mode).is_file())
-            .map(|st| crate::sys::dirfd::Ident {
-                dev: st.st_dev,
-                ino: st.st_ino,
-            })
-    };
     if path.as_os_str() == "-" {
-        return Ok((
-            Box::new(std::io::stdout()),
-            own(std::os::fd::AsFd::as_fd(&std::io::stdout())),
-        ));
+        let own = crate::sys::dirfd::fstat(std::io::stdout())
+            .ok()
+            .filter(|f| f.file_type == FileType::RegularFile)
+            .map(|f| f.ident);
+        return Ok((Box::new(std::io::stdout()), own));
     }
     // Not truncated on open: what it is decides first.
     let f = std::fs::OpenOptions::new()
@@ -215,15 +208,16 @@ fn open_list(path: &std::path::Path) -> Result<ListOut, String> {
         .mode(0o600)
         .open(path)
         .map_err(errno)?;
-    let kind = f.metadata().map_err(errno)?.file_type();
-    if std::os::unix::fs::FileTypeExt::is_block_device(&kind) {
+    let facts = crate::sys::dirfd::fstat(&f).map_err(crate::sys::error::errno_text)?;
+    if facts.file_type == FileType::BlockDevice {
         return Err("it is a block device; the list would be written over its data".into());
     }
-    if kind.is_file() {
+    let regular = facts.file_type == FileType::RegularFile;
+    if regular {
         f.set_len(0).map_err(errno)?;
     }
-    let id = own(std::os::fd::AsFd::as_fd(&f));
-    Ok((Box::new(std::io::BufWriter::with_capacity(1 << 20, f)), id))
+    let own = regular.then_some(facts.ident);
+    Ok((Box::new(std::io::BufWriter::with_capacity(1 << 20, f)), own))
 }
 
 /// The removal asked for: the engine's options (workers, fds, batches) and the rest.

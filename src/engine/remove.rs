@@ -438,6 +438,14 @@ struct DirData {
 
 type RNode = Node<DirData>;
 
+impl DirData {
+    /// Whether a selection searches it: not a named directory whose file system records no
+    /// creation times (`--time btime`), not one of reclaim's trashes.
+    fn searched(&self) -> bool {
+        self.unrecorded.get() != Some(&true) && self.trash.get() != Some(&true)
+    }
+}
+
 impl<'a> Remover<'a> {
     fn new(opts: &Options, counters: &'a Counters, sink: &'a dyn Sink) -> Self {
         Remover {
@@ -680,7 +688,7 @@ impl Visitor for Remover<'_> {
         let Some(sel) = &self.opts.select else {
             return false;
         };
-        if node.data.unrecorded.get() == Some(&true) || node.data.trash.get() == Some(&true) {
+        if !node.data.searched() {
             node.keep();
             return true;
         }
@@ -997,7 +1005,7 @@ impl Remover<'_> {
         names: Names<'_>,
         few: bool,
     ) -> Vec<CString> {
-        if node.data.unrecorded.get() == Some(&true) || node.data.trash.get() == Some(&true) {
+        if !node.data.searched() {
             node.keep();
             return Vec::new();
         }
