@@ -23,11 +23,9 @@
 set -Eeuo pipefail
 shopt -s inherit_errexit 2>/dev/null || true
 
-# Private mount namespace: nothing can stay mounted in the host namespace, even after kill -9.
-if [[ $EUID -eq 0 && -z ${RECLAIM_LAB_NS:-} ]] && unshare --mount --propagation private true 2>/dev/null; then
-    export RECLAIM_LAB_NS=$$
-    exec unshare --mount --propagation private -- bash "${BASH_SOURCE[0]}" "$@"
-fi
+# shellcheck source=bench/lib.sh
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh" # private_mount_ns; the lab keeps its own log and guard
+private_mount_ns RECLAIM_LAB_NS "$@"
 
 usage() {
     cat <<'EOF'

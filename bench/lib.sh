@@ -1,9 +1,12 @@
-# Shared by the benchmark scripts (run.sh, trash.sh, scan.sh): logging and the safety
-# helpers around the marked scratch directory, loop devices and mounts. Source it after the
-# script's own settings; it defines functions only. They use these globals of the caller:
+# Shared by the benchmark scripts: logging, the safety helpers around the marked scratch
+# directory, loop devices and mounts, and the set-up every script repeats (the private mount
+# namespace, the repository's paths and output directory, release builds, missing packages,
+# the netfs daemon's stop, an MPI rank's wrapper). Source it first; it defines functions only.
+# They use these globals of the caller:
 #   T0 (start, seconds), PROGRESS_LOG (a file), SCRATCH, MARKER, TOKEN (the marked scratch
-#   dir), LOOPS and MOUNTED (arrays of what the script attached/mounted), and set
-#   DROP_WARNED / CACHES=warm when the page cache cannot be dropped.
+#   dir, made by new_scratch), LOOPS and MOUNTED (arrays of what the script attached/mounted),
+#   NETFS_PID (stop_netfs), NO_INSTALL (install_missing), and set DROP_WARNED / CACHES=warm
+#   when the page cache cannot be dropped.
 #   METHOD_CMD / METHOD_ORDER (the methods defined) and METHODS_SEL (--methods) for
 #   select_methods, which sets METHODS.
 # shellcheck shell=bash
@@ -96,4 +99,154 @@ release_scratch() { # name: unmount all under the scratch dir, detach its loop d
     else
         echo "$name: marker of $SCRATCH missing or wrong; NOT removing it" >&2
     fi
+}
+
+# ---------------------------------------------------------------------------------------------
+# Set-up shared by every script: the private mount namespace, the repository's paths and the
+# output directory, the marked scratch directory, release builds, the netfs daemon.
+# ---------------------------------------------------------------------------------------------
+
+private_mount_ns() { # VAR args...: as root, runs the calling script again in a private mount namespace
+    # Loop and FUSE mounts made there are invisible outside (nothing is left mounted in the
+    # host namespace, even after kill -9), and processes that unshare(2) meanwhile (test
+    # suites) cannot take copies of them that would keep a file system alive after an umount.
+    # VAR marks the inner run. Look inside with: nsenter -t <pid of the script> -m findmnt
+    local var=$1
+    shift
+    if [[ $EUID -eq 0 && -z ${!var:-} ]] && unshare --mount --propagation private true 2>/dev/null; then
+        export "$var=$$"
+        exec unshare --mount --propagation private -- bash "${BASH_SOURCE[1]}" "$@"
+    fi
+}
+
+bench_setup() { # NAME [PROGRESS-FILE]: T0, REPO, TARGET_DIR, the binaries, NPROC; OUT and PROGRESS_LOG
+    # OUT defaults to bench/out/NAME-<time> (bench/out/<time> for an empty NAME), with logs/.
+    local name=$1 progress=${2:-progress.log}
+    T0=${T0:-$(date +%s)}
+    PROGRESS_LOG=/dev/null
+    REPO=$(cd "$(dirname "${BASH_SOURCE[1]}")/.." && pwd -P)
+    [[ -f $REPO/Cargo.toml && -d $REPO/bench ]] || die "cannot find the repository root from ${BASH_SOURCE[1]}"
+    TARGET_DIR=${CARGO_TARGET_DIR:-$REPO/target}
+    [[ $TARGET_DIR == /* ]] || TARGET_DIR=$REPO/$TARGET_DIR
+    RECLAIM=$TARGET_DIR/release/reclaim
+    MKWORKLOAD=$TARGET_DIR/release/examples/mkworkload
+    FLOOR=$TARGET_DIR/release/examples/floor
+    NETFS=$REPO/bench/slowdisk/target/release/netfs
+    NPROC=$(nproc)
+    OUT=${OUT:-$REPO/bench/out/${name:+$name-}$(date +%Y%m%d-%H%M%S)}
+    mkdir -p "$OUT/logs"
+    OUT=$(cd "$OUT" && pwd -P)
+    PROGRESS_LOG=$OUT/$progress
+    : >"$PROGRESS_LOG"
+}
+
+cargo_release() { # [-C DIR] cargo-build-args...: a release build, logged to $OUT/logs/build.log
+    local dir=$REPO
+    if [[ $1 == -C ]]; then
+        dir=$2
+        shift 2
+    fi
+    log "building: cargo build --release $* (in ${dir#"$REPO"/}; log: $OUT/logs/build.log)"
+    (cd "$dir" && cargo build --release "$@") >>"$OUT/logs/build.log" 2>&1
+}
+
+new_scratch() { # PREFIX: SCRATCH, a fresh directory under SCRATCH_BASE marked with MARKER/TOKEN
+    # Never in the repository, its parent, / or HOME; LOOPS and MOUNTED start empty.
+    local base
+    base=$(realpath -e -- "${SCRATCH_BASE:-/var/tmp}") || die "scratch base ${SCRATCH_BASE:-/var/tmp} does not exist"
+    case $base/ in
+        "$REPO"/* | "$(dirname "$REPO")"/ | / | "${HOME:-/root}"/) die "refusing scratch base $base" ;;
+    esac
+    MARKER=.reclaim-bench-scratch
+    SCRATCH=$(mktemp -d "$base/$1.XXXXXXXX")
+    SCRATCH=$(realpath -e -- "$SCRATCH")
+    TOKEN="$1 $$ $(date +%s%N) $(od -An -N8 -tx1 /dev/urandom | tr -d ' \n') $SCRATCH"
+    printf '%s' "$TOKEN" >"$SCRATCH/$MARKER"
+    LOOPS=() MOUNTED=()
+}
+
+safe_rm() { # removes $1: strictly inside the marked scratch dir, nothing mounted below it
+    guard "$1"
+    [[ -z $(mounts_under "$(realpath -m -- "$1")") ]] || die "refusing to remove $1: something is mounted below it"
+    rm -rf --one-file-system -- "$1"
+}
+
+fuse_under() { # FUSE mount points under the scratch dir, deepest first
+    awk -v p="$SCRATCH" '($3 == "fuse" || $3 ~ /^fuse\./) && index($2, p "/") == 1 { print $2 }' \
+        /proc/self/mounts | sort -r
+}
+
+wait_for_file() { # FILE [TENTHS]: 0 once FILE exists, 1 after TENTHS tenths of a second (default 100)
+    local i
+    for ((i = 0; i < ${2:-100}; i++)); do
+        [[ -e $1 ]] && return 0
+        sleep 0.1
+    done
+    return 1
+}
+
+stop_netfs() { # stops the netfs daemon NETFS_PID, if any
+    # netfs unmounts on SIGTERM, but keeps a busy mount (a stopped run's client still in it)
+    # and serves on: after 10 s the FUSE mounts under the scratch dir are detached lazily (a
+    # client still inside lets go when it ends) and the daemon is killed.
+    [[ -n ${NETFS_PID:-} ]] || return 0
+    local i m
+    kill -CONT "$NETFS_PID" 2>/dev/null || true
+    kill -TERM "$NETFS_PID" 2>/dev/null || true
+    for ((i = 0; i < 100; i++)); do
+        kill -0 "$NETFS_PID" 2>/dev/null || break
+        sleep 0.1
+    done
+    if kill -0 "$NETFS_PID" 2>/dev/null; then
+        for m in $(fuse_under); do umount -l -- "$m" 2>/dev/null || warn "cannot detach $m"; done
+        kill -KILL "$NETFS_PID" 2>/dev/null || true
+    fi
+    wait "$NETFS_PID" 2>/dev/null || true
+    NETFS_PID=""
+}
+
+install_missing() { # ARRAY: installs with apt-get the packages of the commands missing
+    # ARRAY names an associative array command -> Debian package; NO_INSTALL=1 dies naming them.
+    local -n of=$1
+    local missing=() c
+    for c in "${!of[@]}"; do
+        command -v "$c" >/dev/null 2>&1 || missing+=("${of[$c]}")
+    done
+    [[ ${#missing[@]} -gt 0 ]] || return 0
+    mapfile -t missing < <(printf '%s\n' "${missing[@]}" | sort -u)
+    [[ ${NO_INSTALL:-0} == 0 ]] || die "missing packages: ${missing[*]}"
+    command -v apt-get >/dev/null || die "missing packages (no apt-get): ${missing[*]}"
+    log "installing ${missing[*]}"
+    DEBIAN_FRONTEND=noninteractive apt-get update -qq >>"$OUT/logs/install.log" 2>&1
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}" >>"$OUT/logs/install.log" 2>&1 ||
+        die "apt-get install failed, see $OUT/logs/install.log"
+}
+
+warn_if_busy() { # LOAD_START: the load average now; a warning when it is over half the CPUs
+    LOAD_START=$(load1)
+    if awk -v l="$LOAD_START" -v n="$(nproc)" 'BEGIN { exit !(l > n / 2) }'; then
+        warn "the machine is busy (load average $LOAD_START on $(nproc) CPUs): timings will be noisy"
+    fi
+}
+
+write_rank_script() { # FILE: an mpirun rank's wrapper: a private mount namespace with its own
+    # netfs client ($CLIENTS/c<rank>) bound at the common path ($COMMON), then the command
+    cat >"$1" <<'RANK'
+#!/bin/sh
+r=${OMPI_COMM_WORLD_RANK:?not started by mpirun}
+exec unshare -m --propagation private sh -c 'mount --bind "$1" "$2" && shift 2 && exec "$@"' \
+    sh "$CLIENTS/c$r" "$COMMON" "$@"
+RANK
+    chmod +x "$1"
+}
+
+machine_meta() { # the machine's lines of a run's meta.tsv: date, kernel, os, cpus, memory, git
+    printf 'date\t%s\n' "$(date -u '+%Y-%m-%d %H:%M:%S UTC')"
+    printf 'kernel\t%s\n' "$(uname -r)"
+    printf 'os\t%s\n' "$(. /etc/os-release 2>/dev/null && echo "${PRETTY_NAME:-?}")"
+    printf 'cpus\t%s\n' "$(nproc)"
+    printf 'cpu_model\t%s\n' "$(awk -F': ' '/^model name/ { print $2; exit }' /proc/cpuinfo)"
+    printf 'memory\t%s\n' "$(awk '/^MemTotal/ { printf "%.1f GiB", $2 / 1048576 }' /proc/meminfo)"
+    printf 'load_start\t%s\n' "${LOAD_START:-$(load1)}"
+    printf 'git\t%s\n' "$(git -C "$REPO" rev-parse --short HEAD 2>/dev/null || echo '?')$([[ -n $(git -C "$REPO" status --porcelain -- src Cargo.toml 2>/dev/null) ]] && echo ' (src dirty)')"
 }

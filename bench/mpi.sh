@@ -89,25 +89,10 @@ done
 [[ $EUID -eq 0 ]] || { echo "mpi.sh: must run as root (FUSE mounts, namespaces, drop_caches)" >&2; exit 1; }
 command -v mpirun >/dev/null || { echo "mpi.sh: mpirun missing (apt-get install openmpi-bin libopenmpi-dev libclang-dev)" >&2; exit 1; }
 
-T0=$(date +%s)
-PROGRESS_LOG=/dev/null
-REPO=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd -P)
-TARGET_DIR=${CARGO_TARGET_DIR:-$REPO/target}
-RECLAIM=$TARGET_DIR/release/reclaim
-MKWORKLOAD=$TARGET_DIR/release/examples/mkworkload
-NETFS=$REPO/bench/slowdisk/target/release/netfs
-OUT=${OUT:-$REPO/bench/out/mpi-$(date +%Y%m%d-%H%M%S)}
-mkdir -p "$OUT/logs"
-OUT=$(cd "$OUT" && pwd -P)
-PROGRESS_LOG=$OUT/progress.log
-: >"$PROGRESS_LOG"
-
+bench_setup mpi
 if [[ $NO_BUILD == 0 ]]; then
-    log "building reclaim (release, --features mpi) and netfs"
-    (cd "$REPO" && cargo build --release --features mpi --bin reclaim --example mkworkload) >"$OUT/logs/build.log" 2>&1 ||
-        die "cargo build failed (see $OUT/logs/build.log)"
-    (cd "$REPO/bench/slowdisk" && cargo build --release --bin netfs) >>"$OUT/logs/build.log" 2>&1 ||
-        die "netfs build failed (see $OUT/logs/build.log)"
+    cargo_release --features mpi --bin reclaim --example mkworkload || die "cargo build failed (see $OUT/logs/build.log)"
+    cargo_release -C "$REPO/bench/slowdisk" --bin netfs || die "netfs build failed (see $OUT/logs/build.log)"
 fi
 for b in "$RECLAIM" "$MKWORKLOAD" "$NETFS"; do [[ -x $b ]] || die "missing $b"; done
 grep -q libmpi < <(ldd "$RECLAIM") || die "$RECLAIM was built without --features mpi"
@@ -117,31 +102,9 @@ if [[ -n $DRM ]]; then
     DRM_LIB=$(cd "$(dirname "$DRM")/../lib" && pwd -P) || die "no lib/ beside $DRM"
 fi
 
-MARKER=.reclaim-bench-scratch
-SCRATCH=$(mktemp -d "$SCRATCH_BASE/reclaim-mpi.XXXXXX")
-TOKEN=$(head -c 16 /dev/urandom | od -An -tx1 | tr -d ' \n')
-echo "$TOKEN" >"$SCRATCH/$MARKER"
-LOOPS=() MOUNTED=() NETFS_PID="" SENTINEL_PID=""
+new_scratch reclaim-mpi
+NETFS_PID="" SENTINEL_PID=""
 MAXR=$(tr ' ' '\n' <<<"$RANKS" | sort -n | tail -1)
-fuse_under() { # FUSE mount points under the scratch dir, deepest first
-    awk -v p="$SCRATCH" '($3 == "fuse" || $3 ~ /^fuse\./) && index($2, p "/") == 1 { print $2 }' \
-        /proc/self/mounts | sort -r
-}
-stop_netfs() {
-    # netfs keeps a busy mount mounted and serving on SIGTERM (and an earlier run, stopped
-    # there, left its 8 client mounts behind): detach the client mounts first (lazily: a rank
-    # still inside lets go when it ends), then stop the daemon, and kill it if it lingers.
-    local m i
-    for m in $(fuse_under); do umount -l -- "$m" 2>/dev/null || warn "cannot detach $m"; done
-    if [[ -n $NETFS_PID ]]; then
-        kill -CONT "$NETFS_PID" 2>/dev/null || true
-        kill -TERM "$NETFS_PID" 2>/dev/null || true
-        for i in $(seq 1 50); do kill -0 "$NETFS_PID" 2>/dev/null || break; sleep 0.1; done
-        kill -KILL "$NETFS_PID" 2>/dev/null || true
-        wait "$NETFS_PID" 2>/dev/null || true
-        NETFS_PID=""
-    fi
-}
 cleanup() {
     local rc=$?
     trap - EXIT ERR INT TERM HUP
@@ -149,6 +112,11 @@ cleanup() {
     local pids
     pids=$(jobs -pr | grep -vx "${NETFS_PID:-none}" | grep -vx "${SENTINEL_PID:-none}" || true)
     [[ -n $pids ]] && kill -TERM $pids 2>/dev/null
+    # netfs keeps a busy mount mounted and serving on SIGTERM (and an earlier run, stopped
+    # there, left its client mounts behind): the client mounts are detached first (lazily: a
+    # rank still inside lets go when it ends).
+    local m
+    for m in $(fuse_under); do umount -l -- "$m" 2>/dev/null || warn "cannot detach $m"; done
     stop_netfs
     release_scratch mpi.sh
     [[ -n $SENTINEL_PID ]] && kill "$SENTINEL_PID" 2>/dev/null
@@ -186,17 +154,9 @@ setsid bash -c '
     fi
     umount -l -- "$3/back" 2>/dev/null' mpi-sentinel "$$" "$NETFS_PID" "$SCRATCH" </dev/null >/dev/null 2>&1 &
 SENTINEL_PID=$!
-for _ in $(seq 1 200); do [[ -f $SCRATCH/ready ]] && break; sleep 0.05; done
-[[ -f $SCRATCH/ready ]] || die "netfs did not mount"
+wait_for_file "$SCRATCH/ready" || die "netfs did not mount"
 
-# One rank: a private mount namespace with its client bound at the common path.
-cat >"$SCRATCH/rank.sh" <<'RANK'
-#!/bin/sh
-r=${OMPI_COMM_WORLD_RANK:?not started by mpirun}
-exec unshare -m --propagation private sh -c 'mount --bind "$1" "$2" && shift 2 && exec "$@"' \
-    sh "$CLIENTS/c$r" "$COMMON" "$@"
-RANK
-chmod +x "$SCRATCH/rank.sh"
+write_rank_script "$SCRATCH/rank.sh"
 MPIRUN=(mpirun --allow-run-as-root --oversubscribe -x "CLIENTS=$SCRATCH" -x "COMMON=$SCRATCH/common" -x RECLAIM_CONFIG=)
 DRM_RUN=(mpirun --allow-run-as-root --oversubscribe -x "CLIENTS=$SCRATCH" -x "COMMON=$SCRATCH/common" -x "LD_LIBRARY_PATH=$DRM_LIB")
 W=$SCRATCH/common/w

@@ -86,49 +86,15 @@ for t in $TYPES; do
 done
 [[ $EUID -eq 0 ]] || { echo "net.sh: must run as root (FUSE mount, drop_caches)" >&2; exit 1; }
 
-T0=$(date +%s)
-PROGRESS_LOG=/dev/null
-REPO=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd -P)
-TARGET_DIR=${CARGO_TARGET_DIR:-$REPO/target}
-RECLAIM=$TARGET_DIR/release/reclaim
-MKWORKLOAD=$TARGET_DIR/release/examples/mkworkload
-NETFS=$REPO/bench/slowdisk/target/release/netfs
-OUT=${OUT:-$REPO/bench/out/net-$(date +%Y%m%d-%H%M%S)}
-mkdir -p "$OUT/logs"
-OUT=$(cd "$OUT" && pwd -P)
-PROGRESS_LOG=$OUT/progress.log
-: >"$PROGRESS_LOG"
-
+bench_setup net
 if [[ $NO_BUILD == 0 ]]; then
-    log "building reclaim (release) and netfs"
-    (cd "$REPO" && cargo build --release --bin reclaim --example mkworkload) >"$OUT/logs/build.log" 2>&1 ||
-        die "cargo build failed (see $OUT/logs/build.log)"
-    (cd "$REPO/bench/slowdisk" && cargo build --release --bin netfs) >>"$OUT/logs/build.log" 2>&1 ||
-        die "netfs build failed (see $OUT/logs/build.log)"
+    cargo_release --bin reclaim --example mkworkload || die "cargo build failed (see $OUT/logs/build.log)"
+    cargo_release -C "$REPO/bench/slowdisk" --bin netfs || die "netfs build failed (see $OUT/logs/build.log)"
 fi
 for b in "$RECLAIM" "$MKWORKLOAD" "$NETFS"; do [[ -x $b ]] || die "missing $b"; done
 
-MARKER=.reclaim-bench-scratch
-SCRATCH=$(mktemp -d "$SCRATCH_BASE/reclaim-net.XXXXXX")
-TOKEN=$(head -c 16 /dev/urandom | od -An -tx1 | tr -d ' \n')
-echo "$TOKEN" >"$SCRATCH/$MARKER"
-LOOPS=() MOUNTED=() NETFS_PID=""
-stop_netfs() {
-    if [[ -n $NETFS_PID ]]; then
-        kill -CONT "$NETFS_PID" 2>/dev/null || true
-        kill -TERM "$NETFS_PID" 2>/dev/null || true
-        # netfs keeps a busy mount (a stopped run's client still in it) and serves on: after
-        # 5 s, detach the mount and kill it, or the script would wait here forever.
-        local i
-        for i in $(seq 1 50); do kill -0 "$NETFS_PID" 2>/dev/null || break; sleep 0.1; done
-        if kill -0 "$NETFS_PID" 2>/dev/null; then
-            umount -l "$SCRATCH/mnt" 2>/dev/null || true
-            kill -KILL "$NETFS_PID" 2>/dev/null || true
-        fi
-        wait "$NETFS_PID" 2>/dev/null || true
-        NETFS_PID=""
-    fi
-}
+new_scratch reclaim-net
+NETFS_PID=""
 cleanup() { stop_netfs; release_scratch net.sh; }
 trap cleanup EXIT
 trap 'exit 130' INT TERM
@@ -151,12 +117,7 @@ start_netfs() { # rtt slots type
         --readdirplus --subtype "$(subtype_of "$3")" --listing "$LISTING" \
         --stats "$SCRATCH/stats.json" --ready-file "$SCRATCH/ready" 2>>"$OUT/logs/netfs.log" &
     NETFS_PID=$!
-    local i
-    for i in $(seq 1 200); do
-        [[ -f $SCRATCH/ready ]] && return 0
-        sleep 0.05
-    done
-    die "netfs did not mount"
+    wait_for_file "$SCRATCH/ready" || die "netfs did not mount"
 }
 
 netfs_cpu() { # the daemon's CPU time so far (user + system, all threads), in clock ticks

@@ -70,44 +70,15 @@ for t in tar zstd mksquashfs tar2sqfs sqfs2tar rsync bc python3; do
     command -v "$t" >/dev/null || { echo "pack.sh: needs $t (apt-get install tar zstd squashfs-tools squashfs-tools-ng rsync bc python3)" >&2; exit 1; }
 done
 
-T0=$(date +%s)
-PROGRESS_LOG=/dev/null
-REPO=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd -P)
-TARGET_DIR=${CARGO_TARGET_DIR:-$REPO/target}
-RECLAIM=$TARGET_DIR/release/reclaim
-NETFS=$REPO/bench/slowdisk/target/release/netfs
-OUT=${OUT:-$REPO/bench/out/pack-$(date +%Y%m%d-%H%M%S)}
-mkdir -p "$OUT/logs"
-OUT=$(cd "$OUT" && pwd -P)
-PROGRESS_LOG=$OUT/progress.log
-: >"$PROGRESS_LOG"
-
+bench_setup pack
 if [[ $NO_BUILD == 0 ]]; then
-    log "building reclaim (release) and netfs"
-    (cd "$REPO" && cargo build --release --bin reclaim) >"$OUT/logs/build.log" 2>&1 ||
-        die "cargo build failed (see $OUT/logs/build.log)"
-    (cd "$REPO/bench/slowdisk" && cargo build --release --bin netfs) >>"$OUT/logs/build.log" 2>&1 ||
-        die "netfs build failed (see $OUT/logs/build.log)"
+    cargo_release --bin reclaim || die "cargo build failed (see $OUT/logs/build.log)"
+    cargo_release -C "$REPO/bench/slowdisk" --bin netfs || die "netfs build failed (see $OUT/logs/build.log)"
 fi
 [[ -x $RECLAIM ]] || die "missing $RECLAIM"
 
-MARKER=.reclaim-bench-scratch
-SCRATCH=$(mktemp -d "$SCRATCH_BASE/reclaim-pack.XXXXXX")
-TOKEN=$(head -c 16 /dev/urandom | od -An -tx1 | tr -d ' \n')
-echo "$TOKEN" >"$SCRATCH/$MARKER"
-LOOPS=() MOUNTED=() NETFS_PID=""
-stop_netfs() {
-    if [[ -n $NETFS_PID ]]; then
-        kill -TERM "$NETFS_PID" 2>/dev/null || true
-        # netfs unmounts on SIGTERM; once a run left it waiting on its threads after the
-        # unmount: give it 10 s, then end it.
-        local i
-        for i in $(seq 1 100); do kill -0 "$NETFS_PID" 2>/dev/null || break; sleep 0.1; done
-        kill -KILL "$NETFS_PID" 2>/dev/null || true
-        wait "$NETFS_PID" 2>/dev/null || true
-        NETFS_PID=""
-    fi
-}
+new_scratch reclaim-pack
+NETFS_PID=""
 cleanup() {
     local m
     # The archive mounts first (they hold the netfs mount busy), then the rest.
@@ -218,8 +189,7 @@ for fs in $FSS; do
         "$NETFS" --backing "$SCRATCH/back" --mount "$SCRATCH/nmnt" --rtt "$RTT" --slots 64 \
             --readdirplus --subtype nfs --ready-file "$SCRATCH/ready" 2>>"$OUT/logs/netfs.log" &
         NETFS_PID=$!
-        for _ in $(seq 1 200); do [[ -f $SCRATCH/ready ]] && break; sleep 0.05; done
-        [[ -f $SCRATCH/ready ]] || die "netfs did not mount"
+        wait_for_file "$SCRATCH/ready" || die "netfs did not mount"
         for run in $(seq 1 "$NET_RUNS"); do
             for m in "${METHODS[@]}"; do
                 guard "$SCRATCH/back/tree"

@@ -17,14 +17,7 @@ shopt -s inherit_errexit 2>/dev/null || true
 # shellcheck source=bench/lib.sh
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
-# Run in a private mount namespace: our loop mounts are invisible outside (nothing can be left
-# mounted in the host namespace, even after kill -9), and other processes that unshare(2)
-# meanwhile (test suites) cannot take copies of them that would keep a file system alive
-# after our umount. Look inside with: nsenter -t <pid of run.sh> -m findmnt
-if [[ $EUID -eq 0 && -z ${RECLAIM_BENCH_NS:-} ]] && unshare --mount --propagation private true 2>/dev/null; then
-    export RECLAIM_BENCH_NS=$$
-    exec unshare --mount --propagation private -- bash "${BASH_SOURCE[0]}" "$@"
-fi
+private_mount_ns RECLAIM_BENCH_NS "$@"
 
 # ---------------------------------------------------------------------------------------------
 # Options
@@ -124,20 +117,7 @@ PROGRESS_LOG=/dev/null
 
 [[ $EUID -eq 0 ]] || { echo "run.sh: must run as root (loop devices, mount, drop_caches)" >&2; exit 1; }
 
-REPO=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd -P)
-[[ -f $REPO/Cargo.toml && -d $REPO/bench ]] || die "cannot find the repository root from $0"
-TARGET_DIR=${CARGO_TARGET_DIR:-$REPO/target}
-[[ $TARGET_DIR == /* ]] || TARGET_DIR=$REPO/$TARGET_DIR
-RECLAIM=$TARGET_DIR/release/reclaim
-FLOOR=$TARGET_DIR/release/examples/floor
-MKWORKLOAD=$TARGET_DIR/release/examples/mkworkload
-NPROC=$(nproc)
-
-OUT=${OUT:-$REPO/bench/out/$(date +%Y%m%d-%H%M%S)}
-mkdir -p "$OUT/logs"
-OUT=$(cd "$OUT" && pwd -P)
-PROGRESS_LOG=$OUT/progress.log
-: >"$PROGRESS_LOG"
+bench_setup ""
 
 # ---------------------------------------------------------------------------------------------
 # Methods: name -> command template. Adding a variant is one line here (or --method).
@@ -202,19 +182,7 @@ ensure_tools() {
         [dumpe2fs]=e2fsprogs [losetup]=mount [python3]=python3 [find]=findutils
         [xargs]=findutils [timeout]=coreutils [/usr/bin/time]=time [mkfs.btrfs]=btrfs-progs
     )
-    local missing=() c
-    for c in "${!pkg_of[@]}"; do
-        command -v "$c" >/dev/null 2>&1 || missing+=("${pkg_of[$c]}")
-    done
-    if [[ ${#missing[@]} -gt 0 ]]; then
-        mapfile -t missing < <(printf '%s\n' "${missing[@]}" | sort -u)
-        [[ $NO_INSTALL == 0 ]] || die "missing packages: ${missing[*]}"
-        command -v apt-get >/dev/null || die "missing packages (no apt-get): ${missing[*]}"
-        log "installing ${missing[*]}"
-        DEBIAN_FRONTEND=noninteractive apt-get update -qq >>"$OUT/logs/install.log" 2>&1
-        DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}" >>"$OUT/logs/install.log" 2>&1 ||
-            die "apt-get install failed, see $OUT/logs/install.log"
-    fi
+    install_missing pkg_of
     local m want_rmz=0 root=${RECLAIM_BENCH_RMZ_ROOT:-/opt/peers}
     RMZ=$(command -v rmz 2>/dev/null || true)
     [[ -n $RMZ ]] || { [[ -x $root/bin/rmz ]] && RMZ=$root/bin/rmz; } || true
@@ -236,11 +204,9 @@ build() {
     if [[ $NO_BUILD == 1 ]]; then
         log "not building (--no-build)"
     else
-        log "building: cargo build --release --bin reclaim --examples (log: $OUT/logs/build.log)"
-        if ! (cd "$REPO" && cargo build --release --bin reclaim --examples) >"$OUT/logs/build.log" 2>&1; then
+        if ! cargo_release --bin reclaim --examples; then
             warn "building reclaim failed; trying the examples alone"
-            (cd "$REPO" && cargo build --release --examples) >>"$OUT/logs/build.log" 2>&1 ||
-                die "cargo build failed, see $OUT/logs/build.log"
+            cargo_release --examples || die "cargo build failed, see $OUT/logs/build.log"
             RECLAIM_BROKEN="build failed"
         fi
     fi
@@ -261,26 +227,11 @@ build() {
 # Scratch directory and safety guards
 # ---------------------------------------------------------------------------------------------
 
-MARKER=.reclaim-bench-scratch
-SCRATCH="" TOKEN=""
+SCRATCH=""
 declare -a MOUNTED=() LOOPS=()
 
-safe_rm() { # removes $1 (inside scratch, nothing mounted below)
-    guard "$1"
-    [[ -z $(mounts_under "$(realpath -m -- "$1")") ]] || die "refusing to remove $1: something is mounted below it"
-    rm -rf --one-file-system -- "$1"
-}
-
 make_scratch() {
-    local base
-    base=$(realpath -e -- "$SCRATCH_BASE") || die "scratch base $SCRATCH_BASE does not exist"
-    case $base/ in
-        "$REPO"/* | /work/ | / | "${HOME:-/root}"/) die "refusing scratch base $base" ;;
-    esac
-    SCRATCH=$(mktemp -d "$base/reclaim-bench.XXXXXXXX")
-    SCRATCH=$(realpath -e -- "$SCRATCH")
-    TOKEN="reclaim-bench $$ $(date +%s%N) $RANDOM$RANDOM $SCRATCH"
-    printf '%s' "$TOKEN" >"$SCRATCH/$MARKER"
+    new_scratch reclaim-bench
     mkdir "$SCRATCH/mnt" "$SCRATCH/root" "$SCRATCH/empty" "$SCRATCH/preflight" "$SCRATCH/bin"
     # reclaim as GNU rm: a link named rm (issue 13).
     ln -s "$RECLAIM" "$SCRATCH/bin/rm"
@@ -495,10 +446,7 @@ preflight() { # checks every method on a tiny tree in the scratch dir
 # ---------------------------------------------------------------------------------------------
 
 log "reclaim removal benchmark: files=$FILES runs=$RUNS workloads='$WORKLOADS' fs='$FS_LIST' methods='${METHODS[*]}' out=$OUT"
-LOAD_START=$(load1)
-if awk -v l="$LOAD_START" -v n="$NPROC" 'BEGIN { exit !(l > n / 2) }'; then
-    warn "the machine is busy (load average $LOAD_START on $NPROC CPUs): timings will be noisy"
-fi
+warn_if_busy
 ensure_tools
 build
 make_scratch
@@ -537,12 +485,7 @@ fi
 
 # Metadata for the summary.
 {
-    printf 'date\t%s\n' "$(date -u '+%Y-%m-%d %H:%M:%S UTC')"
-    printf 'kernel\t%s\n' "$(uname -r)"
-    printf 'os\t%s\n' "$(. /etc/os-release 2>/dev/null && echo "${PRETTY_NAME:-?}")"
-    printf 'cpus\t%s\n' "$NPROC"
-    printf 'cpu_model\t%s\n' "$(awk -F': ' '/^model name/ { print $2; exit }' /proc/cpuinfo)"
-    printf 'memory\t%s\n' "$(awk '/^MemTotal/ { printf "%.1f GiB", $2 / 1048576 }' /proc/meminfo)"
+    machine_meta
     printf 'command\t%s\n' "bash bench/run.sh ${ORIG_ARGS[*]}"
     printf 'files\t%s\n' "$FILES"
     printf 'runs\t%s\n' "$RUNS"
@@ -551,8 +494,6 @@ fi
     printf 'size\t%s\n' "$SIZE"
     printf 'peers\t%s\n' "$PEERS"
     printf 'caches\t%s\n' "$CACHES"
-    printf 'load_start\t%s\n' "$LOAD_START"
-    printf 'git\t%s\n' "$(git -C "$REPO" rev-parse --short HEAD 2>/dev/null || echo '?')$([[ -n $(git -C "$REPO" status --porcelain -- src Cargo.toml 2>/dev/null) ]] && echo ' (src dirty)')"
     printf 'image\t%s GiB sparse image per run, cp --sparse=always from a golden image; losetup --direct-io=on\n' "$((IMG_BYTES >> 30))"
     for f in ext4 xfs btrfs; do
         mkfs=$MKFS_EXT4

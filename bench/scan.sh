@@ -22,10 +22,7 @@ shopt -s inherit_errexit 2>/dev/null || true
 # shellcheck source=bench/lib.sh
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
-if [[ $EUID -eq 0 && -z ${RECLAIM_BENCH_NS:-} ]] && unshare --mount --propagation private true 2>/dev/null; then
-    export RECLAIM_BENCH_NS=$$
-    exec unshare --mount --propagation private -- bash "${BASH_SOURCE[0]}" "$@"
-fi
+private_mount_ns RECLAIM_BENCH_NS "$@"
 
 usage() {
     cat <<'EOF'
@@ -92,20 +89,8 @@ PROGRESS_LOG=/dev/null
 
 [[ $EUID -eq 0 ]] || { echo "scan.sh: must run as root (loop device, mount, drop_caches)" >&2; exit 1; }
 
-REPO=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd -P)
-[[ -f $REPO/Cargo.toml && -d $REPO/bench ]] || die "cannot find the repository root from $0"
-TARGET_DIR=${CARGO_TARGET_DIR:-$REPO/target}
-[[ $TARGET_DIR == /* ]] || TARGET_DIR=$REPO/$TARGET_DIR
-RECLAIM=$TARGET_DIR/release/reclaim
-MKWORKLOAD=$TARGET_DIR/release/examples/mkworkload
-NPROC=$(nproc)
+bench_setup scan
 PEER_ROOT=${RECLAIM_BENCH_PEER_ROOT:-/opt/peers}
-
-OUT=${OUT:-$REPO/bench/out/scan-$(date +%Y%m%d-%H%M%S)}
-mkdir -p "$OUT/logs"
-OUT=$(cd "$OUT" && pwd -P)
-PROGRESS_LOG=$OUT/progress.log
-: >"$PROGRESS_LOG"
 
 # ---------------------------------------------------------------------------------------------
 # Methods: name -> command template; each prints what it found on stdout (kept in logs/).
@@ -181,9 +166,7 @@ build() {
     if [[ $NO_BUILD == 1 ]]; then
         log "not building (--no-build)"
     else
-        log "building: cargo build --release --bin reclaim --example mkworkload (log: $OUT/logs/build.log)"
-        (cd "$REPO" && cargo build --release --bin reclaim --example mkworkload) >"$OUT/logs/build.log" 2>&1 ||
-            die "cargo build failed, see $OUT/logs/build.log"
+        cargo_release --bin reclaim --example mkworkload || die "cargo build failed, see $OUT/logs/build.log"
     fi
     [[ -x $RECLAIM && -x $MKWORKLOAD ]] || die "missing $RECLAIM or $MKWORKLOAD"
 }
@@ -192,34 +175,14 @@ build() {
 # Scratch directory and safety guards
 # ---------------------------------------------------------------------------------------------
 
-MARKER=.reclaim-bench-scratch
-SCRATCH="" TOKEN="" LOOP="" MNT=""
+SCRATCH="" LOOP="" MNT=""
 
 
 make_scratch() {
-    local base
-    base=$(realpath -e -- "$SCRATCH_BASE") || die "scratch base $SCRATCH_BASE does not exist"
-    case $base/ in
-        "$REPO"/* | /work/ | / | "${HOME:-/root}"/) die "refusing scratch base $base" ;;
-    esac
-    SCRATCH=$(mktemp -d "$base/reclaim-scanbench.XXXXXXXX")
-    SCRATCH=$(realpath -e -- "$SCRATCH")
-    TOKEN="reclaim-scanbench $$ $(date +%s%N) $RANDOM$RANDOM $SCRATCH"
-    printf '%s' "$TOKEN" >"$SCRATCH/$MARKER"
+    new_scratch reclaim-scanbench
     mkdir "$SCRATCH/mnt"
     MNT=$SCRATCH/mnt
     log "scratch dir: $SCRATCH ($(findmnt -no SOURCE,FSTYPE -T "$SCRATCH" | tr -s ' '))"
-}
-
-umount_retry() {
-    local m=$1 i
-    for i in 1 2 3 4 5; do
-        umount -- "$m" 2>/dev/null && return 0
-        sleep 1
-    done
-    mountpoint -q -- "$m" || return 0
-    warn "lazy unmount of $m"
-    umount -l -- "$m"
 }
 
 exec {STDERR_FD}>&2
@@ -320,28 +283,19 @@ measure() { # method run
 # ---------------------------------------------------------------------------------------------
 
 log "reclaim scan benchmark: files=$FILES runs=$RUNS methods='${METHODS[*]}' out=$OUT"
-LOAD_START=$(load1)
-if awk -v l="$LOAD_START" -v n="$NPROC" 'BEGIN { exit !(l > n / 2) }'; then
-    warn "the machine is busy (load average $LOAD_START on $NPROC CPUs): timings will be noisy"
-fi
+warn_if_busy
 ensure_tools
 build
 make_scratch
 build_image
 
 {
-    printf 'date\t%s\n' "$(date -u '+%Y-%m-%d %H:%M:%S UTC')"
-    printf 'kernel\t%s\n' "$(uname -r)"
-    printf 'cpus\t%s\n' "$NPROC"
-    printf 'cpu_model\t%s\n' "$(awk -F': ' '/^model name/ { print $2; exit }' /proc/cpuinfo)"
-    printf 'memory\t%s\n' "$(awk '/^MemTotal/ { printf "%.1f GiB", $2 / 1048576 }' /proc/meminfo)"
+    machine_meta
     printf 'command\t%s\n' "bash bench/scan.sh ${ORIG_ARGS[*]}"
     printf 'files\t%s\n' "$FILES"
     printf 'runs\t%s\n' "$RUNS"
     printf 'workload\tmkworkload %s\n' "$SPEC"
     printf 'image\t%s GiB sparse, %s; losetup --direct-io=on; mount -o ro,noatime\n' "$((IMG_BYTES >> 30))" "$MKFS_EXT4"
-    printf 'load_start\t%s\n' "$LOAD_START"
-    printf 'git\t%s\n' "$(git -C "$REPO" rev-parse --short HEAD 2>/dev/null || echo '?')$([[ -n $(git -C "$REPO" status --porcelain -- src Cargo.toml 2>/dev/null) ]] && echo ' (src dirty)')"
     printf 'versions\t%s; %s; %s; %s\n' "$(du --version | head -1)" "$({ "${DUA:-false}" --version 2>/dev/null || echo 'dua -'; } | head -1)" \
         "gdu $({ gdu --version 2>/dev/null || echo '-'; } | head -1 | awk '{ print $NF }')" "$({ ncdu -v 2>/dev/null || echo 'ncdu -'; } | head -1)"
 } >"$OUT/meta.tsv"

@@ -68,31 +68,18 @@ while [[ $# -gt 0 ]]; do
 done
 [[ $EUID -eq 0 ]] || { echo "select.sh: must run as root (loop mounts, drop_caches)" >&2; exit 1; }
 
-REPO=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
-TARGET_DIR=${CARGO_TARGET_DIR:-$REPO/target}
-OUT=${OUT:-$REPO/bench/out/select-$(date +%Y%m%d-%H%M%S)}
-mkdir -p "$OUT/logs"
-T0=$(date +%s) PROGRESS_LOG=$OUT/progress.log
-RECLAIM=$TARGET_DIR/release/reclaim
+bench_setup select
 FLOORN=$TARGET_DIR/release/examples/unlink_names
 FLOORP=$TARGET_DIR/release/examples/unlink_paths
-NETFS=$REPO/bench/slowdisk/target/release/netfs
 if [[ $NO_BUILD == 0 ]]; then
-    log "building reclaim (release), unlink_names, unlink_paths and netfs"
-    (cd "$REPO" && cargo build --release --features mpi --bins --example unlink_names --example unlink_paths) >>"$OUT/logs/build.log" 2>&1 ||
+    cargo_release --features mpi --bins --example unlink_names --example unlink_paths ||
         die "build failed (see $OUT/logs/build.log)"
-    (cd "$REPO/bench/slowdisk" && cargo build --release --bin netfs) >>"$OUT/logs/build.log" 2>&1 ||
-        die "netfs build failed"
+    cargo_release -C "$REPO/bench/slowdisk" --bin netfs || die "netfs build failed (see $OUT/logs/build.log)"
 fi
 
-MARKER=.reclaim-bench-scratch TOKEN=$(head -c 12 /dev/urandom | od -An -tx1 | tr -d ' \n')
-SCRATCH=$(mktemp -d "$SCRATCH_BASE/reclaim-select.XXXXXX")
-echo "$TOKEN" >"$SCRATCH/$MARKER"
-LOOPS=() MOUNTED=() NETFS_PID=""
-cleanup() {
-    if [[ -n $NETFS_PID ]]; then kill -TERM "$NETFS_PID" 2>/dev/null || true; wait "$NETFS_PID" 2>/dev/null || true; fi
-    release_scratch select.sh
-}
+new_scratch reclaim-select
+NETFS_PID=""
+cleanup() { stop_netfs; release_scratch select.sh; }
 trap cleanup EXIT
 trap 'exit 130' INT TERM
 
@@ -262,8 +249,7 @@ if [[ " $SECTIONS " == *" net "* ]]; then
     "$NETFS" --backing "$SCRATCH/back" --mount "$SCRATCH/net" --rtt "$RTT" --slots 64 \
         --server-ops 128 --readdirplus --subtype nfs --ready-file "$SCRATCH/ready" 2>>"$OUT/logs/netfs.log" &
     NETFS_PID=$!
-    for _ in $(seq 1 200); do [[ -f $SCRATCH/ready ]] && break; sleep 0.05; done
-    [[ -f $SCRATCH/ready ]] || die "netfs did not mount"
+    wait_for_file "$SCRATCH/ready" || die "netfs did not mount"
     left=$((NET - (NET + 2) / 3))
     for run in $(seq 1 "$RUNS"); do
         for m in $(rotate "$run" reclaim find-mtime reclaim-from); do
@@ -288,7 +274,7 @@ fi
 
 if [[ " $SECTIONS " == *" mpi "* ]]; then
     command -v mpirun >/dev/null || die "mpirun not found (Debian: openmpi-bin)"
-    [[ -n $NETFS_PID ]] && { kill -TERM "$NETFS_PID"; wait "$NETFS_PID" 2>/dev/null || true; NETFS_PID=""; }
+    stop_netfs
     mountpoint -q "$SCRATCH/back" 2>/dev/null || {
         mkdir -p "$SCRATCH/back"
         mount -t tmpfs -o size=2g,nr_inodes=4m select-back "$SCRATCH/back"; MOUNTED+=("$SCRATCH/back")
@@ -301,15 +287,8 @@ if [[ " $SECTIONS " == *" mpi "* ]]; then
     "$NETFS" --backing "$SCRATCH/back" "${mounts[@]}" --rtt "$RTT" --slots 64 --server-ops 128 \
         --readdirplus --subtype nfs --ready-file "$SCRATCH/ready" 2>>"$OUT/logs/netfs.log" &
     NETFS_PID=$!
-    for _ in $(seq 1 200); do [[ -f $SCRATCH/ready ]] && break; sleep 0.05; done
-    [[ -f $SCRATCH/ready ]] || die "netfs did not mount"
-    cat >"$SCRATCH/rank.sh" <<'RANK'
-#!/bin/sh
-r=${OMPI_COMM_WORLD_RANK:?not started by mpirun}
-exec unshare -m --propagation private sh -c 'mount --bind "$1" "$2" && shift 2 && exec "$@"' \
-    sh "$CLIENTS/c$r" "$COMMON" "$@"
-RANK
-    chmod +x "$SCRATCH/rank.sh"
+    wait_for_file "$SCRATCH/ready" || die "netfs did not mount"
+    write_rank_script "$SCRATCH/rank.sh"
     left=$((MPI_FILES - (MPI_FILES + 2) / 3))
     for run in $(seq 1 "$RUNS"); do
         for m in $(rotate "$run" plain $(for n in $RANKS; do echo "np$n"; done)); do

@@ -24,10 +24,7 @@ shopt -s inherit_errexit 2>/dev/null || true
 # shellcheck source=bench/lib.sh
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
-if [[ $EUID -eq 0 && -z ${RECLAIM_TRASH_BENCH_NS:-} ]] && unshare --mount --propagation private true 2>/dev/null; then
-    export RECLAIM_TRASH_BENCH_NS=$$
-    exec unshare --mount --propagation private -- bash "${BASH_SOURCE[0]}" "$@"
-fi
+private_mount_ns RECLAIM_TRASH_BENCH_NS "$@"
 unset RECLAIM_NO_SPAWN # the detached reaper must start
 export RECLAIM_CONFIG= # reclaim's built-in defaults: no /etc/reclaim.toml, ~/.config/reclaim.toml
 
@@ -179,18 +176,9 @@ PROGRESS_LOG=/dev/null
 
 [[ $EUID -eq 0 ]] || { echo "trash.sh: must run as root (loop devices, mount, drop_caches)" >&2; exit 1; }
 
-REPO=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd -P)
-[[ -f $REPO/Cargo.toml && -d $REPO/bench/trash ]] || die "cannot find the repository root from $0"
-TARGET_DIR=${CARGO_TARGET_DIR:-$REPO/target}
-[[ $TARGET_DIR == /* ]] || TARGET_DIR=$REPO/$TARGET_DIR
+bench_setup trash "progress-$EXP.log"
+[[ -d $REPO/bench/trash ]] || die "cannot find bench/trash in $REPO"
 MEASURE=$REPO/bench/trash/measure.py
-NPROC=$(nproc)
-
-OUT=${OUT:-$REPO/bench/out/trash-$(date +%Y%m%d-%H%M%S)}
-mkdir -p "$OUT/logs"
-OUT=$(cd "$OUT" && pwd -P)
-PROGRESS_LOG=$OUT/progress-$EXP.log
-: >"$PROGRESS_LOG"
 CSV=$OUT/$EXP.csv
 
 # ---------------------------------------------------------------------------------------------
@@ -249,19 +237,7 @@ ensure_tools() {
         [filefrag]=e2fsprogs [findmnt]=util-linux
     )
     [[ $EXP == durable && $NO_STRACE == 0 ]] && pkg_of[strace]=strace
-    local missing=() c
-    for c in "${!pkg_of[@]}"; do
-        command -v "$c" >/dev/null 2>&1 || missing+=("${pkg_of[$c]}")
-    done
-    if [[ ${#missing[@]} -gt 0 ]]; then
-        mapfile -t missing < <(printf '%s\n' "${missing[@]}" | sort -u)
-        [[ $NO_INSTALL == 0 ]] || die "missing packages: ${missing[*]}"
-        command -v apt-get >/dev/null || die "missing packages (no apt-get): ${missing[*]}"
-        log "installing ${missing[*]}"
-        DEBIAN_FRONTEND=noninteractive apt-get update -qq >>"$OUT/logs/install.log" 2>&1
-        DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}" >>"$OUT/logs/install.log" 2>&1 ||
-            die "apt-get install failed, see $OUT/logs/install.log"
-    fi
+    install_missing pkg_of
     if [[ $EXP == durable ]] && ! command -v rustc >/dev/null; then
         die "rustc is needed to compile bench/trash/durable_peer.rs"
     fi
@@ -271,8 +247,7 @@ build() {
     if [[ $NO_BUILD == 1 ]]; then
         log "not building (--no-build)"
     else
-        log "building: cargo build --release --bin reclaim --examples (log: $OUT/logs/build.log)"
-        if ! (cd "$REPO" && cargo build --release --bin reclaim --examples) >"$OUT/logs/build.log" 2>&1; then
+        if ! cargo_release --bin reclaim --examples; then
             warn "cargo build failed (see $OUT/logs/build.log); using the binaries already in $TARGET_DIR/release"
         fi
     fi
@@ -322,8 +297,7 @@ check_features() {
 # Scratch directory, safety guards, cleanup
 # ---------------------------------------------------------------------------------------------
 
-MARKER=.reclaim-bench-scratch
-SCRATCH="" TOKEN="" BIN="" MEASURE_PID=""
+SCRATCH="" BIN="" MEASURE_PID=""
 declare -a LOOPS=()
 
 guard_on_loop() { # path mnt: dies unless path is inside scratch and on our loop mount mnt
@@ -333,22 +307,9 @@ guard_on_loop() { # path mnt: dies unless path is inside scratch and on our loop
     [[ $m == "$2" && " ${MOUNTED[*]} " == *" $2 "* ]] ||
         die "refusing: $1 is on '$m', not on this script's loop mount $2"
 }
-safe_rm() {
-    guard "$1"
-    [[ -z $(mounts_under "$(realpath -m -- "$1")") ]] || die "refusing to remove $1: something is mounted below it"
-    rm -rf --one-file-system -- "$1"
-}
 
 make_scratch() {
-    local base
-    base=$(realpath -e -- "$SCRATCH_BASE") || die "scratch base $SCRATCH_BASE does not exist"
-    case $base/ in
-        "$REPO"/* | "$(dirname "$REPO")"/ | / | "${HOME:-/root}"/) die "refusing scratch base $base" ;;
-    esac
-    SCRATCH=$(mktemp -d "$base/reclaim-trash-bench.XXXXXXXX")
-    SCRATCH=$(realpath -e -- "$SCRATCH")
-    TOKEN="reclaim-trash-bench $$ $(date +%s%N) $RANDOM$RANDOM $SCRATCH"
-    printf '%s' "$TOKEN" >"$SCRATCH/$MARKER"
+    new_scratch reclaim-trash-bench
     mkdir "$SCRATCH/mnt"
     log "scratch dir: $SCRATCH ($(findmnt -no SOURCE,FSTYPE -T "$SCRATCH" | tr -s ' '); $(df -h --output=avail "$SCRATCH" | tail -1 | tr -d ' ') free)"
 }
@@ -770,19 +731,12 @@ preflight() {
 write_meta() {
     {
         printf 'experiment\t%s\n' "$EXP"
-        printf 'date\t%s\n' "$(date -u '+%Y-%m-%d %H:%M:%S UTC')"
-        printf 'kernel\t%s\n' "$(uname -r)"
-        printf 'os\t%s\n' "$(. /etc/os-release 2>/dev/null && echo "${PRETTY_NAME:-?}")"
-        printf 'cpus\t%s\n' "$NPROC"
-        printf 'cpu_model\t%s\n' "$(awk -F': ' '/^model name/ { print $2; exit }' /proc/cpuinfo)"
-        printf 'memory\t%s\n' "$(awk '/^MemTotal/ { printf "%.1f GiB", $2 / 1048576 }' /proc/meminfo)"
+        machine_meta
         printf 'command\t%s\n' "bash bench/trash.sh ${ORIG_ARGS[*]}"
         printf 'runs\t%s\n' "$RUNS"
-        printf 'git\t%s\n' "$(git -C "$REPO" rev-parse --short HEAD 2>/dev/null || echo '?')$([[ -n $(git -C "$REPO" status --porcelain -- src Cargo.toml 2>/dev/null) ]] && echo ' (src dirty)')"
         printf 'reclaim\t%s (sha256 %s…, copied to the scratch dir at start)\n' "$TARGET_DIR/release/reclaim" "$RECLAIM_SHA"
         printf 'caches\tcold: sync; echo 3 > /proc/sys/vm/drop_caches before every removal%s\n' \
             "$([[ $COLD_BIN == 1 ]] && echo ' (programs cold too)' || echo '; then the program and reclaim run --version once (warm executables)')"
-        printf 'load_start\t%s\n' "$LOAD_START"
         printf 'config\tRECLAIM_CONFIG= (no config file: built-in defaults)\n'
         printf 'namespace\t%s\n' "$([[ -n ${RECLAIM_TRASH_BENCH_NS:-} ]] && echo 'private mount namespace' || echo 'host mount namespace')"
         printf 'scratch\t%s on %s\n' "$SCRATCH" "$(findmnt -no SOURCE,FSTYPE,OPTIONS -T "$SCRATCH" | tr -s ' ')"
@@ -814,10 +768,7 @@ write_meta() {
 # ---------------------------------------------------------------------------------------------
 
 log "trash benchmark: $EXP, runs=$RUNS, fs='$FS_LIST', methods='${METHODS[*]}', out=$OUT"
-LOAD_START=$(load1)
-if awk -v l="$LOAD_START" -v n="$NPROC" 'BEGIN { exit !(l > n / 2) }'; then
-    warn "the machine is busy (load average $LOAD_START on $NPROC CPUs): timings will be noisy"
-fi
+warn_if_busy
 ensure_tools
 build
 make_scratch
