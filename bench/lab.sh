@@ -478,7 +478,7 @@ run_one() { # device fs workload method order rep
     if has "$VICTIMS" pg; then
         # The database's tables and indexes into shared_buffers first (pg_prewarm: a mostly
         # sequential read of ~200 MB), so that what it asks of the disk is its WAL commit
-        # stream. Before 2026-11-26 (session 5) pgbench warmed its buffers up with random
+        # stream. Before 2026-11-26 pgbench warmed its buffers up with random
         # reads during the whole run: the emulated HDD was 95% busy before any removal.
         pg_start "$mnt/pg"
         runuser -u postgres -- psql -h "$SCRATCH/pgsock" -p $PG_PORT -q -At -c \

@@ -28,7 +28,7 @@
 # --direct-io: the loop devices read their image with direct I/O (`losetup --direct-io=on`),
 # many requests at once as an SSD takes them; a buffered loop device reads its image one
 # request at a time through the page cache, so cold metadata reads never overlap whatever the
-# workers (bench/RESULTS.md, 2026-11-26 session 9).
+# workers (bench/RESULTS.md, 2026-11-26, "The concurrency rule under a selection").
 #
 # Safety: everything lives in a marked mktemp scratch directory (lib.sh's guard); the loop
 # images and mounts are the script's own and are undone in an EXIT/INT/TERM trap.
@@ -197,7 +197,7 @@ for fs in $FSS; do
                 d=$RUN_MNT/flat; guard "$d"
                 case $m in
                     reclaim) KEEP_LEFT=1 timed flat "$fs" "$run" "$m" "$d" 1000 "$RECLAIM" rm -r --name 'test*.txt' "$d" ;;
-                    # The loop image says rotational; on this busy VM the idle probe can find it
+                    # The loop image says rotational; on a busy machine the idle probe can find it
                     # slow and govern the removal (one worker to start): the engine without it.
                     reclaim-ssd) KEEP_LEFT=1 timed flat "$fs" "$run" "$m" "$d" 1000 "$RECLAIM" rm -r --profile local-ssd --name 'test*.txt' "$d" ;;
                     find-delete) KEEP_LEFT=1 timed flat "$fs" "$run" "$m" "$d" 1000 find "$d" -name 'test*.txt' -delete ;;

@@ -255,7 +255,7 @@ build() {
     [[ $EXP == durable || -x $TARGET_DIR/release/examples/mkworkload ]] || die "missing $TARGET_DIR/release/examples/mkworkload"
 }
 
-# Copies the binaries into the scratch dir: a rebuild during the session cannot change them, and
+# Copies the binaries into the scratch dir: a rebuild during the benchmark cannot change them, and
 # a leftover reaper is recognisable by its executable's path.
 snapshot_binaries() {
     BIN=$SCRATCH/bin
