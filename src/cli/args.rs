@@ -145,11 +145,11 @@ pub struct PruneArgs {
     /// For the last N years that have an entry, keep the newest entry of each
     #[arg(long, value_name = "N")]
     pub keep_yearly: Option<usize>,
-    /// Keep every entry newer than the newest entry's time minus SPAN, in restic's form:
-    /// years, months, days, hours (1y5m7d2h; m is months)
+    /// Keep every entry newer than the newest entry's time minus SPAN (restic's rule): years
+    /// and months on the calendar, then days, hours, minutes (1y6mo, 7d, 36h)
     #[arg(long, value_name = "SPAN", value_parser = crate::cli::units::parse_calendar_span)]
     pub keep_within: Option<crate::engine::prune::policy::CalendarSpan>,
-    /// Remove entries older than this (e.g. 3d, 12h, 2w); never the newest entry
+    /// Remove entries older than this (e.g. 12h, 3d, 2w, 6mo, 1y); never the newest entry
     #[arg(long, value_name = "DURATION", value_parser = crate::cli::units::parse_duration)]
     pub older_than: Option<std::time::Duration>,
     /// Remove oldest first until the file system will have this much free (15% or 200G),
@@ -446,7 +446,7 @@ pub struct RmArgs {
     pub mpi: bool,
     #[command(flatten)]
     pub mode: ModeArgs,
-    /// With --background: keep the entries restorable this long before freeing them (e.g. 10m)
+    /// With --background: keep the entries restorable this long before freeing them (e.g. 10min)
     #[arg(long, value_name = "DURATION", value_parser = crate::cli::units::parse_duration)]
     pub grace: Option<std::time::Duration>,
     /// Make the removal survive a power loss: one fsync per affected directory after its
@@ -503,10 +503,10 @@ pub struct SelectArgs {
     pub max_depth: Option<u32>,
     /// Entries whose time (--time) is at least DURATION before now, exactly: 30d is 30 x 24 h
     /// to the second (find ! -newermt '-30 days'; find -mtime +30 rounds to whole days: 31+)
-    #[arg(long, value_name = "DURATION", value_parser = crate::cli::units::parse_age)]
+    #[arg(long, value_name = "DURATION", value_parser = crate::cli::units::parse_duration)]
     pub older_than: Option<std::time::Duration>,
     /// Entries whose time (--time) is less than DURATION before now (find -newermt '-30 days')
-    #[arg(long, value_name = "DURATION", value_parser = crate::cli::units::parse_age)]
+    #[arg(long, value_name = "DURATION", value_parser = crate::cli::units::parse_duration)]
     pub newer_than: Option<std::time::Duration>,
     /// Which time the age tests read: mtime (data changed, default), atime (last read: least
     /// recently used first), ctime (inode changed), btime (created; a PATH whose file system

@@ -12,7 +12,7 @@
 //! iops = 5000
 //! fast = false
 //! durable = false
-//! grace = "10m"
+//! grace = "10min"        # durations: s, min, h, d, w, mo, y (a bare m is refused)
 //!
 //! [reap]
 //! log = "auto"             # auto | journal | syslog | stderr | file | none
@@ -26,7 +26,7 @@
 //! keep_weekly = 5
 //! keep_monthly = 12
 //! keep_yearly = 10
-//! keep_within = "1y6m"    # restic's form: years, months, days, hours
+//! keep_within = "1y6mo"
 //! older_than = "14d"
 //! keep_free = "15%"
 //! max_total = "300G"
@@ -471,7 +471,7 @@ mod tests {
         assert_eq!(cfg.rm.mode.as_deref(), Some("background"));
         assert_eq!(cfg.prune["backups"].keep_last, Some(3));
         assert_eq!(cfg.prune["backups"].keep_yearly, Some(10));
-        assert_eq!(cfg.prune["backups"].keep_within.as_deref(), Some("1y6m"));
+        assert_eq!(cfg.prune["backups"].keep_within.as_deref(), Some("1y6mo"));
         assert_eq!(cfg.prune["backups"].pattern.as_deref(), Some("backup-*"));
         assert_eq!(cfg.reap.log.as_deref(), Some("auto"));
     }
@@ -494,7 +494,10 @@ mod tests {
             "[rm]\nmax_latency = \"fast\"",
             "[prune.x]\nkeep_free = \"150%\"",
             "[prune.x]\nsort = \"size\"",
-            "[prune.x]\nkeep_within = \"1w\"",
+            "[prune.x]\nkeep_within = \"6m\"",
+            "[prune.x]\nolder_than = \"6m\"",
+            "[rm]\ngrace = \"10m\"",
+            "[rm]\nmax_latency = \"20\"",
             "[prune.x]\nkeep_hourli = 3",
             "[reap]\nlog = \"journald\"",
             "[reap]\nlogs = \"file\"",
@@ -512,7 +515,7 @@ mod tests {
         );
         assert_eq!(
             err("[rm]\ngrace = \"fast\""),
-            "'t': [rm] grace: 'fast' is not a duration (try 20ms, 1.5s, 3d12h)"
+            "'t': [rm] grace: 'fast' is not a duration (try 30s, 10min, 12h, 3d, 2w, 6mo, 1y, 3d12h)"
         );
         assert_eq!(
             err("[rm]\niops = 0"),
@@ -527,8 +530,12 @@ mod tests {
             "'t': [prune.x] sort: 'size': use mtime or name"
         );
         assert_eq!(
-            err("[prune.x]\nkeep_within = \"1w\""),
-            "'t': [prune.x] keep_within: '1w': unknown unit 'w' in a calendar span (use y, m for months, d, h)"
+            err("[prune.x]\nkeep_within = \"6m\""),
+            "'t': [prune.x] keep_within: 6m: minutes or months? say 6min or 6mo"
+        );
+        assert_eq!(
+            err("[rm]\ngrace = \"10m\""),
+            "'t': [rm] grace: 10m: minutes or months? say 10min or 10mo"
         );
     }
 
@@ -538,7 +545,7 @@ mod tests {
         let cfg = Config::parse(
             Path::new("t"),
             "[prune.p]\ndirs = [\"/srv/b\"]\nkeep_last = 1\nkeep_hourly = 24\nkeep_daily = 7\n\
-             keep_weekly = 5\nkeep_monthly = 12\nkeep_yearly = 3\nkeep_within = \"2y5m7d3h\"\n",
+             keep_weekly = 5\nkeep_monthly = 12\nkeep_yearly = 3\nkeep_within = \"2y5mo7d3h\"\n",
         )
         .unwrap();
         let cli = crate::cli::args::Cli::try_parse_from([
@@ -597,7 +604,10 @@ mod tests {
         };
         assert_eq!(
             quantity.to_string(),
-            "[prune.x]: '3d12': a number without a unit inside a duration"
+            format!(
+                "[prune.x]: '3d12': a number needs a unit ({})",
+                crate::cli::units::UNITS
+            )
         );
         assert_eq!(
             PolicyError::NoDirs("x".into()).to_string(),

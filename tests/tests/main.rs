@@ -15,6 +15,7 @@ mod adversary;
 mod btrfs;
 mod concurrency;
 mod crash;
+mod durations;
 mod gentle;
 mod gnu_rm;
 mod golden;

@@ -448,7 +448,8 @@ fn restic_keep_rules_on_the_command_line() {
         ["b/backup-02", "b/backup-01", "b/backup-00"]
     );
     // One month back from the newest keeps everything but the 40-day-old one.
-    assert_eq!(removed(&["--keep-within", "1m"]), ["b/backup-00"]);
+    assert_eq!(removed(&["--keep-within", "1mo"]), ["b/backup-00"]);
+    assert_eq!(removed(&["--keep-within", "1 month"]), ["b/backup-00"]);
     // Five distinct days; three daily keepers, and the oldest is not kept (counts used up).
     assert_eq!(
         removed(&["--keep-daily", "3"]),
@@ -457,11 +458,11 @@ fn restic_keep_rules_on_the_command_line() {
     // Fewer months with an entry than asked: the oldest entry is kept too, as restic does.
     let r = removed(&["--keep-monthly", "12"]);
     assert!(!r.contains(&"b/backup-00".to_string()), "{r:?}");
-    // Not restic's form: a usage error that says what the form is.
-    let o = prune(&s, &["-n", "--keep-within", "30min", "b"]);
+    // restic's `1m` is months, elsewhere minutes: a usage error that says both spellings.
+    let o = prune(&s, &["-n", "--keep-within", "1m", "b"]);
     assert_eq!(o.status.code(), Some(2));
     assert!(
-        util::stderr_of(&o).contains("restic's form: 1y5m7d2h; m is months"),
+        util::stderr_of(&o).contains("1m: minutes or months? say 1min or 1mo"),
         "{}",
         util::stderr_of(&o)
     );

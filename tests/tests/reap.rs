@@ -244,7 +244,7 @@ fn background_says_entry_ids_and_restore_only_with_grace() {
     );
 
     // With a grace window: the exact command, and it works.
-    let o = rm_ok(&s, &["--background", "-v", "--grace", "10m", "vol/d"]);
+    let o = rm_ok(&s, &["--background", "-v", "--grace", "10min", "vol/d"]);
     let err = util::stderr_of(&o);
     let id = trash_entries(&t)
         .into_iter()
@@ -266,7 +266,7 @@ fn background_says_entry_ids_and_restore_only_with_grace() {
     );
     assert_eq!(h[0].2, None, "{h:?}");
     assert!(trash_entries(&t).contains(&h[0].1));
-    let o = rm_ok(&s, &["--background", "--json", "--grace", "10m", "vol/f"]);
+    let o = rm_ok(&s, &["--background", "--json", "--grace", "10min", "vol/f"]);
     let h = hidden(&util::json_object(&o.stdout));
     assert!(h[0].2.is_some(), "{h:?}");
     assert_eq!(util::stderr_of(&o), "");
@@ -275,7 +275,7 @@ fn background_says_entry_ids_and_restore_only_with_grace() {
     s.file("vol/g", "g\n");
     let screen = util::or_skip!(on_a_terminal(
         &s,
-        &["rm", "--background", "--grace", "5m", "vol/g"]
+        &["rm", "--background", "--grace", "5min", "vol/g"]
     ));
     assert!(
         screen.contains("hid 1 path in") && screen.contains("`reclaim restore 20"),

@@ -227,7 +227,7 @@ fn status_right_after_background_sees_the_reaper_and_it_leaves_an_emptied_trash(
         s.file(format!("vol/f{round}"), "f\n");
         let seen = util::or_skip!(on_a_terminal(
             &s,
-            &format!("reclaim rm --background --grace 10m vol/f{round}; reclaim status"),
+            &format!("reclaim rm --background --grace 10min vol/f{round}; reclaim status"),
             true
         ));
         assert!(
@@ -303,7 +303,7 @@ fn background_never_flashes_an_empty_removal_line() {
         s.file(format!("vol/g{i}/sub/x"), "g\n");
         let seen = util::or_skip!(on_a_terminal(
             &s,
-            &format!("reclaim rm -r --background --grace 5m vol/g{i}"),
+            &format!("reclaim rm -r --background --grace 5min vol/g{i}"),
             false
         ));
         assert!(!seen.contains("0 directories removed"), "{seen}");

@@ -64,23 +64,49 @@ pub enum FreeTarget {
     More(u64),
 }
 
-/// A span of calendar time as restic's `--keep-within` takes it (`1y5m7d2h`: m is months).
+/// A span of calendar time as `--keep-within` takes it (restic's rule, reclaim's duration
+/// grammar: `1y6mo`, `7d`, `36h`, `90min`): years, months and days on the calendar, then hours
+/// and seconds of elapsed time.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct CalendarSpan {
     pub years: i64,
     pub months: i64,
     pub days: i64,
     pub hours: i64,
+    pub seconds: i64,
+}
+
+impl CalendarSpan {
+    /// The same span with months over 12 as years and seconds over an hour as hours, so it
+    /// prints as a person writes it (`1y6mo`, not `18mo`).
+    pub fn tidy(self) -> CalendarSpan {
+        let months = self.years * 12 + self.months;
+        let seconds = self.hours * 3600 + self.seconds;
+        CalendarSpan {
+            years: months / 12,
+            months: months % 12,
+            days: self.days,
+            hours: seconds / 3600,
+            seconds: seconds % 3600,
+        }
+    }
+
+    /// Elapsed seconds below the calendar's days.
+    fn elapsed(&self) -> f64 {
+        self.hours as f64 * 3600.0 + self.seconds as f64
+    }
 }
 
 impl fmt::Display for CalendarSpan {
-    /// As restic prints it: `2y5m7d3h`, zero parts left out.
+    /// In the duration grammar: `2y5mo7d3h30min`, zero parts left out.
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         for (n, unit) in [
-            (self.years, 'y'),
-            (self.months, 'm'),
-            (self.days, 'd'),
-            (self.hours, 'h'),
+            (self.years, "y"),
+            (self.months, "mo"),
+            (self.days, "d"),
+            (self.hours, "h"),
+            (self.seconds / 60, "min"),
+            (self.seconds % 60, "s"),
         ] {
             if n != 0 {
                 write!(f, "{n}{unit}")?;
@@ -530,8 +556,8 @@ impl<'e> Planner<'e> {
 
 /// restic's `--keep-within` limit: the newest entry's time (an entry in the future does not
 /// count) minus `span`: years, months and days on the local calendar (carried over as Go's
-/// `time.AddDate` does: March 31 minus one month is "February 31", March 3 or 2), then hours
-/// of elapsed time. Entries strictly newer are kept. `None` when every entry is in the
+/// `time.AddDate` does: March 31 minus one month is "February 31", March 3 or 2), then hours,
+/// minutes and seconds of elapsed time. Entries strictly newer are kept. `None` when every entry is in the
 /// future: restic then measures from the year 1, so all are kept.
 pub fn within_cutoff(
     entries: &[Candidate],
@@ -546,7 +572,7 @@ pub fn within_cutoff(
         .fold(None, |m: Option<f64>, t| Some(m.map_or(t, |m| m.max(t))))?;
     let back = add_date(civil(zone, latest), -span.years, -span.months, -span.days);
     let day = back.map_or(f64::NEG_INFINITY, |c| instant(zone, c));
-    Some(day + (latest - latest.floor()) - span.hours as f64 * 3600.0)
+    Some(day + (latest - latest.floor()) - span.elapsed())
 }
 
 /// restic's bucket rule: going from newest to oldest (`order`), keeps the first entry of each

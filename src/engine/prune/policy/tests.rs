@@ -474,6 +474,7 @@ fn restic_cases() -> Vec<Case> {
                     months: 5,
                     days: 7,
                     hours: 3,
+                    seconds: 0,
                 }),
                 ..Policy::default()
             },
@@ -485,7 +486,7 @@ fn restic_cases() -> Vec<Case> {
             .concat(),
         },
         Case {
-            what: "--keep-within 1m from March 31: \"February 31\" is March 3, as Go's AddDate",
+            what: "--keep-within 1mo from March 31: \"February 31\" is March 3, as Go's AddDate",
             snapshots: daily("2019-02-20", "2019-03-31", "11:00"),
             policy: Policy {
                 keep_within: Some(CalendarSpan {
@@ -760,6 +761,7 @@ fn arb_policy() -> impl Strategy<Value = Policy> {
                     months,
                     days,
                     hours,
+                    seconds: 0,
                 }),
                 older_than: ot.map(|d| d * DAY),
                 keep_free: kf,
