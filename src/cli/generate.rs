@@ -125,7 +125,13 @@ fn extra_sections(sub: &str) -> Vec<(&'static str, Vec<String>)> {
          and nobody else may write in them; otherwise reclaim says so once and does without \
          (sudo -E keeps a user's HOME)."
             .into(),
-        "~/.cache/reclaim/ ($XDG_CACHE_HOME; root: /var/cache/reclaim/): where reclaim scan          times its calibration, when that is on the scanned file system (made with mode          0700; one another user made, or a symlink, is not used)."
+        "/var/tmp/.reclaim-trashes-UID: the machine's index of user UID's trashes below mount \
+         tops, which root's status, reap and reap --watch read (a regular file of UID's; each \
+         record counts only for a trash of UID, checked as every trash is)."
+            .into(),
+        "~/.cache/reclaim/ ($XDG_CACHE_HOME; root: /var/cache/reclaim/): where reclaim scan \
+         times its calibration, when that is on the scanned file system (made with mode \
+         0700; one another user made, or a symlink, is not used)."
             .into(),
         "MOUNT/.reclaim-UID/: the trash of user UID on the file system mounted at MOUNT \
          (mode 0700, owned by UID; MOUNT/.reclaim-UID.HEX when that name was taken by \
@@ -142,8 +148,8 @@ fn extra_sections(sub: &str) -> Vec<(&'static str, Vec<String>)> {
         "RECLAIM_MODE, RECLAIM_MAX_LATENCY, RECLAIM_RATE, RECLAIM_IOPS: as the [rm] keys of \
          the configuration, over the files and under the flags."
             .into(),
-        "RECLAIM_UNDER=DIR: only trashes of file systems mounted at or below DIR are looked at \
-         (a container's view; tests)."
+        "RECLAIM_UNDER=DIR: only trashes of file systems mounted at or below DIR are looked at, \
+         and the index of trashes below mount tops is DIR/var/tmp (a container's view; tests)."
             .into(),
         "JOURNAL_STREAM=DEV:INO (set by systemd): when it names stderr's device and inode, \
          reapers log to the journal (--log auto)."

@@ -140,6 +140,20 @@ pub fn open_dir_path(path: &std::path::Path) -> Result<OwnedFd, Errno> {
     )
 }
 
+/// Opens the directory `rel` beneath `top` (`RESOLVE_BENEATH`), never through a symlink nor
+/// into another mount (`RESOLVE_NO_SYMLINKS|RESOLVE_NO_XDEV`: ELOOP, EXDEV): a path read from
+/// a record someone else wrote, reached only on the file system it names.
+pub fn open_dir_beneath(top: impl AsFd, rel: &std::path::Path) -> Result<OwnedFd, Errno> {
+    use rustix::fs::ResolveFlags;
+    rustix::fs::openat2(
+        top,
+        rel,
+        OFlags::RDONLY | OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::CLOEXEC,
+        Mode::empty(),
+        ResolveFlags::BENEATH | ResolveFlags::NO_SYMLINKS | ResolveFlags::NO_XDEV,
+    )
+}
+
 /// Opens a directory by path as `O_PATH` (search permission is enough): for use as the base
 /// of `*at` calls only, never to read it.
 pub fn open_dir_path_only(path: &std::path::Path) -> Result<OwnedFd, Errno> {

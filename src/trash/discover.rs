@@ -19,7 +19,7 @@ use rustix::fs::{statx, AtFlags, FileType, StatxFlags};
 use rustix::io::Errno;
 use serde::{Deserialize, Serialize};
 
-use super::{legacy_outer, name_uid, registry, reopen, Trash, TrashError, Unusable};
+use super::{index, legacy_outer, name_uid, registry, reopen, Trash, TrashError, Unusable};
 use super::{LEGACY_DIR, PREFIX};
 use crate::sys::dirfd::{self, Ident};
 use crate::sys::mounts::{self, Mount};
@@ -325,11 +325,14 @@ pub fn discover_with(uid: u32, mut memo: Option<&mut Memo>) -> Discovery {
         .into_iter()
         .filter(|m| m.may_hold_trash() && inside(&m.point))
         .collect();
+    let mut records = recorded(uid, &mounts, &inside, &mut found);
     let (tx, rx) = std::sync::mpsc::channel::<(usize, Discovery)>();
     let mut waiting: Vec<usize> = Vec::new();
     for (i, m) in mounts.iter().enumerate() {
+        let below = std::mem::take(&mut records[i]);
         if m.is_local() {
             at_mount(m, uid, &mut found, memo.as_deref_mut());
+            recorded_at(m, &below, &mut found);
             continue;
         }
         // Might never answer: in a thread of its own, abandoned after the deadline (a blocked
@@ -340,6 +343,7 @@ pub fn discover_with(uid: u32, mut memo: Option<&mut Memo>) -> Discovery {
             .spawn(move || {
                 let mut d = Discovery::default();
                 at_mount(&m2, uid, &mut d, None);
+                recorded_at(&m2, &below, &mut d);
                 let _ = tx.send((i, d));
             });
         match spawned {
@@ -373,21 +377,81 @@ pub fn discover_with(uid: u32, mut memo: Option<&mut Memo>) -> Discovery {
             ),
         });
     }
-    for r in registry::registered()
-        .into_iter()
-        .filter(|r| inside(&r.path))
-    {
-        // One at a time: opened, checked against what was registered, closed.
-        let checked = Trash::open_path(&r.path)
-            .and_then(|t| registry::check(t, &r))
-            .and_then(|t| Found::of(&t).map_err(TrashError::from));
-        match checked {
-            Ok(t) if t.uid == uid || uid == 0 => found.add(t),
-            Ok(_) => {}
-            Err(e) => found.unusable_err(r.path.clone(), e),
+    found
+}
+
+/// A trash recorded below a mount top (in this user's registry or the machine's index), the
+/// uid whose record names it, and whether it may simply be gone (an index record: nothing to
+/// say then).
+#[derive(Clone)]
+struct Recorded {
+    owner: u32,
+    r: registry::Registered,
+    quiet_if_gone: bool,
+}
+
+/// The trashes recorded below the tops that this process may see: its own registry's, and
+/// the index's (every user's for root), each with the mount its path is on (an index into
+/// `mounts`: the longest mount point its path starts with). Unusable index files and records
+/// beyond the limits are said in `out`.
+fn recorded(
+    uid: u32,
+    mounts: &[Mount],
+    inside: &dyn Fn(&Path) -> bool,
+    out: &mut Discovery,
+) -> Vec<Vec<Recorded>> {
+    let mut by_mount: Vec<Vec<Recorded>> = vec![Vec::new(); mounts.len()];
+    let own = registry::registered().into_iter().map(|r| Recorded {
+        owner: uid,
+        r,
+        quiet_if_gone: false,
+    });
+    let read = index::read(uid);
+    for u in read.unusable {
+        out.passed_over(u);
+    }
+    for (u, n) in read.skipped {
+        out.skip(u, n);
+    }
+    let indexed = read.records.into_iter().map(|(owner, r)| Recorded {
+        owner,
+        r,
+        quiet_if_gone: true,
+    });
+    for rec in own.chain(indexed).filter(|rec| inside(&rec.r.path)) {
+        let on = mounts
+            .iter()
+            .enumerate()
+            .filter(|(_, m)| rec.r.path.starts_with(&m.point))
+            .max_by_key(|(_, m)| m.point.as_os_str().len());
+        if let Some((i, _)) = on {
+            by_mount[i].push(rec);
         }
     }
-    found
+    by_mount
+}
+
+/// Adds to `out` the trashes of `records` on mount `m` (see `registry::open_recorded`): one at
+/// a time, opened, checked, closed.
+fn recorded_at(m: &Mount, records: &[Recorded], out: &mut Discovery) {
+    if records.is_empty() {
+        return;
+    }
+    let Ok(top_fd) = dirfd::open_dir_path(&m.point) else {
+        return;
+    };
+    if dirfd::fstat(&top_fd).map(|f| f.mnt_id) != Ok(m.id) {
+        return;
+    }
+    for rec in records {
+        let found = registry::open_recorded(m, &top_fd, &rec.r, rec.owner)
+            .and_then(|t| Found::of(&t).map_err(TrashError::from));
+        match found {
+            Ok(t) => out.add(t),
+            Err(TrashError::Os(Errno::NOENT)) if rec.quiet_if_gone => {}
+            Err(e) => out.unusable_err(rec.r.path.clone(), e),
+        }
+    }
 }
 
 /// What the listing of a mount top found.

@@ -10,6 +10,7 @@
 
 pub mod discover;
 pub mod hide;
+pub mod index;
 pub mod meta;
 pub mod registry;
 pub mod restore;
@@ -56,6 +57,12 @@ pub enum TrashError {
     NoMount,
     #[error("no writable directory for a trash on its file system (tried {})", quote(.0))]
     NoWritable(PathBuf),
+    /// The trash directory could not be made: the file system's own reason (no space, read
+    /// only, quota, permission), with where.
+    #[error("cannot make {}: {}", quote(.0), crate::sys::error::errno_text(*.1))]
+    Make(PathBuf, Errno),
+    #[error("the file system is read-only")]
+    ReadOnly,
     /// A trash below the mount top that could not be registered (nothing would find it again).
     #[error("a trash below the mount top could not be recorded: {0}")]
     Unregistered(String),
@@ -242,7 +249,11 @@ impl Trash {
         }
         match mkdirat(top_fd, name, Mode::from_raw_mode(0o700)) {
             Ok(()) | Err(Errno::EXIST) => {}
-            Err(e) => return Err(e.into()),
+            Err(Errno::ROFS) => return Err(TrashError::ReadOnly),
+            Err(e) => {
+                let path = top.join(OsStr::from_bytes(name.to_bytes()));
+                return Err(TrashError::Make(path, e));
+            }
         }
         Trash::open_at(top_fd, top, name, mount, uid)
     }
@@ -407,7 +418,7 @@ pub fn locate(parent: &OwnedFd, uid: u32) -> Result<(Trash, Passed), TrashError>
                 why,
             });
         }
-        let r = if uid != 0 && !writable(top) {
+        let r = if uid != 0 && !writable(top)? {
             Err(TrashError::NoWritable(top.clone()))
         } else if let (true, Err(why)) = (below, registry::available()) {
             // Found by the registry alone: without one, nothing would find it again.
@@ -416,18 +427,35 @@ pub fn locate(parent: &OwnedFd, uid: u32) -> Result<(Trash, Passed), TrashError>
             Trash::find_or_make(top, &mount, uid)
         };
         match r {
-            Ok((t, passed)) => {
+            Ok((t, mut passed)) => {
                 if below {
                     if let Err(why) = registry::register(&t) {
                         first_error.get_or_insert(TrashError::Unregistered(why));
                         continue;
                     }
+                    // So that root's status, reap and service find it too (said, not fatal:
+                    // this user's own reaper and commands find it through the registry).
+                    if let Err(why) = index::publish(&t) {
+                        passed.push(Unusable {
+                            path: index::dir_path().to_string_lossy().into_owned(),
+                            reason: format!(
+                                "{why}: root's reclaim will not see {}",
+                                quote(&t.path)
+                            ),
+                        });
+                    }
                 }
                 return Ok((t, passed));
             }
-            Err(e) => {
-                first_error.get_or_insert(e);
+            // A whole file system's condition: no other directory on it would do better.
+            Err(e @ (TrashError::ReadOnly | TrashError::Make(_, Errno::NOSPC | Errno::DQUOT))) => {
+                return Err(e)
             }
+            // The first reason, but one from trying to make a trash beats "not writable".
+            Err(e) => match &first_error {
+                None | Some(TrashError::NoWritable(_)) => first_error = Some(e),
+                Some(_) => {}
+            },
         }
     }
     Err(first_error.unwrap_or(TrashError::NoMount))
@@ -444,12 +472,16 @@ fn exposed(dir: &Path, uid: u32) -> Option<String> {
     }
 }
 
-fn writable(dir: &Path) -> bool {
-    rustix::fs::access(
+/// Whether this user may make names in `dir`; a read-only file system is said as such.
+fn writable(dir: &Path) -> Result<bool, TrashError> {
+    match rustix::fs::access(
         dir,
         rustix::fs::Access::WRITE_OK | rustix::fs::Access::EXEC_OK,
-    )
-    .is_ok()
+    ) {
+        Ok(()) => Ok(true),
+        Err(Errno::ROFS) => Err(TrashError::ReadOnly),
+        Err(_) => Ok(false),
+    }
 }
 
 /// How many paths a batch entry holds now: the names in its `data` (or, once claimed, in

@@ -6,7 +6,8 @@
 //! (a directory that took its name is not it); a line of the first format (a bare path) has
 //! no identity. Kept only in a state directory of the caller's own (`userdirs`), and read and
 //! written as hostile ground (`safefile`): the file must be a regular file of the caller's,
-//! and is replaced whole (a fresh name, then a rename), never written in place.
+//! and is replaced whole (a fresh name, then a rename), never written in place. The same
+//! records go to the machine's index (`index`), which root reads.
 
 use std::ffi::{CStr, OsStr, OsString};
 use std::os::fd::OwnedFd;
@@ -89,6 +90,12 @@ pub fn registered() -> Vec<Registered> {
     let Ok(text) = safefile::read_checked(&dir, FILE, &want) else {
         return Vec::new();
     };
+    parse(&text)
+}
+
+/// The records of a registry's text (one JSON object a line, or a bare path of the first
+/// format); lines that are neither are left out.
+pub fn parse(text: &[u8]) -> Vec<Registered> {
     text.split(|&b| b == b'\n')
         .filter(|l| !l.is_empty())
         .filter_map(|l| match serde_json::from_slice::<Line>(l) {
@@ -107,30 +114,10 @@ pub fn registered() -> Vec<Registered> {
         .collect()
 }
 
-/// Remembers `trash` (a trash not at a mount top) with its identity; those registered that
-/// are gone are forgotten.
-pub fn register(trash: &Trash) -> Result<(), String> {
-    let lineage = Lineage::of(&trash.dir).map_err(|e| {
-        format!(
-            "cannot read its identity: {}",
-            crate::sys::error::errno_text(e)
-        )
-    })?;
-    let dir = dir(true)?;
-    let mut known = registered();
-    if known
-        .iter()
-        .any(|r| r.path == trash.path && r.lineage == Some(lineage))
-    {
-        return Ok(());
-    }
-    known.retain(|r| r.path != trash.path && r.path.exists());
-    known.push(Registered {
-        path: trash.path.clone(),
-        lineage: Some(lineage),
-    });
+/// The text of a registry holding `records`.
+pub fn render(records: &[Registered]) -> Vec<u8> {
     let mut text = Vec::new();
-    for r in known {
+    for r in records {
         let bytes = r.path.as_os_str().as_bytes();
         match r.lineage {
             Some(lineage) => {
@@ -146,7 +133,44 @@ pub fn register(trash: &Trash) -> Result<(), String> {
         }
         text.push(b'\n');
     }
-    safefile::replace(&dir, FILE, &text).map_err(|e| {
+    text
+}
+
+/// `known` with `trash` (of `lineage`) in it and the trashes that are gone left out, or
+/// `None` if it is there already with that identity (nothing to write).
+pub fn with(
+    mut known: Vec<Registered>,
+    trash: &Trash,
+    lineage: Lineage,
+) -> Option<Vec<Registered>> {
+    if known
+        .iter()
+        .any(|r| r.path == trash.path && r.lineage == Some(lineage))
+    {
+        return None;
+    }
+    known.retain(|r| r.path != trash.path && r.path.exists());
+    known.push(Registered {
+        path: trash.path.clone(),
+        lineage: Some(lineage),
+    });
+    Some(known)
+}
+
+/// Remembers `trash` (a trash not at a mount top) with its identity; those registered that
+/// are gone are forgotten.
+pub fn register(trash: &Trash) -> Result<(), String> {
+    let lineage = Lineage::of(&trash.dir).map_err(|e| {
+        format!(
+            "cannot read its identity: {}",
+            crate::sys::error::errno_text(e)
+        )
+    })?;
+    let dir = dir(true)?;
+    let Some(known) = with(registered(), trash, lineage) else {
+        return Ok(());
+    };
+    safefile::replace(&dir, FILE, &render(&known)).map_err(|e| {
         format!(
             "cannot write the trash registry: {}",
             crate::sys::error::errno_text(e)
@@ -168,4 +192,50 @@ pub fn check(t: Trash, r: &Registered) -> Result<Trash, super::TrashError> {
         }),
         Err(e) => Err(super::TrashError::Os(e)),
     }
+}
+
+/// The trash a record names (`r`, from this user's registry or the machine's index, in a file
+/// of `owner`), opened beneath the top of mount `m` (`top_fd`): never through a symlink nor
+/// into another mount (`dirfd::open_dir_beneath`), a trash of `owner` by its name and by
+/// every check a trash passes (`Trash::open_at`), and the directory recorded (`check`).
+pub fn open_recorded(
+    m: &crate::sys::mounts::Mount,
+    top_fd: &OwnedFd,
+    r: &Registered,
+    owner: u32,
+) -> Result<Trash, super::TrashError> {
+    use super::TrashError;
+    let unsafe_ = |why: &str| TrashError::Unsafe {
+        path: r.path.clone(),
+        why: why.into(),
+    };
+    let rel = r
+        .path
+        .strip_prefix(&m.point)
+        .map_err(|_| unsafe_("is not on the file system its path names"))?;
+    let (Some(name), Some(parent)) = (rel.file_name(), rel.parent()) else {
+        return Err(unsafe_("is not a trash (expected <dir>/.reclaim-<uid>)"));
+    };
+    if super::name_uid(name.as_bytes()) != Some(owner) {
+        return Err(unsafe_(&format!("is not a trash of uid {owner}")));
+    }
+    let cname = std::ffi::CString::new(name.as_bytes()).map_err(|_| unsafe_("has a NUL byte"))?;
+    let dir = if parent.as_os_str().is_empty() {
+        super::reopen(top_fd)
+    } else {
+        crate::sys::dirfd::open_dir_beneath(top_fd, parent)
+    };
+    let dir = match dir {
+        Ok(d) => d,
+        // A symbolic link on the way (ELOOP, or ENOTDIR as the last directory), or a mount.
+        Err(rustix::io::Errno::LOOP | rustix::io::Errno::NOTDIR | rustix::io::Errno::XDEV) => {
+            return Err(unsafe_(
+                "is reached through a symbolic link, a file or another mount",
+            ))
+        }
+        Err(e) => return Err(e.into()),
+    };
+    let top = m.point.join(parent);
+    let t = Trash::open_at(&dir, &top, &cname, m, owner)?;
+    check(t, r)
 }

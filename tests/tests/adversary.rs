@@ -137,6 +137,9 @@ impl World {
         let top = s.path("vol");
         chmod(&top, 0o1777);
         chmod(&s.mkdir("home"), 0o755);
+        // The machine's index of trashes below mount tops (`RECLAIM_UNDER/var/tmp`), as
+        // /var/tmp is on every machine: root's, sticky, writable by all.
+        chmod(&s.mkdir("var/tmp"), 0o1777);
         for uid in [ROOT, VICTIM, ATTACKER, THIRD] {
             let h = s.mkdir(format!("home/{uid}"));
             own(&h, uid);
@@ -3051,6 +3054,147 @@ fn a_trash_is_never_placed_where_another_user_can_take_it_away() {
         "status does not say why it passed over {}: {st}",
         t.display()
     );
+}
+
+/// A user who may not write the top of a file system gets a trash below it (in a directory of
+/// their own). Root's `status`, `reap` and `reap --watch` find it (through the machine's index
+/// in `/var/tmp`, here `<scratch>/var/tmp`) and free it as that user.
+#[test]
+fn root_sees_and_frees_a_users_trash_below_the_mount_top() {
+    let w = util::or_skip!(World::new(scratch!(), Vol::Ext4));
+    chmod(&w.top, 0o755);
+    w.dir("u", VICTIM, 0o755);
+    for d in ["u/data", "u/data2"] {
+        w.dir(d, VICTIM, 0o755);
+        for i in 0..200 {
+            w.file(format!("{d}/f{i}"), VICTIM, 0o644, "x");
+        }
+    }
+    w.reclaim(
+        VICTIM,
+        args!["rm", "-r", "--background", "--grace", "1h", w.p("u/data")],
+    )
+    .ok();
+    let t = find_trash(&w.p("u"), VICTIM).expect("the victim's trash below the top");
+    assert!(find_trash(&w.top, VICTIM).is_none(), "{:?}", list(&w.top));
+    let st = status_json(&w, ROOT);
+    let tr = trash_in(&st, &t).unwrap_or_else(|| panic!("root's status misses {t:?}: {st}"));
+    assert_eq!(tr["entries"], 1, "{st}");
+    let text = w.reclaim(ROOT, args!["status"]).ok();
+    let out = util::stdout_of(&text);
+    assert!(
+        out.contains(&*t.to_string_lossy()) && !out.contains("nothing pending"),
+        "{out}"
+    );
+    // Root's reap frees it (as the victim: the files are the victim's).
+    w.reclaim(ROOT, args!["reap", "--now", "--all"]).ok();
+    assert!(entries(&t).is_empty(), "{:?}", entries(&t));
+    // Root's service frees the next one (no grace, no reaper of the victim's own).
+    w.reclaim(VICTIM, args!["rm", "-r", "--background", w.p("u/data2")])
+        .ok();
+    assert_eq!(entries(&t).len(), 1);
+    let mut watch = w.reclaim(ROOT, args!["reap", "--watch"]).spawn();
+    wait_for(
+        "root's reap --watch to free the entry below the top",
+        HANG,
+        || entries(&t).is_empty().then_some(()),
+    );
+    watch.signal(libc::SIGTERM);
+    let st = watch
+        .wait_exit(Duration::from_secs(15))
+        .expect("reap --watch stops on SIGTERM");
+    assert_exit(&watch.collect(st), 0, "reap --watch");
+    assert!(!w.p("u/data2").exists());
+}
+
+/// The index is written by users where anyone may add a file: the attacker plants a FIFO under
+/// the victim's index name, and records of its own naming the victim's trash, a trash of its
+/// own reached through a symbolic link and a root directory. Root's commands never hang, take
+/// none of these for a trash of the attacker's, and still find the victim's trash (recorded
+/// under another name).
+#[test]
+fn a_forged_or_squatted_index_never_misleads_root() {
+    let w = util::or_skip!(World::new(scratch!(), Vol::Tmpfs));
+    chmod(&w.top, 0o755);
+    let index = w.s.path("var/tmp");
+    w.tool_ok(
+        ATTACKER,
+        "mkfifo",
+        args![index.join(format!(".reclaim-trashes-{VICTIM}"))],
+    );
+    w.dir("u", VICTIM, 0o755);
+    w.file("u/f", VICTIM, 0o644, "the victim's\n");
+    w.reclaim(
+        VICTIM,
+        args!["rm", "--background", "--grace", "1h", w.p("u/f")],
+    )
+    .ok();
+    let victims = find_trash(&w.p("u"), VICTIM).expect("the victim's trash below the top");
+    // The attacker's own trash-like directory, and a symbolic link on the way to it.
+    w.dir("a", ATTACKER, 0o755);
+    w.dir("a/real", ATTACKER, 0o755);
+    w.dir(format!("a/real/.reclaim-{ATTACKER}"), ATTACKER, 0o700);
+    w.tool_ok(ATTACKER, "ln", args!["-s", "real", w.p("a/link")]);
+    w.dir("rootdir", ROOT, 0o755);
+    let line = |p: &Path| {
+        let hex: String = p
+            .as_os_str()
+            .as_bytes()
+            .iter()
+            .map(|b| format!("{b:02x}"))
+            .collect();
+        let md = fs::symlink_metadata(p).ok();
+        format!(
+            "{{\"path_hex\":\"{hex}\",\"lineage\":{{\"dev\":{},\"ino\":{},\"uid\":{}}}}}\n",
+            md.as_ref().map_or(0, |m| m.dev()),
+            md.as_ref().map_or(0, |m| m.ino()),
+            md.as_ref().map_or(0, |m| m.uid())
+        )
+    };
+    let forged = [
+        line(&victims),
+        line(&w.p(format!("a/link/.reclaim-{ATTACKER}"))),
+        line(&w.p("rootdir")),
+    ]
+    .concat();
+    let planted = w.s.path(format!("forged-{ATTACKER}"));
+    fs::write(&planted, forged).unwrap();
+    own(&planted, ATTACKER);
+    w.tool_ok(
+        ATTACKER,
+        "cp",
+        args![planted, index.join(format!(".reclaim-trashes-{ATTACKER}"))],
+    );
+    let st = w
+        .reclaim(ROOT, args!["status", "--json"])
+        .output_within(Duration::from_secs(20));
+    assert_exit(&st, 0, "root's status");
+    let st = util::json_object(&st.stdout);
+    let found: Vec<&str> = st["trashes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|t| t["trash"].as_str())
+        .collect();
+    assert!(
+        found.contains(&&*victims.to_string_lossy()),
+        "root misses the victim's trash: {st}"
+    );
+    assert_eq!(
+        found.len(),
+        1,
+        "root took a forged record for a trash: {st}"
+    );
+    let reasons = st["unusable"].to_string();
+    assert!(
+        reasons.contains("symbolic link") && reasons.contains("not a trash of uid"),
+        "{reasons}"
+    );
+    // Root's reap never acts in what the records name but the victim's trash, as the victim.
+    w.reclaim(ROOT, args!["reap", "--now", "--all"])
+        .output_within(Duration::from_secs(20));
+    assert!(entries(&victims).is_empty());
+    assert!(w.p("rootdir").is_dir() && w.p(format!("a/real/.reclaim-{ATTACKER}")).is_dir());
 }
 
 /// Runs the Python `code` (written as `<scratch>/<name>.py`) as `who` with `args`; it must
