@@ -155,6 +155,9 @@ fn remove(plan: &[Entry], o: &Options) -> Summary {
     let view = RmView::new(false, false, o.json, live && !o.json);
     let removal = crate::reaper::rm::run(&req, &view);
     view.printer().flush();
+    for line in view.printer().conditions() {
+        view.printer().error_line(&line);
+    }
     if let Some(sig) = removal.summary.interrupted {
         view.printer()
             .error_line(&crate::ui::report::interrupted(sig, &removal));

@@ -282,13 +282,9 @@ fn report(o: &Options, live: bool, r: &Removal, view: &RmView) {
             eprintln!("{line}");
         }
     }
-    // Recap on a terminal, where the lines may have scrolled away (never in scripts' output:
-    // each failure was said once already).
-    if r.failures.len() > 1 && live && !o.json {
-        view.printer()
-            .error_line(&format!("{} paths could not be removed:", r.failures.len()));
-        for f in &r.failures {
-            eprintln!("  {f}");
-        }
+    // A whole file system's condition: the first path was said, the others are counted.
+    for line in view.printer().conditions() {
+        view.printer().error_line(&line);
     }
+    crate::ui::report::recap(live && !o.json, &r.failures);
 }

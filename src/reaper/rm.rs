@@ -34,6 +34,7 @@ use crate::trash::hide::{Hidden, HideOptions};
 use crate::trash::meta::EntryPacing;
 use crate::trash::Passed;
 
+mod grouped;
 mod selected;
 pub use selected::{Asked, Context};
 
@@ -110,8 +111,12 @@ pub trait Events: Sink {
     /// An argument was hidden into a trash as entry `id`; `passed_over`: trash names someone
     /// else had, passed over on the way.
     fn hidden(&self, display: &Path, id: &str, passed_over: &Passed);
-    /// An argument could not go to a trash (`why`), and is removed here instead.
-    fn fallback(&self, display: &Path, why: &str);
+    /// Arguments could not go to a trash (`why`, the same for all of them), and are removed
+    /// here instead.
+    fn fallback(&self, paths: &[PathBuf], why: &str);
+    /// Arguments could not go to a trash (`why`, the same for all of them) and stay where
+    /// they are: a grace window was asked for (they are among the failures too).
+    fn refused(&self, paths: &[PathBuf], why: &str);
     /// An argument gone from its path is an interrupted removal waiting in `trash` as entry
     /// `id`: it is finished now.
     fn resuming(&self, path: &Path, id: &str, trash: &Path);
@@ -291,6 +296,10 @@ struct Run<'r> {
     hidden: Vec<Hidden>,
     /// Arguments that could not be hidden, removed in the foreground instead.
     fallback: Vec<String>,
+    /// The same, by why, to be said once per reason.
+    fell_back: grouped::ByReason,
+    /// Arguments that could not be hidden and stay (a grace window was asked for), by why.
+    refused: grouped::ByReason,
     /// Directories whose entries were removed here: fsynced once each at the end (--durable).
     touched: Vec<Arc<OwnedFd>>,
     failures: Vec<Failure>,
@@ -338,6 +347,8 @@ impl<'r> Run<'r> {
             }),
             hidden: Vec::new(),
             fallback: Vec::new(),
+            fell_back: Default::default(),
+            refused: Default::default(),
             touched: Vec::new(),
             failures: Vec::new(),
             gentle: Vec::new(),
@@ -357,6 +368,8 @@ impl<'r> Run<'r> {
         let mut trees = Vec::new();
         // `batch`: the arguments to hide, hidden together after the loop.
         let mut pending = Vec::new();
+        // Arguments no trash took, to remove here after the loop.
+        let mut fell_back = Vec::new();
         for (i, path) in req.paths.iter().enumerate() {
             if crate::sys::interrupt::stopping() {
                 self.not_started = req.paths.len() - i;
@@ -391,14 +404,46 @@ impl<'r> Run<'r> {
                     continue;
                 }
             } else if let (true, Ok(t)) = (hiding, &resolved) {
-                if self.hide(path, t) {
-                    continue;
+                if !self.hide(path, t) {
+                    // Removed here, once the reason it was not hidden is said.
+                    fell_back.push((path.clone(), resolved));
                 }
+                continue;
             }
             self.foreground(path, resolved, &mut trees);
         }
-        self.hide_batches(pending, &mut trees);
+        fell_back.extend(self.hide_batches(pending));
+        self.say_not_hidden();
+        for (path, resolved) in fell_back {
+            self.foreground(&path, resolved, &mut trees);
+        }
         trees
+    }
+
+    /// What could not go to a trash, once per reason (see `grouped`).
+    fn say_not_hidden(&mut self) {
+        for (why, paths) in self.fell_back.take() {
+            self.events.fallback(&paths, &why);
+        }
+        for (why, paths) in self.refused.take() {
+            self.events.refused(&paths, &why);
+        }
+    }
+
+    /// An argument no trash took: removed here instead (said with the others of its reason).
+    fn fell_back(&mut self, display: &Path, why: String) {
+        self.fallback.push(display.to_string_lossy().into_owned());
+        self.fell_back.add(why, display.to_path_buf());
+    }
+
+    /// An argument no trash took that stays (a grace window was asked for): a failure, said
+    /// with the others of its reason.
+    fn refuse(&mut self, display: PathBuf, why: String) {
+        self.refused.add(why.clone(), display.clone());
+        self.failures.push(Failure {
+            path: display,
+            reason: Reason::GraceRefused(why),
+        });
     }
 
     /// An argument removed here: a tree is kept for the engine, a single entry removed at
@@ -440,8 +485,13 @@ impl<'r> Run<'r> {
     }
 
     /// `Request::batch`: the arguments to hide, hidden together, one entry per directory they
-    /// are in (`Hider::hide_batch`); those no trash could take are removed here.
-    fn hide_batches(&mut self, pending: Vec<(PathBuf, Target)>, trees: &mut Vec<DirTarget>) {
+    /// are in (`Hider::hide_batch`); those no trash could take are returned, to be removed
+    /// here.
+    fn hide_batches(
+        &mut self,
+        pending: Vec<(PathBuf, Target)>,
+    ) -> Vec<(PathBuf, Result<Target, Rejection>)> {
+        let mut fell_back = Vec::new();
         // By directory (its device and inode), in the order first met.
         let mut groups: Vec<(DirKey, Vec<(PathBuf, Target)>)> = Vec::new();
         for (path, t) in pending {
@@ -497,17 +547,17 @@ impl<'r> Run<'r> {
                         self.hidden.push(h);
                     }
                     Hide::Fallback(why) => {
-                        self.events.fallback(&display, &why);
-                        self.fallback.push(display.to_string_lossy().into_owned());
-                        self.foreground(&path, Ok(t), trees);
+                        self.fell_back(&display, why);
+                        fell_back.push((path, Ok(t)));
                     }
-                    Hide::Refused(why) => self.fail(display, Reason::GraceRefused(why)),
+                    Hide::Refused(why) => self.refuse(display, why),
                     Hide::Failed(Reason::Os(Errno::NOENT)) if self.req.force => {}
                     Hide::Failed(reason) => self.fail(display, reason),
                     Hide::NotTried => self.not_started += 1,
                 }
             }
         }
+        fell_back
     }
 
     /// Hides one resolved argument into its trash. False if it is to be removed here instead
@@ -533,12 +583,11 @@ impl<'r> Run<'r> {
                 true
             }
             Hide::Fallback(why) => {
-                self.events.fallback(display, &why);
-                self.fallback.push(display.to_string_lossy().into_owned());
+                self.fell_back(&display.clone(), why);
                 false
             }
             Hide::Refused(why) => {
-                self.fail(display.clone(), Reason::GraceRefused(why));
+                self.refuse(display.clone(), why);
                 true
             }
             Hide::Failed(Reason::Os(Errno::NOENT)) if self.req.force => true,

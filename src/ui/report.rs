@@ -243,6 +243,55 @@ pub fn ranks(ranks: &[Rank]) -> String {
     )
 }
 
+/// Several paths in a line: how many, and the first three (`3 paths ('a', 'b', 'c')`,
+/// `20,000 paths ('a', 'b', 'c' and 19,997 more)`).
+pub fn some_paths(paths: &[std::path::PathBuf]) -> String {
+    let shown: Vec<String> = paths.iter().take(3).map(quote).collect();
+    let more = paths.len().saturating_sub(shown.len());
+    let tail = if more > 0 {
+        format!(" and {} more", group(more as u64))
+    } else {
+        String::new()
+    };
+    format!(
+        "{} ({}{tail})",
+        plural(paths.len() as u64, "path", "paths"),
+        shown.join(", ")
+    )
+}
+
+/// The failures again at the end, on a terminal where they may have scrolled away (never in
+/// scripts' output: each was said already): each, but those of a whole file system's condition
+/// as one line with their count.
+pub fn recap(live: bool, failures: &[Failure]) {
+    if failures.len() <= 1 || !live {
+        return;
+    }
+    eprintln!(
+        "reclaim: {} could not be removed:",
+        plural(failures.len() as u64, "path", "paths")
+    );
+    let mut conditions: Vec<(rustix::io::Errno, Vec<std::path::PathBuf>)> = Vec::new();
+    for f in failures {
+        match f.reason {
+            crate::sys::error::Reason::Os(e) if whole_file_system(e) => {
+                match conditions.iter_mut().find(|(c, _)| *c == e) {
+                    Some((_, paths)) => paths.push(f.path.clone()),
+                    None => conditions.push((e, vec![f.path.clone()])),
+                }
+            }
+            _ => eprintln!("  {f}"),
+        }
+    }
+    for (e, paths) in conditions {
+        eprintln!(
+            "  {}: {}",
+            some_paths(&paths),
+            crate::sys::error::errno_text(e)
+        );
+    }
+}
+
 /// What `reclaim rm` shows while a removal runs: `-v` lines, errors above the progress line,
 /// the progress of trees, large files and reapers (on a terminal).
 pub struct RmView {
@@ -320,11 +369,26 @@ impl Events for RmView {
             .note(&format!("hidden {} (entry {id})", quote(display)));
     }
 
-    fn fallback(&self, display: &Path, why: &str) {
-        self.printer.error_line(&format!(
-            "{}: {why}; removing it now instead",
-            quote(display)
-        ));
+    fn fallback(&self, paths: &[std::path::PathBuf], why: &str) {
+        let line = match paths {
+            [one] => format!("{}: {why}; removing it now instead", quote(one)),
+            _ => format!("{}: {why}; removing them now instead", some_paths(paths)),
+        };
+        self.printer.error_line(&line);
+    }
+
+    fn refused(&self, paths: &[std::path::PathBuf], why: &str) {
+        let line = match paths {
+            [one] => format!(
+                "cannot remove {}: cannot keep it restorable: {why}; left in place",
+                quote(one)
+            ),
+            _ => format!(
+                "cannot remove {}: cannot keep them restorable: {why}; left in place",
+                some_paths(paths)
+            ),
+        };
+        self.printer.error_line(&line);
     }
 
     fn resuming(&self, path: &Path, id: &str, trash: &Path) {
@@ -481,12 +545,27 @@ pub fn reaping(p: &crate::reaper::Progress<'_>) -> String {
     }
 }
 
-/// Prints `-v` lines on stdout and error lines on stderr as they happen.
+/// Prints `-v` lines on stdout and error lines on stderr as they happen. A failure for a
+/// condition of the whole file system (read-only, full, over quota, an I/O error of the
+/// device, a FUSE daemon gone) is said for the first path it stops; the others it stops are
+/// counted and said once at the end (`conditions`), not one line each.
 pub struct Printer {
     verbose: bool,
     dry_run: bool,
     out: Mutex<std::io::BufWriter<Box<dyn Write + Send>>>,
     progress: Option<ProgressBar>,
+    /// Each condition met, with how many failures after its first were not said.
+    conditions: Mutex<Vec<(rustix::io::Errno, u64)>>,
+}
+
+/// Whether a failure with `e` is a condition of the whole file system: every other path on it
+/// fails the same way.
+pub fn whole_file_system(e: rustix::io::Errno) -> bool {
+    use rustix::io::Errno;
+    matches!(
+        e,
+        Errno::ROFS | Errno::NOSPC | Errno::DQUOT | Errno::IO | Errno::NOTCONN | Errno::SHUTDOWN
+    )
 }
 
 impl Printer {
@@ -502,6 +581,45 @@ impl Printer {
             dry_run,
             out: Mutex::new(std::io::BufWriter::new(out)),
             progress,
+            conditions: Mutex::new(Vec::new()),
+        }
+    }
+
+    /// One line for each whole file system's condition that stopped more paths than the one
+    /// said: how many more.
+    pub fn conditions(&self) -> Vec<String> {
+        let c = self.conditions.lock().unwrap_or_else(|e| e.into_inner());
+        c.iter()
+            .filter(|(_, more)| *more > 0)
+            .map(|(e, more)| {
+                format!(
+                    "and {} more {} not removed: {}",
+                    group(*more),
+                    if *more == 1 { "path" } else { "paths" },
+                    crate::sys::error::errno_text(*e)
+                )
+            })
+            .collect()
+    }
+
+    /// Whether `failure` is one more of a condition already said (counted, not said).
+    fn counted(&self, failure: &Failure) -> bool {
+        let crate::sys::error::Reason::Os(e) = failure.reason else {
+            return false;
+        };
+        if !whole_file_system(e) {
+            return false;
+        }
+        let mut c = self.conditions.lock().unwrap_or_else(|e| e.into_inner());
+        match c.iter_mut().find(|(seen, _)| *seen == e) {
+            Some((_, more)) => {
+                *more += 1;
+                true
+            }
+            None => {
+                c.push((e, 0));
+                false
+            }
         }
     }
 
@@ -542,7 +660,9 @@ impl Sink for Printer {
     }
 
     fn failed(&self, failure: &Failure) {
-        self.error_line(&failure.to_string());
+        if !self.counted(failure) {
+            self.error_line(&failure.to_string());
+        }
     }
 
     fn warning(&self, what: &dyn std::fmt::Display) {

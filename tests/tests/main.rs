@@ -33,6 +33,7 @@ mod reap_log;
 mod rm_flags;
 mod rm_gnu;
 mod safety;
+mod said_once;
 mod scale;
 mod scan;
 mod select;
