@@ -7,13 +7,35 @@ use clap::{Args, Parser, Subcommand, ValueEnum};
 use crate::cmd::gnu::args::When;
 use crate::engine::workload::{Shape, Spec};
 
+/// `rm -h`'s last lines: where the rest is.
+pub const RM_MORE: &str = "\
+More options (pacing caps, threads, profiles, owners, depth, --keep-free) and the selection's
+rules with find's equivalents: reclaim rm --help, man reclaim-rm.";
+
+/// `rm --help`'s notes: what reclaim says where it differs from GNU rm.
+pub const RM_NOTES: &str = "\
+Output: errors on stderr as they happen; a condition of the whole file system (read-only, full,
+over quota, an I/O error of the device) is said for the first path it stops, then counted
+('and 1,999 more paths not removed: Read-only file system'), where GNU rm prints a line per
+path (as reclaim does when invoked as rm). On a terminal, a progress line and a summary (-v
+adds the file system's profile and the workers); --json gives one object on stdout.
+--background prints each entry's ID on stdout when stdout is not a terminal.";
+
+/// `rm --help`'s closing text: the notes, then the selection's rules.
+pub fn rm_long_help() -> String {
+    format!("{RM_NOTES}\n\n{SELECT_HELP}")
+}
+
 /// `rm --help`'s part on selection: the rules and the find equivalents side by side.
 pub const SELECT_HELP: &str = "\
 Selection (-r with --name, --path, --older-than, ...):
   Each PATH is searched; it stays. Tests are AND-ed; a repeated --name/--path/--user/--group
   is any of them. Rules:
   - --name, --path and --type choose entries; a chosen directory goes whole (its contents
-    are carried), except with --empty.
+    are carried), except with --empty. Carried contents still meet the size and age tests,
+    whatever their names: --path 'tests/*' --larger-than 10K also removes the big files
+    below tests/sub/, which the find equivalent below does not; add --type f to choose
+    files only.
   - --older-than, --newer-than, --larger-than, --smaller-than, --user, --group hold for every
     entry removed, on its own inode, inside a chosen directory too: an old directory never
     takes a newer file with it.
@@ -23,6 +45,8 @@ Selection (-r with --name, --path, --older-than, ...):
     empty by its rmdir; --prune-empty also removes the directories the run left empty.
   - Ages are exact: 30d is 30 x 24 h before now, to the nanosecond. find -mtime +30 counts
     whole days and so means 31 days or more; reclaim's 30d is find's -newermt '-30 days'.
+    6mo and 1y count back on the local calendar, as find's -newermt '-6 months'. Units:
+    s, min, h, d, w, mo, y (a bare m is refused: minutes or months?).
   - Sizes are apparent sizes in bytes (K, M, G = 1024-based), as find -size Nc; find's -size
     -1M rounds up to whole MiB, reclaim never does.
   - Globs: '*' and '?' stay within one name ('?' is one byte), '**' spans directories,
@@ -34,7 +58,7 @@ Selection (-r with --name, --path, --older-than, ...):
   --name cache D                           find D -mindepth 1 -name cache -prune -exec rm -rf {} +
   --path 'logs/*.gz' D                     find D -path 'D/logs/*.gz' ! -path 'D/logs/*/*' -delete
   --older-than 30d D                       find D -mindepth 1 ! -newermt '-30 days' -delete
-  --time atime --older-than 60d D          find D -mindepth 1 ! -neweramt '-60 days' -delete
+  --time atime --older-than 60d D          find D -mindepth 1 ! -newerat '-60 days' -delete
   --newer-than 2h D                        find D -mindepth 1 -newermt '-2 hours' -delete
   --larger-than 1G D                       find D -mindepth 1 -size +1073741824c -delete
   --smaller-than 100 D                     find D -mindepth 1 -size -100c -delete
@@ -67,18 +91,28 @@ pub struct Cli {
 #[derive(Subcommand, Debug)]
 pub enum Command {
     /// Remove files and directory trees (GNU rm flags; never follows symlinks; one file system)
-    #[command(args_override_self = true, infer_long_args = true, after_long_help = SELECT_HELP)]
+    #[command(
+        args_override_self = true,
+        infer_long_args = true,
+        after_help = RM_MORE,
+        after_long_help = rm_long_help()
+    )]
     Rm(RmArgs),
     /// Show what is waiting in the trashes to be freed, and the reapers freeing it
     Status(StatusArgs),
     /// Put a trashed entry back at its original path (while no reaper has started on it)
     Restore(RestoreArgs),
-    /// Free what can be freed in the trashes now, in the foreground, and exit (entries in their
+    /// Free what can be freed in the trashes now, and exit (`--watch`: keep running)
+    ///
+    /// Free what can be freed in the trashes now, in the foreground, and exit: entries in their
     /// grace window stay; a reaper at work is waited for, one of another user for at most 30 s
-    /// in all and not at all if it is stopped) (`--watch`: keep running, for systemd)
+    /// in all and not at all if it is stopped. `--watch` keeps running, for systemd.
     Reap(ReapArgs),
+    /// Retention: remove the oldest entries of directories by rules; prints the plan first
+    ///
     /// Retention: remove the oldest entries of directories by rules (restic's --keep-last,
-    /// --keep-daily, ..., --keep-within; older than; keep X free); always prints the plan first
+    /// --keep-daily, ..., --keep-within; older than; keep X free); always prints the plan
+    /// first.
     Prune(PruneArgs),
     /// Where the files are: totals, size histogram, the biggest directories and small-file
     /// hotspots, estimated removal time
@@ -99,8 +133,9 @@ pub enum Command {
     #[command(
         long_about = "Write the man pages (reclaim.1 and reclaim-SUBCOMMAND.1 for each \
         subcommand, made from the same definitions as --help) into DIR, replacing pages of \
-        those names; nothing else is written. Then e.g. `man -l DIR/reclaim-rm.1`, or install \
-        them into /usr/local/share/man/man1."
+        those names; nothing else is written. Then e.g. `man -l DIR/reclaim-rm.1`. To install \
+        them: `mkdir -p ~/.local/share/man/man1 && reclaim man ~/.local/share/man/man1` (for \
+        one user), or `reclaim man /usr/local/share/man/man1` (root, for all)."
     )]
     Man {
         /// An existing directory to write the pages into (e.g. /usr/local/share/man/man1)
@@ -130,53 +165,61 @@ pub struct PruneArgs {
     /// Keep the N newest entries
     #[arg(long, value_name = "N")]
     pub keep_last: Option<usize>,
-    /// For the last N hours that have an entry, keep the newest entry of each
+    /// Keep the newest entry of each of the last N hours that have one
     #[arg(long, value_name = "N")]
     pub keep_hourly: Option<usize>,
-    /// For the last N days that have an entry, keep the newest entry of each
+    /// Keep the newest entry of each of the last N days that have one
     #[arg(long, value_name = "N")]
     pub keep_daily: Option<usize>,
-    /// For the last N weeks (ISO: Monday to Sunday) that have an entry, keep the newest of each
+    /// Keep the newest entry of each of the last N weeks that have one
+    ///
+    /// ISO weeks: Monday to Sunday
     #[arg(long, value_name = "N")]
     pub keep_weekly: Option<usize>,
-    /// For the last N months that have an entry, keep the newest entry of each
+    /// Keep the newest entry of each of the last N months that have one
     #[arg(long, value_name = "N")]
     pub keep_monthly: Option<usize>,
-    /// For the last N years that have an entry, keep the newest entry of each
+    /// Keep the newest entry of each of the last N years that have one
     #[arg(long, value_name = "N")]
     pub keep_yearly: Option<usize>,
-    /// Keep every entry newer than the newest entry's time minus SPAN (restic's rule): years
-    /// and months on the calendar, then days, hours, minutes (1y6mo, 7d, 36h)
+    /// Keep every entry newer than the newest one minus SPAN (1y6mo, 7d, 36h)
+    ///
+    /// restic's rule: years and months on the calendar, then days, hours, minutes
     #[arg(long, value_name = "SPAN", value_parser = crate::cli::units::parse_calendar_span)]
     pub keep_within: Option<crate::engine::prune::policy::CalendarSpan>,
-    /// Remove entries older than this (e.g. 12h, 3d, 2w, 6mo, 1y); never the newest entry
+    /// Remove entries older than this (12h, 3d, 2w, 6mo, 1y); never the newest
     #[arg(long, value_name = "DURATION", value_parser = crate::cli::units::parse_duration)]
     pub older_than: Option<std::time::Duration>,
-    /// Remove oldest first until the file system will have this much free (15% or 200G),
-    /// counting space still being freed from the trash
+    /// Remove oldest first until the file system will have this much free
+    ///
+    /// 15% or 200G, counting space still being freed from the trash
     #[arg(long, value_name = "PERCENT|SIZE", value_parser = crate::cli::units::parse_free_target)]
     pub keep_free: Option<crate::engine::prune::policy::FreeTarget>,
-    /// Remove oldest first until the file system will have SIZE more free than now (5G),
-    /// counting space still being freed from the trash; --keep-free is the absolute form
+    /// Remove oldest first until the file system will have SIZE more free
+    ///
+    /// 5G more than now, counting space still being freed from the trash; --keep-free is the
+    /// absolute form
     #[arg(long, value_name = "SIZE", value_parser = crate::cli::units::parse_size_or_zero)]
     pub free: Option<u64>,
-    /// Remove oldest first until the entries total at most this (allocated bytes)
+    /// Remove oldest first until the entries total at most SIZE (allocated)
     #[arg(long, value_name = "SIZE", value_parser = crate::cli::units::parse_size_or_zero)]
     pub max_total: Option<u64>,
     /// Order entries by modification time or by name [default: mtime]
     #[arg(long, value_enum)]
     pub sort: Option<SortArg>,
-    /// Take the rules (and directories, if none are given) from `[prune.NAME]` in the config file
+    /// Take the rules (and directories) from `[prune.NAME]` in the config file
+    ///
+    /// The directories only if none are given
     #[arg(long, value_name = "NAME")]
     pub policy: Option<String>,
-    /// Only entries whose name matches this shell pattern (e.g. 'backup-*.tar')
+    /// Only entries whose name matches GLOB (e.g. 'backup-*.tar')
     #[arg(long = "match", value_name = "GLOB")]
     pub pattern: Option<String>,
     /// Consider entries whose names start with a dot too
-    #[arg(long)]
+    #[arg(hide_short_help = true, long)]
     pub all: bool,
     /// Allow a plan that removes every entry
-    #[arg(long)]
+    #[arg(hide_short_help = true, long)]
     pub allow_empty: bool,
     /// Print the plan and stop
     #[arg(short = 'n', long)]
@@ -184,7 +227,9 @@ pub struct PruneArgs {
     /// Print one JSON object (the plan and what was done) on stdout
     #[arg(long)]
     pub json: bool,
-    /// Stay until the space of the removed entries is free (default: a background reaper)
+    /// Stay until the space of the removed entries is free
+    ///
+    /// [default: the trash and a background reaper]
     #[arg(long, conflicts_with = "now")]
     pub wait: bool,
     /// Remove in the foreground without the trash (paced)
@@ -344,14 +389,17 @@ pub enum ScanTime {
 #[group(multiple = false)]
 pub struct ModeArgs {
     /// Remove in the foreground, paced (the default)
-    #[arg(long)]
+    #[arg(hide_short_help = true, long)]
     pub now: bool,
-    /// Hide each path at once (a rename into its file system's trash, `<mount>/.reclaim-<uid>/`)
-    /// and free the space in the background with a detached reaper; says each entry's ID (on a
-    /// terminal, or with -v) and, with --grace, the `reclaim restore ID` that undoes it
+    /// Hide each path in its trash at once; a reaper frees the space later
+    ///
+    /// A rename into its file system's trash (`<mount>/.reclaim-<uid>/`), then a detached
+    /// reaper frees the space. Prints each entry's ID on stdout when that is not a terminal (one
+    /// a line, for scripts), and on a terminal (or with -v) each path's ID and, with --grace,
+    /// the `reclaim restore ID` that undoes it
     #[arg(long)]
     pub background: bool,
-    /// Hide each path at once, then stay until its space is free (with a progress bar)
+    /// Hide each path at once, then stay until its space is free
     #[arg(long)]
     pub wait: bool,
 }
@@ -375,16 +423,18 @@ pub struct PaceArgs {
     /// No pacing: free everything as fast as the file system can (like rm)
     #[arg(long, conflicts_with_all = ["max_latency", "rate"])]
     pub fast: bool,
-    /// Latency budget for other I/O on the same file system [default: 20ms for large files]:
-    /// reclaim measures it (a tiny O_DSYNC write probe) and slows down when it is exceeded.
-    /// Given explicitly, trees (-r) are paced by it too
+    /// Latency budget for other I/O [default: 20ms for large files]
+    ///
+    /// reclaim measures the latency other I/O on the same file system sees (a tiny O_DSYNC
+    /// write probe) and slows down when it exceeds this. Given explicitly, trees (-r) are paced
+    /// by it too
     #[arg(long, value_name = "DURATION", value_parser = crate::cli::units::parse_duration)]
     pub max_latency: Option<std::time::Duration>,
     /// Cap on bytes freed per second (e.g. 200M), on top of the latency budget
-    #[arg(long, value_name = "BYTES/s", value_parser = crate::cli::units::parse_bytes)]
+    #[arg(hide_short_help = true, long, value_name = "BYTES/s", value_parser = crate::cli::units::parse_bytes)]
     pub rate: Option<u64>,
     /// Cap on unlinks per second in trees (applies with --fast too)
-    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
+    #[arg(hide_short_help = true, long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
     pub iops: Option<u64>,
 }
 
@@ -396,27 +446,30 @@ pub struct RmArgs {
     /// Ignore nonexistent files and arguments; never prompt
     #[arg(short, long)]
     pub force: bool,
-    /// Prompt before every removal (entries one at a time, in GNU rm's order)
+    /// Prompt before every removal
+    ///
+    /// Entries one at a time, in GNU rm's order
     #[arg(short = 'i')]
     pub prompt_always: bool,
-    /// Prompt once before removing more than three arguments, or when removing recursively
+    /// Prompt once before removing over three arguments, or recursively
     #[arg(short = 'I')]
     pub prompt_once: bool,
-    /// Prompt according to WHEN: never, once (-I), or always (-i); without WHEN, always.
+    /// Prompt never, once (-I), or always (-i) [default: always]
+    ///
     /// The last of -f, -i, -I and --interactive counts
     #[arg(long, value_name = "WHEN", num_args = 0..=1, require_equals = true,
           default_missing_value = "always", value_parser = parse_when)]
     pub interactive: Option<When>,
     /// Never leave an argument's file system (reclaim's default; see --cross-mounts)
-    #[arg(long, conflicts_with = "cross_mounts")]
+    #[arg(hide_short_help = true, long, conflicts_with = "cross_mounts")]
     pub one_file_system: bool,
     /// Do not remove '/' (always in effect); with 'all', also refuse an argument on another
     /// device than its parent (a mount point)
-    #[arg(long, value_name = "all", num_args = 0..=1, require_equals = true,
+    #[arg(hide_short_help = true, long, value_name = "all", num_args = 0..=1, require_equals = true,
           default_missing_value = "", value_parser = ["", "all"])]
     pub preserve_root: Option<String>,
     /// Accepted for GNU rm's scripts; reclaim still refuses '/'
-    #[arg(long)]
+    #[arg(hide_short_help = true, long)]
     pub no_preserve_root: bool,
     /// Remove empty directories
     #[arg(short, long)]
@@ -424,34 +477,44 @@ pub struct RmArgs {
     /// Print each removed path (`removed 'PATH'`) on stdout
     #[arg(short, long)]
     pub verbose: bool,
-    /// Walk and report what would be removed (files, dirs, allocated bytes); remove nothing
+    /// Report what would be removed; remove nothing
+    ///
+    /// Walks and reports the files, directories and allocated bytes that would go
     #[arg(long)]
     pub dry_run: bool,
     /// Print one JSON object with the summary on stdout
     #[arg(long)]
     pub json: bool,
-    /// Worker threads, pinned [default: measured while the removal runs, starting where the file system's profile says]
-    #[arg(long, value_parser = clap::value_parser!(u16).range(1..=1024))]
+    /// Worker threads, pinned [default: measured while the removal runs]
+    ///
+    /// The measurement starts where the file system's profile says
+    #[arg(hide_short_help = true, long, value_parser = clap::value_parser!(u16).range(1..=1024))]
     pub threads: Option<u16>,
     /// Descend into other file systems mounted inside the tree (default: skip and report them)
-    #[arg(long)]
+    #[arg(hide_short_help = true, long)]
     pub cross_mounts: bool,
-    /// Assume this kind of file system instead of the detected one (its defaults: workers,
-    /// governor, stats): local-ssd, rotational, memory, network, fuse
-    #[arg(long, value_name = "PROFILE", value_parser = parse_profile)]
+    /// Assume this kind of file system instead of the detected one (its
+    /// defaults: workers, governor, stats): local-ssd, rotational, memory, network, fuse
+    #[arg(hide_short_help = true, long, value_name = "PROFILE", value_parser = parse_profile)]
     pub profile: Option<crate::engine::profile::Class>,
-    /// Share the removal with the other ranks of the MPI job this runs in (`mpirun -np N
-    /// reclaim rm -r PATH`; detected without this flag). Needs a build with `--features mpi`
-    #[arg(long)]
+    /// Share the removal with the other ranks of the MPI job this runs in
+    /// (`mpirun -np N reclaim rm -r PATH`; detected without this flag). Needs a build with
+    /// `--features mpi`
+    #[arg(hide_short_help = true, long)]
     pub mpi: bool,
     #[command(flatten)]
     pub mode: ModeArgs,
-    /// With --background: keep the entries restorable this long before freeing them (e.g. 10min)
+    /// With --background: restorable this long (10min, 2h, 7d)
+    ///
+    /// The entries wait in the trash that long before a reaper frees them; `reclaim restore ID`
+    /// puts one back meanwhile
     #[arg(long, value_name = "DURATION", value_parser = crate::cli::units::parse_duration)]
     pub grace: Option<std::time::Duration>,
-    /// Make the removal survive a power loss: one fsync per affected directory after its
-    /// unlinks (not one per file); with --background/--wait, the trash protocol's fsyncs
-    #[arg(long)]
+    /// Survive a power loss: one fsync per affected directory
+    ///
+    /// One fsync per affected directory after its unlinks (not one per file); with
+    /// --background/--wait, the trash protocol's fsyncs
+    #[arg(hide_short_help = true, long)]
     pub durable: bool,
     #[command(flatten)]
     pub pace: PaceArgs,
@@ -472,86 +535,103 @@ pub struct RmArgs {
     /// (for measurements)
     #[arg(long, hide = true, value_parser = clap::value_parser!(u16).range(1..=1024))]
     pub batch_threads: Option<u16>,
-    #[command(flatten)]
-    pub select: SelectArgs,
     /// Files and directories to remove
     #[arg(value_name = "PATH", value_parser = clap::builder::OsStringValueParser::new())]
     pub paths: Vec<std::ffi::OsString>,
+    #[command(flatten)]
+    pub select: SelectArgs,
 }
 
 /// Selection on `rm -r` (the rules are in src/engine/select/mod.rs and `rm --help`).
 #[derive(Args, Debug, Default, Clone)]
-#[command(
-    next_help_heading = "Selection (with -r: remove only what matches below each PATH; the PATHs stay)"
-)]
+#[command(next_help_heading = "Selection (with -r)")]
 pub struct SelectArgs {
-    /// Entries whose name matches GLOB (find -name GLOB); repeatable: any of them. A matching
-    /// directory goes whole
+    /// Entries whose name matches GLOB (find -name); repeatable
+    ///
+    /// Any of the repeated patterns. A matching directory goes whole, its contents carried into
+    /// the size and age tests (--type f for files only)
     #[arg(long, value_name = "GLOB")]
     pub name: Vec<String>,
-    /// Entries whose path below PATH matches GLOB: '*' and '?' stay within one name, '**'
-    /// spans directories (find -path 'PATH/GLOB', whose '*' also matches '/'); repeatable
+    /// Entries whose path below PATH matches GLOB (find -path); repeatable
+    ///
+    /// '*' and '?' stay within one name, '**' spans directories (find -path 'PATH/GLOB', whose
+    /// '*' also matches '/'). A matching directory goes whole, as with --name
     #[arg(long = "path", value_name = "GLOB")]
     pub path_glob: Vec<String>,
-    /// Never remove nor enter entries whose name matches GLOB (with a '/': whose path below
-    /// PATH does; a trailing '/': directories only) (find -name GLOB -prune); repeatable
+    /// Never remove nor enter entries whose name matches GLOB; repeatable
+    ///
+    /// With a '/': whose path below PATH does; a trailing '/': directories only (find -name GLOB
+    /// -prune)
     #[arg(long, value_name = "GLOB", value_parser = crate::engine::glob::exclude::parse)]
     pub exclude: Vec<crate::engine::glob::exclude::Pattern>,
     /// Test entries at most N levels below PATH (find -maxdepth N); a matching directory
     /// still goes whole
-    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
+    #[arg(hide_short_help = true, long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
     pub max_depth: Option<u32>,
-    /// Entries whose time (--time) is at least DURATION before now, exactly: 30d is 30 x 24 h
-    /// to the second (find ! -newermt '-30 days'; find -mtime +30 rounds to whole days: 31+)
+    /// Entries whose time (--time) is at least DURATION ago (30d, 6mo, 1y)
+    ///
+    /// Exactly: 30d is 30 x 24 h to the second (find ! -newermt '-30 days'; find -mtime +30
+    /// rounds to whole days: 31+); 6mo and 1y count back on the local calendar
     #[arg(long, value_name = "DURATION", value_parser = crate::cli::units::parse_duration)]
     pub older_than: Option<std::time::Duration>,
-    /// Entries whose time (--time) is less than DURATION before now (find -newermt '-30 days')
+    /// Entries whose time (--time) is less than DURATION ago
+    ///
+    /// find -newermt '-30 days' for 30d
     #[arg(long, value_name = "DURATION", value_parser = crate::cli::units::parse_duration)]
     pub newer_than: Option<std::time::Duration>,
-    /// Which time the age tests read: mtime (data changed, default), atime (last read: least
-    /// recently used first), ctime (inode changed), btime (created; a PATH whose file system
-    /// records no creation times is not searched, and said so)
-    #[arg(long, value_name = "TIME", value_parser = crate::engine::select::TimeField::parse)]
+    /// Which time the age tests read: mtime (default), atime, ctime, btime
+    ///
+    /// mtime: data changed; atime: last read (least recently used first); ctime: inode
+    /// changed; btime: created (a PATH whose file system records no creation times is not
+    /// searched, and said so)
+    #[arg(hide_short_help = true, long, value_name = "TIME", value_parser = crate::engine::select::TimeField::parse)]
     pub time: Option<crate::engine::select::TimeField>,
-    /// Entries larger than SIZE bytes, apparent size (find -size +Nc; K, M, G are 1024-based,
-    /// never rounded up as find's -size Nk)
+    /// Entries larger than SIZE bytes, apparent size (find -size +Nc)
+    ///
+    /// 100M, 1G: K, M, G are 1024-based, never rounded up as find's -size Nk
     #[arg(long, value_name = "SIZE", value_parser = crate::cli::units::parse_size)]
     pub larger_than: Option<u64>,
     /// Entries smaller than SIZE bytes, apparent size (find -size -Nc)
     #[arg(long, value_name = "SIZE", value_parser = crate::cli::units::parse_size)]
     pub smaller_than: Option<u64>,
-    /// Entries of these types (find -type): f file, d directory, l symlink, p fifo, s socket,
-    /// b block, c character device; comma-separated or repeated
+    /// Entries of these types (find -type): f, d, l, p, s, b, c
+    ///
+    /// f file, d directory, l symlink, p fifo, s socket, b block, c character device;
+    /// comma-separated or repeated
     #[arg(long = "type", value_name = "TYPES", value_parser = crate::engine::select::parse_types)]
     pub types: Vec<u8>,
     /// Entries owned by this user (find -user); repeatable: any of them
-    #[arg(long, value_name = "NAME|UID", value_parser = crate::engine::select::owner::parse_user)]
+    #[arg(hide_short_help = true, long, value_name = "NAME|UID", value_parser = crate::engine::select::owner::parse_user)]
     pub user: Vec<u32>,
     /// Entries of this group (find -group); repeatable: any of them
-    #[arg(long, value_name = "NAME|GID", value_parser = crate::engine::select::owner::parse_group)]
+    #[arg(hide_short_help = true, long, value_name = "NAME|GID", value_parser = crate::engine::select::owner::parse_group)]
     pub group: Vec<u32>,
     /// Empty regular files and empty directories (find -empty)
-    #[arg(long)]
+    #[arg(hide_short_help = true, long)]
     pub empty: bool,
     /// Then also remove the directories this run left empty (never the PATHs themselves)
-    #[arg(long)]
+    #[arg(hide_short_help = true, long)]
     pub prune_empty: bool,
-    /// Remove exactly the paths listed in FILE ('-': standard input), one per line (or
-    /// NUL-separated with -0), instead of PATH operands: `find ... -print0 | reclaim rm -r
-    /// --from - -0`. Parents are opened once each and never through a symlink
+    /// Remove exactly the paths listed in FILE ('-': standard input)
+    ///
+    /// One per line (or NUL-separated with -0), instead of PATH operands: `find ... -print0 |
+    /// reclaim rm -r --from - -0`. Parents are opened once each and never through a symlink
     #[arg(long, value_name = "FILE")]
     pub from: Option<PathBuf>,
     /// --from and --list records are NUL-separated
-    #[arg(short = '0', long = "null")]
+    #[arg(hide_short_help = true, short = '0', long = "null")]
     pub null: bool,
-    /// Write every removed path (with --dry-run: every path that would go) to FILE ('-':
-    /// standard output), one per line with '\' as '\\' and a newline as '\n' (NUL-separated
-    /// with -0): the audit trail, which the run never removes, even where it matches
+    /// Write every removed path to FILE ('-': stdout): the audit trail
+    ///
+    /// With --dry-run: every path that would go. One per line with '\' as '\\' and a newline
+    /// as '\n' (NUL-separated with -0); the run never removes it, even where it matches
     #[arg(long, value_name = "FILE")]
     pub list: Option<PathBuf>,
-    /// Remove the oldest matching files (by --time) until the file system has this much free
-    /// (15% or 200G), counting space still pending in the trash; two walks, bounded memory
-    #[arg(long, value_name = "PERCENT|SIZE", value_parser = crate::cli::units::parse_free_target)]
+    /// Remove the oldest matching files until the file system has this much free
+    ///
+    /// 15% or 200G (by --time), counting space still pending in the trash; two walks, bounded
+    /// memory
+    #[arg(hide_short_help = true, long, value_name = "PERCENT|SIZE", value_parser = crate::cli::units::parse_free_target)]
     pub keep_free: Option<crate::engine::prune::policy::FreeTarget>,
 }
 
@@ -636,11 +716,15 @@ pub struct ReapArgs {
     /// Keep running: free new entries as they come (for a systemd service)
     #[arg(long, conflicts_with = "once")]
     pub watch: bool,
-    /// One pass over what is due now, then exit: a trash another reaper holds is skipped (it
-    /// frees that), and failed entries wait for their back-off (the service's passes)
+    /// One pass over what is due now, then exit
+    ///
+    /// A trash another reaper holds is skipped (it frees that), and failed entries wait for their
+    /// back-off (the service's passes)
     #[arg(long)]
     pub once: bool,
-    /// Only this trash (a `<dir>/.reclaim-<uid>` directory) [default: every trash this user may see]
+    /// Only this trash (a `<dir>/.reclaim-<uid>` directory)
+    ///
+    /// [default: every trash this user may see]
     #[arg(long, value_name = "DIR")]
     pub trash: Option<PathBuf>,
     /// Print one JSON object with what was freed on stdout
@@ -657,11 +741,13 @@ pub struct ReapArgs {
     /// `reap` asks its per-user passes for this)
     #[arg(long, hide = true)]
     pub retry_failed: bool,
-    /// Where to log one line per freed entry (what, how many files, how much, how long, how
-    /// fast) and per failure (what could not be freed and why, damaged entries, entries left
-    /// until their back-off ends), each with a syslog priority: info for freed, err for
-    /// failures, notice for back-offs (so `journalctl -p warning` lists the failures). The
-    /// journal gets the fields RECLAIM_EVENT (freed, failed, damaged, backoff), RECLAIM_ENTRY, RECLAIM_PATH, RECLAIM_TRASH,
+    /// Where to log each freed entry and failure [default: auto]
+    ///
+    /// One line per freed entry (what, how many files, how much, how long, how fast) and per
+    /// failure (what could not be freed and why, damaged entries, entries left until their
+    /// back-off ends), each with a syslog priority: info for freed, err for failures, notice for
+    /// back-offs (so `journalctl -p warning` lists the failures). The journal gets the fields
+    /// RECLAIM_EVENT (freed, failed, damaged, backoff), RECLAIM_ENTRY, RECLAIM_PATH, RECLAIM_TRASH,
     /// RECLAIM_FILES, RECLAIM_BYTES, RECLAIM_SECONDS, RECLAIM_RATE, RECLAIM_ERROR too
     /// (`journalctl -t reclaim RECLAIM_EVENT=failed`). [default: `[reap] log` of the
     /// configuration, else auto]
@@ -671,9 +757,10 @@ pub struct ReapArgs {
     /// supervisor reads it)
     #[arg(long, hide = true)]
     pub log_prefix: bool,
-    /// Free these entries (IDs, from `reclaim status`), or every entry with --all, now: also
-    /// in their grace window (no longer restorable) and failed ones without waiting for their
-    /// back-off (what a full disk needs)
+    /// Free these entries (IDs), or every entry with --all, now
+    ///
+    /// Also in their grace window (no longer restorable) and failed ones without waiting for
+    /// their back-off (what a full disk needs); IDs from `reclaim status`
     #[arg(long, conflicts_with = "watch")]
     pub now: bool,
     /// With --now: every entry of every trash this user may see (or of --trash)
@@ -682,15 +769,16 @@ pub struct ReapArgs {
     /// Entry IDs for --now
     #[arg(value_name = "ID", requires = "now")]
     pub ids: Vec<String>,
-    /// Stay until the space is back, as `rm --wait` does: where btrfs subvolumes were deleted
-    /// whole, also until btrfs's cleaner has freed them (root, kernel 6.8+; otherwise it says
-    /// it cannot wait)
+    /// Stay until the space is back, as `rm --wait` does
+    ///
+    /// Where btrfs subvolumes were deleted whole, also until btrfs's cleaner has freed them
+    /// (root, kernel 6.8+; otherwise it says it cannot wait)
     #[arg(long, conflicts_with_all = ["watch", "detached"])]
     pub wait: bool,
     #[command(flatten)]
     pub pace: PaceArgs,
     /// Worker threads for trees [default: as `reclaim rm`]
-    #[arg(long, value_parser = clap::value_parser!(u16).range(1..=1024))]
+    #[arg(hide_short_help = true, long, value_parser = clap::value_parser!(u16).range(1..=1024))]
     pub threads: Option<u16>,
 }
 

@@ -23,13 +23,26 @@ pub fn man_pages() -> Vec<(String, Vec<u8>)> {
         // clap wants a 'static name; these few strings live until the process exits.
         let static_name: &'static str = Box::leak(name.clone().into_boxed_str());
         let versioned = cmd.get_version().is_some();
-        let man = clap_mangen::Man::new(cmd.name(static_name));
+        let typed = if sub.is_empty() {
+            "reclaim".to_string()
+        } else {
+            format!("reclaim {sub}")
+        };
+        let headings: Vec<String> = cmd
+            .get_arguments()
+            .filter_map(|a| a.get_help_heading().map(String::from))
+            .collect();
+        let synopsis = synopsis(&cmd, &typed);
+        let man = clap_mangen::Man::new(cmd.name(static_name))
+            .source(format!("reclaim {}", env!("CARGO_PKG_VERSION")));
         let rendered: std::io::Result<()> = (|| {
             man.render_title(&mut out)?;
             man.render_name_section(&mut out)?;
-            man.render_synopsis_section(&mut out)?;
+            out.extend_from_slice(synopsis.as_bytes());
             man.render_description_section(&mut out)?;
-            man.render_options_section(&mut out)?;
+            let mut options = Vec::new();
+            man.render_options_section(&mut options)?;
+            out.extend_from_slice(keep_heading_case(&options, &headings).as_bytes());
             if sub.is_empty() {
                 man.render_subcommands_section(&mut out)?;
             }
@@ -52,6 +65,93 @@ pub fn man_pages() -> Vec<(String, Vec<u8>)> {
     pages
 }
 
+/// Text for roff: `\` and `-` escaped.
+fn roff_text(s: &str) -> String {
+    s.replace('\\', "\\e").replace('-', "\\-")
+}
+
+/// The SYNOPSIS as the command is typed (`reclaim rm`, not the page's name `reclaim-rm`), each
+/// option with its argument (`[--threads THREADS]`, `[--interactive[=WHEN]]`), then the
+/// operands (`[PATH]...`) or, for `reclaim` itself, the subcommand.
+fn synopsis(cmd: &clap::Command, typed: &str) -> String {
+    let bold = |s: &str| format!("\\fB{}\\fR", roff_text(s));
+    let italic = |s: &str| format!("\\fI{}\\fR", roff_text(s));
+    let mut line = bold(typed);
+    for a in cmd
+        .get_arguments()
+        .filter(|a| !a.is_hide_set() && !a.is_positional())
+    {
+        let mut flag = match (a.get_short(), a.get_long()) {
+            (Some(s), Some(l)) => format!("{}|{}", bold(&format!("-{s}")), bold(&format!("--{l}"))),
+            (Some(s), None) => bold(&format!("-{s}")),
+            (None, Some(l)) => bold(&format!("--{l}")),
+            (None, None) => continue,
+        };
+        if a.get_action().takes_values() {
+            let names: Vec<String> = match a.get_value_names() {
+                Some(v) => v.iter().map(|n| n.to_string()).collect(),
+                None => vec![a.get_id().as_str().to_uppercase()],
+            };
+            let value = italic(&names.join(" "));
+            let optional = a.get_num_args().is_some_and(|n| n.min_values() == 0);
+            if optional {
+                flag.push_str(&format!("[={value}]"));
+            } else {
+                flag.push_str(&format!(" {value}"));
+            }
+        }
+        line.push_str(&format!(" [{flag}]"));
+    }
+    for a in cmd.get_positionals().filter(|a| !a.is_hide_set()) {
+        let name = a
+            .get_value_names()
+            .and_then(|v| v.first().map(|n| n.to_string()))
+            .unwrap_or_else(|| a.get_id().as_str().to_uppercase());
+        let many = a.get_num_args().is_some_and(|n| n.max_values() > 1);
+        let dots = if many { "..." } else { "" };
+        if a.is_required_set() {
+            line.push_str(&format!(" {}{dots}", italic(&name)));
+        } else {
+            line.push_str(&format!(" [{}]{dots}", italic(&name)));
+        }
+    }
+    if cmd.has_subcommands() {
+        line.push_str(&format!(" {} [{}]...", italic("COMMAND"), italic("OPTION")));
+    }
+    // Neither hyphenated nor justified: an option's name stays whole.
+    format!(".SH SYNOPSIS\n.nh\n.ad l\n{line}\n.ad\n.hy\n")
+}
+
+/// The options' section headings as clap_mangen writes them (all capitals) with the case of
+/// what they name kept: `SELECTION (WITH -r)`, not `SELECTION (WITH -R)` (`-R` is another
+/// option, or none).
+fn keep_heading_case(options: &[u8], headings: &[String]) -> String {
+    let text = String::from_utf8_lossy(options);
+    let mut out = String::new();
+    for line in text.split_inclusive('\n') {
+        let heading = line
+            .strip_prefix(".SH ")
+            .map(|h| h.trim_end().trim_matches('"').replace("\\-", "-"));
+        match heading.and_then(|h| headings.iter().find(|g| g.to_uppercase() == h)) {
+            Some(g) => {
+                let kept: Vec<String> = g
+                    .split(' ')
+                    .map(|w| {
+                        if w.trim_start_matches('(').starts_with('-') {
+                            w.to_string()
+                        } else {
+                            w.to_uppercase()
+                        }
+                    })
+                    .collect();
+                out.push_str(&format!(".SH \"{}\"\n", roff_text(&kept.join(" "))));
+            }
+            None => out.push_str(line),
+        }
+    }
+    out
+}
+
 /// A roff section: each paragraph becomes `.PP` text, with roff's special characters escaped.
 fn roff_section(title: &str, paragraphs: &[String]) -> String {
     let mut out = if title.contains(' ') {
@@ -60,7 +160,7 @@ fn roff_section(title: &str, paragraphs: &[String]) -> String {
         format!(".SH {title}\n")
     };
     // The selection's table keeps its columns: no filling.
-    let preformatted = title == "SELECTION";
+    let preformatted = title == "SELECTION RULES";
     for p in paragraphs {
         out.push_str(".PP\n");
         if preformatted {
@@ -199,8 +299,13 @@ fn extra_sections(sub: &str) -> Vec<(&'static str, Vec<String>)> {
     };
     let mut sections = Vec::new();
     if sub == "rm" {
-        // The selection's rules and find equivalents, as `rm --help` says them.
-        sections.push(("SELECTION", vec![crate::cli::args::SELECT_HELP.to_string()]));
+        // Where reclaim's output differs from GNU rm's, and the selection's rules and find
+        // equivalents, as `rm --help` says them.
+        sections.push(("NOTES", vec![crate::cli::args::RM_NOTES.to_string()]));
+        sections.push((
+            "SELECTION RULES",
+            vec![crate::cli::args::SELECT_HELP.to_string()],
+        ));
     }
     sections.extend([
         ("EXIT STATUS", exit),
@@ -250,6 +355,39 @@ mod tests {
                 assert!(text.contains(section), "{name}: no {section}");
             }
         }
+    }
+
+    /// SYNOPSIS names the command as typed, with each option's argument; headings keep the
+    /// case of the options they name; the rm page says where it differs from GNU rm.
+    #[test]
+    fn synopsis_and_headings_read_as_typed() {
+        let pages = man_pages();
+        let text = |name: &str| {
+            let (_, t) = pages.iter().find(|(n, _)| n == name).unwrap();
+            String::from_utf8(t.clone()).unwrap()
+        };
+        let rm = text("reclaim-rm.1");
+        let synopsis = rm.split(".SH SYNOPSIS").nth(1).unwrap();
+        let synopsis = synopsis.split(".SH ").next().unwrap();
+        assert!(synopsis.contains("\\fBreclaim rm\\fR ["), "{synopsis}");
+        assert!(!synopsis.contains("reclaim\\-rm"), "{synopsis}");
+        for want in [
+            "[\\fB\\-\\-threads\\fR \\fITHREADS\\fR]",
+            "[\\fB\\-\\-grace\\fR \\fIDURATION\\fR]",
+            "[\\fB\\-\\-interactive\\fR[=\\fIWHEN\\fR]]",
+            "[\\fB\\-r\\fR|\\fB\\-\\-recursive\\fR]",
+            "[\\fIPATH\\fR]...",
+        ] {
+            assert!(synopsis.contains(want), "no {want} in {synopsis}");
+        }
+        assert!(rm.contains(".SH \"SELECTION (WITH \\-r)\""), "{rm}");
+        assert!(!rm.contains("(WITH \\-R"), "{rm}");
+        assert!(rm.contains(".SH NOTES") && rm.contains(".SH \"SELECTION RULES\""));
+        let prune = text("reclaim-prune.1");
+        assert!(prune.contains("\\fBreclaim prune\\fR ["), "{prune}");
+        assert!(prune.contains("[\\fIDIR\\fR]..."), "{prune}");
+        let top = text("reclaim.1");
+        assert!(top.contains("\\fBreclaim\\fR \\fICOMMAND\\fR"), "{top}");
     }
 
     #[test]

@@ -272,6 +272,13 @@ fn report(o: &Options, live: bool, r: &Removal, view: &RmView) {
             serde_json::to_string(summary).expect("summary serializes")
         );
     } else if o.mode == Mode::Background && !summary.hidden.is_empty() {
+        // For scripts (`id=$(reclaim rm --background X)`, a pipe, a file): each entry's ID on
+        // stdout, one a line, in the order of the arguments; for people, the paragraph.
+        if !std::io::stdout().is_terminal() {
+            for h in &summary.hidden {
+                println!("{}", h.id);
+            }
+        }
         if live || o.verbose {
             eprintln!("{}", crate::ui::report::hidden(summary));
         }

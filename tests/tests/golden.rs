@@ -64,6 +64,26 @@ fn every_help_is_golden() {
     }
 }
 
+/// `-h` fits a screen (GNU rm's `--help` is about 40 lines; reclaim's `--help` and the man
+/// pages hold the rest), and `rm -h` is golden too.
+#[test]
+fn every_short_help_fits_a_screen() {
+    for c in [
+        "", "rm", "status", "restore", "reap", "prune", "scan", "pack", "unpack", "bench", "man",
+    ] {
+        let args: Vec<&str> = [c, "-h"].into_iter().filter(|a| !a.is_empty()).collect();
+        let out = util::reclaim().args(&args).output().unwrap();
+        util::assert_success(&out);
+        let text = String::from_utf8(out.stdout).unwrap();
+        let lines = text.lines().count();
+        assert!(lines <= 42, "`reclaim {c} -h` is {lines} lines:\n{text}");
+        if c == "rm" {
+            assert!(text.contains("reclaim rm --help, man reclaim-rm"), "{text}");
+            golden("help/rm-short.txt", &text);
+        }
+    }
+}
+
 /// The shape of a JSON value: objects keep their keys (each with the shape of its value),
 /// arrays the merged shape of their elements, and every other value is its type's name.
 fn shape(v: &Value) -> Value {

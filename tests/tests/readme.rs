@@ -184,11 +184,20 @@ fn docs_point_only_inside_the_repository() {
     }
     let install = text
         .lines()
-        .skip_while(|l| !l.starts_with("cargo install --path ."))
-        .take(5)
+        .skip_while(|l| !l.starts_with("cargo install --locked --path ."))
+        .take(6)
         .collect::<Vec<_>>()
         .join("\n");
     assert!(install.contains("\nreclaim bench --quick"), "{install}");
+    // What a newcomer needs before and after: the toolchain, where the binary goes, the man
+    // pages.
+    for needed in [
+        "Rust toolchain, 1.88 or newer",
+        "~/.cargo/bin",
+        "reclaim man ~/.local/share/man/man1",
+    ] {
+        assert!(text.contains(needed), "README does not say {needed:?}");
+    }
     assert!(
         !text.contains("cargo run --release -- bench"),
         "README rebuilds to bench"

@@ -1721,3 +1721,37 @@ fn trashes_of_the_first_layout_are_still_read() {
     assert_trash_empty(&old);
     assert_eq!(trash_entries(&trash(&s)).len(), 1);
 }
+
+/// For scripts, `--background` prints each entry's ID on stdout, one a line in the order of
+/// the arguments (`id=$(reclaim rm --background X)`); on a terminal, the paragraph that names
+/// each path, its ID and the `reclaim restore` that undoes it.
+#[test]
+fn background_prints_each_entry_id_for_scripts_and_a_paragraph_on_a_terminal() {
+    let s = scratch!();
+    let _vol = util::or_skip!(util::trash_vol(&s));
+    s.file("vol/a", "a\n");
+    s.file("vol/b", "b\n");
+    let o = rm_ns(&s, &["--background", "--grace", "1h", "vol/a", "vol/b"]);
+    util::assert_success(&o);
+    let t = trash(&s);
+    let ids: Vec<String> = util::stdout_of(&o).lines().map(String::from).collect();
+    assert_eq!(ids.len(), 2, "{ids:?}");
+    assert_eq!(ids[0], id_of(&t, &abs(&s, "vol/a")));
+    assert_eq!(ids[1], id_of(&t, &abs(&s, "vol/b")));
+    assert_eq!(
+        util::stderr_of(&o),
+        "",
+        "nothing but the IDs off a terminal"
+    );
+    // On a terminal: the paragraph, with the restore command.
+    s.file("vol/c", "c\n");
+    let seen = on_a_terminal(&s, "rm --background --grace 1h vol/c");
+    let id = id_of(&t, &abs(&s, "vol/c"));
+    assert!(
+        seen.contains("hid 1 path") && seen.contains(&format!("reclaim restore {id}")),
+        "{seen}"
+    );
+    for id in ids {
+        util::assert_success(&restore(&s, &[&id]));
+    }
+}

@@ -46,7 +46,7 @@ pub enum TimeField {
     /// Last change of the data (find's -mtime, -newermt).
     #[default]
     Mtime,
-    /// Last access (find's -atime, -neweramt): "least recently used".
+    /// Last access (find's -atime, -newerat): "least recently used".
     Atime,
     /// Last change of the inode (find's -ctime, -newercmt).
     Ctime,
