@@ -39,7 +39,7 @@ for round in $(seq 1 "$ROUNDS"); do
     t0=$(now); (cd "$W/m/a" && "$BIN" rm --background f* >/dev/null); t1=$(now)
     n1=$("$BIN" status --trash "$T" | wc -l)
     t2=$(now); "$BIN" reap --trash "$T" >/dev/null 2>&1; t3=$(now)
-    t4=$(now); "$BIN" prune --keep-last 1 "$W/m/b" >/dev/null; t5=$(now)
+    t4=$(now); "$BIN" prune --match '*' --keep-last 1 "$W/m/b" >/dev/null; t5=$(now)
     n2=$("$BIN" status --trash "$T" | wc -l)
     t6=$(now); "$BIN" reap --trash "$T" >/dev/null 2>&1; t7=$(now)
     echo "round $round: per file: hide $(secs "$t0" "$t1") s, status $n1 lines, reap $(secs "$t2" "$t3") s" \

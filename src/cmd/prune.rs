@@ -70,6 +70,25 @@ pub fn run(o: &Options) -> ExitCode {
             }
         }
     }
+    // Without --match, the entries named like the most of them: a README beside dated
+    // backups is no backup (`engine::prune::shape`).
+    let mut left_out = Vec::new();
+    if o.names.pattern.is_none() {
+        let names: Vec<&str> = listed.iter().map(|(c, _)| c.name.as_str()).collect();
+        match prune::shape::choose(&names) {
+            Ok(chosen) => {
+                left_out = chosen.left_out;
+                let keep: std::collections::HashSet<usize> =
+                    chosen.considered.into_iter().collect();
+                let mut i = 0;
+                listed.retain(|_| {
+                    i += 1;
+                    keep.contains(&(i - 1))
+                });
+            }
+            Err(e) => return failed(format!("{e}; nothing removed"), 2),
+        }
+    }
     // Trees others hid without a recorded size are walked only when a free-space target
     // needs them (undercounting would remove more than needed).
     let devs: Vec<u64> = space.keys().copied().collect();
@@ -88,6 +107,7 @@ pub fn run(o: &Options) -> ExitCode {
     };
     let entries = prune::plan_entries(&listed, &plan, pol.sort);
     let mut report = Report::new(entries, plan.unmet.clone(), o.dry_run);
+    report.left_out = left_out;
     if !o.json {
         print!("{}", crate::ui::prune::plan(&report, &zone));
     }

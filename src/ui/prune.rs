@@ -15,6 +15,8 @@ pub struct Report {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub error: Option<String>,
     pub plan: Vec<Entry>,
+    /// Entries left out for their names (without `--match`: not of the dominant shape).
+    pub left_out: Vec<crate::engine::prune::shape::Shape>,
     pub unmet: Vec<String>,
     pub dry_run: bool,
     pub remove_count: usize,
@@ -34,6 +36,7 @@ impl Report {
                 .filter_map(|e| e.allocated)
                 .fold(0, u64::saturating_add),
             plan: entries,
+            left_out: Vec::new(),
             unmet,
             dry_run,
             result: None,
@@ -54,6 +57,26 @@ pub fn plan(r: &Report, zone: &jiff::tz::TimeZone) -> String {
             size,
             e.path,
             e.reasons.join("; ")
+        ));
+    }
+    for l in &r.left_out {
+        let names: Vec<String> = l
+            .first
+            .iter()
+            .map(|n| crate::sys::quote::quote(std::path::Path::new(n)))
+            .collect();
+        let more = l.count.saturating_sub(names.len());
+        s.push_str(&format!(
+            "left out: {} named '{}', unlike the others ({}{}): kept, not counted by any rule \
+             (--match chooses the names)\n",
+            plural(l.count as u64, "entry", "entries"),
+            l.shape,
+            names.join(", "),
+            if more > 0 {
+                format!(" and {} more", group(more as u64))
+            } else {
+                String::new()
+            }
         ));
     }
     s.push_str(&format!(

@@ -175,7 +175,11 @@ fn symlink_entries_are_removed_never_followed() {
         .status()
         .unwrap();
     assert!(o.success());
-    let o = prune(&s, &["--keep-last", "2", "--now", "vol/b"]);
+    // The link's name is not of the backups' shape: chosen by --match.
+    let o = prune(
+        &s,
+        &["--keep-last", "2", "--match", "backup-*", "--now", "vol/b"],
+    );
     util::assert_success(&o);
     assert_eq!(names(&s, "vol/b"), ["backup-00", "backup-01"]);
     util::assert_same("outside", &before, &s.snapshot("outside"));
@@ -330,7 +334,18 @@ fn the_plan_shows_every_size_without_a_size_rule() {
     backups_in(&s, "b", &[3.0, 2.0, 1.0], 256 << 10);
     s.file("b/single.tar", vec![1u8; 128 << 10]);
     set_mtime(&s.path("b/single.tar"), 1_000_000_000);
-    let o = prune(&s, &["--keep-last", "2", "--dry-run", "--json", "b"]);
+    let o = prune(
+        &s,
+        &[
+            "--keep-last",
+            "2",
+            "--match",
+            "*",
+            "--dry-run",
+            "--json",
+            "b",
+        ],
+    );
     util::assert_success(&o);
     let v = json(&o);
     let plan = v["plan"].as_array().unwrap();
@@ -350,7 +365,7 @@ fn the_plan_shows_every_size_without_a_size_rule() {
     }
     assert_eq!(v["remove_bytes"].as_u64(), Some(removing), "{v}");
     // The human plan: a size in every line's column, and the total in the last line.
-    let o = prune(&s, &["--keep-last", "2", "--dry-run", "b"]);
+    let o = prune(&s, &["--keep-last", "2", "--match", "*", "--dry-run", "b"]);
     util::assert_success(&o);
     let out = util::stdout_of(&o);
     let lines: Vec<&str> = out
@@ -488,7 +503,15 @@ fn never_plans_lost_and_found_or_a_mount_point() {
     let _m = util::or_skip!(Volume::tmpfs(&s, "vol/m"));
     let _b = util::or_skip!(Volume::bind(&s, "vol/c-dir", "vol/bound", false));
     for extra in [&[][..], &["--all"][..]] {
-        let mut args = vec!["--keep-last", "0", "--allow-empty", "--dry-run", "--json"];
+        let mut args = vec![
+            "--keep-last",
+            "0",
+            "--allow-empty",
+            "--match",
+            "*",
+            "--dry-run",
+            "--json",
+        ];
         args.extend_from_slice(extra);
         args.push("vol");
         let out = prune(&s, &args);
@@ -555,4 +578,79 @@ fn free_keeps_size_more_free_than_now() {
     util::assert_success(&o);
     assert_eq!(json(&o)["remove_count"], 0, "pending space counted");
     assert_eq!(names(&s, "vol/b").len(), 4);
+}
+
+/// The sysadmin's directory: eleven daily `db-YYYY-MM-DD.tar.gz` and a `README.txt` written
+/// today. Without `--match`, the README is left out (kept, said, counted by no rule), so
+/// today's backup stays "the newest of its day" and is never planned for removal.
+#[test]
+fn a_readme_beside_dated_backups_is_never_planned_for_removal() {
+    let s = scratch!();
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_secs() as i64;
+    for d in 0..11 {
+        let p = s.file(format!("b/db-2026-11-{:02}.tar.gz", d + 1), "backup");
+        set_mtime(&p, now - (10 - d) * DAY - 60);
+    }
+    let readme = s.file("b/README.txt", "how the backups are made");
+    set_mtime(&readme, now);
+    let o = prune(&s, &["-n", "--json", "--keep-daily", "7", "b"]);
+    util::assert_success(&o);
+    let v = json(&o);
+    let plan = v["plan"].as_array().unwrap();
+    assert_eq!(plan.len(), 11, "{v}");
+    assert!(plan
+        .iter()
+        .all(|e| !e["path"].as_str().unwrap().contains("README")));
+    let removed: Vec<&str> = plan
+        .iter()
+        .filter(|e| e["remove"] == true)
+        .map(|e| e["path"].as_str().unwrap())
+        .collect();
+    assert_eq!(removed.len(), 4, "{v}");
+    assert!(
+        !removed.contains(&"b/db-2026-11-11.tar.gz"),
+        "today's backup: {v}"
+    );
+    assert_eq!(v["left_out"][0]["shape"], "README.txt");
+    // The text says what was left out, and the README stays after a real run.
+    let o = prune(&s, &["--now", "--keep-daily", "7", "b"]);
+    util::assert_success(&o);
+    let out = util::stdout_of(&o);
+    assert!(
+        out.contains("left out: 1 entry named 'README.txt'"),
+        "{out}"
+    );
+    assert!(s.exists("b/README.txt") && s.exists("b/db-2026-11-11.tar.gz"));
+    assert_eq!(names(&s, "b").len(), 8);
+}
+
+/// Two families of names, as many of each: nothing is planned, the shapes are said with the
+/// `--match` that chooses; `--match '*'` takes every entry.
+#[test]
+fn names_without_a_dominant_shape_are_refused_with_the_shapes_seen() {
+    let s = scratch!();
+    for i in 0..3 {
+        s.file(format!("b/db-{i}.tar"), "db");
+        s.file(format!("b/app-{i}.log"), "log");
+    }
+    let before = s.snapshot("b");
+    let o = prune(&s, &["--now", "--keep-last", "1", "b"]);
+    assert_eq!(o.status.code(), Some(2));
+    let err = util::stderr_of(&o);
+    assert!(
+        err.contains("'app-*.log' (3), 'db-*.tar' (3)")
+            && err.contains("--match 'app-*.log'")
+            && err.contains("nothing removed"),
+        "{err}"
+    );
+    util::assert_same("b", &before, &s.snapshot("b"));
+    let o = prune(
+        &s,
+        &["-n", "--json", "--keep-last", "1", "--match", "*", "b"],
+    );
+    util::assert_success(&o);
+    assert_eq!(json(&o)["plan"].as_array().unwrap().len(), 6);
 }

@@ -113,7 +113,10 @@ fn a_many_file_prune_is_one_entry_one_status_line_one_log_line_and_restores_whol
     // All but `newest`: the files, the tree, the link, the odd name (N + 4 files: the tree
     // holds two).
     let paths = N + 3;
-    let o = run(&s, &["prune", "--keep-last", "1", "vol/logs"]);
+    let o = run(
+        &s,
+        &["prune", "--match", "*", "--keep-last", "1", "vol/logs"],
+    );
     util::assert_success(&o);
     let out = util::stdout_of(&o);
     assert!(
@@ -171,7 +174,10 @@ fn a_many_file_prune_is_one_entry_one_status_line_one_log_line_and_restores_whol
     assert!(trash_entries(&t).is_empty());
 
     // Again, and freed by a reaper: one log line for the entry.
-    util::assert_success(&run(&s, &["prune", "--keep-last", "1", "vol/logs"]));
+    util::assert_success(&run(
+        &s,
+        &["prune", "--match", "*", "--keep-last", "1", "vol/logs"],
+    ));
     let id = only_entry(&s);
     let o = run(
         &s,
@@ -213,7 +219,10 @@ fn restore_refuses_names_taken_again_and_keeps_those_paths_listed() {
     let _settle = ReaperSettle { trash: trash(&s) };
     files(&s, "vol/d", 40);
     let before = s.snapshot("vol/d");
-    util::assert_success(&run(&s, &["prune", "--keep-last", "1", "vol/d"]));
+    util::assert_success(&run(
+        &s,
+        &["prune", "--match", "*", "--keep-last", "1", "vol/d"],
+    ));
     let id = only_entry(&s);
     // Someone takes two of the names again.
     s.file("vol/d/f0003", "squatter\n");
@@ -298,7 +307,10 @@ fn entries_of_the_single_path_format_still_read_beside_batches() {
     fs::rename(s.path("vol/old/file"), e.join("data")).unwrap();
     // ... and a batch.
     files(&s, "vol/d", 5);
-    util::assert_success(&run(&s, &["prune", "--keep-last", "1", "vol/d"]));
+    util::assert_success(&run(
+        &s,
+        &["prune", "--match", "*", "--keep-last", "1", "vol/d"],
+    ));
     let ids = trash_entries(&t);
     assert_eq!(ids.len(), 3, "{ids:?}");
     let batch = ids
@@ -339,7 +351,10 @@ fn a_record_naming_anything_but_its_own_names_restores_nothing_elsewhere() {
     let _settle = ReaperSettle { trash: t.clone() };
     files(&s, "vol/d", 3);
     s.mkdir("vol/elsewhere");
-    util::assert_success(&run(&s, &["prune", "--keep-last", "1", "vol/d"]));
+    util::assert_success(&run(
+        &s,
+        &["prune", "--match", "*", "--keep-last", "1", "vol/d"],
+    ));
     let id = only_entry(&s);
     let entry = t.join(&id);
     // The list names a path up and a path down instead of names.
@@ -476,12 +491,12 @@ fn kill_during_a_batch_hide_leaves_each_file_at_its_path_or_listed_in_its_entry(
             .collect()
     };
     let start = || {
-        let _ = s.cmd(&["prune", "--keep-last", "1", "vol/w"]);
+        let _ = s.cmd(&["prune", "--match", "*", "--keep-last", "1", "vol/w"]);
         let mut c = StdCommand::new(util::reclaim_bin());
         c.env("RECLAIM_CONFIG", "")
             .env("RECLAIM_UNDER", s.root())
             .current_dir(s.root())
-            .args(["prune", "--keep-last", "1", "vol/w"])
+            .args(["prune", "--match", "*", "--keep-last", "1", "vol/w"])
             .stdin(Stdio::null())
             .stdout(Stdio::null())
             .stderr(Stdio::null());
@@ -582,7 +597,18 @@ fn what_a_reaper_cannot_free_is_named_by_its_original_path_and_goes_back_with_wa
     let imm = s.path("vol/d/tree/sub/imm");
 
     // --wait: the tree's remnant goes back where it was, named there; the rest is freed.
-    let o = run(&s, &["prune", "--keep-last", "1", "--wait", "vol/d"]);
+    let o = run(
+        &s,
+        &[
+            "prune",
+            "--match",
+            "*",
+            "--keep-last",
+            "1",
+            "--wait",
+            "vol/d",
+        ],
+    );
     assert_eq!(o.status.code(), Some(1), "{}", util::stdout_of(&o));
     let err = util::stderr_of(&o);
     assert!(
@@ -600,7 +626,10 @@ fn what_a_reaper_cannot_free_is_named_by_its_original_path_and_goes_back_with_wa
         .unwrap()
         .set_modified(old)
         .unwrap();
-    util::assert_success(&run(&s, &["prune", "--keep-last", "1", "vol/d"]));
+    util::assert_success(&run(
+        &s,
+        &["prune", "--match", "*", "--keep-last", "1", "vol/d"],
+    ));
     let id = only_entry(&s);
     let o = run(&s, &["reap", "--trash", t.to_str().unwrap()]);
     assert_eq!(o.status.code(), Some(1));
@@ -634,7 +663,18 @@ fn one_entry_per_directory_pruned() {
     files(&s, "vol/b", 30);
     let (a, b) = (s.snapshot("vol/a"), s.snapshot("vol/b"));
     // One pool: keep the newest of both (one of the two `newest`).
-    let o = run(&s, &["prune", "--keep-last", "1", "vol/a", "vol/b"]);
+    let o = run(
+        &s,
+        &[
+            "prune",
+            "--match",
+            "*",
+            "--keep-last",
+            "1",
+            "vol/a",
+            "vol/b",
+        ],
+    );
     util::assert_success(&o);
     let ids = trash_entries(&t);
     assert_eq!(ids.len(), 2, "{ids:?}");

@@ -5,8 +5,10 @@
 //! the directories it was given, never follows a symlink, and never lists names starting with
 //! a dot unless asked (so never `.reclaim`), a mount point (another file system, or a bind
 //! mount of the same one), or the `lost+found` at the top of a mount (fsck's, not data).
+//! Without `--match`, only the names of the dominant shape are candidates (`shape`).
 
 pub mod policy;
+pub mod shape;
 
 use std::ffi::OsStr;
 use std::os::fd::OwnedFd;
