@@ -182,12 +182,12 @@ pub struct PruneArgs {
     /// Keep the newest entry of each of the last N years that have one
     #[arg(long, value_name = "N")]
     pub keep_yearly: Option<usize>,
-    /// Keep every entry newer than the newest one minus SPAN (1y6mo, 7d, 36h)
+    /// Keep the entries newer than the newest one minus SPAN (1y6mo, 7d)
     ///
     /// restic's rule: years and months on the calendar, then days, hours, minutes
     #[arg(long, value_name = "SPAN", value_parser = crate::cli::units::parse_calendar_span)]
     pub keep_within: Option<crate::engine::prune::policy::CalendarSpan>,
-    /// Remove entries older than this (12h, 3d, 2w, 6mo, 1y); never the newest
+    /// Remove entries older than this (3d, 2w, 6mo, 1y); never the newest
     #[arg(long, value_name = "DURATION", value_parser = crate::cli::units::parse_duration)]
     pub older_than: Option<std::time::Duration>,
     /// Remove oldest first until the file system will have this much free
@@ -201,18 +201,24 @@ pub struct PruneArgs {
     /// absolute form
     #[arg(long, value_name = "SIZE", value_parser = crate::cli::units::parse_size_or_zero)]
     pub free: Option<u64>,
-    /// Remove oldest first until the entries total at most SIZE (allocated)
+    /// Remove oldest first until the entries total at most SIZE
+    ///
+    /// Allocated bytes
     #[arg(long, value_name = "SIZE", value_parser = crate::cli::units::parse_size_or_zero)]
     pub max_total: Option<u64>,
     /// Order entries by modification time or by name [default: mtime]
     #[arg(long, value_enum)]
     pub sort: Option<SortArg>,
-    /// Take the rules (and directories) from `[prune.NAME]` in the config file
+    /// Take the rules (and directories) from `[prune.NAME]` of the config
     ///
     /// The directories only if none are given
     #[arg(long, value_name = "NAME")]
     pub policy: Option<String>,
-    /// Only entries whose name matches GLOB (e.g. 'backup-*.tar')
+    /// Only entries whose name matches GLOB ('backup-*'; '*': every entry)
+    ///
+    /// Without it, only the entries named like the most of them (each run of digits as '*':
+    /// db-2026-11-20.tar.gz is db-*-*-*.tar.gz); the others are left out and said, and where no
+    /// shape has the most names nothing is planned
     #[arg(long = "match", value_name = "GLOB")]
     pub pattern: Option<String>,
     /// Consider entries whose names start with a dot too
