@@ -284,7 +284,7 @@ fn report(o: &Options, live: bool, r: &Removal, view: &RmView) {
         }
     } else if live || o.verbose || o.dry_run {
         // Off a terminal (cron, scripts) nothing but the errors, as GNU rm.
-        eprintln!("{}", crate::ui::report::summary(summary));
+        eprintln!("{}", crate::ui::report::summary(summary, o.verbose));
         for line in summary.selection.iter().flat_map(crate::ui::select::lines) {
             eprintln!("{line}");
         }

@@ -221,16 +221,20 @@ impl Profile {
                 self.max_workers = 1;
                 self.batch_threads = 1;
                 format!(
-                    "a slow disk (idle p50 {:.2} ms): one worker, as rm -rf, not governed \
-                     (--max-latency governs)",
+                    "a slow disk (a synchronous write takes {:.1} ms idle): one worker, as rm \
+                     -rf, not paced (--max-latency paces)",
                     ms(d)
                 )
             }
             (Some(d), false) => format!(
-                "says rotational but answers like an SSD (idle p50 {:.2} ms): not governed",
+                "the disk calls itself rotational but answers like an SSD (a synchronous \
+                 write takes {:.2} ms idle): not paced",
                 ms(d)
             ),
-            (None, _) => "says rotational; no latency probe here: not governed".into(),
+            (None, _) => {
+                "the disk calls itself rotational; its latency could not be measured: not paced"
+                    .into()
+            }
         });
     }
 

@@ -54,8 +54,11 @@ pub fn hidden(sum: &Summary) -> String {
     s
 }
 
-/// The summary of a removal, one paragraph.
-pub fn summary(sum: &Summary) -> String {
+/// The summary of a removal, in the user's words: what was removed, how much was freed, how
+/// fast, and what is left; large files freed gently, each in a line. With `verbose`, also how:
+/// the file system's profile, the workers, the ranks of an MPI job and what pacing cost
+/// (`--json` always has them).
+pub fn summary(sum: &Summary, verbose: bool) -> String {
     let verb = if sum.dry_run {
         "would remove"
     } else {
@@ -77,21 +80,29 @@ pub fn summary(sum: &Summary) -> String {
         let n = sum.errors.len() as u64;
         s.push_str(&format!("; {} not removed", plural(n, "path", "paths")));
     }
-    if let Some(p) = &sum.profile {
-        s.push_str("\n  profile: ");
-        s.push_str(&profile(p));
+    if !sum.fallback.is_empty() {
+        s.push_str(&format!(
+            "; {} removed here, as no trash could take them",
+            plural(sum.fallback.len() as u64, "path", "paths")
+        ));
     }
-    if let Some(c) = &sum.concurrency {
-        s.push_str("\n  concurrency: ");
-        s.push_str(&concurrency(c));
-    }
-    if !sum.ranks.is_empty() {
-        s.push_str("\n  ");
-        s.push_str(&ranks(&sum.ranks));
-    }
-    if let Some(p) = sum.pace.as_ref().filter(|p| p.windows > 0) {
-        s.push_str("\n  governed: ");
-        s.push_str(&pace(p));
+    if verbose {
+        if let Some(p) = &sum.profile {
+            s.push_str("\n  file system: ");
+            s.push_str(&profile(p));
+        }
+        if let Some(c) = &sum.concurrency {
+            s.push_str("\n  ");
+            s.push_str(&concurrency(c));
+        }
+        if !sum.ranks.is_empty() {
+            s.push_str("\n  ");
+            s.push_str(&ranks(&sum.ranks));
+        }
+        if let Some(p) = sum.pace.as_ref().filter(|p| p.windows > 0) {
+            s.push_str("\n  paced: ");
+            s.push_str(&pace(p));
+        }
     }
     for g in &sum.gentle {
         s.push_str("\n  gently: ");
@@ -135,21 +146,31 @@ pub fn gentle(g: &Gentle) -> String {
 }
 
 /// What pacing cost other I/O, in words: "other I/O p50/p99 1.2/3.4 ms before, 2.0/9.9 ms
-/// during (budget 20 ms), 5 back-offs".
+/// during (budget 20 ms), 5 back-offs"; a part not measured is left out.
 pub fn pace(p: &PaceReport) -> String {
-    let f = |v: Option<f64>| v.map_or("-".into(), |v| format!("{v:.1}"));
+    let pair = |a: Option<f64>, b: Option<f64>, when: &str| match (a, b) {
+        (Some(a), Some(b)) => Some(format!("{a:.1}/{b:.1} ms {when}")),
+        _ => None,
+    };
+    let seen: Vec<String> = [
+        pair(p.probe_before.p50_ms, p.probe_before.p99_ms, "before"),
+        pair(p.probe_during.p50_ms, p.probe_during.p99_ms, "during"),
+    ]
+    .into_iter()
+    .flatten()
+    .collect();
     let mut s = String::new();
-    if p.probe_before.count > 0 || p.probe_during.count > 0 {
-        s.push_str(&format!(
-            "other I/O p50/p99 {}/{} ms before, {}/{} ms during",
-            f(p.probe_before.p50_ms),
-            f(p.probe_before.p99_ms),
-            f(p.probe_during.p50_ms),
-            f(p.probe_during.p99_ms),
-        ));
+    if !seen.is_empty() {
+        s.push_str(&format!("other I/O p50/p99 {}", seen.join(", ")));
     }
     if let Some(t) = p.max_latency_ms {
-        s.push_str(&format!(" (budget {t:.0} ms), {} back-offs", p.backoffs));
+        if !s.is_empty() {
+            s.push(' ');
+        }
+        s.push_str(&format!(
+            "(budget {t:.0} ms), {}",
+            plural(p.backoffs, "back-off", "back-offs")
+        ));
     }
     if let Some(n) = p.ranks {
         s.push_str(&format!(" for all {n} ranks"));
@@ -163,11 +184,19 @@ pub fn pace(p: &PaceReport) -> String {
     s
 }
 
-/// A file system profile in one line (`-v`, the summary, scan).
+/// A file system profile in one line (`-v`, the summary, scan): "ext4 on a local SSD: 4
+/// workers to start, 2 in one directory".
 pub fn profile(p: &Profile) -> String {
-    format!(
-        "{} ({}{}): {} workers to start, {} per directory{}{}{}",
-        p.class.name(),
+    let kind = match p.class.name() {
+        "local-ssd" => "on a local SSD",
+        "rotational" => "on a rotational disk",
+        "memory" => "in memory",
+        "network" => "over the network",
+        "fuse" => "through FUSE",
+        other => other,
+    };
+    let mut s = format!(
+        "{} {kind}{}: {} to start, {} in one directory",
         if p.fs_type.is_empty() {
             "?"
         } else {
@@ -176,45 +205,49 @@ pub fn profile(p: &Profile) -> String {
         if p.source == "detected" {
             ""
         } else {
-            ", from --profile"
+            " (--profile)"
         },
-        p.start,
+        plural(p.start as u64, "worker", "workers"),
         p.batch_threads,
-        p.round_trip_ms
-            .map(|ms| format!(", round trip {ms:.2} ms"))
-            .unwrap_or_default(),
-        if p.governed { ", governed" } else { "" },
-        if p.stat_small_dirs {
-            ""
-        } else {
-            ", small directories not stated"
-        }
-    ) + &p
-        .note
-        .as_ref()
-        .map(|n| format!("; {n}"))
-        .unwrap_or_default()
+    );
+    if let Some(ms) = p.round_trip_ms.filter(|ms| *ms >= 0.05) {
+        s.push_str(&format!(", {ms:.2} ms a lookup"));
+    }
+    if p.governed {
+        s.push_str(", paced by the latency other I/O sees");
+    }
+    if !p.stat_small_dirs {
+        s.push_str(", small directories not stated");
+    }
+    if let Some(n) = &p.note {
+        s.push_str(&format!("; {n}"));
+    }
+    s
 }
 
-/// The workers a removal ran with, and why, in one line (`-v`, the summary).
+/// The workers a removal ran with, and why, in one line (`-v`).
 pub fn concurrency(c: &ConcurrencyReport) -> String {
     let mut s = plural(c.chosen as u64, "worker", "workers");
     if c.rule == "pinned" {
         s.push_str(" (--threads)");
+    } else if c.changes.is_empty() {
+        s.push_str(&format!(
+            ", as {} starts them (no other count did better)",
+            c.start_from
+        ));
     } else {
         s.push_str(&format!(
-            ", measured (started at {}, {}; {} changes): {}",
+            ", measured ({} at the start, {}: {})",
             c.start,
-            c.start_from,
-            c.changes.len(),
+            plural(c.changes.len() as u64, "change", "changes"),
             c.why
         ));
     }
     if let Some(ms) = c.op_ms {
-        s.push_str(&format!("; an operation took {ms:.2} ms at best"));
+        s.push_str(&format!("; an unlink took {ms:.2} ms at best"));
     }
     if let Some(cap) = c.governor_cap {
-        s.push_str(&format!("; the latency governor held it to {cap} at most"));
+        s.push_str(&format!("; held to {cap} at most by the latency governor"));
     }
     s
 }
@@ -818,7 +851,24 @@ mod tests {
         };
         assert_eq!(
             super::pace(&p),
-            " (budget 20 ms), 2 back-offs for all 8 ranks; workers 16 -> lowest 8"
+            "(budget 20 ms), 2 back-offs for all 8 ranks; workers 16 -> lowest 8"
+        );
+    }
+
+    /// A half not measured is left out, never shown as "-/- ms".
+    #[test]
+    fn pacing_says_only_what_was_measured() {
+        let mut p = crate::engine::pace::PaceReport {
+            max_latency_ms: Some(20.0),
+            windows: 3,
+            backoffs: 1,
+            ..Default::default()
+        };
+        p.probe_before.p50_ms = Some(1.24);
+        p.probe_before.p99_ms = Some(3.0);
+        assert_eq!(
+            super::pace(&p),
+            "other I/O p50/p99 1.2/3.0 ms before (budget 20 ms), 1 back-off"
         );
     }
 

@@ -36,8 +36,11 @@ fn concurrency_is_measured_and_said() {
     let out = s.rm(&["-r", "-v", "t"]).output().unwrap();
     util::assert_success(&out);
     let err = util::stderr_of(&out);
-    assert!(err.contains("\n  concurrency: "), "{err}");
-    assert!(err.contains("measured (started at"), "{err}");
+    assert!(err.contains("\n  file system: "), "{err}");
+    assert!(
+        err.contains(" workers, measured (") || err.contains(" workers, as the "),
+        "{err}"
+    );
 }
 
 #[test]
@@ -91,4 +94,42 @@ fn a_selection_is_measured_by_its_own_operations() {
     let c = &v["concurrency"];
     assert!(c["op_ms"].as_f64().is_some_and(|ms| ms > 0.0), "{v}");
     assert!(c["ops_per_s"].as_f64().is_some_and(|x| x > 0.0), "{v}");
+}
+
+/// On a terminal the summary says what was done, how fast and what is left, in the user's
+/// words; how (the file system's profile, the workers) only with `-v` (and in `--json`).
+#[test]
+fn the_summary_on_a_terminal_says_what_not_how_unless_verbose() {
+    let s = scratch!();
+    for (flag, how) in [("", false), ("-v", true)] {
+        tree(&s, 20, 100);
+        let typescript = s.path("typescript");
+        let cmd = format!(
+            "stty cols 120 rows 40; '{}' rm -r {flag} t >/dev/null",
+            std::fs::canonicalize(util::reclaim_bin())
+                .unwrap()
+                .display()
+        );
+        let out = std::process::Command::new("script")
+            .args(["-qfec", &cmd])
+            .arg(&typescript)
+            .current_dir(s.root())
+            .env("TERM", "xterm")
+            .env("RECLAIM_CONFIG", "")
+            .env("RECLAIM_UNDER", s.root())
+            .stdin(std::process::Stdio::null())
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{out:?}");
+        let seen = String::from_utf8_lossy(&std::fs::read(&typescript).unwrap()).into_owned();
+        assert!(
+            seen.contains("removed 2,000 files and 21 directories"),
+            "{seen}"
+        );
+        for detail in ["file system: ", " workers", "profile"] {
+            assert_eq!(seen.contains(detail), how, "{flag:?}: {detail:?} in {seen}");
+        }
+        assert!(!seen.contains("-/-"), "{seen}");
+        std::fs::remove_file(&typescript).unwrap();
+    }
 }
