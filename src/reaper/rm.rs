@@ -936,13 +936,25 @@ struct TreePlan {
     idle: Vec<Duration>,
 }
 
+/// The directory of a tree itself (opened without following a symlink, checked to be the one
+/// resolved), or its parent where it cannot be opened: where its file system is asked about.
+fn own_dir(t: &DirTarget) -> Arc<OwnedFd> {
+    match crate::sys::dirfd::open_dir_at(&*t.base, &t.name) {
+        Ok(fd) if crate::sys::dirfd::fstat(&fd).is_ok_and(|f| f.ident == t.ident) => Arc::new(fd),
+        _ => t.base.clone(),
+    }
+}
+
 /// The engine's options for `trees`, the profile of the first tree's file system and whether
 /// (and from what baseline) the trees are paced.
 fn plan_trees(req: &Request, trees: &[DirTarget]) -> TreePlan {
     let mut engine = req.engine.clone();
-    let mut profile = trees.first().map(|t| match req.profile {
-        Some(class) => Profile::named(class, &*t.base),
-        None => Profile::detect(&*t.base),
+    // The first tree's own file system: a mount point named as a tree is its own file system,
+    // not its parent's.
+    let first = trees.first().map(own_dir);
+    let mut profile = first.as_ref().map(|d| match req.profile {
+        Some(class) => Profile::named(class, d),
+        None => Profile::detect(d),
     });
     // Probe latencies before the removal starts: to tell a disk that only says it is
     // rotational from a spinning one, and the baseline a budget the user gave is judged
@@ -963,8 +975,8 @@ fn plan_trees(req: &Request, trees: &[DirTarget]) -> TreePlan {
         && profile.as_ref().is_some_and(|p| p.governed);
     let measure =
         (confirm || req.pace.pace_trees || job_governed) && !req.engine.dry_run && !req.pace.fast;
-    let idle = match trees.first() {
-        Some(first) if measure => crate::engine::pace::tree::idle_samples(&*first.base),
+    let idle = match &first {
+        Some(dir) if measure => crate::engine::pace::tree::idle_samples(dir),
         _ => Vec::new(),
     };
     if let Some(p) = profile.as_mut().filter(|_| confirm && measure) {

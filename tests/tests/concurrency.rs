@@ -133,3 +133,33 @@ fn the_summary_on_a_terminal_says_what_not_how_unless_verbose() {
         std::fs::remove_file(&typescript).unwrap();
     }
 }
+
+/// A mount point named as a tree is its own file system: its profile is the mount's (tmpfs
+/// here), not its parent's; a directory below it says the same.
+#[test]
+fn a_mount_point_named_as_a_tree_has_its_own_profile() {
+    let s = scratch!();
+    util::require_root!();
+    let _m = util::or_skip!(util::Volume::tmpfs(&s, "m"));
+    for d in 0..20 {
+        for f in 0..100 {
+            s.file(format!("m/sub/d{d}/f{f}"), b"");
+        }
+    }
+    let parent = util::stdout_of(
+        &s.cmd(&["scan", "--no-estimate", "--json", "."])
+            .output()
+            .unwrap(),
+    );
+    let parent_fs = util::json_object(parent.as_bytes())["profile"]["fs_type"].clone();
+    assert_ne!(
+        parent_fs, "tmpfs",
+        "the scratch directory is on another file system"
+    );
+    for arg in ["m", "m/sub"] {
+        let out = s.rm(&["-r", "--dry-run", "--json", arg]).output().unwrap();
+        let v = util::json_object(&out.stdout);
+        assert_eq!(v["profile"]["fs_type"], "tmpfs", "{arg}: {v}");
+        assert_eq!(v["profile"]["class"], "memory", "{arg}: {v}");
+    }
+}
