@@ -270,11 +270,19 @@ pub struct ScanArgs {
     /// `*` and `?` never match a '/', `**` does. Repeatable
     #[arg(long, value_name = "GLOB", value_parser = crate::engine::glob::exclude::parse)]
     pub exclude: Vec<crate::engine::glob::exclude::Pattern>,
-    /// Skip the removal-time estimate (it times a few thousand unlinks of scratch files in a
-    /// private directory on the same file system, never inside the scanned tree: in
-    /// ~/.cache/reclaim if that is there, else $TMPDIR, the mount's top or a directory above)
-    #[arg(long)]
+    /// Skip the removal-time estimate
+    ///
+    /// The estimate times a few thousand unlinks of scratch files in a private directory on
+    /// the scanned file system, never inside the scanned tree; without --estimate only in
+    /// reclaim's cache directory (~/.cache/reclaim, root's /var/cache/reclaim), and only
+    /// where that is on the scanned file system
+    #[arg(long, conflicts_with = "estimate")]
     pub no_estimate: bool,
+    /// Calibrate the removal-time estimate elsewhere too when reclaim's cache directory is
+    /// not on the scanned file system: $TMPDIR, the mount's top or a directory above the
+    /// PATH (a private directory, made and removed; never inside the scanned tree)
+    #[arg(long)]
+    pub estimate: bool,
     /// Assume this kind of file system instead of the detected one (its worker count):
     /// local-ssd, rotational, memory, network, fuse
     #[arg(long, value_name = "PROFILE", value_parser = parse_profile)]

@@ -231,7 +231,8 @@ fn extra_sections(sub: &str) -> Vec<(&'static str, Vec<String>)> {
             .into(),
         "~/.cache/reclaim/ ($XDG_CACHE_HOME; root: /var/cache/reclaim/): where reclaim scan \
          times its calibration, when that is on the scanned file system (made with mode \
-         0700; one another user made, or a symlink, is not used)."
+         0700; one another user made, or a symlink, is not used); elsewhere only with \
+         --estimate."
             .into(),
         "MOUNT/.reclaim-UID/: the trash of user UID on the file system mounted at MOUNT \
          (mode 0700, owned by UID; MOUNT/.reclaim-UID.HEX when that name was taken by \

@@ -292,6 +292,7 @@ fn scan(a: ScanArgs) -> cmd::scan::Options {
             cross_mounts: a.cross_mounts,
             exclude: a.exclude,
             no_estimate: a.no_estimate,
+            estimate_anywhere: a.estimate,
             profile: a.profile,
             pack: crate::engine::pack::candidates::Rule::new(
                 a.pack_age,

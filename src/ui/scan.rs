@@ -145,18 +145,20 @@ pub fn human(r: &ScanReport) -> String {
     if !r.histogram.is_empty() {
         histogram_table(&mut out, &r.histogram);
     }
+    largest_table(&mut out, r);
+    let of = &r.listed_of;
     top_table(
         &mut out,
         "directories with the most allocated bytes (with everything below them, as du -x)",
         ["allocated", "files"],
-        &r.top_by_allocated_bytes,
+        (&r.top_by_allocated_bytes, of.top_by_allocated_bytes),
         |e| [bytes(e.tree_allocated_bytes), group(e.tree_files)],
     );
     top_table(
         &mut out,
         "directories with the most files (directly inside)",
         ["files", "small"],
-        &r.top_by_files,
+        (&r.top_by_files, of.top_by_files),
         |e| [group(e.files), group(e.small_files)],
     );
     top_table(
@@ -166,7 +168,7 @@ pub fn human(r: &ScanReport) -> String {
             size(r.small_threshold)
         ),
         ["small", "files"],
-        &r.top_by_small_files,
+        (&r.top_by_small_files, of.top_by_small_files),
         |e| [group(e.small_files), group(e.files)],
     );
 
@@ -330,6 +332,44 @@ fn histogram_table(out: &mut String, buckets: &[Bucket]) {
     }
 }
 
+/// The line after a list cut at `--top`: how many more there are (nothing when none).
+fn more(out: &mut String, shown: usize, total: u64, what: (&str, &str)) {
+    let more = total.saturating_sub(shown as u64);
+    if more > 0 {
+        let _ = writeln!(
+            out,
+            "  ... and {} more {} (--top N lists more)",
+            group(more),
+            if more == 1 { what.0 } else { what.1 }
+        );
+    }
+}
+
+/// The largest files, each inode once: allocated, apparent, path; then how many more.
+fn largest_table(out: &mut String, r: &ScanReport) {
+    if r.largest_files.is_empty() {
+        return;
+    }
+    let rows: Vec<[String; 2]> = r
+        .largest_files
+        .iter()
+        .map(|f| [bytes(f.allocated_bytes), bytes(f.apparent_bytes)])
+        .collect();
+    let w0 = rows.iter().map(|x| x[0].len()).max().unwrap_or(0).max(9);
+    let w1 = rows.iter().map(|x| x[1].len()).max().unwrap_or(0).max(8);
+    let _ = writeln!(out, "\nlargest files (by allocated bytes, each file once)");
+    let _ = writeln!(out, "  {:>w0$}  {:>w1$}  file", "allocated", "apparent");
+    for (f, [a, b]) in r.largest_files.iter().zip(&rows) {
+        let _ = writeln!(out, "  {a:>w0$}  {b:>w1$}  {}", f.path);
+    }
+    more(
+        out,
+        r.largest_files.len(),
+        r.listed_of.largest_files,
+        ("file", "files"),
+    );
+}
+
 /// Pack candidates: files -> 1, what it saves, the command.
 fn pack_table(out: &mut String, r: &ScanReport) {
     if r.pack_candidates.is_empty() {
@@ -353,6 +393,12 @@ fn pack_table(out: &mut String, r: &ScanReport) {
             c.command
         );
     }
+    more(
+        out,
+        r.pack_candidates.len(),
+        r.listed_of.pack_candidates,
+        ("candidate", "candidates"),
+    );
 }
 
 /// A top list: two number columns (`head`), then the directory.
@@ -360,7 +406,7 @@ fn top_table(
     out: &mut String,
     title: &str,
     head: [&str; 2],
-    list: &[TopEntry],
+    (list, of): (&[TopEntry], u64),
     cells: impl Fn(&TopEntry) -> [String; 2],
 ) {
     if list.is_empty() {
@@ -380,13 +426,16 @@ fn top_table(
     for (e, [x, y]) in list.iter().zip(&rows) {
         let _ = writeln!(out, "  {x:>w0$}  {y:>w1$}  {}", e.path);
     }
+    more(out, list.len(), of, ("directory", "directories"));
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::engine::scan::estimate::Calibration;
-    use crate::engine::scan::report::{ErrorEntry, NotEstimated, PackEntry, PackRule, RootEntry};
+    use crate::engine::scan::report::{
+        ErrorEntry, FileEntry, ListedOf, NotEstimated, PackEntry, PackRule, RootEntry,
+    };
     use crate::sys::quote::PathField;
 
     fn sample() -> ScanReport {
@@ -431,6 +480,18 @@ mod tests {
                 small_files: 1400,
             }],
             top_by_small_files: vec![],
+            largest_files: vec![FileEntry {
+                path: PathField::new("t/a/big.tar"),
+                allocated_bytes: 3 << 30,
+                apparent_bytes: 3 << 30,
+            }],
+            listed_of: ListedOf {
+                top_by_allocated_bytes: 3,
+                top_by_files: 1,
+                top_by_small_files: 0,
+                largest_files: 1500,
+                pack_candidates: 4,
+            },
             pack_candidates: vec![PackEntry {
                 path: PathField::new("t/a"),
                 files: 1500,
@@ -470,9 +531,25 @@ mod tests {
     fn pack_candidates_read_with_their_command() {
         let h = human(&sample());
         assert!(
-            h.contains("\npack candidates (at least 1,000 files, nine in ten small, none modified in 30 days): each becomes one file\n  1,500 files -> 1, saves at least 5.7 MiB of 5.9 MiB: reclaim pack 't/a'\n"),
+            h.contains("\npack candidates (at least 1,000 files, nine in ten small, none modified in 30 days): each becomes one file\n  1,500 files -> 1, saves at least 5.7 MiB of 5.9 MiB: reclaim pack 't/a'\n  ... and 3 more candidates (--top N lists more)\n"),
             "{h}"
         );
+    }
+
+    /// The largest files are listed, and every list cut at `--top` says how many more.
+    #[test]
+    fn the_largest_files_and_how_many_more_each_list_holds() {
+        let h = human(&sample());
+        assert!(
+            h.contains("\nlargest files (by allocated bytes, each file once)\n  allocated  apparent  file\n    3.0 GiB   3.0 GiB  't/a/big.tar'\n  ... and 1,499 more files (--top N lists more)\n"),
+            "{h}"
+        );
+        assert!(
+            h.contains("  ... and 2 more directories (--top N lists more)\n"),
+            "{h}"
+        );
+        // A list that holds all it was chosen from says nothing more.
+        assert_eq!(h.matches("more directories").count(), 1, "{h}");
     }
 
     #[test]

@@ -1014,7 +1014,8 @@ fn scan_with_tmpdir(s: &Scratch, tmp: &Path, args: &[&str]) -> (String, Value) {
 
 /// `scan_with_tmpdir` with `XDG_CACHE_HOME` set to `cache`.
 fn scan_with(s: &Scratch, tmp: &Path, cache: &Path, args: &[&str]) -> (String, Value) {
-    let mut all = vec!["scan", "--json"];
+    // Places other than the cache directory are used with --estimate only.
+    let mut all = vec!["scan", "--estimate", "--json"];
     all.extend_from_slice(args);
     let out = s
         .cmd(&all)
@@ -1024,7 +1025,7 @@ fn scan_with(s: &Scratch, tmp: &Path, cache: &Path, args: &[&str]) -> (String, V
         .unwrap();
     util::assert_success(&out);
     let v = json_object(&out.stdout);
-    let mut human = vec!["scan"];
+    let mut human = vec!["scan", "--estimate"];
     human.extend_from_slice(args);
     let out = s
         .cmd(&human)
@@ -1169,7 +1170,7 @@ fn calibration_never_writes_inside_the_scanned_tree() {
     let out = StdCommand::new("setpriv")
         .args(["--reuid=65534", "--regid=65534", "--clear-groups", "--"])
         .arg(reclaim_bin())
-        .args(["scan", "--json", "vol/home/t"])
+        .args(["scan", "--estimate", "--json", "vol/home/t"])
         .current_dir(s.root())
         .env("HOME", s.root())
         .env("TMPDIR", &tmp)
@@ -1197,7 +1198,7 @@ fn scan_as(s: &Scratch, uid: u32, env: &[(&str, &Path)], args: &[&str]) -> Outpu
         .arg(format!("--regid={uid}"))
         .args(["--clear-groups", "--"])
         .arg(reclaim_bin())
-        .args(["scan", "--json"])
+        .args(["scan", "--estimate", "--json"])
         .args(args)
         .current_dir(s.root())
         .env_clear()
@@ -1561,4 +1562,92 @@ fn export_loads_in_ncdu_with_the_totals_of_scan_json() {
 fn parse_export_any(path: &Path) -> Value {
     let bytes = fs::read(path).unwrap();
     serde_json::from_str(&String::from_utf8_lossy(&bytes)).unwrap()
+}
+
+/// Without `--estimate` a scan writes nothing outside reclaim's cache directory: on a file
+/// system the cache is not on, the estimate is not calibrated (said, with how to ask), and the
+/// mount's top keeps its names and times; with `--estimate` it calibrates there.
+#[test]
+fn the_estimate_writes_outside_the_cache_only_when_asked() {
+    util::require_root!();
+    let s = scratch!();
+    let _vol = util::or_skip!(Volume::tmpfs(&s, "vol"));
+    for i in 0..30 {
+        s.file(format!("vol/t/d{}/f{i}", i % 3), "x");
+    }
+    let top = metadata_snapshot(&s.path("vol"));
+    let out = s
+        .cmd(&["scan", "--json", "vol/t"])
+        .env("TMPDIR", s.path("vol"))
+        .output()
+        .unwrap();
+    util::assert_success(&out);
+    let v = json_object(&out.stdout);
+    let e = &v["estimate"];
+    assert!(e["seconds"].is_null(), "{v}");
+    assert_eq!(e["not_estimated"][0]["reason"], "not-asked", "{v}");
+    assert!(
+        e["unavailable"].as_str().unwrap().contains("--estimate"),
+        "{v}"
+    );
+    assert_eq!(
+        top,
+        metadata_snapshot(&s.path("vol")),
+        "the mount top changed"
+    );
+    let out = s
+        .cmd(&["scan", "--estimate", "--json", "vol/t"])
+        .env("TMPDIR", s.path("vol"))
+        .output()
+        .unwrap();
+    util::assert_success(&out);
+    let v = json_object(&out.stdout);
+    assert!(v["estimate"]["seconds"].as_f64().is_some(), "{v}");
+    assert_eq!(
+        fs::read_dir(s.path("vol")).unwrap().count(),
+        1,
+        "left behind"
+    );
+}
+
+/// `scan --top N` lists the largest files too (a 3 MiB file shows by name, not only in the
+/// histogram), and every list cut at N says how many more it was chosen from.
+#[test]
+fn scan_lists_the_largest_files_and_says_how_many_more() {
+    let s = scratch!();
+    s.file("t/backup.tar", vec![1u8; 3 << 20]);
+    for d in 0..5 {
+        for f in 0..4 {
+            s.file(format!("t/d{d}/f{f}"), vec![2u8; 8192 * (f + 1)]);
+        }
+    }
+    let out = s
+        .cmd(&["scan", "--no-estimate", "--top", "2", "--json", "t"])
+        .output()
+        .unwrap();
+    util::assert_success(&out);
+    let v = json_object(&out.stdout);
+    let largest = v["largest_files"].as_array().unwrap();
+    assert_eq!(largest.len(), 2, "{v}");
+    assert_eq!(largest[0]["path"], "t/backup.tar", "{v}");
+    assert!(
+        largest[0]["allocated_bytes"].as_u64().unwrap() >= 3 << 20,
+        "{v}"
+    );
+    assert_eq!(v["listed_of"]["largest_files"], 21, "{v}");
+    assert_eq!(v["listed_of"]["top_by_files"], 6, "{v}");
+    let out = s
+        .cmd(&["scan", "--no-estimate", "--top", "2", "t"])
+        .output()
+        .unwrap();
+    let text = util::stdout_of(&out);
+    assert!(
+        text.contains("largest files") && text.contains("t/backup.tar"),
+        "{text}"
+    );
+    assert!(
+        text.contains("... and 19 more files (--top N lists more)"),
+        "{text}"
+    );
+    assert!(text.contains("... and 4 more directories"), "{text}");
 }

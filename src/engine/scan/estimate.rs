@@ -6,8 +6,9 @@
 //!
 //! It never writes inside a scanned tree: the private directory is made only in a place on
 //! the PATH's mount that is neither a scanned PATH nor below one (`places`: the user's cache
-//! directory `<cache home>/reclaim` (`sys::userdirs::cache_home`), `$TMPDIR`, the mount top, a
-//! directory above the PATH); with none, there is no estimate. The cache directory is made
+//! directory `<cache home>/reclaim` (`sys::userdirs::cache_home`), and with `--estimate` also
+//! `$TMPDIR`, the mount top, a directory above the PATH); with none, there is no estimate. A
+//! scan writes nothing outside reclaim's own cache directory unless asked. The cache directory is made
 //! (mode 0700, one `mkdirat` per missing component) only once the nearest existing directory
 //! above it is known to be the caller's or root's, written by nobody else, on the PATH's mount
 //! and outside every scanned tree; each component is opened without following a symlink and
@@ -162,14 +163,17 @@ pub enum PassedWhy {
     Os(Errno),
     #[error("failed: {0}")]
     Failed(CalibrationError),
+    /// Outside reclaim's cache directory, without `--estimate`.
+    #[error("is not used without --estimate")]
+    NotAsked,
 }
 
 /// Where a calibration for the directory PATH open as `root` may run, best first, and the
-/// places passed over. `trees` are the device and inode of every directory PATH scanned: no
+/// places passed over; without `anywhere` (`--estimate`) only reclaim's cache directory. `trees` are the device and inode of every directory PATH scanned: no
 /// place is one of them or below one (its `..` chain, up to `/`, meets none of them), and every
 /// place is on `root`'s mount, so the private directory made there is outside every scanned
 /// tree. A place that cannot be told to be outside is passed over.
-pub fn places(root: &OwnedFd, trees: &[Ident]) -> Places {
+pub fn places(root: &OwnedFd, trees: &[Ident], anywhere: bool) -> Places {
     let mut found: Vec<Place> = Vec::new();
     let mut passed = Vec::new();
     let mut refused = Vec::new();
@@ -210,6 +214,11 @@ pub fn places(root: &OwnedFd, trees: &[Ident]) -> Places {
             path: path.clone(),
             why,
         };
+        // Without --estimate, nothing is written outside reclaim's own cache directory.
+        if kind != PlaceKind::Cache && !anywhere {
+            passed.push(pass(PassedWhy::NotAsked));
+            continue;
+        }
         let fd = match open_place(kind, &path, &me, trees) {
             Ok(fd) => fd,
             Err(why) => {

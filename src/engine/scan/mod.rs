@@ -4,8 +4,8 @@
 //! returns the report (`report`); what happens meanwhile goes to its caller's `Events`.
 //!
 //! A scan reads only. The one thing it writes is the estimate's private calibration directory
-//! (skipped with `--no-estimate`): never inside a scanned tree, and it removes only what it
-//! created.
+//! (skipped with `--no-estimate`), in reclaim's own cache directory only unless `--estimate`
+//! allows other places: never inside a scanned tree, and it removes only what it created.
 
 pub mod estimate;
 pub mod export;
@@ -29,7 +29,8 @@ use crate::sys::dirfd::Ident;
 use crate::sys::error::errno_text;
 use crate::sys::quote::PathField;
 use report::{
-    ErrorEntry, Estimate, NotEstimated, PackEntry, PackRule, RootEntry, ScanReport, TopEntry,
+    ErrorEntry, Estimate, FileEntry, ListedOf, NotEstimated, PackEntry, PackRule, RootEntry,
+    ScanReport, TopEntry,
 };
 use tally::Counts;
 use walk::{Live, ScanError, Start};
@@ -48,6 +49,9 @@ pub struct Options {
     pub exclude: Vec<crate::engine::glob::exclude::Pattern>,
     /// No removal-time estimate.
     pub no_estimate: bool,
+    /// Calibrate the estimate outside reclaim's cache directory too (`--estimate`): in
+    /// `$TMPDIR`, the mount's top or a directory above a PATH.
+    pub estimate_anywhere: bool,
     /// The file system class to assume instead of the detected one.
     pub profile: Option<Class>,
     /// What makes a subtree a pack candidate.
@@ -145,7 +149,12 @@ pub fn run(o: &Options, events: &dyn Events) -> Scanned {
     let estimate = if o.no_estimate || crate::engine::spread::job().is_some() {
         None
     } else {
-        Some(estimate_all(&places, &outcome.per_root, events))
+        Some(estimate_all(
+            &places,
+            &outcome.per_root,
+            o.estimate_anywhere,
+            events,
+        ))
     };
     errors.extend(outcome.errors);
     let mut ranks = outcome.ranks;
@@ -164,7 +173,23 @@ pub fn run(o: &Options, events: &dyn Events) -> Scanned {
         top_by_allocated_bytes: top(outcome.top_bytes),
         top_by_files: top(outcome.top_files),
         top_by_small_files: top(outcome.top_small),
+        largest_files: outcome
+            .largest
+            .iter()
+            .map(|f| FileEntry {
+                path: PathField::new(&f.path),
+                allocated_bytes: f.allocated,
+                apparent_bytes: f.size,
+            })
+            .collect(),
         pack_candidates: outcome.pack_candidates.iter().map(pack_entry).collect(),
+        listed_of: ListedOf {
+            top_by_allocated_bytes: outcome.ranked[0],
+            top_by_files: outcome.ranked[1],
+            top_by_small_files: outcome.ranked[2],
+            largest_files: outcome.ranked[3],
+            pack_candidates: outcome.pack_candidates_total as u64,
+        },
         pack_rule: PackRule {
             age_days: o.pack.age_days,
             time: if o.pack.atime { "atime" } else { "mtime" },
@@ -355,6 +380,7 @@ fn resolve(arg: &OsStr) -> Result<Start, ScanError> {
 fn estimate_all(
     places: &[(u64, Option<OwnedFd>, PathBuf)],
     per_root: &[Counts],
+    anywhere: bool,
     events: &dyn Events,
 ) -> Estimate {
     /// The work on one device, and the first directory PATH there (where it is calibrated).
@@ -417,7 +443,7 @@ fn estimate_all(
             ));
             continue;
         }
-        match calibrate_near(fd, shown, dev, &trees, events, &mut warnings) {
+        match calibrate_near(fd, shown, dev, (&trees, anywhere), events, &mut warnings) {
             Ok(c) => {
                 seconds += estimate::seconds(&work, &c);
                 calibrations.push(c);
@@ -448,7 +474,7 @@ fn calibrate_near(
     root: &OwnedFd,
     shown: &Path,
     dev: u64,
-    trees: &[Ident],
+    (trees, anywhere): (&[Ident], bool),
     events: &dyn Events,
     warnings: &mut Vec<String>,
 ) -> Result<estimate::Calibration, Uncalibrated> {
@@ -457,7 +483,7 @@ fn calibrate_near(
         found,
         mut passed,
         refused,
-    } = estimate::places(root, trees);
+    } = estimate::places(root, trees, anywhere);
     for line in refused {
         if !warnings.contains(&line) {
             events.warning(&line);
@@ -498,6 +524,24 @@ struct Uncalibrated {
 
 impl std::fmt::Display for Uncalibrated {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        if self.not_asked() {
+            write!(
+                f,
+                "not calibrated for {}: reclaim's cache directory is not on its file system, \
+                 and --estimate was not given to calibrate elsewhere",
+                crate::sys::quote::quote(&self.shown)
+            )?;
+            let cache: Vec<String> = self
+                .passed
+                .iter()
+                .filter(|p| p.kind == estimate::PlaceKind::Cache)
+                .map(ToString::to_string)
+                .collect();
+            if !cache.is_empty() {
+                write!(f, " ({})", cache.join("; "))?;
+            }
+            return Ok(());
+        }
         if self.tried_any {
             write!(f, "the calibration failed for ")?;
         } else {
@@ -516,8 +560,20 @@ impl std::fmt::Display for Uncalibrated {
 }
 
 impl Uncalibrated {
+    /// Whether only `--estimate` was missing: some place was left alone for it.
+    fn not_asked(&self) -> bool {
+        !self.tried_any
+            && self
+                .passed
+                .iter()
+                .any(|p| p.why == estimate::PassedWhy::NotAsked)
+    }
+
     /// The `--json` reason code.
     fn reason(&self) -> &'static str {
+        if self.not_asked() {
+            return "not-asked";
+        }
         if self.tried_any {
             "calibration-failed"
         } else {

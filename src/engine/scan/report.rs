@@ -28,9 +28,13 @@ pub struct ScanReport {
     pub top_by_files: Vec<TopEntry>,
     /// Directories with the most small regular files directly inside.
     pub top_by_small_files: Vec<TopEntry>,
+    /// The largest regular files by allocated bytes, each inode once.
+    pub largest_files: Vec<FileEntry>,
     /// Subtrees to pack into one archive (`reclaim pack`): nine in ten files small, none
     /// newer than the rule says; none inside another; the most files first.
     pub pack_candidates: Vec<PackEntry>,
+    /// How many each list was chosen from: the lists hold the first `--top`.
+    pub listed_of: ListedOf,
     pub pack_rule: PackRule,
     /// Per PATH, in the order given.
     pub roots: Vec<RootEntry>,
@@ -62,6 +66,26 @@ pub struct TopEntry {
     pub files: u64,
     /// Of those, smaller than `--small`.
     pub small_files: u64,
+}
+
+/// How many each list was chosen from: directories with a count (a directory with no small
+/// file is in no list of small files), files with allocated bytes, pack candidates.
+#[derive(Debug, Default, Serialize)]
+pub struct ListedOf {
+    pub top_by_allocated_bytes: u64,
+    pub top_by_files: u64,
+    pub top_by_small_files: u64,
+    pub largest_files: u64,
+    pub pack_candidates: u64,
+}
+
+/// One of the largest files.
+#[derive(Debug, Serialize)]
+pub struct FileEntry {
+    #[serde(flatten)]
+    pub path: PathField,
+    pub allocated_bytes: u64,
+    pub apparent_bytes: u64,
 }
 
 /// A pack candidate.

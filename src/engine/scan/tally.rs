@@ -86,11 +86,23 @@ impl Counts {
     }
 }
 
+/// One file of the largest-files list.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct TopFile {
+    pub path: std::path::PathBuf,
+    /// Its allocated bytes (`st_blocks * 512`), what removing it gives back.
+    pub allocated: u64,
+    /// Its size (`st_size`).
+    pub size: u64,
+}
+
 /// The `n` items with the highest count; ties go to the lower `tiebreak` (an inode number, so
 /// the same tree always yields the same list, whatever order the workers met it in).
 pub struct TopN<T> {
     n: usize,
     heap: BinaryHeap<Reverse<Ranked<T>>>,
+    /// How many items with a count were offered (the list holds the first `n` of them).
+    pub offered: u64,
 }
 
 struct Ranked<T> {
@@ -120,11 +132,20 @@ impl<T> TopN<T> {
         TopN {
             n,
             heap: BinaryHeap::with_capacity(n.saturating_add(1).min(1 << 16)),
+            offered: 0,
         }
     }
 
     /// Offers an item; zero counts never make a list.
     pub fn offer(&mut self, count: u64, tiebreak: u64, item: impl FnOnce() -> T) {
+        if count > 0 {
+            self.offered += 1;
+        }
+        self.keep(count, tiebreak, item);
+    }
+
+    /// `offer`, for an item already counted in `offered` (one from another list).
+    pub fn keep(&mut self, count: u64, tiebreak: u64, item: impl FnOnce() -> T) {
         if count == 0 || self.n == 0 {
             return;
         }
@@ -141,12 +162,13 @@ impl<T> TopN<T> {
     }
 
     pub fn merge(&mut self, other: TopN<T>) {
+        self.offered += other.offered;
         for Reverse(r) in other.heap {
             let Ranked {
                 rank: (count, Reverse(tb)),
                 item,
             } = r;
-            self.offer(count, tb, || item);
+            self.keep(count, tb, || item);
         }
     }
 
@@ -188,6 +210,7 @@ mod tests {
             b.offer(count, ino, || ino);
         }
         a.merge(b);
+        assert_eq!(a.offered, 6, "every item with a count, kept or not");
         assert_eq!(a.into_sorted(), vec![(9, 3), (5, 0), (5, 1)]);
         let mut none = TopN::new(0);
         none.offer(7, 1, || 1);

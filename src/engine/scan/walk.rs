@@ -16,7 +16,7 @@ use rustix::io::Errno;
 
 use super::export::{DirRecord, Export};
 use super::histogram::Histogram;
-use super::tally::{Counts, TopN};
+use super::tally::{Counts, TopFile, TopN};
 use crate::engine::glob::exclude::Exclude;
 use crate::engine::walk::{self, Lost, Names, Next, Node, NotOpened, Root, Visitor, Walk};
 use crate::sys::dirfd::{self, Facts};
@@ -113,6 +113,11 @@ pub struct Outcome {
     pub top_bytes: Vec<TopDir>,
     pub top_files: Vec<TopDir>,
     pub top_small: Vec<TopDir>,
+    /// The largest regular files by allocated bytes, each inode once.
+    pub largest: Vec<TopFile>,
+    /// How many directories (or files) each list was chosen from: `top_bytes`, `top_files`,
+    /// `top_small`, `largest` (those with a count).
+    pub ranked: [u64; 4],
     pub errors: Vec<ScanError>,
     /// Mount points of other file systems (and bind mounts) that were not entered.
     pub skipped_mounts: Vec<PathBuf>,
@@ -121,6 +126,8 @@ pub struct Outcome {
     /// Pack candidates (the largest subtrees first; none inside another). Under MPI: those
     /// of the directories this rank finished.
     pub pack_candidates: Vec<crate::engine::pack::candidates::Candidate>,
+    /// How many there were before the list was cut at `top`.
+    pub pack_candidates_total: usize,
 }
 
 /// Scans every start in parallel. `on_error` is called once per failure, as it happens;
@@ -193,11 +200,11 @@ pub fn scan(
         }
         let (errors, skipped) = scanner.take_failures();
         let mut out = Partial::new(first, opts.top, errors, skipped).outcome(Vec::new());
-        out.pack_candidates = scanner.pack_candidates();
+        (out.pack_candidates, out.pack_candidates_total) = scanner.pack_candidates();
         return out;
     };
     let mut out = scan_shared(&scanner, first, roots, &walk_opts, t, leads, on_warning);
-    out.pack_candidates = scanner.pack_candidates();
+    (out.pack_candidates, out.pack_candidates_total) = scanner.pack_candidates();
     out
 }
 
@@ -311,6 +318,7 @@ struct Partial {
     links: Vec<Link>,
     histogram: Histogram,
     tops: [TopN<TopDir>; 3],
+    large: TopN<TopFile>,
     errors: Vec<ScanError>,
     skipped: Vec<PathBuf>,
 }
@@ -330,8 +338,9 @@ impl Partial {
     fn new(t: Tally, top: usize, errors: Vec<ScanError>, skipped: Vec<PathBuf>) -> Partial {
         let dirs = |list: TopN<Arc<SNode>>| {
             let mut out = TopN::new(top);
+            out.offered = list.offered;
             for (count, tiebreak, d) in list.into_ranked() {
-                out.offer(count, tiebreak, || TopDir {
+                out.keep(count, tiebreak, || TopDir {
                     path: d.path(),
                     files: d.data.files.load(Ordering::Relaxed),
                     small_files: d.data.small.load(Ordering::Relaxed),
@@ -341,11 +350,21 @@ impl Partial {
             }
             out
         };
+        let mut large = TopN::new(top);
+        large.offered = t.large.offered;
+        for (count, tiebreak, (dir, name, size)) in t.large.into_ranked() {
+            large.keep(count, tiebreak, || TopFile {
+                path: dir.child_path(&name),
+                allocated: count,
+                size,
+            });
+        }
         Partial {
             per_root: t.per_root,
             links: t.links,
             histogram: t.histogram,
             tops: [dirs(t.top_bytes), dirs(t.top_files), dirs(t.top_small)],
+            large,
             errors,
             skipped,
         }
@@ -376,12 +395,19 @@ impl Partial {
         for (a, b) in self.tops.iter_mut().zip(o.tops) {
             a.merge(b);
         }
+        self.large.merge(o.large);
         self.errors.extend(o.errors);
         self.skipped.extend(o.skipped);
     }
 
     fn outcome(self, ranks: Vec<crate::engine::spread::Rank>) -> Outcome {
         let [top_bytes, top_files, top_small] = self.tops;
+        let ranked = [
+            top_bytes.offered,
+            top_files.offered,
+            top_small.offered,
+            self.large.offered,
+        ];
         let sorted = |t: TopN<TopDir>| t.into_sorted().into_iter().map(|(_, d)| d).collect();
         let mut skipped_mounts = self.skipped;
         skipped_mounts.sort();
@@ -393,10 +419,18 @@ impl Partial {
             top_bytes: sorted(top_bytes),
             top_files: sorted(top_files),
             top_small: sorted(top_small),
+            largest: self
+                .large
+                .into_sorted()
+                .into_iter()
+                .map(|(_, f)| f)
+                .collect(),
+            ranked,
             errors,
             skipped_mounts,
             ranks,
             pack_candidates: Vec::new(),
+            pack_candidates_total: 0,
         }
     }
 
@@ -423,6 +457,7 @@ impl Partial {
         }
         for list in &self.tops {
             let ranked: Vec<_> = list.ranked().collect();
+            w.u64(list.offered);
             w.u32(ranked.len() as u32);
             for (count, tiebreak, d) in ranked {
                 w.u64(count)
@@ -433,6 +468,15 @@ impl Partial {
                     .u64(d.tree_allocated)
                     .u64(d.tree_files);
             }
+        }
+        let large: Vec<_> = self.large.ranked().collect();
+        w.u64(self.large.offered);
+        w.u32(large.len() as u32);
+        for (count, tiebreak, f) in large {
+            w.u64(count)
+                .u64(tiebreak)
+                .bytes(f.path.as_os_str().as_bytes())
+                .u64(f.size);
         }
         w.u32(self.errors.len() as u32);
         for e in &self.errors {
@@ -480,6 +524,7 @@ impl Partial {
         let histogram = Histogram::from_words(&words).ok_or(Malformed::new("histogram"))?;
         let mut tops = [TopN::new(top), TopN::new(top), TopN::new(top)];
         for list in &mut tops {
+            list.offered = r.u64()?;
             let k = r.count(52)?;
             for _ in 0..k {
                 let (count, tiebreak) = (r.u64()?, r.u64()?);
@@ -490,8 +535,20 @@ impl Partial {
                     tree_allocated: r.u64()?,
                     tree_files: r.u64()?,
                 };
-                list.offer(count, tiebreak, || d);
+                list.keep(count, tiebreak, || d);
             }
+        }
+        let mut large = TopN::new(top);
+        large.offered = r.u64()?;
+        let k = r.count(28)?;
+        for _ in 0..k {
+            let (count, tiebreak) = (r.u64()?, r.u64()?);
+            let f = TopFile {
+                path: path(r.bytes()?),
+                allocated: count,
+                size: r.u64()?,
+            };
+            large.keep(count, tiebreak, || f);
         }
         let k = r.count(9)?;
         let mut errors = Vec::with_capacity(k);
@@ -517,6 +574,7 @@ impl Partial {
             links,
             histogram,
             tops,
+            large,
             errors,
             skipped,
         })
@@ -533,6 +591,8 @@ pub struct Tally {
     top_bytes: TopN<Arc<SNode>>,
     top_files: TopN<Arc<SNode>>,
     top_small: TopN<Arc<SNode>>,
+    /// The largest files: their directory, name and size, by allocated bytes.
+    large: TopN<(Arc<SNode>, CString, u64)>,
 }
 
 /// An inode with several links, counted (bytes, histogram) under one of its names.
@@ -558,6 +618,7 @@ impl Tally {
         self.top_bytes.merge(o.top_bytes);
         self.top_files.merge(o.top_files);
         self.top_small.merge(o.top_small);
+        self.large.merge(o.large);
     }
 
     fn count_dir(&mut self, root: usize, allocated: u64, size: u64) {
@@ -614,8 +675,8 @@ struct Scanner<'a> {
 
 impl Scanner<'_> {
     /// The pack candidates found, once the walk is over: none inside another, the most files
-    /// first, `top` of them.
-    fn pack_candidates(&self) -> Vec<crate::engine::pack::candidates::Candidate> {
+    /// first, `top` of them; and how many there were.
+    fn pack_candidates(&self) -> (Vec<crate::engine::pack::candidates::Candidate>, usize) {
         let nodes = std::mem::take(&mut *self.candidates.lock().expect("candidates lock"));
         let mut out: Vec<_> = nodes
             .iter()
@@ -639,8 +700,9 @@ impl Scanner<'_> {
             })
             .collect();
         out.sort_by(|a, b| b.files.cmp(&a.files).then_with(|| a.path.cmp(&b.path)));
+        let total = out.len();
         out.truncate(self.opts.top);
-        out
+        (out, total)
     }
 
     /// The errors and the mount points left alone, once the walk is over.
@@ -732,6 +794,7 @@ impl Visitor for Scanner<'_> {
             top_bytes: TopN::new(self.opts.top),
             top_files: TopN::new(self.opts.top),
             top_small: TopN::new(self.opts.top),
+            large: TopN::new(self.opts.top),
         }
     }
 
@@ -933,7 +996,13 @@ impl Visitor for Scanner<'_> {
                         }
                     }
                     newest = newest.max(if atime { st.atime } else { st.mtime });
-                    allocated += self.count_entry(w, root.index, &st);
+                    let added = self.count_entry(w, root.index, &st);
+                    allocated += added;
+                    if st.file_type == FileType::RegularFile {
+                        w.large.offer(added, st.ident.ino, || {
+                            (node.clone(), name.to_owned(), st.size)
+                        });
+                    }
                 }
                 Err(Errno::NOENT) => {}
                 Err(e) => self.fail(node.child_path(name), "cannot stat", text(e)),
