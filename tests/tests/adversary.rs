@@ -3107,6 +3107,59 @@ fn root_sees_and_frees_a_users_trash_below_the_mount_top() {
     assert!(!w.p("u/data2").exists());
 }
 
+/// A user's first `--background --grace` on a full file system whose top the user may not
+/// write: the trash below the top cannot be made (`mkdirat` = ENOSPC), and that is what is
+/// said, once for all the paths, which stay (not "no writable directory for a trash").
+#[test]
+fn a_users_first_trash_on_a_full_file_system_says_no_space() {
+    let w = util::or_skip!(World::new(scratch!(), Vol::TinyTmpfs));
+    chmod(&w.top, 0o755);
+    w.dir("u", VICTIM, 0o755);
+    for i in 0..3 {
+        w.file(format!("u/f{i}"), VICTIM, 0o644, "mine\n");
+    }
+    // The victim uses up the inodes.
+    let filled = w.tool(
+        VICTIM,
+        "sh",
+        args![
+            "-c",
+            format!(
+                "i=0; while touch {}/fill$i 2>/dev/null; do i=$((i+1)); done",
+                w.p("u").display()
+            )
+        ],
+    );
+    assert!(filled.status.success(), "{}", util::stderr_of(&filled));
+    let o = w
+        .reclaim(
+            VICTIM,
+            args![
+                "rm",
+                "--background",
+                "--grace",
+                "1h",
+                w.p("u/f0"),
+                w.p("u/f1"),
+                w.p("u/f2")
+            ],
+        )
+        .output();
+    assert_exit(&o, 1, "rm --background --grace on a full file system");
+    let err = util::stderr_of(&o);
+    assert_eq!(err.lines().count(), 1, "{err}");
+    assert!(
+        err.contains("No space left on device")
+            && err.contains(&format!(".reclaim-{VICTIM}"))
+            && err.contains("3 paths")
+            && !err.contains("no writable directory"),
+        "{err}"
+    );
+    for i in 0..3 {
+        assert!(w.p(format!("u/f{i}")).exists());
+    }
+}
+
 /// The index is written by users where anyone may add a file: the attacker plants a FIFO under
 /// the victim's index name, and records of its own naming the victim's trash, a trash of its
 /// own reached through a symbolic link and a root directory. Root's commands never hang, take
