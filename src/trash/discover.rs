@@ -30,9 +30,7 @@ pub const MAX_PER_USER: usize = 8;
 /// Names that are not usable trashes listed (with why) beyond their count.
 pub const MAX_LISTED: usize = 5;
 
-/// Limits `discover` to file systems mounted at or below this directory (a container's view, a
-/// test's scratch directory).
-pub const UNDER_ENV: &str = "RECLAIM_UNDER";
+pub use super::UNDER_ENV;
 
 /// How long `discover` waits for a network or FUSE file system to answer (a dead NFS server,
 /// a stopped FUSE daemon): it is then skipped and named.

@@ -45,7 +45,7 @@ const REFRESH_SECS: i64 = 86_400;
 
 /// The index's directory.
 pub fn dir_path() -> PathBuf {
-    let under = std::env::var_os(super::discover::UNDER_ENV).filter(|v| !v.is_empty());
+    let under = std::env::var_os(super::UNDER_ENV).filter(|v| !v.is_empty());
     match under {
         Some(u) => PathBuf::from(u).join("var/tmp"),
         None => PathBuf::from("/var/tmp"),

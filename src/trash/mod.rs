@@ -30,6 +30,10 @@ use crate::sys::dirfd::{self, Ident};
 use crate::sys::mounts::{self, Mount};
 use crate::sys::quote::quote;
 
+/// Limits `discover` to file systems mounted at or below this directory, whose `var/tmp` is
+/// then the index's (`index`): a container's view, a test's scratch directory.
+pub const UNDER_ENV: &str = "RECLAIM_UNDER";
+
 /// Prefix of a trash's name at its top: `.reclaim-<uid>`, or `.reclaim-<uid>.<random>` when
 /// the plain name was taken by something that is not the user's trash.
 pub const PREFIX: &str = ".reclaim-";
