@@ -1131,7 +1131,7 @@ fn selection_needs_r_and_refuses_background_and_files() {
     assert!(util::stderr_of(&out).contains("one rename per matching entry"));
     let out = s.rm(&["-r", "--older-than", "30", "d"]).output().unwrap();
     assert_eq!(out.status.code(), Some(2));
-    assert!(util::stderr_of(&out).contains("give a unit"));
+    assert!(util::stderr_of(&out).contains("a number needs a unit"));
     let out = s.rm(&["-r", "--name", "x", "f"]).output().unwrap();
     assert_eq!(out.status.code(), Some(1));
     assert!(util::stderr_of(&out).contains("Not a directory"));
