@@ -328,7 +328,7 @@ if [[ $CHECK_ESTIMATE == 1 ]]; then
     mount -o remount,rw -- "$MNT"
     guard "$MNT/w"
     drop_caches
-    "$RECLAIM" scan --json "$MNT/w" >"$OUT/logs/estimate-scan.json" 2>"$OUT/logs/estimate-scan.err" || true
+    "$RECLAIM" scan --estimate --json "$MNT/w" >"$OUT/logs/estimate-scan.json" 2>"$OUT/logs/estimate-scan.err" || true
     est=$(python3 -c 'import json,sys; e=json.load(open(sys.argv[1]))["estimate"]; print("%.2f" % e["seconds"] if e and e["seconds"] is not None else "")' "$OUT/logs/estimate-scan.json" || true)
     # Warm cache, as the estimate assumes: the scan just read every inode.
     t=$EPOCHREALTIME
