@@ -103,25 +103,7 @@ fn the_summary_on_a_terminal_says_what_not_how_unless_verbose() {
     let s = scratch!();
     for (flag, how) in [("", false), ("-v", true)] {
         tree(&s, 20, 100);
-        let typescript = s.path("typescript");
-        let cmd = format!(
-            "stty cols 120 rows 40; '{}' rm -r {flag} t >/dev/null",
-            std::fs::canonicalize(util::reclaim_bin())
-                .unwrap()
-                .display()
-        );
-        let out = std::process::Command::new("script")
-            .args(["-qfec", &cmd])
-            .arg(&typescript)
-            .current_dir(s.root())
-            .env("TERM", "xterm")
-            .env("RECLAIM_CONFIG", "")
-            .env("RECLAIM_UNDER", s.root())
-            .stdin(std::process::Stdio::null())
-            .output()
-            .unwrap();
-        assert!(out.status.success(), "{out:?}");
-        let seen = String::from_utf8_lossy(&std::fs::read(&typescript).unwrap()).into_owned();
+        let seen = util::on_a_terminal(&s, &format!("rm -r {flag} t >/dev/null"));
         assert!(
             seen.contains("removed 2,000 files and 21 directories"),
             "{seen}"
@@ -130,7 +112,6 @@ fn the_summary_on_a_terminal_says_what_not_how_unless_verbose() {
             assert_eq!(seen.contains(detail), how, "{flag:?}: {detail:?} in {seen}");
         }
         assert!(!seen.contains("-/-"), "{seen}");
-        std::fs::remove_file(&typescript).unwrap();
     }
 }
 

@@ -384,32 +384,6 @@ fn the_detached_reaper_is_reclaim_to_pgrep() {
     }
 }
 
-/// What a terminal of 120 columns shows while `reclaim ARGS` runs in the scratch root
-/// (script(1) gives the pty, stty its size), with `RECLAIM_NO_SPAWN=1`; asserts success.
-fn on_a_terminal(s: &Scratch, args: &str) -> String {
-    let typescript = s.path("typescript");
-    let cmd = format!(
-        "stty cols 120 rows 40; '{}' {args}",
-        std::fs::canonicalize(util::reclaim_bin())
-            .unwrap()
-            .display()
-    );
-    let out = std::process::Command::new("script")
-        .args(["-qfec", &cmd])
-        .arg(&typescript)
-        .current_dir(s.root())
-        .env("TERM", "xterm")
-        .env("RECLAIM_CONFIG", "")
-        .env("RECLAIM_UNDER", s.root())
-        .env(NO_SPAWN, "1")
-        .env("XDG_STATE_HOME", util::state_home(s))
-        .stdin(std::process::Stdio::null())
-        .output()
-        .unwrap();
-    assert!(out.status.success(), "{out:?}");
-    String::from_utf8_lossy(&fs::read(&typescript).unwrap()).into_owned()
-}
-
 #[test]
 fn wait_shows_progress_with_a_total_and_an_eta_on_a_terminal() {
     let s = scratch!();
@@ -419,7 +393,7 @@ fn wait_shows_progress_with_a_total_and_an_eta_on_a_terminal() {
     s.file("vol/big", bytes(17, 128 * MIB as usize));
     // A terminal of 120 columns (script(1) gives the pty; stty its size), paced so the bar
     // gets drawn a few times.
-    let seen = on_a_terminal(&s, "rm --wait --rate 40M vol/big");
+    let seen = util::on_a_terminal(&s, "rm --wait --rate 40M vol/big");
     let lines: Vec<&str> = seen.split(['\r', '\n']).collect();
     assert!(
         lines
@@ -445,7 +419,7 @@ fn reap_shows_progress_with_a_total_and_an_eta_on_a_terminal() {
     s.file("vol/big", bytes(18, 128 * MIB as usize));
     // Hidden now (its pacing recorded in the entry), freed by `reap` on a terminal.
     util::assert_success(&rm_ns(&s, &["--background", "--rate", "40M", "vol/big"]));
-    let seen = on_a_terminal(&s, "reap");
+    let seen = util::on_a_terminal(&s, "reap");
     let lines: Vec<&str> = seen.split(['\r', '\n']).collect();
     assert!(
         lines
@@ -1745,7 +1719,7 @@ fn background_prints_each_entry_id_for_scripts_and_a_paragraph_on_a_terminal() {
     );
     // On a terminal: the paragraph, with the restore command.
     s.file("vol/c", "c\n");
-    let seen = on_a_terminal(&s, "rm --background --grace 1h vol/c");
+    let seen = util::on_a_terminal(&s, "rm --background --grace 1h vol/c");
     let id = id_of(&t, &abs(&s, "vol/c"));
     assert!(
         seen.contains("hid 1 path") && seen.contains(&format!("reclaim restore {id}")),

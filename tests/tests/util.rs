@@ -1507,3 +1507,27 @@ impl Rng {
         self.below(100) < percent
     }
 }
+
+/// What a terminal of 120 columns shows while `reclaim ARGS` runs in the scratch root
+/// (script(1) gives the pty, stty its size), with `RECLAIM_NO_SPAWN=1`; asserts success.
+pub fn on_a_terminal(s: &Scratch, args: &str) -> String {
+    let typescript = s.path("typescript");
+    let cmd = format!(
+        "stty cols 120 rows 40; '{}' {args}",
+        std::fs::canonicalize(reclaim_bin()).unwrap().display()
+    );
+    let out = std::process::Command::new("script")
+        .args(["-qfec", &cmd])
+        .arg(&typescript)
+        .current_dir(s.root())
+        .env("TERM", "xterm")
+        .env("RECLAIM_CONFIG", "")
+        .env("RECLAIM_UNDER", s.root())
+        .env(NO_SPAWN, "1")
+        .env("XDG_STATE_HOME", state_home(s))
+        .stdin(std::process::Stdio::null())
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{out:?}");
+    String::from_utf8_lossy(&std::fs::read(&typescript).unwrap()).into_owned()
+}
