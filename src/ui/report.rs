@@ -142,6 +142,12 @@ pub fn gentle(g: &Gentle) -> String {
     if let Some(why) = &o.stopped {
         s.push_str(&format!("; {why}"));
     }
+    if let Some(p) = &o.yielded {
+        s.push_str(&format!(
+            "; short of space ({}): the rest unlinked at once",
+            p.text()
+        ));
+    }
     s
 }
 
@@ -180,6 +186,12 @@ pub fn pace(p: &PaceReport) -> String {
     }
     if let Some(e) = &p.probe_error {
         s.push_str(&format!("; no latency probe: {e}"));
+    }
+    if let Some(y) = &p.yielded {
+        s.push_str(&format!(
+            "; short of space ({}): pacing yielded, full speed",
+            y.text()
+        ));
     }
     s
 }

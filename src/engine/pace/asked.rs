@@ -13,7 +13,8 @@ pub const DEFAULT_MAX_LATENCY: Duration = Duration::from_millis(20);
 
 impl EntryPacing {
     /// What the shrinker and the tree governor take: nothing with `--fast`, else the budget
-    /// given (or the default) and the rate cap.
+    /// given (or the default) and the rate cap, under the default floor of free space (the
+    /// caller sets the one asked for).
     pub fn pacing(&self) -> Pacing {
         if self.fast {
             return Pacing::fast();
@@ -22,6 +23,7 @@ impl EntryPacing {
             max_latency: Some(self.max_latency.unwrap_or(DEFAULT_MAX_LATENCY)),
             rate: self.rate.filter(|r| *r > 0),
             trace: None,
+            floor: crate::sys::space::Floor::Default,
         }
     }
 }

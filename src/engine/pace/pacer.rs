@@ -12,6 +12,7 @@ use serde::Serialize;
 use super::controller::{Config, Controller, Verdict, Window};
 use super::probe::{Probe, Spacing};
 use super::signals::{Reading, Signals};
+use crate::sys::space::{Floor, Pressure, Watch};
 
 /// How the user asked removal to be paced.
 #[derive(Clone, Debug)]
@@ -22,6 +23,9 @@ pub struct Pacing {
     pub rate: Option<u64>,
     /// Write one JSON line per window here.
     pub trace: Option<std::path::PathBuf>,
+    /// The free space to leave the others: under it, or falling toward it before this removal
+    /// would end, pacing yields (the rest goes at full speed, as `rm` would free it).
+    pub floor: Floor,
 }
 
 impl Pacing {
@@ -31,6 +35,7 @@ impl Pacing {
             max_latency: None,
             rate: None,
             trace: None,
+            floor: Floor::Off,
         }
     }
 
@@ -66,6 +71,11 @@ pub struct PaceReport {
     /// 0's governor).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub ranks: Option<usize>,
+    /// Trees: the file system ran short of space (under the floor, or falling toward it):
+    /// pacing yielded, and the rest went at full speed (a large file says so in its own
+    /// outcome).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub yielded: Option<Pressure>,
 }
 
 #[derive(Clone, Debug, Default, Serialize, serde::Deserialize)]
@@ -117,6 +127,9 @@ pub struct Pacer {
     last: Reading,
     trace: Option<std::io::BufWriter<std::fs::File>>,
     report: PaceReport,
+    /// The file system's free space, watched (`Pacing::floor`) through this copy of the fd.
+    watch: Watch,
+    watched: Option<std::os::fd::OwnedFd>,
 }
 
 impl Pacer {
@@ -159,7 +172,12 @@ impl Pacer {
             .as_ref()
             .and_then(|p| trace_file(p).map(std::io::BufWriter::new));
         let now = Instant::now();
+        let watched = (pacing.floor != Floor::Off)
+            .then(|| dir.as_fd().try_clone_to_owned().ok())
+            .flatten();
         let mut pacer = Pacer {
+            watch: Watch::new(pacing.floor),
+            watched,
             probe,
             ctl,
             pacing,
@@ -277,6 +295,16 @@ impl Pacer {
         });
         self.last = now;
         let _ = writeln!(out, "{line}");
+    }
+
+    /// Whether the file system is short of space (under the floor, or falling toward it before
+    /// the `left` bytes would be freed at the pace so far): pacing then yields. Read at most
+    /// once a second.
+    pub fn pressed(&mut self, left: u64) -> Option<Pressure> {
+        let fd = self.watched.as_ref()?;
+        let secs = self.started.elapsed().as_secs_f64();
+        let eta = (self.bytes > 0 && secs > 0.0).then(|| left as f64 / (self.bytes as f64 / secs));
+        self.watch.pressure(fd, eta, false)
     }
 
     /// The latest latency the probe measured during removal.

@@ -1,6 +1,7 @@
 //! A shared rate limit on operations (unlinks), adjustable while workers run: the tree pacer
-//! lowers it when other I/O is hurt and raises it back; `--iops` caps it. Unlimited costs one
-//! atomic load per operation. It only ever delays the caller; it never fails.
+//! lowers it when other I/O is hurt and raises it back; `--iops` caps it; while the file system
+//! is short of space it yields (no limit at all, `--iops` neither). Unlimited costs one atomic
+//! load per operation. It only ever delays the caller; it never fails.
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Mutex;
@@ -13,6 +14,8 @@ const BURST: Duration = Duration::from_millis(20);
 #[derive(Debug)]
 pub struct Throttle {
     limited: AtomicBool,
+    /// Yielding to a file system short of space: no limit while set.
+    yielding: AtomicBool,
     state: Mutex<State>,
     /// Never more than this many operations per second (`--iops`).
     cap: Option<f64>,
@@ -31,6 +34,7 @@ impl Throttle {
         let cap = cap.map(|c| c.max(1) as f64);
         Throttle {
             limited: AtomicBool::new(cap.is_some()),
+            yielding: AtomicBool::new(false),
             state: Mutex::new(State {
                 rate: cap,
                 next: Instant::now(),
@@ -41,7 +45,7 @@ impl Throttle {
 
     /// Waits until one more operation is allowed.
     pub fn acquire(&self) {
-        if !self.limited.load(Ordering::Relaxed) {
+        if !self.limited.load(Ordering::Relaxed) || self.yielding.load(Ordering::Relaxed) {
             return;
         }
         let wait = {
@@ -55,6 +59,12 @@ impl Throttle {
         if !wait.is_zero() {
             std::thread::sleep(wait);
         }
+    }
+
+    /// Lifts every limit (`on`: the file system is short of space; operations go as fast as
+    /// `rm`'s), or puts back the one set.
+    pub fn yield_all(&self, on: bool) {
+        self.yielding.store(on, Ordering::Relaxed);
     }
 
     /// The current limit (operations per second), `None` if unlimited.
@@ -116,6 +126,19 @@ mod tests {
             "{:?}",
             t0.elapsed()
         );
+    }
+
+    #[test]
+    fn yielding_lifts_even_the_cap() {
+        let t = Throttle::new(Some(10));
+        t.yield_all(true);
+        let t0 = Instant::now();
+        for _ in 0..1000 {
+            t.acquire();
+        }
+        assert!(t0.elapsed() < Duration::from_millis(500));
+        t.yield_all(false);
+        assert_eq!(t.rate(), Some(10.0), "the cap is back");
     }
 
     #[test]

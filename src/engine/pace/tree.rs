@@ -5,8 +5,9 @@
 //! worker left, it holds the shared unlink rate to half of what the window achieved. On good
 //! windows it gives the rate back first (up by a sixteenth, additive), then one worker after
 //! every 2 s without a miss, until the ceiling no longer binds and is lifted. An idle disk
-//! never misses, so nothing engages and the tree goes at full speed. It only reads the
-//! counters and sets the gate and the throttle.
+//! never misses, so nothing engages and the tree goes at full speed. While the file system is
+//! short of space (under `Pacing::floor`, or falling toward it) every limit is lifted. It only
+//! reads the counters and sets the gate and the throttle.
 
 use std::os::fd::AsFd;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -345,8 +346,34 @@ pub fn run(
     // and again: 8 MPI ranks went from 16 workers each to 1 in 1.2 s, and took 20 s to earn
     // 4 back (27.6 s against 11 s: bench/RESULTS.md, 2026-11-26 session 8).
     let mut taking_effect: Option<Instant> = None;
+    // The file system's free space: short of it, every limit is lifted (as `rm -r` would go)
+    // until it is back.
+    let mut watch = crate::sys::space::Watch::new(pacing.floor);
+    let mut yielding = false;
     while !done.load(Ordering::Relaxed) {
         std::thread::sleep(Duration::from_millis(10));
+        match (watch.pressure(&dir, None, false), yielding) {
+            (Some(p), false) => {
+                yielding = true;
+                if let Some(g) = knobs.gate {
+                    g.set_cap(usize::MAX);
+                }
+                knobs.throttle.yield_all(true);
+                report.yielded.get_or_insert(p);
+                continue;
+            }
+            (Some(_), true) => continue,
+            (None, true) => {
+                // Judged afresh from here, at full speed.
+                yielding = false;
+                knobs.throttle.yield_all(false);
+                (taking_effect, backed_off) = (None, None);
+                start = Instant::now();
+                last_ops = ops();
+                continue;
+            }
+            (None, false) => {}
+        }
         if let Some(since) = taking_effect {
             let in_force = !knobs.gate.is_some_and(|g| g.working() > g.allowed());
             if !in_force && since.elapsed() < IN_FORCE_MAX {
@@ -576,6 +603,7 @@ mod tests {
             max_latency: Some(Duration::from_millis(50)),
             rate: None,
             trace: None,
+            floor: crate::sys::space::Floor::Off,
         };
         let done = AtomicBool::new(false);
         let report = std::thread::scope(|s| {
@@ -629,6 +657,7 @@ mod tests {
             max_latency: Some(Duration::from_micros(1)),
             rate: None,
             trace: None,
+            floor: crate::sys::space::Floor::Off,
         };
         let done = AtomicBool::new(false);
         let wait_for = |what: &dyn Fn() -> bool, secs: u64| {

@@ -767,6 +767,7 @@ fn govern(
         max_latency: Some(o.max_latency.unwrap_or(DEFAULT_MAX_LATENCY)),
         rate: None,
         trace: None,
+        floor: crate::sys::space::Floor::Default,
     };
     let knobs = tree::Knobs {
         throttle,

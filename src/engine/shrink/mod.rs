@@ -1,7 +1,8 @@
 //! Gentle removal of one large regular file: move it where an interruption cannot leave it
 //! half at its own name (the user's trash, or a hidden name in its directory), prove nobody
 //! else holds it (one link, and a write lease no other opener can coexist with), shrink it
-//! from the end in paced steps (`ftruncate` + `fdatasync` on the verified fd), then unlink.
+//! from the end in paced steps (`ftruncate` + `fdatasync` on the verified fd), then unlink;
+//! when the file system runs short of space meanwhile, the rest is unlinked at once.
 //! It never truncates through a path, a file with other links, or a file another process has
 //! open: those are unlinked whole, and the outcome says why. It never touches a name it did
 //! not make: hidden names carry a random part, so one made by someone else first never blocks
@@ -88,6 +89,10 @@ pub struct Outcome {
     /// A shrink that was stopped part way, and why (another process opened the file).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub stopped: Option<String>,
+    /// The file system ran short of space (under the floor of free space, or falling toward
+    /// it): pacing yielded and the rest was unlinked at once, as `rm` frees it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub yielded: Option<crate::sys::space::Pressure>,
     /// A removal interrupted earlier, finished now.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub resumed: bool,
@@ -486,6 +491,12 @@ fn shrink(
             out.pace = Some(pacer.report());
             return Ok(false);
         }
+        // Short of space: the rest goes at once (the caller unlinks it), never more slowly
+        // than `rm` would free it.
+        if let Some(p) = pacer.pressed(allocated) {
+            out.yielded = Some(p);
+            break;
+        }
         // Right before every step: still ours alone? (A lease break or a new hard link
         // since the last step: stop shrinking, the rest goes with the unlink.)
         if let Some(why) = shared_now(fd)? {
@@ -530,7 +541,7 @@ fn shrink(
             break;
         }
         let wait = pacer.after_step(freed, step_time, hold);
-        sleep_watching(wait, fd, stop);
+        sleep_watching(wait, fd, stop, &mut || pacer.pressed(allocated).is_some());
     }
     out.pace = Some(pacer.report());
     Ok(true)
@@ -549,13 +560,19 @@ fn shared_now(fd: &OwnedFd) -> Result<Option<&'static str>, Reason> {
 }
 
 /// Sleeps `wait`, waking early when the lease starts breaking, so an opener is not kept
-/// waiting for a whole pause (it waits at most one step), or when `stop` says so.
-fn sleep_watching(wait: std::time::Duration, fd: &OwnedFd, stop: &dyn Fn() -> bool) {
+/// waiting for a whole pause (it waits at most one step), when `stop` says so, or when the file
+/// system is `pressed` for space.
+fn sleep_watching(
+    wait: std::time::Duration,
+    fd: &OwnedFd,
+    stop: &dyn Fn() -> bool,
+    pressed: &mut dyn FnMut() -> bool,
+) {
     const SLICE: std::time::Duration = std::time::Duration::from_millis(20);
     let until = std::time::Instant::now() + wait;
     loop {
         let now = std::time::Instant::now();
-        if now >= until || !still_leased(fd) || stop() {
+        if now >= until || !still_leased(fd) || stop() || pressed() {
             return;
         }
         std::thread::sleep((until - now).min(SLICE));

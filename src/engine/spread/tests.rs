@@ -364,6 +364,7 @@ fn every_rank_steers_its_workers_by_rank_0s_verdicts_alone() {
         max_latency: Some(Duration::from_millis(20)),
         rate: None,
         trace: None,
+        floor: crate::sys::space::Floor::Off,
     };
     let (_keep, events) = std::sync::mpsc::channel::<Event>();
     let wait_for = |what: &dyn Fn() -> bool| {
