@@ -9,6 +9,7 @@
 //! anything: that is the reaper's job.
 
 pub mod discover;
+pub mod early;
 pub mod hide;
 pub mod index;
 pub mod meta;

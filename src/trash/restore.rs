@@ -3,7 +3,8 @@
 //! way; refuses rather than overwrite anything or put it into another directory than it came
 //! from (the same device, inode, owner and birth time or generation). By original path it
 //! considers only the caller's own entries; root may name another user's entry by its ID, and
-//! then restores it as that user.
+//! then restores it as that user. An entry a reaper freed before its grace window ended (the
+//! file system ran short of space) is said as such, with why (`early.json`).
 
 use std::ffi::{CString, OsStr, OsString};
 use std::os::unix::ffi::OsStrExt;
@@ -51,6 +52,10 @@ pub enum RestoreError {
     ManyPaths(u64),
     #[error("its record names no single name in its directory ({0}); left in the entry")]
     BadName(String),
+    /// A reaper freed it before its grace window ended (its file system ran short of space):
+    /// when, and the file system's space then.
+    #[error("{0}; nothing is left to restore")]
+    FreedEarly(String),
 }
 
 /// A restored entry.
@@ -89,7 +94,11 @@ pub fn restore(
     to: Option<&Path>,
 ) -> Vec<Result<Restored, Failed>> {
     let Some((trash, id, only)) = find(trashes, arg, me) else {
-        return vec![Err((None, None, RestoreError::NotFound))];
+        return vec![Err(freed_early(trashes, arg, me).unwrap_or((
+            None,
+            None,
+            RestoreError::NotFound,
+        )))];
     };
     let r = if crate::sys::asuser::needed(trash.uid) {
         as_owner(&trash, &id, to)
@@ -498,6 +507,69 @@ fn find(trashes: &[Found], arg: &OsStr, me: u32) -> Option<(Trash, CString, Opti
         }
     }
     best
+}
+
+/// Why `arg`, found in no trash, is gone, if a reaper freed it before its grace window ended
+/// (`early.json`): by ID in any of `trashes` (another user's through a child as that user, only
+/// where such a record is), by original path in those of `me` (the newest).
+fn freed_early(trashes: &[Found], arg: &OsStr, me: u32) -> Option<Failed> {
+    let bytes = arg.as_bytes();
+    let failed = |e: &super::early::Early| {
+        (
+            Some(e.original.exact()),
+            Some(e.id.clone()),
+            RestoreError::FreedEarly(format!(
+                "a reaper freed it at {}, before its grace window ended: {}",
+                crate::sys::format::local_time(e.freed_unix),
+                e.space.text()
+            )),
+        )
+    };
+    if meta::is_entry_name(bytes) {
+        let id = arg.to_string_lossy();
+        for f in trashes {
+            let Ok(t) = f.open() else { continue };
+            if crate::sys::asuser::needed(t.uid) {
+                if dirfd::lstat_at(&t.dir, super::early::EARLY).is_err() {
+                    continue;
+                }
+                let name = CString::new(bytes).ok()?;
+                let said = as_owner(&t, &name, None).into_iter().find_map(|r| match r {
+                    Err((original, RestoreError::Child(e)))
+                        if e != RestoreError::NotFound.to_string() =>
+                    {
+                        Some((original, Some(id.to_string()), RestoreError::Child(e)))
+                    }
+                    _ => None,
+                });
+                if said.is_some() {
+                    return said;
+                }
+            } else if let Ok(Some(r)) = super::early::EarlyRecord::read(&t.dir, t.uid) {
+                if let Some(e) = r.by_id(&id) {
+                    return Some(failed(e));
+                }
+            }
+        }
+        return None;
+    }
+    let wanted = absolute(Path::new(arg))?;
+    let mut newest: Option<super::early::Early> = None;
+    for t in trashes.iter().filter(|t| t.uid == me) {
+        let Ok(t) = t.open() else { continue };
+        let Ok(Some(r)) = super::early::EarlyRecord::read(&t.dir, t.uid) else {
+            continue;
+        };
+        if let Some(e) = r.by_path(&wanted) {
+            if !newest
+                .as_ref()
+                .is_some_and(|n| e.freed_unix <= n.freed_unix)
+            {
+                newest = Some(e.clone());
+            }
+        }
+    }
+    newest.as_ref().map(failed)
 }
 
 /// Whether batch entry `entry` (its record `m`) lists `path`.
