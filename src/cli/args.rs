@@ -243,6 +243,12 @@ pub struct PruneArgs {
     pub now: bool,
     #[command(flatten)]
     pub pace: PaceArgs,
+    /// The free space to leave the others on a file system (5%, 2G; 0: none) [default: the
+    /// smaller of 5% and 10G]: under it, or falling toward it, pacing yields (full speed) and
+    /// reapers free entries still in their grace window, oldest first, until it holds
+    #[arg(long, value_name = "PERCENT|SIZE", value_parser = crate::cli::units::parse_min_free)]
+    pub min_free: Option<crate::sys::space::Floor>,
+
     /// Directories whose entries are pruned (all of them form one pool)
     #[arg(value_name = "DIR", required_unless_present = "policy", value_parser = clap::builder::OsStringValueParser::new())]
     pub dirs: Vec<std::ffi::OsString>,
@@ -521,9 +527,16 @@ pub struct RmArgs {
     /// With --background: restorable this long (10min, 2h, 7d)
     ///
     /// The entries wait in the trash that long before a reaper frees them; `reclaim restore ID`
-    /// puts one back meanwhile
+    /// puts one back meanwhile. Unless their file system runs short of space (--min-free): then
+    /// they are freed early, and said; on one already short, a grace window is refused
     #[arg(long, value_name = "DURATION", value_parser = crate::cli::units::parse_duration)]
     pub grace: Option<std::time::Duration>,
+    /// The free space to leave the others (5%, 2G; 0: none) [default: the smaller of 5% and 10G]
+    ///
+    /// Under it, or falling toward it, pacing yields (full speed, as rm) and reapers free the
+    /// entries still in their grace window, oldest first, until it holds
+    #[arg(long, value_name = "PERCENT|SIZE", value_parser = crate::cli::units::parse_min_free)]
+    pub min_free: Option<crate::sys::space::Floor>,
     /// Survive a power loss: one fsync per affected directory
     ///
     /// One fsync per affected directory after its unlinks (not one per file); with
@@ -705,6 +718,11 @@ pub struct StatusArgs {
     /// Only this trash (a `<dir>/.reclaim-<uid>` directory) [default: every trash this user may see]
     #[arg(long, value_name = "DIR")]
     pub trash: Option<PathBuf>,
+    /// The floor of free space to show for each file system, as the reapers were given it
+    /// (5%, 2G; 0: none) [default: min_free of the configuration, else the smaller of 5% and
+    /// 10G]
+    #[arg(long, value_name = "PERCENT|SIZE", value_parser = crate::cli::units::parse_min_free)]
+    pub min_free: Option<crate::sys::space::Floor>,
 }
 
 #[derive(Args, Debug)]
@@ -791,6 +809,21 @@ pub struct ReapArgs {
     pub wait: bool,
     #[command(flatten)]
     pub pace: PaceArgs,
+    /// The free space to leave the others on a file system (5%, 2G; 0: none) [default: the
+    /// smaller of 5% and 10G]: under it, or falling toward it, pacing yields (full speed) and
+    /// reapers free entries still in their grace window, oldest first, until it holds
+    #[arg(long, value_name = "PERCENT|SIZE", value_parser = crate::cli::units::parse_min_free)]
+    pub min_free: Option<crate::sys::space::Floor>,
+    /// With --once --now: the file system was found short of space so (JSON, from the
+    /// --watch supervisor): entries whose grace window this cuts short are recorded as freed
+    /// early, with it
+    #[arg(long, hide = true, value_name = "JSON", requires = "now")]
+    pub early: Option<String>,
+    /// With --watch: write the trashes' metrics in Prometheus's text format to FILE (for
+    /// node_exporter's textfile collector, e.g.
+    /// /var/lib/prometheus/node-exporter/reclaim.prom), replaced whole every few seconds
+    #[arg(long, value_name = "FILE", requires = "watch")]
+    pub metrics: Option<PathBuf>,
     /// Worker threads for trees [default: as `reclaim rm`]
     #[arg(hide_short_help = true, long, value_parser = clap::value_parser!(u16).range(1..=1024))]
     pub threads: Option<u16>,

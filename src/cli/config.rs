@@ -1,10 +1,13 @@
-//! The config file: defaults for `reclaim rm` (mode, pacing, durability), where reapers log
-//! (`[reap] log`), and named retention policies for `reclaim prune --policy NAME`. Read from `/etc/reclaim.toml`, then
+//! The config file: the free space removals and reapers leave the others (`min_free`), defaults
+//! for `reclaim rm` (mode, pacing, durability), where reapers log (`[reap] log`), and named
+//! retention policies for `reclaim prune --policy NAME`. Read from `/etc/reclaim.toml`, then
 //! `~/.config/reclaim.toml` (`$XDG_CONFIG_HOME`), a later file overriding an earlier one key by
 //! key; `RECLAIM_CONFIG=FILE` reads only that file (`RECLAIM_CONFIG=` reads none).
 //! Command-line flags always win. Never removes anything itself.
 //!
 //! ```toml
+//! min_free = "5%"          # the free space to leave the others (or "2G"; "0": none)
+//!
 //! [rm]
 //! mode = "background"      # now | background | wait
 //! max_latency = "20ms"
@@ -88,6 +91,8 @@ pub struct PrunePolicy {
 #[derive(Clone, Debug, Default, Deserialize, PartialEq)]
 #[serde(deny_unknown_fields)]
 pub struct Config {
+    /// The free space removals and reapers leave the others on a file system (`--min-free`).
+    pub min_free: Option<String>,
     #[serde(default)]
     pub rm: RmDefaults,
     #[serde(default)]
@@ -127,6 +132,8 @@ pub enum ValueError {
     Sort { policy: String, value: String },
     #[error("[reap] log = '{0}': use auto, journal, syslog, stderr, file or none")]
     Log(String),
+    #[error("min_free = '{0}': {1}")]
+    MinFree(String, String),
 }
 
 /// Why `reclaim prune --policy NAME` cannot be filled from the configuration.
@@ -190,7 +197,8 @@ impl Config {
         Ok(cfg)
     }
 
-    /// `RECLAIM_MODE`, `RECLAIM_MAX_LATENCY`, `RECLAIM_RATE`, `RECLAIM_IOPS`, as an `[rm]`.
+    /// `RECLAIM_MODE`, `RECLAIM_MAX_LATENCY`, `RECLAIM_RATE`, `RECLAIM_IOPS`, as an `[rm]`;
+    /// `RECLAIM_MIN_FREE` as `min_free`.
     fn from_env() -> Result<Config, ConfigError> {
         let var = |k: &str| std::env::var(k).ok().filter(|v| !v.is_empty());
         let iops = match var("RECLAIM_IOPS") {
@@ -207,6 +215,7 @@ impl Config {
                 iops,
                 ..RmDefaults::default()
             },
+            min_free: var("RECLAIM_MIN_FREE"),
             reap: ReapDefaults::default(),
             prune: BTreeMap::new(),
         };
@@ -251,6 +260,9 @@ impl Config {
         if r.iops == Some(0) {
             return Err(ValueError::ZeroIops);
         }
+        if let Some(v) = &self.min_free {
+            crate::cli::units::parse_min_free(v).map_err(|e| ValueError::MinFree(v.clone(), e))?;
+        }
         if let Some(l) = &self.reap.log {
             if crate::sys::logging::Target::parse(l).is_none() {
                 return Err(ValueError::Log(l.clone()));
@@ -289,6 +301,7 @@ impl Config {
     }
 
     fn merge(&mut self, later: Config) {
+        self.min_free = later.min_free.or(self.min_free.take());
         let (a, b) = (&mut self.rm, later.rm);
         a.mode = b.mode.or(a.mode.take());
         a.max_latency = b.max_latency.or(a.max_latency.take());
@@ -303,6 +316,13 @@ impl Config {
 }
 
 impl Config {
+    /// `min_free` (checked when read).
+    fn min_free(&self) -> Option<crate::sys::space::Floor> {
+        self.min_free
+            .as_deref()
+            .and_then(|v| crate::cli::units::parse_min_free(v).ok())
+    }
+
     /// Fills what `reclaim rm`'s command line left open from `[rm]`.
     pub fn apply_rm(&self, a: &mut RmArgs) {
         let r = &self.rm;
@@ -314,6 +334,7 @@ impl Config {
             }
         }
         apply_pace(r, &mut a.pace);
+        a.min_free = a.min_free.or_else(|| self.min_free());
         a.durable |= r.durable.unwrap_or(false);
         if a.grace.is_none() && a.mode.background {
             a.grace = r
@@ -323,8 +344,14 @@ impl Config {
         }
     }
 
+    /// Fills `reclaim status`'s floor from `min_free`.
+    pub fn apply_status(&self, a: &mut crate::cli::args::StatusArgs) {
+        a.min_free = a.min_free.or_else(|| self.min_free());
+    }
+
     /// Fills `reclaim reap`'s open flags from `[reap]`.
     pub fn apply_reap(&self, a: &mut ReapArgs) {
+        a.min_free = a.min_free.or_else(|| self.min_free());
         if a.log.is_none() {
             a.log = self
                 .reap
@@ -337,6 +364,7 @@ impl Config {
     /// Fills `reclaim prune`'s open flags from `[prune.NAME]` (`--policy NAME`) and `[rm]`.
     pub fn apply_prune(&self, a: &mut PruneArgs) -> Result<(), PolicyError> {
         apply_pace(&self.rm, &mut a.pace);
+        a.min_free = a.min_free.or_else(|| self.min_free());
         let Some(name) = &a.policy else {
             return Ok(());
         };

@@ -55,12 +55,16 @@ pub fn parse(args: Vec<OsString>) -> Result<Invocation, Error> {
             let prompting = prompting(&a, matches.subcommand_matches("rm"));
             Command::Rm(Box::new(rm(a, prompting)))
         }
-        args::Command::Status(a) => Command::Status {
-            json: a.json,
-            brief: a.brief,
-            count: a.count,
-            trash: a.trash,
-        },
+        args::Command::Status(mut a) => {
+            config.apply_status(&mut a);
+            Command::Status {
+                json: a.json,
+                brief: a.brief,
+                count: a.count,
+                trash: a.trash,
+                min_free: a.min_free.unwrap_or_default(),
+            }
+        }
         args::Command::Restore(a) => Command::Restore {
             entries: a.entries,
             json: a.json,
@@ -75,7 +79,11 @@ pub fn parse(args: Vec<OsString>) -> Result<Invocation, Error> {
                 ));
             }
             config.apply_reap(&mut a);
-            Command::Reap(reap(a))
+            let early = match a.early.as_deref().map(serde_json::from_str).transpose() {
+                Ok(e) => e,
+                Err(e) => return Err(usage(warnings, format!("reclaim reap: --early: {e}"))),
+            };
+            Command::Reap(reap(a, early))
         }
         args::Command::Prune(mut a) => {
             if a.free.is_some() && a.keep_free.is_some() {
@@ -211,6 +219,7 @@ fn rm(a: RmArgs, prompting: Prompting) -> cmd::rm::Options {
         durable: a.durable,
         pace: EntryPacing::from(&a.pace),
         pace_trace: a.pace_trace,
+        min_free: a.min_free.unwrap_or_default(),
         threads: a.threads,
         profile: a.profile,
         mpi: a.mpi,
@@ -223,7 +232,7 @@ fn rm(a: RmArgs, prompting: Prompting) -> cmd::rm::Options {
     }
 }
 
-fn reap(a: ReapArgs) -> cmd::reap::Options {
+fn reap(a: ReapArgs, early: Option<crate::sys::space::Pressure>) -> cmd::reap::Options {
     cmd::reap::Options {
         watch: a.watch,
         once: a.once,
@@ -235,6 +244,9 @@ fn reap(a: ReapArgs) -> cmd::reap::Options {
         log: a.log,
         log_prefix: a.log_prefix,
         pace: a.pace.given().then(|| EntryPacing::from(&a.pace)),
+        min_free: a.min_free.unwrap_or_default(),
+        early,
+        metrics: a.metrics,
         threads: a.threads,
         now: match (a.now, a.all) {
             (false, _) => None,
@@ -278,6 +290,7 @@ fn prune(a: PruneArgs, pattern: Option<crate::engine::glob::Name>) -> cmd::prune
             Mode::Background
         },
         pace: EntryPacing::from(&a.pace),
+        min_free: a.min_free.unwrap_or_default(),
         dirs: a.dirs,
     }
 }

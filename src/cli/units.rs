@@ -291,6 +291,12 @@ pub fn parse_free_target(
     }
 }
 
+/// `--min-free`: `default` (the smaller of 5% and 10G), `0` (no floor), a percentage of the
+/// file system (`5%`) or a size (`2G`).
+pub fn parse_min_free(s: &str) -> Result<crate::sys::space::Floor, String> {
+    crate::sys::space::Floor::parse(s, |t| parse_bytes(t).map_err(|e| e.to_string()))
+}
+
 /// A size that may be 0 (`--max-total 0` with `--allow-empty` removes everything).
 pub fn parse_size_or_zero(s: &str) -> Result<u64, QuantityError> {
     if s.trim() == "0" {

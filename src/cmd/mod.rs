@@ -27,6 +27,8 @@ pub enum Command {
         brief: bool,
         count: bool,
         trash: Option<PathBuf>,
+        /// The floor of free space to show (`--min-free`, else the configuration's).
+        min_free: crate::sys::space::Floor,
     },
     Restore {
         entries: Vec<OsString>,
@@ -80,7 +82,8 @@ pub fn run(inv: Invocation) -> ExitCode {
             brief,
             count,
             trash,
-        } => status::run(json, brief, count, trash.as_deref()),
+            min_free,
+        } => status::run((json, brief, count), trash.as_deref(), min_free),
         Command::Restore {
             entries,
             json,

@@ -29,6 +29,8 @@ pub struct Options {
     /// `--now` (foreground, no trash), `--wait`, or the default: a background reaper.
     pub mode: Mode,
     pub pace: EntryPacing,
+    /// `--min-free`: the free space to leave the others.
+    pub min_free: crate::sys::space::Floor,
 }
 
 /// `reclaim prune`.
@@ -159,6 +161,7 @@ fn remove(plan: &[Entry], o: &Options) -> Summary {
         threads_given: false,
         pace: o.pace.clone(),
         pace_trace: None,
+        floor: o.min_free,
         engine: remove::Options::default(),
         mode: o.mode,
         grace: None,

@@ -39,6 +39,13 @@ pub struct Options {
     pub log_prefix: bool,
     /// The pacing flags, when one was given (otherwise each entry's own).
     pub pace: Option<EntryPacing>,
+    /// `--min-free`: the free space to leave the others.
+    pub min_free: crate::sys::space::Floor,
+    /// `--early JSON` (a pass the supervisor asked for): the file system was found short of
+    /// space so; entries freed before their grace ended are recorded with it.
+    pub early: Option<crate::sys::space::Pressure>,
+    /// `--metrics FILE` (with `--watch`): Prometheus text for node_exporter.
+    pub metrics: Option<PathBuf>,
     pub threads: Option<u16>,
     /// `--now`: these entries, or all, freed now (also in their grace window).
     pub now: Option<Now>,
@@ -69,7 +76,15 @@ pub fn run(o: &Options) -> ExitCode {
     let log = o.log.unwrap_or(Target::Auto);
     if o.watch {
         // Stopped by a signal: a service stop, exit 0.
-        watch::run(log, o.log_prefix, &child_args(o));
+        let metrics = o.metrics.as_ref().map(|m| match std::env::current_dir() {
+            Ok(here) if m.is_relative() => here.join(m),
+            _ => m.clone(),
+        });
+        let asked = watch::Asked {
+            floor: o.min_free,
+            metrics,
+        };
+        watch::run(log, o.log_prefix, &child_args(o), &asked);
         return ExitCode::SUCCESS;
     }
     if let Some(Now::Ids(ids)) = &o.now {
@@ -195,10 +210,12 @@ fn open(only: Option<&PathBuf>) -> Result<Vec<Found>, OpenError> {
     }
 }
 
-/// The flags every child pass gets (another user's pass, the service's passes): the pacing and
+/// The flags every child pass gets (another user's pass, the service's passes): the pacing,
+/// the floor of free space (so a user's configuration does not set it for root's passes) and
 /// the workers asked for.
 fn child_args(o: &Options) -> Vec<OsString> {
     let mut args = spawn::pace_args(&o.pace.clone().unwrap_or_default());
+    args.push(format!("--min-free={}", o.min_free.arg()).into());
     if let Some(t) = o.threads {
         args.push(format!("--threads={t}").into());
     }
@@ -230,7 +247,15 @@ fn reap_options(o: &Options, dest: Dest) -> ReapOptions {
         } else {
             Locked::Wait
         },
-        pacing: o.pace.clone(),
+        // Freed early for want of space (the supervisor's `--early`): at full speed, never
+        // more harshly than `rm`.
+        pacing: match &o.early {
+            Some(_) => Some(EntryPacing {
+                fast: true,
+                ..EntryPacing::default()
+            }),
+            None => o.pace.clone(),
+        },
         engine,
         only: match &o.now {
             Some(Now::Ids(ids)) => Some(ids.clone()),
@@ -241,6 +266,8 @@ fn reap_options(o: &Options, dest: Dest) -> ReapOptions {
         // detached reaper tries a failed entry once when it starts.
         retry_failed: !o.once || o.retry_failed,
         now: o.now.is_some(),
+        floor: o.min_free,
+        early: o.early.clone(),
     }
 }
 

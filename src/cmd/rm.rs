@@ -37,6 +37,8 @@ pub struct Options {
     pub durable: bool,
     pub pace: EntryPacing,
     pub pace_trace: Option<PathBuf>,
+    /// `--min-free`: the free space to leave the others.
+    pub min_free: crate::sys::space::Floor,
     pub threads: Option<u16>,
     pub profile: Option<Class>,
     pub mpi: bool,
@@ -248,6 +250,7 @@ fn request(o: &Options, mpi: bool, nofile: u64, selection: Option<Selection>) ->
         threads_given: o.threads.is_some(),
         pace: o.pace.clone(),
         pace_trace: o.pace_trace.clone(),
+        floor: o.min_free,
         mode: o.mode,
         grace: o.grace,
         durable: o.durable,

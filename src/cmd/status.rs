@@ -7,8 +7,12 @@ use crate::sys::error::ErrorEntry;
 use crate::sys::quote::quote;
 use crate::trash::{self, Trash};
 
-/// `reclaim status [--json | --brief] [--count] [--trash DIR]`.
-pub fn run(json: bool, brief: bool, count: bool, only: Option<&std::path::Path>) -> ExitCode {
+/// `reclaim status [--json | --brief] [--count] [--trash DIR] [--min-free F]`.
+pub fn run(
+    (json, brief, count): (bool, bool, bool),
+    only: Option<&std::path::Path>,
+    floor: crate::sys::space::Floor,
+) -> ExitCode {
     let found = match only {
         Some(p) => match Trash::open_path(p).and_then(|t| Ok(trash::Found::of(&t)?)) {
             Ok(t) => trash::Discovery::one(t),
@@ -28,7 +32,9 @@ pub fn run(json: bool, brief: bool, count: bool, only: Option<&std::path::Path>)
         },
         None => trash::discover(trash::uid()),
     };
+    let trashes = found.trashes.clone();
     let mut st = collect(found, count, &mut |l| eprintln!("reclaim status: {l}"));
+    st.space = crate::reaper::space::by_file_system(&trashes, &st, floor);
     if only.is_none() {
         st.file_systems = crate::reaper::status::file_systems();
     }

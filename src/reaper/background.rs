@@ -44,6 +44,10 @@ type Located = Result<Arc<Trash>, NoTrash>;
 pub struct Hider {
     opts: HideOptions,
     uid: u32,
+    /// The free space to leave the others (`--min-free`): a grace window on a file system
+    /// already under it is refused (the reaper would free the entry at once); `--wait`'s
+    /// reaping watches it.
+    floor: crate::sys::space::Floor,
     /// Trashes by the parent directory they were located from.
     by_parent: std::sync::Mutex<HashMap<(u64, u64), Located>>,
     /// Every trash used, with the ids hidden into it, in order.
@@ -54,10 +58,11 @@ pub struct Hider {
 }
 
 impl Hider {
-    pub fn new(opts: HideOptions) -> Self {
+    pub fn new(opts: HideOptions, floor: crate::sys::space::Floor) -> Self {
         Hider {
             opts,
             uid: trash::uid(),
+            floor,
             by_parent: Default::default(),
             used: Vec::new(),
             passed_over: Default::default(),
@@ -73,6 +78,20 @@ impl Hider {
         } else {
             Hide::Fallback(why)
         }
+    }
+
+    /// Why a grace window cannot be kept on `trash`'s file system, if it is under the floor of
+    /// free space already: the reaper would free the entry at once (DESIGN §7: a promise of
+    /// undo is refused rather than dropped; the target stays).
+    fn short_of_space(&self, trash: &Trash) -> Option<String> {
+        let p = crate::sys::space::under_floor(&trash.dir, self.floor)?;
+        Some(format!(
+            "its file system is short of space ({} has {} free, under the floor of {}: a reaper \
+             would free it at once); remove it without --grace, or give a lower --min-free",
+            crate::sys::quote::quote(&p.mount),
+            crate::sys::format::bytes(p.avail),
+            crate::sys::format::bytes(p.floor)
+        ))
     }
 
     /// The trash names passed over since the last call (said with the next hidden entry).
@@ -122,6 +141,9 @@ impl Hider {
             Ok(t) => t,
             Err(why) => return fallback(why.to_string()),
         };
+        if let Some(why) = graced.then(|| self.short_of_space(&trash)).flatten() {
+            return Hide::Refused(why);
+        }
         if graced && self.uid != 0 {
             // `restore` gives back only what the trash's owner owns.
             match rustix::fs::statat(base, name, rustix::fs::AtFlags::SYMLINK_NOFOLLOW) {
@@ -191,6 +213,9 @@ impl Hider {
             Ok(t) => t,
             Err(why) => return items.iter().map(|_| fallback(why.to_string())).collect(),
         };
+        if let Some(why) = graced.then(|| self.short_of_space(&trash)).flatten() {
+            return items.iter().map(|_| Hide::Refused(why.clone())).collect();
+        }
         // Those that may go, with where they are in `items`.
         let mut going: Vec<(usize, hide::Item)> = Vec::new();
         for (i, it) in items.into_iter().enumerate() {
@@ -322,6 +347,8 @@ impl Hider {
                 log: crate::sys::logging::Sink::quiet(),
                 retry_failed: true,
                 now: false,
+                floor: self.floor,
+                early: None,
             };
             loop {
                 let pending: Vec<&String> = ids
@@ -435,6 +462,7 @@ fn merge(into: &mut reaper::ReapSummary, s: reaper::ReapSummary) {
     into.bytes_freed += s.bytes_freed;
     into.errors.extend(s.errors);
     into.gentle.extend(s.gentle);
+    into.freed_early.extend(s.freed_early);
     into.interrupted |= s.interrupted;
 }
 

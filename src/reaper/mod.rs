@@ -13,8 +13,13 @@
 
 pub mod background;
 pub mod failure;
+pub mod metrics;
+pub mod pressure;
 pub mod queue;
+pub mod relief;
 pub mod rm;
+pub mod service;
+pub mod space;
 pub mod spawn;
 pub mod state;
 pub mod status;
@@ -88,6 +93,13 @@ pub struct ReapOptions {
     pub retry_failed: bool,
     /// Free the entries now, also in their grace window (`reclaim reap --now`).
     pub now: bool,
+    /// The free space to leave the others on each file system (`--min-free`): under it, or
+    /// falling toward it, pacing yields and entries in their grace window are freed early.
+    pub floor: crate::sys::space::Floor,
+    /// The file system was found short of space so (by the `reap --watch` supervisor, for a
+    /// pass it asked for with `--now ID`): an entry whose grace window this cuts short is said
+    /// and recorded as freed early (`pressure`).
+    pub early: Option<crate::sys::space::Pressure>,
 }
 
 /// What a reaper run did (`reclaim reap --json`).
@@ -143,6 +155,10 @@ pub struct ReapSummary {
     /// were freed.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cleaner_waited_s: Option<f64>,
+    /// Entries freed before their grace window ended: their file system ran short of space
+    /// (`pressure`), and why.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub freed_early: Vec<crate::trash::early::Early>,
 }
 
 fn is_zero(n: &u64) -> bool {
@@ -285,6 +301,7 @@ impl ReapSummary {
         self.entries_failed = self.entries_failed.saturating_add(s.entries_failed);
         self.skipped_locked.extend(s.skipped_locked);
         self.gentle.extend(s.gentle);
+        self.freed_early.extend(s.freed_early);
         self.subvolumes_deleted = self.subvolumes_deleted.saturating_add(s.subvolumes_deleted);
         self.next_grace_unix = min_opt(self.next_grace_unix, s.next_grace_unix);
         self.last_grace_unix = max_opt(self.last_grace_unix, s.last_grace_unix);
@@ -367,6 +384,8 @@ fn reap_trash(
     let mut left: Vec<CString> = Vec::new();
     let mut damaged = 0u64;
     let mut lock = Some(lock);
+    // The file system's free space: short of it, entries in their grace window go early.
+    let mut watch = crate::sys::space::Watch::new(opts.floor);
     // A reaper that stays (`Until::Empty`: a detached one) stops if its trash goes away while
     // it works (the ticker looks every few seconds): what is left there is nobody's to free.
     let watched = (opts.until == Until::Empty)
@@ -395,22 +414,8 @@ fn reap_trash(
                     sum.interrupted = true;
                     break;
                 }
-                // Files as the summary counts them (directories are not).
-                let (bytes_before, files_before, started) = (
-                    sum.bytes_freed,
-                    files.files.load(Ordering::Relaxed),
-                    std::time::Instant::now(),
-                );
-                let step = reap_entry(trash, name, opts, &state, &files, sum, on_progress);
-                let freed = Freed {
-                    files: files
-                        .files
-                        .load(Ordering::Relaxed)
-                        .saturating_sub(files_before),
-                    bytes: sum.bytes_freed.saturating_sub(bytes_before),
-                    took: started.elapsed(),
-                };
-                match account(trash, opts, name, step, &freed, sum, &mut damaged) {
+                let books = (&state, &files);
+                match take(trash, name, opts, books, sum, &mut damaged, on_progress) {
                     Some(true) => progressed = true,
                     Some(false) => left.push(name.clone()),
                     None => {
@@ -423,6 +428,18 @@ fn reap_trash(
                 if sum.interrupted {
                     break;
                 }
+                continue;
+            }
+            let relieved = pressure::relieve(
+                trash,
+                opts,
+                &mut watch,
+                (&state, &files),
+                sum,
+                &mut damaged,
+                on_progress,
+            );
+            if relieved {
                 continue;
             }
             // A reaper that will wait for a grace window says so before it lets go of the
@@ -450,6 +467,36 @@ fn reap_trash(
         .files
         .saturating_add(files.files.load(Ordering::Relaxed));
     sum.dirs = sum.dirs.saturating_add(files.dirs.load(Ordering::Relaxed));
+}
+
+/// Frees entry `name` of `trash` as `opts` say, if it is due, and adds what became of it to
+/// the summary and the log (`account`): `Some(true)` freed, `Some(false)` left, `None` a stop
+/// signal came.
+fn take(
+    trash: &Trash,
+    name: &CStr,
+    opts: &ReapOptions,
+    (state, files): (&StateFile<'_>, &Counters),
+    sum: &mut ReapSummary,
+    damaged: &mut u64,
+    on_progress: OnProgress<'_>,
+) -> Option<bool> {
+    // Files as the summary counts them (directories are not).
+    let (bytes_before, files_before, started) = (
+        sum.bytes_freed,
+        files.files.load(Ordering::Relaxed),
+        std::time::Instant::now(),
+    );
+    let step = reap_entry(trash, name, opts, state, files, sum, on_progress);
+    let freed = Freed {
+        files: files
+            .files
+            .load(Ordering::Relaxed)
+            .saturating_sub(files_before),
+        bytes: sum.bytes_freed.saturating_sub(bytes_before),
+        took: started.elapsed(),
+    };
+    account(trash, opts, name, step, &freed, sum, damaged)
 }
 
 /// Logs one line for the damaged entries of a run beyond the first `MAX_DAMAGED_LOGGED` (which
@@ -550,12 +597,15 @@ fn account(
     damaged: &mut u64,
 ) -> Option<bool> {
     match step {
-        Step::Freed(path, measure, held) => {
+        Step::Freed(path, measure, held, cut) => {
             sum.entries_freed += 1;
             sum.counted(measure);
             let bytes = (freed.bytes, measure);
             let rec = freed_record(name, (&path, held), freed.files, bytes, freed.took);
             log(trash, &opts.log, rec);
+            if let (Some(until), Some(p)) = (cut, &opts.early) {
+                pressure::freed_early(trash, opts, name, (&path, until), p, sum);
+            }
             return Some(true);
         }
         Step::Grace(until) => {
@@ -723,8 +773,8 @@ fn backoff_record(entry: &CStr, path: &Path, record: &FailedRecord) -> Record {
 
 enum Step {
     /// Freed (its original path, for the log; how its bytes were counted; for a batch, how
-    /// many paths it held).
-    Freed(PathBuf, Measure, Option<u64>),
+    /// many paths it held; the end of a grace window this cut short).
+    Freed(PathBuf, Measure, Option<u64>, Option<f64>),
     /// In its grace window until then.
     Grace(f64),
     /// Failed before; not due for another attempt until the record says (its original path).
@@ -794,6 +844,11 @@ fn reap_entry(
         || trash.shown(name, None),
         crate::trash::meta::Meta::original_path,
     );
+    // A grace window this run cuts short (`reap --now`, or a file system short of space).
+    let cut = meta
+        .as_ref()
+        .and_then(|m| m.grace_until_unix)
+        .filter(|u| opts.now && *u > now_unix() && dirfd::lstat_at(&entry, DATA).is_ok());
     if let Some(f) = &failed {
         if !opts.retry_failed && f.next_attempt_unix > now_unix() {
             return Step::Backoff {
@@ -858,7 +913,7 @@ fn reap_entry(
     // is shrunk in place: the entry is private). All the trash owner's.
     let rest = clear_entry(trash, name, &entry, &pacing, opts, counters, sum, &shown);
     match rest {
-        Ok(true) => Step::Freed(shown, measure, held),
+        Ok(true) => Step::Freed(shown, measure, held, cut),
         Ok(false) => Step::Interrupted,
         Err(failures) => {
             let held = held_names(trash, &entry, meta.as_ref());
@@ -1088,7 +1143,7 @@ fn free_reaping(
                 let r = free_tree(
                     entry,
                     target,
-                    pacing,
+                    (pacing, opts.floor),
                     &opts.engine,
                     counters,
                     gentle,
@@ -1121,7 +1176,10 @@ fn free_reaping(
                 entry,
                 REAPING,
                 facts,
-                &pacing.pacing(),
+                &crate::engine::pace::Pacing {
+                    floor: opts.floor,
+                    ..pacing.pacing()
+                },
                 &shrink::Hiding::InPlace,
                 &cb,
             );
@@ -1190,7 +1248,7 @@ fn clear_entry(
         let r = free_tree(
             entry,
             target,
-            pacing,
+            (pacing, opts.floor),
             &opts.engine,
             counters,
             &mut sum.gentle,
@@ -1208,12 +1266,12 @@ fn clear_entry(
 }
 
 /// Removes a tree of an entry with the engine (paced like `reclaim rm -r`; large files shrunk
-/// in place, the tree being private). Subvolumes the file system deleted whole (nested ones
-/// too) are added to `subvolumes`. `Ok(false)`: stopped by a signal.
+/// in place, the tree being private), under `floor`. Subvolumes the file system deleted whole
+/// (nested ones too) are added to `subvolumes`. `Ok(false)`: stopped by a signal.
 fn free_tree(
     probe_dir: &Arc<OwnedFd>,
     target: DirTarget,
-    pacing: &EntryPacing,
+    (pacing, floor): (&EntryPacing, crate::sys::space::Floor),
     engine: &remove::Options,
     counters: &Counters,
     gentle: &mut Vec<crate::engine::shrink::Gentle>,
@@ -1237,8 +1295,12 @@ fn free_tree(
     }
     engine.apply(&profile, engine.threads != 0);
     let paced = (pacing.pace_trees || profile.governed) && !pacing.fast;
+    let paced_so = crate::engine::pace::Pacing {
+        floor,
+        ..pacing.pacing()
+    };
     let tree_files =
-        (!pacing.fast).then(|| Arc::new(shrink::TreeFiles::new(pacing.pacing(), true)));
+        (!pacing.fast).then(|| Arc::new(shrink::TreeFiles::new(paced_so.clone(), true)));
     if let Some(tf) = &tree_files {
         engine.large_files = Some(tf.clone());
     }
@@ -1255,7 +1317,7 @@ fn free_tree(
     let sink = remove::Quiet;
     let outcome = std::thread::scope(|s| {
         if let (true, Some(throttle)) = (paced, &engine.throttle) {
-            let p = pacing.pacing();
+            let p = paced_so.clone();
             let pace_trees = pacing.pace_trees;
             let dir = probe_dir.clone();
             let throttle = throttle.clone();
@@ -1318,6 +1380,8 @@ pub fn reap_all(
     let mut first = true;
     // The trashes as first found: a later one at the same path must be the same directory.
     let mut seen: Vec<Found> = Vec::new();
+    // Their file systems' free space while waiting: short of it, a pass frees grace entries.
+    let mut watch = crate::sys::space::Watch::new(opts.floor);
     loop {
         let mut trashes = match open() {
             Ok(t) => t,
@@ -1368,8 +1432,9 @@ pub fn reap_all(
         if waited_for_elsewhere(&trashes, next) {
             break;
         }
-        match wait_for(next, &mut trashes, &mut seen, &opts.log) {
-            Waited::Due => {}
+        let watching = (&mut watch, sum.last_grace_unix.unwrap_or(next));
+        match wait_for(next, &mut trashes, &mut seen, watching, &opts.log) {
+            Waited::Due | Waited::Pressed => {}
             Waited::AllGone => return sum,
             Waited::Emptied => break,
             Waited::Stopped => {
@@ -1463,6 +1528,9 @@ enum Waited {
     Emptied,
     /// A stop signal.
     Stopped,
+    /// A file system of its trashes ran short of space: entries in their grace window are to
+    /// be freed early (`pressure`).
+    Pressed,
 }
 
 /// How often a waiting reaper looks whether its trashes still hold entries.
@@ -1471,10 +1539,17 @@ const EMPTIED_CHECK: Duration = Duration::from_secs(1);
 /// Waits until `until`, holding nothing of the file system (a `umount` can go ahead
 /// meanwhile) but for a look each `EMPTIED_CHECK` at whether `trashes` still hold entries
 /// (each opened in turn, for that look only): a restore or `reap --now` that empties them ends
-/// the wait (and the reaper) at once. Every `GONE_CHECK` it looks whether `trashes` are still
-/// there: one that is gone (unmounted, removed, replaced) is said (to `log`) and left, also in
-/// `seen`.
-fn wait_for(until: f64, trashes: &mut Vec<Found>, seen: &mut Vec<Found>, log: &Sink) -> Waited {
+/// the wait (and the reaper) at once; so does a file system of this user's trashes running
+/// short of space (`watch`, for entries held until `last`: the last grace window's end). Every
+/// `GONE_CHECK` it looks whether `trashes` are still there: one that is gone (unmounted,
+/// removed, replaced) is said (to `log`) and left, also in `seen`.
+fn wait_for(
+    until: f64,
+    trashes: &mut Vec<Found>,
+    seen: &mut Vec<Found>,
+    (watch, last): (&mut crate::sys::space::Watch, f64),
+    log: &Sink,
+) -> Waited {
     let mut gone_checked = std::time::Instant::now();
     while now_unix() < until {
         let slice = (until - now_unix()).clamp(0.05, EMPTIED_CHECK.as_secs_f64());
@@ -1508,6 +1583,9 @@ fn wait_for(until: f64, trashes: &mut Vec<Found>, seen: &mut Vec<Found>, log: &S
                 }
             }
             return Waited::Emptied;
+        }
+        if pressure::pressed_while_waiting(trashes, watch, last) {
+            return Waited::Pressed;
         }
     }
     Waited::Due

@@ -59,6 +59,10 @@ pub struct Request {
     pub pace: EntryPacing,
     /// `--pace-trace`: the pacer's per-window decisions go to this file.
     pub pace_trace: Option<PathBuf>,
+    /// `--min-free`: the free space to leave the others. Under it, or falling toward it,
+    /// pacing yields; a grace window on a file system already under it is refused (it could
+    /// not be kept); reapers started here watch it.
+    pub floor: crate::sys::space::Floor,
     pub engine: Options,
     /// Foreground, or hide into the trash first (`--background`, `--wait`).
     pub mode: Mode,
@@ -89,8 +93,16 @@ impl Request {
     fn pacing(&self) -> Pacing {
         Pacing {
             trace: self.pace_trace.clone(),
+            floor: self.floor,
             ..self.pace.pacing()
         }
+    }
+
+    /// The flags of a reaper started for this removal: its pacing and floor.
+    fn reaper_args(&self) -> Vec<std::ffi::OsString> {
+        let mut args = pace_args(&self.pace);
+        args.push(format!("--min-free={}", self.floor.arg()).into());
+        args
     }
 }
 
@@ -339,12 +351,15 @@ impl<'r> Run<'r> {
             started,
             counters: Counters::default(),
             resolver,
-            hider: Hider::new(HideOptions {
-                grace: req.grace,
-                known: None,
-                durable: req.durable,
-                pacing: req.pace.clone(),
-            }),
+            hider: Hider::new(
+                HideOptions {
+                    grace: req.grace,
+                    known: None,
+                    durable: req.durable,
+                    pacing: req.pace.clone(),
+                },
+                req.floor,
+            ),
             hidden: Vec::new(),
             fallback: Vec::new(),
             fell_back: Default::default(),
@@ -789,7 +804,7 @@ impl<'r> Run<'r> {
     fn hand_over(&mut self) {
         match self.req.mode {
             Mode::Background => {
-                self.hider.start_reapers(&pace_args(&self.req.pace));
+                self.hider.start_reapers(&self.req.reaper_args());
                 if crate::sys::interrupt::stopping() && self.not_started > 0 {
                     self.left.push(Left::Hid {
                         hidden: self.hidden.len(),
@@ -816,7 +831,7 @@ impl<'r> Run<'r> {
         let events = self.events;
         let reaped = self
             .hider
-            .wait(&engine, &pace_args(&req.pace), &|p| events.reaping(p));
+            .wait(&engine, &req.reaper_args(), &|p| events.reaping(p));
         self.events.waiting(false);
         if reaped.interrupted || (crate::sys::interrupt::stopping() && reaped.remaining > 0) {
             self.left.push(Left::InTrash(reaped.remaining));
@@ -1026,7 +1041,7 @@ fn left_of_file(req: &Request, g: &Gentle, l: &shrink::Left) -> Left {
     let entry = match (&l.trash, &l.entry) {
         (Some(trash), Some(id)) => {
             if let Ok(t) = crate::trash::Trash::open_path(Path::new(trash)) {
-                crate::reaper::background::start_reaper(&t, &pace_args(&req.pace));
+                crate::reaper::background::start_reaper(&t, &req.reaper_args());
             }
             Some(id.clone())
         }
@@ -1080,6 +1095,8 @@ fn resume_interrupted(
         log: crate::sys::logging::Sink::quiet(),
         retry_failed: true,
         now: false,
+        floor: req.floor,
+        early: None,
     };
     let sum = crate::reaper::run(std::slice::from_ref(&t), &opts, &|p| events.reaping(p));
     if let Some(e) = sum.errors.first() {

@@ -18,6 +18,9 @@ use crate::trash::{self, Trash, Unusable, DATA, REAPING};
 /// At most this many entries of one trash are listed (all are counted).
 const MAX_ITEMS: usize = 10_000;
 
+/// Entries freed before their grace ended listed per trash (all are counted).
+const MAX_EARLY_SHOWN: usize = 5;
+
 #[derive(Debug, Default, Serialize, Deserialize)]
 pub struct Status {
     pub trashes: Vec<TrashStatus>,
@@ -41,6 +44,10 @@ pub struct Status {
     /// for its cleaner), one per btrfs file system mounted here.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub file_systems: Vec<FsFreeing>,
+    /// Each file system with trashes: what they hold against its free space and floor
+    /// (`reaper::space`).
+    #[serde(default)]
+    pub space: Vec<super::space::FsSpace>,
 }
 
 /// A file system freeing space in its own threads.
@@ -122,6 +129,12 @@ pub struct TrashStatus {
     /// Entries beyond those listed in `items`.
     #[serde(default)]
     pub items_omitted: u64,
+    /// Entries freed before their grace window ended (their file system ran short of space),
+    /// ever, and the latest few of them (`early.json`).
+    #[serde(default)]
+    pub freed_early: u64,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub freed_early_recent: Vec<crate::trash::early::Early>,
 }
 
 #[derive(Debug, Serialize, Deserialize)]
@@ -193,9 +206,16 @@ pub fn collect(found: trash::Discovery, count: bool, on_line: &mut dyn FnMut(&st
         } else if crate::sys::asuser::needed(t.uid) {
             match as_owner(t, count, on_line) {
                 Ok(mut s) => {
-                    // Only what that trash is: its own lines, never more.
+                    // Only what that trash is: its own lines, never more, under its own name.
                     st.trashes
-                        .extend(s.trashes.drain(..).filter(|x| x.uid == t.uid).take(1));
+                        .extend(s.trashes.drain(..).filter(|x| x.uid == t.uid).take(1).map(
+                            |mut x| {
+                                x.trash = t.path.to_string_lossy().into_owned();
+                                x.mount = t.mount.to_string_lossy().into_owned();
+                                x.freed_early_recent.truncate(MAX_EARLY_SHOWN);
+                                x
+                            },
+                        ));
                     st.errors.extend(s.errors);
                 }
                 Err(e) => st.errors.push(ErrorEntry::new(&t.path, e.to_string())),
@@ -224,11 +244,13 @@ fn empty(t: &trash::Found) -> TrashStatus {
         log_tail: Vec::new(),
         items: Vec::new(),
         items_omitted: 0,
+        freed_early: 0,
+        freed_early_recent: Vec::new(),
     }
 }
 
 /// `reclaim status --trash T --json` as the owner of `t`.
-fn as_owner(
+pub(super) fn as_owner(
     t: &trash::Found,
     count: bool,
     on_line: &mut dyn FnMut(&str),
@@ -268,6 +290,11 @@ fn of_trash(t: &Trash, count: bool) -> TrashStatus {
     let reaper = reaper_status(t, pending_bytes, unknown);
     let log_tail = crate::trash::safefile::read_log_tail(&t.dir, crate::trash::LOG, t.uid, 3)
         .unwrap_or_default();
+    let early = crate::trash::early::EarlyRecord::read(&t.dir, t.uid)
+        .ok()
+        .flatten()
+        .unwrap_or_default();
+    let recent = early.recent.len().saturating_sub(MAX_EARLY_SHOWN);
     TrashStatus {
         log_tail,
         trash: t.path.to_string_lossy().into_owned(),
@@ -283,6 +310,8 @@ fn of_trash(t: &Trash, count: bool) -> TrashStatus {
         reaper,
         items,
         items_omitted: omitted,
+        freed_early: early.count,
+        freed_early_recent: early.recent[recent..].to_vec(),
     }
 }
 

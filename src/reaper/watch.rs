@@ -7,8 +7,12 @@
 //! child logs its own freed entries and failures (to the journal or syslog itself, so the
 //! journal knows which user's process said it); the lines it prints go through this process's
 //! log. A slow, huge or hostile trash holds up only its own slot; the loop itself never waits
-//! for one. Out of threads or processes, a pass waits for its next turn (never a panic); on
-//! SIGTERM the children are asked to stop and the supervisor is gone within seconds.
+//! for one. Each file system holding entries is watched for space (`sys::space::Watch`, about
+//! once a second): short of it, a thread of its own frees the entries in their grace window
+//! there, every user's, oldest first (`relief`). It speaks systemd's notification protocol and
+//! writes the metrics file (`service`). Out of threads or processes, a pass waits for its next
+//! turn (never a panic); on SIGTERM the children are asked to stop and the supervisor is gone
+//! within seconds.
 
 use std::collections::{HashMap, HashSet};
 use std::ffi::OsString;
@@ -17,12 +21,15 @@ use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
 use super::queue::{Due, Fair};
+use super::service::{Service, STATUS_EVERY};
+use super::space::FsSpace;
 use super::ReapSummary;
 use crate::sys::asuser::{self, ChildError, Identity};
 use crate::sys::format::{self, now_unix, plural};
 use crate::sys::interrupt;
 use crate::sys::logging::{Priority, Record, Sink, Target};
 use crate::sys::quote::quote;
+use crate::sys::space::{Floor, Watch};
 use crate::trash;
 
 /// Set to a file to have `reap --watch` append one JSON line per look (`t`, `pass_s`: how long
@@ -45,6 +52,28 @@ type Signature = (u64, i64, i64, i64, i64);
 /// What a pass's thread sends back when its child ended.
 type Ended = (PathBuf, Result<ReapSummary, ChildError>);
 
+/// What the supervisor's threads send back.
+enum Msg {
+    /// A pass ended.
+    Ended(Box<Ended>),
+    /// A relief of the file system (by device) ended: each child it ran.
+    Relieved(u64, super::relief::Relieved),
+    /// The trashes' status, per file system.
+    Status(Vec<FsSpace>),
+}
+
+/// After a relief that freed nothing (everything held by other reapers, or nothing in a grace
+/// window), the file system is not relieved again for this long.
+const RELIEF_BACKOFF: Duration = Duration::from_secs(5);
+
+/// A file system's relief: running, or when one may start again; the shortage said last.
+#[derive(Default)]
+struct Relief {
+    running: bool,
+    not_before: Option<Instant>,
+    said: Option<String>,
+}
+
 /// What the supervisor knows of one trash.
 #[derive(Default)]
 struct Known {
@@ -53,6 +82,8 @@ struct Known {
     /// When something in it is due next (a grace window or a back-off ends).
     next_due: Option<f64>,
     running: bool,
+    /// Held nothing when last looked at (at `seen`).
+    empty: bool,
     /// Problems already logged (each is logged once until it changes).
     logged: HashSet<String>,
 }
@@ -71,17 +102,36 @@ struct Supervisor {
     skipped_said: HashMap<u32, u64>,
     /// A pass that could not start (no thread): said once until one starts again.
     no_thread_said: bool,
-    tx: mpsc::Sender<Ended>,
+    tx: mpsc::Sender<Msg>,
+    /// The trashes of the last look that may hold entries, and their file systems' mount
+    /// points (for the metrics).
+    holding: Vec<trash::Found>,
+    mounts: HashMap<PathBuf, String>,
+    /// Each file system's space, watched (by device), and its relief.
+    watches: HashMap<u64, Watch>,
+    relief: HashMap<u64, Relief>,
+    /// systemd and the metrics file; a status being taken, and when the next is due.
+    service: Service,
+    taking_status: bool,
+    next_status: Instant,
+}
+
+/// What the service is asked for besides the passes: the floor of free space, the metrics
+/// file.
+#[derive(Clone, Debug, Default)]
+pub struct Asked {
+    pub floor: Floor,
+    pub metrics: Option<PathBuf>,
 }
 
 /// `reclaim reap --watch`: supervises until a stop signal. `log` is where the reapers log,
 /// `log_prefix` starts each stderr line with its priority, `child_args` are the flags every
-/// child pass gets (pacing, threads).
-pub fn run(log: Target, log_prefix: bool, child_args: &[OsString]) {
+/// child pass gets (pacing, floor, threads).
+pub fn run(log: Target, log_prefix: bool, child_args: &[OsString], asked: &Asked) {
     let dest = log.resolve(false, true);
     let mut child_args = child_args.to_vec();
     child_args.extend(super::child_log_args(dest));
-    let (tx, rx) = mpsc::channel::<Ended>();
+    let (tx, rx) = mpsc::channel::<Msg>();
     let mut sup = Supervisor {
         me: trash::uid(),
         lines: super::relay_sink(dest, log_prefix),
@@ -93,22 +143,27 @@ pub fn run(log: Target, log_prefix: bool, child_args: &[OsString]) {
         skipped_said: HashMap::new(),
         no_thread_said: false,
         tx,
+        holding: Vec::new(),
+        mounts: HashMap::new(),
+        watches: HashMap::new(),
+        relief: HashMap::new(),
+        service: Service::new(asked.metrics.clone(), asked.floor),
+        taking_status: false,
+        next_status: Instant::now(),
     };
     // For the hostile soak (bench): one line per look, with how long it took.
     let trace = std::env::var_os(TRACE_ENV).map(PathBuf::from);
-    let mut ended: Vec<Ended> = Vec::new();
+    let mut msgs: Vec<Msg> = Vec::new();
     let mut next_look = Instant::now();
+    let mut ready = false;
     sup.say(
         Priority::Info,
         format!("watching the trashes (uid {})", sup.me),
     );
     loop {
-        ended.extend(rx.try_iter());
-        for (path, result) in ended.drain(..) {
-            sup.running -= 1;
-            let k = sup.known.entry(path.clone()).or_default();
-            k.running = false;
-            child_done(k, &path, result, &|p, pr, l| say_of(&sup.lines, p, pr, l));
+        msgs.extend(rx.try_iter());
+        for m in msgs.drain(..) {
+            sup.received(m);
         }
         if interrupt::stopping() {
             break;
@@ -118,15 +173,27 @@ pub fn run(log: Target, log_prefix: bool, child_args: &[OsString]) {
         if looked {
             next_look = pass + LOOK_EVERY;
             sup.look();
+            sup.watch_space();
+            if !ready {
+                sup.service.ready();
+                ready = true;
+            }
         }
         sup.start_passes();
+        sup.take_status();
+        sup.service.beat();
         if let Some(t) = trace.as_ref().filter(|_| looked) {
             trace_pass(t, pass.elapsed(), sup.running, sup.queue.len());
         }
-        if let Some(m) = wait_turn(&rx, next_look) {
-            ended.push(m);
+        let until = sup
+            .service
+            .next_beat()
+            .map_or(next_look, |b| b.min(next_look));
+        if let Some(m) = wait_turn(&rx, until) {
+            msgs.push(m);
         }
     }
+    sup.service.stopping();
     // Stopping: the children are asked to stop too (they stop at a consistent point within a
     // moment); what is not back within STOP_WAIT is left to end with its parent-death signal.
     asuser::terminate_children();
@@ -134,16 +201,17 @@ pub fn run(log: Target, log_prefix: bool, child_args: &[OsString]) {
     while sup.running > 0 {
         let left = deadline.saturating_duration_since(Instant::now());
         match rx.recv_timeout(left) {
-            Ok(_) => sup.running -= 1,
+            Ok(Msg::Ended(_)) => sup.running -= 1,
+            Ok(_) => {}
             Err(_) => break,
         }
     }
     sup.say(Priority::Info, "stopped".into());
 }
 
-/// Waits until `next_look`, or a pass ends (its slot is free again: returned), or a stop
-/// signal.
-fn wait_turn(rx: &mpsc::Receiver<Ended>, next_look: Instant) -> Option<Ended> {
+/// Waits until `next_look`, or a thread sends word (a pass ended: its slot is free again;
+/// returned), or a stop signal.
+fn wait_turn(rx: &mpsc::Receiver<Msg>, next_look: Instant) -> Option<Msg> {
     while !interrupt::stopping() {
         let left = next_look.saturating_duration_since(Instant::now());
         if left.is_zero() {
@@ -205,8 +273,15 @@ impl Supervisor {
         }
         self.skipped_said
             .retain(|u, _| found.skipped.iter().any(|s| s.uid == *u));
+        self.holding.clear();
         for t in found.trashes {
+            self.mounts
+                .entry(t.path.clone())
+                .or_insert_with(|| t.mount.to_string_lossy().into_owned());
             let k = self.known.entry(t.path.clone()).or_default();
+            if !(k.empty && Some(t.signature) == k.seen) {
+                self.holding.push(t.clone());
+            }
             if k.running || self.queue.contains(&t.path) {
                 continue;
             }
@@ -219,7 +294,8 @@ impl Supervisor {
                 continue;
             }
             // Nothing in it: nothing to do until it changes.
-            if t.is_idle_and_empty() {
+            k.empty = t.is_idle_and_empty();
+            if k.empty {
                 k.seen = Some(t.signature);
                 continue;
             }
@@ -229,6 +305,132 @@ impl Supervisor {
                 note: t.signature,
             });
         }
+    }
+
+    /// Takes in what a thread sent: a pass's end, a relief's, the trashes' status.
+    fn received(&mut self, m: Msg) {
+        match m {
+            Msg::Ended(ended) => {
+                let (path, result) = *ended;
+                self.running -= 1;
+                if let (Ok(s), Some(mount)) = (&result, self.mounts.get(&path)) {
+                    self.service.done(mount, s);
+                }
+                let k = self.known.entry(path.clone()).or_default();
+                k.running = false;
+                child_done(k, &path, result, &|p, pr, l| say_of(&self.lines, p, pr, l));
+            }
+            Msg::Relieved(dev, results) => {
+                let mut early = 0u64;
+                let mut mount = None;
+                for (path, r) in results {
+                    match r {
+                        Ok(s) => {
+                            early += s.freed_early.len() as u64;
+                            if let Some(m) = self.mounts.get(&path) {
+                                self.service.done(m, &s);
+                                mount = Some(m.clone());
+                            }
+                        }
+                        Err(e) => say_of(
+                            &self.lines,
+                            &path,
+                            Priority::Err,
+                            format!("{}: {e}", quote(&path)),
+                        ),
+                    }
+                }
+                let r = self.relief.entry(dev).or_default();
+                r.running = false;
+                if early == 0 {
+                    r.not_before = Some(Instant::now() + RELIEF_BACKOFF);
+                } else if let Some(m) = mount {
+                    self.say(
+                        Priority::Warning,
+                        format!(
+                            "{}: freed {} before {} grace window ended, for want of space",
+                            quote(&m),
+                            plural(early, "entry", "entries"),
+                            if early == 1 { "its" } else { "their" }
+                        ),
+                    );
+                }
+            }
+            Msg::Status(space) => {
+                self.taking_status = false;
+                if let Some(line) = self.service.report(&space) {
+                    self.say(Priority::Warning, line);
+                }
+            }
+        }
+    }
+
+    /// Watches the space of each file system whose trashes may hold entries (through one of
+    /// them, opened for the look): one short of it (under the floor, or falling toward it) gets
+    /// a relief thread, one at a time, which frees what waits in a grace window there, every
+    /// user's, oldest first (`relief`).
+    fn watch_space(&mut self) {
+        let mut by_dev: HashMap<u64, Vec<trash::Found>> = HashMap::new();
+        for t in &self.holding {
+            by_dev.entry(t.ident.dev).or_default().push(t.clone());
+        }
+        let floor = self.service.floor;
+        for (dev, trashes) in by_dev {
+            let r = self.relief.entry(dev).or_default();
+            if r.running || r.not_before.is_some_and(|t| Instant::now() < t) {
+                continue;
+            }
+            let Some(open) = trashes.iter().find_map(|f| f.open().ok()) else {
+                continue;
+            };
+            let w = self.watches.entry(dev).or_insert_with(|| Watch::new(floor));
+            let Some(p) = w.pressure(&open.dir, None, false) else {
+                r.said = None;
+                continue;
+            };
+            drop(open);
+            if r.said.is_none() {
+                self.lines.write(
+                    &Record::new(
+                        Priority::Warning,
+                        format!(
+                            "short of space: {}; what waits in a grace window there is freed, \
+                             oldest first",
+                            p.text()
+                        ),
+                    ),
+                    Some("reclaim reap"),
+                );
+            }
+            r.said = Some(p.text());
+            let (tx, args, lines) = (self.tx.clone(), self.child_args.clone(), self.lines.clone());
+            let started = std::thread::Builder::new()
+                .name("reclaim-relief".into())
+                .spawn(move || {
+                    let mut relay = |l: &str| lines.relay(l, Some("reclaim reap"));
+                    let found = super::relief::candidates(&trashes, &mut relay);
+                    let mut watch = Watch::new(floor);
+                    let done = super::relief::relieve(found, &mut watch, &args, &lines);
+                    let _ = tx.send(Msg::Relieved(dev, done));
+                });
+            r.running = started.is_ok();
+        }
+    }
+
+    /// Takes the trashes' status in a thread of its own every `STATUS_EVERY`, when systemd or
+    /// a metrics file reads it.
+    fn take_status(&mut self) {
+        if !self.service.wants_status() || self.taking_status || Instant::now() < self.next_status {
+            return;
+        }
+        self.next_status = Instant::now() + STATUS_EVERY;
+        let (tx, floor) = (self.tx.clone(), self.service.floor);
+        let started = std::thread::Builder::new()
+            .name("reclaim-status".into())
+            .spawn(move || {
+                let _ = tx.send(Msg::Status(super::service::take_status(floor)));
+            });
+        self.taking_status = started.is_ok();
     }
 
     /// Starts queued passes, at most `MAX_PASSES` at once, users in turn; out of threads, the
@@ -246,7 +448,7 @@ impl Supervisor {
                 .name("reclaim-pass".into())
                 .spawn(move || {
                     let r = reap_child(&path, uid, &args, &lines);
-                    let _ = tx.send((path, r));
+                    let _ = tx.send(Msg::Ended(Box::new((path, r))));
                 });
             match started {
                 Ok(_) => {
@@ -337,7 +539,7 @@ fn trace_pass(t: &Path, took: Duration, running: usize, queued: usize) {
 
 /// Runs one `reap --once` pass over `path` as its owner `uid` in a child process; what it
 /// prints on stderr goes to `lines`.
-fn reap_child(
+pub(super) fn reap_child(
     path: &Path,
     uid: u32,
     args: &[OsString],

@@ -1,6 +1,7 @@
 //! System plumbing under everything else: directory fds and stats, the mount table, locks,
-//! renames, limits, signals, free space, errors, logging, acting as another user, and the
-//! quoting and number formatting that error messages and logs need.
+//! renames, limits, signals, free space, errors, logging, acting as another user, systemd's
+//! notification protocol, and the quoting and number formatting that error messages and logs
+//! need.
 
 pub mod asuser;
 pub mod btrfs;
@@ -13,6 +14,7 @@ pub mod limits;
 pub mod locks;
 pub mod logging;
 pub mod mounts;
+pub mod notify;
 pub mod quote;
 pub mod rename;
 pub mod space;

@@ -1,5 +1,6 @@
-//! `reclaim reap`'s closing paragraph: what was freed, what waits for a grace window, what
-//! could not be freed, which trashes another reaper had.
+//! `reclaim reap`'s closing paragraph: what was freed (and what before its grace window ended,
+//! for want of space), what waits for a grace window, what could not be freed, which trashes
+//! another reaper had.
 
 use std::time::Duration;
 
@@ -75,6 +76,14 @@ pub fn human(sum: &ReapSummary, took: Duration) -> String {
         s.push_str(&format!(
             "\nskipped {}: another reaper is working on it",
             quote(t)
+        ));
+    }
+    for e in &sum.freed_early {
+        s.push_str(&format!(
+            "\n  {} (entry {}): {}",
+            e.original,
+            quote(&e.id),
+            e.text()
         ));
     }
     for g in &sum.gentle {

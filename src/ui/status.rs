@@ -42,9 +42,19 @@ pub fn human(st: &Status) -> String {
         .filter(|t| t.entries > 0 || t.reaper.is_some())
         .collect();
     let freeing = file_systems(&st.file_systems);
+    let space = space(&st.space);
     if busy.is_empty() {
         s.push_str(&freeing);
+        s.push_str(&space);
         s.push_str("nothing pending: no trash holds entries");
+        for t in st
+            .trashes
+            .iter()
+            .filter(|t| !t.freed_early_recent.is_empty())
+        {
+            s.push('\n');
+            s.push_str(freed_early(t).trim_end());
+        }
         // What the reapers did last, from each trash's log.
         for t in st.trashes.iter().filter(|t| !t.log_tail.is_empty()) {
             s.push_str(&format!("\n{} last logged:", quote(&t.trash)));
@@ -55,6 +65,7 @@ pub fn human(st: &Status) -> String {
         return s;
     }
     s.push_str(&freeing);
+    s.push_str(&space);
     let now = now_unix();
     for t in busy {
         trash(&mut s, t, now);
@@ -151,6 +162,76 @@ fn file_systems(fs: &[crate::reaper::status::FsFreeing]) -> String {
     s
 }
 
+/// A line per file system with trashes: its free space against the floor, what its trashes
+/// hold, how fast it comes back, and the entries freed before their grace ended.
+fn space(fs: &[crate::reaper::space::FsSpace]) -> String {
+    let mut s = String::new();
+    for f in fs {
+        let floor = match f.floor_bytes {
+            Some(b) if f.short => format!(" (floor {}: SHORT OF SPACE, under it)", bytes(b)),
+            Some(b) => format!(" (floor {})", bytes(b)),
+            None => " (no floor)".into(),
+        };
+        let grace = if f.in_grace > 0 {
+            format!(" ({} in a grace window)", group(f.in_grace))
+        } else {
+            String::new()
+        };
+        let pending = match f.unknown_size {
+            0 => bytes(f.pending_bytes),
+            n => format!(
+                "at least {} (+{} of unknown size)",
+                bytes(f.pending_bytes),
+                plural(n, "tree", "trees")
+            ),
+        };
+        let rate = if f.rate_bps > 0.0 {
+            format!(
+                ", freeing {}, {}",
+                rate(f.rate_bps),
+                f.eta_s.map_or_else(
+                    || "ETA ?".into(),
+                    |e| format!("ETA {}", duration_rounded(e))
+                )
+            )
+        } else {
+            String::new()
+        };
+        let early = if f.freed_early > 0 {
+            format!(
+                "; {} freed before {} grace ended",
+                plural(f.freed_early, "entry", "entries"),
+                if f.freed_early == 1 { "its" } else { "their" }
+            )
+        } else {
+            String::new()
+        };
+        s.push_str(&format!(
+            "{}: {} free of {}{floor}: {}{grace}, {pending} pending{rate}{early}\n",
+            quote(&f.mount),
+            bytes(f.free_bytes),
+            bytes(f.size_bytes),
+            plural(f.entries, "entry", "entries"),
+        ));
+    }
+    s
+}
+
+/// The latest entries of a trash freed before their grace ended, a line each.
+fn freed_early(t: &TrashStatus) -> String {
+    let mut s = String::new();
+    for e in &t.freed_early_recent {
+        s.push_str(&format!(
+            "  {} (entry {}) at {}: {}\n",
+            e.original,
+            quote(&e.id),
+            crate::sys::format::local_time(e.freed_unix),
+            e.text()
+        ));
+    }
+    s
+}
+
 /// One trash's paragraph: what it holds, its reaper, its log's last lines, each entry.
 fn trash(s: &mut String, t: &TrashStatus, now: f64) {
     // What is known, and what is not (a tree is not walked unless --count).
@@ -223,6 +304,7 @@ fn trash(s: &mut String, t: &TrashStatus, now: f64) {
     for l in &t.log_tail {
         s.push_str(&format!("  log: {l}\n"));
     }
+    s.push_str(&freed_early(t));
     // Damaged entries (anyone can make thousands in their own trash): the first few.
     let mut damaged = 0u64;
     for i in &t.items {
