@@ -515,6 +515,22 @@ mod tests {
     }
 
     #[test]
+    fn the_floor_of_free_space_is_one_key_for_every_command() {
+        use crate::sys::space::Floor;
+        let cfg = Config::parse(Path::new("t"), "min_free = \"2G\"\n[rm]\n").unwrap();
+        assert_eq!(cfg.min_free(), Some(Floor::Bytes(2 << 30)));
+        let later = Config::parse(Path::new("u"), "min_free = \"0\"").unwrap();
+        let mut merged = cfg.clone();
+        merged.merge(later);
+        assert_eq!(merged.min_free(), Some(Floor::Off));
+        assert_eq!(
+            Config::default().min_free(),
+            None,
+            "unset: the default floor"
+        );
+    }
+
+    #[test]
     fn rejects_typos_and_bad_values() {
         for bad in [
             "[rm]\nmax_latncy = \"20ms\"",
@@ -529,6 +545,8 @@ mod tests {
             "[prune.x]\nkeep_hourli = 3",
             "[reap]\nlog = \"journald\"",
             "[reap]\nlogs = \"file\"",
+            "min_free = \"150%\"",
+            "min_free = \"lots\"",
         ] {
             assert!(Config::parse(Path::new("t"), bad).is_err(), "{bad}");
         }
@@ -548,6 +566,10 @@ mod tests {
         assert_eq!(
             err("[rm]\niops = 0"),
             "'t': [rm] iops = 0: must be at least 1"
+        );
+        assert_eq!(
+            err("min_free = \"150%\""),
+            "'t': min_free = '150%': '150%' is not a percentage from 0% to 100%"
         );
         assert_eq!(
             err("[prune.x]\nkeep_free = \"150%\""),

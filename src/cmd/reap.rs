@@ -267,6 +267,9 @@ fn reap_options(o: &Options, dest: Dest) -> ReapOptions {
         retry_failed: !o.once || o.retry_failed,
         now: o.now.is_some(),
         floor: o.min_free,
+        // A pass of the service (or of root's `reap` for another user) leaves the order of
+        // early frees to its parent, which sees every user's entries.
+        relieve: !o.once,
         early: o.early.clone(),
     }
 }

@@ -348,6 +348,7 @@ impl Hider {
                 retry_failed: true,
                 now: false,
                 floor: self.floor,
+                relieve: true,
                 early: None,
             };
             loop {

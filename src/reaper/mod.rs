@@ -96,6 +96,10 @@ pub struct ReapOptions {
     /// The free space to leave the others on each file system (`--min-free`): under it, or
     /// falling toward it, pacing yields and entries in their grace window are freed early.
     pub floor: crate::sys::space::Floor,
+    /// Frees the held trash's entries in their grace window early when its file system is
+    /// pressed (`pressure::relieve`). Not in the passes a parent runs (`--once`: the service's,
+    /// root's `reap` for other users): the parent orders every user's entries, oldest first.
+    pub relieve: bool,
     /// The file system was found short of space so (by the `reap --watch` supervisor, for a
     /// pass it asked for with `--now ID`): an entry whose grace window this cuts short is said
     /// and recorded as freed early (`pressure`).
@@ -430,15 +434,16 @@ fn reap_trash(
                 }
                 continue;
             }
-            let relieved = pressure::relieve(
-                trash,
-                opts,
-                &mut watch,
-                (&state, &files),
-                sum,
-                &mut damaged,
-                on_progress,
-            );
+            let relieved = opts.relieve
+                && pressure::relieve(
+                    trash,
+                    opts,
+                    &mut watch,
+                    (&state, &files),
+                    sum,
+                    &mut damaged,
+                    on_progress,
+                );
             if relieved {
                 continue;
             }

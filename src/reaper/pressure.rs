@@ -5,8 +5,9 @@
 //! freed at once, oldest first, one at a time and looked at again after each, until the floor
 //! holds. Each is said (the log, `--json`'s `freed_early`) and recorded in the trash's
 //! `early.json`, so `status` counts it and `restore` says why it is gone. Pacing yields on its
-//! own (`engine::pace`). It frees only entries of the trash this process holds, as its owner;
-//! other users' trashes are the supervisor's (`relief`). Never prints.
+//! own (`engine::pace`). It frees only entries of the trash this process holds, as its owner,
+//! and not in a pass a parent runs (`ReapOptions::relieve`): every user's trashes on a file
+//! system, in one order, are the supervisor's (`relief`). Never prints.
 
 use std::ffi::{CStr, CString};
 

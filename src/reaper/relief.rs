@@ -4,8 +4,8 @@
 //! --once --now ID --early PRESSURE` child as the trash's owner (root never frees another
 //! user's data with its own authority), the space read afresh after each, until the floor
 //! holds and the fall no longer reaches it before the last window would end. A trash another
-//! reaper holds is left to it (that reaper watches the same space). Never works inside a trash
-//! itself, never prints.
+//! reaper holds is waited for a moment (a pass over it), then left to that reaper (it watches
+//! the same space). Never works inside a trash itself, never prints.
 
 use std::ffi::OsString;
 use std::path::PathBuf;
@@ -99,13 +99,27 @@ pub fn relieve(
         args.push(format!("--early={}", serde_json::to_string(&p).expect("serializes")).into());
         args.push("--".into());
         args.push(c.id.clone().into());
-        let r = super::watch::reap_child(&c.trash.path, c.trash.uid, &args, lines);
-        // Held by another reaper: that one watches the same space; the others in that trash
-        // are its too.
-        if r.as_ref().is_ok_and(|s| !s.skipped_locked.is_empty()) {
+        let held = |r: &Result<ReapSummary, ChildError>| {
+            r.as_ref().is_ok_and(|s| !s.skipped_locked.is_empty())
+        };
+        let mut r = super::watch::reap_child(&c.trash.path, c.trash.uid, &args, lines);
+        // Held by a reaper for a moment (a pass over it): the oldest waits its turn.
+        let since = std::time::Instant::now();
+        while held(&r) && since.elapsed() < HELD_WAIT && !crate::sys::interrupt::stopping() {
+            std::thread::sleep(HELD_POLL);
+            r = super::watch::reap_child(&c.trash.path, c.trash.uid, &args, lines);
+        }
+        // Held still: that reaper is at work there and watches the same space itself; the
+        // others in that trash are its too.
+        if held(&r) {
             candidates.retain(|o| o.trash.path != c.trash.path);
         }
         out.push((c.trash.path, r));
     }
     out
 }
+
+/// How long the oldest entry waits for a reaper holding its trash (a pass over a trash whose
+/// entries wait for their windows takes a moment) before the next one goes instead.
+const HELD_WAIT: std::time::Duration = std::time::Duration::from_secs(3);
+const HELD_POLL: std::time::Duration = std::time::Duration::from_millis(200);

@@ -1096,6 +1096,7 @@ fn resume_interrupted(
         retry_failed: true,
         now: false,
         floor: req.floor,
+        relieve: true,
         early: None,
     };
     let sum = crate::reaper::run(std::slice::from_ref(&t), &opts, &|p| events.reaping(p));

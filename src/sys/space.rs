@@ -67,7 +67,8 @@ impl Floor {
 
     /// The floor in bytes on a file system of `total` bytes; `None` when off.
     pub fn bytes(&self, total: u64) -> Option<u64> {
-        let share = |p: f64| (total as f64 * p / 100.0) as u64;
+        // In thousandths of a percent, exactly: 5% of a file system is its twentieth.
+        let share = |p: f64| (u128::from(total) * (p * 1000.0).round() as u128 / 100_000) as u64;
         match *self {
             Floor::Off | Floor::Bytes(0) => None,
             Floor::Default => Some(share(Self::DEFAULT_PERCENT).min(Self::DEFAULT_MAX)),

@@ -23,6 +23,7 @@ mod layers;
 mod mpi;
 mod netfs;
 mod pack;
+mod pressure;
 mod props;
 mod prune;
 mod prune_batch;

@@ -15,23 +15,28 @@ use serde_json::Value;
 use crate::util::{self, scratch, Scratch};
 
 /// An ext4 image behind `slowdisk --model hdd-7200`, on a loop device marked rotational,
-/// mounted on `root/vol`; all undone on drop.
-struct SpinningDisk {
+/// mounted on `root/vol`; all undone on drop (also used by the space pressure tests).
+pub(crate) struct SpinningDisk {
     child: Option<Child>,
     fuse: PathBuf,
-    vol: PathBuf,
+    pub(crate) vol: PathBuf,
     loop_dev: Option<String>,
 }
 
 impl SpinningDisk {
     fn start(s: &Scratch) -> Result<SpinningDisk, String> {
+        SpinningDisk::start_sized(s, 256 << 20)
+    }
+
+    /// One of `size` bytes (sparse: only what is written takes room).
+    pub(crate) fn start_sized(s: &Scratch, size: u64) -> Result<SpinningDisk, String> {
         util::need_root()?;
         let bin = crate::netfs::slowdisk_tool("slowdisk").ok_or(
             "slowdisk could not be built (cargo build --manifest-path bench/slowdisk/Cargo.toml)",
         )?;
         let image = s.path("disk.img");
         std::fs::File::create(&image)
-            .and_then(|f| f.set_len(256 << 20))
+            .and_then(|f| f.set_len(size))
             .map_err(|e| format!("cannot make {}: {e}", image.display()))?;
         // Made on the plain file (quick), then served slowly.
         let made = StdCommand::new("mkfs.ext4")
