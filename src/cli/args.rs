@@ -779,8 +779,10 @@ pub struct ReapArgs {
     /// failure (what could not be freed and why, damaged entries, entries left until their
     /// back-off ends), each with a syslog priority: info for freed, err for failures, notice for
     /// back-offs (so `journalctl -p warning` lists the failures). The journal gets the fields
-    /// RECLAIM_EVENT (freed, failed, damaged, backoff), RECLAIM_ENTRY, RECLAIM_PATH, RECLAIM_TRASH,
-    /// RECLAIM_FILES, RECLAIM_BYTES, RECLAIM_SECONDS, RECLAIM_RATE, RECLAIM_ERROR too
+    /// RECLAIM_EVENT (freed, failed, damaged, backoff, freed_early: a warning, freed before its
+    /// grace ended for want of space), RECLAIM_ENTRY, RECLAIM_PATH, RECLAIM_TRASH,
+    /// RECLAIM_FILES, RECLAIM_BYTES, RECLAIM_SECONDS, RECLAIM_RATE, RECLAIM_ERROR,
+    /// RECLAIM_FREE_BYTES, RECLAIM_FLOOR_BYTES too
     /// (`journalctl -t reclaim RECLAIM_EVENT=failed`). [default: `[reap] log` of the
     /// configuration, else auto]
     #[arg(long, value_enum, value_name = "WHERE")]
