@@ -14,8 +14,9 @@
 #          Methods: rm (coreutils), reclaim rm (the default: in the foreground, paced),
 #          reclaim rm --background --grace 10m.
 #   slow   the emulated spinning disk (bench/slowdisk, hdd-7200, on a loop device marked
-#          rotational): ext4 of 1.5 GiB holding a 1 GiB file, freed while 768 MiB are written
-#          in fsynced 32 MiB chunks. Methods: rm, reclaim rm (gentle, the default pacing).
+#          rotational): ext4 of 1.5 GiB holding a 1 GiB file, freed while 1.25 GiB are
+#          written in fsynced 32 MiB chunks (40). Methods: rm, reclaim rm (gentle, the default
+#          pacing), reclaim rm --rate 20M (a pace set slower than the database writes).
 #
 # Safety: everything is made inside a scratch directory (mktemp under /var/tmp, marked with a
 # random token, every path checked by lib.sh's guard), in a private mount namespace; the
@@ -218,10 +219,12 @@ cell() {
     rm) cmd=(rm "$vol/big") ;;
     reclaim) cmd=("$reclaim" rm "$vol/big") ;;
     grace) cmd=("$reclaim" rm --background --grace 10m "$vol/big") ;;
+    capped) cmd=("$reclaim" rm --rate 20M "$vol/big") ;;
     esac
     local t0 t1 rpid
+    rm -f "$SCRATCH/removal.end"
     t0=$(date +%s.%N)
-    "${cmd[@]}" >/dev/null 2>>"$OUT/removal.log" &
+    { "${cmd[@]}" >/dev/null 2>>"$OUT/removal.log"; date +%s.%N >"$SCRATCH/removal.end"; } &
     rpid=$!
     PIDS+=("$rpid")
     # The database grows as soon as the removal has begun (the path is gone, or 0.2 s).
@@ -232,9 +235,9 @@ cell() {
     # A foreground removal still pacing once the database is written is stopped (what it left
     # goes to the trash); the rest is cleaned up at full speed.
     for i in $(seq 300); do kill -0 "$rpid" 2>/dev/null || break; sleep 0.1; done
-    kill -INT "$rpid" 2>/dev/null || true
+    pkill -INT -P "$rpid" 2>/dev/null || true
     wait "$rpid" 2>/dev/null || true
-    t1=$(date +%s.%N)
+    t1=$(cat "$SCRATCH/removal.end" 2>/dev/null || date +%s.%N)
     PIDS=()
     "$reclaim" reap --trash "$vol/.reclaim-0" --now --all --fast >/dev/null 2>&1 || true
     end_reapers
@@ -269,11 +272,11 @@ for run in $(seq "$RUNS"); do
             done
             ;;
         slow)
-            for bm in "-:rm" "before:reclaim" "after:reclaim"; do
+            for bm in "-:rm" "before:reclaim" "after:reclaim" "before:capped" "after:capped"; do
                 bin=${bm%%:*} method=${bm##*:}
                 [[ $bin == - ]] && bin=after
                 slow_start 1536M
-                cell slow "$bin" "$method" "$run" 1G 24 $((32 << 20))
+                cell slow "$bin" "$method" "$run" 1G 40 $((32 << 20))
                 slow_stop
             done
             ;;
@@ -298,7 +301,8 @@ for (scen, method, binary), rs in cells.items():
     l = [float(r["lowest_mib"]) for r in rs]
     t = [float(r["removal_s"]) for r in rs]
     print("| %s | %s | %s | %s of %s (%s) | %.0f (%s) | %.1f | %s |" % (
-        scen, {"rm": "rm", "reclaim": "reclaim rm", "grace": "reclaim rm --background --grace 10m"}[method],
+        scen, {"rm": "rm", "reclaim": "reclaim rm", "grace": "reclaim rm --background --grace 10m",
+               "capped": "reclaim rm --rate 20M"}[method],
         binary or "-", statistics.median(f), rs[0]["chunks"], ", ".join(map(str, f)),
         statistics.median(l), ", ".join("%.0f" % x for x in l), statistics.median(t),
         "-".join(sorted({r["load1"] for r in rs}))))
