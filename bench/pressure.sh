@@ -29,13 +29,9 @@ shopt -s inherit_errexit 2>/dev/null || true
 # shellcheck source=bench/lib.sh
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
-if [[ $EUID -eq 0 && -z ${RECLAIM_PRESSURE_BENCH_NS:-} ]] && unshare --mount --propagation private true 2>/dev/null; then
-    export RECLAIM_PRESSURE_BENCH_NS=$$
-    exec unshare --mount --propagation private -- bash "${BASH_SOURCE[0]}" "$@"
-fi
+private_mount_ns RECLAIM_PRESSURE_BENCH_NS "$@"
 unset RECLAIM_NO_SPAWN # detached reapers are what is measured
 export RECLAIM_CONFIG= # built-in defaults (the default floor: the smaller of 5% and 10 GiB)
-export XDG_STATE_HOME= # (set below, in the scratch directory)
 
 usage() {
     cat <<'EOF'
@@ -51,7 +47,6 @@ usage: bench/pressure.sh [options]
 EOF
 }
 
-ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 RUNS=3
 SCENARIOS="ext4 slow"
 BEFORE_REV=main
@@ -74,19 +69,12 @@ while [[ $# -gt 0 ]]; do
 done
 [[ $EUID -eq 0 ]] || { echo "bench/pressure.sh: needs root (loop devices, mounts)" >&2; exit 2; }
 
-T0=$(date +%s)
-OUT=${OUT:-$ROOT/bench/out/pressure-$(date +%Y%m%d-%H%M%S)}
-mkdir -p "$OUT"
-PROGRESS_LOG=$OUT/progress.log
-MARKER=.reclaim-pressure-bench
-TOKEN=$(head -c 16 /dev/urandom | od -An -tx1 | tr -d ' \n')
-SCRATCH=$(mktemp -d "$SCRATCH_BASE/reclaim-pressure.XXXXXX")
-echo "$TOKEN" >"$SCRATCH/$MARKER"
+bench_setup pressure
+warn_if_busy
+new_scratch reclaim-pressure
 # reclaim looks for trashes only below the scratch directory (never another on this machine).
 export RECLAIM_UNDER=$SCRATCH
 export XDG_STATE_HOME=$SCRATCH/state
-LOOPS=()
-MOUNTED=()
 PIDS=()
 SLOWDISK_PID=
 
@@ -112,20 +100,18 @@ trap 'exit 130' INT TERM
 # --- the two reclaims ------------------------------------------------------------------------
 mkdir -p "$SCRATCH/bin"
 if [[ $BUILD == 1 ]]; then
-    log "cargo build --release (reclaim, slowdisk)"
-    (cd "$ROOT" && cargo build --release --quiet)
-    (cd "$ROOT/bench/slowdisk" && cargo build --release --quiet --bin slowdisk)
+    cargo_release --bin reclaim
+    cargo_release -C "$REPO/bench/slowdisk" --bin slowdisk
 fi
-cp "$ROOT/target/release/reclaim" "$SCRATCH/bin/after"
+cp "$RECLAIM" "$SCRATCH/bin/after"
 if [[ -z $BEFORE_BIN ]]; then
-    log "building $BEFORE_REV's reclaim"
     mkdir -p "$SCRATCH/before-src"
-    git -C "$ROOT" archive "$BEFORE_REV" | tar -x -C "$SCRATCH/before-src"
-    (cd "$SCRATCH/before-src" && CARGO_TARGET_DIR=$SCRATCH/before-target cargo build --release --quiet)
+    git -C "$REPO" archive "$BEFORE_REV" | tar -x -C "$SCRATCH/before-src"
+    (export CARGO_TARGET_DIR=$SCRATCH/before-target && cargo_release -C "$SCRATCH/before-src" --bin reclaim)
     BEFORE_BIN=$SCRATCH/before-target/release/reclaim
 fi
 cp "$BEFORE_BIN" "$SCRATCH/bin/before"
-SLOWDISK=$ROOT/bench/slowdisk/target/release/slowdisk
+SLOWDISK=$REPO/bench/slowdisk/target/release/slowdisk
 
 # --- the database: fsynced chunks, and the lowest free space seen -----------------------------
 cat >"$SCRATCH/grow.py" <<'PY'
@@ -185,11 +171,10 @@ unvol() {
 slow_start() { # image size -> $SCRATCH/vol on the emulated HDD
     mkdir -p "$SCRATCH/fuse" "$SCRATCH/vol"
     "$SLOWDISK" --backing "$SCRATCH/slow.img" --size "$1" --model hdd-7200 \
-        --ready-file "$SCRATCH/fuse.ready" "$SCRATCH/fuse" 2>>"$OUT/slowdisk.log" &
+        --ready-file "$SCRATCH/fuse.ready" "$SCRATCH/fuse" 2>>"$OUT/logs/slowdisk.log" &
     SLOWDISK_PID=$!
     local i
-    for i in $(seq 100); do [[ -e $SCRATCH/fuse.ready ]] && break; sleep 0.1; done
-    [[ -e $SCRATCH/fuse.ready ]] || die "slowdisk not ready"
+    wait_for_file "$SCRATCH/fuse.ready" || die "slowdisk not ready"
     # Made on the plain file (quick), then served slowly.
     mkfs.ext4 -q -F "$SCRATCH/fuse/disk.img"
     LOOP=$(losetup --direct-io=on -f --show "$SCRATCH/fuse/disk.img")
@@ -224,7 +209,7 @@ cell() {
     local t0 t1 rpid
     rm -f "$SCRATCH/removal.end"
     t0=$(date +%s.%N)
-    { "${cmd[@]}" >/dev/null 2>>"$OUT/removal.log"; date +%s.%N >"$SCRATCH/removal.end"; } &
+    { "${cmd[@]}" >/dev/null 2>>"$OUT/logs/removal.log"; date +%s.%N >"$SCRATCH/removal.end"; } &
     rpid=$!
     PIDS+=("$rpid")
     # The database grows as soon as the removal has begun (the path is gone, or 0.2 s).
@@ -252,12 +237,10 @@ cell() {
 }
 
 {
-    echo "date: $(date -Is)"
-    echo "kernel: $(uname -r)"
-    echo "machine: $(nproc) CPUs, $(free -g | awk '/Mem:/ {print $2}') GiB"
-    echo "before: ${BEFORE_BIN} ($BEFORE_REV); after: $(git -C "$ROOT" rev-parse --short HEAD)"
-    echo "uptime at start: $(uptime)"
-} >"$OUT/machine.txt"
+    machine_meta
+    printf 'before\t%s (%s)\n' "$BEFORE_BIN" "$BEFORE_REV"
+    printf 'uptime_start\t%s\n' "$(uptime)"
+} >"$OUT/meta.tsv"
 
 for run in $(seq "$RUNS"); do
     for scen in $SCENARIOS; do
@@ -284,7 +267,7 @@ for run in $(seq "$RUNS"); do
         esac
     done
 done
-echo "uptime at end: $(uptime)" >>"$OUT/machine.txt"
+printf 'uptime_end\t%s\n' "$(uptime)" >>"$OUT/meta.tsv"
 
 # Medians per cell (failed chunks, lowest free space).
 python3 - "$RESULTS" >"$OUT/summary.md" <<'PY'
