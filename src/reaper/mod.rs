@@ -1797,14 +1797,33 @@ pub fn relay_sink(dest: Dest, prefix: bool) -> Sink {
 }
 
 /// Reaps another user's trash (`path`, of `uid`) in a child running as that user (`reclaim
-/// reap --trash T --once --json`), and returns its summary.
+/// reap --trash T --once --json`), and returns its summary (a child that failed as an error
+/// of it).
 pub fn as_owner(
     path: &Path,
     uid: u32,
     args: &[OsString],
     on_line: &mut dyn FnMut(&str),
 ) -> ReapSummary {
-    let who = crate::sys::asuser::Identity::of(uid);
+    match pass_as_owner(path, uid, args, on_line) {
+        Ok(s) => s,
+        Err(e) => ReapSummary {
+            errors: vec![ErrorEntry::new(path, e.to_string())],
+            error: None,
+            ..ReapSummary::default()
+        },
+    }
+}
+
+/// One `reap --trash T --once --json ARGS` pass over `path` in a child: as its owner `uid`
+/// (this process's own user: no change of user); what it prints on stderr goes to `on_line`.
+pub fn pass_as_owner(
+    path: &Path,
+    uid: u32,
+    args: &[OsString],
+    on_line: &mut dyn FnMut(&str),
+) -> Result<ReapSummary, crate::sys::asuser::ChildError> {
+    let who = crate::sys::asuser::needed(uid).then(|| crate::sys::asuser::Identity::of(uid));
     let mut argv: Vec<OsString> = vec![
         "reap".into(),
         "--trash".into(),
@@ -1813,14 +1832,7 @@ pub fn as_owner(
         "--json".into(),
     ];
     argv.extend(args.iter().cloned());
-    match crate::sys::asuser::run_json::<ReapSummary>(Some(&who), &argv, on_line) {
-        Ok((s, _)) => s,
-        Err(e) => ReapSummary {
-            errors: vec![ErrorEntry::new(path, e.to_string())],
-            error: None,
-            ..ReapSummary::default()
-        },
-    }
+    crate::sys::asuser::run_json::<ReapSummary>(who.as_ref(), &argv, on_line).map(|(s, _)| s)
 }
 
 #[cfg(test)]

@@ -102,12 +102,13 @@ pub fn relieve(
         let held = |r: &Result<ReapSummary, ChildError>| {
             r.as_ref().is_ok_and(|s| !s.skipped_locked.is_empty())
         };
-        let mut r = super::watch::reap_child(&c.trash.path, c.trash.uid, &args, lines);
+        let mut relay = |l: &str| lines.relay(l, Some("reclaim reap"));
+        let mut r = super::pass_as_owner(&c.trash.path, c.trash.uid, &args, &mut relay);
         // Held by a reaper for a moment (a pass over it): the oldest waits its turn.
         let since = std::time::Instant::now();
         while held(&r) && since.elapsed() < HELD_WAIT && !crate::sys::interrupt::stopping() {
             std::thread::sleep(HELD_POLL);
-            r = super::watch::reap_child(&c.trash.path, c.trash.uid, &args, lines);
+            r = super::pass_as_owner(&c.trash.path, c.trash.uid, &args, &mut relay);
         }
         // Held still: that reaper is at work there and watches the same space itself; the
         // others in that trash are its too.

@@ -47,7 +47,38 @@ pub struct Status {
     /// Each file system with trashes: what they hold against its free space and floor
     /// (`reaper::space`).
     #[serde(default)]
-    pub space: Vec<super::space::FsSpace>,
+    pub space: Vec<FsSpace>,
+}
+
+/// One file system with trashes: what they hold against its space (`reaper::space` sums it).
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct FsSpace {
+    /// A mount point of it (the first trash's).
+    pub mount: String,
+    pub size_bytes: u64,
+    /// What applications may still write there.
+    pub free_bytes: u64,
+    /// The floor of free space (`--min-free`); none when off.
+    pub floor_bytes: Option<u64>,
+    /// Under the floor now.
+    pub short: bool,
+    /// Entries in its trashes, and the bytes they hold (trees of unknown size not counted:
+    /// `unknown_size` says how many).
+    pub entries: u64,
+    pub pending_bytes: u64,
+    pub unknown_size: u64,
+    /// Of those entries, how many are in their grace window (restorable), and how many could
+    /// not be freed (failed or damaged).
+    pub in_grace: u64,
+    pub failed: u64,
+    /// Bytes per second the reapers there give back (the fastest one's reading: each reads
+    /// the file system's free space), and when that frees the pending bytes.
+    pub rate_bps: f64,
+    pub eta_s: Option<f64>,
+    /// Entries freed before their grace window ended (space ran short), ever.
+    pub freed_early: u64,
+    /// Trashes on it.
+    pub trashes: u64,
 }
 
 /// A file system freeing space in its own threads.

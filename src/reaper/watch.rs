@@ -24,7 +24,7 @@ use super::queue::{Due, Fair};
 use super::service::{Service, STATUS_EVERY};
 use super::space::FsSpace;
 use super::ReapSummary;
-use crate::sys::asuser::{self, ChildError, Identity};
+use crate::sys::asuser::{self, ChildError};
 use crate::sys::format::{self, now_unix, plural};
 use crate::sys::interrupt;
 use crate::sys::logging::{Priority, Record, Sink, Target};
@@ -539,25 +539,12 @@ fn trace_pass(t: &Path, took: Duration, running: usize, queued: usize) {
 
 /// Runs one `reap --once` pass over `path` as its owner `uid` in a child process; what it
 /// prints on stderr goes to `lines`.
-pub(super) fn reap_child(
+fn reap_child(
     path: &Path,
     uid: u32,
     args: &[OsString],
     lines: &Sink,
 ) -> Result<ReapSummary, ChildError> {
-    let mut argv: Vec<OsString> = vec![
-        "reap".into(),
-        "--trash".into(),
-        path.as_os_str().to_owned(),
-        "--once".into(),
-        "--json".into(),
-    ];
-    argv.extend(args.iter().cloned());
-    let who = if asuser::needed(uid) {
-        Some(Identity::of(uid))
-    } else {
-        None
-    };
     let mut relay = |l: &str| lines.relay(l, Some("reclaim reap"));
-    asuser::run_json::<ReapSummary>(who.as_ref(), &argv, &mut relay).map(|(s, _)| s)
+    super::pass_as_owner(path, uid, args, &mut relay)
 }

@@ -111,7 +111,8 @@ impl Floor {
 /// One look at a file system's space.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Reading {
-    pub fsid: u64,
+    /// Which file system: its device (`st_dev`) and `f_fsid` (tmpfs mounts may all say 0).
+    pub key: (u64, u64),
     /// What applications may still write (`f_bavail`: blocks reserved for root not counted).
     pub avail: u64,
     /// The file system's size (`f_blocks`).
@@ -120,9 +121,10 @@ pub struct Reading {
 
 /// Reads `fd`'s file system's space.
 pub fn read(fd: impl AsFd) -> Result<Reading, rustix::io::Errno> {
+    let dev = rustix::fs::fstat(&fd)?.st_dev;
     let st = rustix::fs::fstatvfs(fd)?;
     Ok(Reading {
-        fsid: st.f_fsid,
+        key: (dev, st.f_fsid),
         avail: st.f_bavail.saturating_mul(st.f_frsize),
         total: st.f_blocks.saturating_mul(st.f_frsize),
     })
@@ -146,8 +148,18 @@ pub struct Gauge {
 }
 
 impl Gauge {
-    /// Adds a sample; those older than the window go, but the two newest always stay.
+    /// Adds a sample; those older than the window go, but the two newest always stay. One
+    /// taken within a moment of the last replaces it (several watches read at once: the
+    /// newest sample is always the latest reading).
     pub fn add(&mut self, at: Instant, avail: u64) {
+        if self.samples.len() > 1
+            && self
+                .samples
+                .back()
+                .is_some_and(|(t, _)| at.saturating_duration_since(*t) < LOOK_EVERY / 4)
+        {
+            self.samples.pop_back();
+        }
         self.samples.push_back((at, avail));
         while self.samples.len() > 2
             && at.saturating_duration_since(self.samples[1].0) >= FALL_WINDOW
@@ -157,16 +169,25 @@ impl Gauge {
     }
 
     /// Bytes per second the available space fell over the window (negative: it grew); `None`
-    /// with less than half a second of samples.
+    /// with less than half a second of samples. A fall that is over (the last sample is not the
+    /// lowest of the window: a burst written and removed again) is no fall: `Some(0.0)`.
     pub fn fall_rate(&self) -> Option<f64> {
         let (t0, a0) = *self.samples.front()?;
         let (t1, a1) = *self.samples.back()?;
         let secs = t1.saturating_duration_since(t0).as_secs_f64();
-        (secs >= 0.5).then(|| (a0 as f64 - a1 as f64) / secs)
+        if secs < 0.5 {
+            return None;
+        }
+        let lowest = self.samples.iter().map(|s| s.1).min().unwrap_or(a1);
+        if a1 > lowest {
+            return Some(0.0);
+        }
+        Some((a0 as f64 - a1 as f64) / secs)
     }
 
-    /// When the last sample was taken.
-    pub fn last(&self) -> Option<(Instant, u64)> {
+    /// When the last sample was taken, and what it read.
+    #[cfg(test)]
+    fn last(&self) -> Option<(Instant, u64)> {
         self.samples.back().copied()
     }
 }
@@ -237,8 +258,8 @@ struct Known {
     mount: Option<String>,
 }
 
-/// The file systems this process watches, by fsid.
-static KNOWN: Mutex<Option<HashMap<u64, Known>>> = Mutex::new(None);
+/// The file systems this process watches, by device and fsid.
+static KNOWN: Mutex<Option<HashMap<(u64, u64), Known>>> = Mutex::new(None);
 
 /// One caller's watch over the file system of the fds it is given (a pacer's, a reaper's):
 /// reads it at most once per `LOOK_EVERY` (a pacer asks at every step), into a gauge shared
@@ -277,7 +298,7 @@ impl Watch {
         let floor = self.floor.bytes(r.total)?;
         let why = judge(r.avail, floor, fall, eta)?;
         Some(Pressure {
-            mount: known_mount(r.fsid, fd),
+            mount: known_mount(r.key, fd),
             avail: r.avail,
             floor,
             falling_bps: why.map(|(rate, _)| rate),
@@ -286,37 +307,27 @@ impl Watch {
     }
 }
 
-/// Adds reading `r` to its file system's shared gauge (one sample per moment, whoever reads);
-/// returns the fall rate.
+/// Adds reading `r` to its file system's shared gauge; returns the fall rate.
 fn sample(r: Reading, now: Instant) -> Option<f64> {
     let mut g = KNOWN.lock().unwrap_or_else(|e| e.into_inner());
-    let k = g
-        .get_or_insert_with(HashMap::new)
-        .entry(r.fsid)
-        .or_default();
-    let recent = k
-        .gauge
-        .last()
-        .is_some_and(|(t, _)| now.saturating_duration_since(t) < LOOK_EVERY / 4);
-    if !recent {
-        k.gauge.add(now, r.avail);
-    }
+    let k = g.get_or_insert_with(HashMap::new).entry(r.key).or_default();
+    k.gauge.add(now, r.avail);
     k.gauge.fall_rate()
 }
 
-/// The mount point of file system `fsid` (of `fd`), looked up once.
-fn known_mount(fsid: u64, fd: std::os::fd::BorrowedFd<'_>) -> String {
+/// The mount point of file system `key` (of `fd`), looked up once.
+fn known_mount(key: (u64, u64), fd: std::os::fd::BorrowedFd<'_>) -> String {
     let known = {
         let g = KNOWN.lock().unwrap_or_else(|e| e.into_inner());
         g.as_ref()
-            .and_then(|m| m.get(&fsid))
+            .and_then(|m| m.get(&key))
             .and_then(|k| k.mount.clone())
     };
     known.unwrap_or_else(|| {
         let m = mount_of(fd);
         let mut g = KNOWN.lock().unwrap_or_else(|e| e.into_inner());
         g.get_or_insert_with(HashMap::new)
-            .entry(fsid)
+            .entry(key)
             .or_default()
             .mount = Some(m.clone());
         m
@@ -394,7 +405,27 @@ mod tests {
         }
         assert_eq!(g.fall_rate(), Some(0.0));
         g.add(t0 + Duration::from_secs(20), 10 * GIB);
-        assert!(g.fall_rate().unwrap() < 0.0, "space coming back");
+        assert_eq!(g.fall_rate(), Some(0.0), "space coming back: no fall");
+        // A burst written and removed again within the window: over, no fall.
+        let mut g = Gauge::default();
+        g.add(t0, 10 * GIB);
+        g.add(t0 + Duration::from_secs(1), 5 * GIB);
+        g.add(t0 + Duration::from_secs(2), 8 * GIB);
+        assert_eq!(g.fall_rate(), Some(0.0));
+        g.add(t0 + Duration::from_secs(3), 4 * GIB);
+        assert_eq!(g.fall_rate(), Some(2.0 * GIB as f64), "falling again, now");
+    }
+
+    #[test]
+    fn a_reading_a_moment_after_the_last_replaces_it() {
+        let t0 = Instant::now();
+        let mut g = Gauge::default();
+        g.add(t0, 10 * GIB);
+        g.add(t0 + Duration::from_secs(1), 6 * GIB);
+        // Read again at once by another watch: space came back meanwhile.
+        g.add(t0 + Duration::from_millis(1010), 10 * GIB);
+        assert_eq!(g.last(), Some((t0 + Duration::from_millis(1010), 10 * GIB)));
+        assert!(g.fall_rate().unwrap() <= 0.0);
     }
 
     #[test]

@@ -121,22 +121,19 @@ fn a_backup_in_its_grace_window_is_freed_early_and_no_chunk_of_a_growing_databas
         trash: trash.clone(),
     };
 
+    // The backup, hidden with a grace window of ten minutes (and `floor` flags): its entry ID.
+    let hide = |floor: &[&str]| {
+        allocated(&top.join("backup"), 2560 * MIB);
+        let mut args = vec!["rm", "--json", "--background", "--grace", "10m"];
+        args.extend_from_slice(floor);
+        args.push("vol/backup");
+        let out = run(&s, &args);
+        util::assert_success(&out);
+        hidden_id(&out)
+    };
+
     // Without a floor (--min-free 0) the undo window holds the space, as the issue measured.
-    allocated(&top.join("backup"), 2560 * MIB);
-    let out = run(
-        &s,
-        &[
-            "rm",
-            "--json",
-            "--background",
-            "--grace",
-            "10m",
-            "--min-free",
-            "0",
-            "vol/backup",
-        ],
-    );
-    util::assert_success(&out);
+    hide(&["--min-free", "0"]);
     let w = grow(&top.join("db"), 32, 64 * MIB as usize);
     assert!(
         w.failed > 0,
@@ -151,25 +148,12 @@ fn a_backup_in_its_grace_window_is_freed_early_and_no_chunk_of_a_growing_databas
 
     // The default floor (the smaller of 5% and 10 GiB): the detached reaper frees the backup
     // before its window ends, and the database never misses a chunk.
-    allocated(&top.join("backup"), 2560 * MIB);
+    let id = hide(&[]);
     let before = avail(&top);
     assert!(
         (900 * MIB..1400 * MIB).contains(&before),
         "about 1.1 GiB free: {before}"
     );
-    let out = run(
-        &s,
-        &[
-            "rm",
-            "--json",
-            "--background",
-            "--grace",
-            "10m",
-            "vol/backup",
-        ],
-    );
-    util::assert_success(&out);
-    let id = hidden_id(&out);
     let w = grow(&top.join("db"), 32, 64 * MIB as usize);
     let floor = size_of_fs(&top) / 20;
     assert_eq!(w.failed, 0, "no chunk fails under the floor's watch: {w:?}");
