@@ -535,7 +535,7 @@ pub struct RmArgs {
     ///
     /// Under it, or falling toward it, pacing yields (full speed, as rm) and reapers free the
     /// entries still in their grace window, oldest first, until it holds
-    #[arg(long, value_name = "PERCENT|SIZE", value_parser = crate::cli::units::parse_min_free)]
+    #[arg(hide_short_help = true, long, value_name = "PERCENT|SIZE", value_parser = crate::cli::units::parse_min_free)]
     pub min_free: Option<crate::sys::space::Floor>,
     /// Survive a power loss: one fsync per affected directory
     ///
