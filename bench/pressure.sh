@@ -12,7 +12,7 @@
 #   ext4   the measurement: a journaled ext4 loop image of 4 GiB holding a 2.5 GiB
 #          backup (fallocated), removed, then 2 GiB written in fsynced 64 MiB chunks (32).
 #          Methods: rm (coreutils), reclaim rm (the default: in the foreground, paced),
-#          reclaim rm --background --grace 10m.
+#          reclaim rm --background --grace 600s (10 minutes, in words every reclaim reads).
 #   slow   the emulated spinning disk (bench/slowdisk, hdd-7200, on a loop device marked
 #          rotational): ext4 of 1.5 GiB holding a 1 GiB file, freed while 1.25 GiB are
 #          written in fsynced 32 MiB chunks (40). Methods: rm, reclaim rm (gentle, the default
@@ -203,7 +203,7 @@ cell() {
     case $method in
     rm) cmd=(rm "$vol/big") ;;
     reclaim) cmd=("$reclaim" rm "$vol/big") ;;
-    grace) cmd=("$reclaim" rm --background --grace 10m "$vol/big") ;;
+    grace) cmd=("$reclaim" rm --background --grace 600s "$vol/big") ;;
     capped) cmd=("$reclaim" rm --rate 20M "$vol/big") ;;
     esac
     local t0 t1 rpid
@@ -284,7 +284,7 @@ for (scen, method, binary), rs in cells.items():
     l = [float(r["lowest_mib"]) for r in rs]
     t = [float(r["removal_s"]) for r in rs]
     print("| %s | %s | %s | %s of %s (%s) | %.0f (%s) | %.1f | %s |" % (
-        scen, {"rm": "rm", "reclaim": "reclaim rm", "grace": "reclaim rm --background --grace 10m",
+        scen, {"rm": "rm", "reclaim": "reclaim rm", "grace": "reclaim rm --background --grace 600s",
                "capped": "reclaim rm --rate 20M"}[method],
         binary or "-", statistics.median(f), rs[0]["chunks"], ", ".join(map(str, f)),
         statistics.median(l), ", ".join("%.0f" % x for x in l), statistics.median(t),

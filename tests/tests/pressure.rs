@@ -124,7 +124,7 @@ fn a_backup_in_its_grace_window_is_freed_early_and_no_chunk_of_a_growing_databas
     // The backup, hidden with a grace window of ten minutes (and `floor` flags): its entry ID.
     let hide = |floor: &[&str]| {
         allocated(&top.join("backup"), 2560 * MIB);
-        let mut args = vec!["rm", "--json", "--background", "--grace", "10m"];
+        let mut args = vec!["rm", "--json", "--background", "--grace", "10min"];
         args.extend_from_slice(floor);
         args.push("vol/backup");
         let out = run(&s, &args);
@@ -249,7 +249,7 @@ fn a_grace_window_is_refused_on_a_file_system_already_under_its_floor() {
         .rm(&[
             "--background",
             "--grace",
-            "1m",
+            "1min",
             "--min-free",
             "90%",
             "vol/f",
@@ -269,7 +269,7 @@ fn a_grace_window_is_refused_on_a_file_system_already_under_its_floor() {
     // The configuration's key says the same.
     let cfg = s.file("reclaim.toml", "min_free = \"90%\"\n");
     let out = s
-        .rm(&["--background", "--grace", "1m", "vol/f"])
+        .rm(&["--background", "--grace", "1min", "vol/f"])
         .env(util::NO_SPAWN, "1")
         .env("RECLAIM_CONFIG", &cfg)
         .output()
@@ -280,7 +280,14 @@ fn a_grace_window_is_refused_on_a_file_system_already_under_its_floor() {
     // kept.
     s.file("vol/g", "g");
     let out = s
-        .rm(&["--background", "--grace", "1m", "--min-free", "0", "vol/g"])
+        .rm(&[
+            "--background",
+            "--grace",
+            "1min",
+            "--min-free",
+            "0",
+            "vol/g",
+        ])
         .env(util::NO_SPAWN, "1")
         .output()
         .unwrap();
