@@ -185,6 +185,42 @@ fn units(bytes: &[u8], utf8: bool) -> Vec<Unit<'_>> {
     out
 }
 
+/// `bytes` as a screen may show them, one cell per character: printable characters as they
+/// are (non-ASCII ones in a UTF-8 locale), and every other byte as an escape (`\n`, `\033`,
+/// `\377`): control characters, escape sequences, bytes that are not UTF-8, and the invisible
+/// characters that reorder or hide text (bidi controls, zero-width marks, line separators).
+/// A name shown this way can never drive the terminal (`reclaim browse`).
+pub fn visible(bytes: &[u8]) -> String {
+    let mut out = String::with_capacity(bytes.len());
+    for u in units(bytes, utf8_locale()) {
+        match u {
+            Unit::Plain(s) => {
+                for c in s.chars() {
+                    if invisible(c) {
+                        let mut buf = [0u8; 4];
+                        c.encode_utf8(&mut buf)
+                            .bytes()
+                            .for_each(|b| push_escape(&mut out, b));
+                    } else {
+                        out.push(c);
+                    }
+                }
+            }
+            Unit::Escape(b) => push_escape(&mut out, b),
+        }
+    }
+    out
+}
+
+/// Characters a locale may call printable that show nothing or change how the text around
+/// them is shown: bidi embeddings, overrides and isolates, zero-width characters, the line
+/// and paragraph separators, the byte order mark.
+fn invisible(c: char) -> bool {
+    matches!(c,
+        '\u{061c}' | '\u{180e}' | '\u{200b}'..='\u{200f}' | '\u{2028}'..='\u{202e}'
+        | '\u{2060}'..='\u{206f}' | '\u{feff}' | '\u{fff9}'..='\u{fffb}')
+}
+
 extern "C" {
     /// C's `iswprint` (wctype.h; `wint_t` is an unsigned 32-bit integer on Linux), which the
     /// `libc` crate does not declare.
@@ -288,6 +324,17 @@ mod tests {
         assert_eq!(quote_bytes("é".as_bytes(), false), "''$'\\303\\251'");
         assert_eq!(quote_bytes("é'".as_bytes(), false), "''$'\\303\\251'\\'''");
         assert_eq!(quote_bytes("é'".as_bytes(), true), "\"é'\"");
+    }
+
+    #[test]
+    fn visible_names_hold_no_control_byte_and_no_bidi_control() {
+        let shown = visible(b"a\x1b]0;pwned\x07b\nc\xff\x7f");
+        assert_eq!(shown, "a\\033]0;pwned\\ab\\nc\\377\\177");
+        assert!(!shown.chars().any(|c| c.is_control()));
+        // U+202E RIGHT-TO-LEFT OVERRIDE, U+200B ZERO WIDTH SPACE: escaped in any locale.
+        let shown = visible("x\u{202e}y\u{200b}z".as_bytes());
+        assert_eq!(shown, "x\\342\\200\\256y\\342\\200\\213z");
+        assert_eq!(visible(b"plain name.txt"), "plain name.txt");
     }
 
     #[test]

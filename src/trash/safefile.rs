@@ -214,6 +214,32 @@ pub fn read_path(path: &std::path::Path, want: &Expect<'_>) -> Result<Vec<u8>, B
     read_checked(&dir, &name, want)
 }
 
+/// `name` in `dir`, opened to read as a stream, if it is a regular file of at most `max`
+/// bytes, whoever owns it (for what is only shown, never acted on: `browse --import`); never
+/// through a symlink, and nothing else is ever opened (a FIFO, a device).
+pub fn open_to_read(dir: impl AsFd, name: &CStr, max: u64) -> Result<std::fs::File, Bad> {
+    let st = |fd: &OwnedFd| rustix::fs::fstat(fd).map_err(Bad::Os);
+    let path_fd = match openat(
+        dir,
+        name,
+        OFlags::PATH | OFlags::NOFOLLOW | OFlags::CLOEXEC,
+        Mode::empty(),
+    ) {
+        Ok(fd) => fd,
+        Err(Errno::NOENT) => return Err(Bad::Missing),
+        Err(e) => return Err(Bad::Os(e)),
+    };
+    let t = FileType::from_raw_mode(st(&path_fd)?.st_mode);
+    if t != FileType::RegularFile {
+        return Err(Bad::NotRegular(type_name(t)));
+    }
+    let size = st(&path_fd)?.st_size as u64;
+    if size > max {
+        return Err(Bad::Larger { size, max });
+    }
+    Ok(std::fs::File::from(reopen(&path_fd, OFlags::RDONLY)?))
+}
+
 /// Reads the inode `path_fd` refers to (opened again `O_NONBLOCK`), at most `max` bytes.
 fn read_bounded(path_fd: &OwnedFd, max: u64) -> Result<Vec<u8>, Bad> {
     let fd = reopen(path_fd, OFlags::RDONLY)?;

@@ -10,8 +10,10 @@
 pub mod estimate;
 pub mod export;
 pub mod histogram;
+pub mod import;
 pub mod report;
 pub mod tally;
+pub mod tree;
 pub mod walk;
 
 use std::ffi::{CString, OsStr};
@@ -118,6 +120,7 @@ pub fn run(o: &Options, events: &dyn Events) -> Scanned {
         exclude: crate::engine::glob::exclude::Exclude::new(&o.exclude),
         fd_budget: crate::sys::limits::fd_budget(256, nofile, threads),
         pack: Some(o.pack),
+        tree: None,
     };
     let live = Live::default();
     let done = AtomicBool::new(false);
@@ -340,9 +343,57 @@ fn top(list: Vec<walk::TopDir>) -> Vec<TopEntry> {
         .collect()
 }
 
+/// How `reclaim browse` walks a directory into its tree.
+#[derive(Clone, Debug)]
+pub struct TreeOptions {
+    /// Workers (`None`: as the directory's file system profile says).
+    pub threads: Option<u16>,
+    pub cross_mounts: bool,
+    /// Files smaller than this count as small (pack candidates).
+    pub small: u64,
+    /// What makes a subtree a pack candidate.
+    pub pack: crate::engine::pack::candidates::Rule,
+}
+
+/// `reclaim browse`: walks the directory `start` (opened by `resolve`, or reached again and
+/// checked by the caller) into `tree` at entry `at` (the root, or a directory being scanned
+/// again), as `reclaim scan`'s walk does, filling `live` as it goes; each failure goes to
+/// `on_error` as it happens. The tree's totals are exact when it returns.
+pub fn into_tree(
+    start: Start,
+    tree: &std::sync::Arc<tree::Tree>,
+    at: u32,
+    o: &TreeOptions,
+    live: &Live,
+    on_error: &(dyn Fn(&ScanError) + Sync),
+) -> walk::Outcome {
+    let threads = match (o.threads, &start) {
+        (Some(n), _) => usize::from(n),
+        (None, Start::Dir { fd, .. }) => crate::engine::profile::Profile::detect(fd).workers,
+        (None, Start::Entry { .. }) => 1,
+    };
+    let nofile = crate::sys::limits::raise_nofile();
+    let opts = walk::Options {
+        threads,
+        cross_mounts: o.cross_mounts,
+        small: o.small,
+        top: 0,
+        exclude: crate::engine::glob::exclude::Exclude::new(&[]),
+        fd_budget: crate::sys::limits::fd_budget(256, nofile, threads),
+        pack: Some(o.pack),
+        tree: Some(walk::Feed {
+            tree: tree.clone(),
+            roots: vec![at],
+        }),
+    };
+    let out = walk::scan(vec![start], &opts, live, on_error, &|_| {}, None, None);
+    tree.walked(at);
+    out
+}
+
 /// Opens a PATH: a directory with `O_DIRECTORY|O_NOFOLLOW` (a trailing slash makes the kernel
 /// resolve a symlink first, as the user asked), anything else as the one entry it is.
-fn resolve(arg: &OsStr) -> Result<Start, ScanError> {
+pub fn resolve(arg: &OsStr) -> Result<Start, ScanError> {
     let display = PathBuf::from(arg);
     let fail = |doing: &'static str, reason: String| ScanError {
         path: display.clone(),

@@ -44,6 +44,15 @@ pub struct Options {
     pub fd_budget: usize,
     /// Which subtrees are pack candidates (`None`: none looked for).
     pub pack: Option<crate::engine::pack::candidates::Rule>,
+    /// `reclaim browse`: the tree to fill as the walk goes (`None`: sums only).
+    pub tree: Option<Feed>,
+}
+
+/// The tree a walk fills (`tree.rs`), and the entry there of each `Start`, in order.
+#[derive(Clone, Debug)]
+pub struct Feed {
+    pub tree: Arc<super::tree::Tree>,
+    pub roots: Vec<u32>,
 }
 
 /// One PATH to scan, opened and checked by the caller.
@@ -642,9 +651,15 @@ pub struct DirCounts {
     pack: crate::engine::pack::candidates::Sums,
     /// Its record in `--export`'s tree (from when it is opened until it is finished).
     export: Mutex<Option<DirRecord>>,
+    /// Its entry in `Options::tree`, once opened.
+    tree: std::sync::OnceLock<u32>,
 }
 
 impl DirCounts {
+    fn tree_index(&self) -> u32 {
+        self.tree.get().copied().unwrap_or(super::tree::NONE)
+    }
+
     fn add_tree(&self, allocated: u64, files: u64) {
         self.tree_allocated.fetch_add(allocated, Ordering::Relaxed);
         self.tree_files.fetch_add(files, Ordering::Relaxed);
@@ -733,8 +748,9 @@ impl Scanner<'_> {
             || (Some(st.mnt_id) == root.mnt_id() && st.ident.dev == root.expect.dev)
     }
 
-    /// Counts one non-directory; returns the bytes it added (0 for a further hard link).
-    fn count_entry(&self, tally: &mut Tally, root: usize, st: &Facts) -> u64 {
+    /// Counts one non-directory; returns the bytes it added (`None` for a further hard link
+    /// of an inode counted already).
+    fn count_entry(&self, tally: &mut Tally, root: usize, st: &Facts) -> Option<u64> {
         let first_link = st.nlink <= 1
             || self
                 .seen
@@ -756,7 +772,7 @@ impl Scanner<'_> {
             _ => c.other += 1,
         }
         if !first_link {
-            return 0;
+            return None;
         }
         if st.nlink > 1 && self.shared {
             let fs = self
@@ -778,7 +794,7 @@ impl Scanner<'_> {
         if st.file_type == FileType::RegularFile {
             tally.histogram.add(st.size, st.allocated);
         }
-        st.allocated
+        Some(st.allocated)
     }
 }
 
@@ -818,6 +834,15 @@ impl Visitor for Scanner<'_> {
             };
             *node.data.export.lock().expect("export lock") = Some(rec);
         }
+        if let Some(feed) = &self.opts.tree {
+            let at = match node.parent() {
+                Some(p) => feed
+                    .tree
+                    .dir(p.data.tree_index(), node.name().to_bytes(), facts),
+                None => feed.roots[node.root.index],
+            };
+            let _ = node.data.tree.set(at);
+        }
         w.count_dir(node.root.index, facts.allocated, facts.size);
         node.data.add_tree(facts.allocated, 0);
         self.live.dirs.fetch_add(1, Ordering::Relaxed);
@@ -841,7 +866,9 @@ impl Visitor for Scanner<'_> {
             NotOpened::NotDir => match dirfd::lstat_at(parent, node.name()) {
                 Ok(st) if st.file_type != FileType::Directory => {
                     if self.same_mount(root, &st) {
-                        let allocated = self.count_entry(w, root.index, &st);
+                        let counted = self.count_entry(w, root.index, &st);
+                        self.tree_entry(node.parent(), node.name(), &st, counted.is_some(), 0);
+                        let allocated = counted.unwrap_or(0);
                         if let (Some(p), Some(_)) = (node.parent(), self.export) {
                             let mut buf = Vec::new();
                             let dev = p.ident().map_or(st.ident.dev, |i| i.dev);
@@ -863,6 +890,18 @@ impl Visitor for Scanner<'_> {
                 Err(e) => self.fail(path, "cannot stat", text(e)),
             },
             NotOpened::OtherMount => {
+                if self.opts.tree.is_some() {
+                    if let Ok(st) = dirfd::lstat_at(parent, node.name()) {
+                        // Same mount, another device: a btrfs subvolume.
+                        let subvolume = root.mnt_id() == Some(st.mnt_id) && st.mnt_id != 0;
+                        let f = if subvolume {
+                            super::tree::flag::SUBVOLUME
+                        } else {
+                            super::tree::flag::MOUNT
+                        };
+                        self.tree_entry(node.parent(), node.name(), &st, false, f);
+                    }
+                }
                 if let (Some(p), Some(_)) = (node.parent(), self.export) {
                     let mut buf = Vec::new();
                     super::export::excluded(&mut buf, node.name(), "othfs");
@@ -883,6 +922,8 @@ impl Visitor for Scanner<'_> {
                 }
                 Ok(st) => {
                     w.count_dir(root.index, st.allocated, st.size);
+                    let unreadable = super::tree::flag::UNREADABLE;
+                    self.tree_entry(node.parent(), node.name(), &st, true, unreadable);
                     if let Some(p) = node.parent() {
                         let dev = p.ident().map(|i| i.dev);
                         self.export_record(p, |rec| {
@@ -920,6 +961,7 @@ impl Visitor for Scanner<'_> {
     }
 
     fn list_failed(&self, node: &Arc<SNode>, e: Errno) {
+        self.tree_mark(node, super::tree::flag::ERROR);
         self.export_record(node, DirRecord::set_read_error);
         self.fail(node.path(), "cannot read directory", text(e));
     }
@@ -931,6 +973,7 @@ impl Visitor for Scanner<'_> {
     }
 
     fn lost(&self, path: PathBuf, why: Lost, node: &Arc<SNode>) {
+        self.tree_mark(node, super::tree::flag::ERROR);
         self.export_record(node, DirRecord::set_read_error);
         let reason = match why {
             Lost::Os(e) => text(e),
@@ -955,6 +998,7 @@ impl Visitor for Scanner<'_> {
         let (mut apparent, mut newest) = (0u64, i64::MIN);
         let atime = self.opts.pack.is_some_and(|r| r.atime);
         let mut export = Vec::new();
+        let mut batch = super::tree::Batch::default();
         let dir_dev = node.ident().map_or(0, |i| i.dev);
         for name in names.iter() {
             if self.excluded(node, name, false) {
@@ -981,6 +1025,9 @@ impl Visitor for Scanner<'_> {
                     if self.export.is_some() {
                         super::export::excluded(&mut export, name, "othfs");
                     }
+                    if self.opts.tree.is_some() {
+                        batch.push(name.to_bytes(), &st, false, super::tree::flag::MOUNT);
+                    }
                     self.skip_mount(node.child_path(name))
                 }
                 Ok(st) => {
@@ -996,7 +1043,11 @@ impl Visitor for Scanner<'_> {
                         }
                     }
                     newest = newest.max(if atime { st.atime } else { st.mtime });
-                    let added = self.count_entry(w, root.index, &st);
+                    let counted = self.count_entry(w, root.index, &st);
+                    if self.opts.tree.is_some() {
+                        batch.push(name.to_bytes(), &st, counted.is_some(), 0);
+                    }
+                    let added = counted.unwrap_or(0);
                     allocated += added;
                     if st.file_type == FileType::RegularFile {
                         w.large.offer(added, st.ident.ino, || {
@@ -1013,6 +1064,9 @@ impl Visitor for Scanner<'_> {
         node.data.add_tree(allocated, files);
         node.data.pack.add(small, apparent, newest);
         self.export_entries(node, &export);
+        if let Some(feed) = &self.opts.tree {
+            feed.tree.add(node.data.tree_index(), &batch);
+        }
         w.per_root[root.index].excluded += excluded;
         self.live.names.fetch_add(count, Ordering::Relaxed);
         self.live.allocated.fetch_add(allocated, Ordering::Relaxed);
@@ -1038,11 +1092,14 @@ impl Visitor for Scanner<'_> {
                 }
             }
         }
-        if self
+        let candidate = self
             .opts
             .pack
-            .is_some_and(|r| r.takes(tree_files, &node.data.pack))
-        {
+            .is_some_and(|r| r.takes(tree_files, &node.data.pack));
+        if let Some(feed) = &self.opts.tree {
+            feed.tree.finished(node.data.tree_index(), candidate);
+        }
+        if candidate {
             node.data.pack.taken.store(true, Ordering::Relaxed);
             self.candidates
                 .lock()
@@ -1078,6 +1135,30 @@ impl Visitor for Scanner<'_> {
 }
 
 impl Scanner<'_> {
+    /// `Options::tree`: adds the entry `name` of `parent` (one not walked: a file, a mount
+    /// point, an unreadable directory) with `flags`; `counted`: its bytes count.
+    fn tree_entry(
+        &self,
+        parent: Option<&Arc<SNode>>,
+        name: &CStr,
+        st: &Facts,
+        counted: bool,
+        flags: u16,
+    ) {
+        if let (Some(feed), Some(p)) = (&self.opts.tree, parent) {
+            let mut batch = super::tree::Batch::default();
+            batch.push(name.to_bytes(), st, counted, flags);
+            feed.tree.add(p.data.tree_index(), &batch);
+        }
+    }
+
+    /// `Options::tree`: marks `node`'s entry with `flags`.
+    fn tree_mark(&self, node: &SNode, flags: u16) {
+        if let Some(feed) = &self.opts.tree {
+            feed.tree.mark(node.data.tree_index(), flags);
+        }
+    }
+
     /// `--export`: spills `bytes` (entries of `node`) and notes where they lie in its record.
     fn export_entries(&self, node: &SNode, bytes: &[u8]) {
         let Some(x) = self.export else { return };
