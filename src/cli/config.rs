@@ -349,6 +349,25 @@ impl Config {
         a.min_free = a.min_free.or_else(|| self.min_free());
     }
 
+    /// Fills `reclaim browse`'s open pacing flags from `[rm]`; its grace window (the flag,
+    /// else `[rm] grace`, else 10 minutes) and free-space floor (`min_free`, else the default).
+    pub fn apply_browse(
+        &self,
+        a: &mut crate::cli::args::BrowseArgs,
+    ) -> (std::time::Duration, crate::sys::space::Floor) {
+        apply_pace(&self.rm, &mut a.pace);
+        let grace = a
+            .grace
+            .or_else(|| {
+                self.rm
+                    .grace
+                    .as_deref()
+                    .and_then(|g| crate::cli::units::parse_duration(g).ok())
+            })
+            .unwrap_or(std::time::Duration::from_secs(600));
+        (grace, self.min_free().unwrap_or_default())
+    }
+
     /// Fills `reclaim reap`'s open flags from `[reap]`.
     pub fn apply_reap(&self, a: &mut ReapArgs) {
         a.min_free = a.min_free.or_else(|| self.min_free());

@@ -109,6 +109,10 @@ pub fn parse(args: Vec<OsString>) -> Result<Invocation, Error> {
             Command::Prune(Box::new(prune(a, pattern)))
         }
         args::Command::Scan(a) => Command::Scan(scan(a)),
+        args::Command::Browse(mut a) => {
+            let (grace, floor) = config.apply_browse(&mut a);
+            Command::Browse(Box::new(browse(a, grace, floor)))
+        }
         args::Command::Bench(a) => Command::Bench(cmd::bench::Options {
             quick: a.quick,
             dir: a.dir,
@@ -316,6 +320,27 @@ fn scan(a: ScanArgs) -> cmd::scan::Options {
         },
         json: a.json,
         mpi: a.mpi,
+    }
+}
+
+fn browse(
+    a: args::BrowseArgs,
+    grace: std::time::Duration,
+    floor: crate::sys::space::Floor,
+) -> cmd::browse::Options {
+    cmd::browse::Options {
+        path: a.path,
+        import: a.import,
+        grace,
+        floor,
+        pace: EntryPacing::from(&a.pace),
+        scan: crate::engine::scan::TreeOptions {
+            threads: a.threads,
+            cross_mounts: a.cross_mounts,
+            small: a.small,
+            pack: crate::engine::pack::candidates::Rule::new(a.pack_age, false, a.pack_min_files),
+        },
+        parse_age: |text| units::parse_duration(text).map_err(|e| e.to_string()),
     }
 }
 

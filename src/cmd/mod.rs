@@ -3,6 +3,7 @@
 //! library and reports what it returned.
 
 pub mod bench;
+pub mod browse;
 pub mod completions;
 pub mod gnu;
 pub mod man;
@@ -39,6 +40,7 @@ pub enum Command {
     Reap(reap::Options),
     Prune(Box<prune::Options>),
     Scan(scan::Options),
+    Browse(Box<browse::Options>),
     Bench(bench::Options),
     Pack(Box<pack::Options>),
     Unpack(pack::UnpackOptions),
@@ -101,6 +103,7 @@ pub fn run(inv: Invocation) -> ExitCode {
         Command::Reap(o) => reap::run(&o),
         Command::Prune(o) => prune::run(&o),
         Command::Scan(o) => scan::run(&o),
+        Command::Browse(o) => browse::run(&o),
         Command::Bench(o) => bench::run(&o),
         Command::Pack(o) => pack::run(&o),
         Command::Unpack(o) => pack::run_unpack(&o),

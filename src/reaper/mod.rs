@@ -12,6 +12,7 @@
 //! meanwhile goes to its caller as `Progress`, and it never prints (`cmd::reap` reports).
 
 pub mod background;
+pub mod browse;
 pub mod failure;
 pub mod metrics;
 pub mod pressure;

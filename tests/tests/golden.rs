@@ -19,7 +19,7 @@ fn golden_dir() -> PathBuf {
 }
 
 /// Compares `text` with the golden file `rel`, or writes it there with `RECLAIM_BLESS=1`.
-fn golden(rel: &str, text: &str) {
+pub(crate) fn golden(rel: &str, text: &str) {
     let path = golden_dir().join(rel);
     if std::env::var_os("RECLAIM_BLESS").is_some_and(|v| v == "1") {
         std::fs::create_dir_all(path.parent().unwrap()).unwrap();
@@ -45,6 +45,7 @@ fn every_help_is_golden() {
         &["reap"],
         &["prune"],
         &["scan"],
+        &["browse"],
         &["pack"],
         &["unpack"],
         &["bench"],
