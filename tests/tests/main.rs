@@ -12,6 +12,7 @@
 //! read-only.
 
 mod adversary;
+mod browse;
 mod btrfs;
 mod concurrency;
 mod crash;
@@ -44,4 +45,5 @@ mod spinning;
 mod trash;
 mod trash_edges;
 mod tree_pacing;
+mod tty;
 mod util;

@@ -290,11 +290,16 @@ impl Reader {
     }
 
     fn expect(&mut self, want: u8) -> Parse<()> {
-        match self.next_token()? {
-            b if b == want => Ok(()),
-            b'[' | b'{' | b']' | b'}' | b',' | b':' | b'"' => Err("unexpected punctuation"),
-            _ => Err("unexpected value"),
+        if self.next_token()? == want {
+            return Ok(());
         }
+        Err(match want {
+            b'[' => "expected '['",
+            b'{' => "expected '{'",
+            b',' => "expected ','",
+            b':' => "expected ':'",
+            _ => "unexpected punctuation",
+        })
     }
 
     /// An integer (signed), as a string of digits; fractions are refused.

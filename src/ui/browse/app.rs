@@ -176,11 +176,23 @@ impl App {
         self.scan.as_mut().is_some_and(|s| s.running())
     }
 
-    /// Lists the directory again if what it shows may have changed: another directory or
-    /// order, or a changed tree (at most 4 times a second, once a second for big ones).
-    pub fn refresh(&mut self, force: bool) {
-        let generation = self.tree.generation();
-        let stale = match &self.listed {
+    /// Lists the directory again the moment the scan ends (its totals are final then);
+    /// whether it just ended.
+    pub fn poll_scan(&mut self) -> bool {
+        let ended = self
+            .scan
+            .as_mut()
+            .is_some_and(|s| s.took.is_none() && !s.running());
+        if ended {
+            self.refresh(true);
+        }
+        ended
+    }
+
+    /// Whether the listing may no longer show the directory as it is: another directory or
+    /// order, or a changed tree (then at most 4 times a second, once a second for big ones).
+    pub fn stale(&self) -> bool {
+        match &self.listed {
             None => true,
             Some((at, g, dir, q)) => {
                 let every = if self.rows.len() > 50_000 {
@@ -193,10 +205,15 @@ impl App {
                     || q.descending != self.query.descending
                     || q.name != self.query.name
                     || q.older_than != self.query.older_than
-                    || (*g != generation && at.elapsed() >= every)
+                    || (*g != self.tree.generation() && at.elapsed() >= every)
             }
-        };
-        if !(stale || force) {
+        }
+    }
+
+    /// Lists the directory again if it is stale (or `force`).
+    pub fn refresh(&mut self, force: bool) {
+        let generation = self.tree.generation();
+        if !(force || self.stale()) {
             return;
         }
         self.rows = self.tree.list(self.dir, &self.query);

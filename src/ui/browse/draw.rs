@@ -60,6 +60,7 @@ pub fn draw(f: &mut Frame, app: &mut App) {
         );
         return;
     }
+    app.poll_scan();
     let w = area.width as usize;
     let row = |y: u16| Rect::new(area.x, area.y + y, area.width, 1);
     let reverse = Style::default().add_modifier(Modifier::REVERSED);
@@ -124,7 +125,7 @@ pub fn draw(f: &mut Frame, app: &mut App) {
 
     // Status bar.
     f.render_widget(
-        Paragraph::new(status(app, &dir)).style(reverse),
+        Paragraph::new(status(app, &dir, w)).style(reverse),
         row(area.height - 1),
     );
 
@@ -393,45 +394,50 @@ fn activity(app: &App) -> Line<'static> {
     }
 }
 
-fn status(app: &App, dir: &Info) -> String {
-    let mut s = format!(
-        " Total disk usage: {}  Apparent size: {}  Items: {}",
-        bytes(dir.disk),
-        bytes(dir.apparent),
-        group(dir.items)
-    );
+/// The status bar: the directory's totals, the file system's free space, what this view's
+/// deletions leave in the trash, the reaper; in short words when the full ones do not fit
+/// in `w` cells.
+fn status(app: &App, dir: &Info, w: usize) -> String {
     let space = app
         .watch
         .as_ref()
-        .and_then(|w| w.space.lock().unwrap_or_else(|e| e.into_inner()).clone());
+        .and_then(|wt| wt.space.lock().unwrap_or_else(|e| e.into_inner()).clone());
+    let (disk, apparent, items) = (bytes(dir.disk), bytes(dir.apparent), group(dir.items));
+    let mut long = format!(" Total disk usage: {disk}  Apparent size: {apparent}  Items: {items}");
+    let mut short = format!(" {disk} ({apparent} apparent), {items} items");
     if let Some(sp) = space {
         if sp.total > 0 {
-            s.push_str(&format!(
-                " | free {} of {}",
-                bytes(sp.free),
-                bytes(sp.total)
-            ));
+            let free = bytes(sp.free);
+            long.push_str(&format!(" | free {free} of {}", bytes(sp.total)));
+            short.push_str(&format!(" | free {free}"));
         }
         if sp.pending_entries > 0 {
-            s.push_str(&format!(
-                " | trash: {} ({}), {} restorable",
+            let pending = bytes(sp.pending_bytes);
+            long.push_str(&format!(
+                " | trash: {} ({pending}), {} restorable",
                 plural(sp.pending_entries, "entry", "entries"),
-                bytes(sp.pending_bytes),
                 group(sp.restorable)
+            ));
+            short.push_str(&format!(
+                " | trash: {} ({pending})",
+                group(sp.pending_entries)
             ));
         }
         if let Some((state, rate)) = &sp.reaper {
-            if rate > &0.0 {
-                s.push_str(&format!(
-                    " | reaper {state} {}",
-                    crate::sys::format::rate(*rate)
-                ));
+            let r = if *rate > 0.0 {
+                format!(" | reaper {state} {}", crate::sys::format::rate(*rate))
             } else {
-                s.push_str(&format!(" | reaper {state}"));
-            }
+                format!(" | reaper {state}")
+            };
+            long.push_str(&r);
+            short.push_str(&r);
         }
     }
-    s
+    if long.chars().count() <= w {
+        long
+    } else {
+        short
+    }
 }
 
 /// The dialog in front, if one is open.

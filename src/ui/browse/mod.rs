@@ -119,6 +119,9 @@ fn event_loop(
             return Ok(Some(sig));
         }
         app.poll_job();
+        if app.poll_scan() {
+            drawn = None;
+        }
         // Redraw when something moved: the tree, the watch, or a quarter second passed while
         // a scan or an action runs (their counters).
         let generation = app.tree.generation();
@@ -133,6 +136,7 @@ fn event_loop(
                 g != generation && at.elapsed() >= Duration::from_millis(100)
                     || l != looks
                     || busy && at.elapsed() >= Duration::from_millis(250)
+                    || app.stale()
             }
         };
         if due {
