@@ -22,11 +22,33 @@ const STAMP: &str = "@1577934240";
 /// only below the scratch directory, no detached reaper (the trash stays as the view left
 /// it), UTC, a UTF-8 locale.
 fn browse(s: &Scratch, cwd: &str, args: &[&OsStr], cols: u16, rows: u16) -> Tty {
+    browse_as(s, None, cwd, args, cols, rows)
+}
+
+/// `browse`, as `uid` (and gid `uid`, no other groups) when given.
+fn browse_as(
+    s: &Scratch,
+    uid: Option<u32>,
+    cwd: &str,
+    args: &[&OsStr],
+    cols: u16,
+    rows: u16,
+) -> Tty {
     let dir = s.path(cwd);
     let mut all: Vec<&OsStr> = vec![OsStr::new("browse")];
     all.extend_from_slice(args);
     s.check_args(&dir, &all);
-    let mut c = Command::new(util::reclaim_bin());
+    let mut c = match uid {
+        None => Command::new(util::reclaim_bin()),
+        Some(u) => {
+            let mut c = Command::new("setpriv");
+            c.arg(format!("--reuid={u}"))
+                .arg(format!("--regid={u}"))
+                .args(["--clear-groups", "--"])
+                .arg(util::reclaim_bin());
+            c
+        }
+    };
     c.args(&all)
         .current_dir(&dir)
         .env("RECLAIM_CONFIG", "")
@@ -649,4 +671,38 @@ fn pack_packs_a_directory_with_reclaims_pack() {
         .unwrap();
     util::assert_success(&o);
     util::assert_same("the unpacked tree", &before, &s.snapshot("top/back"));
+}
+
+#[test]
+fn unreadable_directories_are_marked_and_so_are_the_directories_above() {
+    util::require_root!();
+    use std::os::unix::fs::PermissionsExt;
+    const USER: u32 = 61001;
+    let s = scratch!();
+    fs::set_permissions(s.root(), fs::Permissions::from_mode(0o755)).unwrap();
+    s.file("top/deep/secret/inside", vec![1u8; 30_000]);
+    s.file("top/open/f", b"f");
+    // Root's, closed to others: the user lists top and deep, never secret.
+    std::os::unix::fs::chown(s.path("top"), Some(USER), Some(USER)).unwrap();
+    std::os::unix::fs::chown(s.path("top/open"), Some(USER), Some(USER)).unwrap();
+    std::os::unix::fs::chown(s.path("top/open/f"), Some(USER), Some(USER)).unwrap();
+    fs::set_permissions(s.path("top/deep/secret"), fs::Permissions::from_mode(0o700)).unwrap();
+    let mut t = browse_as(&s, Some(USER), ".", &[os("top")], 100, 24);
+    let screen = scanned(&t);
+    assert!(screen.contains("1 unreadable"), "{screen}");
+    let deep = screen
+        .lines()
+        .find(|l| l.ends_with("/deep"))
+        .unwrap_or_else(|| panic!("{screen}"));
+    assert!(deep.starts_with(" ."), "{deep}");
+    let open = screen.lines().find(|l| l.ends_with("/open")).unwrap();
+    assert!(open.starts_with("  "), "{open}");
+    t.send(b"\r");
+    let inside = t.wait_text("--- top/deep ---");
+    let secret = inside
+        .lines()
+        .find(|l| l.ends_with("/secret"))
+        .unwrap_or_else(|| panic!("{inside}"));
+    assert!(secret.starts_with(" !"), "{secret}");
+    quit(t);
 }
