@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
-"""Renders what a terminal showed into a PNG: a typescript written by script(1) is fed to
-pyte (a VT100 emulator) and the screen is drawn with a monospace font. With --upto TEXT, the
+"""Renders what a terminal showed into a PNG: a typescript written by script(1) (or the raw
+bytes a program wrote, bench/browse_tty.py --raw) is fed to pyte (a VT100 emulator) and the
+screen is drawn with a monospace font, in its colours and reverse video. With --upto TEXT, the
 screen is taken at the Nth occurrence of TEXT in the output (a frame in the middle of a
 progress bar), otherwise at the end.
 
@@ -57,13 +58,49 @@ def main():
     fallback = ImageFont.truetype(FALLBACK, 15)
     cw = font.getbbox("M")[2]
     ch = 20
-    img = Image.new("RGB", (cw * a.cols + 24, ch * a.rows + 24), (30, 30, 30))
+    img = Image.new("RGB", (cw * a.cols + 24, ch * a.rows + 24), BG)
     draw = ImageDraw.Draw(img)
-    for y, line in enumerate(screen.display):
-        for x, c in enumerate(line.rstrip()):
-            f = fallback if 0x2800 <= ord(c) <= 0x28FF else font
-            draw.text((12 + x * cw, 12 + y * ch), c, font=f, fill=(220, 220, 220))
+    for y in range(a.rows):
+        row = screen.buffer[y]
+        for x in range(a.cols):
+            cell = row[x]
+            fg, bg = colour(cell.fg, FG), colour(cell.bg, BG)
+            if cell.reverse:
+                fg, bg = bg, fg
+            if bg != BG:
+                draw.rectangle(
+                    (12 + x * cw, 12 + y * ch, 12 + (x + 1) * cw - 1, 12 + (y + 1) * ch - 1),
+                    fill=bg,
+                )
+            c = cell.data
+            if c.strip():
+                f = fallback if 0x2800 <= ord(c[0]) <= 0x28FF else font
+                draw.text((12 + x * cw, 12 + y * ch), c, font=f, fill=fg)
     img.save(a.png)
+
+
+FG, BG = (220, 220, 220), (30, 30, 30)
+# pyte's colour names (SGR 30-37, 90-97), as a dark terminal theme shows them.
+NAMED = {
+    "black": (30, 30, 30), "red": (205, 49, 49), "green": (13, 188, 121),
+    "yellow": (229, 229, 16), "blue": (36, 114, 200), "magenta": (188, 63, 188),
+    "cyan": (17, 168, 205), "white": (229, 229, 229), "brightblack": (102, 102, 102),
+    "brightred": (241, 76, 76), "brightgreen": (35, 209, 139), "brightyellow": (245, 245, 67),
+    "brightblue": (59, 142, 234), "brightmagenta": (214, 112, 214), "brightcyan": (41, 184, 219),
+    "brightwhite": (255, 255, 255),
+}
+
+
+def colour(name, default):
+    """A pyte cell colour (a name, six hex digits, or "default") as RGB."""
+    if name in NAMED:
+        return NAMED[name]
+    if isinstance(name, str) and len(name) == 6:
+        try:
+            return tuple(int(name[i : i + 2], 16) for i in (0, 2, 4))
+        except ValueError:
+            pass
+    return default
 
 
 if __name__ == "__main__":

@@ -34,6 +34,10 @@ const EMPTY_CHUNK: usize = 10_000;
 pub enum Unreached {
     #[error("it is no longer what was scanned (replaced or moved since)")]
     Changed,
+    #[error("it is another file system's mount point (unmount it first)")]
+    Mount,
+    #[error("it is reclaim's trash, or in it (what waits there is the reaper's: reclaim status, reclaim restore)")]
+    Trash,
     #[error("{}", errno_text(*.0))]
     Os(Errno),
 }
@@ -174,6 +178,24 @@ impl Actor {
         Ok((fd, now))
     }
 
+    /// Reaches entry `node` again to change it (`reach`): never a mount point of another file
+    /// system (a deletion there would empty that file system) nor a trash or anything in one.
+    fn reach_to_change(&self, node: u32) -> Result<(OwnedFd, CString, Facts), Unreached> {
+        let (fd, name, facts) = self.reach(node)?;
+        if self
+            .tree
+            .chain(node)
+            .iter()
+            .any(|step| crate::trash::is_trash_name(&step.name))
+        {
+            return Err(Unreached::Trash);
+        }
+        if dirfd::fstat(&fd).map_err(Unreached::Os)?.mnt_id != facts.mnt_id {
+            return Err(Unreached::Mount);
+        }
+        Ok((fd, name, facts))
+    }
+
     /// Reaches entry `node` again: its directory's fd, its name and its facts now, every step
     /// checked against the scan.
     pub fn reach(&self, node: u32) -> Result<(OwnedFd, CString, Facts), Unreached> {
@@ -224,7 +246,7 @@ impl Actor {
                 report.not_tried.push(n);
                 continue;
             }
-            match self.reach(n) {
+            match self.reach_to_change(n) {
                 Ok((fd, name, facts)) => {
                     let key = dirfd::fstat(&fd).map_or((0, 0), |f| (f.ident.dev, f.ident.ino));
                     match groups.iter_mut().find(|g| g.0 == key) {
@@ -245,6 +267,12 @@ impl Actor {
     /// Hides the entries of directory `node` (`e`): they go, it stays.
     pub fn empty(&self, node: u32, progress: &Progress) -> Report {
         let mut report = Report::default();
+        if node != tree::ROOT {
+            if let Err(e) = self.reach_to_change(node) {
+                report.failed.push((node, e.to_string()));
+                return report;
+            }
+        }
         let fd = match self.open_dir(node) {
             Ok((fd, _)) => Arc::new(fd),
             Err(e) => {
@@ -411,7 +439,7 @@ impl Actor {
                 report.not_tried.push(n);
                 continue;
             }
-            let (fd, name, facts) = match self.reach(n) {
+            let (fd, name, facts) = match self.reach_to_change(n) {
                 Ok(r) => r,
                 Err(e) => {
                     report.failed.push((n, e.to_string()));
@@ -442,7 +470,7 @@ impl Actor {
         node: u32,
         on: &(dyn Fn(crate::engine::pack::Event) + Sync),
     ) -> Result<(crate::engine::pack::Outcome, PathBuf), String> {
-        let (parent, name, facts) = self.reach(node).map_err(|e| e.to_string())?;
+        let (parent, name, facts) = self.reach_to_change(node).map_err(|e| e.to_string())?;
         if facts.file_type != rustix::fs::FileType::Directory {
             return Err(Unreached::Changed.to_string());
         }

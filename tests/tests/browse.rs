@@ -564,6 +564,10 @@ fn symlinks_are_never_followed_and_mounts_are_entered_only_when_asked() {
     t.wait_for("mnt selected", |_| {
         t.reversed_row(3).is_some_and(|r| r.contains("/mnt"))
     });
+    // Never deleted from here: that would empty another file system.
+    t.send(b"d");
+    t.wait_text("another file system's mount point (unmount it first): left out");
+    assert!(s.exists("vol/top/mnt/elsewhere"));
     t.send(b"\r");
     let ask = t.wait_text("Enter another file system?");
     assert!(ask.contains("another file system (a mount point)"), "{ask}");
@@ -705,4 +709,44 @@ fn unreadable_directories_are_marked_and_so_are_the_directories_above() {
         .unwrap_or_else(|| panic!("{inside}"));
     assert!(secret.starts_with(" !"), "{secret}");
     quit(t);
+}
+
+#[test]
+fn the_trash_is_never_deleted_or_emptied_from_the_view() {
+    let s = scratch!();
+    let (_settle, _v) = util::or_skip!(util::trash_vol(&s));
+    s.file("vol/old/big", vec![1u8; 300_000]);
+    let o = s
+        .rm(&["-r", "--background", "--grace", "1h", "vol/old"])
+        .env(util::NO_SPAWN, "1")
+        .output()
+        .unwrap();
+    util::assert_success(&o);
+    let trash = util::trash_dir(&s.path("vol"));
+    let held = s.snapshot("vol");
+    let mut t = browse(&s, ".", &[os("vol")], 100, 24);
+    let screen = scanned(&t);
+    let name = format!("/{}", trash.file_name().unwrap().to_str().unwrap());
+    let at = names(&screen)
+        .iter()
+        .position(|n| *n == name)
+        .unwrap_or_else(|| panic!("{screen}"));
+    t.send(&b"j".repeat(at));
+    t.wait_for("the trash selected", |_| {
+        t.reversed_row(3).is_some_and(|r| r.contains(&name))
+    });
+    t.send(b"dy");
+    let note = t.wait_text("Not done:");
+    assert!(note.contains("it is reclaim's trash"), "{note}");
+    t.send(b"x");
+    t.wait_for("the note closed", |s| !s.contains("Not done:"));
+    t.send(b"e");
+    t.wait_text("Empty this directory?");
+    t.send(b"y");
+    let note = t.wait_text("Not done:");
+    assert!(note.contains("it is reclaim's trash"), "{note}");
+    util::assert_same("the trash", &held, &s.snapshot("vol"));
+    t.send(b"x");
+    t.send(b"q");
+    assert_eq!(t.wait_exit().code(), Some(1));
 }

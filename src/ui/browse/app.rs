@@ -519,7 +519,20 @@ impl App {
         if self.cannot_act('d') {
             return;
         }
-        let targets = self.targets();
+        let mut targets = self.targets();
+        // Another file system's mount point is never deleted from here (that would empty it).
+        let mounts = targets.iter().filter(|i| i.has(flag::MOUNT)).count();
+        targets.retain(|i| !i.has(flag::MOUNT));
+        if mounts > 0 {
+            self.say(format!(
+                "d: {} another file system's mount point (unmount it first): left out",
+                if mounts == 1 {
+                    "one is".to_string()
+                } else {
+                    format!("{mounts} are")
+                }
+            ));
+        }
         if targets.is_empty() {
             return;
         }
