@@ -78,9 +78,9 @@ pub fn run(o: &Options) -> ExitCode {
     };
     let mut code = u8::from(ended.failed);
     if let Some(what) = &ended.unfinished {
-        eprintln!(
-            "reclaim browse: stopped while {what}: what was done stays done, the rest is where it was"
-        );
+        say(&format!(
+            "stopped while {what}: what was done stays done, the rest is where it was"
+        ));
     }
     if !ended.pending.is_empty() {
         let until = ended
@@ -90,21 +90,27 @@ pub fn run(o: &Options) -> ExitCode {
             .reduce(f64::max)
             .map(|u| format!(" until {}", crate::sys::format::local_time(u)))
             .unwrap_or_default();
-        eprintln!(
-            "reclaim browse: {} deleted here wait in the trash, restorable{until} \
-             (`reclaim status` lists them, `reclaim restore ID` puts one back); the reaper \
-             frees them after that",
+        say(&format!(
+            "{} deleted here wait in the trash, restorable{until} (`reclaim status` lists \
+             them, `reclaim restore ID` puts one back); the reaper frees them after that",
             plural(ended.pending.len() as u64, "entry", "entries")
-        );
+        ));
     }
     if let Some(e) = &ended.import_error {
-        eprintln!("reclaim browse: {e}");
+        say(&e.to_string());
         code = 1;
     }
     match ended.signal {
         Some(sig) => super::stopped_by(sig),
         None => ExitCode::from(code),
     }
+}
+
+/// A line on stderr after the view: the terminal may be gone (SIGHUP), which is no reason to
+/// panic.
+fn say(line: &str) {
+    use std::io::Write;
+    let _ = writeln!(std::io::stderr(), "reclaim browse: {line}");
 }
 
 /// Opens PATH for a scan: the tree's root, the actions' root fd, the walk's start.

@@ -11,6 +11,7 @@ pub mod estimate;
 pub mod export;
 pub mod histogram;
 pub mod import;
+mod partial;
 pub mod report;
 pub mod tally;
 pub mod tree;

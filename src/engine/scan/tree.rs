@@ -86,6 +86,16 @@ pub mod flag {
     pub const CANDIDATE: u16 = 1 << 9;
     /// Left out by the scan that wrote an import (`excluded`).
     pub const EXCLUDED: u16 = 1 << 10;
+
+    /// The mark of a directory not entered because it is on another device: a subvolume
+    /// when it is on the same mount (`same_mount`), else another file system.
+    pub fn other_device(same_mount: bool) -> u16 {
+        if same_mount {
+            SUBVOLUME
+        } else {
+            MOUNT
+        }
+    }
 }
 
 /// Sizes of a subtree: allocated and apparent bytes, entries below, the newest mtime.
@@ -396,25 +406,17 @@ impl Store {
         }
     }
 
-    /// Adds `s` to every ancestor from `from` up, stopping after a hidden one (inclusive).
-    fn climb_all(&mut self, from: u32, s: Sums) {
+    /// Adds `s` to (`add`), or takes it from, every ancestor from `from` up, stopping after a
+    /// hidden one (inclusive).
+    fn carry(&mut self, from: u32, s: Sums, add: bool) {
         let mut at = from;
         while at != NONE {
             let e = self.at_mut(at);
-            e.add(s);
-            if e.flags & flag::HIDDEN != 0 {
-                return;
+            if add {
+                e.add(s)
+            } else {
+                e.sub(s)
             }
-            at = e.parent;
-        }
-    }
-
-    /// Takes `s` from every ancestor from `from` up, stopping after a hidden one.
-    fn fall_all(&mut self, from: u32, s: Sums) {
-        let mut at = from;
-        while at != NONE {
-            let e = self.at_mut(at);
-            e.sub(s);
             if e.flags & flag::HIDDEN != 0 {
                 return;
             }
@@ -427,7 +429,7 @@ impl Store {
         for (at, s) in std::mem::take(&mut self.deferred) {
             let e = self.at(at);
             if e.flags & flag::HIDDEN == 0 {
-                self.climb_all(e.parent, s);
+                self.carry(e.parent, s, true);
             }
         }
     }
@@ -661,18 +663,16 @@ impl Tree {
                 continue;
             }
             let (share, parent) = (e.share(), e.parent);
-            s.fall_all(parent, share);
+            s.carry(parent, share, false);
             s.at_mut(i).flags |= flag::HIDDEN;
             // Its directory was just modified (an entry left it).
             let now = crate::sys::format::now_unix() as i64;
             if parent != NONE {
-                s.climb_all(
-                    parent,
-                    Sums {
-                        newest: now,
-                        ..Sums::default()
-                    },
-                );
+                let touched = Sums {
+                    newest: now,
+                    ..Sums::default()
+                };
+                s.carry(parent, touched, true);
             }
         }
         drop(s);
@@ -691,7 +691,7 @@ impl Tree {
             let parent = e.parent;
             s.at_mut(i).flags &= !flag::HIDDEN;
             let share = s.at(i).share();
-            s.climb_all(parent, share);
+            s.carry(parent, share, true);
         }
         drop(s);
         self.changed();
@@ -707,7 +707,7 @@ impl Tree {
             let e = s.at(i);
             if e.flags & flag::HIDDEN == 0 {
                 let share = e.share();
-                s.fall_all(dir, share);
+                s.carry(dir, share, false);
                 s.at_mut(i).flags |= flag::HIDDEN;
             }
         }
@@ -755,16 +755,18 @@ impl Tree {
             }
             return v;
         }
-        let key = |e: &Entry| -> i128 {
+        // 16 bytes a key while sorting (a directory of a million entries costs 16 MB then).
+        let size = |n: u64| i64::try_from(n).unwrap_or(i64::MAX);
+        let key = |e: &Entry| -> i64 {
             match q.sort {
-                SortBy::Disk => i128::from(e.disk),
-                SortBy::Apparent => i128::from(e.apparent),
-                SortBy::Items => i128::from(e.items),
-                SortBy::Modified => i128::from(e.mtime),
+                SortBy::Disk => size(e.disk),
+                SortBy::Apparent => size(e.apparent),
+                SortBy::Items => i64::from(e.items),
+                SortBy::Modified => e.mtime,
                 SortBy::Name => 0,
             }
         };
-        let mut v: Vec<(i128, u32)> = s
+        let mut v: Vec<(i64, u32)> = s
             .children(dir)
             .filter_map(|i| {
                 let e = s.at(i);
@@ -819,7 +821,7 @@ impl Tree {
         };
         let parent = e.parent;
         s.at_mut(i).flags &= !flag::UNCOUNTED;
-        s.climb_all(parent, own);
+        s.carry(parent, own, true);
         drop(s);
         self.changed();
     }

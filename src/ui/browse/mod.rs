@@ -4,6 +4,7 @@
 //! starts actions only after a confirmation naming what and how much, and every name is
 //! escaped before it reaches the terminal.
 
+mod act;
 pub mod app;
 pub mod draw;
 pub mod help;
