@@ -80,6 +80,7 @@ for v in FILES RUNS FANOUT PER_LEAF; do
 done
 [[ $FILES -ge 1 && $RUNS -ge 1 ]] || { echo "browse.sh: --files and --runs must be >= 1" >&2; exit 2; }
 
+T0=$(date +%s)
 PROGRESS_LOG=/dev/null
 [[ $EUID -eq 0 ]] || { echo "browse.sh: must run as root (loop device, mount, drop_caches)" >&2; exit 1; }
 
@@ -103,11 +104,12 @@ PROGRESS_LOG=$OUT/progress.log
 : >"$PROGRESS_LOG"
 
 # ---------------------------------------------------------------------------------------------
-# Methods: name -> how it runs. `tty:TEXT:CMD` runs CMD in a terminal until TEXT shows (the
-# scan is done there); anything else is a plain command, timed whole.
+# Methods: name -> how it runs. `tty|TEXT|CMD` runs CMD in a terminal until TEXT shows (the
+# scan is done there; METHOD_EXTRA: more conditions for the driver, {entries} the tree's entry
+# count); anything else is a plain command, timed whole.
 # ---------------------------------------------------------------------------------------------
 
-declare -A METHOD_CMD=() METHOD_NEEDS=()
+declare -A METHOD_CMD=() METHOD_NEEDS=() METHOD_EXTRA=()
 METHOD_ORDER=()
 def_method() { # name how [binary it needs]
     [[ -n ${METHOD_CMD[$1]+x} ]] || METHOD_ORDER+=("$1")
@@ -115,10 +117,13 @@ def_method() { # name how [binary it needs]
     METHOD_NEEDS[$1]=${3:-}
 }
 def_method reclaim-scan   '{reclaim} scan --no-estimate --json {dir}'
-def_method reclaim-browse 'tty:scanned :{reclaim} browse {dir}'
-def_method ncdu           'tty:Total disk usage::ncdu -x {dir}' ncdu
-def_method gdu            'tty:Total disk usage::gdu -x {dir}' gdu
-def_method dua            'tty:{dua_done}:{dua} interactive -x {dir}' dua
+def_method reclaim-browse 'tty|scanned |{reclaim} browse {dir}'
+def_method ncdu           'tty|Total disk usage:|ncdu -x {dir}' ncdu
+def_method gdu            'tty|Total disk usage:|gdu -x {dir}' gdu
+def_method dua            'tty|entries in |{dua} interactive -x {dir}' dua
+# dua shows `Processed N entries in Ts` while it scans too (with `-> scanning <-`), and at the
+# start with N = 0: done is the line without the marker and with every entry counted.
+METHOD_EXTRA[dua]='--not|-> scanning <-|--count|Processed ([0-9,]+) entries in|--at-least|{entries}'
 select_methods
 drop_method() {
     local m=$1 why=$2 keep=() x
@@ -234,13 +239,17 @@ measure() { # method run
     how=${how//\{dua\}/$(q "${DUA:-dua}")}
     how=${how//\{dir\}/$(q "$MNT/w")}
     drop_caches
-    if [[ $how == tty:* ]]; then
-        how=${how#tty:}
-        done=${how%%:*}
-        cmd=${how#*:}
-        [[ $done == '{dua_done}' ]] && done=$DUA_DONE
+    if [[ $how == 'tty|'* ]]; then
+        how=${how#tty|}
+        done=${how%%|*}
+        cmd=${how#*|}
+        local unless=() extra=${METHOD_EXTRA[$m]:-}
+        if [[ -n $extra ]]; then
+            extra=${extra//\{entries\}/$ENTRIES}
+            IFS='|' read -r -a unless <<<"$extra"
+        fi
         # shellcheck disable=SC2086
-        env RECLAIM_CONFIG= "$PY" "$DRIVER" --done "$done" --screen "$lf.screen" -- $cmd >"$lf.json" 2>"$lf.err" || ok=0
+        env RECLAIM_CONFIG= "$PY" "$DRIVER" --done "$done" "${unless[@]}" --screen "$lf.screen" -- $cmd >"$lf.json" 2>"$lf.err" || ok=0
         read -r first done_s hwm ok2 < <("$PY" -c 'import json,sys; v=json.load(open(sys.argv[1])); print(v["first_s"] or "-", v["done_s"] or "-", v["hwm_kib"] or "-", int(bool(v["ok"])))' "$lf.json" 2>/dev/null || echo "- - - 0")
         [[ $ok2 == 1 ]] || ok=0
     else
@@ -261,10 +270,6 @@ ensure_tools
 build
 make_scratch
 build_image
-# dua's interactive view says nothing when its scan ends but stops counting: its title shows
-# the entries it counted. Done = the total entries shown (with dua's thousands separators off).
-DUA_DONE="$ENTRIES"
-
 {
     printf 'date\t%s\n' "$(date -u '+%Y-%m-%d %H:%M:%S UTC')"
     printf 'kernel\t%s\n' "$(uname -r)"
@@ -297,10 +302,11 @@ if [[ $DELETE == 1 ]]; then
     mkdir -p "$MNT/top"
     mv -- "$MNT/w" "$MNT/top/w"
     drop_caches
-    env RECLAIM_CONFIG= RECLAIM_NO_SPAWN=1 "$PY" "$DRIVER" --done 'scanned ' --delete -- "$RECLAIM" browse "$MNT/top" >"$OUT/logs/delete.json" 2>"$OUT/logs/delete.err" || true
-    del=$("$PY" -c 'import json,sys; print(json.load(open(sys.argv[1]))["delete_s"])' "$OUT/logs/delete.json" 2>/dev/null || echo '-')
-    printf 'delete_s\t%s\n' "$del" >>"$OUT/meta.tsv"
-    log "reclaim browse: d + y on a directory of $FILES files: control back in ${del}s"
+    env RECLAIM_CONFIG= RECLAIM_NO_SPAWN=1 "$PY" "$DRIVER" --done 'scanned ' --delete --gone "$MNT/top/w" \
+        -- "$RECLAIM" browse "$MNT/top" >"$OUT/logs/delete.json" 2>"$OUT/logs/delete.err" || true
+    read -r del gone < <("$PY" -c 'import json,sys; v=json.load(open(sys.argv[1])); print(v.get("delete_s") or "-", v.get("gone_s") or "-")' "$OUT/logs/delete.json" 2>/dev/null || echo '- -')
+    printf 'delete_s\t%s\ngone_s\t%s\n' "$del" "$gone" >>"$OUT/meta.tsv"
+    log "reclaim browse: d + y on a directory of $FILES files: gone from its path in ${gone}s, the screen says so in ${del}s"
 fi
 printf 'load_end\t%s\n' "$(load1)" >>"$OUT/meta.tsv"
 
@@ -317,7 +323,6 @@ for r in rows:
             by[r["method"]][k].append(float(r[k]))
 med = lambda v: statistics.median(v) if v else None
 entries = int(meta["entries"])
-base = med(by["reclaim-scan"]["done_s"]) if "reclaim-scan" in by else None
 lines = [
     f"# reclaim browse benchmark ({meta['date']})",
     "",
@@ -326,7 +331,7 @@ lines = [
     f"load average {meta['load_start']} at the start, {meta['load_end']} at the end.",
     f"Versions: {meta['versions']}. Cold cache every run (drop_caches). Medians of {meta['runs']} runs.",
     "",
-    "| method | first frame s | scan done s | vs reclaim scan | peak RSS MiB | bytes per entry |",
+    "| method | first frame s | scan done s | ÷ reclaim scan (same run) | peak RSS MiB | bytes per entry |",
     "|---|---|---|---|---|---|",
 ]
 for m in [l.split("\t")[0] for l in open(f"{out}/methods.tsv")]:
@@ -334,13 +339,18 @@ for m in [l.split("\t")[0] for l in open(f"{out}/methods.tsv")]:
     if not v:
         continue
     f, d, h = med(v["first_s"]), med(v["done_s"]), med(v["hwm_kib"])
-    ratio = f"{d / base:.2f}x" if d and base else "-"
+    # The same run's ratio to reclaim scan, median over the runs.
+    scan_of = {r["run"]: float(r["done_s"]) for r in rows if r["method"] == "reclaim-scan"}
+    ratios = [float(r["done_s"]) / scan_of[r["run"]] for r in rows
+              if r["method"] == m and r["run"] in scan_of and r["done_s"] not in ("-", "")]
+    ratio = f"{med(ratios):.2f}x" if ratios else "-"
     lines.append(
         f"| {m} | {f'{f:.3f}' if f else '-'} | {f'{d:.2f}' if d else '-'} | {ratio} | "
         f"{f'{h / 1024:.1f}' if h else '-'} | {f'{h * 1024 / entries:.0f}' if h else '-'} |"
     )
 if "delete_s" in meta:
-    lines += ["", f"reclaim browse, d + y on the top directory ({meta['files']} files): control back in {meta['delete_s']} s."]
+    lines += ["", f"reclaim browse, d + y on the top directory ({meta['files']} files): gone from its path "
+              f"{meta.get('gone_s', '-')} s after y, the screen says so after {meta['delete_s']} s."]
 text = "\n".join(lines) + "\n"
 open(f"{out}/summary.md", "w").write(text)
 print(text)

@@ -353,7 +353,7 @@ impl App {
                         .filter(|(n, _)| results.iter().any(|(m, r)| m == n && r.is_err()))
                         .cloned()
                         .collect();
-                    if !left.is_empty() && ok > 0 {
+                    if !left.is_empty() {
                         self.undo.push(Deletion { hidden: left });
                     }
                     self.dialog = Dialog::Note {

@@ -144,7 +144,10 @@ fn event_loop(
             term.draw(|f| draw::draw(f, app))?;
             drawn = Some((Instant::now(), generation, looks));
         }
-        if event::poll(Duration::from_millis(50))? {
+        // While an action runs, its end is noticed within a few ms (a deletion's "done" is
+        // what the user waits for); otherwise keys are read as they come.
+        let wait = if app.job.is_some() { 5 } else { 50 };
+        if event::poll(Duration::from_millis(wait))? {
             match event::read()? {
                 Event::Key(k) if k.kind == KeyEventKind::Press => {
                     app.key(k);
