@@ -23,10 +23,7 @@ shopt -s inherit_errexit 2>/dev/null || true
 # shellcheck source=bench/lib.sh
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
-if [[ $EUID -eq 0 && -z ${RECLAIM_BENCH_NS:-} ]] && unshare --mount --propagation private true 2>/dev/null; then
-    export RECLAIM_BENCH_NS=$$
-    exec unshare --mount --propagation private -- bash "${BASH_SOURCE[0]}" "$@"
-fi
+private_mount_ns RECLAIM_BENCH_NS "$@"
 
 usage() {
     cat <<'EOF'
@@ -80,28 +77,13 @@ for v in FILES RUNS FANOUT PER_LEAF; do
 done
 [[ $FILES -ge 1 && $RUNS -ge 1 ]] || { echo "browse.sh: --files and --runs must be >= 1" >&2; exit 2; }
 
-T0=$(date +%s)
-PROGRESS_LOG=/dev/null
 [[ $EUID -eq 0 ]] || { echo "browse.sh: must run as root (loop device, mount, drop_caches)" >&2; exit 1; }
-
-REPO=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd -P)
-[[ -f $REPO/Cargo.toml && -d $REPO/bench ]] || die "cannot find the repository root from $0"
-TARGET_DIR=${CARGO_TARGET_DIR:-$REPO/target}
-[[ $TARGET_DIR == /* ]] || TARGET_DIR=$REPO/$TARGET_DIR
-RECLAIM=$TARGET_DIR/release/reclaim
-MKWORKLOAD=$TARGET_DIR/release/examples/mkworkload
-NPROC=$(nproc)
+bench_setup browse
 PEER_ROOT=${RECLAIM_BENCH_PEER_ROOT:-/opt/peers}
 # Debian's interpreter (python3-pyte is installed for it), not one a version manager put first.
 PY=/usr/bin/python3
 [[ -x $PY ]] || PY=$(command -v python3)
 DRIVER=$REPO/bench/browse_tty.py
-
-OUT=${OUT:-$REPO/bench/out/browse-$(date +%Y%m%d-%H%M%S)}
-mkdir -p "$OUT/logs"
-OUT=$(cd "$OUT" && pwd -P)
-PROGRESS_LOG=$OUT/progress.log
-: >"$PROGRESS_LOG"
 
 # ---------------------------------------------------------------------------------------------
 # Methods: name -> how it runs. `tty|TEXT|CMD` runs CMD in a terminal until TEXT shows (the
@@ -135,24 +117,17 @@ drop_method() {
 
 DUA=""
 ensure_tools() {
-    local want=() c
-    command -v ncdu >/dev/null || want+=(ncdu)
-    command -v gdu >/dev/null || want+=(gdu)
-    command -v mkfs.ext4 >/dev/null || want+=(e2fsprogs)
-    "$PY" -c 'import pyte' 2>/dev/null || want+=(python3-pyte)
-    if [[ ${#want[@]} -gt 0 && $NO_INSTALL == 0 ]] && command -v apt-get >/dev/null; then
-        log "installing ${want[*]} (apt-get)"
-        DEBIAN_FRONTEND=noninteractive apt-get update -qq >>"$OUT/logs/install.log" 2>&1 || true
-        DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${want[@]}" >>"$OUT/logs/install.log" 2>&1 ||
-            warn "apt-get install ${want[*]} failed (see logs/install.log)"
+    # shellcheck disable=SC2034 # read by install_missing
+    local -A pkg_of=([mkfs.ext4]=e2fsprogs [losetup]=mount)
+    # A peer that cannot be had is skipped (listed in skipped.tsv), not a reason to stop.
+    [[ $NO_INSTALL == 1 ]] || pkg_of+=([ncdu]=ncdu [gdu]=gdu)
+    install_missing pkg_of
+    if ! "$PY" -c 'import pyte' 2>/dev/null && [[ $NO_INSTALL == 0 ]]; then
+        log "installing python3-pyte"
+        DEBIAN_FRONTEND=noninteractive apt-get install -y -qq python3-pyte >>"$OUT/logs/install.log" 2>&1 || true
     fi
     "$PY" -c 'import pyte' 2>/dev/null || die "$PY cannot import pyte (Debian: python3-pyte)"
-    DUA=$(command -v dua 2>/dev/null || true)
-    [[ -n $DUA || ! -x $PEER_ROOT/bin/dua ]] || DUA=$PEER_ROOT/bin/dua
-    if [[ -z $DUA && $NO_INSTALL == 0 ]] && command -v cargo >/dev/null; then
-        log "installing dua: cargo install --locked dua-cli --root $PEER_ROOT"
-        cargo install --locked dua-cli --root "$PEER_ROOT" >>"$OUT/logs/install.log" 2>&1 && DUA=$PEER_ROOT/bin/dua
-    fi
+    find_dua
     for m in "${METHODS[@]}"; do
         case ${METHOD_NEEDS[$m]} in
             dua) [[ -n $DUA ]] || drop_method "$m" "dua not found" ;;
@@ -166,25 +141,14 @@ build() {
     if [[ $NO_BUILD == 1 ]]; then
         log "not building (--no-build)"
     else
-        log "building: cargo build --release --bin reclaim --example mkworkload (log: $OUT/logs/build.log)"
-        (cd "$REPO" && cargo build --release --bin reclaim --example mkworkload) >"$OUT/logs/build.log" 2>&1 ||
-            die "cargo build failed, see $OUT/logs/build.log"
+        cargo_release --bin reclaim --example mkworkload || die "cargo build failed, see $OUT/logs/build.log"
     fi
     [[ -x $RECLAIM && -x $MKWORKLOAD ]] || die "missing $RECLAIM or $MKWORKLOAD"
 }
 
-MARKER=.reclaim-bench-scratch
-SCRATCH="" TOKEN="" LOOP="" MNT=""
+SCRATCH="" LOOP="" MNT=""
 make_scratch() {
-    local base
-    base=$(realpath -e -- "$SCRATCH_BASE") || die "scratch base $SCRATCH_BASE does not exist"
-    case $base/ in
-        "$REPO"/* | /work/ | / | "${HOME:-/root}"/) die "refusing scratch base $base" ;;
-    esac
-    SCRATCH=$(mktemp -d "$base/reclaim-browsebench.XXXXXXXX")
-    SCRATCH=$(realpath -e -- "$SCRATCH")
-    TOKEN="reclaim-browsebench $$ $(date +%s%N) $RANDOM$RANDOM $SCRATCH"
-    printf '%s' "$TOKEN" >"$SCRATCH/$MARKER"
+    new_scratch reclaim-browsebench
     mkdir "$SCRATCH/mnt"
     MNT=$SCRATCH/mnt
 }
@@ -265,23 +229,17 @@ measure() { # method run
 }
 
 log "reclaim browse benchmark: files=$FILES runs=$RUNS out=$OUT"
-LOAD_START=$(load1)
+warn_if_busy
 ensure_tools
 build
 make_scratch
 build_image
 {
-    printf 'date\t%s\n' "$(date -u '+%Y-%m-%d %H:%M:%S UTC')"
-    printf 'kernel\t%s\n' "$(uname -r)"
-    printf 'cpus\t%s\n' "$NPROC"
-    printf 'cpu_model\t%s\n' "$(awk -F': ' '/^model name/ { print $2; exit }' /proc/cpuinfo)"
-    printf 'memory\t%s\n' "$(awk '/^MemTotal/ { printf "%.1f GiB", $2 / 1048576 }' /proc/meminfo)"
+    machine_meta
     printf 'command\t%s\n' "bash bench/browse.sh ${ORIG_ARGS[*]}"
     printf 'files\t%s\nentries\t%s\nruns\t%s\n' "$FILES" "$ENTRIES" "$RUNS"
     printf 'workload\tmkworkload %s\n' "$SPEC"
     printf 'image\t%s GiB sparse, %s; losetup --direct-io=on; mount -o ro,noatime\n' "$((IMG_BYTES >> 30))" "$MKFS_EXT4"
-    printf 'load_start\t%s\n' "$LOAD_START"
-    printf 'git\t%s\n' "$(git -C "$REPO" rev-parse --short HEAD 2>/dev/null || echo '?')"
     printf 'versions\t%s; %s; gdu %s; %s\n' "$("$RECLAIM" --version)" "$({ ncdu -v 2>/dev/null || echo 'ncdu -'; } | head -1)" \
         "$({ gdu --version 2>/dev/null || echo '-'; } | head -1 | awk '{ print $NF }')" "$({ "${DUA:-false}" --version 2>/dev/null || echo 'dua -'; } | head -1)"
 } >"$OUT/meta.tsv"

@@ -222,6 +222,17 @@ install_missing() { # ARRAY: installs with apt-get the packages of the commands 
         die "apt-get install failed, see $OUT/logs/install.log"
 }
 
+find_dua() { # DUA: dua on PATH, else PEER_ROOT/bin/dua, else installed there (cargo install)
+    # unless NO_INSTALL=1; empty when there is none.
+    DUA=$(command -v dua 2>/dev/null || true)
+    [[ -n $DUA || ! -x $PEER_ROOT/bin/dua ]] || DUA=$PEER_ROOT/bin/dua
+    if [[ -z $DUA && ${NO_INSTALL:-0} == 0 ]] && command -v cargo >/dev/null; then
+        log "installing dua: cargo install --locked dua-cli --root $PEER_ROOT"
+        if cargo install --locked dua-cli --root "$PEER_ROOT" >>"$OUT/logs/install.log" 2>&1; then
+            DUA=$PEER_ROOT/bin/dua
+        fi
+    fi
+}
 warn_if_busy() { # LOAD_START: the load average now; a warning when it is over half the CPUs
     LOAD_START=$(load1)
     if awk -v l="$LOAD_START" -v n="$(nproc)" 'BEGIN { exit !(l > n / 2) }'; then

@@ -143,15 +143,8 @@ ensure_tools() {
             warn "apt-get install ${want[*]} failed (see logs/install.log)"
     fi
     for c in mkfs.ext4 losetup du python3; do command -v "$c" >/dev/null || die "missing $c"; done
-    DUA=$(command -v dua 2>/dev/null || true)
-    [[ -n $DUA || ! -x $PEER_ROOT/bin/dua ]] || DUA=$PEER_ROOT/bin/dua
     for m in "${METHODS[@]}"; do
-        if [[ ${METHOD_CMD[$m]} == *'{dua}'* && -z $DUA && $NO_INSTALL == 0 ]] && command -v cargo >/dev/null; then
-            log "installing dua: cargo install --locked dua-cli --root $PEER_ROOT"
-            if cargo install --locked dua-cli --root "$PEER_ROOT" >>"$OUT/logs/install.log" 2>&1; then
-                DUA=$PEER_ROOT/bin/dua
-            fi
-        fi
+        [[ ${METHOD_CMD[$m]} != *'{dua}'* || -n $DUA ]] || find_dua
     done
     for m in "${METHODS[@]}"; do
         case ${METHOD_NEEDS[$m]} in

@@ -117,9 +117,8 @@ pub enum Command {
     /// Where the files are: totals, size histogram, the biggest directories and small-file
     /// hotspots, estimated removal time
     Scan(ScanArgs),
-    /// See where the space is and free it interactively (ncdu's screen and keys over reclaim's
-    /// scan): deleting hides into the trash, undone with u; directories can be emptied, packed
-    #[command(after_help = BROWSE_HELP)]
+    /// See where the space is and free it interactively (ncdu's keys; deleting is undoable)
+    #[command(after_help = crate::ui::browse::help::COMMAND_LINE)]
     Browse(BrowseArgs),
     /// Pack a tree of small files into one verified squashfs archive (DIR.sqfs), then remove
     /// each original proven packed and unchanged (`--mount`: the archive mounted on DIR)
@@ -322,23 +321,9 @@ pub struct ScanArgs {
     pub paths: Vec<std::ffi::OsString>,
 }
 
-/// `browse --help`'s keys (the help screen, `?`, lists them too; docs/browse.md in full).
-pub const BROWSE_HELP: &str = "\
-Keys (as ncdu's): up/down or k/j move, right/Enter/l opens, left/h/Backspace goes up;
-s size, C items, M modification time, n name sort; a apparent size or disk usage;
-g bars; i details; space marks; d deletes the marked or selected entries (into the
-trash, restorable with u while the grace window lasts); e empties a directory; p packs
-one; r scans again; / filters by name; o shows entries older than an age; ? help; q quits.
-
-Nothing is ever followed through a symlink; other file systems are shown, not entered
-unless asked (Enter on them). Where no trash can take an entry, removing it for good is
-asked first. Exit status: 0, 1 if an action failed for some entry, 2 usage error,
-128+N stopped by signal N.";
-
 #[derive(Args, Debug)]
 pub struct BrowseArgs {
-    /// How long deleted entries stay restorable (u, or `reclaim restore`) before the reaper
-    /// frees them [default: `grace` of [rm] in the config, else 10m]
+    /// Deleted entries stay restorable this long (u, `reclaim restore`) [default: [rm] grace, 10m]
     #[arg(long, value_name = "DURATION", value_parser = crate::cli::units::parse_duration)]
     pub grace: Option<std::time::Duration>,
     /// Scan other file systems mounted inside too (default: shown, entered only when asked)
@@ -347,8 +332,7 @@ pub struct BrowseArgs {
     /// Worker threads of the scan [default: as the file system's profile says]
     #[arg(long, value_parser = clap::value_parser!(u16).range(1..=1024))]
     pub threads: Option<u16>,
-    /// Pack candidates (marked P): subtrees of small files none of which was modified for
-    /// this long (as `reclaim scan`)
+    /// Pack candidates (P): subtrees of small files, none modified this long (as `reclaim scan`)
     #[arg(long, default_value = "30d", value_name = "DURATION", value_parser = crate::cli::units::parse_duration)]
     pub pack_age: std::time::Duration,
     /// Pack candidates have at least this many files
@@ -357,10 +341,8 @@ pub struct BrowseArgs {
     /// Files smaller than this count as small (pack candidates)
     #[arg(long, default_value = "64K", value_name = "BYTES", value_parser = crate::cli::units::parse_bytes)]
     pub small: u64,
-    /// Browse FILE, an export in ncdu's format (`reclaim scan --export`, `ncdu -o`), instead
-    /// of scanning: browsing only, nothing can be changed
-    #[arg(long, value_name = "FILE", conflicts_with_all = ["path", "cross_mounts", "threads"],
-          value_parser = clap::builder::PathBufValueParser::new())]
+    /// Browse an ncdu-format export (`reclaim scan --export`, `ncdu -o`) instead: nothing changes
+    #[arg(long, value_name = "FILE", conflicts_with_all = ["path", "cross_mounts", "threads"])]
     pub import: Option<std::path::PathBuf>,
     #[command(flatten)]
     pub pace: PaceArgs,

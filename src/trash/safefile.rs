@@ -96,16 +96,7 @@ fn checked_path(dir: impl AsFd, name: &CStr, owner: u32, max: u64) -> Result<Own
 /// An `O_PATH` handle on `name` in `dir` (never following a symlink; opening it has no side
 /// effect whatever it is), checked to be what `want` says.
 fn checked(dir: impl AsFd, name: &CStr, want: &Expect<'_>) -> Result<OwnedFd, Bad> {
-    let fd = match openat(
-        dir,
-        name,
-        OFlags::PATH | OFlags::NOFOLLOW | OFlags::CLOEXEC,
-        Mode::empty(),
-    ) {
-        Ok(fd) => fd,
-        Err(Errno::NOENT) => return Err(Bad::Missing),
-        Err(e) => return Err(Bad::Os(e)),
-    };
+    let fd = path_handle(dir, name)?;
     let st = rustix::fs::fstat(&fd).map_err(Bad::Os)?;
     let t = FileType::from_raw_mode(st.st_mode);
     if t != FileType::RegularFile {
@@ -127,6 +118,20 @@ fn checked(dir: impl AsFd, name: &CStr, want: &Expect<'_>) -> Result<OwnedFd, Ba
         });
     }
     Ok(fd)
+}
+
+/// An `O_PATH` handle on `name` in `dir`, never through a symlink.
+fn path_handle(dir: impl AsFd, name: &CStr) -> Result<OwnedFd, Bad> {
+    match openat(
+        dir,
+        name,
+        OFlags::PATH | OFlags::NOFOLLOW | OFlags::CLOEXEC,
+        Mode::empty(),
+    ) {
+        Ok(fd) => Ok(fd),
+        Err(Errno::NOENT) => Err(Bad::Missing),
+        Err(e) => Err(Bad::Os(e)),
+    }
 }
 
 /// Opens the very inode `path_fd` refers to (through `/proc/self/fd`, so no name can be
@@ -218,22 +223,13 @@ pub fn read_path(path: &std::path::Path, want: &Expect<'_>) -> Result<Vec<u8>, B
 /// bytes, whoever owns it (for what is only shown, never acted on: `browse --import`); never
 /// through a symlink, and nothing else is ever opened (a FIFO, a device).
 pub fn open_to_read(dir: impl AsFd, name: &CStr, max: u64) -> Result<std::fs::File, Bad> {
-    let st = |fd: &OwnedFd| rustix::fs::fstat(fd).map_err(Bad::Os);
-    let path_fd = match openat(
-        dir,
-        name,
-        OFlags::PATH | OFlags::NOFOLLOW | OFlags::CLOEXEC,
-        Mode::empty(),
-    ) {
-        Ok(fd) => fd,
-        Err(Errno::NOENT) => return Err(Bad::Missing),
-        Err(e) => return Err(Bad::Os(e)),
-    };
-    let t = FileType::from_raw_mode(st(&path_fd)?.st_mode);
+    let path_fd = path_handle(dir, name)?;
+    let st = rustix::fs::fstat(&path_fd).map_err(Bad::Os)?;
+    let t = FileType::from_raw_mode(st.st_mode);
     if t != FileType::RegularFile {
         return Err(Bad::NotRegular(type_name(t)));
     }
-    let size = st(&path_fd)?.st_size as u64;
+    let size = st.st_size as u64;
     if size > max {
         return Err(Bad::Larger { size, max });
     }

@@ -1,6 +1,20 @@
 //! `reclaim browse`'s help screen (`?`): the keys, and what the marks before names mean.
 //! docs/browse.md says the same at length.
 
+/// What `reclaim browse --help` says after the options: the keys in short (the help screen
+/// lists them as `KEYS`; docs/browse.md in full), the promises and the exit status.
+pub const COMMAND_LINE: &str = "\
+Keys (as ncdu's): up/down or k/j move, right/Enter/l opens, left/h/Backspace goes up;
+s size, C items, M modification time, n name sort; a apparent size or disk usage;
+g bars; i details; space marks; d deletes the marked or selected entries (into the
+trash, restorable with u while the grace window lasts); e empties a directory; p packs
+one; r scans again; / filters by name; o shows entries older than an age; ? help; q quits.
+
+Nothing is ever followed through a symlink; other file systems are shown, not entered
+unless asked (Enter on them). Where no trash can take an entry, removing it for good is
+asked first. Exit status: 0, 1 if an action failed for some entry, 2 usage error,
+128+N stopped by signal N.";
+
 /// The keys, as the help screen lists them.
 pub const KEYS: &[(&str, &str)] = &[
     ("up, k / down, j", "move (PgUp, PgDn, Home, End)"),
