@@ -1,5 +1,7 @@
 //! The mount table (`/proc/self/mountinfo`): which mount a directory is on, where that mount's
-//! top is, and which mounts lie inside a path. Reads only; decides nothing.
+//! top is, and which mounts lie inside a path. Reads only; decides nothing. A question about
+//! some mounts reads the table only as far as it must and parses only the lines it asks about
+//! (a host with thousands of mounts makes the table long).
 
 use std::ffi::OsString;
 use std::os::unix::ffi::{OsStrExt, OsStringExt};
@@ -95,9 +97,28 @@ pub fn all() -> Vec<Mount> {
         .unwrap_or_default()
 }
 
-/// The mount with id `id`.
+/// The lines of the mount table, one at a time, until `f` returns `Some` (or the table ends).
+fn find_line<T>(mut f: impl FnMut(&[u8]) -> Option<T>) -> Option<T> {
+    use std::io::BufRead;
+    let table = std::fs::File::open("/proc/self/mountinfo").ok()?;
+    let mut lines = std::io::BufReader::with_capacity(16 * 1024, table);
+    let mut line = Vec::with_capacity(256);
+    while lines.read_until(b'\n', &mut line).ok()? > 0 {
+        if let Some(t) = f(line.strip_suffix(b"\n").unwrap_or(&line)) {
+            return Some(t);
+        }
+        line.clear();
+    }
+    None
+}
+
+/// The mount with id `id`: the table read as far as its line, only that line parsed.
 pub fn by_id(id: u64) -> Option<Mount> {
-    all().into_iter().find(|m| m.id == id)
+    let id = id.to_string();
+    find_line(|line| {
+        let first = line.split(|&b| b == b' ').next()?;
+        (first == id.as_bytes()).then(|| parse_line(line)).flatten()
+    })
 }
 
 /// The block device (`st_rdev`) holding the file system of a file with device `dev` on mount
@@ -117,31 +138,39 @@ pub fn block_device(dev: u64, mnt_id: u64) -> Option<u64> {
         .then_some(st.st_rdev)
 }
 
-/// Mounts strictly below `dir` (an absolute, canonical path).
+/// Mounts strictly below `dir` (an absolute, canonical path): only the lines whose mount
+/// point is below it are parsed.
 pub fn inside(dir: &Path) -> Vec<Mount> {
-    all()
-        .into_iter()
-        .filter(|m| m.point != dir && m.point.starts_with(dir))
-        .collect()
+    let mut found = Vec::new();
+    find_line(|line| {
+        let point = line.split(|&b| b == b' ').nth(4)?;
+        let point = PathBuf::from(unescape(point));
+        if point != dir && point.starts_with(dir) {
+            found.extend(parse_line(line));
+        }
+        None::<()>
+    });
+    found
 }
 
 fn parse(text: &[u8]) -> Vec<Mount> {
-    text.split(|&b| b == b'\n')
-        .filter_map(|line| {
-            let f: Vec<&[u8]> = line.split(|&b| b == b' ').collect();
-            // id parent major:minor root point options [optional...] - fstype source super
-            let dash = f.iter().position(|w| *w == b"-")?;
-            Some(Mount {
-                id: std::str::from_utf8(f.first()?).ok()?.parse().ok()?,
-                root: unescape(f.get(3)?).into(),
-                point: unescape(f.get(4)?).into(),
-                fstype: String::from_utf8_lossy(f.get(dash + 1)?).into_owned(),
-                source: unescape(f.get(dash + 2)?).into(),
-                options: String::from_utf8_lossy(f.get(dash + 3).copied().unwrap_or_default())
-                    .into_owned(),
-            })
-        })
-        .collect()
+    text.split(|&b| b == b'\n').filter_map(parse_line).collect()
+}
+
+/// One line of the table: id parent major:minor root point options [optional...] - fstype
+/// source super.
+fn parse_line(line: &[u8]) -> Option<Mount> {
+    let f: Vec<&[u8]> = line.split(|&b| b == b' ').collect();
+    let dash = f.iter().position(|w| *w == b"-")?;
+    Some(Mount {
+        id: std::str::from_utf8(f.first()?).ok()?.parse().ok()?,
+        root: unescape(f.get(3)?).into(),
+        point: unescape(f.get(4)?).into(),
+        fstype: String::from_utf8_lossy(f.get(dash + 1)?).into_owned(),
+        source: unescape(f.get(dash + 2)?).into(),
+        options: String::from_utf8_lossy(f.get(dash + 3).copied().unwrap_or_default())
+            .into_owned(),
+    })
 }
 
 /// mountinfo escapes space, tab, newline and backslash as `\ooo`.
@@ -175,6 +204,20 @@ pub fn fd_path(fd: impl std::os::fd::AsFd) -> Option<PathBuf> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn one_mount_read_alone_is_the_one_in_the_whole_table() {
+        let id = crate::sys::dirfd::stat_path(Path::new("/")).unwrap().mnt_id;
+        let whole = all().into_iter().find(|m| m.id == id);
+        assert!(whole.is_some());
+        assert_eq!(by_id(id), whole);
+        assert_eq!(by_id(u64::MAX), None);
+        let below: Vec<Mount> = all()
+            .into_iter()
+            .filter(|m| m.point != Path::new("/proc") && m.point.starts_with("/proc"))
+            .collect();
+        assert_eq!(inside(Path::new("/proc")), below);
+    }
 
     #[test]
     fn parses_mountinfo_lines() {
