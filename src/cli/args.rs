@@ -595,6 +595,10 @@ pub struct RmArgs {
     /// (for measurements)
     #[arg(long, hide = true, value_parser = clap::value_parser!(u16).range(1..=1024))]
     pub batch_threads: Option<u16>,
+    /// Start the profile, the measured pool and the governor at once, not once the removal
+    /// proves big (for measurements and tests of what they decide)
+    #[arg(long, hide = true)]
+    pub start_pool: bool,
     /// Files and directories to remove
     #[arg(value_name = "PATH", value_parser = clap::builder::OsStringValueParser::new())]
     pub paths: Vec<std::ffi::OsString>,

@@ -231,6 +231,7 @@ fn rm(a: RmArgs, prompting: Prompting) -> cmd::rm::Options {
         stat_files: a.stat_files,
         small_dir_stats: a.small_dir_stats.as_deref().map(|v| v == "on"),
         batch_threads: a.batch_threads.map(usize::from),
+        start_pool: a.start_pool,
         select: a.select.asked(),
         paths: a.paths,
     }

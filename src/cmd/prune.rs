@@ -170,6 +170,7 @@ fn remove(plan: &[Entry], o: &Options) -> Summary {
         profile: None,
         small_dir_stats: None,
         batch_threads: None,
+        start_pool: false,
         preserve_all_root: false,
         batch: true,
         select: None,

@@ -230,7 +230,6 @@ fn reap_options(o: &Options, dest: Dest) -> ReapOptions {
     };
     if let Some(t) = o.threads {
         engine.threads = t.into();
-        engine.batch_threads = engine.batch_threads.min(engine.threads);
     }
     ReapOptions {
         // Only a detached reaper waits out grace windows (`reap` frees what it can now and

@@ -46,6 +46,8 @@ pub struct Options {
     pub stat_files: bool,
     pub small_dir_stats: Option<bool>,
     pub batch_threads: Option<usize>,
+    /// `--start-pool`: the pool and what measures it from the first, however small.
+    pub start_pool: bool,
     /// A selection (`--name`, `--older-than`, `--from`, `--list`, `--keep-free`, ...).
     pub select: Option<Asked>,
 }
@@ -116,11 +118,10 @@ pub fn run(o: &Options) -> ExitCode {
         Ok(s) => s,
         Err(code) => return code,
     };
-    let nofile = crate::sys::limits::raise_nofile();
     super::catch_signals(true);
-    let req = request(o, job.is_some(), nofile, selection);
     let leads = crate::engine::spread::leads();
     let live = leads && std::io::stderr().is_terminal();
+    let req = request(o, job.is_some(), selection);
     let view = RmView::new(o.verbose, o.dry_run, o.json, live && !o.json);
     let removal = crate::reaper::rm::run(&req, &view);
     view.printer().flush();
@@ -223,7 +224,7 @@ fn open_list(path: &std::path::Path) -> Result<ListOut, String> {
 }
 
 /// The removal asked for: the engine's options (workers, fds, batches) and the rest.
-fn request(o: &Options, mpi: bool, nofile: u64, selection: Option<Selection>) -> Request {
+fn request(o: &Options, mpi: bool, selection: Option<Selection>) -> Request {
     let mut engine = remove::Options {
         cross_mounts: o.cross_mounts,
         dry_run: o.dry_run,
@@ -238,9 +239,7 @@ fn request(o: &Options, mpi: bool, nofile: u64, selection: Option<Selection>) ->
     }
     if let Some(t) = o.threads {
         engine.threads = t.into();
-        engine.batch_threads = engine.batch_threads.min(engine.threads);
     }
-    engine.fd_budget = crate::sys::limits::fd_budget(engine.fd_budget, nofile, engine.threads);
     Request {
         paths: o.paths.iter().map(Into::into).collect(),
         recursive: o.recursive,
@@ -258,6 +257,7 @@ fn request(o: &Options, mpi: bool, nofile: u64, selection: Option<Selection>) ->
         profile: o.profile,
         small_dir_stats: o.small_dir_stats,
         batch_threads: o.batch_threads,
+        start_pool: o.start_pool,
         preserve_all_root: o.preserve_all_root,
         batch: false,
         select: o.select.clone(),

@@ -336,9 +336,11 @@ fn rotational(dev: u64, mnt_id: u64) -> bool {
     })
 }
 
-/// CPUs this process may run on.
+/// CPUs this process may run on (its affinity and cgroup quota, read once, when first asked:
+/// a removal that stays small never asks).
 pub fn cpus() -> usize {
-    std::thread::available_parallelism().map_or(2, |n| n.get())
+    static CPUS: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
+    *CPUS.get_or_init(|| std::thread::available_parallelism().map_or(2, |n| n.get()))
 }
 
 #[cfg(test)]

@@ -24,15 +24,20 @@ use crate::sys::error::{Failure, Reason};
 mod ahead;
 /// `--from`'s listed names, unlinked in batches.
 pub mod listed;
+/// When a removal grows from the calling thread to the measured pool, and what starts then.
+pub mod start;
+pub use start::{Big, Start};
 
 /// How the engine works.
 #[derive(Clone, Debug)]
 pub struct Options {
-    /// Workers. More than the CPU count pays on cold caches: a worker waiting for a directory
-    /// or inode-table read costs no CPU while the others go on.
+    /// Workers (0: as the file system's profile says, two per CPU where none is taken). More
+    /// than the CPU count pays on cold caches: a worker waiting for a directory or
+    /// inode-table read costs no CPU while the others go on.
     pub threads: usize,
-    /// Workers allowed at once inside one large directory's unlink batches. Those contend on
-    /// the directory's lock, so more than the CPU count only burns CPU.
+    /// Workers allowed at once inside one large directory's unlink batches (0: as the profile
+    /// says, one per CPU where none is taken). Those contend on the directory's lock, so more
+    /// than the CPU count only burns CPU.
     pub batch_threads: usize,
     pub cross_mounts: bool,
     pub dry_run: bool,
@@ -77,6 +82,9 @@ pub struct Options {
     /// (`subvolume.rs`) where the caller may; otherwise, and in a dry run, walked like any
     /// directory. (rm mode walks it, as GNU rm does.)
     pub destroy_subvolumes: bool,
+    /// Start on the calling thread alone and grow into the measured pool once the removal
+    /// proves big (`start.rs`); `None`: these options as they are, the pool from the first.
+    pub start: Option<Arc<Start>>,
 }
 
 /// The condition of a selective removal: asked for every entry just before it would go. What
@@ -115,8 +123,8 @@ pub const LARGE_FILE_DIR_MAX: usize = 64;
 impl Default for Options {
     fn default() -> Self {
         Options {
-            threads: 2 * crate::engine::profile::cpus(),
-            batch_threads: crate::engine::profile::cpus(),
+            threads: 0,
+            batch_threads: 0,
             cross_mounts: false,
             dry_run: false,
             fd_budget: 256,
@@ -133,6 +141,7 @@ impl Default for Options {
             keep: None,
             concurrency: None,
             destroy_subvolumes: true,
+            start: None,
         }
     }
 }
@@ -143,6 +152,22 @@ pub fn threads_for(dir: impl std::os::fd::AsFd) -> usize {
 }
 
 impl Options {
+    /// Workers: `threads`, or two per CPU when not set.
+    pub fn workers(&self) -> usize {
+        match self.threads {
+            0 => 2 * crate::engine::profile::cpus(),
+            n => n,
+        }
+    }
+
+    /// Workers per directory: `batch_threads`, or one per CPU when not set.
+    fn per_dir(&self) -> usize {
+        match self.batch_threads {
+            0 => crate::engine::profile::cpus(),
+            n => n,
+        }
+    }
+
     /// Workers, workers per directory and stats as `profile` says: the workers measured from
     /// the profile's start (pinned to `threads` if `threads_given`).
     pub fn apply(&mut self, profile: &crate::engine::profile::Profile, threads_given: bool) {
@@ -250,6 +275,9 @@ pub trait Sink: Sync {
     fn warning(&self, _what: &dyn std::fmt::Display) {}
     /// A subvolume is removed file by file instead of by the file system's deletion; `why`.
     fn subvolume_walked(&self, _path: &std::path::Path, _why: &str) {}
+    /// The removal proved big (`Options::start`): `counters` move until `done` is set (a
+    /// progress line). Called on a thread of its own, which it may keep until then.
+    fn watch(&self, _counters: &Counters, _done: &std::sync::atomic::AtomicBool) {}
 }
 
 /// A sink that wants nothing (the caller reports from the counters and the outcome).
@@ -290,6 +318,18 @@ pub struct DirTarget {
     pub ident: Ident,
 }
 
+impl DirTarget {
+    /// The tree's own directory (opened without following a symlink, checked to be the one
+    /// resolved), or its parent where it cannot be opened: where its file system is asked
+    /// about (a mount point named as a tree is its own file system, not its parent's).
+    pub fn own_dir(&self) -> Arc<OwnedFd> {
+        match dirfd::open_dir_at(&*self.base, &self.name) {
+            Ok(fd) if dirfd::fstat(&fd).is_ok_and(|f| f.ident == self.ident) => Arc::new(fd),
+            _ => self.base.clone(),
+        }
+    }
+}
+
 /// What the engine did that the caller must report.
 #[derive(Debug, Default)]
 pub struct Outcome {
@@ -300,6 +340,9 @@ pub struct Outcome {
     /// A directory on each file system where subvolumes were deleted (its cleaner is woken
     /// once the walk is over).
     cleaners: Vec<(u64, OwnedFd)>,
+    /// What the removal ran with once it proved big (`Options::start`); `None`: it stayed
+    /// small (or started with the pool).
+    pub big: Option<Big>,
 }
 
 impl Outcome {
@@ -321,22 +364,75 @@ pub struct Subvolume {
     pub deleted: Result<crate::engine::subvolume::Deleted, String>,
 }
 
-/// Removes every target tree, in parallel, and returns the failures.
+/// Removes every target tree and returns the failures: with `opts.start`, on the calling
+/// thread until the removal proves big, then in parallel as its plan says (`start.rs`; the
+/// profile, governor and concurrency it ran with are in `Outcome::big`); without, in parallel
+/// with `opts` from the first.
 pub fn remove_trees(
     targets: Vec<DirTarget>,
     opts: &Options,
     counters: &Counters,
     sink: &dyn Sink,
 ) -> Outcome {
-    let remover = Remover::new(opts, counters, sink);
+    let first = targets.first().cloned();
     let roots = targets
         .into_iter()
         .enumerate()
         .map(|(i, t)| Root::new(i, t.base, t.name, t.display, t.ident))
         .collect();
-    measured(opts, || walk::run(&remover, roots, &walk_options(opts)));
-    let mut out = remover.outcome.into_inner().expect("outcome lock");
+    let pool = |opts: &Options, roots: Vec<Root>| {
+        let remover = Remover::new(opts, counters, sink);
+        let walk_opts = walk_options(opts, opts.workers(), opts.per_dir());
+        measured(opts, || walk::run(&remover, roots, &walk_opts));
+        remover.outcome.into_inner().expect("outcome lock")
+    };
+    // The big phase asks the first tree's own file system (`DirTarget::own_dir`).
+    let mut out = match (&opts.start, first) {
+        (Some(start), Some(first)) if start.at_once => {
+            let own = first.own_dir();
+            let (mut out, big) = start.run_big(&own, opts, counters, sink, |e| pool(e, roots));
+            out.big = Some(big);
+            out
+        }
+        (Some(start), Some(first)) => grow(start, &first, roots, opts, counters, sink),
+        _ => pool(opts, roots),
+    };
     out.poke_cleaners();
+    out
+}
+
+/// `remove_trees` with `start`: on the calling thread until the removal proves big, then its
+/// big phase (`Start::run_big`) from where the walk is.
+fn grow(
+    start: &Start,
+    first: &DirTarget,
+    roots: Vec<Root>,
+    opts: &Options,
+    counters: &Counters,
+    sink: &dyn Sink,
+) -> Outcome {
+    let small = start.small(opts);
+    let remover = Remover::new(&small, counters, sink);
+    // One worker (this thread), no gate, nothing streamed: what it does is decided entry by
+    // entry by the remover's first options.
+    let walk_first = walk::Options {
+        batch: opts.batch.min(start::INLINE_BATCH),
+        gate: None,
+        stream: None,
+        ..walk_options(&small, 1, 1)
+    };
+    let mut big = None;
+    walk::run_growing(&remover, roots, &walk_first, &Start::proved, &mut |go| {
+        let own = first.own_dir();
+        let ((), b) = start.run_big(&own, &small, counters, sink, |engine| {
+            let engine = remover.big.get_or_init(|| engine.clone());
+            let pool = walk_options(engine, engine.workers(), engine.per_dir());
+            measured(engine, || go(&pool));
+        });
+        big = Some(b);
+    });
+    let mut out = remover.outcome.into_inner().expect("outcome lock");
+    out.big = big;
     out
 }
 
@@ -379,7 +475,7 @@ pub fn remove_trees_shared<R>(
             root
         })
         .collect();
-    let walk_opts = walk_options(opts);
+    let walk_opts = walk_options(opts, opts.workers(), opts.per_dir());
     // Batches of one big directory go to other ranks too: they are other clients, each with
     // its own lock on the directory, where threads of one client would contend on one.
     let (_, r) = measured(opts, || {
@@ -390,10 +486,11 @@ pub fn remove_trees_shared<R>(
     (out, r)
 }
 
-fn walk_options(opts: &Options) -> walk::Options {
+/// The walk's options for `opts`, with `threads` workers, `per_dir` of them in one directory.
+fn walk_options(opts: &Options, threads: usize, per_dir: usize) -> walk::Options {
     walk::Options {
-        threads: opts.threads.max(1),
-        batch_threads: opts.batch_threads,
+        threads,
+        batch_threads: per_dir,
         batch: opts.batch,
         sort_min: walk::BIG_DIR,
         fd_budget: opts.fd_budget.max(2),
@@ -411,7 +508,10 @@ fn walk_options(opts: &Options) -> walk::Options {
 
 /// The removal's work on the walk.
 struct Remover<'a> {
-    opts: Options,
+    /// The options it started with ...
+    first: Options,
+    /// ... and those of its big phase, once it proved big (`start.rs`).
+    big: std::sync::OnceLock<Options>,
     counters: &'a Counters,
     sink: &'a dyn Sink,
     outcome: Mutex<Outcome>,
@@ -449,16 +549,22 @@ impl DirData {
 impl<'a> Remover<'a> {
     fn new(opts: &Options, counters: &'a Counters, sink: &'a dyn Sink) -> Self {
         Remover {
-            opts: opts.clone(),
+            first: opts.clone(),
+            big: std::sync::OnceLock::new(),
             counters,
             sink,
             outcome: Mutex::new(Outcome::default()),
         }
     }
 
+    /// The options in force: the big phase's once there is one.
+    fn opts(&self) -> &Options {
+        self.big.get().unwrap_or(&self.first)
+    }
+
     /// One metadata operation that started at `t0` is done (for the concurrency controller).
     fn timed(&self, t0: std::time::Instant) {
-        if let Some(c) = &self.opts.concurrency {
+        if let Some(c) = &self.opts().concurrency {
             c.meter().record(t0.elapsed());
         }
     }
@@ -517,7 +623,7 @@ impl<'a> Remover<'a> {
         name: &CStr,
         path: impl FnOnce() -> PathBuf,
     ) -> UnlinkResult {
-        let facts = if self.opts.stat_files || self.opts.dry_run {
+        let facts = if self.opts().stat_files || self.opts().dry_run {
             match dirfd::lstat_at(dir, name) {
                 Ok(f) => Some(f),
                 Err(Errno::NOENT) => return UnlinkResult::Done,
@@ -531,8 +637,8 @@ impl<'a> Remover<'a> {
                 return UnlinkResult::IsDir;
             }
         }
-        if let (Some(keep), false) = (&self.opts.keep, self.opts.dry_run) {
-            if let Some(t) = &self.opts.throttle {
+        if let (Some(keep), false) = (&self.opts().keep, self.opts().dry_run) {
+            if let Some(t) = &self.opts().throttle {
                 t.acquire();
             }
             let path = path();
@@ -547,8 +653,8 @@ impl<'a> Remover<'a> {
             }
             return UnlinkResult::Done;
         }
-        if !self.opts.dry_run {
-            if let Some(t) = &self.opts.throttle {
+        if !self.opts().dry_run {
+            if let Some(t) = &self.opts().throttle {
                 t.acquire();
             }
             let t0 = std::time::Instant::now();
@@ -556,7 +662,7 @@ impl<'a> Remover<'a> {
             self.timed(t0);
             match unlinked {
                 Ok(()) => {}
-                Err(Errno::NOENT) if !self.opts.report_vanished => return UnlinkResult::Done,
+                Err(Errno::NOENT) if !self.opts().report_vanished => return UnlinkResult::Done,
                 Err(Errno::ISDIR) => return UnlinkResult::IsDir,
                 Err(e) => return UnlinkResult::Failed(e),
             }
@@ -592,7 +698,7 @@ impl Visitor for Remover<'_> {
 
     fn not_opened(&self, _: &mut (), parent: &OwnedFd, node: &Arc<RNode>, why: NotOpened) -> Next {
         let parent_node = node.parent().map(|p| &**p);
-        if self.opts.select.is_some() && matches!(why, NotOpened::NotDir | NotOpened::Os(_)) {
+        if self.opts().select.is_some() && matches!(why, NotOpened::NotDir | NotOpened::Os(_)) {
             // A selection decides on what it met: a directory replaced since is left alone.
             let reason = match why {
                 NotOpened::Os(e) => Reason::Os(e),
@@ -627,7 +733,7 @@ impl Visitor for Remover<'_> {
             // parent (as GNU rm does for `mkdir -m0 d; rm -rf d`). If it is not empty, the
             // reason to say is why it could not be read.
             NotOpened::Os(e @ (Errno::ACCESS | Errno::PERM))
-                if !self.opts.dry_run && self.opts.keep.is_none() =>
+                if !self.opts().dry_run && self.opts().keep.is_none() =>
             {
                 match unlinkat(parent, node.name(), AtFlags::REMOVEDIR) {
                     Ok(()) | Err(Errno::NOENT) => {
@@ -655,7 +761,7 @@ impl Visitor for Remover<'_> {
     }
 
     fn opened_fd(&self, _: &mut (), node: &Arc<RNode>, fd: &OwnedFd) {
-        if let Some(sel) = &self.opts.select {
+        if let Some(sel) = &self.opts().select {
             if node.parent().is_some() && sel.needs_stat(crate::engine::select::Place::Chosen) {
                 if let Ok(st) = sel.stat(fd, c"") {
                     let _ = node.data.found.set(st);
@@ -685,7 +791,7 @@ impl Visitor for Remover<'_> {
     }
 
     fn skip_subdir(&self, _: &mut (), node: &Arc<RNode>, name: &CStr) -> bool {
-        let Some(sel) = &self.opts.select else {
+        let Some(sel) = &self.opts().select else {
             return false;
         };
         if !node.data.searched() {
@@ -712,10 +818,10 @@ impl Visitor for Remover<'_> {
     ) -> bool {
         // A selection or a pack's proof removes only some entries below: never a whole
         // subvolume.
-        if !self.opts.destroy_subvolumes
-            || self.opts.dry_run
-            || self.opts.select.is_some()
-            || self.opts.keep.is_some()
+        if !self.opts().destroy_subvolumes
+            || self.opts().dry_run
+            || self.opts().select.is_some()
+            || self.opts().keep.is_some()
             || !crate::sys::btrfs::is_subvolume_root(fd, facts.ident.ino)
         {
             return false;
@@ -759,21 +865,25 @@ impl Visitor for Remover<'_> {
         few: bool,
         _walk: &Walk<'_, Self>,
     ) -> Vec<CString> {
-        if let Some(sel) = &self.opts.select {
+        if let Some(sel) = &self.opts().select {
             return self.entries_selected(sel, node, fd, names, few);
         }
         // Directories with few entries have each one `lstat`ed, so that large files in them
         // (a backup directory with a few big dumps) are freed gently.
         let few = few
             && names.len() <= LARGE_FILE_DIR_MAX
-            && !self.opts.dry_run
-            && self.opts.stat_small_dirs;
-        if self.opts.look_ahead && !few && !self.opts.dry_run && names.len() > LARGE_FILE_DIR_MAX {
+            && !self.opts().dry_run
+            && self.opts().stat_small_dirs;
+        if self.opts().look_ahead
+            && !few
+            && !self.opts().dry_run
+            && names.len() > LARGE_FILE_DIR_MAX
+        {
             return self.entries_looked_ahead(node, fd, names);
         }
         let mut dirs = Vec::new();
         for name in names.iter() {
-            let result = match (&self.opts.large_files, few) {
+            let result = match (&self.opts().large_files, few) {
                 (Some(large), true) => self.remove_maybe_large(large, fd, name, node),
                 _ => self.unlink_one(fd, name, || node.child_path(name)),
             };
@@ -793,14 +903,14 @@ impl Visitor for Remover<'_> {
     }
 
     fn finished(&self, _: &mut (), node: &Arc<RNode>, walk: &Walk<'_, Self>) {
-        if self.opts.select.is_some() {
+        if self.opts().select.is_some() {
             self.say_untimed(node);
         }
         if node.kept() {
             return;
         }
         // A selection searches the named directories: they stay (`--from`'s go whole).
-        if self.opts.select.as_ref().is_some_and(|s| !s.roots_too) && node.parent().is_none() {
+        if self.opts().select.as_ref().is_some_and(|s| !s.roots_too) && node.parent().is_none() {
             return;
         }
         walk.prefetch_parent(node);
@@ -815,14 +925,14 @@ impl Visitor for Remover<'_> {
                 return self.fail(node.path(), reason, node.parent().map(|p| &**p));
             }
         };
-        let selected = match &self.opts.select {
+        let selected = match &self.opts().select {
             Some(sel) => match self.dir_selected(sel, node, &parent) {
                 Some(s) => Some(s),
                 None => return,
             },
             None => None,
         };
-        if let Some(keep) = &self.opts.keep {
+        if let Some(keep) = &self.opts().keep {
             match keep.rmdir(node.ident(), &node.path()) {
                 Ok(true) => {}
                 Ok(false) => {
@@ -832,13 +942,13 @@ impl Visitor for Remover<'_> {
                 Err(reason) => return self.fail(node.path(), reason, node.parent().map(|p| &**p)),
             }
         }
-        if !self.opts.dry_run {
+        if !self.opts().dry_run {
             let t0 = std::time::Instant::now();
             let removed = unlinkat(&*parent, node.name(), AtFlags::REMOVEDIR);
             self.timed(t0);
             match removed {
                 Ok(()) => {}
-                Err(Errno::NOENT) if !self.opts.report_vanished => return,
+                Err(Errno::NOENT) if !self.opts().report_vanished => return,
                 // Pruned only if still empty: someone added to it.
                 Err(Errno::NOTEMPTY | Errno::EXIST) if selected.is_some_and(|s| s.pruned) => {
                     return node.parent().expect("not a root").keep();
@@ -909,9 +1019,9 @@ impl Remover<'_> {
     /// measured concurrency, under the governor) but the unlinker's own, within bounds.
     fn lookers(&self) -> usize {
         let allowed = self
-            .opts
+            .opts()
             .active_gate()
-            .map_or(self.opts.threads, |g| g.allowed());
+            .map_or(self.opts().threads, |g| g.allowed());
         allowed.saturating_sub(1).clamp(LOOKERS_MIN, LOOKERS_MAX)
     }
 }
@@ -1010,7 +1120,7 @@ impl Remover<'_> {
             return Vec::new();
         }
         let here = self.here(sel, node);
-        let gentle = few && !self.opts.dry_run && self.opts.stat_small_dirs;
+        let gentle = few && !self.opts().dry_run && self.opts().stat_small_dirs;
         let mut dirs = Vec::new();
         let mut kept = false;
         let mut changed = false;
@@ -1049,7 +1159,7 @@ impl Remover<'_> {
             // The large-file path says `removed` itself. A file the selection's stat already
             // showed small is not stated again for it.
             let small = st.as_ref().is_some_and(|s| s.small());
-            let (result, said) = match (&self.opts.large_files, gentle && !small) {
+            let (result, said) = match (&self.opts().large_files, gentle && !small) {
                 (Some(large), true) => (self.remove_maybe_large(large, fd, name, node), true),
                 _ => (self.unlink_selected(fd, name, st.as_ref()), false),
             };
@@ -1177,8 +1287,8 @@ impl Remover<'_> {
         name: &CStr,
         st: Option<&crate::engine::select::Stat>,
     ) -> UnlinkResult {
-        if !self.opts.dry_run {
-            if let Some(t) = &self.opts.throttle {
+        if !self.opts().dry_run {
+            if let Some(t) = &self.opts().throttle {
                 t.acquire();
             }
             let t0 = std::time::Instant::now();
@@ -1265,7 +1375,9 @@ impl Remover<'_> {
     /// Bookkeeping after a selected directory was removed: its parent changed, the audit list
     /// and the totals have it.
     fn dir_removed(&self, node: &Arc<RNode>, s: &DirSelected) {
-        let Some(sel) = &self.opts.select else { return };
+        let Some(sel) = &self.opts().select else {
+            return;
+        };
         if let Some(p) = node.parent() {
             p.data.changed.store(true, Ordering::Relaxed);
         }

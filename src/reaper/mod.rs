@@ -37,7 +37,6 @@ use rustix::fs::{fsync, unlinkat, AtFlags, FileType};
 use rustix::io::Errno;
 use serde::{Deserialize, Serialize};
 
-use crate::engine::pace::throttle::Throttle;
 use crate::engine::remove::{self, Counters, DirTarget};
 use crate::engine::shrink;
 use crate::sys::dirfd;
@@ -1147,7 +1146,6 @@ fn free_reaping(
                     }
                 }
                 let r = free_tree(
-                    entry,
                     target,
                     (pacing, opts.floor),
                     &opts.engine,
@@ -1252,7 +1250,6 @@ fn clear_entry(
             ident,
         };
         let r = free_tree(
-            entry,
             target,
             (pacing, opts.floor),
             &opts.engine,
@@ -1271,11 +1268,12 @@ fn clear_entry(
     }
 }
 
-/// Removes a tree of an entry with the engine (paced like `reclaim rm -r`; large files shrunk
-/// in place, the tree being private), under `floor`. Subvolumes the file system deleted whole
-/// (nested ones too) are added to `subvolumes`. `Ok(false)`: stopped by a signal.
+/// Removes a tree of an entry with the engine, as `reclaim rm -r` does on this file system
+/// (`remove::Start`: on this thread until it proves big, then its profile's workers unless
+/// given, the probe and governor where pacing decides something; large files shrunk in place,
+/// the tree being private), under `floor`. Subvolumes the file system deleted whole (nested
+/// ones too) are added to `subvolumes`. `Ok(false)`: stopped by a signal.
 fn free_tree(
-    probe_dir: &Arc<OwnedFd>,
     target: DirTarget,
     (pacing, floor): (&EntryPacing, crate::sys::space::Floor),
     engine: &remove::Options,
@@ -1284,69 +1282,19 @@ fn free_tree(
     subvolumes: &mut u64,
 ) -> Result<bool, Vec<Failure>> {
     let mut engine = engine.clone();
-    // As `reclaim rm -r` does on this file system: its profile's workers (unless given) and
-    // governor.
-    let mut profile = crate::engine::profile::Profile::detect(&**probe_dir);
-    // A disk that says it is rotational is told by its idle latency (a virtual disk that
-    // answers like an SSD is not governed; a spinning one gets one worker, as `rm -rf`, and no
-    // governor); a budget the user gave is judged against the disk idle (as `reclaim rm -r`).
-    let rotational = profile.class == crate::engine::profile::Class::Rotational;
-    let idle = if (rotational || pacing.pace_trees) && !pacing.fast {
-        crate::engine::pace::tree::idle_samples(&**probe_dir)
-    } else {
-        Vec::new()
-    };
-    if rotational && !pacing.pace_trees {
-        profile.settle_rotational(&idle);
-    }
-    engine.apply(&profile, engine.threads != 0);
-    let paced = (pacing.pace_trees || profile.governed) && !pacing.fast;
+    let mut start = remove::Start::default();
+    start.pace = pacing.clone();
+    start.floor = floor;
+    start.threads_given = engine.threads != 0;
+    start.govern = true;
+    engine.start = Some(Arc::new(start));
     let paced_so = crate::engine::pace::Pacing {
         floor,
         ..pacing.pacing()
     };
-    let tree_files =
-        (!pacing.fast).then(|| Arc::new(shrink::TreeFiles::new(paced_so.clone(), true)));
-    if let Some(tf) = &tree_files {
-        engine.large_files = Some(tf.clone());
-    }
-    if paced || pacing.iops.is_some() {
-        engine.throttle = Some(Arc::new(Throttle::new(pacing.iops)));
-    }
-    if paced {
-        // A rotational disk starts with one worker and earns more (as `reclaim rm`).
-        engine.gate = Some(engine.governed_gate(rotational));
-    }
-    let network = profile.class == crate::engine::profile::Class::Network;
-    let budget = engine.network_budget(network);
-    let done = AtomicBool::new(false);
-    let sink = remove::Quiet;
-    let outcome = std::thread::scope(|s| {
-        if let (true, Some(throttle)) = (paced, &engine.throttle) {
-            let p = paced_so.clone();
-            let pace_trees = pacing.pace_trees;
-            let dir = probe_dir.clone();
-            let throttle = throttle.clone();
-            let gate = engine.gate.clone();
-            let max_workers = engine.threads;
-            let done = &done;
-            s.spawn(move || {
-                let knobs = crate::engine::pace::tree::Knobs {
-                    throttle: &throttle,
-                    gate: gate.as_deref(),
-                    max_workers,
-                    rate: pace_trees,
-                    idle: &idle,
-                    budget,
-                    joint: None,
-                };
-                crate::engine::pace::tree::run(&*dir, &p, &knobs, &|| counters.entries(), done)
-            });
-        }
-        let out = remove::remove_trees(vec![target], &engine, counters, &sink);
-        done.store(true, Ordering::Relaxed);
-        out
-    });
+    let tree_files = (!pacing.fast).then(|| Arc::new(shrink::TreeFiles::new(paced_so, true)));
+    engine.large_files = tree_files.clone();
+    let outcome = remove::remove_trees(vec![target], &engine, counters, &remove::Quiet);
     for (path, o, took) in tree_files.map(|tf| tf.take()).unwrap_or_default() {
         gentle.push(crate::engine::shrink::Gentle {
             path: crate::sys::quote::PathField::new(path),

@@ -18,10 +18,9 @@ use rustix::io::Errno;
 
 use serde::Serialize;
 
-use crate::engine::pace::throttle::Throttle;
 use crate::engine::pace::{PaceReport, Pacing};
 use crate::engine::profile::{Class, Profile};
-use crate::engine::remove::{self, Counters, DirTarget, Options, Sink};
+use crate::engine::remove::{self, Big, Counters, DirTarget, Options, Sink, Start};
 use crate::engine::shrink::{self, Gentle};
 use crate::engine::spread::Rank;
 use crate::engine::target::{Rejection, Resolver, Target};
@@ -78,6 +77,9 @@ pub struct Request {
     pub small_dir_stats: Option<bool>,
     /// Workers at once in one directory's batches, whatever the profile says (measurements).
     pub batch_threads: Option<usize>,
+    /// The profile, the pool and the governor from the first, not once the trees prove big
+    /// (measurements; tests of what they decide).
+    pub start_pool: bool,
     /// `--preserve-root=all`: refuse directory arguments that are mount points.
     pub preserve_all_root: bool,
     /// A selection (`--name`, `--older-than`, `--from`, ...: `selected.rs`); compiled in
@@ -137,9 +139,6 @@ pub trait Events: Sink {
     fn shrinking(&self, progress: Option<Shrinking<'_>>);
     /// A reaper's progress (a resumed entry; `--wait`).
     fn reaping(&self, progress: &super::Progress<'_>);
-    /// The trees are being removed: `counters` move until `done` is set. Called from a thread
-    /// of its own, which it may keep until then.
-    fn trees(&self, counters: &Counters, started: Instant, done: &AtomicBool);
     /// `--wait` starts freeing the entries hidden (`true`), or is done (`false`).
     fn waiting(&self, on: bool);
 }
@@ -681,9 +680,10 @@ impl<'r> Run<'r> {
         }
     }
 
-    /// Removes the trees with the parallel engine, set up by the file system's profile and
-    /// paced when asked or governed; large files in them are shrunk like named ones.
-    /// `Events::trees` watches them (not called when there are none).
+    /// Removes the trees with the engine: on this thread until they prove big, then with the
+    /// file system's profile, the measured pool and the governor when asked or governed
+    /// (`remove::Start`; under MPI all of it from the start: the ranks agree on the trees
+    /// first); large files in them are shrunk like named ones.
     fn remove_trees(&mut self, trees: Vec<DirTarget>) -> Trees {
         let req = self.req;
         let shown = (!trees.is_empty()).then(|| {
@@ -693,76 +693,78 @@ impl<'r> Run<'r> {
                 .collect::<Vec<_>>()
                 .join(", ")
         });
-        let TreePlan {
-            mut engine,
-            profile,
-            paced,
-            idle,
-        } = plan_trees(req, &trees);
+        let mut start = Start::default();
+        start.pace = req.pace.clone();
+        start.trace = req.pace_trace.clone();
+        start.profile = req.profile;
+        start.threads_given = req.threads_given;
+        start.small_dir_stats = req.small_dir_stats;
+        start.batch_threads = req.batch_threads;
+        start.govern = true;
+        start.floor = req.floor;
+        start.at_once = req.start_pool;
+        // Under MPI one governor for the job: rank 0 judges, every rank follows.
+        start.joint = crate::engine::spread::job().map(|t| {
+            Arc::new(crate::engine::spread::Verdicts::new(t))
+                as Arc<dyn crate::engine::pace::tree::Joint>
+        });
+        let start = Arc::new(start);
+        let mut engine = req.engine.clone();
         // Large files inside the trees are shrunk like named ones (when pacing is on).
         let tree_files = (!req.pace.fast && !req.engine.dry_run)
             .then(|| Arc::new(shrink::TreeFiles::new(req.pacing(), false)));
-        if let Some(tf) = &tree_files {
-            engine.large_files = Some(tf.clone());
-        }
-        let pace_dir = trees.first().map(|t| t.base.clone());
-        // No trees (every argument hidden or a single entry), and no ranks to agree with:
-        // nothing to watch, so no progress line ("0 files, 0 directories removed") is drawn.
-        let nothing = trees.is_empty() && crate::engine::spread::job().is_none();
-        let done = AtomicBool::new(false);
+        engine.large_files = tree_files.clone();
         let (counters, events) = (&self.counters, self.events);
-        let started = self.started;
-        let (outcome, ranks, pace) = std::thread::scope(|s| {
-            if !nothing {
-                s.spawn(|| events.trees(counters, started, &done));
+        let (outcome, ranks, big) = if let Some(job) = crate::engine::spread::job() {
+            // Every rank, also without trees, all of it from the start: the ranks agree on
+            // the trees first.
+            // The first tree's own file system (a mount point named as a tree is its own).
+            let base = trees.first().map(DirTarget::own_dir);
+            let run =
+                |e: &Options| crate::engine::spread::remove_trees(job, trees, e, counters, events);
+            match base {
+                Some(base) => {
+                    let ((outcome, ranks), big) =
+                        start.run_big(&base, &engine, counters, events, run);
+                    (outcome, ranks, Some(big))
+                }
+                None => {
+                    let done = AtomicBool::new(false);
+                    let (outcome, ranks) = std::thread::scope(|s| {
+                        s.spawn(|| events.watch(counters, &done));
+                        let r = run(&engine);
+                        done.store(true, Ordering::Relaxed);
+                        r
+                    });
+                    (outcome, ranks, None)
+                }
             }
-            let pacer = match (&engine.throttle, &pace_dir) {
-                (Some(throttle), Some(dir)) if paced => {
-                    let network = profile.as_ref().is_some_and(|p| p.class == Class::Network);
-                    let knobs = crate::engine::pace::tree::Knobs {
-                        throttle,
-                        gate: engine.gate.as_deref(),
-                        max_workers: engine.threads,
-                        rate: req.pace.pace_trees,
-                        idle: &idle,
-                        budget: engine.network_budget(network),
-                        joint: engine.verdicts.as_deref(),
-                    };
-                    let (pacing, done) = (req.pacing(), &done);
-                    Some(s.spawn(move || {
-                        crate::engine::pace::tree::run(
-                            &**dir,
-                            &pacing,
-                            &knobs,
-                            &|| counters.entries(),
-                            done,
-                        )
-                    }))
-                }
-                _ => None,
-            };
-            let (outcome, ranks) = if let Some(job) = crate::engine::spread::job() {
-                // Every rank, also without trees: the ranks agree on them first.
-                crate::engine::spread::remove_trees(job, trees, &engine, counters, events)
-            } else if trees.is_empty() {
-                Default::default()
-            } else if req.verbose {
-                // One argument after the other, so -v lists them in the order given.
-                let mut all = remove::Outcome::default();
-                for t in trees {
-                    let o = remove::remove_trees(vec![t], &engine, counters, events);
-                    all.failures.extend(o.failures);
-                    all.skipped_mounts.extend(o.skipped_mounts);
-                    all.subvolumes.extend(o.subvolumes);
-                }
-                (all, Vec::new())
+        } else {
+            let small = !trees.is_empty() && !req.start_pool;
+            engine.start = Some(start);
+            let mut all = remove::Outcome::default();
+            // -v: one argument after the other, so that it lists them in the order given.
+            let each: Vec<Vec<DirTarget>> = if req.verbose {
+                trees.into_iter().map(|t| vec![t]).collect()
             } else {
-                let o = remove::remove_trees(trees, &engine, counters, events);
-                (o, Vec::new())
+                vec![trees]
             };
-            done.store(true, Ordering::Relaxed);
-            (outcome, ranks, pacer.and_then(|p| p.join().ok()))
-        });
+            for ts in each.into_iter().filter(|ts| !ts.is_empty()) {
+                let o = remove::remove_trees(ts, &engine, counters, events);
+                all.failures.extend(o.failures);
+                all.skipped_mounts.extend(o.skipped_mounts);
+                all.subvolumes.extend(o.subvolumes);
+                all.big = o.big.or(all.big);
+            }
+            // Trees that stayed small say so (one worker, nothing measured).
+            let big = all.big.take().or_else(|| {
+                (small && !req.engine.dry_run).then(|| Big {
+                    concurrency: Some(Start::small_report()),
+                    ..Big::default()
+                })
+            });
+            (all, Vec::new(), big)
+        };
         self.failures.extend(outcome.failures);
         for (path, outcome, took) in tree_files.map(|tf| tf.take()).unwrap_or_default() {
             self.gentle.push(Gentle {
@@ -771,17 +773,14 @@ impl<'r> Run<'r> {
                 outcome,
             });
         }
+        let big = big.unwrap_or_default();
         Trees {
             shown,
             skipped_mounts: outcome.skipped_mounts,
             subvolumes: outcome.subvolumes,
-            pace,
-            profile,
-            concurrency: engine
-                .concurrency
-                .as_ref()
-                .filter(|_| !req.engine.dry_run)
-                .map(|c| c.report()),
+            pace: big.pace,
+            profile: big.profile,
+            concurrency: big.concurrency,
             ranks,
         }
     }
@@ -938,103 +937,6 @@ impl<'r> Run<'r> {
 
 /// A directory by its device and inode.
 type DirKey = (u64, u64);
-
-/// How the trees are removed.
-struct TreePlan {
-    engine: Options,
-    /// The profile of the first tree's file system: it decides the defaults.
-    profile: Option<Profile>,
-    /// A governor paces the trees.
-    paced: bool,
-    /// Probe latencies taken before the removal started (see `plan_trees`): the
-    /// governor's baseline when there are some.
-    idle: Vec<Duration>,
-}
-
-/// The directory of a tree itself (opened without following a symlink, checked to be the one
-/// resolved), or its parent where it cannot be opened: where its file system is asked about.
-fn own_dir(t: &DirTarget) -> Arc<OwnedFd> {
-    match crate::sys::dirfd::open_dir_at(&*t.base, &t.name) {
-        Ok(fd) if crate::sys::dirfd::fstat(&fd).is_ok_and(|f| f.ident == t.ident) => Arc::new(fd),
-        _ => t.base.clone(),
-    }
-}
-
-/// The engine's options for `trees`, the profile of the first tree's file system and whether
-/// (and from what baseline) the trees are paced.
-fn plan_trees(req: &Request, trees: &[DirTarget]) -> TreePlan {
-    let mut engine = req.engine.clone();
-    // The first tree's own file system: a mount point named as a tree is its own file system,
-    // not its parent's.
-    let first = trees.first().map(own_dir);
-    let mut profile = first.as_ref().map(|d| match req.profile {
-        Some(class) => Profile::named(class, d),
-        None => Profile::detect(d),
-    });
-    // Probe latencies before the removal starts: to tell a disk that only says it is
-    // rotational from a spinning one, and the baseline a budget the user gave is judged
-    // against (one measured under the workers read 185 ms (p50) on the emulated HDD against
-    // 71 ms idle, so `--max-latency 150ms` never saw a miss and ran harsher than the default:
-    // bench/RESULTS.md, 2026-11-26 session 5).
-    let confirm = !req.pace.pace_trees
-        && profile
-            .as_ref()
-            .is_some_and(|p| p.governed && p.class == Class::Rotational && p.source == "detected");
-    // Under MPI a governed removal measures it too, on every rank before any rank starts (the
-    // ranks agree on the trees first): a baseline each rank takes once its workers run sees
-    // the job's load as well, from rank 0's start on, more or less of it by when the rank
-    // started, so the ranks judged by different budgets (rank 0's "idle" p50 read 20 ms in
-    // one run of 8 ranks, 30 ms in the next: bench/RESULTS.md, 2026-11-26). Rank 0 alone:
-    // it judges for the job (`Joint`).
-    let job_governed = crate::engine::spread::job().is_some_and(|t| t.rank() == 0)
-        && profile.as_ref().is_some_and(|p| p.governed);
-    let measure =
-        (confirm || req.pace.pace_trees || job_governed) && !req.engine.dry_run && !req.pace.fast;
-    let idle = match &first {
-        Some(dir) if measure => crate::engine::pace::tree::idle_samples(dir),
-        _ => Vec::new(),
-    };
-    if let Some(p) = profile.as_mut().filter(|_| confirm && measure) {
-        p.settle_rotational(&idle);
-    }
-    if let Some(p) = &profile {
-        engine.apply(p, req.threads_given);
-    }
-    if let Some(on) = req.small_dir_stats {
-        engine.stat_small_dirs = on;
-    }
-    if let Some(n) = req.batch_threads {
-        engine.batch_threads = n.min(engine.threads).max(1);
-    }
-    // Trees are governed when asked (`--max-latency`) or by the profile's default (network
-    // file systems): a governor thread halves the active workers when the probe sees other
-    // I/O hurt, then holds the unlink rate (which `--iops` caps).
-    let governed = profile.as_ref().is_some_and(|p| p.governed);
-    let paced = (req.pace.pace_trees || governed)
-        && !trees.is_empty()
-        && !req.engine.dry_run
-        && !req.pace.fast;
-    if paced || (req.pace.iops.is_some() && !trees.is_empty()) {
-        engine.throttle = Some(Arc::new(Throttle::new(req.pace.iops)));
-    }
-    if paced {
-        let rotational = profile
-            .as_ref()
-            .is_some_and(|p| p.class == Class::Rotational);
-        engine.gate = Some(engine.governed_gate(rotational));
-        // Under MPI one governor for the job: rank 0 judges, every rank follows.
-        engine.verdicts = crate::engine::spread::job().map(|t| {
-            Arc::new(crate::engine::spread::Verdicts::new(t))
-                as Arc<dyn crate::engine::pace::tree::Joint>
-        });
-    }
-    TreePlan {
-        engine,
-        profile,
-        paced,
-        idle,
-    }
-}
 
 /// What a stop signal left of one large file; starts the reaper for it if it is in the trash.
 fn left_of_file(req: &Request, g: &Gentle, l: &shrink::Left) -> Left {

@@ -168,8 +168,7 @@ fn parse_line(line: &[u8]) -> Option<Mount> {
         point: unescape(f.get(4)?).into(),
         fstype: String::from_utf8_lossy(f.get(dash + 1)?).into_owned(),
         source: unescape(f.get(dash + 2)?).into(),
-        options: String::from_utf8_lossy(f.get(dash + 3).copied().unwrap_or_default())
-            .into_owned(),
+        options: String::from_utf8_lossy(f.get(dash + 3).copied().unwrap_or_default()).into_owned(),
     })
 }
 

@@ -242,6 +242,8 @@ pub fn concurrency(c: &ConcurrencyReport) -> String {
     let mut s = plural(c.chosen as u64, "worker", "workers");
     if c.rule == "pinned" {
         s.push_str(" (--threads)");
+    } else if c.rule == "inline" {
+        s.push_str(&format!(" ({})", c.why));
     } else if c.changes.is_empty() {
         s.push_str(&format!(
             ", as {} starts them (no other count did better)",
@@ -347,6 +349,8 @@ pub struct RmView {
     verbose: bool,
     /// A progress line at all (on a terminal, without `--json`).
     live: bool,
+    /// When the removal started (its progress line's rate).
+    started: Instant,
 }
 
 impl RmView {
@@ -360,6 +364,7 @@ impl RmView {
             wait: Mutex::new(None),
             verbose,
             live,
+            started: Instant::now(),
         }
     }
 
@@ -387,6 +392,9 @@ impl Sink for RmView {
     }
     fn warning(&self, what: &dyn std::fmt::Display) {
         self.printer.warning(what)
+    }
+    fn watch(&self, counters: &Counters, done: &AtomicBool) {
+        self.progress.tick_until(counters, self.started, done);
     }
     fn subvolume_walked(&self, path: &Path, why: &str) {
         self.printer.subvolume_walked(path, why)
@@ -471,10 +479,6 @@ impl Events for RmView {
 
     fn reaping(&self, p: &crate::reaper::Progress<'_>) {
         self.show(&reaping(p));
-    }
-
-    fn trees(&self, counters: &Counters, started: Instant, done: &AtomicBool) {
-        self.progress.tick_until(counters, started, done);
     }
 
     fn waiting(&self, on: bool) {

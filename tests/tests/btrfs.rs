@@ -502,7 +502,7 @@ fn btrfs_and_ext4_images_on_one_disk_get_the_same_profile() {
     let class = |dir: &str| {
         s.mkdir(format!("{dir}/t/sub"));
         let out = s
-            .rm(&["-r", "--json", &format!("{dir}/t")])
+            .rm(&["-r", "--json", "--start-pool", &format!("{dir}/t")])
             .output()
             .unwrap();
         util::assert_success(&out);

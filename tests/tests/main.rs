@@ -42,6 +42,7 @@ mod select;
 mod skips;
 mod soak;
 mod spinning;
+mod start;
 mod trash;
 mod trash_edges;
 mod tree_pacing;

@@ -161,7 +161,7 @@ fn a_spinning_disk_gets_one_worker_and_an_explicit_budget_is_judged_against_it_i
     // By default: confirmed slow by the idle probe, one worker as rm -rf, no governor (its own
     // synchronous probe writes were the harm it added: bench/RESULTS.md, 2026-11-26).
     let t = disk.tree("t", 200);
-    let v = rm_json(&s, &["-r", "--json"], &t);
+    let v = rm_json(&s, &["-r", "--json", "--start-pool"], &t);
     let profile = &v["profile"];
     assert_eq!(profile["class"], "rotational", "{v}");
     assert_eq!(profile["governed"], false, "{v}");
@@ -178,7 +178,11 @@ fn a_spinning_disk_gets_one_worker_and_an_explicit_budget_is_judged_against_it_i
     // workers started (several of them: the idle probe), and the budget honoured as given
     // when the disk idles below it.
     let t = disk.tree("t2", 200);
-    let v = rm_json(&s, &["-r", "--json", "--max-latency", "5s"], &t);
+    let v = rm_json(
+        &s,
+        &["-r", "--json", "--start-pool", "--max-latency", "5s"],
+        &t,
+    );
     let pace = &v["pace"];
     assert_eq!(pace["max_latency_ms"].as_f64(), Some(5000.0), "{v}");
     assert_eq!(

@@ -47,22 +47,17 @@ pub fn remover<'o>(
             }
         };
         let base = Arc::new(base);
-        let mut opts = remove::Options {
+        let opts = remove::Options {
             cross_mounts: true,
             large_files: Some(large.clone()),
             report_vanished: true,
             // GNU rm walks a subvolume (and fails where it fails inside).
             destroy_subvolumes: false,
+            // On this thread until the tree proves big, then its file system's profile and
+            // measured pool (as GNU rm, no governor).
+            start: Some(Arc::new(remove::Start::default())),
             ..remove::Options::default()
         };
-        if let Ok(fd) = dirfd::open_dir_at(&*base, name) {
-            opts.apply(&crate::engine::profile::Profile::detect(&fd), false);
-        }
-        opts.fd_budget = crate::sys::limits::fd_budget(
-            opts.fd_budget,
-            crate::sys::limits::raise_nofile(),
-            opts.threads,
-        );
         // The operand's directory, held open for reading the order back afterwards: its
         // path may name it through a symlink inside it (`a/` with `a -> .`), gone by then.
         let root = dirfd::open_dir_at(&*base, name)

@@ -66,7 +66,7 @@ pub fn remove(
     };
     let next = AtomicUsize::new(0);
     let out = Mutex::new(Removed::default());
-    let threads = opts.threads.max(1).min(work.len().max(1));
+    let threads = opts.workers().min(work.len().max(1));
     // The workers run behind the measured concurrency's gate, as a tree's do: `opts.threads`
     // is the most it may ever let in (16 on ext4 here), and on xfs 8 unlinkers at once took
     // 1.3x as long as 2 (bench/RESULTS.md, 2026-11-26).

@@ -55,6 +55,12 @@ impl<T: HoldsFd> FdCache<T> {
         }
     }
 
+    /// Holds at most `budget` from the next install on (a walk that grew: more workers,
+    /// each with a few fds in flight).
+    pub fn set_budget(&mut self, budget: usize) {
+        self.budget = budget;
+    }
+
     /// Closes `node`'s fd (it is done with it).
     pub fn release(&self, node: &T) {
         take(node);

@@ -543,16 +543,75 @@ pub struct Walk<'a, V: Visitor> {
     roots: Vec<Arc<Root>>,
     /// Set when the walk is shared with others.
     sharing: Option<share::Sharing<V::Dir>>,
+    /// Names read from directories so far (what `run_growing` judges the walk's size by).
+    listed: AtomicU64,
 }
 
 /// Walks every root with `opts.threads` workers; returns each worker's state.
 pub fn run<V: Visitor>(visitor: &V, roots: Vec<Root>, opts: &Options) -> Vec<V::Worker> {
     let walk = Walk::new(visitor, roots, opts, None);
-    for r in &walk.roots {
-        let node = walk.new_node(None, r.clone(), CString::default());
-        walk.queue.push(Task::Dir(node));
+    walk.push_roots();
+    walk.workers(None)
+}
+
+/// How far a walk started on the calling thread alone has come (`run_growing`).
+#[derive(Clone, Copy, Debug)]
+pub struct Grown {
+    /// Names read from directories (files and subdirectories).
+    pub listed: u64,
+    /// Time since the walk started.
+    pub elapsed: Duration,
+}
+
+/// The rest of a walk that proved big: called with the options it runs with (`run_growing`).
+pub type GoOn<'a> = &'a mut dyn FnMut(&Options);
+
+/// Walks every root on the calling thread alone, one task at a time, while `big` says the
+/// walk has not proved big (asked after each task, with how far it has come); small work ends
+/// there, with no thread started. Once `big` says it has, `grow` is called (once, on the
+/// calling thread, with no task in hand) and must call the continuation it is given with the
+/// options the rest runs with (of those, its workers: `threads`, `batch`, `batch_threads`,
+/// `fd_budget`, `gate`, `stream`; the rest stay as the walk started): the walk goes on from
+/// where it is (nothing is listed twice), the calling thread one of the workers, and the
+/// continuation returns when the walk is done.
+/// `grow` starts whatever runs beside the pool around that call (a governor, a progress
+/// line). Returns each worker's state.
+pub fn run_growing<V: Visitor>(
+    visitor: &V,
+    roots: Vec<Root>,
+    opts: &Options,
+    big: &dyn Fn(&Grown) -> bool,
+    grow: &mut dyn FnMut(GoOn<'_>),
+) -> Vec<V::Worker> {
+    let t0 = Instant::now();
+    let mut walk = Walk::new(visitor, roots, opts, None);
+    walk.push_roots();
+    let mut w = visitor.worker();
+    let mut buf = DirBuf::new(256 * 1024);
+    // Stopped by a signal: what is queued is drained here (nothing grows for that).
+    let proved = || {
+        !crate::sys::interrupt::stopping()
+            && big(&Grown {
+                listed: walk.listed.load(Ordering::Relaxed),
+                elapsed: t0.elapsed(),
+            })
+    };
+    if walk.work_on(&mut w, &mut buf, &proved) {
+        return vec![w];
     }
-    walk.workers()
+    let mut first = Some((w, buf));
+    let mut states = Vec::new();
+    grow(&mut |pool: &Options| {
+        if let Some((w, buf)) = first.take() {
+            walk.grow(pool);
+            states = walk.workers(Some((w, buf)));
+        }
+    });
+    // A `grow` that did not go on: the rest with the options as they are.
+    if let Some(rest) = first.take() {
+        states = walk.workers(Some(rest));
+    }
+    states
 }
 
 impl<'a, V: Visitor> Walk<'a, V> {
@@ -571,20 +630,49 @@ impl<'a, V: Visitor> Walk<'a, V> {
             batch_slots: Slots::new(opts.batch_threads.min(opts.threads).max(1)),
             roots: roots.into_iter().map(Arc::new).collect(),
             sharing,
+            listed: AtomicU64::new(0),
         }
     }
 
-    /// Runs the workers until the queue is done; returns each one's state.
-    fn workers(&self) -> Vec<V::Worker> {
+    /// Queues every root.
+    fn push_roots(&self) {
+        for r in &self.roots {
+            let node = self.new_node(None, r.clone(), CString::default());
+            self.queue.push(Task::Dir(node));
+        }
+    }
+
+    /// Runs the workers until the queue is done; returns each one's state. `first`: the
+    /// calling thread is one of them, with this state and buffer (a walk that grew).
+    fn workers(&self, first: Option<(V::Worker, DirBuf)>) -> Vec<V::Worker> {
+        let spawned = self.opts.threads.max(1) - usize::from(first.is_some());
         std::thread::scope(|s| {
-            let workers: Vec<_> = (0..self.opts.threads.max(1))
-                .map(|_| s.spawn(|| self.work()))
-                .collect();
-            workers
-                .into_iter()
-                .map(|w| w.join().expect("walk worker panicked"))
-                .collect()
+            let workers: Vec<_> = (0..spawned).map(|_| s.spawn(|| self.work())).collect();
+            let mut states: Vec<V::Worker> = Vec::with_capacity(spawned + 1);
+            if let Some((mut w, mut buf)) = first {
+                self.work_on(&mut w, &mut buf, &|| false);
+                states.push(w);
+            }
+            states.extend(
+                workers
+                    .into_iter()
+                    .map(|w| w.join().expect("walk worker panicked")),
+            );
+            states
         })
+    }
+
+    /// The walk proved big: the rest runs with the workers of `pool` (no worker is at work,
+    /// no task in hand, no batch slot taken).
+    fn grow(&mut self, pool: &Options) {
+        self.opts.threads = pool.threads.max(1);
+        self.opts.batch = pool.batch;
+        self.opts.batch_threads = pool.batch_threads;
+        self.opts.fd_budget = pool.fd_budget.max(2);
+        self.opts.gate = pool.gate.clone();
+        self.opts.stream = pool.stream.clone();
+        self.batch_slots = Slots::new(self.opts.batch_threads.min(self.opts.threads).max(1));
+        self.fds.set_budget(self.opts.fd_budget);
     }
 }
 
@@ -629,6 +717,14 @@ impl<'a, V: Visitor> Walk<'a, V> {
     fn work(&self) -> V::Worker {
         let mut w = self.visitor.worker();
         let mut buf = DirBuf::new(256 * 1024);
+        self.work_on(&mut w, &mut buf, &|| false);
+        w
+    }
+
+    /// Takes and does tasks until the queue is done (true), or until `enough` says so after
+    /// a task that left others queued (false: the walk goes on later, from the queue as it
+    /// is).
+    fn work_on(&self, w: &mut V::Worker, buf: &mut DirBuf, enough: &dyn Fn() -> bool) -> bool {
         loop {
             // Enter before taking a task: a worker the gate holds back holds no work, so what
             // it may not do yet stays queued (another process of a shared walk may take it).
@@ -639,7 +735,7 @@ impl<'a, V: Visitor> Walk<'a, V> {
                 if let Some(g) = &self.opts.gate {
                     g.leave(false);
                 }
-                break;
+                return true;
             };
             if let Some(g) = &self.opts.gate {
                 g.begin();
@@ -650,21 +746,21 @@ impl<'a, V: Visitor> Walk<'a, V> {
                 match task {
                     Task::Dir(node) => {
                         node.keep();
-                        self.finish(&mut w, node, false);
+                        self.finish(w, node, false);
                     }
                     Task::Batch(node, ..) => {
                         node.keep();
-                        self.child_done(&mut w, node);
+                        self.child_done(w, node);
                     }
-                    Task::Returned(r) => self.returned(&mut w, r),
+                    Task::Returned(r) => self.returned(w, r),
                 }
             } else {
                 match task {
-                    Task::Dir(node) => self.visit_dir(&mut w, node, &mut buf),
+                    Task::Dir(node) => self.visit_dir(w, node, buf),
                     Task::Batch(node, listing, from, to) => {
                         let permit = self.batch_slots.acquire();
                         match self.fd_of(&node) {
-                            Ok(fd) => self.batch(&mut w, &node, &fd, &listing, (from, to), false),
+                            Ok(fd) => self.batch(w, &node, &fd, &listing, (from, to), false),
                             Err(lost) => self.visitor.lost(node.path(), lost, &node),
                         }
                         drop(permit);
@@ -672,17 +768,20 @@ impl<'a, V: Visitor> Walk<'a, V> {
                             // A worker may be waiting for a batch slot (`next_task`).
                             self.queue.wake();
                         }
-                        self.child_done(&mut w, node);
+                        self.child_done(w, node);
                     }
-                    Task::Returned(r) => self.returned(&mut w, r),
+                    Task::Returned(r) => self.returned(w, r),
                 }
             }
             if let Some(g) = &self.opts.gate {
                 g.leave(true);
             }
             self.queue.done();
+            // Only with work left to grow for: the last task of a small walk ends it here.
+            if self.queue.len() > 0 && enough() {
+                return false;
+            }
         }
-        w
     }
 
     /// The next task for this worker. In a shared walk, a batch is taken only when a batch
@@ -848,6 +947,10 @@ impl<'a, V: Visitor> Walk<'a, V> {
                 self.visitor.list_failed(&node, e);
             }
         }
+        self.listed.fetch_add(
+            (all.entries.len() + subdirs.len()) as u64,
+            Ordering::Relaxed,
+        );
         // Subdirectories go to the queue first so other workers can start on them.
         for name in subdirs {
             if !self.visitor.skip_subdir(w, &node, &name) {
@@ -905,6 +1008,10 @@ impl<'a, V: Visitor> Walk<'a, V> {
                     next.push(ino, name, ftype);
                 }
             });
+            self.listed.fetch_add(
+                (next.entries.len() + subdirs.len()) as u64,
+                Ordering::Relaxed,
+            );
             for name in subdirs {
                 if !self.visitor.skip_subdir(w, &node, &name) {
                     self.push_subdir(&node, name);

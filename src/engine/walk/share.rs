@@ -130,10 +130,7 @@ pub fn run_shared<V: Visitor, R>(
     // Held while `drive` runs: the workers wait for imports instead of ending.
     walk.queue.hold();
     if start {
-        for r in &walk.roots {
-            let node = walk.new_node(None, r.clone(), CString::default());
-            walk.queue.push(Task::Dir(node));
-        }
+        walk.push_roots();
     }
     std::thread::scope(|s| {
         let workers: Vec<_> = (0..walk.opts.threads.max(1))

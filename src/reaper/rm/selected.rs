@@ -201,9 +201,9 @@ impl Run<'_> {
             )));
         }
         let done = AtomicBool::new(false);
-        let (counters, events, started) = (&self.counters, self.events, self.started);
+        let (counters, events) = (&self.counters, self.events);
         let removed = std::thread::scope(|s| {
-            s.spawn(|| events.trees(counters, started, &done));
+            s.spawn(|| events.watch(counters, &done));
             let r = remove::listed::remove(
                 &groups.groups,
                 &engine,

@@ -1,0 +1,201 @@
+//! Fixed costs (issue 43; DESIGN §15): a small removal runs on the calling thread alone, as GNU
+//! `rm` does, with no pool, no profile, no probe and no controller; a removal that proves big
+//! on the way grows into the measured pool and carries on from where it is, with every safety
+//! check of the walk (nothing outside the target, mounts skipped, symlinks unlinked) and exact
+//! counts. What starts is seen from outside, by strace: the threads made (`clone`, `clone3`)
+//! and the latency probe's file and writes (`O_TMPFILE`, `pwrite64`); and in `--json`'s
+//! `concurrency`.
+
+use std::process::Command as StdCommand;
+
+use serde_json::Value;
+
+use crate::util::{self, assert_same, scratch, Scratch, Volume};
+
+/// What strace saw of one command: the threads and processes it made, and the latency
+/// probe's traces (its anonymous file, its writes).
+struct Traced {
+    out: std::process::Output,
+    clones: usize,
+    probe: Vec<String>,
+}
+
+/// Runs `reclaim ARGS` (or, with `as_rm`, reclaim through a link named `rm`) in the scratch
+/// root under `strace -f`; `None` (the test then says it is skipped) without strace.
+fn traced(s: &Scratch, as_rm: bool, args: &[&str]) -> Option<Traced> {
+    if StdCommand::new("strace").arg("-V").output().is_err() {
+        return None;
+    }
+    let bin = if as_rm {
+        let link = s.path("bin/rm");
+        if !link.exists() {
+            s.mkdir("bin");
+            std::os::unix::fs::symlink(std::fs::canonicalize(util::reclaim_bin()).unwrap(), &link)
+                .unwrap();
+        }
+        link.into_os_string()
+    } else {
+        util::reclaim_bin()
+    };
+    for a in args.iter().filter(|a| !a.starts_with('-') && **a != "rm") {
+        s.assert_inside(&s.path(a));
+    }
+    let trace = s.path("strace.out");
+    let out = StdCommand::new("strace")
+        .args([
+            "-f",
+            "-qq",
+            "-e",
+            "trace=clone,clone3,fork,vfork,openat,pwrite64",
+            "-o",
+        ])
+        .arg(&trace)
+        .arg(bin)
+        .args(args)
+        .env("RECLAIM_CONFIG", "")
+        .env("RECLAIM_UNDER", s.root())
+        .env("LC_ALL", "C")
+        .current_dir(s.root())
+        .output()
+        .unwrap();
+    let text = std::fs::read_to_string(&trace).unwrap();
+    std::fs::remove_file(&trace).unwrap();
+    let clones = text
+        .lines()
+        .filter(|l| {
+            ["clone(", "clone3(", "fork(", "vfork("]
+                .iter()
+                .any(|c| l.contains(c))
+        })
+        .count();
+    let probe = text
+        .lines()
+        .filter(|l| l.contains("O_TMPFILE") || l.contains("pwrite64("))
+        .map(str::to_owned)
+        .collect();
+    Some(Traced { out, clones, probe })
+}
+
+/// A directory `rel` of `n` empty files.
+fn flat(s: &Scratch, rel: &str, n: usize) {
+    s.mkdir(rel);
+    for i in 0..n {
+        std::fs::File::create(s.path(format!("{rel}/f{i}"))).unwrap();
+    }
+}
+
+fn json(out: &std::process::Output) -> Value {
+    util::assert_success(out);
+    util::json_object(&out.stdout)
+}
+
+#[test]
+fn a_small_removal_starts_no_thread_and_writes_no_probe() {
+    let s = scratch!();
+    // `rm -r` of 20 files, as reclaim and as `rm`; one file; one file as `rm`.
+    flat(&s, "t", 20);
+    let Some(t) = traced(&s, false, &["rm", "-r", "--json", "t"]) else {
+        util::skip!("no strace");
+    };
+    let v = json(&t.out);
+    assert!(!s.exists("t"));
+    assert_eq!(
+        (v["files"].as_u64(), v["dirs"].as_u64()),
+        (Some(20), Some(1)),
+        "{v}"
+    );
+    assert_eq!(
+        t.clones, 0,
+        "reclaim rm -r of 20 files started threads: {v}"
+    );
+    assert!(t.probe.is_empty(), "it probed: {:?}", t.probe);
+    // Said: one worker, nothing measured; no profile was taken, no governor ran.
+    assert_eq!(v["concurrency"]["rule"], "inline", "{v}");
+    assert_eq!(v["concurrency"]["chosen"], 1, "{v}");
+    assert!(v.get("profile").is_none() && v.get("pace").is_none(), "{v}");
+
+    flat(&s, "t", 20);
+    let t = traced(&s, true, &["-r", "t"]).unwrap();
+    util::assert_success(&t.out);
+    assert!(!s.exists("t") && t.out.stderr.is_empty(), "{:?}", t.out);
+    assert_eq!(t.clones, 0, "rm -r of 20 files (GNU mode) started threads");
+    assert!(t.probe.is_empty(), "{:?}", t.probe);
+
+    for as_rm in [false, true] {
+        s.file("f", "x");
+        let args: &[&str] = if as_rm { &["f"] } else { &["rm", "f"] };
+        let t = traced(&s, as_rm, args).unwrap();
+        util::assert_success(&t.out);
+        assert!(!s.exists("f"));
+        assert_eq!(
+            (t.clones, t.probe.len()),
+            (0, 0),
+            "one file, as rm: {as_rm}"
+        );
+    }
+}
+
+#[test]
+fn a_removal_that_proves_big_grows_into_the_pool_and_misses_nothing() {
+    // 30 directories of 500 files: more names than a small removal reads, wherever the walk
+    // is when it finds out (the first directories are removed on the calling thread, the rest
+    // by the pool). Beside them, what the walk must never follow or take, met before and after.
+    util::require_root!();
+    let s = scratch!();
+    s.make_outside("outside");
+    s.mkdir("t");
+    s.symlink("t/0-link", s.path("outside"));
+    for d in 0..30 {
+        flat(&s, &format!("t/d{d:02}"), 500);
+    }
+    s.symlink("t/z-link", s.path("outside"));
+    let _mnt = util::or_skip!(Volume::tmpfs(&s, "t/d15/mnt"));
+    s.file("t/d15/mnt/kept", "on another file system");
+    let outside = s.snapshot("outside");
+    let mounted = s.snapshot("t/d15/mnt");
+    let Some(t) = traced(&s, false, &["rm", "-r", "--json", "t"]) else {
+        util::skip!("no strace");
+    };
+    assert_eq!(
+        t.out.status.code(),
+        Some(1),
+        "the mount point is said: {:?}",
+        t.out
+    );
+    let v = util::json_object(&t.out.stdout);
+    // Every file once, every directory but the one holding the mount and the tree's top.
+    assert_eq!(v["files"], 30 * 500 + 2, "{v}");
+    assert_eq!(v["dirs"], 29, "{v}");
+    assert_eq!(v["concurrency"]["rule"], "measured", "it grew: {v}");
+    assert!(v["profile"]["class"].is_string(), "{v}");
+    assert!(t.clones > 0, "the pool started");
+    assert_same("outside", &outside, &s.snapshot("outside"));
+    assert_same("the mounted tmpfs", &mounted, &s.snapshot("t/d15/mnt"));
+    let left: Vec<_> = s.snapshot("t").into_keys().collect();
+    assert_eq!(
+        left,
+        ["", "d15", "d15/mnt", "d15/mnt/kept"].map(std::path::PathBuf::from),
+        "{v}"
+    );
+}
+
+#[test]
+fn gnu_mode_grows_too_and_stays_silent() {
+    let s = scratch!();
+    for d in 0..25 {
+        flat(&s, &format!("t/d{d:02}"), 500);
+    }
+    let Some(t) = traced(&s, true, &["-rf", "t"]) else {
+        util::skip!("no strace");
+    };
+    util::assert_success(&t.out);
+    assert!(
+        t.out.stdout.is_empty() && t.out.stderr.is_empty(),
+        "{:?}",
+        t.out
+    );
+    assert!(!s.exists("t"));
+    assert!(t.clones > 0, "the pool started");
+    // GNU mode is never governed: no probe, big or small.
+    assert!(t.probe.is_empty(), "{:?}", t.probe);
+}
