@@ -171,6 +171,7 @@ fn remove(plan: &[Entry], o: &Options) -> Summary {
         small_dir_stats: None,
         batch_threads: None,
         start_pool: false,
+        count_bytes: true,
         preserve_all_root: false,
         batch: true,
         select: None,

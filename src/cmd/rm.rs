@@ -121,7 +121,9 @@ pub fn run(o: &Options) -> ExitCode {
     super::catch_signals(true);
     let leads = crate::engine::spread::leads();
     let live = leads && std::io::stderr().is_terminal();
-    let req = request(o, job.is_some(), selection);
+    let mut req = request(o, job.is_some(), selection);
+    // Off a terminal without -v or --json nothing but the errors is said, as GNU rm.
+    req.count_bytes = live || o.json || o.verbose || o.dry_run;
     let view = RmView::new(o.verbose, o.dry_run, o.json, live && !o.json);
     let removal = crate::reaper::rm::run(&req, &view);
     view.printer().flush();
@@ -258,6 +260,7 @@ fn request(o: &Options, mpi: bool, selection: Option<Selection>) -> Request {
         small_dir_stats: o.small_dir_stats,
         batch_threads: o.batch_threads,
         start_pool: o.start_pool,
+        count_bytes: true,
         preserve_all_root: o.preserve_all_root,
         batch: false,
         select: o.select.clone(),

@@ -80,6 +80,10 @@ pub struct Request {
     /// The profile, the pool and the governor from the first, not once the trees prove big
     /// (measurements; tests of what they decide).
     pub start_pool: bool,
+    /// The bytes freed are said (`--json`, `-v`, a dry run, a terminal): measured as the file
+    /// systems give them back (each file system's free space before and after, each single
+    /// file's own blocks); otherwise only what is known anyway is counted.
+    pub count_bytes: bool,
     /// `--preserve-root=all`: refuse directory arguments that are mount points.
     pub preserve_all_root: bool,
     /// A selection (`--name`, `--older-than`, `--from`, ...: `selected.rs`); compiled in
@@ -344,6 +348,7 @@ impl<'r> Run<'r> {
         let started = Instant::now();
         let mut resolver = Resolver::new(req.recursive, req.dir);
         resolver.preserve_all_root = req.preserve_all_root;
+        resolver.count_space = req.count_bytes;
         Run {
             req,
             events,
@@ -630,7 +635,7 @@ impl<'r> Run<'r> {
         let req = self.req;
         // What the file system gets back (a link's or an open file's blocks stay in use),
         // counted before it goes; `--dry-run` counts what is allocated.
-        let mut returned = if is_dir || req.engine.dry_run {
+        let mut returned = if is_dir || req.engine.dry_run || !req.count_bytes {
             allocated
         } else {
             crate::sys::freed::by_removal(base, name, facts)
@@ -881,7 +886,7 @@ impl<'r> Run<'r> {
         // got back; it is never less than what reclaim knows exactly (directories' st_blocks,
         // from the statx it does anyway, and the single entries it resolved).
         let known = self.counters.bytes.load(Ordering::Relaxed);
-        let bytes_freed = if req.engine.dry_run || req.engine.stat_files {
+        let bytes_freed = if req.engine.dry_run || req.engine.stat_files || !req.count_bytes {
             known
         } else {
             known.max(

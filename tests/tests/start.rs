@@ -18,6 +18,8 @@ struct Traced {
     out: std::process::Output,
     clones: usize,
     probe: Vec<String>,
+    /// The files it opened (`openat`).
+    opened: Vec<String>,
 }
 
 /// Runs `reclaim ARGS` (or, with `as_rm`, reclaim through a link named `rm`) in the scratch
@@ -73,7 +75,17 @@ fn traced(s: &Scratch, as_rm: bool, args: &[&str]) -> Option<Traced> {
         .filter(|l| l.contains("O_TMPFILE") || l.contains("pwrite64("))
         .map(str::to_owned)
         .collect();
-    Some(Traced { out, clones, probe })
+    let opened = text
+        .lines()
+        .filter(|l| l.contains("openat("))
+        .map(str::to_owned)
+        .collect();
+    Some(Traced {
+        out,
+        clones,
+        probe,
+        opened,
+    })
 }
 
 /// A directory `rel` of `n` empty files.
@@ -132,7 +144,16 @@ fn a_small_removal_starts_no_thread_and_writes_no_probe() {
             (0, 0),
             "one file, as rm: {as_rm}"
         );
+        // Off a terminal, without -v or --json, the bytes it freed are said nowhere: the file
+        // is not opened to measure them (its lease, its extents).
+        let file = t.opened.iter().filter(|l| l.contains("\"f\"")).count();
+        assert_eq!(file, 0, "the file was opened: {:?}", t.opened);
     }
+    // With --json they are said, measured as before.
+    s.file("f", vec![7u8; 64 << 10]);
+    let t = traced(&s, false, &["rm", "--json", "f"]).unwrap();
+    let v = json(&t.out);
+    assert!(v["bytes_freed"].as_u64() >= Some(64 << 10), "{v}");
 }
 
 #[test]
