@@ -195,8 +195,9 @@ impl Options {
             )
         };
         self.threads = c.threads();
-        self.concurrency = Some(Arc::new(c));
         self.batch_threads = profile.batch_threads.min(self.threads).max(1);
+        // Inside one directory: measured from one, up to the profile's (`pace::unlinkers`).
+        self.concurrency = Some(Arc::new(c.with_unlinkers(self.batch_threads)));
         self.stat_small_dirs = profile.stat_small_dirs;
         self.look_ahead = network;
     }
@@ -502,6 +503,11 @@ fn walk_options(opts: &Options, threads: usize, per_dir: usize) -> walk::Options
             .is_some_and(|s| s.time_field() == crate::engine::select::TimeField::Atime),
         gate: opts.active_gate(),
         stream: opts.concurrency.as_ref().and_then(|c| c.stream()),
+        per_dir: opts
+            .concurrency
+            .as_ref()
+            .filter(|_| !opts.dry_run)
+            .map(|c| c.unlinkers().per_dir()),
         subvolumes: true,
     }
 }

@@ -28,6 +28,7 @@ use std::time::{Duration, Instant};
 
 use serde::Serialize;
 
+use super::unlinkers::{process_cpu, Unlinkers};
 use crate::engine::walk::{Gate, Streaming};
 
 /// A window lasts at least this long ...
@@ -597,6 +598,9 @@ pub struct Report {
     pub why: String,
     /// The changes, in order (the first few).
     pub changes: Vec<Change>,
+    /// Workers unlinking inside one directory at once, and why.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub unlinkers: Option<super::unlinkers::Report>,
 }
 
 /// The books the runner keeps (they outlive one run: `rm -v` removes trees one by one).
@@ -624,6 +628,8 @@ pub struct Concurrency {
     max: usize,
     pinned: bool,
     books: Mutex<Books>,
+    /// How many of them unlink inside one directory at once.
+    unlinkers: Unlinkers,
 }
 
 impl Concurrency {
@@ -677,7 +683,19 @@ impl Concurrency {
                 best_rate: None,
                 lowest_cap: None,
             }),
+            unlinkers: Unlinkers::measured(1),
         }
+    }
+
+    /// Workers inside one directory at once: measured from one up to `max`.
+    pub fn with_unlinkers(mut self, max: usize) -> Concurrency {
+        self.unlinkers = Unlinkers::measured(max);
+        self
+    }
+
+    /// How many workers unlink inside one directory at once.
+    pub fn unlinkers(&self) -> &Unlinkers {
+        &self.unlinkers
     }
 
     /// The gate the walk's workers run behind.
@@ -709,6 +727,7 @@ impl Concurrency {
         let mut from = Instant::now();
         let (mut ops0, mut busy0) = self.meter.read();
         let mut worked0 = self.gate.work_time();
+        let mut cpu0 = process_cpu();
         // After a change: the window starts once the workers have had time to follow it.
         let mut settle_until: Option<Instant> = None;
         while !done.load(Ordering::Relaxed) {
@@ -722,6 +741,7 @@ impl Concurrency {
                 from = now;
                 (ops0, busy0) = self.meter.read();
                 worked0 = self.gate.work_time();
+                cpu0 = process_cpu();
                 continue;
             }
             let (ops, busy) = self.meter.read();
@@ -743,9 +763,12 @@ impl Concurrency {
                 worked: worked.saturating_sub(worked0),
                 ..w
             };
+            let cpu = process_cpu();
+            self.unlinkers
+                .window(w.ops, w.elapsed.as_secs_f64(), cpu - cpu0);
             let change = self.judge(&w, t0);
             from = now;
-            (ops0, busy0, worked0) = (ops, busy, worked);
+            (ops0, busy0, worked0, cpu0) = (ops, busy, worked, cpu);
             if let Some(n) = change {
                 self.gate.set(n);
                 settle_until = Some(now + op_time.max(TICK) * 2);
@@ -823,6 +846,7 @@ impl Concurrency {
                 b.why.clone()
             },
             changes: b.changes.clone(),
+            unlinkers: Some(self.unlinkers.report()),
         }
     }
 }

@@ -10,5 +10,6 @@ pub mod probe;
 pub mod signals;
 pub mod throttle;
 pub mod tree;
+pub mod unlinkers;
 
 pub use pacer::{PaceReport, Pacer, Pacing};

@@ -159,6 +159,9 @@ impl Start {
         }
         if let Some(n) = self.batch_threads {
             engine.batch_threads = n.min(engine.threads).max(1);
+            if let Some(c) = &engine.concurrency {
+                c.unlinkers().pin(engine.batch_threads);
+            }
         }
         engine.fd_budget = crate::sys::limits::fd_budget(
             engine.fd_budget,
@@ -238,6 +241,7 @@ impl Start {
                 BIG_AFTER.as_millis()
             ),
             changes: Vec::new(),
+            unlinkers: None,
         }
     }
 

@@ -203,6 +203,7 @@ pub fn scan(
         gate: None,
         noatime: false,
         stream: None,
+        per_dir: None,
     };
     let Some(t) = job else {
         for w in walk::run(&scanner, roots, &walk_opts) {

@@ -21,19 +21,21 @@ use std::os::fd::OwnedFd;
 use std::os::unix::ffi::OsStrExt;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, AtomicUsize, Ordering};
-use std::sync::{Arc, Condvar, Mutex, OnceLock};
+use std::sync::{Arc, Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
 use rustix::fs::FileType;
 use rustix::io::Errno;
 
 use crate::engine::walk::fdcache::FdCache;
-use crate::engine::walk::pool::{Queue, Slots};
+use crate::engine::walk::pool::Queue;
 use crate::sys::dirfd::{self, DirBuf, Facts, Ident};
 
 mod fdcache;
+mod gate;
 mod pool;
 mod share;
+pub use gate::{Gate, PerDir};
 pub use share::{run_shared, Event, Handoff, Shared, Work};
 
 /// Directories with this many entries or more are big (the one home of the number): the
@@ -48,8 +50,10 @@ pub const BIG_DIR: usize = 10_000;
 #[derive(Clone, Debug)]
 pub struct Options {
     pub threads: usize,
-    /// Workers allowed at once in the batches of one directory (they contend on its lock).
+    /// Workers allowed at once in the batches of one directory (they contend on its lock) ...
     pub batch_threads: usize,
+    /// ... or as many as this says, changed while the walk runs (measured).
+    pub per_dir: Option<Arc<PerDir>>,
     /// Names per batch.
     pub batch: usize,
     /// Directories with at least this many non-directory entries are handled in inode order.
@@ -166,6 +170,8 @@ pub struct Node<D> {
     relists: AtomicU32,
     /// Queued to be listed again: the finishing in progress stops there.
     requeued: AtomicBool,
+    /// Workers unlinking its entries right now (its batches: `PerDir`).
+    unlinkers: AtomicUsize,
     /// Whether it belongs to this walk or stands for (or is) work of another one.
     share: share::Role,
     pub data: D,
@@ -409,128 +415,6 @@ enum Task<D> {
     Returned(share::Returned<D>),
 }
 
-/// How many workers may be at work at once; changed while a walk runs. Two hands set it: the
-/// concurrency controller (`set`: what measurement found pays) and the latency governor
-/// (`set_cap`: lower when others are hurt); the lower of the two holds. A worker enters before
-/// it takes a task, so work it may not do yet stays queued (for another process to take).
-#[derive(Debug)]
-pub struct Gate {
-    state: Mutex<GateState>,
-    changed: Condvar,
-}
-
-#[derive(Debug)]
-struct GateState {
-    limit: usize,
-    cap: usize,
-    /// Workers inside (with a task or waiting for one).
-    active: usize,
-    /// Workers inside with a task.
-    working: usize,
-    /// Integral of `working` over time, up to `since`.
-    work: Duration,
-    since: Instant,
-}
-
-impl GateState {
-    fn account(&mut self) {
-        let now = Instant::now();
-        self.work += now.saturating_duration_since(self.since) * self.working as u32;
-        self.since = now;
-    }
-
-    fn allowed(&self) -> usize {
-        self.limit.min(self.cap)
-    }
-}
-
-impl Gate {
-    pub fn new(limit: usize) -> Self {
-        Gate {
-            state: Mutex::new(GateState {
-                limit: limit.max(1),
-                cap: usize::MAX,
-                active: 0,
-                working: 0,
-                work: Duration::ZERO,
-                since: Instant::now(),
-            }),
-            changed: Condvar::new(),
-        }
-    }
-
-    /// Sets the limit (at least 1).
-    pub fn set(&self, limit: usize) {
-        self.state.lock().expect("gate lock").limit = limit.max(1);
-        self.changed.notify_all();
-    }
-
-    pub fn limit(&self) -> usize {
-        self.state.lock().expect("gate lock").limit
-    }
-
-    /// Sets the ceiling over the limit (at least 1; the latency governor's).
-    pub fn set_cap(&self, cap: usize) {
-        self.state.lock().expect("gate lock").cap = cap.max(1);
-        self.changed.notify_all();
-    }
-
-    /// The ceiling (`usize::MAX` when none was set).
-    pub fn cap(&self) -> usize {
-        self.state.lock().expect("gate lock").cap
-    }
-
-    /// Workers allowed at once now: the lower of the limit and the ceiling.
-    pub fn allowed(&self) -> usize {
-        self.state.lock().expect("gate lock").allowed()
-    }
-
-    /// Workers with a task right now (a worker over a lowered ceiling finishes its task).
-    pub fn working(&self) -> usize {
-        self.state.lock().expect("gate lock").working
-    }
-
-    /// Workers at work right now.
-    #[cfg(test)]
-    pub fn active(&self) -> usize {
-        self.state.lock().expect("gate lock").active
-    }
-
-    /// Worker-time spent on tasks so far (the integral of busy workers over time).
-    pub fn work_time(&self) -> Duration {
-        let mut s = self.state.lock().expect("gate lock");
-        s.account();
-        s.work
-    }
-
-    pub(crate) fn enter(&self) {
-        let mut s = self.state.lock().expect("gate lock");
-        while s.active >= s.allowed() {
-            s = self.changed.wait(s).expect("gate lock");
-        }
-        s.active += 1;
-    }
-
-    /// The worker that entered has a task now.
-    pub(crate) fn begin(&self) {
-        let mut s = self.state.lock().expect("gate lock");
-        s.account();
-        s.working += 1;
-    }
-
-    /// Leaves, with (`worked`) or without a task.
-    pub(crate) fn leave(&self, worked: bool) {
-        let mut s = self.state.lock().expect("gate lock");
-        if worked {
-            s.account();
-            s.working -= 1;
-        }
-        s.active -= 1;
-        drop(s);
-        self.changed.notify_one();
-    }
-}
-
 /// A walk in progress.
 pub struct Walk<'a, V: Visitor> {
     pub visitor: &'a V,
@@ -538,7 +422,8 @@ pub struct Walk<'a, V: Visitor> {
     queue: Queue<Task<V::Dir>>,
     fds: FdCache<Node<V::Dir>>,
     seq: AtomicU64,
-    batch_slots: Slots,
+    /// Workers allowed at once in one directory's batches.
+    per_dir: Arc<PerDir>,
     /// The roots, by index (work from another walk names its root by index).
     roots: Vec<Arc<Root>>,
     /// Set when the walk is shared with others.
@@ -627,7 +512,7 @@ impl<'a, V: Visitor> Walk<'a, V> {
             queue: Queue::default(),
             fds: FdCache::new(opts.fd_budget.max(2)),
             seq: AtomicU64::new(0),
-            batch_slots: Slots::new(opts.batch_threads.min(opts.threads).max(1)),
+            per_dir: per_dir(opts),
             roots: roots.into_iter().map(Arc::new).collect(),
             sharing,
             listed: AtomicU64::new(0),
@@ -671,7 +556,8 @@ impl<'a, V: Visitor> Walk<'a, V> {
         self.opts.fd_budget = pool.fd_budget.max(2);
         self.opts.gate = pool.gate.clone();
         self.opts.stream = pool.stream.clone();
-        self.batch_slots = Slots::new(self.opts.batch_threads.min(self.opts.threads).max(1));
+        self.opts.per_dir = pool.per_dir.clone();
+        self.per_dir = per_dir(&self.opts);
         self.fds.set_budget(self.opts.fd_budget);
     }
 }
@@ -709,6 +595,7 @@ impl<'a, V: Visitor> Walk<'a, V> {
             keep: AtomicBool::new(false),
             relists: AtomicU32::new(0),
             requeued: AtomicBool::new(false),
+            unlinkers: AtomicUsize::new(0),
             share,
             data: self.visitor.dir_data(),
         })
@@ -758,16 +645,12 @@ impl<'a, V: Visitor> Walk<'a, V> {
                 match task {
                     Task::Dir(node) => self.visit_dir(w, node, buf),
                     Task::Batch(node, listing, from, to) => {
-                        let permit = self.batch_slots.acquire();
+                        // Counted in `node.unlinkers` when it was taken (`next_task`).
                         match self.fd_of(&node) {
                             Ok(fd) => self.batch(w, &node, &fd, &listing, (from, to), false),
                             Err(lost) => self.visitor.lost(node.path(), lost, &node),
                         }
-                        drop(permit);
-                        if self.sharing.is_some() {
-                            // A worker may be waiting for a batch slot (`next_task`).
-                            self.queue.wake();
-                        }
+                        self.unlinked(&node);
                         self.child_done(w, node);
                     }
                     Task::Returned(r) => self.returned(w, r),
@@ -784,15 +667,28 @@ impl<'a, V: Visitor> Walk<'a, V> {
         }
     }
 
-    /// The next task for this worker. In a shared walk, a batch is taken only when a batch
-    /// slot is free: a worker waiting for one would hold work that another process could
-    /// do now (in one process it makes no difference: the work waits either way).
+    /// The next task for this worker: the newest, but not a batch of a directory where as
+    /// many as `PerDir` allows unlink already (that batch waits for one of them; this worker
+    /// takes other work, or waits for it). A batch taken counts as one more unlinker of its
+    /// directory (`unlinked` when done).
     fn next_task(&self) -> Option<Task<V::Dir>> {
-        if self.sharing.is_none() {
-            return self.queue.pop();
-        }
-        self.queue
-            .pop_if(|t| !matches!(t, Task::Batch(..)) || self.batch_slots.available() > 0)
+        self.queue.pop_if(|t| match t {
+            Task::Batch(node, ..) => {
+                // Under the queue's lock: no other worker takes a batch meanwhile.
+                let admitted = self.per_dir.admits(node.unlinkers.load(Ordering::SeqCst));
+                if admitted {
+                    node.unlinkers.fetch_add(1, Ordering::SeqCst);
+                }
+                admitted
+            }
+            _ => true,
+        })
+    }
+
+    /// A worker is done unlinking in `node`: one waiting for its batches may take one.
+    fn unlinked(&self, node: &Node<V::Dir>) {
+        node.unlinkers.fetch_sub(1, Ordering::SeqCst);
+        self.queue.wake();
     }
 
     /// The fd of the directory holding `node` (the root's base for a root).
@@ -967,8 +863,13 @@ impl<'a, V: Visitor> Walk<'a, V> {
         }
         let size = self.opts.batch.max(1);
         let listing = Arc::new(all);
-        // The queue is LIFO: push the highest batches first, keep the lowest for this worker.
+        // The queue is LIFO: push the highest batches first, keep the lowest for this worker,
+        // which unlinks in it first (counted before any other can take a batch).
         let batches = n.div_ceil(size);
+        let shared = batches > 1;
+        if shared {
+            node.unlinkers.fetch_add(1, Ordering::SeqCst);
+        }
         for b in (1..batches).rev() {
             node.pending.fetch_add(1, Ordering::SeqCst);
             let range = (b * size, ((b + 1) * size).min(n));
@@ -978,6 +879,9 @@ impl<'a, V: Visitor> Walk<'a, V> {
         if n > 0 {
             let few = batches == 1;
             self.batch(w, &node, &fd, &listing, (0, size.min(n)), few);
+        }
+        if shared {
+            self.unlinked(&node);
         }
         drop(fd);
         self.child_done(w, node);
@@ -1202,51 +1106,10 @@ impl<'a, V: Visitor> Walk<'a, V> {
     }
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn gate_holds_at_most_its_limit() {
-        let g = Arc::new(Gate::new(2));
-        let peak = Arc::new(AtomicUsize::new(0));
-        std::thread::scope(|s| {
-            for _ in 0..8 {
-                let (g, peak) = (g.clone(), peak.clone());
-                s.spawn(move || {
-                    for _ in 0..50 {
-                        g.enter();
-                        g.begin();
-                        peak.fetch_max(g.active(), Ordering::SeqCst);
-                        std::thread::yield_now();
-                        g.leave(true);
-                    }
-                });
-            }
-            std::thread::sleep(std::time::Duration::from_millis(5));
-            g.set(3);
-        });
-        assert!(peak.load(Ordering::SeqCst) <= 3);
-        assert_eq!(g.active(), 0);
-    }
-
-    #[test]
-    fn gate_cap_lowers_the_limit_and_work_is_timed() {
-        let g = Gate::new(8);
-        g.set_cap(2);
-        assert_eq!((g.limit(), g.cap(), g.allowed()), (8, 2, 2));
-        g.enter();
-        g.begin();
-        std::thread::sleep(Duration::from_millis(20));
-        g.enter();
-        // A third would wait: the cap holds.
-        assert_eq!(g.active(), 2);
-        g.leave(false);
-        g.leave(true);
-        let worked = g.work_time();
-        assert!(worked >= Duration::from_millis(20), "{worked:?}");
-        assert!(worked < Duration::from_secs(2), "{worked:?}");
-        g.set_cap(usize::MAX);
-        assert_eq!(g.allowed(), 8);
-    }
+/// The limit of unlinkers per directory: the one `opts` shares (measured), or its own of
+/// `batch_threads` (at most one per worker).
+fn per_dir(opts: &Options) -> Arc<PerDir> {
+    opts.per_dir
+        .clone()
+        .unwrap_or_else(|| Arc::new(PerDir::new(opts.batch_threads.min(opts.threads))))
 }

@@ -1,5 +1,5 @@
 //! Concurrency pieces of the engine, free of any file-system knowledge: a LIFO work queue that
-//! knows when all work is done, and a counting semaphore. Must never block a worker forever:
+//! knows when all work is done. Must never block a worker forever:
 //! every wait has a matching wake-up under the same lock.
 
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -28,20 +28,6 @@ impl<T> Queue<T> {
         self.outstanding.fetch_add(1, Ordering::SeqCst);
         self.tasks.lock().expect("queue lock").push(task);
         self.ready.notify_one();
-    }
-
-    /// The newest task, waiting while others run; `None` once nothing is queued or running.
-    pub fn pop(&self) -> Option<T> {
-        let mut tasks = self.tasks.lock().expect("queue lock");
-        loop {
-            if let Some(t) = tasks.pop() {
-                return Some(t);
-            }
-            if self.outstanding.load(Ordering::SeqCst) == 0 {
-                return None;
-            }
-            tasks = self.ready.wait(tasks).expect("queue lock");
-        }
     }
 
     /// Keeps the workers waiting for tasks until `done` is called once more (work may come
@@ -109,44 +95,6 @@ impl<T> Queue<T> {
     }
 }
 
-/// A counting semaphore: at most `n` holders at once.
-pub struct Slots {
-    free: Mutex<usize>,
-    freed: Condvar,
-}
-
-pub struct Permit<'a>(&'a Slots);
-
-impl Slots {
-    pub fn new(n: usize) -> Self {
-        Slots {
-            free: Mutex::new(n.max(1)),
-            freed: Condvar::new(),
-        }
-    }
-
-    /// Free slots right now.
-    pub fn available(&self) -> usize {
-        *self.free.lock().expect("slots lock")
-    }
-
-    pub fn acquire(&self) -> Permit<'_> {
-        let mut free = self.free.lock().expect("slots lock");
-        while *free == 0 {
-            free = self.freed.wait(free).expect("slots lock");
-        }
-        *free -= 1;
-        Permit(self)
-    }
-}
-
-impl Drop for Permit<'_> {
-    fn drop(&mut self) {
-        *self.0.free.lock().expect("slots lock") += 1;
-        self.0.freed.notify_one();
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -161,7 +109,7 @@ mod tests {
         std::thread::scope(|s| {
             for _ in 0..4 {
                 s.spawn(|| {
-                    while let Some(n) = q.pop() {
+                    while let Some(n) = q.pop_if(|_| true) {
                         if n > 0 {
                             q.push(n - 1);
                         }
@@ -172,27 +120,5 @@ mod tests {
             }
         });
         assert_eq!(ran.load(Ordering::Relaxed), 201);
-    }
-
-    #[test]
-    fn slots_admit_at_most_n_holders() {
-        let slots = Slots::new(2);
-        let inside = AtomicUsize::new(0);
-        let most = AtomicUsize::new(0);
-        std::thread::scope(|s| {
-            for _ in 0..6 {
-                s.spawn(|| {
-                    for _ in 0..200 {
-                        let _permit = slots.acquire();
-                        let now = inside.fetch_add(1, Ordering::SeqCst) + 1;
-                        most.fetch_max(now, Ordering::SeqCst);
-                        std::thread::yield_now();
-                        inside.fetch_sub(1, Ordering::SeqCst);
-                    }
-                });
-            }
-        });
-        assert!(most.load(Ordering::SeqCst) <= 2);
-        assert!(most.load(Ordering::SeqCst) >= 1);
     }
 }
