@@ -68,6 +68,10 @@ pub struct Profile {
     /// not there: `pace::concurrency::round_trip`), in milliseconds.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub round_trip_ms: Option<f64>,
+    /// Whether the client keeps the names it looked up (measured with the round trip): only
+    /// then does looking names up ahead of their unlinks, or stating a small directory's
+    /// entries, cost nothing more than the unlinks' own lookups (a network file system).
+    pub names_cached: bool,
     /// Workers at once inside one large directory (its lock serializes them).
     pub batch_threads: usize,
     /// `lstat` each entry of directories with few entries, to meet large files there.
@@ -178,18 +182,34 @@ impl Profile {
                 .map(|f| rotational(f.ident.dev, f.mnt_id))
                 .unwrap_or(false)
         });
-        let round_trip = crate::engine::pace::concurrency::round_trip(dir);
+        let measured = crate::engine::pace::concurrency::round_trip(dir);
+        let round_trip = measured.map(|(r, _)| r);
         let remote = class == Class::Fuse && round_trip.is_some_and(|r| r >= REMOTE_ROUND_TRIP);
         let class = if remote { Class::Network } else { class };
         let mut p = Profile::of(class, fs_type, magic == magic::EXT, "detected");
         p.round_trip_ms = round_trip.map(|r| r.as_secs_f64() * 1e3);
-        if remote {
-            p.note = Some(format!(
-                "a FUSE file system with a metadata round trip of {:.2} ms (measured): a network \
-                 file system",
-                round_trip.unwrap_or_default().as_secs_f64() * 1e3
-            ));
+        p.names_cached = measured.map_or(true, |(_, cached)| cached);
+        if class == Class::Network && !p.names_cached {
+            // A stat of a small directory's entry is a lookup more for each: its unlink
+            // looks the name up again (bench/RESULTS.md, 2026-11-29).
+            p.stat_small_dirs = false;
         }
+        let notes = [
+            remote.then(|| {
+                format!(
+                    "a FUSE file system with a metadata round trip of {:.2} ms (measured): a \
+                     network file system",
+                    round_trip.unwrap_or_default().as_secs_f64() * 1e3
+                )
+            }),
+            (class == Class::Network && !p.names_cached).then(|| {
+                "the client keeps no names it looked up (measured): no lookups ahead of the \
+                 unlinks, small directories not stated"
+                    .to_string()
+            }),
+        ];
+        let notes: Vec<String> = notes.into_iter().flatten().collect();
+        p.note = (!notes.is_empty()).then(|| notes.join("; "));
         p
     }
 
@@ -199,6 +219,7 @@ impl Profile {
         let ext = d.fs_type.starts_with("ext");
         let mut p = Profile::of(class, d.fs_type, ext, "--profile");
         p.round_trip_ms = d.round_trip_ms;
+        p.names_cached = d.names_cached;
         p
     }
 
@@ -290,6 +311,7 @@ impl Profile {
             start,
             max_workers,
             round_trip_ms: None,
+            names_cached: true,
             batch_threads,
             stat_small_dirs,
             governed,

@@ -199,7 +199,10 @@ impl Options {
         // Inside one directory: measured from one, up to the profile's (`pace::unlinkers`).
         self.concurrency = Some(Arc::new(c.with_unlinkers(self.batch_threads)));
         self.stat_small_dirs = profile.stat_small_dirs;
-        self.look_ahead = network;
+        // Only where the unlink finds the name that was looked up for it: on a client that
+        // keeps no names, each lookup ahead was a request more per file and no sooner done
+        // (bench/RESULTS.md, 2026-11-29).
+        self.look_ahead = network && profile.names_cached;
     }
 
     /// The gate the workers pass: the one set, else the measured concurrency's (`None`:

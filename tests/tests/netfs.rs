@@ -468,3 +468,86 @@ fn a_directory_that_stays_not_empty_is_named_after_a_few_listings() {
         "d0, d2, d1 once and listed again 3 times"
     );
 }
+
+/// The requests of each kind `run` sends to `net` (and the total).
+fn requests(net: &Net, run: impl FnOnce()) -> Value {
+    let before = net.stats();
+    run();
+    let after = net.stats();
+    let mut d = serde_json::Map::new();
+    for (op, v) in after["ops"].as_object().unwrap() {
+        let n = v["count"].as_u64().unwrap_or(0) - rpcs_of(&before, op);
+        if v["rpc"] == true && n > 0 {
+            d.insert(op.clone(), n.into());
+        }
+    }
+    let all = after["rpcs"].as_u64().unwrap() - before["rpcs"].as_u64().unwrap();
+    d.insert("all".into(), all.into());
+    Value::Object(d)
+}
+
+#[test]
+fn a_client_that_keeps_no_names_gets_no_request_more_than_rm_rf() {
+    // Entries that time out at once (NFS `lookupcache=none`, a FUSE daemon's entry timeout of
+    // 0): a name looked up ahead of its unlink, or stated in a small directory, is looked up
+    // again by the unlink. Measured, those are left out: reclaim sends no more requests per
+    // file than GNU rm -rf on the same tree, big phase and small. Where names are kept
+    // (netfs's default), they are looked up ahead as before.
+    let s = scratch!();
+    let net = util::or_skip!(Net::start_with(
+        &s,
+        "0.2ms",
+        &["--subtype", "nfs", "--attr-ttl", "0"]
+    ));
+    let (dirs, files) = (6, 150);
+    tree(&s, "back/a", dirs, files);
+    let peer = requests(&net, || {
+        let out = StdCommand::new("rm")
+            .arg("-rf")
+            .arg(s.path("vol/a"))
+            .output()
+            .unwrap();
+        util::assert_success(&out);
+    });
+    assert!(!s.exists("back/a"));
+    for (name, start) in [("b", "--start-pool"), ("c", "-r")] {
+        tree(&s, &format!("back/{name}"), dirs, files);
+        let mut v = Value::Null;
+        let ours = requests(&net, || {
+            let out = s
+                .rm(&["-r", "--json", start, &format!("vol/{name}")])
+                .output()
+                .unwrap();
+            util::assert_success(&out);
+            v = json(&out);
+        });
+        assert!(!s.exists(format!("back/{name}")));
+        if start == "--start-pool" {
+            assert_eq!(v["profile"]["names_cached"], false, "{v}");
+            assert_eq!(v["profile"]["stat_small_dirs"], false, "{v}");
+        }
+        // Lookups and all requests per file: at most GNU's (a few of the profile's own
+        // lookups and the probe's writes aside).
+        let n = (dirs * files) as u64;
+        for kind in ["lookup", "all"] {
+            let (ours_n, peer_n) = (ours[kind].as_u64().unwrap(), peer[kind].as_u64().unwrap());
+            assert!(
+                ours_n <= peer_n + n / 50 + 16,
+                "{kind} ({start}): reclaim {ours_n}, rm -rf {peer_n}: {ours} against {peer}"
+            );
+        }
+    }
+    drop(net);
+
+    // Names kept: measured so.
+    let s = scratch!();
+    let _net = util::or_skip!(Net::start(&s, "0.2ms"));
+    tree(&s, "vol/t", 2, 100);
+    let out = s
+        .rm(&["-r", "--json", "--start-pool", "vol/t"])
+        .output()
+        .unwrap();
+    util::assert_success(&out);
+    let v = json(&out);
+    assert_eq!(v["profile"]["names_cached"], true, "{v}");
+}

@@ -867,30 +867,33 @@ fn piece_bytes(op: Option<Duration>) -> usize {
 /// lookups of names that are not there (never asked before, so no cache can answer: a LOOKUP
 /// on NFS and FUSE, a dentry miss on a local file system). A `statx` forced to sync would
 /// do on NFS, but a FUSE daemon may answer it from what it knows the client just changed.
-/// `None` if it cannot be asked (another error than "no such file").
-pub fn round_trip(dir: impl std::os::fd::AsFd) -> Option<Duration> {
+/// With it, whether the client keeps the names it looked up: the last name looked up twice
+/// more, answered from the cache (a quarter of the round trip or less) or not (NFS mounted
+/// `lookupcache=none` or `noac`, a FUSE daemon whose entries time out at once: every unlink
+/// then asks the server for its name again, whatever looked it up before). `None` if it
+/// cannot be asked (another error than "no such file").
+pub fn round_trip(dir: impl std::os::fd::AsFd) -> Option<(Duration, bool)> {
     use rustix::fs::{statx, AtFlags, StatxFlags};
     const SAMPLES: usize = 5;
     let nonce = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |d| d.subsec_nanos());
     let pid = std::process::id();
-    let mut took = Vec::with_capacity(SAMPLES);
-    for i in 0..SAMPLES {
-        let name = format!(".reclaim-round-trip.{pid}.{nonce}.{i}");
+    let lookup = |name: &str| {
         let t = Instant::now();
-        match statx(
-            &dir,
-            name.as_str(),
-            AtFlags::SYMLINK_NOFOLLOW,
-            StatxFlags::TYPE,
-        ) {
-            Err(rustix::io::Errno::NOENT) | Ok(_) => took.push(t.elapsed()),
-            Err(_) => return None,
+        match statx(&dir, name, AtFlags::SYMLINK_NOFOLLOW, StatxFlags::TYPE) {
+            Err(rustix::io::Errno::NOENT) | Ok(_) => Some(t.elapsed()),
+            Err(_) => None,
         }
-    }
+    };
+    let name = |i: usize| format!(".reclaim-round-trip.{pid}.{nonce}.{i}");
+    let mut took = (0..SAMPLES)
+        .map(|i| lookup(&name(i)))
+        .collect::<Option<Vec<_>>>()?;
     took.sort();
-    Some(took[SAMPLES / 2])
+    let median = took[SAMPLES / 2];
+    let again = lookup(&name(SAMPLES - 1))?.min(lookup(&name(SAMPLES - 1))?);
+    Some((median, again * 4 <= median))
 }
 
 /// Windows whose mean is within `TRIAL_PRECISION` of the truth when one window strays by
@@ -1306,7 +1309,7 @@ mod tests {
     fn round_trip_of_a_local_directory_is_short() {
         let d = tempfile::tempdir().unwrap();
         let fd = crate::sys::dirfd::open_dir_path(d.path()).unwrap();
-        let rt = round_trip(&fd).expect("statx works here");
+        let (rt, _) = round_trip(&fd).expect("statx works here");
         assert!(rt < Duration::from_millis(50), "{rt:?}");
     }
 }
