@@ -321,6 +321,16 @@ impl Profile {
     }
 }
 
+/// Whether `statfs`'s magic says a network or FUSE file system (where a lookup may be a round
+/// trip): what can be known without the mount table.
+pub fn remote_magic(magic: u64) -> bool {
+    use magic::*;
+    matches!(
+        magic,
+        NFS | SMB | SMB2 | CIFS | CEPH | LUSTRE | GPFS | BEEGFS | V9FS | AFS | FUSE
+    )
+}
+
 /// The class of a file system from its magic and mount type (`rotational` asked only for a
 /// local block file system).
 fn classify(magic: u64, fs_type: &str, rotational: impl FnOnce() -> bool) -> Class {

@@ -521,6 +521,8 @@ struct Remover<'a> {
     first: Options,
     /// ... and those of its big phase, once it proved big (`start.rs`).
     big: std::sync::OnceLock<Options>,
+    /// Whether small directories' entries may be stated for free (`stats_are_free`).
+    stats_free: std::sync::OnceLock<bool>,
     counters: &'a Counters,
     sink: &'a dyn Sink,
     outcome: Mutex<Outcome>,
@@ -560,6 +562,7 @@ impl<'a> Remover<'a> {
         Remover {
             first: opts.clone(),
             big: std::sync::OnceLock::new(),
+            stats_free: std::sync::OnceLock::new(),
             counters,
             sink,
             outcome: Mutex::new(Outcome::default()),
@@ -569,6 +572,19 @@ impl<'a> Remover<'a> {
     /// The options in force: the big phase's once there is one.
     fn opts(&self) -> &Options {
         self.big.get().unwrap_or(&self.first)
+    }
+
+    /// Whether stating a small directory's entries costs nothing its unlinks do not pay
+    /// anyway, found at the first one (`dir`) and kept: on a local file system always; on a
+    /// network or FUSE one only where the client keeps the names it looked up (else each
+    /// stat is a lookup more: the unlink asks again). Before the removal proves big there is
+    /// no profile, so this is asked here, with two lookups at most.
+    fn stats_are_free(&self, dir: &OwnedFd) -> bool {
+        *self.stats_free.get_or_init(|| {
+            let remote = rustix::fs::fstatfs(dir)
+                .is_ok_and(|s| crate::engine::profile::remote_magic(s.f_type as u64));
+            !remote || crate::engine::pace::concurrency::names_kept(dir)
+        })
     }
 
     /// One metadata operation that started at `t0` is done (for the concurrency controller).
@@ -882,7 +898,8 @@ impl Visitor for Remover<'_> {
         let few = few
             && names.len() <= LARGE_FILE_DIR_MAX
             && !self.opts().dry_run
-            && self.opts().stat_small_dirs;
+            && self.opts().stat_small_dirs
+            && self.stats_are_free(fd);
         if self.opts().look_ahead
             && !few
             && !self.opts().dry_run
@@ -1129,7 +1146,8 @@ impl Remover<'_> {
             return Vec::new();
         }
         let here = self.here(sel, node);
-        let gentle = few && !self.opts().dry_run && self.opts().stat_small_dirs;
+        let gentle =
+            few && !self.opts().dry_run && self.opts().stat_small_dirs && self.stats_are_free(fd);
         let mut dirs = Vec::new();
         let mut kept = false;
         let mut changed = false;

@@ -491,50 +491,52 @@ fn a_client_that_keeps_no_names_gets_no_request_more_than_rm_rf() {
     // Entries that time out at once (NFS `lookupcache=none`, a FUSE daemon's entry timeout of
     // 0): a name looked up ahead of its unlink, or stated in a small directory, is looked up
     // again by the unlink. Measured, those are left out: reclaim sends no more requests per
-    // file than GNU rm -rf on the same tree, big phase and small. Where names are kept
-    // (netfs's default), they are looked up ahead as before.
+    // file than GNU rm -rf on the same tree, big phase and small, large directories and small
+    // ones. Where names are kept (netfs's default), they are looked up ahead as before.
     let s = scratch!();
     let net = util::or_skip!(Net::start_with(
         &s,
         "0.2ms",
         &["--subtype", "nfs", "--attr-ttl", "0"]
     ));
-    let (dirs, files) = (6, 150);
-    tree(&s, "back/a", dirs, files);
-    let peer = requests(&net, || {
-        let out = StdCommand::new("rm")
-            .arg("-rf")
-            .arg(s.path("vol/a"))
-            .output()
-            .unwrap();
-        util::assert_success(&out);
-    });
-    assert!(!s.exists("back/a"));
-    for (name, start) in [("b", "--start-pool"), ("c", "-r")] {
-        tree(&s, &format!("back/{name}"), dirs, files);
-        let mut v = Value::Null;
-        let ours = requests(&net, || {
-            let out = s
-                .rm(&["-r", "--json", start, &format!("vol/{name}")])
+    for (dirs, files) in [(6, 150), (8, 20)] {
+        tree(&s, "back/a", dirs, files);
+        let peer = requests(&net, || {
+            let out = StdCommand::new("rm")
+                .arg("-rf")
+                .arg(s.path("vol/a"))
                 .output()
                 .unwrap();
             util::assert_success(&out);
-            v = json(&out);
         });
-        assert!(!s.exists(format!("back/{name}")));
-        if start == "--start-pool" {
-            assert_eq!(v["profile"]["names_cached"], false, "{v}");
-            assert_eq!(v["profile"]["stat_small_dirs"], false, "{v}");
-        }
-        // Lookups and all requests per file: at most GNU's (a few of the profile's own
-        // lookups and the probe's writes aside).
-        let n = (dirs * files) as u64;
-        for kind in ["lookup", "all"] {
-            let (ours_n, peer_n) = (ours[kind].as_u64().unwrap(), peer[kind].as_u64().unwrap());
-            assert!(
-                ours_n <= peer_n + n / 50 + 16,
-                "{kind} ({start}): reclaim {ours_n}, rm -rf {peer_n}: {ours} against {peer}"
-            );
+        assert!(!s.exists("back/a"));
+        for (name, start) in [("b", "--start-pool"), ("c", "-r")] {
+            tree(&s, &format!("back/{name}"), dirs, files);
+            let mut v = Value::Null;
+            let ours = requests(&net, || {
+                let out = s
+                    .rm(&["-r", "--json", start, &format!("vol/{name}")])
+                    .output()
+                    .unwrap();
+                util::assert_success(&out);
+                v = json(&out);
+            });
+            assert!(!s.exists(format!("back/{name}")));
+            if start == "--start-pool" {
+                assert_eq!(v["profile"]["names_cached"], false, "{v}");
+                assert_eq!(v["profile"]["stat_small_dirs"], false, "{v}");
+            }
+            // Lookups and all requests: at most GNU's (a few of the profile's own lookups
+            // and the probe's writes aside).
+            let n = (dirs * files) as u64;
+            for kind in ["lookup", "all"] {
+                let (ours_n, peer_n) = (ours[kind].as_u64().unwrap(), peer[kind].as_u64().unwrap());
+                assert!(
+                    ours_n <= peer_n + n / 50 + 16,
+                    "{kind} ({dirs}x{files}, {start}): reclaim {ours_n}, rm -rf {peer_n}: \
+                     {ours} against {peer}"
+                );
+            }
         }
     }
     drop(net);

@@ -896,6 +896,33 @@ pub fn round_trip(dir: impl std::os::fd::AsFd) -> Option<(Duration, bool)> {
     Some((median, again * 4 <= median))
 }
 
+/// Whether the client keeps a name it looked up (see `round_trip`), from one name that is not
+/// there looked up twice: the second answered in a quarter of the first's time or less.
+pub fn names_kept(dir: impl std::os::fd::AsFd) -> bool {
+    use rustix::fs::{statx, AtFlags, StatxFlags};
+    let name = format!(
+        ".reclaim-names-kept.{}.{}",
+        std::process::id(),
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.subsec_nanos())
+    );
+    let lookup = || {
+        let t = Instant::now();
+        let r = statx(
+            &dir,
+            name.as_str(),
+            AtFlags::SYMLINK_NOFOLLOW,
+            StatxFlags::TYPE,
+        );
+        matches!(r, Ok(_) | Err(rustix::io::Errno::NOENT)).then(|| t.elapsed())
+    };
+    match (lookup(), lookup()) {
+        (Some(first), Some(again)) => again * 4 <= first,
+        _ => true,
+    }
+}
+
 /// Windows whose mean is within `TRIAL_PRECISION` of the truth when one window strays by
 /// `noise` (a mean share) from it: `TRIAL_WINDOWS` to `TRIAL_MOST_WINDOWS`.
 fn windows_for(noise: f64) -> u32 {
