@@ -45,6 +45,45 @@ const CREATE_BUDGET: Duration = Duration::from_millis(400);
 const MIN_FILES: usize = 50;
 const MIN_DIRS: usize = 4;
 
+/// How much a calibration creates and removes: the full measure for work that proves big
+/// (`Sizes::FULL`), or no more than the work itself for a small one (`Sizes::for_work`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Sizes {
+    pub one_dir_files: usize,
+    pub parallel_files: usize,
+    pub dirs_per_worker: usize,
+}
+
+impl Sizes {
+    pub const FULL: Sizes = Sizes {
+        one_dir_files: ONE_DIR_FILES,
+        parallel_files: PARALLEL_FILES,
+        dirs_per_worker: DIRS_PER_WORKER,
+    };
+
+    /// For `work`: the full measure if its removal would prove big (`remove::start`); for a
+    /// small one, which `reclaim rm` removes on one thread, files and directories like its
+    /// own, at least `MIN_FILES` and `MIN_DIRS` (a scan of 20 files calibrated with 4,000 took
+    /// a second).
+    pub fn for_work(work: &Work) -> Sizes {
+        if !small(work) {
+            return Sizes::FULL;
+        }
+        let names = usize::try_from(work.names).unwrap_or(usize::MAX);
+        let dirs = usize::try_from(work.dirs).unwrap_or(usize::MAX);
+        Sizes {
+            one_dir_files: MIN_FILES,
+            parallel_files: names.clamp(MIN_FILES, PARALLEL_FILES),
+            dirs_per_worker: dirs.clamp(MIN_DIRS, DIRS_PER_WORKER),
+        }
+    }
+}
+
+/// Whether `reclaim rm -r` would remove `work` on one thread (it never proves big by size).
+pub fn small(work: &Work) -> bool {
+    work.names + work.dirs < crate::engine::remove::start::BIG_LISTED
+}
+
 /// What the calibration measured on one file system.
 #[derive(Clone, Debug, Serialize)]
 pub struct Calibration {
@@ -501,12 +540,13 @@ pub fn read_only(fd: impl AsFd) -> bool {
 }
 
 /// Calibrates in a private directory made inside `base` (shown as `shown`), which must be on
-/// the device `dev`, with `threads` workers.
+/// the device `dev`, with `threads` workers and files and directories as `sizes` says.
 pub fn calibrate(
     base: &OwnedFd,
     shown: &Path,
     dev: u64,
     threads: usize,
+    sizes: Sizes,
 ) -> Result<Calibration, CalibrationError> {
     let started = Instant::now();
     let threads = threads.max(1);
@@ -516,7 +556,7 @@ pub fn calibrate(
         shown: shown.to_path_buf(),
         error,
     })?;
-    let measured = measure(&mut private, threads);
+    let measured = measure(&mut private, threads, sizes);
     let cleaned = private.cleanup();
     let (files, one, par, dirs) = measured?;
     cleaned.map_err(|error| CalibrationError::Cleanup {
@@ -537,21 +577,25 @@ pub fn calibrate(
 
 /// Creates the files and directories, times their removal; returns (files, unlinks/s in one
 /// directory, unlinks/s across workers, directories/s).
-fn measure(p: &mut Private, threads: usize) -> Result<(u64, f64, f64, f64), CalibrationError> {
+fn measure(
+    p: &mut Private,
+    threads: usize,
+    sizes: Sizes,
+) -> Result<(u64, f64, f64, f64), CalibrationError> {
     let fail = |step: &'static str, error: Errno| CalibrationError::Step { step, error };
     // One directory, one worker.
     let one = p.add_sub(c"one").map_err(|e| fail("mkdir", e))?;
     let deadline = Instant::now() + CREATE_BUDGET;
-    p.fill(one, ONE_DIR_FILES, 0, deadline)
+    p.fill(one, sizes.one_dir_files, 0, deadline)
         .map_err(|e| fail("create", e))?;
     // One directory per worker, with files and empty subdirectories.
-    let per = (PARALLEL_FILES / threads).max(MIN_FILES);
+    let per = (sizes.parallel_files / threads).max(MIN_FILES);
     let deadline = Instant::now() + CREATE_BUDGET;
     let mut subs = Vec::new();
     for i in 0..threads {
         let name = CString::new(format!("w{i}")).expect("no NUL");
         let s = p.add_sub(&name).map_err(|e| fail("mkdir", e))?;
-        p.fill(s, per, DIRS_PER_WORKER, deadline)
+        p.fill(s, per, sizes.dirs_per_worker, deadline)
             .map_err(|e| fail("create", e))?;
         subs.push(s);
     }
@@ -876,11 +920,38 @@ mod tests {
     }
 
     #[test]
+    fn a_small_tree_is_calibrated_no_larger_than_it_is() {
+        let twenty = Work {
+            names: 20,
+            big_dir_names: 0,
+            dirs: 1,
+        };
+        assert!(small(&twenty));
+        let s = Sizes::for_work(&twenty);
+        assert_eq!((s.parallel_files, s.dirs_per_worker), (MIN_FILES, MIN_DIRS));
+        assert!(s.one_dir_files <= MIN_FILES);
+        let mid = Work {
+            names: 2_000,
+            big_dir_names: 0,
+            dirs: 20,
+        };
+        assert_eq!(Sizes::for_work(&mid).parallel_files, 2_000);
+        assert_eq!(Sizes::for_work(&mid).dirs_per_worker, 20);
+        let big = Work {
+            names: 1_000_000,
+            big_dir_names: 0,
+            dirs: 10_000,
+        };
+        assert!(!small(&big));
+        assert_eq!(Sizes::for_work(&big), Sizes::FULL);
+    }
+
+    #[test]
     fn calibrates_and_leaves_nothing_behind() {
         let dir = tempfile::tempdir().unwrap();
         let base = dirfd::open_dir_path(dir.path()).unwrap();
         let dev = dirfd::fstat(&base).unwrap().ident.dev;
-        let c = calibrate(&base, dir.path(), dev, 2).unwrap();
+        let c = calibrate(&base, dir.path(), dev, 2, Sizes::FULL).unwrap();
         assert!(
             c.files > 0 && c.unlinks_per_s > 0.0 && c.dirs_per_s > 0.0,
             "{c:?}"
@@ -893,7 +964,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let base = dirfd::open_dir_path(dir.path()).unwrap();
         let dev = dirfd::fstat(&base).unwrap().ident.dev;
-        assert!(calibrate(&base, dir.path(), dev ^ 1, 2).is_err());
+        assert!(calibrate(&base, dir.path(), dev ^ 1, 2, Sizes::FULL).is_err());
         assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 0);
     }
 }

@@ -495,7 +495,15 @@ fn estimate_all(
             ));
             continue;
         }
-        match calibrate_near(fd, shown, dev, (&trees, anywhere), events, &mut warnings) {
+        match calibrate_near(
+            fd,
+            shown,
+            dev,
+            &work,
+            (&trees, anywhere),
+            events,
+            &mut warnings,
+        ) {
             Ok(c) => {
                 seconds += estimate::seconds(&work, &c);
                 calibrations.push(c);
@@ -526,11 +534,21 @@ fn calibrate_near(
     root: &OwnedFd,
     shown: &Path,
     dev: u64,
+    work: &estimate::Work,
     (trees, anywhere): (&[Ident], bool),
     events: &dyn Events,
     warnings: &mut Vec<String>,
 ) -> Result<estimate::Calibration, Uncalibrated> {
-    let threads = crate::engine::remove::threads_for(root);
+    // A removal that stays small runs on one thread, without the file system's profile: so is
+    // it calibrated, and no larger than it is.
+    let (threads, sizes) = if estimate::small(work) {
+        (1, estimate::Sizes::for_work(work))
+    } else {
+        (
+            crate::engine::remove::threads_for(root),
+            estimate::Sizes::FULL,
+        )
+    };
     let estimate::Places {
         found,
         mut passed,
@@ -545,7 +563,7 @@ fn calibrate_near(
     let tried_any = !found.is_empty();
     for place in found {
         events.calibrating(&place.path);
-        match estimate::calibrate(&place.fd, &place.path, dev, threads) {
+        match estimate::calibrate(&place.fd, &place.path, dev, threads, sizes) {
             Ok(mut c) => {
                 c.place = Some(place.kind);
                 return Ok(c);
