@@ -259,6 +259,21 @@ impl Profile {
         });
     }
 
+    /// A disk that says it is rotational, not probed (the probe's few synchronous writes cost
+    /// more than a removal of a few thousand files: `remove::Start`): one worker to start, as
+    /// `rm -rf`, more only as the measured concurrency finds they pay (a spinning disk gains
+    /// nothing from a second; a virtual disk that only says it spins does), not governed. A
+    /// confirmed slow disk ended the same way (`settle_rotational`): one worker, no governor.
+    pub fn start_rotational(&mut self) {
+        self.governed = false;
+        self.start = 1;
+        self.note = Some(
+            "says rotational: one worker to start, as rm -rf, more only as measured to pay; \
+             not governed (--max-latency governs)"
+                .into(),
+        );
+    }
+
     /// Where the workers start, in words (the concurrency report).
     pub fn start_reason(&self) -> String {
         format!(

@@ -1,8 +1,8 @@
 //! reclaim on a spinning disk, emulated by `slowdisk` (bench/slowdisk: a FUSE file whose
 //! requests take a 7200 rpm disk's seek, rotation and transfer time) under a loop device marked
-//! rotational, as a real HDD's driver marks it: the profile's idle probe confirms a slow disk,
-//! and a tree is then removed with one worker and no governor (as `rm -rf`), while an explicit
-//! `--max-latency` governs it against the latency measured idle (issue 25).
+//! rotational, as a real HDD's driver marks it: a tree is removed from one worker and no
+//! governor (as `rm -rf`), more workers only where measured to pay, with no probe writes, while
+//! an explicit `--max-latency` governs it against the latency measured idle (issues 25, 43).
 //!
 //! Root only; `slowdisk` is built on first use (as `netfs` is), else the test says it skipped.
 
@@ -158,20 +158,19 @@ fn a_spinning_disk_gets_one_worker_and_an_explicit_budget_is_judged_against_it_i
     let s = scratch!();
     let disk = util::or_skip!(SpinningDisk::start(&s));
 
-    // By default: confirmed slow by the idle probe, one worker as rm -rf, no governor (its own
-    // synchronous probe writes were the harm it added: bench/RESULTS.md, 2026-11-26).
+    // By default: one worker to start, as rm -rf, measured from there, no governor and no
+    // probe (the governor's own synchronous probe writes were the harm it added:
+    // bench/RESULTS.md, 2026-11-26).
     let t = disk.tree("t", 200);
     let v = rm_json(&s, &["-r", "--json", "--start-pool"], &t);
     let profile = &v["profile"];
     assert_eq!(profile["class"], "rotational", "{v}");
     assert_eq!(profile["governed"], false, "{v}");
+    assert_eq!(profile["start"], 1, "{v}");
     let note = profile["note"].as_str().unwrap_or_default();
-    assert!(
-        note.contains("a slow disk") && note.contains("one worker"),
-        "{v}"
-    );
-    assert_eq!(v["concurrency"]["max"], 1, "{v}");
-    assert_eq!(v["concurrency"]["final"], 1, "{v}");
+    assert!(note.contains("one worker to start"), "{v}");
+    assert_eq!(v["concurrency"]["start"], 1, "{v}");
+    assert_eq!(v["concurrency"]["rule"], "measured", "{v}");
     assert!(v.get("pace").is_none(), "no governor, no probe: {v}");
 
     // --max-latency given: governed, from one worker, against latencies measured before the

@@ -190,6 +190,9 @@ fn a_removal_that_proves_big_grows_into_the_pool_and_misses_nothing() {
     assert_eq!(v["concurrency"]["rule"], "measured", "it grew: {v}");
     assert!(v["profile"]["class"].is_string(), "{v}");
     assert!(t.clones > 0, "the pool started");
+    // Local and not governed (no --max-latency): nothing to probe for, even where the disk
+    // says it is rotational (it starts at one worker and measures).
+    assert!(t.probe.is_empty(), "it probed: {:?}", t.probe);
     assert_same("outside", &outside, &s.snapshot("outside"));
     assert_same("the mounted tmpfs", &mounted, &s.snapshot("t/d15/mnt"));
     let left: Vec<_> = s.snapshot("t").into_keys().collect();
