@@ -45,6 +45,8 @@ usage: bench/net.sh [options]
   --sweep "..."         --threads values to try (default "4 8 16 32 64")
   --methods "..."       methods to run, by name (default: all)
   --listing MODE        netfs --listing (stable, index, reorder; default stable)
+  --attr-ttl T          netfs --attr-ttl: how long the client keeps names and attributes
+                        (default 1s; 0: it keeps none, as NFS lookupcache=none)
   --scan                also `reclaim scan` against `du -s` on the tree
   --scratch-base DIR    where the mktemp scratch dir goes (default /var/tmp)
   --out DIR             output directory (default bench/out/net-<timestamp>)
@@ -54,7 +56,7 @@ EOF
 }
 
 RTTS="0.2ms 0.5ms 2ms" SLOTS_LIST="16 4" TYPES="nfs plain unknown" FILES=20000 FLAT=5000 RUNS=3
-SWEEP="4 8 16 32 64" METHODS_SEL="" LISTING=stable SCAN=0
+SWEEP="4 8 16 32 64" METHODS_SEL="" LISTING=stable SCAN=0 ATTR_TTL=1s
 SCRATCH_BASE=${RECLAIM_BENCH_SCRATCH:-/var/tmp} OUT="" NO_BUILD=0 QUICK=0
 need_arg() { [[ $# -ge 2 && -n $2 ]] || { echo "net.sh: $1 needs a value" >&2; exit 2; }; }
 while [[ $# -gt 0 ]]; do
@@ -69,6 +71,7 @@ while [[ $# -gt 0 ]]; do
         --sweep) need_arg "$@"; SWEEP=$2; shift ;;
         --methods) need_arg "$@"; METHODS_SEL=$2; shift ;;
         --listing) need_arg "$@"; LISTING=$2; shift ;;
+        --attr-ttl) need_arg "$@"; ATTR_TTL=$2; shift ;;
         --scan) SCAN=1 ;;
         --scratch-base) need_arg "$@"; SCRATCH_BASE=$2; shift ;;
         --out) need_arg "$@"; OUT=$2; shift ;;
@@ -114,7 +117,7 @@ subtype_of() { # type -> netfs --subtype value
 start_netfs() { # rtt slots type
     rm -f "$SCRATCH/ready"
     "$NETFS" --backing "$SCRATCH/back" --mount "$SCRATCH/mnt" --rtt "$1" --slots "$2" \
-        --readdirplus --subtype "$(subtype_of "$3")" --listing "$LISTING" \
+        --readdirplus --attr-ttl "$ATTR_TTL" --subtype "$(subtype_of "$3")" --listing "$LISTING" \
         --stats "$SCRATCH/stats.json" --ready-file "$SCRATCH/ready" 2>>"$OUT/logs/netfs.log" &
     NETFS_PID=$!
     wait_for_file "$SCRATCH/ready" || die "netfs did not mount"
@@ -167,13 +170,13 @@ for op, v in sorted(b.items()):
     u = a.get(op, {})
     d = {k: v.get(k, 0) - u.get(k, 0) for k in ("count", "errors", "items", "queue_ms", "service_ms")}
     if d["count"]:
-        print(f"{sys.argv[3]},{op},{d['count']},{d['errors']},{d['items']},{d['queue_ms']:.1f},{d['service_ms']:.1f}")
+        print(f"{sys.argv[3]},{op},{d['count']},{d['errors']},{d['items']},{d['queue_ms']:.1f},{d['service_ms']:.1f},{int(bool(v.get('rpc')))}")
 PY
 }
 
 FIRST_TYPE=${TYPES%% *}
 echo "rtt,slots,type,workload,files,method,run,seconds,rpcs,netfs_cpu_s" >"$OUT/raw.csv"
-echo "rtt,slots,type,workload,files,method,run,op,count,errors,items,queue_ms,service_ms" >"$OUT/ops.csv"
+echo "rtt,slots,type,workload,files,method,run,op,count,errors,items,queue_ms,service_ms,rpc" >"$OUT/ops.csv"
 for run in $(seq 1 "$RUNS"); do
     for rtt in $RTTS; do
         for slots in $SLOTS_LIST; do
@@ -230,9 +233,10 @@ for run in $(seq 1 "$RUNS"); do
     done
 done
 
-python3 - "$OUT/raw.csv" "$OUT/logs" >"$OUT/summary.md" <<'EOF'
+python3 - "$OUT/raw.csv" "$OUT/logs" "$OUT/ops.csv" "$ATTR_TTL" >"$OUT/summary.md" <<'EOF'
 import csv, collections, glob, json, os, statistics, sys
 rows = list(csv.DictReader(open(sys.argv[1])))
+print(f"netfs --attr-ttl {sys.argv[4]} (how long the client keeps names and attributes)\n")
 by = collections.defaultdict(list)
 for r in rows:
     by[(r["rtt"], r["slots"], r["workload"], r["type"], r["method"])].append(float(r["seconds"]))
@@ -285,6 +289,26 @@ if slow:
         ratio = f"{per / statistics.median(c):.2f}x" if per and c else "-"
         print(f"- {r['rtt']} {r['slots']} {r['workload']} {r['type']} {r['method']} run {r['run']}: "
               f"{float(r['seconds']):.2f} s, {r['rpcs']} requests, CPU per request {ratio}")
+# Requests per file (median of the runs), and of each kind (the median run's counts).
+ops = collections.defaultdict(lambda: collections.defaultdict(int))
+for o in csv.DictReader(open(sys.argv[3])):
+    if o.get("rpc") == "1":
+        ops[(o["rtt"], o["slots"], o["workload"], o["type"], o["method"], o["run"])][o["op"]] += int(o["count"])
+print("\n| RTT | slots | workload | type | method | requests per file | of which (per file) |")
+print("|---|---:|---|---|---|---:|---|")
+per = collections.defaultdict(list)
+for r in rows:
+    if r["workload"] != "scan" and r["rpcs"]:
+        per[(r["rtt"], r["slots"], r["workload"], r["type"], r["method"])].append(r)
+for k, rs in sorted(per.items()):
+    rs.sort(key=lambda r: int(r["rpcs"]))
+    mid = rs[len(rs) // 2]
+    files = int(mid["files"])
+    kinds = ops.get(k + (mid["run"],), {})
+    top = sorted(((n, op) for op, n in kinds.items() if n * 50 >= files), reverse=True)
+    print(f"| {k[0]} | {k[1]} | {k[2]} | {label.get(k[3], k[3])} | {k[4]} | "
+          f"{statistics.median(int(r['rpcs']) for r in rs) / files:.2f} | "
+          + ", ".join(f"{op} {n / files:.2f}" for n, op in top) + " |")
 # What the default chose (from its --json), per cell.
 print("\n| RTT | slots | workload | type | workers chosen (per run) | profile class | round trip ms |")
 print("|---|---:|---|---|---|---|---:|")

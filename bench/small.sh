@@ -28,6 +28,7 @@ set -Eeuo pipefail
 shopt -s inherit_errexit 2>/dev/null || true
 # shellcheck source=bench/lib.sh
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+private_mount_ns RECLAIM_SMALL_NS "$@"
 
 usage() {
     cat <<'EOF'
@@ -45,13 +46,14 @@ usage: bench/small.sh [options]
   --scratch-base DIR    where the mktemp scratch dir goes (default /var/tmp)
   --out DIR             output directory (default bench/out/small-<timestamp>)
   --no-build            use target/release/reclaim as it is
+  --no-install          do not install missing tools (hyperfine, xfsprogs, btrfs-progs)
   -h, --help            this help
 EOF
 }
 
 PARTS="small subvolume" FS_LIST="ext4 xfs btrfs tmpfs" SIZES="1 20 1000" ROUNDS=5 RUNS=10
 SV_FILES=100000 SV_RUNS=5 BASE="" SCRATCH_BASE=${RECLAIM_BENCH_SCRATCH:-/var/tmp} OUT=""
-NO_BUILD=0
+NO_BUILD=0 NO_INSTALL=0
 need_arg() { [[ $# -ge 2 && -n $2 ]] || { echo "small.sh: $1 needs a value" >&2; exit 2; }; }
 while [[ $# -gt 0 ]]; do
     case $1 in
@@ -67,6 +69,7 @@ while [[ $# -gt 0 ]]; do
         --scratch-base) need_arg "$@"; SCRATCH_BASE=$2; shift ;;
         --out) need_arg "$@"; OUT=$2; shift ;;
         --no-build) NO_BUILD=1 ;;
+        --no-install) NO_INSTALL=1 ;;
         -h | --help) usage; exit 0 ;;
         *) echo "small.sh: unknown option $1 (see --help)" >&2; exit 2 ;;
     esac
@@ -79,40 +82,18 @@ for s in $SIZES; do [[ $s =~ ^[1-9][0-9]*$ ]] || { echo "small.sh: bad size $s" 
 for f in $FS_LIST; do [[ $f =~ ^(ext4|xfs|btrfs|tmpfs)$ ]] || { echo "small.sh: unknown fs $f" >&2; exit 2; }; done
 [[ $EUID -eq 0 ]] || { echo "small.sh: must run as root (loop devices, mount, drop_caches)" >&2; exit 1; }
 
-T0=$(date +%s)
-PROGRESS_LOG=/dev/null
-REPO=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd -P)
-TARGET_DIR=${CARGO_TARGET_DIR:-$REPO/target}
-[[ $TARGET_DIR == /* ]] || TARGET_DIR=$REPO/$TARGET_DIR
-RECLAIM=$TARGET_DIR/release/reclaim
-OUT=${OUT:-$REPO/bench/out/small-$(date +%Y%m%d-%H%M%S)}
-mkdir -p "$OUT/logs"
-OUT=$(cd "$OUT" && pwd -P)
-PROGRESS_LOG=$OUT/progress.log
-: >"$PROGRESS_LOG"
-
-for tool in hyperfine mkfs.xfs mkfs.btrfs python3; do
-    command -v "$tool" >/dev/null && continue
-    case $tool in
-        mkfs.xfs) pkg=xfsprogs ;; mkfs.btrfs) pkg=btrfs-progs ;; *) pkg=$tool ;;
-    esac
-    log "installing $pkg"
-    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "$pkg" >>"$OUT/logs/install.log" 2>&1 ||
-        die "cannot install $pkg"
-done
+bench_setup small
+declare -A TOOLS=([hyperfine]=hyperfine [mkfs.xfs]=xfsprogs [mkfs.btrfs]=btrfs-progs
+    [python3]=python3 [losetup]=mount)
+install_missing TOOLS
 if [[ $NO_BUILD == 0 ]]; then
-    log "cargo build --release --bin reclaim"
-    (cd "$REPO" && cargo build --release --bin reclaim) >>"$OUT/logs/build.log" 2>&1 ||
-        die "cargo build failed (see $OUT/logs/build.log)"
+    cargo_release --bin reclaim || die "cargo build failed (see $OUT/logs/build.log)"
 fi
 [[ -x $RECLAIM ]] || die "no reclaim binary at $RECLAIM"
 [[ -z $BASE || -x $BASE ]] || die "--base $BASE is not an executable"
+warn_if_busy
 
-MARKER=.reclaim-bench-small
-TOKEN=$(od -An -N8 -tx8 /dev/urandom | tr -d ' ')
-SCRATCH=$(mktemp -d "$SCRATCH_BASE/reclaim-small.XXXXXX")
-echo "$TOKEN" >"$SCRATCH/$MARKER"
-LOOPS=() MOUNTED=()
+new_scratch reclaim-small
 cleanup() { release_scratch small.sh; }
 trap cleanup EXIT
 trap 'exit 130' INT TERM
@@ -188,14 +169,11 @@ mount_fs() { # fs -> prints the mount point
 }
 
 {
-    echo "date: $(date -u +%Y-%m-%dT%H:%M:%SZ)"
-    echo "kernel: $(uname -r)"
-    echo "cpus: $(nproc)"
-    echo "load at start: $(cut -d' ' -f1-3 /proc/loadavg)"
-    echo "reclaim: $RECLAIM ($(cd "$REPO" && git rev-parse --short HEAD 2>/dev/null || echo '?'))"
-    [[ -n $BASE ]] && echo "base: $BASE"
-    echo "gnu rm: $("$GNU_RM" --version | head -1)"
-    echo "hyperfine: $(hyperfine --version)"
+    machine_meta
+    printf 'reclaim\t%s\n' "$RECLAIM"
+    [[ -n $BASE ]] && printf 'base\t%s\n' "$BASE"
+    printf 'gnu_rm\t%s\n' "$("$GNU_RM" --version | head -1)"
+    printf 'hyperfine\t%s\n' "$(hyperfine --version)"
 } >"$OUT/meta.txt"
 
 # ---------------------------------------------------------------------------------------------
@@ -275,7 +253,7 @@ EOF
     unmount "$mnt"
     for d in "${LOOPS[@]}"; do detach "$d"; done
 fi
-echo "load at end: $(cut -d' ' -f1-3 /proc/loadavg)" >>"$OUT/meta.txt"
+printf 'load_end\t%s\n' "$(load1)" >>"$OUT/meta.txt"
 
 python3 "$REPO/bench/small_summary.py" "$OUT" | tee "$OUT/summary.md"
 log "done: $OUT/summary.md"
