@@ -232,12 +232,20 @@ impl Options {
     /// report them: the job has one probe); elsewhere none.
     pub fn network_budget(&self, network: bool) -> Option<crate::engine::pace::probe::Budget> {
         let c = self.concurrency.clone().filter(|_| network)?;
+        let gate = self.active_gate();
         let job = self.verdicts.clone();
+        let alone = job.is_none();
         Some(crate::engine::pace::probe::Budget {
             ops: Arc::new(move || {
                 c.meter().read().0 + job.as_ref().map_or(0, |v| v.removed_by_others())
             }),
             per_probe: crate::engine::pace::tree::NETWORK_OPS_PER_PROBE,
+            // The governor acts by holding workers back (by default: without `--max-latency`
+            // it holds no rate): with one at work (one directory, whose unlinks the client
+            // serializes) there is nothing to hold back, and each probe write was two
+            // requests for nothing (bench/RESULTS.md, 2026-11-29). A job's judge probes for
+            // all its ranks.
+            actionable: Arc::new(move || !alone || gate.as_ref().map_or(true, |g| g.working() > 1)),
         })
     }
 }

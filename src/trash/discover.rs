@@ -310,7 +310,17 @@ pub fn discover(uid: u32) -> Discovery {
 /// name says (a verdict only root could change, by `chown`), so thousands of names squatting
 /// a user's trash cost one `statx` each once, not at every look. A verdict is kept for the
 /// same name and inode only, never for a plain `.reclaim-<uid>`, and for `MEMO_LIFE` at most.
-pub fn discover_with(uid: u32, mut memo: Option<&mut Memo>) -> Discovery {
+pub fn discover_with(uid: u32, memo: Option<&mut Memo>) -> Discovery {
+    discover_in(uid, memo, None)
+}
+
+/// `discover`, on the one file system of mount `mnt_id` (where a path was: its trashes only,
+/// the mount table read only as far as that mount).
+pub fn discover_on(uid: u32, mnt_id: u64) -> Discovery {
+    discover_in(uid, None, Some(mnt_id))
+}
+
+fn discover_in(uid: u32, mut memo: Option<&mut Memo>, only: Option<u64>) -> Discovery {
     if let Some(m) = memo.as_deref_mut() {
         m.start_look();
     }
@@ -319,10 +329,16 @@ pub fn discover_with(uid: u32, mut memo: Option<&mut Memo>) -> Discovery {
         .map(PathBuf::from);
     let inside = |p: &Path| under.as_ref().map_or(true, |u| p.starts_with(u));
     let mut found = Discovery::default();
-    let mounts: Vec<Mount> = mounts::all()
-        .into_iter()
-        .filter(|m| m.may_hold_trash() && inside(&m.point))
-        .collect();
+    // One file system (`discover_on`): only its line of the table is read; a record of a
+    // trash below another mount is not taken for one of this mount's (it is opened beneath
+    // this mount's top, with no other mount on the way).
+    let mounts: Vec<Mount> = match only {
+        Some(id) => mounts::by_id(id).into_iter().collect(),
+        None => mounts::all(),
+    }
+    .into_iter()
+    .filter(|m| m.may_hold_trash() && inside(&m.point))
+    .collect();
     let mut records = recorded(uid, &mounts, &inside, &mut found);
     let (tx, rx) = std::sync::mpsc::channel::<(usize, Discovery)>();
     let mut waiting: Vec<usize> = Vec::new();

@@ -25,7 +25,7 @@ use std::path::{Path, PathBuf};
 use rustix::fs::{mkdirat, Mode};
 use rustix::io::Errno;
 
-pub use discover::{discover, discover_with, Discovery, Found, Memo, Passed, Skipped};
+pub use discover::{discover, discover_on, discover_with, Discovery, Found, Memo, Passed, Skipped};
 
 use crate::sys::dirfd::{self, Ident};
 use crate::sys::mounts::{self, Mount};

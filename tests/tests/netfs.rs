@@ -349,7 +349,12 @@ fn nothing_is_left_when_the_listing_shifts_under_removals() {
             }
         }
         let before = net.stats();
-        let out = s.rm(&["-r", "--json", "vol/t"]).output().unwrap();
+        // Streamed from the first (a removal that starts small reads its first directories
+        // whole, and a listing read whole before any unlink never shifts).
+        let out = s
+            .rm(&["-r", "--json", "--start-pool", "vol/t"])
+            .output()
+            .unwrap();
         util::assert_success(&out);
         let v = json(&out);
         assert_eq!(v["files"], 5400, "{mode}: {v}");
@@ -552,4 +557,26 @@ fn a_client_that_keeps_no_names_gets_no_request_more_than_rm_rf() {
     util::assert_success(&out);
     let v = json(&out);
     assert_eq!(v["profile"]["names_cached"], true, "{v}");
+}
+
+#[test]
+fn one_directory_is_not_probed_for_nothing() {
+    // The governor acts by holding workers back; in one directory the client serializes the
+    // unlinks and one worker is at work whatever it does: its probe writes (a write and a
+    // sync each) would be requests for nothing there. A tree is still probed.
+    let s = scratch!();
+    let net = util::or_skip!(Net::start(&s, "0.2ms"));
+    s.mkdir("back/flat");
+    for i in 0..1500 {
+        fs::write(s.path(format!("back/flat/f{i}")), "").unwrap();
+    }
+    let ours = requests(&net, || {
+        let out = s
+            .rm(&["-r", "--json", "--start-pool", "vol/flat"])
+            .output()
+            .unwrap();
+        util::assert_success(&out);
+    });
+    let probe = ours["write"].as_u64().unwrap_or(0) + ours["fsync"].as_u64().unwrap_or(0);
+    assert!(probe <= 4, "one directory was probed: {ours}");
 }

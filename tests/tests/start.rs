@@ -223,3 +223,33 @@ fn gnu_mode_grows_too_and_stays_silent() {
     // GNU mode is never governed: no probe, big or small.
     assert!(t.probe.is_empty(), "{:?}", t.probe);
 }
+
+#[test]
+fn rm_f_of_a_missing_path_looks_at_its_own_file_system_only() {
+    // `rm -f gone` (make clean, scripts): reclaim looks for an interrupted removal of it in
+    // the trash, but only on the file system its directory is on, never at every mount's top
+    // (or in a thread for each network one, waiting for a dead server).
+    let s = scratch!();
+    s.mkdir("d");
+    if StdCommand::new("strace").arg("-V").output().is_err() {
+        util::skip!("no strace");
+    }
+    let trace = s.path("strace.out");
+    let out = StdCommand::new("strace")
+        .args(["-f", "-qq", "-e", "trace=getdents64,clone,clone3", "-o"])
+        .arg(&trace)
+        .arg(util::reclaim_bin())
+        .args(["rm", "-f", "d/gone"])
+        .env("RECLAIM_CONFIG", "")
+        .current_dir(s.root())
+        .output()
+        .unwrap();
+    util::assert_success(&out);
+    assert!(out.stdout.is_empty() && out.stderr.is_empty(), "{out:?}");
+    let text = std::fs::read_to_string(&trace).unwrap();
+    let listings = text.lines().filter(|l| l.contains("getdents64(")).count();
+    let clones = text.lines().filter(|l| l.contains("clone")).count();
+    // One mount's top, read to its end.
+    assert!(listings <= 4, "{listings} directory reads:\n{text}");
+    assert_eq!(clones, 0, "{text}");
+}

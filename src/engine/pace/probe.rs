@@ -46,11 +46,14 @@ pub struct Probe {
 /// Spaces probe writes by the removal's own progress as well: a write waits until `ops()` has
 /// advanced `per_probe` since the one before (a network file system, where every probe write
 /// is two round trips, its write and its sync, that the removal's requests queue behind: at
-/// one per 100 operations it is at most 2% of them).
+/// one per 100 operations it is at most 2% of them). And only while `actionable()`: while
+/// what the probe would tell could change nothing (one worker at work, as in one directory
+/// whose unlinks the client serializes), it writes nothing.
 #[derive(Clone)]
 pub struct Budget {
     pub ops: Arc<dyn Fn() -> u64 + Send + Sync>,
     pub per_probe: u64,
+    pub actionable: Arc<dyn Fn() -> bool + Send + Sync>,
 }
 
 /// Spacing of probe writes: at least `min_interval`, and at least `load_factor` times the
@@ -212,7 +215,9 @@ fn run(file: OwnedFd, shared: &Shared, spacing: Spacing, budget: Option<&Budget>
         if let (Some(b), Some(last)) = (budget, ops_at_last) {
             // Not before the removal did its share of operations since the last write.
             let mut st = lock(shared);
-            while !shared.stop.load(Ordering::Relaxed) && (b.ops)() < last + b.per_probe {
+            while !shared.stop.load(Ordering::Relaxed)
+                && ((b.ops)() < last + b.per_probe || !(b.actionable)())
+            {
                 st = shared
                     .done
                     .wait_timeout(st, spacing.min_interval.max(Duration::from_millis(1)))

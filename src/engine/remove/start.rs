@@ -268,13 +268,22 @@ impl Start {
         let done = AtomicBool::new(false);
         std::thread::scope(|s| {
             let governor = s.spawn(|| {
+                let rate = self.pace.pace_trees;
+                // With `--max-latency` the governor holds the unlink rate too: a probe is
+                // worth its requests with one worker at work as well.
+                let budget = engine.network_budget(network).map(|mut b| {
+                    if rate {
+                        b.actionable = Arc::new(|| true);
+                    }
+                    b
+                });
                 let knobs = crate::engine::pace::tree::Knobs {
                     throttle,
                     gate: engine.gate.as_deref(),
                     max_workers: engine.threads,
-                    rate: self.pace.pace_trees,
+                    rate,
                     idle: &plan.idle,
-                    budget: engine.network_budget(network),
+                    budget,
                     joint: engine.verdicts.as_deref(),
                 };
                 crate::engine::pace::tree::run(base, &pacing, &knobs, &|| counters.entries(), &done)
