@@ -20,6 +20,8 @@ struct Traced {
     probe: Vec<String>,
     /// The files it opened (`openat`).
     opened: Vec<String>,
+    /// Its directory reads (`getdents64`).
+    listings: usize,
 }
 
 /// Runs `reclaim ARGS` (or, with `as_rm`, reclaim through a link named `rm`) in the scratch
@@ -48,7 +50,7 @@ fn traced(s: &Scratch, as_rm: bool, args: &[&str]) -> Option<Traced> {
             "-f",
             "-qq",
             "-e",
-            "trace=clone,clone3,fork,vfork,openat,pwrite64",
+            "trace=clone,clone3,fork,vfork,openat,pwrite64,getdents64",
             "-o",
         ])
         .arg(&trace)
@@ -80,11 +82,13 @@ fn traced(s: &Scratch, as_rm: bool, args: &[&str]) -> Option<Traced> {
         .filter(|l| l.contains("openat("))
         .map(str::to_owned)
         .collect();
+    let listings = text.lines().filter(|l| l.contains("getdents64(")).count();
     Some(Traced {
         out,
         clones,
         probe,
         opened,
+        listings,
     })
 }
 
@@ -252,4 +256,42 @@ fn rm_f_of_a_missing_path_looks_at_its_own_file_system_only() {
     // One mount's top, read to its end.
     assert!(listings <= 4, "{listings} directory reads:\n{text}");
     assert_eq!(clones, 0, "{text}");
+}
+
+#[test]
+fn a_directory_that_proves_big_while_it_is_read_is_read_once() {
+    // 25,000 names in one directory: the calling thread finds the removal big part way
+    // through its listing; the pool reads the rest from where it stopped (no name twice, none
+    // left out), as reclaim and as rm.
+    let s = scratch!();
+    for as_rm in [false, true] {
+        flat(&s, "t", 25_000);
+        let args: &[&str] = if as_rm {
+            &["-r", "t"]
+        } else {
+            &["rm", "-r", "--json", "t"]
+        };
+        let Some(t) = traced(&s, as_rm, args) else {
+            util::skip!("no strace");
+        };
+        util::assert_success(&t.out);
+        assert!(!s.exists("t"), "as rm: {as_rm}");
+        assert!(t.clones > 0, "it grew (as rm: {as_rm})");
+        // One pass: 256 KiB a read, about 8,000 such names each, and the read that finds the
+        // end (a second pass would double that).
+        assert!(
+            t.listings <= 8,
+            "{} directory reads (as rm: {as_rm})",
+            t.listings
+        );
+        if !as_rm {
+            let v = util::json_object(&t.out.stdout);
+            assert_eq!(
+                (v["files"].as_u64(), v["dirs"].as_u64()),
+                (Some(25_000), Some(1)),
+                "{v}"
+            );
+            assert_eq!(v["concurrency"]["rule"], "measured", "{v}");
+        }
+    }
 }

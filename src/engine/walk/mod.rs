@@ -413,6 +413,9 @@ enum Task<D> {
     Batch(Arc<Node<D>>, Arc<Listing>, usize, usize),
     /// Work handed to another walk came back finished.
     Returned(share::Returned<D>),
+    /// Read the rest of this directory, open as this fd, after what was read of it before (a
+    /// walk on the calling thread stopped there, proved big: `run_growing`).
+    Rest(Arc<Node<D>>, Arc<OwnedFd>, Listing),
 }
 
 /// A walk in progress.
@@ -430,6 +433,16 @@ pub struct Walk<'a, V: Visitor> {
     sharing: Option<share::Sharing<V::Dir>>,
     /// Names read from directories so far (what `run_growing` judges the walk's size by).
     listed: AtomicU64,
+    /// While a walk runs on the calling thread alone (`run_growing`): whether it proved big,
+    /// and since when it runs. Also asked between the pieces of one directory's listing.
+    proof: Option<Proof<'a>>,
+}
+
+/// `run_growing`'s test of a walk's size, and its start.
+#[derive(Clone, Copy)]
+struct Proof<'a> {
+    big: &'a (dyn Fn(&Grown) -> bool + Sync),
+    since: Instant,
 }
 
 /// Walks every root with `opts.threads` workers; returns each worker's state.
@@ -465,23 +478,18 @@ pub fn run_growing<V: Visitor>(
     visitor: &V,
     roots: Vec<Root>,
     opts: &Options,
-    big: &dyn Fn(&Grown) -> bool,
+    big: &(dyn Fn(&Grown) -> bool + Sync),
     grow: &mut dyn FnMut(GoOn<'_>),
 ) -> Vec<V::Worker> {
-    let t0 = Instant::now();
     let mut walk = Walk::new(visitor, roots, opts, None);
+    walk.proof = Some(Proof {
+        big,
+        since: Instant::now(),
+    });
     walk.push_roots();
     let mut w = visitor.worker();
     let mut buf = DirBuf::new(256 * 1024);
-    // Stopped by a signal: what is queued is drained here (nothing grows for that).
-    let proved = || {
-        !crate::sys::interrupt::stopping()
-            && big(&Grown {
-                listed: walk.listed.load(Ordering::Relaxed),
-                elapsed: t0.elapsed(),
-            })
-    };
-    if walk.work_on(&mut w, &mut buf, &proved) {
+    if walk.work_on(&mut w, &mut buf, &|| walk.proved()) {
         return vec![w];
     }
     let mut first = Some((w, buf));
@@ -516,7 +524,20 @@ impl<'a, V: Visitor> Walk<'a, V> {
             roots: roots.into_iter().map(Arc::new).collect(),
             sharing,
             listed: AtomicU64::new(0),
+            proof: None,
         }
+    }
+
+    /// Whether a walk on the calling thread alone has proved big (`run_growing`; never
+    /// while a stop signal drains the queue).
+    fn proved(&self) -> bool {
+        self.proof.is_some_and(|p| {
+            !crate::sys::interrupt::stopping()
+                && (p.big)(&Grown {
+                    listed: self.listed.load(Ordering::Relaxed),
+                    elapsed: p.since.elapsed(),
+                })
+        })
     }
 
     /// Queues every root.
@@ -550,6 +571,7 @@ impl<'a, V: Visitor> Walk<'a, V> {
     /// The walk proved big: the rest runs with the workers of `pool` (no worker is at work,
     /// no task in hand, no batch slot taken).
     fn grow(&mut self, pool: &Options) {
+        self.proof = None;
         self.opts.threads = pool.threads.max(1);
         self.opts.batch = pool.batch;
         self.opts.batch_threads = pool.batch_threads;
@@ -635,7 +657,7 @@ impl<'a, V: Visitor> Walk<'a, V> {
                         node.keep();
                         self.finish(w, node, false);
                     }
-                    Task::Batch(node, ..) => {
+                    Task::Batch(node, ..) | Task::Rest(node, ..) => {
                         node.keep();
                         self.child_done(w, node);
                     }
@@ -654,6 +676,10 @@ impl<'a, V: Visitor> Walk<'a, V> {
                         self.child_done(w, node);
                     }
                     Task::Returned(r) => self.returned(w, r),
+                    Task::Rest(node, fd, read) => match self.streams(&node) {
+                        Some(stream) => self.visit_streamed(w, node, fd, buf, &stream, read),
+                        None => self.list(w, node, fd, buf, read),
+                    },
                 }
             }
             if let Some(g) = &self.opts.gate {
@@ -818,40 +844,88 @@ impl<'a, V: Visitor> Walk<'a, V> {
             }
         };
         self.fds.install(&node, fd.clone());
-        // Streamed unless shared (other processes take whole batches) or listed again (a
-        // listing that shifted under the removals is read whole this time).
-        if let Some(stream) = &self.opts.stream {
-            if self.sharing.is_none() && node.relists.load(Ordering::SeqCst) == 0 {
-                return self.visit_streamed(w, node, fd, buf, stream);
-            }
+        match self.streams(&node) {
+            Some(stream) => self.visit_streamed(w, node, fd, buf, &stream, Listing::default()),
+            None => self.list(w, node, fd, buf, Listing::default()),
         }
+    }
 
-        let mut all = Listing::default();
+    /// How `node` is listed: streamed (`Options::stream`) unless shared (other processes take
+    /// whole batches) or listed again (a listing that shifted under the removals is read
+    /// whole this time).
+    fn streams(&self, node: &Node<V::Dir>) -> Option<Arc<Streaming>> {
+        self.opts
+            .stream
+            .clone()
+            .filter(|_| self.sharing.is_none() && node.relists.load(Ordering::SeqCst) == 0)
+    }
+
+    /// Reads `node` (open as `fd`) whole, after `all` (what was read of it before), and hands
+    /// its entries out. On the calling thread alone (`run_growing`) it reads a piece at a
+    /// time and, once the walk proved big, stops and queues the rest as a task of its own
+    /// (read by the pool, streamed where the pool streams).
+    fn list(
+        &self,
+        w: &mut V::Worker,
+        node: Arc<Node<V::Dir>>,
+        fd: Arc<OwnedFd>,
+        buf: &mut DirBuf,
+        mut all: Listing,
+    ) {
+        let before = all.entries.len();
         let mut subdirs: Vec<CString> = Vec::new();
-        let listed = dirfd::for_each_entry(&fd, buf, |name, ftype, ino| {
+        let mut take = |name: &CStr, ftype: FileType, ino: u64| {
             if ftype == FileType::Directory {
                 subdirs.push(name.to_owned());
             } else {
                 all.push(ino, name, ftype);
             }
-        });
+        };
+        let mut rest = false;
+        let listed = match self.proof {
+            None => dirfd::for_each_entry(&fd, buf, &mut take).map(|()| 0),
+            Some(_) => loop {
+                let mut read = 0u64;
+                match dirfd::read_piece(&fd, buf, usize::MAX, |n, t, i| {
+                    read += 1;
+                    take(n, t, i)
+                }) {
+                    Ok(true) => {
+                        self.listed.fetch_add(read, Ordering::Relaxed);
+                        if self.proved() {
+                            rest = true;
+                            break Ok(1);
+                        }
+                    }
+                    Ok(false) => break Ok(1),
+                    Err(e) => break Err(e),
+                }
+            },
+        };
+        // Counted piece by piece above, else here.
+        if listed == Ok(0) {
+            let read = all.entries.len() - before + subdirs.len();
+            self.listed.fetch_add(read as u64, Ordering::Relaxed);
+        }
         match listed {
             // Removed by someone else while we read it: nothing left to do here.
-            Ok(()) | Err(Errno::NOENT) => {}
+            Ok(_) | Err(Errno::NOENT) => {}
             Err(e) => {
                 node.keep();
                 self.visitor.list_failed(&node, e);
             }
         }
-        self.listed.fetch_add(
-            (all.entries.len() + subdirs.len()) as u64,
-            Ordering::Relaxed,
-        );
         // Subdirectories go to the queue first so other workers can start on them.
         for name in subdirs {
             if !self.visitor.skip_subdir(w, &node, &name) {
                 self.push_subdir(&node, name);
             }
+        }
+        if rest {
+            // The listing goes on in a task of its own (it holds the listing's place in
+            // `pending`).
+            self.queue.push(Task::Rest(node, fd, all));
+            return;
         }
         let n = all.entries.len();
         self.visitor.listed(w, &node, n);
@@ -898,8 +972,10 @@ impl<'a, V: Visitor> Walk<'a, V> {
         fd: Arc<OwnedFd>,
         buf: &mut DirBuf,
         stream: &Streaming,
+        read: Listing,
     ) {
-        let mut piece = Listing::default();
+        // What was read before (a walk that grew) is the first piece.
+        let mut piece = read;
         let mut pieces = 0usize;
         let mut total = 0usize;
         loop {

@@ -255,7 +255,9 @@ impl<V: Visitor> Shared for Walk<'_, V> {
             Task::Batch(n, ..) => {
                 sh.batches && n.ident().is_some_and(|i| i.dev == n.root.expect.dev)
             }
-            Task::Returned(_) => false,
+            // The rest of a listing this walk began (a shared walk never begins one so:
+            // `run_growing` walks alone).
+            Task::Returned(_) | Task::Rest(..) => false,
         };
         let taken = self
             .queue
@@ -275,7 +277,7 @@ impl<V: Visitor> Shared for Walk<'_, V> {
                     let names = (from..to).map(|i| listing.name(i).to_owned()).collect();
                     (n, chain, Work::Batch(names), true)
                 }
-                Task::Returned(_) => unreachable!("not exportable"),
+                Task::Returned(_) | Task::Rest(..) => unreachable!("not exportable"),
             };
             out.push(Handoff {
                 token,
