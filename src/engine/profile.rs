@@ -1,12 +1,12 @@
-//! File system profiles (docs/ARCHITECTURE.md): what kind of file system a directory is on — local on
-//! an SSD, on a rotational disk, in memory, on the network, or a local FUSE file system — from
+//! File system profiles (docs/ARCHITECTURE.md): what kind of file system a directory is on — local
+//! on an SSD, on a rotational disk, in memory, on the network, or a local FUSE file system — from
 //! its `statfs` magic, the mount table's type (FUSE subtypes included) and the backing disk's
 //! `queue/rotational`, and the defaults that follow: how many workers to start with (the
-//! concurrency controller measures from there) and at most, how many of them inside one
-//! directory, whether small directories' entries are `lstat`ed (a round trip each on a
-//! network file system), and whether the governor steers the workers by default. A FUSE file
-//! system whose metadata round trip, measured, is a network's is taken for one (most FUSE
-//! network file systems show as plain `fuse`). Decides defaults only; flags always win.
+//! concurrency controller measures from there) and at most, how many of them inside one directory,
+//! whether small directories' entries are `lstat`ed (a round trip each on a network file system),
+//! and whether the governor steers the workers by default. A FUSE file system whose metadata round
+//! trip, measured, is a network's is taken for one (most FUSE network file systems show as plain
+//! `fuse`). Decides defaults only; flags always win.
 
 use std::os::fd::AsFd;
 
@@ -223,14 +223,14 @@ impl Profile {
         p
     }
 
-    /// A disk that says it is rotational (virtio and loop devices do), told by `idle`, the
-    /// latency probe's writes measured before the removal starts (`tree::idle_samples`): one
-    /// that answers like an SSD is not governed; a spinning one gets one worker, as `rm -rf`,
-    /// and no governor. On the emulated 7200 rpm disk next to a WAL-bound PostgreSQL the
-    /// governor never let a second worker in (held to one in every run) and its own synchronous
-    /// probe writes, a journal commit each, put the neighbours' p99 1.24x `rm -rf`'s; one worker
-    /// without it was level with `rm -rf` (bench/RESULTS.md, 2026-11-26 session 5). The note
-    /// says which.
+    /// A disk that says it is rotational (virtio and loop devices do), told by `idle`, the latency
+    /// probe's writes measured before the removal starts (`tree::idle_samples`): one that answers
+    /// like an SSD is not governed; a spinning one gets one worker, as `rm -rf`, and no governor.
+    /// On the emulated 7200 rpm disk next to a WAL-bound PostgreSQL the governor never let a second
+    /// worker in (held to one in every run) and its own synchronous probe writes, a journal commit
+    /// each, put the neighbours' p99 1.24x `rm -rf`'s; one worker without it was level with
+    /// `rm -rf` (bench/RESULTS.md, 2026-11-26, "Gentle trees on a spinning disk"). The note says
+    /// which.
     pub fn settle_rotational(&mut self, idle: &[std::time::Duration]) {
         let (p50, slow) = crate::engine::pace::tree::idle_median(idle);
         let ms = |d: std::time::Duration| d.as_secs_f64() * 1e3;

@@ -183,8 +183,8 @@ impl Options {
             // one fewer is one request fewer in flight: a trial of fewer that "lost nothing"
             // in two noisy windows let ranks of an MPI job sharing one server drift to one or
             // two workers each, and 8 ranks kept the server 0.64-0.72 busy against 0.82 with
-            // every rank pinned at the network profile's start (bench/RESULTS.md, 2026-11-26
-            // session 6). There the start is also the floor.
+            // every rank pinned at the network profile's start (bench/RESULTS.md, 2026-11-26,
+            // "MPI, 8 ranks at the server's cap by default"). There the start is also the floor.
             Concurrency::measured(
                 profile.start,
                 if network { profile.start } else { 1 },

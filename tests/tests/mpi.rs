@@ -228,7 +228,7 @@ fn grid(s: &Scratch, rel: &str, dirs: usize, files: usize) {
 }
 
 /// Where a test builds its trees: a tmpfs mounted on `vol` in the scratch directory when root
-/// and not `local` (files are made 15x faster there than on this VM's ext4, and the tests
+/// and not `local` (files are made 15x faster there than on an ext4 disk, and the tests
 /// should not depend on what CI's /tmp is), else the scratch directory itself.
 struct Place {
     _mount: Option<Volume>,

@@ -327,7 +327,7 @@ impl Rule {
             // nothing) find the count. A wrong step back costs the most: trials of a quarter
             // more rarely win a doubling back (an age purge on ext4 took 4.1 s at 8 workers,
             // 4.9 s back at 4 after "8 workers did -10%" in two windows a level:
-            // bench/RESULTS.md, 2026-11-26 session 10).
+            // bench/RESULTS.md, 2026-11-26, "The concurrency rule under a selection").
             Some(p) if x < p.rate * GROWTH && x >= p.rate * self.knee_below(&p, noise) => {
                 let why = format!(
                     "{} workers did {:+.0}% against {}, within the windows' noise (±{:.0}%): \
@@ -362,7 +362,7 @@ impl Rule {
             // opening up), not from them, and doubling again would only queue more: stay.
             // (On the emulator with 16 slots a client, "64 workers did +44% more" doubled to
             // 128 and the latency governor then backed off: 1.27x the best --threads,
-            // bench/RESULTS.md, 2026-11-26, session 8.)
+            // bench/RESULTS.md, 2026-11-26, "The whole emulator matrix again".)
             Some(p) if lat >= p.latency * QUEUED_DOUBLING => {
                 let why = format!(
                     "{} workers did {:+.0}% against {} but the round trip grew {:.1}x: they \
@@ -1154,7 +1154,8 @@ mod tests {
 
     #[test]
     fn noisy_windows_do_not_walk_it_off_its_best_count() {
-        // An age purge on xfs with a cold cache (bench/RESULTS.md, 2026-11-26, session 9): 50 ms
+        // An age purge on xfs with a cold cache (bench/RESULTS.md, 2026-11-26, "The
+        // concurrency rule under a selection"): 50 ms
         // windows of stats and unlinks vary by 20% at one worker count (a directory's inode
         // cluster read or not), one in twenty is a dip to half; 4 workers do best, 3 do 13%
         // less. Trials judged by two such windows keep fewer workers by chance and rarely win
@@ -1221,7 +1222,8 @@ mod tests {
 
     #[test]
     fn a_noisy_doubling_is_not_taken_for_the_knee_by_two_windows() {
-        // An age purge on ext4 with a cold cache (bench/RESULTS.md, 2026-11-26, session 10):
+        // An age purge on ext4 with a cold cache (bench/RESULTS.md, 2026-11-26, "The
+        // concurrency rule under a selection"):
         // 8 workers do 19% more than 4, 16 no more than 8; windows vary by 20%. Judged by two
         // windows each side, the doubling went back from 8 to 4 as "the knee" in one run of
         // two, and steady trials of a quarter more never reach 8 from 4 again.

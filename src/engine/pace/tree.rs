@@ -40,16 +40,16 @@ const SLOW_DISK_SPACING: Spacing = Spacing {
 const BUDGETED_SAMPLES: usize = 8;
 const BUDGETED_WINDOW_MAX: Duration = Duration::from_secs(4);
 
-/// Idle probe latency (of a few synchronous writes: see `idle_median`) from which a disk that says it
-/// is rotational is governed by default. A spinning disk's synchronous write on a journaled file
-/// system is two writes in different places (the data, the journal) and a cache flush: a seek
-/// and on average half a rotation each, so its median is a full 7200 rpm rotation (8.3 ms) or
-/// more (the emulated `hdd-7200`: 14 ms in theory, 20-130 ms measured on this VM). A virtual or
-/// solid-state disk that calls itself rotational (virtio does) answers below it. The median,
-/// not the p90: right after a `sync` of a freshly written tree, one or two writes of a fast disk
-/// wait on writeback, and a p90 of 3 ms made this VM's disk look slow, so a 100,000-file tree
-/// started with one worker and took 2.4x as long (bench --quick, 2026-11-23). Not 3 ms either:
-/// a journaled ext4 or xfs loop image on this VM's virtio disk (a loop write is a write and a
+/// Idle probe latency (of a few synchronous writes: see `idle_median`) from which a disk that says
+/// it is rotational is governed by default. A spinning disk's synchronous write on a journaled file
+/// system is two writes in different places (the data, the journal) and a cache flush: a seek and
+/// on average half a rotation each, so its median is a full 7200 rpm rotation (8.3 ms) or more (the
+/// emulated `hdd-7200`: 14 ms in theory, 20-130 ms measured on the benchmark machine). A virtual or
+/// solid-state disk that calls itself rotational (virtio does) answers below it. The median, not
+/// the p90: right after a `sync` of a freshly written tree, one or two writes of a fast disk wait
+/// on writeback, and a p90 of 3 ms made the benchmark machine's virtio disk look slow, so a
+/// 100,000-file tree started with one worker and took 2.4x as long (bench --quick, 2026-11-23). Not
+/// 3 ms either: a journaled ext4 or xfs loop image on a virtio disk (a loop write is a write and a
 /// flush of the image file underneath) answered 1.4-4.8 ms idle from one run to the next, so the
 /// same removal was governed at one worker or not by chance (bench/RESULTS.md, 2026-11-26).
 pub const SLOW_DISK: std::time::Duration = std::time::Duration::from_millis(8);
@@ -71,7 +71,7 @@ pub const NETWORK_OPS_PER_PROBE: u64 = 128;
 /// the disk is slow (one rule for `reclaim rm` and the reaper): a disk that only says it is
 /// rotational is governed by default only if, idle, it answers like one. Judged on the lower
 /// quartile (of at least five writes: the second quickest), not the median: a journaled loop
-/// image on this VM's virtio disk, whose median is 2-5 ms, answered one run in five with a
+/// image on a virtio disk, whose median is 2-5 ms, answered one run in five with a
 /// median of 17 ms while other engineers' builds wrote to the disk; a spinning disk has no quick
 /// writes to show (each pays a seek and part of a rotation, twice).
 pub fn idle_median(idle: &[Duration]) -> (Option<Duration>, bool) {
@@ -92,7 +92,7 @@ pub struct Knobs<'a> {
     /// The user's own budget (`--max-latency` given): honoured down to the idle p90 (not 1.5x
     /// it, the default's margin), and the unlink rate held down too once one worker is left
     /// (on the emulated HDD, 120 ms held the neighbours' p99 to 0.57x `rm -rf`'s at 19.5x its
-    /// time: bench/RESULTS.md, 2026-11-26 session 5). Not by default.
+    /// time: bench/RESULTS.md, 2026-11-26, "Gentle trees on a spinning disk"). Not by default.
     pub rate: bool,
     /// Probe latencies measured before the removal started (`idle_samples`): the baseline,
     /// when there are some. One taken while the workers run sees their own load: on the
@@ -296,7 +296,7 @@ pub fn run(
     // commit the neighbours queue behind: at most one a second there, judged in windows of a
     // few of them (as on a network file system). At the default spacing, four a second, the
     // probe alone put the neighbours' p99 1.15x above one unprobed worker's (bench/RESULTS.md,
-    // 2026-11-26 session 5).
+    // 2026-11-26, "Gentle trees on a spinning disk").
     // (A network file system's probe is spaced by the removal's operations already.)
     let slow_idle = !budgeted && idle_median(knobs.idle).1;
     let spacing = if slow_idle {
@@ -344,7 +344,8 @@ pub fn run(
     // task it has (a directory, a batch of names), and until it does the probe still waits
     // behind as many requests as before. Judged meanwhile, one congestion was halved again
     // and again: 8 MPI ranks went from 16 workers each to 1 in 1.2 s, and took 20 s to earn
-    // 4 back (27.6 s against 11 s: bench/RESULTS.md, 2026-11-26 session 8).
+    // 4 back (27.6 s against 11 s: bench/RESULTS.md, 2026-11-26, "MPI: one latency governor for
+    // the job").
     let mut taking_effect: Option<Instant> = None;
     // The file system's free space: short of it, every limit is lifted (as `rm -r` would go)
     // until it is back.

@@ -1,17 +1,16 @@
 //! Looking the names of a large directory up ahead of their unlinks, in chunks (a network
 //! file system; `Options::look_ahead`).
 //!
-//! An unlink looks its name up under the directory's lock, held exclusively across the
-//! server's round trip. A name the client has never seen (a batch of names another MPI rank
-//! listed, `--from`'s names) is looked up under that lock too, shared: a lookup waits for
-//! the unlink in progress, and the next unlink for the lookups in progress. Lookers racing
-//! the unlinks name by name therefore alternate with them, one lookup per unlink: two round
-//! trips per name (measured: 3.4 ms per name at a 2 ms round trip, 8 MPI ranks on one
-//! directory, `bench/RESULTS.md` 2026-11-26 session 10). Looked up a chunk at a time, the
-//! lookups of a chunk wait for the same unlink and then run together, as many as there are
-//! lookers, in one round trip: per name, one round trip plus one per lookers. A name whose
-//! cached entry only expired is revalidated outside the lock, and its lookups of the next
-//! chunk overlap the unlinks of this one.
+//! An unlink looks its name up under the directory's lock, held exclusively across the server's
+//! round trip. A name the client has never seen (a batch of names another MPI rank listed,
+//! `--from`'s names) is looked up under that lock too, shared: a lookup waits for the unlink in
+//! progress, and the next unlink for the lookups in progress. Lookers racing the unlinks name by
+//! name therefore alternate with them, one lookup per unlink: two round trips per name (measured:
+//! 3.4 ms per name at a 2 ms round trip, 8 MPI ranks on one directory, `bench/RESULTS.md`
+//! 2026-11-26, "One directory under MPI"). Looked up a chunk at a time, the lookups of a chunk wait
+//! for the same unlink and then run together, as many as there are lookers, in one round trip: per
+//! name, one round trip plus one per lookers. A name whose cached entry only expired is revalidated
+//! outside the lock, and its lookups of the next chunk overlap the unlinks of this one.
 //!
 //! `Ahead` only orders the work: the unlinker releases the chunk after the one it starts on
 //! and waits until this one is looked up; the lookers look up each released index once,
