@@ -19,6 +19,7 @@ mod ui;
 
 // The binary.
 pub use cli::{parse, Error};
+pub use cmd::exit::Exit;
 pub use cmd::gnu::{invoked_as_rm, main as rm_main};
 pub use cmd::{run, Invocation};
 pub use sys::interrupt::default_sigpipe;

@@ -2,6 +2,7 @@
 //! (`reclaim::parse`) → the command (`reclaim::run`) → the exit status; and the SIGPIPE
 //! policy of every command.
 
+use reclaim::Exit;
 use std::process::ExitCode;
 
 fn main() -> ExitCode {
@@ -24,7 +25,7 @@ fn main() -> ExitCode {
                 eprintln!("reclaim: config: {w}");
             }
             eprintln!("{message}");
-            return ExitCode::from(2);
+            return Exit::Usage.into();
         }
     };
     // A closed stdout (`reclaim status | head -1`) ends the command quietly, as for any Unix

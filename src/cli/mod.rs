@@ -113,7 +113,7 @@ pub fn parse(args: Vec<OsString>) -> Result<Invocation, Error> {
             let (grace, floor) = config.apply_browse(&mut a);
             Command::Browse(Box::new(browse(a, grace, floor)))
         }
-        args::Command::Bench(a) => Command::Bench(cmd::bench::Options {
+        args::Command::Bench(a) => Command::Bench(cmd::bench::BenchOptions {
             quick: a.quick,
             dir: a.dir,
             files: a.files,
@@ -202,8 +202,8 @@ impl PaceArgs {
     }
 }
 
-fn rm(a: RmArgs, prompting: Prompting) -> cmd::rm::Options {
-    cmd::rm::Options {
+fn rm(a: RmArgs, prompting: Prompting) -> cmd::rm::RmOptions {
+    cmd::rm::RmOptions {
         prompting,
         recursive: a.recursive,
         dir: a.dir,
@@ -237,8 +237,8 @@ fn rm(a: RmArgs, prompting: Prompting) -> cmd::rm::Options {
     }
 }
 
-fn reap(a: ReapArgs, early: Option<crate::sys::space::Pressure>) -> cmd::reap::Options {
-    cmd::reap::Options {
+fn reap(a: ReapArgs, early: Option<crate::sys::space::Pressure>) -> cmd::reap::ReapCommand {
+    cmd::reap::ReapCommand {
         watch: a.watch,
         once: a.once,
         trash: a.trash,
@@ -262,8 +262,8 @@ fn reap(a: ReapArgs, early: Option<crate::sys::space::Pressure>) -> cmd::reap::O
     }
 }
 
-fn prune(a: PruneArgs, pattern: Option<crate::engine::glob::Name>) -> cmd::prune::Options {
-    cmd::prune::Options {
+fn prune(a: PruneArgs, pattern: Option<crate::engine::glob::Name>) -> cmd::prune::PruneOptions {
+    cmd::prune::PruneOptions {
         policy: Policy {
             keep_last: a.keep_last,
             keep_hourly: a.keep_hourly,
@@ -300,8 +300,8 @@ fn prune(a: PruneArgs, pattern: Option<crate::engine::glob::Name>) -> cmd::prune
     }
 }
 
-fn scan(a: ScanArgs) -> cmd::scan::Options {
-    cmd::scan::Options {
+fn scan(a: ScanArgs) -> cmd::scan::ScanOptions {
+    cmd::scan::ScanOptions {
         scan: crate::engine::scan::Options {
             paths: a.paths,
             top: a.top,
@@ -328,8 +328,8 @@ fn browse(
     a: args::BrowseArgs,
     grace: std::time::Duration,
     floor: crate::sys::space::Floor,
-) -> cmd::browse::Options {
-    cmd::browse::Options {
+) -> cmd::browse::BrowseOptions {
+    cmd::browse::BrowseOptions {
         path: a.path,
         import: a.import,
         grace,
@@ -345,8 +345,8 @@ fn browse(
     }
 }
 
-fn pack(a: PackArgs) -> cmd::pack::Options {
-    cmd::pack::Options {
+fn pack(a: PackArgs) -> cmd::pack::PackOptions {
+    cmd::pack::PackOptions {
         pack: crate::engine::pack::Options {
             dir: a.dir,
             to: a.to,

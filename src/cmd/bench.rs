@@ -5,6 +5,7 @@
 //! like /tmp), and everything in it is reached through the directory's fd
 //! (`/proc/<pid>/fd/<n>`), never by a path someone could swap for a symlink meanwhile.
 
+use crate::cmd::exit::Exit;
 use std::os::fd::AsRawFd;
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
@@ -18,7 +19,7 @@ use crate::sys::format::group;
 
 /// What `reclaim bench` was asked.
 #[derive(Clone, Debug)]
-pub struct Options {
+pub struct BenchOptions {
     /// 100,000 files instead of 1,000,000.
     pub quick: bool,
     /// Where the scratch directory goes (`None`: the system temp dir).
@@ -35,17 +36,17 @@ pub struct Options {
 }
 
 /// `reclaim bench`.
-pub fn run(o: &Options) -> ExitCode {
+pub fn run(o: &BenchOptions) -> ExitCode {
     match bench(o) {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
             eprintln!("reclaim bench: {e:#}");
-            ExitCode::from(1)
+            Exit::Failed.into()
         }
     }
 }
 
-fn bench(args: &Options) -> Result<()> {
+fn bench(args: &BenchOptions) -> Result<()> {
     let files = args
         .files
         .unwrap_or(if args.quick { 100_000 } else { 1_000_000 });

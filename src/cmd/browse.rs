@@ -4,6 +4,7 @@
 //! cut short. Exit status: 0, 1 if an action failed for some entry (or PATH could not be
 //! read), 2 usage error, 128+N stopped by signal N (Ctrl-C: 130).
 
+use crate::cmd::exit::Exit;
 use std::ffi::OsString;
 use std::io::IsTerminal;
 use std::path::PathBuf;
@@ -22,7 +23,7 @@ use crate::ui::browse::{Session, Source};
 
 /// What `reclaim browse` was asked.
 #[derive(Clone, Debug)]
-pub struct Options {
+pub struct BrowseOptions {
     pub path: OsString,
     pub import: Option<PathBuf>,
     pub grace: Duration,
@@ -35,13 +36,13 @@ pub struct Options {
 }
 
 /// `reclaim browse`.
-pub fn run(o: &Options) -> ExitCode {
+pub fn run(o: &BrowseOptions) -> ExitCode {
     if !std::io::stdin().is_terminal() || !std::io::stdout().is_terminal() {
         eprintln!(
             "reclaim browse: standard input and output must be a terminal (for a report \
              without one: reclaim scan)"
         );
-        return ExitCode::from(2);
+        return Exit::Usage.into();
     }
     super::catch_signals(true);
     let session = match &o.import {
@@ -58,14 +59,14 @@ pub fn run(o: &Options) -> ExitCode {
             },
             Err(e) => {
                 eprintln!("reclaim browse: {e}");
-                return ExitCode::from(1);
+                return Exit::Failed.into();
             }
         },
         None => match open(o) {
             Ok(s) => s,
             Err(line) => {
                 eprintln!("reclaim browse: {line}");
-                return ExitCode::from(1);
+                return Exit::Failed.into();
             }
         },
     };
@@ -73,10 +74,10 @@ pub fn run(o: &Options) -> ExitCode {
         Ok(e) => e,
         Err(e) => {
             eprintln!("reclaim browse: the terminal: {e}");
-            return ExitCode::from(1);
+            return Exit::Failed.into();
         }
     };
-    let mut code = u8::from(ended.failed);
+    let mut code = Exit::failed_if(ended.failed);
     if let Some(what) = &ended.unfinished {
         say(&format!(
             "stopped while {what}: what was done stays done, the rest is where it was"
@@ -98,11 +99,11 @@ pub fn run(o: &Options) -> ExitCode {
     }
     if let Some(e) = &ended.import_error {
         say(&e.to_string());
-        code = 1;
+        code = Exit::Failed;
     }
     match ended.signal {
         Some(sig) => super::stopped_by(sig),
-        None => ExitCode::from(code),
+        None => code.into(),
     }
 }
 
@@ -114,7 +115,7 @@ fn say(line: &str) {
 }
 
 /// Opens PATH for a scan: the tree's root, the actions' root fd, the walk's start.
-fn open(o: &Options) -> Result<Session, String> {
+fn open(o: &BrowseOptions) -> Result<Session, String> {
     let start = crate::engine::scan::resolve(&o.path).map_err(|e| e.to_string())?;
     let Start::Dir { display, fd, stat } = start else {
         return Err(format!(

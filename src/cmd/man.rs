@@ -2,6 +2,7 @@
 //! a fresh file that never follows or waits on a name someone else prepared there, and prints
 //! each file's path.
 
+use crate::cmd::exit::Exit;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
@@ -23,7 +24,7 @@ pub fn run(dir: &Path, pages: &[(String, Vec<u8>)]) -> ExitCode {
                 "reclaim man: cannot write into {}: {why} (give an existing directory)",
                 crate::sys::quote::quote(dir)
             );
-            ExitCode::from(1)
+            Exit::Failed.into()
         }
     }
 }

@@ -5,6 +5,7 @@
 pub mod bench;
 pub mod browse;
 pub mod completions;
+pub mod exit;
 pub mod gnu;
 pub mod man;
 pub mod pack;
@@ -15,6 +16,7 @@ pub mod rm;
 pub mod scan;
 pub mod status;
 
+use crate::cmd::exit::Exit;
 use std::ffi::OsString;
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -22,7 +24,7 @@ use std::process::ExitCode;
 /// A command to run, as the command line asked for it.
 #[derive(Debug)]
 pub enum Command {
-    Rm(Box<rm::Options>),
+    Rm(Box<rm::RmOptions>),
     Status {
         json: bool,
         brief: bool,
@@ -37,12 +39,12 @@ pub enum Command {
         trash: Option<PathBuf>,
         to: Option<PathBuf>,
     },
-    Reap(reap::Options),
-    Prune(Box<prune::Options>),
-    Scan(scan::Options),
-    Browse(Box<browse::Options>),
-    Bench(bench::Options),
-    Pack(Box<pack::Options>),
+    Reap(reap::ReapCommand),
+    Prune(Box<prune::PruneOptions>),
+    Scan(scan::ScanOptions),
+    Browse(Box<browse::BrowseOptions>),
+    Bench(bench::BenchOptions),
+    Pack(Box<pack::PackOptions>),
     Unpack(pack::UnpackOptions),
     /// The completion script, made from the command-line definition.
     Completions(Vec<u8>),
@@ -96,7 +98,7 @@ pub fn run(inv: Invocation) -> ExitCode {
                 eprintln!(
                     "reclaim restore: --to takes one entry\nTry 'reclaim restore --help' for more information."
                 );
-                return ExitCode::from(2);
+                return Exit::Usage.into();
             }
             restore::run(&entries, json, trash.as_deref(), to.as_deref())
         }
@@ -122,5 +124,5 @@ pub fn catch_signals(hangup: bool) {
 
 /// The exit status of a run stopped by signal `sig`: 128 + its number, as shells report it.
 pub fn stopped_by(sig: i32) -> ExitCode {
-    ExitCode::from((128 + sig).clamp(0, 255) as u8)
+    Exit::Signal(sig).into()
 }

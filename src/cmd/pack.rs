@@ -4,6 +4,7 @@
 //! stayed or failed (each listed), 2 usage error or nothing could be packed, 128+N stopped by
 //! signal N.
 
+use crate::cmd::exit::Exit;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -19,7 +20,7 @@ use crate::ui::pack::{PackReport, Progress, UnpackReport};
 
 /// What `reclaim pack` was asked.
 #[derive(Clone, Debug)]
-pub struct Options {
+pub struct PackOptions {
     pub pack: pack::Options,
     /// Leave the archive mounted on the directory.
     pub mount: bool,
@@ -43,7 +44,7 @@ fn say(text: &str) {
 }
 
 /// `reclaim pack`.
-pub fn run(o: &Options) -> ExitCode {
+pub fn run(o: &PackOptions) -> ExitCode {
     // The tools' pipes: a tar2sqfs or sqfs2tar that dies (or is ended on Ctrl-C) must be an
     // error reclaim reports, never a SIGPIPE that kills it halfway.
     interrupt::ignore_sigpipe();
@@ -59,7 +60,7 @@ pub fn run(o: &Options) -> ExitCode {
         Err(e) => return failed(dir, &e),
     };
     let mut report = PackReport::new(dir, &out, started.elapsed().as_secs_f64());
-    let mut code = u8::from(!out.stayed.is_empty());
+    let mut code = Exit::failed_if(!out.stayed.is_empty());
     if !o.json {
         for f in &out.stayed {
             eprintln!("reclaim pack: {} stays: {}", quote(&f.path), f.reason);
@@ -74,7 +75,7 @@ pub fn run(o: &Options) -> ExitCode {
         return super::stopped_by(sig);
     }
     if o.mount && !mount_it(o, &out.archive, &mut report) {
-        code = 1;
+        code = Exit::Failed;
     }
     if o.json {
         say(&crate::ui::pack::json(&report));
@@ -86,7 +87,7 @@ pub fn run(o: &Options) -> ExitCode {
             o.pack.keep_originals,
         ));
     }
-    ExitCode::from(code)
+    code.into()
 }
 
 /// The line a stop signal leaves: what was removed, what is left, and how to finish.
@@ -107,7 +108,7 @@ fn interrupted(dir: &Path, out: &Outcome, sig: i32) {
 
 /// Mounts `archive` on the directory and says how to mount it at boot (into `report`);
 /// whether all of that worked (each failure said on stderr).
-fn mount_it(o: &Options, archive: &Path, report: &mut PackReport) -> bool {
+fn mount_it(o: &PackOptions, archive: &Path, report: &mut PackReport) -> bool {
     let dir = std::path::absolute(&o.pack.dir).unwrap_or_else(|_| o.pack.dir.clone());
     let how = match mount::mount(archive, &dir) {
         Ok(how) => how,
@@ -149,7 +150,7 @@ fn failed(dir: &Path, e: &PackError) -> ExitCode {
                 eprintln!("reclaim pack: {}: {why}", quote(p));
             }
             eprintln!("reclaim pack: {e}: move or remove them first (nothing was written)");
-            ExitCode::from(2)
+            Exit::Usage.into()
         }
         PackError::Interrupted(sig) => {
             eprintln!(
@@ -161,11 +162,11 @@ fn failed(dir: &Path, e: &PackError) -> ExitCode {
         }
         e if e.is_usage() => {
             eprintln!("reclaim pack: {e}");
-            ExitCode::from(2)
+            Exit::Usage.into()
         }
         e => {
             eprintln!("reclaim pack: {e}; {} was not touched", quote(dir));
-            ExitCode::from(1)
+            Exit::Failed.into()
         }
     }
 }
@@ -191,11 +192,11 @@ pub fn run_unpack(o: &UnpackOptions) -> ExitCode {
         }
         Err(e @ UnpackError::Usage(..)) => {
             eprintln!("reclaim unpack: {e}");
-            return ExitCode::from(2);
+            return Exit::Usage.into();
         }
         Err(e) => {
             eprintln!("reclaim unpack: {e}");
-            return ExitCode::from(1);
+            return Exit::Failed.into();
         }
     };
     if o.json {
@@ -208,5 +209,5 @@ pub fn run_unpack(o: &UnpackOptions) -> ExitCode {
         }
         say(&crate::ui::pack::unpacked(&u, &o.dest));
     }
-    ExitCode::from(u8::from(!u.failed.is_empty()))
+    Exit::failed_if(!u.failed.is_empty()).into()
 }

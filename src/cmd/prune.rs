@@ -3,6 +3,7 @@
 //! then removes the chosen entries through the same path as `reclaim rm -r` (`reaper::rm`: the
 //! trash and a background reaper by default).
 
+use crate::cmd::exit::Exit;
 use std::collections::HashMap;
 use std::ffi::OsString;
 use std::io::IsTerminal;
@@ -20,7 +21,7 @@ use crate::ui::report::RmView;
 
 /// What `reclaim prune` was asked.
 #[derive(Clone, Debug)]
-pub struct Options {
+pub struct PruneOptions {
     pub policy: Policy,
     pub dirs: Vec<OsString>,
     pub names: Names,
@@ -34,11 +35,11 @@ pub struct Options {
 }
 
 /// `reclaim prune`.
-pub fn run(o: &Options) -> ExitCode {
+pub fn run(o: &PruneOptions) -> ExitCode {
     crate::sys::limits::raise_nofile();
     super::catch_signals(true);
     // A failure before anything is removed: one line, or (`--json`) one object that says it.
-    let failed = |msg: String, code: u8| -> ExitCode {
+    let failed = |msg: String, code: Exit| -> ExitCode {
         if o.json {
             let r = Report {
                 error: Some(msg),
@@ -48,11 +49,11 @@ pub fn run(o: &Options) -> ExitCode {
         } else {
             eprintln!("reclaim prune: {msg}");
         }
-        ExitCode::from(code)
+        code.into()
     };
     let pol = &o.policy;
     if !pol.has_keep_rule() && !pol.has_remove_rule() {
-        return failed(policy::PlanError::NoRule.to_string(), 2);
+        return failed(policy::PlanError::NoRule.to_string(), Exit::Usage);
     }
     let mut listed = Vec::new();
     let mut space: HashMap<u64, Space> = HashMap::new();
@@ -67,7 +68,7 @@ pub fn run(o: &Options) -> ExitCode {
                 // elsewhere): plan nothing rather than a different plan.
                 return failed(
                     format!("cannot list {}: {e}; nothing removed", quote(dir)),
-                    1,
+                    Exit::Failed,
                 );
             }
         }
@@ -88,7 +89,7 @@ pub fn run(o: &Options) -> ExitCode {
                     keep.contains(&(i - 1))
                 });
             }
-            Err(e) => return failed(format!("{e}; nothing removed"), 2),
+            Err(e) => return failed(format!("{e}; nothing removed"), Exit::Usage),
         }
     }
     // Trees others hid without a recorded size are walked only when a free-space target
@@ -105,7 +106,7 @@ pub fn run(o: &Options) -> ExitCode {
     let zone = crate::sys::format::local_zone();
     let plan = match policy::plan(&cands, pol, now, &space, &zone) {
         Ok(p) => p,
-        Err(e) => return failed(e.to_string(), 1),
+        Err(e) => return failed(e.to_string(), Exit::Failed),
     };
     let entries = prune::plan_entries(&listed, &plan, pol.sort);
     let mut report = Report::new(entries, plan.unmet.clone(), o.dry_run);
@@ -117,11 +118,11 @@ pub fn run(o: &Options) -> ExitCode {
     for u in &report.unmet {
         eprintln!("reclaim prune: warning: --keep-free not reachable: {u}");
     }
-    let mut code = 0;
+    let mut code = Exit::Done;
     if !o.dry_run && report.remove_count > 0 {
         let summary = remove(&report.plan, o);
         if !summary.errors.is_empty() {
-            code = 1;
+            code = Exit::Failed;
         }
         if !o.json {
             println!(
@@ -137,11 +138,11 @@ pub fn run(o: &Options) -> ExitCode {
             serde_json::to_string(&report).expect("report serializes")
         );
     }
-    ExitCode::from(code)
+    code.into()
 }
 
 /// Removes the planned entries as `reclaim rm -r` would, in the mode asked for.
-fn remove(plan: &[Entry], o: &Options) -> Summary {
+fn remove(plan: &[Entry], o: &PruneOptions) -> Summary {
     let paths: Vec<PathBuf> = plan
         .iter()
         .filter(|e| e.remove)

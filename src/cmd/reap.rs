@@ -2,6 +2,7 @@
 //! detached reaper started by `rm --background`, or supervises them (`--watch`,
 //! `reaper::watch`); then reports what was freed.
 
+use crate::cmd::exit::Exit;
 use std::ffi::OsString;
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -19,7 +20,7 @@ use crate::ui::report::Progress;
 
 /// What `reclaim reap` was asked.
 #[derive(Clone, Debug, Default)]
-pub struct Options {
+pub struct ReapCommand {
     /// Keep running (the systemd service).
     pub watch: bool,
     /// One pass over what is due now.
@@ -62,7 +63,7 @@ pub enum Now {
 }
 
 /// `reclaim reap`.
-pub fn run(o: &Options) -> ExitCode {
+pub fn run(o: &ReapCommand) -> ExitCode {
     crate::sys::limits::raise_nofile();
     // A detached reaper ignores the terminal's hangup; the rest stop at a consistent point on
     // SIGINT/SIGTERM/SIGHUP.
@@ -123,7 +124,7 @@ pub fn run(o: &Options) -> ExitCode {
 /// file system holding a trash reaped here (once per file system) to free what it has queued
 /// now, telling `show` what it waits for; says on `warn` why it cannot (`CAP_SYS_ADMIN` and
 /// kernel 6.8+ are needed).
-fn wait_cleaners(o: &Options, show: &dyn Fn(&str), warn: &mut dyn FnMut(&str)) {
+fn wait_cleaners(o: &ReapCommand, show: &dyn Fn(&str), warn: &mut dyn FnMut(&str)) {
     let Ok(found) = open(o.trash.as_ref()) else {
         return;
     };
@@ -154,12 +155,12 @@ fn wait_cleaners(o: &Options, show: &dyn Fn(&str), warn: &mut dyn FnMut(&str)) {
 /// `--now ID...`: refuses (exit 1, one line per ID, nothing freed) if an ID is in no trash this
 /// user may see. Each trash is opened in turn (and checked to be the one found), never all at
 /// once.
-fn unknown_ids(o: &Options, ids: &[String]) -> Option<ExitCode> {
+fn unknown_ids(o: &ReapCommand, ids: &[String]) -> Option<ExitCode> {
     let trashes = match open(o.trash.as_ref()) {
         Ok(t) => t,
         Err(e) => {
             eprintln!("reclaim reap: {e}");
-            return Some(ExitCode::from(1));
+            return Some(Exit::Failed.into());
         }
     };
     let mut unknown: Vec<&String> = ids.iter().collect();
@@ -177,7 +178,7 @@ fn unknown_ids(o: &Options, ids: &[String]) -> Option<ExitCode> {
             quote(id)
         );
     }
-    (!unknown.is_empty()).then(|| ExitCode::from(1))
+    (!unknown.is_empty()).then(|| Exit::Failed.into())
 }
 
 /// The trashes to reap: the one named, or every one this user may see (at most
@@ -213,7 +214,7 @@ fn open(only: Option<&PathBuf>) -> Result<Vec<Found>, OpenError> {
 /// The flags every child pass gets (another user's pass, the service's passes): the pacing,
 /// the floor of free space (so a user's configuration does not set it for root's passes) and
 /// the workers asked for.
-fn child_args(o: &Options) -> Vec<OsString> {
+fn child_args(o: &ReapCommand) -> Vec<OsString> {
     let mut args = spawn::pace_args(&o.pace.clone().unwrap_or_default());
     args.push(format!("--min-free={}", o.min_free.arg()).into());
     if let Some(t) = o.threads {
@@ -222,7 +223,7 @@ fn child_args(o: &Options) -> Vec<OsString> {
     args
 }
 
-fn reap_options(o: &Options, dest: Dest) -> ReapOptions {
+fn reap_options(o: &ReapCommand, dest: Dest) -> ReapOptions {
     let mut engine = remove::Options {
         // 0: chosen per file system when a tree is freed (`free_tree`).
         threads: 0,
@@ -277,7 +278,7 @@ fn reap_options(o: &Options, dest: Dest) -> ReapOptions {
 const MAX_DAMAGED_SHOWN: usize = 3;
 
 /// The JSON object or the lines about what was freed and what failed; the exit code.
-fn report(o: &Options, sum: &ReapSummary, took: std::time::Duration) -> ExitCode {
+fn report(o: &ReapCommand, sum: &ReapSummary, took: std::time::Duration) -> ExitCode {
     let failed = !sum.errors.is_empty() || sum.error.is_some();
     if o.json {
         println!(
@@ -318,5 +319,5 @@ fn report(o: &Options, sum: &ReapSummary, took: std::time::Duration) -> ExitCode
         }
         return super::stopped_by(sig);
     }
-    ExitCode::from(u8::from(failed))
+    Exit::failed_if(failed).into()
 }

@@ -1,6 +1,7 @@
 //! `reclaim restore`: puts trashed entries back (`trash::restore`) and says what became of
 //! each, as lines or one JSON object.
 
+use crate::cmd::exit::Exit;
 use std::ffi::OsString;
 use std::path::Path;
 use std::process::ExitCode;
@@ -29,7 +30,7 @@ pub fn run(args: &[OsString], json: bool, only: Option<&Path>, to: Option<&Path>
                 } else {
                     eprintln!("reclaim: {}", report.errors[0]);
                 }
-                return ExitCode::from(1);
+                return Exit::Failed.into();
             }
         },
         None => trash::discover(me).trashes,
@@ -111,7 +112,7 @@ pub fn run(args: &[OsString], json: bool, only: Option<&Path>, to: Option<&Path>
     }
     let failed = !report.errors.is_empty();
     finish(json, report);
-    ExitCode::from(u8::from(failed))
+    Exit::failed_if(failed).into()
 }
 
 fn finish(json: bool, report: Report) {

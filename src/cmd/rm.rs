@@ -4,6 +4,7 @@
 //! with its progress on the terminal (`ui::report::RmView`), prints the summary (and the
 //! selection's tables, `ui::select`) and picks the exit code.
 
+use crate::cmd::exit::Exit;
 use std::ffi::OsString;
 use std::io::IsTerminal;
 use std::path::PathBuf;
@@ -20,7 +21,7 @@ use crate::ui::report::RmView;
 
 /// What `reclaim rm` was asked.
 #[derive(Clone, Debug)]
-pub struct Options {
+pub struct RmOptions {
     pub paths: Vec<OsString>,
     /// `-f`, `-i`, `-I`, `--interactive` (the last one counts).
     pub prompting: Prompting,
@@ -55,11 +56,11 @@ pub struct Options {
 /// A usage error: the message (after `reclaim rm: `), then the pointer to `--help`; exit 2.
 fn usage(message: &str) -> ExitCode {
     eprintln!("reclaim rm: {message}\nTry 'reclaim rm --help' for more information.");
-    ExitCode::from(2)
+    Exit::Usage.into()
 }
 
 /// `reclaim rm`.
-pub fn run(o: &Options) -> ExitCode {
+pub fn run(o: &RmOptions) -> ExitCode {
     let force = o.prompting.ignore_missing;
     let when = o.prompting.when.unwrap_or(When::Never);
     // Under mpirun: every rank joins the job before anything else is done.
@@ -67,7 +68,7 @@ pub fn run(o: &Options) -> ExitCode {
         Ok(job) => job,
         Err(e) => {
             eprintln!("reclaim rm: {e}");
-            return ExitCode::from(2);
+            return Exit::Usage.into();
         }
     };
     let hiding = o.mode != Mode::Now;
@@ -78,7 +79,7 @@ pub fn run(o: &Options) -> ExitCode {
                 "under MPI the ranks remove in the foreground: -i, -I, --background and --wait do not apply",
             );
         }
-        return ExitCode::from(2);
+        return Exit::Usage.into();
     }
     // A selection: checked before anything runs (every rank stops; rank 0 says why).
     if let Some(s) = &o.select {
@@ -94,7 +95,7 @@ pub fn run(o: &Options) -> ExitCode {
             if crate::engine::spread::leads() {
                 return usage(&e);
             }
-            return ExitCode::from(2);
+            return Exit::Usage.into();
         }
     }
     match when {
@@ -136,11 +137,11 @@ pub fn run(o: &Options) -> ExitCode {
             .error_line(&crate::ui::report::interrupted(sig, &removal));
         return super::stopped_by(sig);
     }
-    ExitCode::from(u8::from(!removal.failures.is_empty()))
+    Exit::failed_if(!removal.failures.is_empty()).into()
 }
 
 /// `-i`: one entry at a time, with GNU's prompts and order.
-fn one_at_a_time(o: &Options, hiding: bool) -> ExitCode {
+fn one_at_a_time(o: &RmOptions, hiding: bool) -> ExitCode {
     if hiding || o.json || o.dry_run {
         return usage(
             "-i asks about each entry in turn; it does not combine with --background, --wait, --json or --dry-run",
@@ -165,7 +166,7 @@ fn one_at_a_time(o: &Options, hiding: bool) -> ExitCode {
 
 /// The selection to run: compiled, with `--list`'s file (`-`: standard output) opened for it.
 /// A usage error exits 2, a list that cannot be written 1.
-fn start(s: &Asked, o: &Options) -> Result<Selection, ExitCode> {
+fn start(s: &Asked, o: &RmOptions) -> Result<Selection, ExitCode> {
     let list = match &s.list {
         None => None,
         Some(path) => Some(open_list(path).map_err(|why| {
@@ -173,7 +174,7 @@ fn start(s: &Asked, o: &Options) -> Result<Selection, ExitCode> {
                 "reclaim rm: cannot write the list to {}: {why}",
                 crate::sys::quote::quote(path),
             );
-            ExitCode::from(1)
+            ExitCode::from(Exit::Failed)
         })?),
     };
     s.start(o.dry_run, o.json, list)
@@ -226,7 +227,7 @@ fn open_list(path: &std::path::Path) -> Result<ListOut, String> {
 }
 
 /// The removal asked for: the engine's options (workers, fds, batches) and the rest.
-fn request(o: &Options, mpi: bool, selection: Option<Selection>) -> Request {
+fn request(o: &RmOptions, mpi: bool, selection: Option<Selection>) -> Request {
     let mut engine = remove::Options {
         cross_mounts: o.cross_mounts,
         dry_run: o.dry_run,
@@ -270,7 +271,7 @@ fn request(o: &Options, mpi: bool, selection: Option<Selection>) -> Request {
 
 /// The closing report: the JSON object, or a paragraph on stderr (on a terminal, with -v or
 /// for a dry run), and on a terminal the recap of failures when there were several.
-fn report(o: &Options, live: bool, r: &Removal, view: &RmView) {
+fn report(o: &RmOptions, live: bool, r: &Removal, view: &RmView) {
     let summary = &r.summary;
     if o.json {
         println!(

@@ -2,33 +2,34 @@
 //! line on the terminal (`ui::scan`), prints the report (text or one JSON object) and picks the
 //! exit code: 0 all read, 1 some paths could not be read (each named on stderr).
 
+use crate::cmd::exit::Exit;
 use std::io::Write;
 use std::process::ExitCode;
 
 /// What `reclaim scan` was asked.
 #[derive(Clone, Debug)]
-pub struct Options {
+pub struct ScanOptions {
     pub scan: crate::engine::scan::Options,
     pub json: bool,
     pub mpi: bool,
 }
 
 /// `reclaim scan`.
-pub fn run(o: &Options) -> ExitCode {
+pub fn run(o: &ScanOptions) -> ExitCode {
     let _job = match crate::engine::spread::start(o.mpi) {
         Ok(job) => job,
         Err(e) => {
             eprintln!("reclaim scan: {e}");
-            return ExitCode::from(2);
+            return Exit::Usage.into();
         }
     };
     let progress = crate::ui::scan::Progress::start();
     let scanned = crate::engine::scan::run(&o.scan, &progress);
-    let code = ExitCode::from(u8::from(scanned.failed));
+    let code = ExitCode::from(Exit::failed_if(scanned.failed));
     if let Some(Err(e)) = &scanned.export {
         eprintln!("reclaim scan: {e}");
         if scanned.report.is_none() {
-            return ExitCode::from(2);
+            return Exit::Usage.into();
         }
     }
     // Under MPI, rank 0 prints the report for all ranks.

@@ -1,5 +1,6 @@
 //! `reclaim status`: the trashes' status (`reaper::status`), as text or one JSON object.
 
+use crate::cmd::exit::Exit;
 use std::process::ExitCode;
 
 use crate::reaper::status::{collect, Status};
@@ -27,7 +28,7 @@ pub fn run(
                 } else {
                     eprintln!("reclaim status: {err}");
                 }
-                return ExitCode::from(1);
+                return Exit::Failed.into();
             }
         },
         None => trash::discover(trash::uid()),
@@ -45,5 +46,5 @@ pub fn run(
     } else {
         println!("{}", crate::ui::status::human(&st));
     }
-    ExitCode::from(u8::from(!st.errors.is_empty()))
+    Exit::failed_if(!st.errors.is_empty()).into()
 }

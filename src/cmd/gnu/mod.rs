@@ -9,6 +9,7 @@ mod fast;
 mod prompt;
 pub mod walk;
 
+use crate::cmd::exit::Exit;
 use std::ffi::{OsStr, OsString};
 use std::io::{IsTerminal, Write};
 use std::os::unix::ffi::OsStrExt;
@@ -41,7 +42,7 @@ pub fn main(program: &OsStr, args: &[OsString]) -> ExitCode {
         }
         Parsed::Usage(e) => {
             usage_error(&program, &e, args);
-            ExitCode::from(1)
+            Exit::Failed.into()
         }
         Parsed::Remove(o) => remove(&program, &o),
     }
@@ -99,7 +100,7 @@ pub fn remove(program: &str, o: &args::Options) -> ExitCode {
                     "{program}: failed to get attributes of '/': {}",
                     crate::sys::error::errno_text(e)
                 );
-                return ExitCode::from(1);
+                return Exit::Failed.into();
             }
         }
     } else {
@@ -161,7 +162,7 @@ pub fn remove(program: &str, o: &args::Options) -> ExitCode {
     finish_stdout(
         program,
         if status == Status::Error {
-            ExitCode::from(1)
+            Exit::Failed.into()
         } else {
             ExitCode::SUCCESS
         },
@@ -182,7 +183,7 @@ fn write_error(program: &str, e: &std::io::Error) -> ExitCode {
         .map(|n| crate::sys::error::errno_text(rustix::io::Errno::from_raw_os_error(n)))
         .unwrap_or_else(|| e.to_string());
     eprintln!("{program}: write error: {text}");
-    ExitCode::from(1)
+    Exit::Failed.into()
 }
 
 /// `rm --help`: GNU's text, then what differs here.
