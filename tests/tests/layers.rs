@@ -435,3 +435,170 @@ fn the_reader_sees_paths_through_comments_strings_and_groups() {
     assert!(code_only("eprintln!(\"x\") // println!(").contains("eprintln!("));
     assert!(!code_only("let s = \"println!(\";").contains("println!("));
 }
+
+/// The most lines a file in `src/` may have before its test module: past it, a file holds more
+/// than one concept and is split by them.
+const MAX_LINES: usize = 900;
+
+#[test]
+fn no_file_is_over_900_lines_before_its_tests() {
+    let mut wrong = Vec::new();
+    for s in read_sources() {
+        let before = s
+            .text
+            .lines()
+            .position(|l| l.starts_with("#[cfg(test)]"))
+            .unwrap_or_else(|| s.text.lines().count());
+        if before > MAX_LINES {
+            wrong.push(format!("src/{}: {before} lines", s.rel.display()));
+        }
+    }
+    assert!(
+        wrong.is_empty(),
+        "files over {MAX_LINES} lines before their test module (split them by concept):\n{}",
+        wrong.join("\n")
+    );
+}
+
+/// Calls that remove a name from a directory.
+const REMOVALS: &[&str] = &[
+    "unlinkat",
+    "unlink_at",
+    "unlink_at_with",
+    "rmdir_at",
+    "remove_file",
+    "remove_dir",
+    "remove_dir_all",
+    "remove_tree_at",
+    "rmdir",
+    "unlink",
+];
+
+#[test]
+fn the_command_layer_never_removes() {
+    let mut wrong = Vec::new();
+    for s in read_sources() {
+        if s.module[0] != "cmd" {
+            continue;
+        }
+        for ((n, line), shown) in s.code.lines().enumerate().zip(s.text.lines()) {
+            let b = line.as_bytes();
+            for call in REMOVALS {
+                let hit = line.match_indices(call).any(|(i, _)| {
+                    let end = i + call.len();
+                    (i == 0 || !is_ident(b[i - 1])) && (end == b.len() || !is_ident(b[end]))
+                });
+                if hit {
+                    wrong.push(format!(
+                        "src/{}:{}: {}",
+                        s.rel.display(),
+                        n + 1,
+                        shown.trim()
+                    ));
+                }
+            }
+        }
+    }
+    assert!(
+        wrong.is_empty(),
+        "removals in src/cmd/ (the command layer asks the engine, which removes):\n{}",
+        wrong.join("\n")
+    );
+}
+
+/// Every text file of the repository a reader meets: sources, tests, docs, benchmarks.
+fn repository_texts() -> Vec<PathBuf> {
+    fn walk(dir: &Path, out: &mut Vec<PathBuf>) {
+        let Ok(entries) = std::fs::read_dir(dir) else {
+            return;
+        };
+        for e in entries {
+            let p = e.unwrap().path();
+            let name = p.file_name().unwrap().to_string_lossy().into_owned();
+            if name.starts_with('.') || name == "target" || name == "out" {
+                continue;
+            }
+            if p.is_dir() {
+                walk(&p, out);
+            } else if ["rs", "md", "sh", "py", "toml", "service", "timer"]
+                .iter()
+                .any(|x| p.extension().is_some_and(|e| e == *x))
+            {
+                out.push(p);
+            }
+        }
+    }
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let mut out = Vec::new();
+    for d in ["src", "tests", "docs", "bench", "contrib", ".ci"] {
+        walk(&root.join(d), &mut out);
+    }
+    out.push(root.join("README.md"));
+    out.sort();
+    out
+}
+
+/// Words of a lab notebook, not of the project: a numbered work period, "this VM", "this
+/// branch". A comment says what and why in the present; a measurement's history is in
+/// bench/RESULTS.md under its date and the machine's description.
+fn notebook_words(line: &str) -> Option<&'static str> {
+    let lower = line.to_lowercase();
+    let session = ["sess", "ion"].concat();
+    let numbered = lower.match_indices(&session).any(|(i, w)| {
+        let rest = lower[i + w.len()..].trim_start_matches('s');
+        rest.starts_with(' ') && rest[1..].starts_with(|c: char| c.is_ascii_digit())
+            || rest.starts_with('-') && rest[1..].starts_with(|c: char| c.is_ascii_digit())
+    });
+    if numbered {
+        return Some("a numbered work period");
+    }
+    if lower.contains(&["this ", "vm"].concat()) {
+        return Some("\"this VM\"");
+    }
+    if lower.contains(&["this ", "branch"].concat()) {
+        return Some("\"this branch\"");
+    }
+    None
+}
+
+#[test]
+fn the_repository_speaks_of_the_project_not_of_work_periods() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let mut wrong = Vec::new();
+    for p in repository_texts() {
+        // This file names the words it looks for.
+        if p.ends_with("tests/tests/layers.rs") {
+            continue;
+        }
+        let Ok(text) = std::fs::read_to_string(&p) else {
+            continue;
+        };
+        for (n, line) in text.lines().enumerate() {
+            if let Some(what) = notebook_words(line) {
+                wrong.push(format!(
+                    "{}:{}: {what}: {}",
+                    p.strip_prefix(root).unwrap().display(),
+                    n + 1,
+                    line.trim()
+                ));
+            }
+        }
+    }
+    assert!(
+        wrong.is_empty(),
+        "lab-notebook words (say what and why in the present; dated results go to \
+         bench/RESULTS.md):\n{}",
+        wrong.join("\n")
+    );
+}
+
+#[test]
+fn notebook_words_are_told_from_ordinary_ones() {
+    let s = ["sess", "ion"].concat();
+    assert!(notebook_words(&format!("measured in {s} 5")).is_some());
+    assert!(notebook_words(&format!("2026-11-26, {s}s 8-9")).is_some());
+    assert!(notebook_words(&format!("the {s}-3 run")).is_some());
+    assert!(notebook_words(&["on this ", "VM's disk"].concat()).is_some());
+    assert!(notebook_words(&format!("a login {s} of its own")).is_none());
+    assert!(notebook_words("the browse Session ended").is_none());
+}
