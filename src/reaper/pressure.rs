@@ -89,7 +89,7 @@ pub(super) fn relieve(
         fresh = true;
         let (name, _) = graced.remove(0);
         let early = early_options(opts, p);
-        match super::take(trash, &name, &early, books, sum, damaged, on_progress) {
+        match super::pass::take(trash, &name, &early, books, sum, damaged, on_progress) {
             Some(true) => {
                 freed = true;
                 // It was counted as waiting for its window when it was first looked at.
@@ -129,7 +129,7 @@ pub(super) fn freed_early(
         .path("RECLAIM_PATH", path)
         .field("RECLAIM_FREE_BYTES", p.avail.to_string())
         .field("RECLAIM_FLOOR_BYTES", p.floor.to_string());
-    super::log(trash, &opts.log, rec);
+    super::records::log(trash, &opts.log, rec);
     let _ = EarlyRecord::add(&trash.dir, trash.uid, e.clone());
     sum.freed_early.push(e);
 }

@@ -486,7 +486,7 @@ fn child_done(
 ) {
     match result {
         Ok(s) => {
-            k.next_due = super::min_opt(s.next_grace_unix, s.next_retry_unix);
+            k.next_due = super::summary::min_opt(s.next_grace_unix, s.next_retry_unix);
             if s.entries_freed > 0 {
                 say_of(
                     path,
