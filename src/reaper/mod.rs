@@ -54,7 +54,7 @@ mod summary;
 mod wait;
 pub mod watch;
 
-pub use child::{as_owner, child_log_args, pass_as_owner, relay_sink};
+pub use child::{relay_sink, ChildArgs};
 pub use lock::{adopt_lock, holder, TrashLock};
 pub use options::{Locked, ReapOptions, Until};
 pub use pass::run;

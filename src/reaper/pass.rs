@@ -4,10 +4,11 @@
 //! became of each entry goes to the summary and the log. Frees nothing itself: one entry is
 //! `entry`'s.
 
-use std::ffi::{CStr, CString, OsString};
+use std::ffi::{CStr, CString};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
+use super::child::{as_owner, Ask, ChildArgs, Now};
 use super::entry::{reap_entry, Step};
 use super::records::{
     backoff_record, damaged_beyond_logged, failed_records, freed_record, log, say_gone,
@@ -17,8 +18,8 @@ use super::state::StateFile;
 use super::summary::{max_opt, min_opt};
 use super::wait::{after_reaper, GONE_CHECK};
 use super::{
-    as_owner, pressure, state, Locked, OnProgress, Progress, ReapOptions, ReapSummary, TrashLock,
-    Until, FOREIGN_LOCK_WAIT,
+    pressure, state, Locked, OnProgress, Progress, ReapOptions, ReapSummary, TrashLock, Until,
+    FOREIGN_LOCK_WAIT,
 };
 use crate::engine::remove::Counters;
 use crate::sys::dirfd;
@@ -346,7 +347,7 @@ fn account(
 pub(super) fn pass_over_all(
     trashes: &[Found],
     opts: &ReapOptions,
-    child_args: &[OsString],
+    child_args: &ChildArgs,
     on_progress: OnProgress<'_>,
     on_line: &mut dyn FnMut(&str),
 ) -> ReapSummary {
@@ -385,7 +386,7 @@ pub(super) fn pass_over_all(
 pub(super) fn pass_over(
     t: &Found,
     opts: &ReapOptions,
-    child_args: &[OsString],
+    child_args: &ChildArgs,
     on_progress: OnProgress<'_>,
     on_line: &mut dyn FnMut(&str),
 ) -> ReapSummary {
@@ -402,28 +403,27 @@ pub(super) fn pass_over(
     if t.is_idle_and_empty() {
         return ReapSummary::default();
     }
-    let mut args = child_args.to_vec();
-    if opts.retry_failed {
-        args.push("--retry-failed".into());
-    }
-    if opts.now {
-        args.push("--now".into());
-        match &opts.only {
-            // Only the IDs of this trash (root only looks at the names there, the trash
-            // opened for that look only).
-            Some(ids) => {
-                let here: Vec<&String> = match t.open() {
-                    Ok(open) => ids.iter().filter(|i| open.has_entry(i)).collect(),
-                    Err(_) => Vec::new(),
-                };
-                if here.is_empty() {
-                    return ReapSummary::default();
-                }
-                args.push("--".into());
-                args.extend(here.into_iter().map(OsString::from));
+    let here: Vec<String>;
+    let now = match (&opts.only, opts.now) {
+        (_, false) => Now::Due,
+        (None, true) => Now::All,
+        // Only the IDs of this trash (root only looks at the names there, the trash opened
+        // for that look only).
+        (Some(ids), true) => {
+            here = match t.open() {
+                Ok(open) => ids.iter().filter(|i| open.has_entry(i)).cloned().collect(),
+                Err(_) => Vec::new(),
+            };
+            if here.is_empty() {
+                return ReapSummary::default();
             }
-            None => args.push("--all".into()),
+            Now::Ids(&here)
         }
-    }
-    as_owner(&t.path, t.uid, &args, on_line)
+    };
+    let ask = Ask {
+        retry_failed: opts.retry_failed,
+        now,
+        early: None,
+    };
+    as_owner(&t.path, t.uid, (child_args, &ask), on_line)
 }

@@ -2,13 +2,12 @@
 //! nothing open meanwhile (`reap_all`), and the wait for another reaper holding a trash
 //! (`after_reaper`; another user's only so long). Never frees anything itself.
 
-use std::ffi::OsString;
 use std::path::PathBuf;
 use std::time::Duration;
 
 use super::pass::{pass_over, pass_over_all};
 use super::records::say_gone;
-use super::{pressure, state, OnProgress, Progress, ReapOptions, ReapSummary, Until};
+use super::{pressure, state, ChildArgs, OnProgress, Progress, ReapOptions, ReapSummary, Until};
 use crate::sys::format::now_unix;
 use crate::sys::interrupt;
 use crate::sys::logging::Sink;
@@ -35,7 +34,7 @@ pub enum OpenError {
 pub fn reap_all(
     open: &dyn Fn() -> Result<Vec<Found>, OpenError>,
     opts: &ReapOptions,
-    child_args: &[OsString],
+    child_args: &ChildArgs,
     on_progress: OnProgress<'_>,
     on_line: &mut dyn FnMut(&str),
 ) -> ReapSummary {
@@ -242,7 +241,7 @@ pub(super) fn after_reaper(
     t: &Found,
     mut skipped: ReapSummary,
     opts: &ReapOptions,
-    child_args: &[OsString],
+    child_args: &ChildArgs,
     on_progress: OnProgress<'_>,
     on_line: &mut dyn FnMut(&str),
     foreign_deadline: std::time::Instant,
