@@ -488,7 +488,7 @@ fn clear_entry(
     let mut others = false;
     if let Ok(list) = trash::reopen(entry) {
         let _ = dirfd::for_each_entry(&list, &mut buf, |n, _, _| {
-            others |= n != trash::meta::META && n != trash::FAILED && n != trash::meta::HELD;
+            others |= !trash::entry::is_record(n);
         });
     }
     if others {
@@ -512,11 +512,8 @@ fn clear_entry(
         );
         return r;
     }
-    let _ = unlinkat(&**entry, trash::FAILED, AtFlags::empty());
-    let _ = unlinkat(&**entry, trash::meta::HELD, AtFlags::empty());
-    let _ = unlinkat(&**entry, trash::meta::META, AtFlags::empty());
-    match unlinkat(&trash.dir, name, AtFlags::REMOVEDIR) {
-        Ok(()) | Err(Errno::NOENT) => Ok(true),
+    match trash::entry::tear_down(&trash.dir, name, entry, None) {
+        Ok(()) => Ok(true),
         Err(e) => Err(vec![os_failure(&trash.shown(name, None), e)]),
     }
 }
