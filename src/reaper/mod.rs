@@ -59,4 +59,4 @@ pub use lock::{adopt_lock, holder, TrashLock};
 pub use options::{Locked, ReapOptions, Until};
 pub use pass::run;
 pub use summary::{OnProgress, Progress, ReapSummary};
-pub use wait::{reap_all, OpenError, FOREIGN_LOCK_WAIT};
+pub use wait::{reap_all, OpenError};

@@ -16,11 +16,7 @@ use super::records::{
 };
 use super::state::StateFile;
 use super::summary::{max_opt, min_opt};
-use super::wait::{after_reaper, GONE_CHECK};
-use super::{
-    pressure, state, Locked, OnProgress, Progress, ReapOptions, ReapSummary, TrashLock, Until,
-    FOREIGN_LOCK_WAIT,
-};
+use super::{pressure, state, OnProgress, Progress, ReapOptions, ReapSummary, TrashLock, Until};
 use crate::engine::remove::Counters;
 use crate::sys::dirfd;
 use crate::sys::error::ErrorEntry;
@@ -139,15 +135,17 @@ fn reap_trash(
                 continue;
             }
             let relieved = opts.relieve
-                && pressure::relieve(
-                    trash,
-                    opts,
-                    &mut watch,
-                    (&state, &files),
-                    sum,
-                    &mut damaged,
-                    on_progress,
-                );
+                && pressure::relieve(trash, opts, &mut watch, sum, &mut |name, early, sum| {
+                    take(
+                        trash,
+                        name,
+                        early,
+                        (&state, &files),
+                        sum,
+                        &mut damaged,
+                        on_progress,
+                    )
+                });
             if relieved {
                 continue;
             }
@@ -181,7 +179,7 @@ fn reap_trash(
 /// Frees entry `name` of `trash` as `opts` say, if it is due, and adds what became of it to
 /// the summary and the log (`account`): `Some(true)` freed, `Some(false)` left, `None` a stop
 /// signal came.
-pub(super) fn take(
+fn take(
     trash: &Trash,
     name: &CStr,
     opts: &ReapOptions,
@@ -267,6 +265,10 @@ fn tell_progress(
     }
 }
 
+/// How often a reaper that waits, or works for a long time, looks whether its trash is still
+/// there.
+pub(super) const GONE_CHECK: Duration = Duration::from_secs(2);
+
 /// What freeing one entry took (for its log line).
 struct Freed {
     files: u64,
@@ -339,46 +341,6 @@ fn account(
         }
     }
     Some(false)
-}
-
-/// One pass over each of `trashes`; with `Locked::Wait`, those another reaper held are taken
-/// up after all the others (reapers of other users waited for `FOREIGN_LOCK_WAIT` at most, all
-/// together).
-pub(super) fn pass_over_all(
-    trashes: &[Found],
-    opts: &ReapOptions,
-    child_args: &ChildArgs,
-    on_progress: OnProgress<'_>,
-    on_line: &mut dyn FnMut(&str),
-) -> ReapSummary {
-    let mut pass = ReapSummary::default();
-    let mut held: Vec<(&Found, ReapSummary)> = Vec::new();
-    for t in trashes {
-        if interrupt::stopping() {
-            pass.interrupted = true;
-            break;
-        }
-        let s = pass_over(t, opts, child_args, on_progress, on_line);
-        if opts.locked == Locked::Wait && !s.skipped_locked.is_empty() && !s.interrupted {
-            held.push((t, s));
-        } else {
-            pass.merge(s);
-        }
-    }
-    let foreign_deadline = std::time::Instant::now() + FOREIGN_LOCK_WAIT;
-    for (t, skipped) in held {
-        let s = after_reaper(
-            t,
-            skipped,
-            opts,
-            child_args,
-            on_progress,
-            on_line,
-            foreign_deadline,
-        );
-        pass.merge(s);
-    }
-    pass
 }
 
 /// One pass over `t`: here if it is this process's own trash (opened for the pass only), else

@@ -5,9 +5,11 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
-use super::pass::{pass_over, pass_over_all};
+use super::pass::{pass_over, GONE_CHECK};
 use super::records::say_gone;
-use super::{pressure, state, ChildArgs, OnProgress, Progress, ReapOptions, ReapSummary, Until};
+use super::{
+    pressure, state, ChildArgs, Locked, OnProgress, Progress, ReapOptions, ReapSummary, Until,
+};
 use crate::sys::format::now_unix;
 use crate::sys::interrupt;
 use crate::sys::logging::Sink;
@@ -216,17 +218,53 @@ fn wait_for(
     Waited::Due
 }
 
-/// How often a reaper that waits, or works for a long time, looks whether its trash is still
-/// there.
-pub(super) const GONE_CHECK: Duration = Duration::from_secs(2);
-
 /// How often a reaper waiting for another one looks whether it finished.
 const WAIT_POLL: Duration = Duration::from_millis(200);
 
 /// How long root's `reap` waits, in all, for reapers of other users to let go of their trashes:
 /// a user's own reaper can be slowed down at will (`--iops 1`), so that user could otherwise
 /// hold root's `reap` (and the cron jobs behind it) for as long as they like.
-pub const FOREIGN_LOCK_WAIT: Duration = Duration::from_secs(30);
+const FOREIGN_LOCK_WAIT: Duration = Duration::from_secs(30);
+
+/// One pass over each of `trashes`; with `Locked::Wait`, those another reaper held are taken
+/// up after all the others (reapers of other users waited for `FOREIGN_LOCK_WAIT` at most, all
+/// together).
+fn pass_over_all(
+    trashes: &[Found],
+    opts: &ReapOptions,
+    child_args: &ChildArgs,
+    on_progress: OnProgress<'_>,
+    on_line: &mut dyn FnMut(&str),
+) -> ReapSummary {
+    let mut pass = ReapSummary::default();
+    let mut held: Vec<(&Found, ReapSummary)> = Vec::new();
+    for t in trashes {
+        if interrupt::stopping() {
+            pass.interrupted = true;
+            break;
+        }
+        let s = pass_over(t, opts, child_args, on_progress, on_line);
+        if opts.locked == Locked::Wait && !s.skipped_locked.is_empty() && !s.interrupted {
+            held.push((t, s));
+        } else {
+            pass.merge(s);
+        }
+    }
+    let foreign_deadline = std::time::Instant::now() + FOREIGN_LOCK_WAIT;
+    for (t, skipped) in held {
+        let s = after_reaper(
+            t,
+            skipped,
+            opts,
+            child_args,
+            on_progress,
+            on_line,
+            foreign_deadline,
+        );
+        pass.merge(s);
+    }
+    pass
+}
 
 /// `Locked::Wait` for the trash `t` that `skipped` found held: waits until no process holds
 /// its lock (read from `/proc/locks`, so root opens nothing of another user's trash), then
@@ -237,7 +275,7 @@ pub const FOREIGN_LOCK_WAIT: Duration = Duration::from_secs(30);
 /// than this process's is waited for until `foreign_deadline` only, and not at all while it is
 /// stopped (SIGSTOP): the trash is then skipped, and said (that reaper frees what is due).
 #[allow(clippy::too_many_arguments)]
-pub(super) fn after_reaper(
+fn after_reaper(
     t: &Found,
     mut skipped: ReapSummary,
     opts: &ReapOptions,
