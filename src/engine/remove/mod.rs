@@ -25,6 +25,8 @@ mod remover;
 mod selected;
 /// When a removal grows from the calling thread to the measured pool, and what starts then.
 pub mod start;
+/// The one unlink of a name.
+pub mod unlink;
 pub use start::{Big, Start};
 
 /// How the engine works.

@@ -11,9 +11,10 @@ use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
-use rustix::fs::{unlinkat, AtFlags, FileType};
+use rustix::fs::FileType;
 use rustix::io::Errno;
 
+use super::unlink::{unlink, Entry, Paced};
 use super::{
     ahead, Counters, Kept, Options, Outcome, Sink, Subvolume, LARGE_FILE_DIR_MAX, RELISTS,
 };
@@ -192,13 +193,7 @@ impl<'a> Remover<'a> {
             return UnlinkResult::Done;
         }
         if !self.opts().dry_run {
-            if let Some(t) = &self.opts().throttle {
-                t.acquire();
-            }
-            let t0 = std::time::Instant::now();
-            let unlinked = unlinkat(dir, name, AtFlags::empty());
-            self.timed(t0);
-            match unlinked {
+            match unlink(dir, name, Entry::NonDir, Paced::by(self.opts())) {
                 Ok(()) => {}
                 Err(Errno::NOENT) if !self.opts().report_vanished => return UnlinkResult::Done,
                 Err(Errno::ISDIR) => return UnlinkResult::IsDir,
@@ -273,7 +268,7 @@ impl Visitor for Remover<'_> {
             NotOpened::Os(e @ (Errno::ACCESS | Errno::PERM))
                 if !self.opts().dry_run && self.opts().keep.is_none() =>
             {
-                match unlinkat(parent, node.name(), AtFlags::REMOVEDIR) {
+                match unlink(parent, node.name(), Entry::EmptyDir, Paced::NONE) {
                     Ok(()) | Err(Errno::NOENT) => {
                         self.counters.dirs.fetch_add(1, Ordering::Relaxed);
                         if self.sink.wants_removed() {
@@ -300,31 +295,7 @@ impl Visitor for Remover<'_> {
 
     fn opened_fd(&self, _: &mut (), node: &Arc<RNode>, fd: &OwnedFd) {
         if let Some(sel) = &self.opts().select {
-            if node.parent().is_some() && sel.needs_stat(crate::engine::select::Place::Chosen) {
-                if let Ok(st) = sel.stat(fd, c"") {
-                    let _ = node.data.found.set(st);
-                }
-            }
-            // By creation time on a file system that records none, nothing below a named
-            // directory can be judged: it is not searched, and that is said once when it is
-            // finished.
-            if node.parent().is_none() && !sel.roots_too {
-                let _ = node.data.unrecorded.set(!sel.records_time(fd));
-            }
-            // reclaim's own trashes: what waits there (restorable within its grace window)
-            // and the reaper's records are the reaper's to free, never a selection's. Said,
-            // so that a purge's report shows what it did not search.
-            if node.parent().is_some() && crate::trash::is_trash_name(node.name().to_bytes()) {
-                let trash = rustix::fs::fstat(fd).is_ok_and(|st| {
-                    crate::trash::is_trash_dir(node.name().to_bytes(), st.st_uid, st.st_mode)
-                });
-                if trash && node.data.trash.set(true).is_ok() {
-                    self.sink.warning(&format_args!(
-                        "not searched: {}: reclaim's trash (what waits there is the reaper's to free; reclaim status lists it)",
-                        crate::sys::quote::quote(node.path())
-                    ));
-                }
-            }
+            self.opened_selected(sel, node, fd);
         }
     }
 
@@ -482,9 +453,12 @@ impl Visitor for Remover<'_> {
             }
         }
         if !self.opts().dry_run {
-            let t0 = std::time::Instant::now();
-            let removed = unlinkat(&*parent, node.name(), AtFlags::REMOVEDIR);
-            self.timed(t0);
+            let removed = unlink(
+                &*parent,
+                node.name(),
+                Entry::EmptyDir,
+                Paced::measured(self.opts()),
+            );
             match removed {
                 Ok(()) => {}
                 Err(Errno::NOENT) if !self.opts().report_vanished => return,

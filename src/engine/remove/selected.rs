@@ -10,10 +10,11 @@ use std::path::PathBuf;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
-use rustix::fs::{unlinkat, AtFlags, FileType};
+use rustix::fs::FileType;
 use rustix::io::Errno;
 
 use super::remover::{RNode, Remover, UnlinkResult};
+use super::unlink::{unlink, Entry, Paced};
 use crate::engine::walk::Names;
 use crate::sys::error::Reason;
 
@@ -42,6 +43,42 @@ pub(super) struct DirSelected {
 
 /// The selection's side of the engine (`select/` decides; this applies it on the walk).
 impl Remover<'_> {
+    /// A directory of the walk, just opened as `fd`: its own facts as found (its tests read
+    /// them after its entries went), whether a named one can be searched by creation time,
+    /// and whether it is one of reclaim's trashes (never searched).
+    pub(super) fn opened_selected(
+        &self,
+        sel: &crate::engine::select::Selection,
+        node: &Arc<RNode>,
+        fd: &OwnedFd,
+    ) {
+        if node.parent().is_some() && sel.needs_stat(crate::engine::select::Place::Chosen) {
+            if let Ok(st) = sel.stat(fd, c"") {
+                let _ = node.data.found.set(st);
+            }
+        }
+        // By creation time on a file system that records none, nothing below a named
+        // directory can be judged: it is not searched, and that is said once when it is
+        // finished.
+        if node.parent().is_none() && !sel.roots_too {
+            let _ = node.data.unrecorded.set(!sel.records_time(fd));
+        }
+        // reclaim's own trashes: what waits there (restorable within its grace window)
+        // and the reaper's records are the reaper's to free, never a selection's. Said,
+        // so that a purge's report shows what it did not search.
+        if node.parent().is_some() && crate::trash::is_trash_name(node.name().to_bytes()) {
+            let trash = rustix::fs::fstat(fd).is_ok_and(|st| {
+                crate::trash::is_trash_dir(node.name().to_bytes(), st.st_uid, st.st_mode)
+            });
+            if trash && node.data.trash.set(true).is_ok() {
+                self.sink.warning(&format_args!(
+                    "not searched: {}: reclaim's trash (what waits there is the reaper's to free; reclaim status lists it)",
+                    crate::sys::quote::quote(node.path())
+                ));
+            }
+        }
+    }
+
     /// What the selection needs to know about the directory `node` to place its entries.
     pub(super) fn here(
         &self,
@@ -272,13 +309,7 @@ impl Remover<'_> {
         st: Option<&crate::engine::select::Stat>,
     ) -> UnlinkResult {
         if !self.opts().dry_run {
-            if let Some(t) = &self.opts().throttle {
-                t.acquire();
-            }
-            let t0 = std::time::Instant::now();
-            let unlinked = unlinkat(dir, name, AtFlags::empty());
-            self.timed(t0);
-            match unlinked {
+            match unlink(dir, name, Entry::NonDir, Paced::by(self.opts())) {
                 Ok(()) => {}
                 Err(Errno::NOENT) => return UnlinkResult::Failed(Errno::NOENT),
                 Err(Errno::ISDIR) => return UnlinkResult::IsDir,
