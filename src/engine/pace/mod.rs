@@ -5,8 +5,10 @@
 pub mod asked;
 pub mod concurrency;
 pub mod controller;
+pub mod meter;
 pub mod pacer;
 pub mod probe;
+pub mod roundtrip;
 pub mod signals;
 pub mod throttle;
 pub mod tree;
