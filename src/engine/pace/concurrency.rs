@@ -19,7 +19,8 @@
 //! the gate lower; while it does, this holds. It also sizes the pieces of a streamed listing
 //! from the measured round trip (`walk::Streaming`).
 //!
-//! It owns the gate's limit and its report; it never touches a file and never prints.
+//! It sets the gate's limit (through `workers::Steer`, the gate's one owner) and owns its
+//! report; it never touches a file and never prints.
 
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -716,7 +717,7 @@ impl Concurrency {
             from = now;
             (ops0, busy0, worked0, cpu0) = (ops, busy, worked, cpu);
             if let Some(n) = change {
-                self.gate.set(n);
+                super::workers::Steer::of(&self.gate).measured(n);
                 settle_until = Some(now + op_time.max(TICK) * 2);
             }
         }

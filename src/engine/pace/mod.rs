@@ -13,5 +13,6 @@ pub mod signals;
 pub mod throttle;
 pub mod tree;
 pub mod unlinkers;
+pub mod workers;
 
 pub use pacer::{PaceReport, Pacer, Pacing};

@@ -223,7 +223,7 @@ impl Options {
             .active_gate()
             .unwrap_or_else(|| Arc::new(walk::Gate::new(self.threads)));
         if rotational {
-            gate.set_cap(1);
+            crate::engine::pace::workers::Steer::of(&gate).start_with_one();
         }
         gate
     }
