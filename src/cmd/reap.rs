@@ -85,7 +85,7 @@ pub fn run(o: &ReapCommand) -> ExitCode {
             floor: o.min_free,
             metrics,
         };
-        watch::run(log, o.log_prefix, &child_args(o), &asked);
+        watch::run(log, o.log_prefix, child_args(o), &asked);
         return ExitCode::SUCCESS;
     }
     if let Some(Now::Ids(ids)) = &o.now {
@@ -95,8 +95,7 @@ pub fn run(o: &ReapCommand) -> ExitCode {
     }
     let dest = log.resolve(o.detached, false);
     let progress = Progress::start(!o.json && !o.detached);
-    let mut child_args = child_args(o);
-    child_args.extend(reaper::child_log_args(dest));
+    let child_args = reaper::ChildArgs::new(child_args(o), dest);
     let started = std::time::Instant::now();
     // Messages of this process and what children (other users' passes) print: on stderr, or
     // with the log when it goes to the journal or syslog.

@@ -3,6 +3,7 @@
 //! Reports through sinks and returns results; never prints, never sees clap.
 
 pub mod glob;
+pub mod gnu;
 pub mod listing;
 pub mod pace;
 pub mod pack;

@@ -11,8 +11,7 @@
 
 use std::ffi::{CStr, CString};
 
-use super::{state::StateFile, OnProgress, ReapOptions, ReapSummary};
-use crate::engine::remove::Counters;
+use super::{ReapOptions, ReapSummary};
 use crate::sys::dirfd;
 use crate::sys::format::now_unix;
 use crate::sys::logging::{Priority, Record};
@@ -56,17 +55,19 @@ pub fn early_options(opts: &ReapOptions, p: Pressure) -> ReapOptions {
     }
 }
 
+/// How the pass holding a trash frees one of its entries (`name`, as these options say), adding
+/// it to the summary: `Some(true)` freed, `Some(false)` left, `None` a stop signal came.
+pub(super) type Take<'a> = &'a mut dyn FnMut(&CStr, &ReapOptions, &mut ReapSummary) -> Option<bool>;
+
 /// Frees the entries of `trash` (held by this process) that are in their grace window, oldest
-/// first, while its file system is pressed (`watch`): one at a time, the space read afresh
-/// after each. Whether any was freed.
+/// first, while its file system is pressed (`watch`): one at a time (`take`), the space read
+/// afresh after each. Whether any was freed.
 pub(super) fn relieve(
     trash: &Trash,
     opts: &ReapOptions,
     watch: &mut Watch,
-    books: (&StateFile<'_>, &Counters),
     sum: &mut ReapSummary,
-    damaged: &mut u64,
-    on_progress: OnProgress<'_>,
+    take: Take<'_>,
 ) -> bool {
     // Pressed at all, looking as far ahead as the watch trusts? (Cheap: no entry is read.)
     if watch.pressure(&trash.dir, None, false).is_none() {
@@ -89,7 +90,7 @@ pub(super) fn relieve(
         fresh = true;
         let (name, _) = graced.remove(0);
         let early = early_options(opts, p);
-        match super::take(trash, &name, &early, books, sum, damaged, on_progress) {
+        match take(&name, &early, sum) {
             Some(true) => {
                 freed = true;
                 // It was counted as waiting for its window when it was first looked at.
@@ -129,7 +130,7 @@ pub(super) fn freed_early(
         .path("RECLAIM_PATH", path)
         .field("RECLAIM_FREE_BYTES", p.avail.to_string())
         .field("RECLAIM_FLOOR_BYTES", p.floor.to_string());
-    super::log(trash, &opts.log, rec);
+    super::records::log(trash, &opts.log, rec);
     let _ = EarlyRecord::add(&trash.dir, trash.uid, e.clone());
     sum.freed_early.push(e);
 }

@@ -7,9 +7,9 @@
 //! reaper holds is waited for a moment (a pass over it), then left to that reaper (it watches
 //! the same space). Never works inside a trash itself, never prints.
 
-use std::ffi::OsString;
 use std::path::PathBuf;
 
+use super::child::{pass_as_owner, Ask, ChildArgs, Now};
 use super::ReapSummary;
 use crate::sys::asuser::ChildError;
 use crate::sys::format::now_unix;
@@ -73,7 +73,7 @@ pub type Relieved = Vec<(PathBuf, Result<ReapSummary, ChildError>)>;
 pub fn relieve(
     mut candidates: Vec<Candidate>,
     watch: &mut Watch,
-    child_args: &[OsString],
+    child_args: &ChildArgs,
     lines: &Sink,
 ) -> Relieved {
     let mut out = Relieved::new();
@@ -94,21 +94,22 @@ pub fn relieve(
             break;
         };
         let c = candidates.remove(0);
-        let mut args = child_args.to_vec();
-        args.push("--now".into());
-        args.push(format!("--early={}", serde_json::to_string(&p).expect("serializes")).into());
-        args.push("--".into());
-        args.push(c.id.clone().into());
+        let ids = [c.id.clone()];
+        let ask = Ask {
+            now: Now::Ids(&ids),
+            early: Some(&p),
+            ..Ask::default()
+        };
         let held = |r: &Result<ReapSummary, ChildError>| {
             r.as_ref().is_ok_and(|s| !s.skipped_locked.is_empty())
         };
         let mut relay = |l: &str| lines.relay(l, Some("reclaim reap"));
-        let mut r = super::pass_as_owner(&c.trash.path, c.trash.uid, &args, &mut relay);
+        let mut r = pass_as_owner(&c.trash.path, c.trash.uid, (child_args, &ask), &mut relay);
         // Held by a reaper for a moment (a pass over it): the oldest waits its turn.
         let since = std::time::Instant::now();
         while held(&r) && since.elapsed() < HELD_WAIT && !crate::sys::interrupt::stopping() {
             std::thread::sleep(HELD_POLL);
-            r = super::pass_as_owner(&c.trash.path, c.trash.uid, &args, &mut relay);
+            r = pass_as_owner(&c.trash.path, c.trash.uid, (child_args, &ask), &mut relay);
         }
         // Held still: that reaper is at work there and watches the same space itself; the
         // others in that trash are its too.

@@ -11,271 +11,30 @@ use std::os::fd::OwnedFd;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use rustix::fs::{unlinkat, AtFlags};
 use rustix::io::Errno;
 
-use serde::Serialize;
-
-use crate::engine::pace::{PaceReport, Pacing};
-use crate::engine::profile::{Class, Profile};
-use crate::engine::remove::{self, Big, Counters, DirTarget, Options, Sink, Start};
+use crate::engine::profile::Profile;
+use crate::engine::remove::{self, Big, Counters, DirTarget, Options, Start};
 use crate::engine::shrink::{self, Gentle};
-use crate::engine::spread::Rank;
 use crate::engine::target::{Rejection, Resolver, Target};
 use crate::reaper::background::{Hide, Hider};
-use crate::reaper::spawn::pace_args;
 use crate::sys::dirfd::Facts;
 use crate::sys::error::{ErrorEntry, Failure, Reason};
-use crate::sys::quote::{quote, PathField};
+use crate::sys::quote::quote;
 use crate::trash::hide::{Hidden, HideOptions};
-use crate::trash::meta::EntryPacing;
-use crate::trash::Passed;
 
+mod events;
+mod gentle;
 mod grouped;
+mod request;
 mod selected;
+pub use events::{Events, Left, Removal, Shrinking, SubvolumeEntry, Summary};
+use gentle::{gentle_candidate, left_of_file, remove_gently};
+pub use request::{Mode, Request};
 pub use selected::{Asked, Context};
-
-/// What is to be removed, and how.
-#[derive(Clone, Debug)]
-pub struct Request {
-    pub paths: Vec<PathBuf>,
-    pub recursive: bool,
-    pub force: bool,
-    pub dir: bool,
-    /// Every removed entry is told (`Events::removed`), the trees one argument after the
-    /// other in the order given.
-    pub verbose: bool,
-    /// `--threads` was given; otherwise the worker count follows the file system.
-    pub threads_given: bool,
-    /// The pacing asked for (`--fast`, `--max-latency`, `--rate`, `--iops`): how large files
-    /// are freed, how trees are governed, what trash entries record (a reaper frees them that
-    /// way) and the flags of a detached reaper. Trees are paced by the latency probe only when
-    /// `--max-latency` was given (`pace_trees`): on an idle xfs the probe sees the removal's own
-    /// journal traffic and slowed a 200k-file tree 4.6x, and on the emulated HDD it did not
-    /// lower the victims' p99 (bench/RESULTS.md).
-    pub pace: EntryPacing,
-    /// `--pace-trace`: the pacer's per-window decisions go to this file.
-    pub pace_trace: Option<PathBuf>,
-    /// `--min-free`: the free space to leave the others. Under it, or falling toward it,
-    /// pacing yields; a grace window on a file system already under it is refused (it could
-    /// not be kept); reapers started here watch it.
-    pub floor: crate::sys::space::Floor,
-    pub engine: Options,
-    /// Foreground, or hide into the trash first (`--background`, `--wait`).
-    pub mode: Mode,
-    /// `--grace`: how long hidden entries stay restorable before the reaper frees them.
-    pub grace: Option<std::time::Duration>,
-    /// `--durable`: one fsync per affected directory after its unlinks.
-    pub durable: bool,
-    /// Sizes (allocated bytes, files) the caller measured, by path as given (prune).
-    pub known_sizes: std::collections::HashMap<PathBuf, (u64, u64)>,
-    /// `--profile`: the file system class to assume instead of the detected one.
-    pub profile: Option<Class>,
-    /// Stat small directories' entries or not, whatever the profile says (measurements).
-    pub small_dir_stats: Option<bool>,
-    /// Workers at once in one directory's batches, whatever the profile says (measurements).
-    pub batch_threads: Option<usize>,
-    /// The profile, the pool and the governor from the first, not once the trees prove big
-    /// (measurements; tests of what they decide).
-    pub start_pool: bool,
-    /// The bytes freed are said (`--json`, `-v`, a dry run, a terminal): measured as the file
-    /// systems give them back (each file system's free space before and after, each single
-    /// file's own blocks); otherwise only what is known anyway is counted.
-    pub count_bytes: bool,
-    /// `--preserve-root=all`: refuse directory arguments that are mount points.
-    pub preserve_all_root: bool,
-    /// A selection (`--name`, `--older-than`, `--from`, ...: `selected.rs`); compiled in
-    /// `engine.select`.
-    pub select: Option<Asked>,
-    /// Hide the arguments together: one trash entry per directory they are in, holding many
-    /// paths (`prune`), instead of an entry each.
-    pub batch: bool,
-}
-
-impl Request {
-    /// What the shrinker and the tree governor take of the pacing asked for.
-    fn pacing(&self) -> Pacing {
-        Pacing {
-            trace: self.pace_trace.clone(),
-            floor: self.floor,
-            ..self.pace.pacing()
-        }
-    }
-
-    /// The flags of a reaper started for this removal: its pacing and floor.
-    fn reaper_args(&self) -> Vec<std::ffi::OsString> {
-        let mut args = pace_args(&self.pace);
-        args.push(format!("--min-free={}", self.floor.arg()).into());
-        args
-    }
-}
-
-/// How `reclaim rm` frees space.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Mode {
-    /// Remove in the foreground (paced).
-    Now,
-    /// Hide into the trash; a detached reaper frees it.
-    Background,
-    /// Hide into the trash, then free it here before returning.
-    Wait,
-}
-
-/// What a removal tells its caller as it goes, beyond the engine's `Sink` (removed entries,
-/// failures as they happen): the caller shows it.
-pub trait Events: Sink {
-    /// An argument was hidden into a trash as entry `id`; `passed_over`: trash names someone
-    /// else had, passed over on the way.
-    fn hidden(&self, display: &Path, id: &str, passed_over: &Passed);
-    /// Arguments could not go to a trash (`why`, the same for all of them), and are removed
-    /// here instead.
-    fn fallback(&self, paths: &[PathBuf], why: &str);
-    /// Arguments could not go to a trash (`why`, the same for all of them) and stay where
-    /// they are: a grace window was asked for (they are among the failures too).
-    fn refused(&self, paths: &[PathBuf], why: &str);
-    /// An argument gone from its path is an interrupted removal waiting in `trash` as entry
-    /// `id`: it is finished now.
-    fn resuming(&self, path: &Path, id: &str, trash: &Path);
-    /// A large file being shrunk: `freed` of `total` bytes since `started`; the latency other
-    /// I/O sees, when measured. `None`: it is done.
-    fn shrinking(&self, progress: Option<Shrinking<'_>>);
-    /// A reaper's progress (a resumed entry; `--wait`).
-    fn reaping(&self, progress: &super::Progress<'_>);
-    /// `--wait` starts freeing the entries hidden (`true`), or is done (`false`).
-    fn waiting(&self, on: bool);
-}
-
-/// A large file being shrunk, for `Events::shrinking`.
-#[derive(Clone, Copy, Debug)]
-pub struct Shrinking<'a> {
-    pub path: &'a Path,
-    pub freed: u64,
-    pub total: u64,
-    pub started: Instant,
-    pub latency: Option<Duration>,
-}
-
-/// The final account of one removal; `reclaim rm --json` prints exactly this.
-#[derive(Debug, Serialize)]
-pub struct Summary {
-    pub files: u64,
-    pub dirs: u64,
-    pub bytes_freed: u64,
-    pub elapsed_s: f64,
-    pub files_per_s: f64,
-    pub errors: Vec<ErrorEntry>,
-    pub skipped_mounts: Vec<String>,
-    pub dry_run: bool,
-    /// Large files freed gently (shrunk in paced steps), with what it cost other I/O.
-    #[serde(skip_serializing_if = "Vec::is_empty")]
-    pub gentle: Vec<Gentle>,
-    /// How tree removal was paced (probe latency before vs during, back-offs).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub pace: Option<PaceReport>,
-    /// Targets hidden into a trash (`--background`, `--wait`; empty otherwise).
-    pub hidden: Vec<Hidden>,
-    /// Targets that could not go to a trash and were removed in the foreground.
-    pub fallback: Vec<String>,
-    /// The signal that stopped the run before the end, if one did.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub interrupted: Option<i32>,
-    /// The file system profile the trees were removed with.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub profile: Option<Profile>,
-    /// The workers the trees were removed with, and why (measured or `--threads`).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub concurrency: Option<crate::engine::pace::concurrency::Report>,
-    /// Under MPI: what each rank did.
-    #[serde(skip_serializing_if = "Vec::is_empty")]
-    pub ranks: Vec<Rank>,
-    /// A selection (`rm -r --name ...`, `--from`): totals per directory and owner, ...
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub selection: Option<crate::engine::select::Report>,
-    /// btrfs subvolumes met (targets or inside trees) and how each was removed.
-    #[serde(skip_serializing_if = "Vec::is_empty")]
-    pub subvolumes: Vec<SubvolumeEntry>,
-}
-
-/// A subvolume in `Summary::subvolumes`.
-#[derive(Debug, Serialize)]
-pub struct SubvolumeEntry {
-    #[serde(flatten)]
-    pub path: PathField,
-    /// `snap_destroy_v2` or `snap_destroy`: deleted whole by the file system (btrfs's cleaner
-    /// frees its blocks afterwards; `status` shows it); `walk`: removed file by file.
-    pub how: String,
-    /// Its subvolume id, when deleted whole.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub id: Option<u64>,
-    /// Subvolumes inside it deleted first (their ids).
-    #[serde(skip_serializing_if = "Vec::is_empty")]
-    pub nested: Vec<u64>,
-    /// Why it was walked.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub why: Option<String>,
-}
-
-impl SubvolumeEntry {
-    fn of(s: &remove::Subvolume) -> Self {
-        let path = PathField::new(&s.path);
-        match &s.deleted {
-            Ok(d) => SubvolumeEntry {
-                path,
-                how: serde_json::to_value(d.how)
-                    .ok()
-                    .and_then(|v| v.as_str().map(str::to_owned))
-                    .unwrap_or_default(),
-                id: Some(d.id),
-                nested: d.nested.clone(),
-                why: None,
-            },
-            Err(why) => SubvolumeEntry {
-                path,
-                how: "walk".into(),
-                id: None,
-                nested: Vec::new(),
-                why: Some(why.clone()),
-            },
-        }
-    }
-}
-
-/// What one removal did: the account, every failure (in the order met) and, after a stop
-/// signal, what is left.
-#[derive(Debug)]
-pub struct Removal {
-    pub summary: Summary,
-    pub failures: Vec<Failure>,
-    /// What a stop signal left, in the order met.
-    pub left: Vec<Left>,
-    /// Arguments a stop signal came before.
-    pub not_started: usize,
-}
-
-/// Something a stop signal left undone.
-#[derive(Clone, Debug)]
-pub enum Left {
-    /// The trees (quoted and joined), partly removed.
-    Trees(String),
-    /// A large file whose shrink stopped, with `bytes` still allocated: in the trash as `entry`
-    /// (a reaper was started for it), or under a hidden name in its directory.
-    File {
-        path: PathField,
-        bytes: u64,
-        entry: Option<String>,
-        hidden: Option<PathField>,
-    },
-    /// `--background`: `hidden` of `of` arguments were hidden; `untouched` were not started.
-    Hid {
-        hidden: usize,
-        of: usize,
-        untouched: usize,
-    },
-    /// `--wait`: entries left in the trash for a reaper.
-    InTrash(u64),
-}
 
 /// Runs one removal, telling `events` as it goes; returns its account.
 pub fn run(req: &Request, events: &dyn Events) -> Removal {
@@ -943,28 +702,6 @@ impl<'r> Run<'r> {
 /// A directory by its device and inode.
 type DirKey = (u64, u64);
 
-/// What a stop signal left of one large file; starts the reaper for it if it is in the trash.
-fn left_of_file(req: &Request, g: &Gentle, l: &shrink::Left) -> Left {
-    let entry = match (&l.trash, &l.entry) {
-        (Some(trash), Some(id)) => {
-            if let Ok(t) = crate::trash::Trash::open_path(Path::new(trash)) {
-                crate::reaper::background::start_reaper(&t, &req.reaper_args());
-            }
-            Some(id.clone())
-        }
-        _ => None,
-    };
-    Left::File {
-        path: g.path.clone(),
-        bytes: l.bytes,
-        hidden: match entry {
-            Some(_) => None,
-            None => l.hidden.clone(),
-        },
-        entry,
-    }
-}
-
 /// For a path that is gone: the newest entry of this user's trashes recorded from it that a
 /// reaper claimed and nobody holds (a removal interrupted by `kill -9`), finished here, paced
 /// as it was asked. `None` if there is none.
@@ -1046,61 +783,6 @@ fn entry_key(t: &Target) -> EntryKey {
         crate::sys::dirfd::fstat(&**base).ok().map(|f| f.ident),
         name.clone(),
     )
-}
-
-/// A regular file big enough that freeing it may hurt others, and pacing is on.
-fn gentle_candidate(req: &Request, facts: &Facts) -> bool {
-    !req.pace.fast && shrink::candidate(facts, shrink::Found::Named)
-}
-
-/// Frees one large file with the shrinker, telling `events` how it goes. It waits in
-/// the user's trash on its file system while it is shrunk (a stop signal or a crash leaves the
-/// rest there, for a reaper), or under a hidden name in its directory where there is none.
-fn remove_gently(
-    req: &Request,
-    hider: &Hider,
-    base: &OwnedFd,
-    name: &CStr,
-    display: &Path,
-    facts: &Facts,
-    events: &dyn Events,
-) -> Result<Gentle, Reason> {
-    let started = Instant::now();
-    let on_progress = |freed: u64, total: u64, pacer: Option<&crate::engine::pace::Pacer>| {
-        events.shrinking(Some(Shrinking {
-            path: display,
-            freed,
-            total,
-            started,
-            latency: pacer.and_then(|p| p.last_latency()),
-        }))
-    };
-    let original = crate::trash::hide::absolute(base, name);
-    // The trash is found (and made, if need be) only if the file is shrunk at all.
-    let locate = || hider.trash_for(base).ok();
-    let opts = HideOptions {
-        grace: None,
-        known: Some((facts.allocated, 1)),
-        durable: req.durable,
-        pacing: req.pace.clone(),
-    };
-    let hiding = match &original {
-        Some(o) if crate::trash::hide::unsuitable(o, facts, facts.mnt_id).is_none() => {
-            shrink::Hiding::Trash {
-                locate: &locate,
-                original: o,
-                opts: &opts,
-            }
-        }
-        _ => shrink::Hiding::Renamed { finish: true },
-    };
-    let outcome = shrink::remove_file(base, name, facts, &req.pacing(), &hiding, &on_progress)?;
-    events.shrinking(None);
-    Ok(Gentle {
-        path: crate::sys::quote::PathField::new(display),
-        elapsed_s: started.elapsed().as_secs_f64(),
-        outcome,
-    })
 }
 
 /// Remembers a directory to fsync at the end (once, however many entries left it).

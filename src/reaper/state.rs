@@ -81,7 +81,7 @@ impl<'t> StateFile<'t> {
             state: Mutex::new((
                 ReaperState {
                     pid: std::process::id(),
-                    pid_start: start_time(std::process::id()).unwrap_or(0),
+                    pid_start: crate::sys::process::start_time(std::process::id()).unwrap_or(0),
                     state: "freeing".into(),
                     started_unix: now,
                     updated_unix: now,
@@ -165,7 +165,7 @@ fn write_between(dir: &OwnedFd, next_due: f64, what: &str) {
     let now = now_unix();
     let st = ReaperState {
         pid: std::process::id(),
-        pid_start: start_time(std::process::id()).unwrap_or(0),
+        pid_start: crate::sys::process::start_time(std::process::id()).unwrap_or(0),
         state: what.into(),
         started_unix: now,
         updated_unix: now,
@@ -214,16 +214,9 @@ impl ReaperState {
 
     /// Whether the process it names is alive and is the one that wrote it (same start time).
     pub fn alive(&self) -> bool {
-        self.pid != 0 && start_time(self.pid).is_some_and(|t| t == self.pid_start)
+        self.pid != 0
+            && crate::sys::process::start_time(self.pid).is_some_and(|t| t == self.pid_start)
     }
-}
-
-/// When process `pid` started (field 22 of `/proc/PID/stat`, clock ticks after boot).
-pub fn start_time(pid: u32) -> Option<u64> {
-    let text = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
-    // The command name (field 2) may hold spaces and parentheses: count from the last ')'.
-    let rest = &text[text.rfind(')')? + 1..];
-    rest.split_whitespace().nth(19)?.parse().ok()
 }
 
 fn free_bytes(dir: &OwnedFd) -> u64 {

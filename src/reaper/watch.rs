@@ -20,6 +20,7 @@ use std::path::{Path, PathBuf};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
+use super::child::{pass_as_owner, Ask, ChildArgs};
 use super::queue::{Due, Fair};
 use super::service::{Service, STATUS_EVERY};
 use super::space::FsSpace;
@@ -92,7 +93,7 @@ struct Known {
 struct Supervisor {
     me: u32,
     lines: Sink,
-    child_args: Vec<OsString>,
+    child_args: ChildArgs,
     known: HashMap<PathBuf, Known>,
     queue: Fair<Signature>,
     running: usize,
@@ -127,10 +128,9 @@ pub struct Asked {
 /// `reclaim reap --watch`: supervises until a stop signal. `log` is where the reapers log,
 /// `log_prefix` starts each stderr line with its priority, `child_args` are the flags every
 /// child pass gets (pacing, floor, threads).
-pub fn run(log: Target, log_prefix: bool, child_args: &[OsString], asked: &Asked) {
+pub fn run(log: Target, log_prefix: bool, child_args: Vec<OsString>, asked: &Asked) {
     let dest = log.resolve(false, true);
-    let mut child_args = child_args.to_vec();
-    child_args.extend(super::child_log_args(dest));
+    let child_args = ChildArgs::new(child_args, dest);
     let (tx, rx) = mpsc::channel::<Msg>();
     let mut sup = Supervisor {
         me: trash::uid(),
@@ -486,7 +486,7 @@ fn child_done(
 ) {
     match result {
         Ok(s) => {
-            k.next_due = super::min_opt(s.next_grace_unix, s.next_retry_unix);
+            k.next_due = super::summary::min_opt(s.next_grace_unix, s.next_retry_unix);
             if s.entries_freed > 0 {
                 say_of(
                     path,
@@ -542,9 +542,10 @@ fn trace_pass(t: &Path, took: Duration, running: usize, queued: usize) {
 fn reap_child(
     path: &Path,
     uid: u32,
-    args: &[OsString],
+    args: &ChildArgs,
     lines: &Sink,
 ) -> Result<ReapSummary, ChildError> {
     let mut relay = |l: &str| lines.relay(l, Some("reclaim reap"));
-    super::pass_as_owner(path, uid, args, &mut relay)
+    let ask = Ask::default();
+    pass_as_owner(path, uid, (args, &ask), &mut relay)
 }

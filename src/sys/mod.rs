@@ -15,6 +15,7 @@ pub mod locks;
 pub mod logging;
 pub mod mounts;
 pub mod notify;
+pub mod process;
 pub mod quote;
 pub mod rename;
 pub mod space;

@@ -10,16 +10,16 @@ use std::os::fd::OwnedFd;
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 
-use rustix::fs::{fsync, mkdirat, unlinkat, AtFlags, Mode};
+use rustix::fs::{fsync, mkdirat, Mode};
 
 use crate::sys::rename::{noreplace, Into};
 use rustix::io::Errno;
 
+use super::entry::{self, Entry, Vanished};
 use super::meta::{self, Meta};
 use super::{Trash, DATA, REAPING};
 use crate::sys::dirfd::{self, Facts, Lineage};
 use crate::sys::error::Reason;
-use crate::sys::locks;
 use crate::trash::meta::EntryPacing;
 
 /// A target now in the trash.
@@ -94,9 +94,6 @@ fn hide_as(
     }
 }
 
-/// The entry directory disappeared before the target was moved into it.
-struct Vanished;
-
 /// The record of a new entry `id` for `original` (`facts` from its `lstat`, its parent's
 /// `parent`), hidden `now`: what a reaper, `status` and `restore` read of it.
 fn record(
@@ -137,37 +134,6 @@ fn record(
     m
 }
 
-/// Whether an entry being filled was removed meanwhile (a reaper took it for debris).
-fn removed(entry: &OwnedFd) -> bool {
-    rustix::fs::fstat(entry).is_ok_and(|st| st.st_nlink == 0)
-}
-
-/// A new entry: its ID, the ID as a C string, and its directory, locked.
-type NewEntry = (String, std::ffi::CString, OwnedFd);
-
-/// A new entry directory in `trash`, opened and locked (until the fd is dropped: a reaper skips
-/// a locked entry instead of removing it as debris). `Err(Vanished)`: a reaper got there first
-/// and may be removing it: leave it to it.
-fn new_entry(trash: &Trash) -> Result<Result<NewEntry, Reason>, Vanished> {
-    let id = meta::new_id();
-    let cid = std::ffi::CString::new(id.clone()).expect("no NUL in an id");
-    if let Err(e) = mkdirat(&trash.dir, &cid, Mode::from_raw_mode(0o700)) {
-        return Ok(Err(Reason::Os(e)));
-    }
-    let entry = match dirfd::open_dir_at(&trash.dir, &cid) {
-        Ok(fd) => fd,
-        Err(Errno::NOENT) => return Err(Vanished),
-        Err(e) => {
-            let _ = unlinkat(&trash.dir, &cid, AtFlags::REMOVEDIR);
-            return Ok(Err(Reason::Os(e)));
-        }
-    };
-    if !locks::try_exclusive(&entry).unwrap_or(true) {
-        return Err(Vanished);
-    }
-    Ok(Ok((id, cid, entry)))
-}
-
 fn hide_once(
     trash: &Trash,
     base: &OwnedFd,
@@ -178,13 +144,16 @@ fn hide_once(
     into: &CStr,
 ) -> Result<Result<(Hidden, OwnedFd), Reason>, Vanished> {
     // Locked until we return: a reaper skips a locked entry instead of removing it as debris.
-    let (id, cid, entry) = match new_entry(trash)? {
+    let Entry {
+        id,
+        name: cid,
+        dir: entry,
+    } = match Entry::make(trash)? {
         Ok(made) => made,
         Err(reason) => return Ok(Err(reason)),
     };
     let discard = |entry: &OwnedFd| {
-        let _ = unlinkat(entry, meta::META, AtFlags::empty());
-        let _ = unlinkat(&trash.dir, &cid, AtFlags::REMOVEDIR);
+        let _ = entry::tear_down(&trash.dir, &cid, entry, None);
     };
     let parent = match Lineage::of(base) {
         Ok(p) => p,
@@ -200,14 +169,14 @@ fn hide_once(
         .and_then(|()| sync_if(opts.durable, &entry))
         .and_then(|()| sync_if(opts.durable, &trash.dir));
     if let Err(e) = before {
-        if removed(&entry) {
+        if entry::removed(&entry) {
             return Err(Vanished);
         }
         discard(&entry);
         return Ok(Err(Reason::Os(e)));
     }
     if let Err(e) = noreplace(base, name, &entry, into, Into::Private) {
-        if removed(&entry) {
+        if entry::removed(&entry) {
             return Err(Vanished);
         }
         discard(&entry);
@@ -341,15 +310,16 @@ fn hide_batch_once(
     use super::meta::{Held, HeldList, HeldName, BATCH};
     // Locked until the last path moved: a reaper never frees a batch still being filled, nor
     // takes it for debris.
-    let (id, cid, entry) = match new_entry(trash)? {
+    let Entry {
+        id,
+        name: cid,
+        dir: entry,
+    } = match Entry::make(trash)? {
         Ok(made) => made,
         Err(reason) => return Ok(Err(reason)),
     };
     let discard = |entry: &OwnedFd| {
-        let _ = unlinkat(entry, DATA, AtFlags::REMOVEDIR);
-        let _ = unlinkat(entry, meta::META, AtFlags::empty());
-        let _ = unlinkat(entry, meta::HELD, AtFlags::empty());
-        let _ = unlinkat(&trash.dir, &cid, AtFlags::REMOVEDIR);
+        let _ = entry::tear_down(&trash.dir, &cid, entry, Some(DATA));
     };
     let parent = match Lineage::of(base) {
         Ok(p) => p,
@@ -411,7 +381,7 @@ fn hide_batch_once(
     let data = match data {
         Ok(d) => d,
         Err(e) => {
-            if removed(&entry) {
+            if entry::removed(&entry) {
                 return Err(Vanished);
             }
             discard(&entry);

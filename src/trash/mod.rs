@@ -10,6 +10,7 @@
 
 pub mod discover;
 pub mod early;
+pub mod entry;
 pub mod hide;
 pub mod index;
 pub mod meta;
@@ -508,7 +509,7 @@ pub fn entry_allocated(entry: &OwnedFd) -> u64 {
     let Ok(list) = reopen(entry) else { return 0 };
     let mut buf = dirfd::DirBuf::new(8 << 10);
     let _ = dirfd::for_each_entry(&list, &mut buf, |name, _, _| {
-        if name == meta::META || name == FAILED || name == meta::HELD {
+        if entry::is_record(name) {
             return;
         }
         if let Ok(f) = dirfd::lstat_at(entry.as_fd(), name) {

@@ -8,17 +8,7 @@ use std::os::unix::ffi::OsStrExt;
 
 use crate::sys::quote::quote;
 
-/// When to ask before removing.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Interactive {
-    /// `-f`, `--interactive=never`: never ask.
-    Never,
-    /// The default (and `-I` after its one question): ask only about write-protected files
-    /// when stdin is a terminal.
-    Sometimes,
-    /// `-i`, `--interactive[=always]`: ask about everything.
-    Always,
-}
+pub use crate::engine::gnu::Interactive;
 
 /// `--interactive=WHEN`, and what `-f`, `-i` and `-I` stand for.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -99,6 +89,21 @@ impl Options {
     /// recursively.
     pub fn prompt_once(&self) -> bool {
         self.prompting.when == Some(When::Once)
+    }
+
+    /// What the engine's GNU walk is to do; `stdin_tty`: whether stdin is a terminal.
+    pub fn rules(&self, stdin_tty: bool) -> crate::engine::gnu::Rules {
+        crate::engine::gnu::Rules {
+            interactive: self.interactive(),
+            ignore_missing: self.ignore_missing(),
+            recursive: self.recursive,
+            remove_empty_dirs: self.remove_empty_dirs,
+            one_file_system: self.one_file_system,
+            preserve_root: self.preserve_root,
+            preserve_all_root: self.preserve_all_root,
+            verbose: self.verbose,
+            stdin_tty: self.presume_tty || stdin_tty,
+        }
     }
 }
 

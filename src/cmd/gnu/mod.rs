@@ -1,13 +1,12 @@
 //! reclaim as GNU `rm`: invoked through a link or copy named `rm`, it takes coreutils 9.x's
 //! options, asks its questions, prints its `-v` lines and messages in its order, and exits as
-//! it does. Trees go to reclaim's parallel engine whenever neither `-v` nor a prompt needs
-//! GNU's order (errors are still printed in that order); otherwise they are removed one entry
-//! at a time, as GNU does, through directory fds.
+//! it does. The removal is the engine's GNU mode (`engine/gnu/`); this module parses the
+//! options, words its messages and questions and puts them on the terminal (`talk.rs`), and
+//! picks the exit code.
 
 pub mod args;
-mod fast;
 mod prompt;
-pub mod walk;
+mod talk;
 
 use crate::cmd::exit::Exit;
 use std::ffi::{OsStr, OsString};
@@ -15,8 +14,8 @@ use std::io::{IsTerminal, Write};
 use std::os::unix::ffi::OsStrExt;
 use std::process::ExitCode;
 
+use crate::engine::gnu::{Remover, Status};
 use args::{Parsed, UsageError};
-use walk::{Remover, Status};
 
 /// Whether `argv0` names `rm` (`rm`, `/usr/local/bin/rm`): then reclaim behaves as GNU `rm`.
 pub fn invoked_as_rm(argv0: &OsStr) -> bool {
@@ -114,17 +113,8 @@ pub fn remove(program: &str, o: &args::Options) -> ExitCode {
     } else {
         Box::new(std::io::BufWriter::with_capacity(4096, std::io::stdout()))
     };
-    let mut r = Remover::new(o, program, out, root);
-    // Large files are freed gently, as by `reclaim rm` (paced by the latency other I/O sees).
-    let large = std::sync::Arc::new(crate::engine::shrink::TreeFiles::new(
-        crate::trash::meta::EntryPacing::default().pacing(),
-        false,
-    ));
-    r.large = Some(large.clone());
-    // --one-file-system keeps GNU's own walk: it looks at each mount point on its way.
-    if !o.verbose && !o.one_file_system && !r.may_prompt() {
-        r.fast = Some(Box::new(fast::remover(o, program, large)));
-    }
+    let rules = o.rules(std::io::stdin().is_terminal());
+    let mut r = Remover::new(&rules, talk::Terminal::new(program, out), root);
     let mut status = Status::Ok;
     let mut stopped_in: Option<(usize, &OsString)> = None;
     for (i, a) in o.operands.iter().enumerate() {
@@ -138,7 +128,7 @@ pub fn remove(program: &str, o: &args::Options) -> ExitCode {
             break;
         }
     }
-    let mut out = r.into_output();
+    let mut out = r.into_talk().into_output();
     if let Err(e) = out.flush() {
         return write_error(program, &e);
     }

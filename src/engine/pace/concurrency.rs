@@ -19,15 +19,18 @@
 //! the gate lower; while it does, this holds. It also sizes the pieces of a streamed listing
 //! from the measured round trip (`walk::Streaming`).
 //!
-//! It owns the gate's limit and its report; it never touches a file and never prints.
+//! It sets the gate's limit (through `workers::Steer`, the gate's one owner) and owns its
+//! report; it never touches a file and never prints.
 
 use std::collections::BTreeMap;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use serde::Serialize;
 
+pub use super::meter::{Meter, Window};
+pub use super::roundtrip::{names_kept, round_trip};
 use super::unlinkers::{process_cpu, Unlinkers};
 use crate::engine::walk::{Gate, Streaming};
 
@@ -90,62 +93,6 @@ const PIECE_TIME: Duration = Duration::from_millis(250);
 const ENTRY_BYTES: usize = 192;
 /// Changes kept for the report.
 const CHANGES_KEPT: usize = 32;
-
-/// What the engine's workers measure of their own metadata operations (unlinks, rmdirs, and
-/// under a selection the stats that test its entries).
-#[derive(Debug, Default)]
-pub struct Meter {
-    ops: AtomicU64,
-    busy_ns: AtomicU64,
-}
-
-impl Meter {
-    /// One operation that took `took`.
-    pub fn record(&self, took: Duration) {
-        self.ops.fetch_add(1, Ordering::Relaxed);
-        self.busy_ns
-            .fetch_add(took.as_nanos() as u64, Ordering::Relaxed);
-    }
-
-    /// Operations so far and the time they took together.
-    pub fn read(&self) -> (u64, Duration) {
-        (
-            self.ops.load(Ordering::Relaxed),
-            Duration::from_nanos(self.busy_ns.load(Ordering::Relaxed)),
-        )
-    }
-}
-
-/// One window of measurements.
-#[derive(Clone, Copy, Debug)]
-pub struct Window {
-    /// Operations completed.
-    pub ops: u64,
-    /// Their time, summed.
-    pub busy: Duration,
-    /// Worker-time with a task (from the gate).
-    pub worked: Duration,
-    pub elapsed: Duration,
-    /// Workers the gate allowed.
-    pub allowed: usize,
-}
-
-impl Window {
-    /// Operations per second.
-    pub fn rate(&self) -> f64 {
-        self.ops as f64 / self.elapsed.as_secs_f64().max(1e-9)
-    }
-
-    /// Mean seconds per operation (its round trip, queueing included).
-    pub fn latency(&self) -> f64 {
-        self.busy.as_secs_f64() / (self.ops.max(1) as f64)
-    }
-
-    /// Share of the allowed workers that had work.
-    pub fn utilization(&self) -> f64 {
-        self.worked.as_secs_f64() / (self.elapsed.as_secs_f64() * self.allowed.max(1) as f64)
-    }
-}
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Phase {
@@ -770,7 +717,7 @@ impl Concurrency {
             from = now;
             (ops0, busy0, worked0, cpu0) = (ops, busy, worked, cpu);
             if let Some(n) = change {
-                self.gate.set(n);
+                super::workers::Steer::of(&self.gate).measured(n);
                 settle_until = Some(now + op_time.max(TICK) * 2);
             }
         }
@@ -860,66 +807,6 @@ fn piece_bytes(op: Option<Duration>) -> usize {
             entries.saturating_mul(ENTRY_BYTES)
         }
         _ => 64 * 1024,
-    }
-}
-
-/// The time of a metadata round trip to the file system holding `dir`: the median of a few
-/// lookups of names that are not there (never asked before, so no cache can answer: a LOOKUP
-/// on NFS and FUSE, a dentry miss on a local file system). A `statx` forced to sync would
-/// do on NFS, but a FUSE daemon may answer it from what it knows the client just changed.
-/// With it, whether the client keeps the names it looked up: the last name looked up twice
-/// more, answered from the cache (a quarter of the round trip or less) or not (NFS mounted
-/// `lookupcache=none` or `noac`, a FUSE daemon whose entries time out at once: every unlink
-/// then asks the server for its name again, whatever looked it up before). `None` if it
-/// cannot be asked (another error than "no such file").
-pub fn round_trip(dir: impl std::os::fd::AsFd) -> Option<(Duration, bool)> {
-    use rustix::fs::{statx, AtFlags, StatxFlags};
-    const SAMPLES: usize = 5;
-    let nonce = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.subsec_nanos());
-    let pid = std::process::id();
-    let lookup = |name: &str| {
-        let t = Instant::now();
-        match statx(&dir, name, AtFlags::SYMLINK_NOFOLLOW, StatxFlags::TYPE) {
-            Err(rustix::io::Errno::NOENT) | Ok(_) => Some(t.elapsed()),
-            Err(_) => None,
-        }
-    };
-    let name = |i: usize| format!(".reclaim-round-trip.{pid}.{nonce}.{i}");
-    let mut took = (0..SAMPLES)
-        .map(|i| lookup(&name(i)))
-        .collect::<Option<Vec<_>>>()?;
-    took.sort();
-    let median = took[SAMPLES / 2];
-    let again = lookup(&name(SAMPLES - 1))?.min(lookup(&name(SAMPLES - 1))?);
-    Some((median, again * 4 <= median))
-}
-
-/// Whether the client keeps a name it looked up (see `round_trip`), from one name that is not
-/// there looked up twice: the second answered in a quarter of the first's time or less.
-pub fn names_kept(dir: impl std::os::fd::AsFd) -> bool {
-    use rustix::fs::{statx, AtFlags, StatxFlags};
-    let name = format!(
-        ".reclaim-names-kept.{}.{}",
-        std::process::id(),
-        std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map_or(0, |d| d.subsec_nanos())
-    );
-    let lookup = || {
-        let t = Instant::now();
-        let r = statx(
-            &dir,
-            name.as_str(),
-            AtFlags::SYMLINK_NOFOLLOW,
-            StatxFlags::TYPE,
-        );
-        matches!(r, Ok(_) | Err(rustix::io::Errno::NOENT)).then(|| t.elapsed())
-    };
-    match (lookup(), lookup()) {
-        (Some(first), Some(again)) => again * 4 <= first,
-        _ => true,
     }
 }
 

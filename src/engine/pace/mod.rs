@@ -5,11 +5,14 @@
 pub mod asked;
 pub mod concurrency;
 pub mod controller;
+pub mod meter;
 pub mod pacer;
 pub mod probe;
+pub mod roundtrip;
 pub mod signals;
 pub mod throttle;
 pub mod tree;
 pub mod unlinkers;
+pub mod workers;
 
 pub use pacer::{PaceReport, Pacer, Pacing};

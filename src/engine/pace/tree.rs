@@ -1,7 +1,7 @@
 //! The governor of tree removal (many small files): a thread watches the probe in windows of
 //! 250 ms while the engine's workers unlink, and steers concurrency first, then (when asked
 //! with `--max-latency`) the rate. On a missed window it halves the active workers (down to
-//! one) by a ceiling over what the concurrency controller measured (`Gate::set_cap`); with one
+//! one) by a ceiling over what the concurrency controller measured (`workers::Steer::hold`); with one
 //! worker left, it holds the shared unlink rate to half of what the window achieved. On good
 //! windows it gives the rate back first (up by a sixteenth, additive), then one worker after
 //! every 2 s without a miss, until the ceiling no longer binds and is lifted. An idle disk
@@ -18,6 +18,7 @@ use super::controller::{Config, Controller, Verdict, Window};
 use super::pacer::{baseline_until, percentile, sorted, LatencyStats, PaceReport, Pacing};
 use super::probe::{Budget, Probe, Sample, Spacing};
 use super::throttle::Throttle;
+use super::workers::Steer;
 use crate::engine::walk::Gate;
 
 const WINDOW: Duration = Duration::from_millis(250);
@@ -40,17 +41,18 @@ const SLOW_DISK_SPACING: Spacing = Spacing {
 const BUDGETED_SAMPLES: usize = 8;
 const BUDGETED_WINDOW_MAX: Duration = Duration::from_secs(4);
 
-/// Idle probe latency (of a few synchronous writes: see `idle_median`) from which a disk that says
-/// it is rotational is governed by default. A spinning disk's synchronous write on a journaled file
-/// system is two writes in different places (the data, the journal) and a cache flush: a seek and
-/// on average half a rotation each, so its median is a full 7200 rpm rotation (8.3 ms) or more (the
-/// emulated `hdd-7200`: 14 ms in theory, 20-130 ms measured on the benchmark machine). A virtual or
-/// solid-state disk that calls itself rotational (virtio does) answers below it. The median, not
-/// the p90: right after a `sync` of a freshly written tree, one or two writes of a fast disk wait
-/// on writeback, and a p90 of 3 ms made the benchmark machine's virtio disk look slow, so a
-/// 100,000-file tree started with one worker and took 2.4x as long (bench --quick, 2026-11-23). Not
-/// 3 ms either: a journaled ext4 or xfs loop image on a virtio disk (a loop write is a write and a
-/// flush of the image file underneath) answered 1.4-4.8 ms idle from one run to the next, so the
+/// Idle probe latency (the lower quartile of a few synchronous writes: see `idle_median`) from
+/// which a disk that says it is rotational is governed by default. A spinning disk's synchronous
+/// write on a journaled file system is two writes in different places (the data, the journal)
+/// and a cache flush: a seek and on average half a rotation each, so even its quicker writes
+/// take a full 7200 rpm rotation (8.3 ms) or more (the emulated `hdd-7200`: 14 ms in theory,
+/// 20-130 ms measured on the benchmark machine). A virtual or solid-state disk that calls itself
+/// rotational (virtio does) answers below it. The lower quartile, not the p90: right after a
+/// `sync` of a freshly written tree, one or two writes of a fast disk wait on writeback, and a
+/// p90 of 3 ms made the benchmark machine's virtio disk look slow, so a 100,000-file tree
+/// started with one worker and took 2.4x as long (bench --quick, 2026-11-23). Not 3 ms either: a
+/// journaled ext4 or xfs loop image on a virtio disk (a loop write is a write and a flush of the
+/// image file underneath) answered 1.4-4.8 ms idle from one run to the next, so the
 /// same removal was governed at one worker or not by chance (bench/RESULTS.md, 2026-11-26).
 pub const SLOW_DISK: std::time::Duration = std::time::Duration::from_millis(8);
 
@@ -140,7 +142,7 @@ fn back_off(knobs: &Knobs<'_>, achieved: f64, report: &mut PaceReport) {
         // what the concurrency controller measured).
         Some(g) => {
             let n = g.allowed() / 2;
-            g.set_cap(n);
+            Steer::of(g).hold(n);
             report.workers_min = report.workers_min.map(|m| m.min(n));
         }
         None if !knobs.rate => {}
@@ -175,8 +177,7 @@ fn give_back(knobs: &Knobs<'_>, achieved: f64, max_workers: usize, good_streak: 
         // decides again.
         *good_streak += 1;
         if *good_streak >= GROW_AFTER {
-            let n = g.allowed() + 1;
-            g.set_cap(if n >= g.limit() { usize::MAX } else { n });
+            Steer::of(g).hold(g.allowed() + 1);
             *good_streak = 0;
         }
     }
@@ -357,7 +358,7 @@ pub fn run(
             (Some(p), false) => {
                 yielding = true;
                 if let Some(g) = knobs.gate {
-                    g.set_cap(usize::MAX);
+                    Steer::of(g).yield_to_space();
                 }
                 knobs.throttle.yield_all(true);
                 report.yielded.get_or_insert(p);

@@ -9,7 +9,9 @@ use std::path::PathBuf;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Mutex;
 
-use rustix::fs::{unlinkat, AtFlags, FileType};
+use rustix::fs::FileType;
+
+use super::unlink::{unlink, Entry, Paced};
 use rustix::io::Errno;
 
 use super::{Counters, DirTarget, Options, Sink};
@@ -163,15 +165,7 @@ impl Ctx<'_> {
                 continue;
             }
             if !is_dir && !self.opts.dry_run {
-                if let Some(t) = &self.opts.throttle {
-                    t.acquire();
-                }
-                let t0 = std::time::Instant::now();
-                let unlinked = unlinkat(&*group.dir, name, AtFlags::empty());
-                if let Some(c) = &self.opts.concurrency {
-                    c.meter().record(t0.elapsed());
-                }
-                match unlinked {
+                match unlink(&*group.dir, name, Entry::NonDir, Paced::by(self.opts)) {
                     Ok(()) => {}
                     Err(Errno::NOENT) if self.force => continue,
                     Err(Errno::ISDIR) => {

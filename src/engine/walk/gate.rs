@@ -7,9 +7,10 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Condvar, Mutex};
 use std::time::{Duration, Instant};
 
-/// How many workers may be at work at once; changed while a walk runs. Two hands set it: the
-/// concurrency controller (`set`: what measurement found pays) and the latency governor
-/// (`set_cap`: lower when others are hurt); the lower of the two holds. A worker enters before
+/// How many workers may be at work at once; changed while a walk runs, only through
+/// `pace::workers::Steer`: the concurrency controller sets the limit (what measurement found
+/// pays), the latency governor and the space-pressure yield the ceiling (lower when others are
+/// hurt); the lower of the two holds. A worker enters before
 /// it takes a task, so work it may not do yet stays queued (for another process to take).
 #[derive(Debug)]
 pub struct Gate {
@@ -57,8 +58,8 @@ impl Gate {
         }
     }
 
-    /// Sets the limit (at least 1).
-    pub fn set(&self, limit: usize) {
+    /// Sets the limit (at least 1). Changed only through `pace::workers::Steer`.
+    pub(in crate::engine) fn set(&self, limit: usize) {
         self.state.lock().expect("gate lock").limit = limit.max(1);
         self.changed.notify_all();
     }
@@ -67,8 +68,9 @@ impl Gate {
         self.state.lock().expect("gate lock").limit
     }
 
-    /// Sets the ceiling over the limit (at least 1; the latency governor's).
-    pub fn set_cap(&self, cap: usize) {
+    /// Sets the ceiling over the limit (at least 1; the latency governor's). Changed only
+    /// through `pace::workers::Steer`.
+    pub(in crate::engine) fn set_cap(&self, cap: usize) {
         self.state.lock().expect("gate lock").cap = cap.max(1);
         self.changed.notify_all();
     }

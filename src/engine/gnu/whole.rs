@@ -1,6 +1,6 @@
 //! The fast path of `rm` mode: a directory operand goes to reclaim's parallel engine when
 //! nothing needs GNU's order of work (no `-v`, no prompt), and the paths that could not be
-//! removed are then printed in the order GNU `rm` would have met them. Those paths' parent
+//! removed are then given back in the order GNU `rm` would have met them. Those paths' parent
 //! directories are still there (a failure keeps every ancestor), so their order is read back
 //! from the directories themselves: position in a fresh listing (by inode above 10,000
 //! entries, as fts), a directory's own failure after those inside it.
@@ -12,102 +12,71 @@ use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use rustix::io::Errno;
-
-use super::args::Options;
-use super::walk::Status;
+use super::{nonexistent, Rules};
 use crate::engine::remove::{self, Counters, DirTarget, Quiet};
 use crate::sys::dirfd::{self, DirBuf, Ident};
 use crate::sys::error::{Failure, Reason};
 
-/// The closure `walk::Remover::fast` calls for a directory operand: removes `name` in
-/// `parent` (expected to be `ident`) with everything in it, prints what failed as GNU would,
-/// and says how it went.
-pub fn remover<'o>(
-    o: &'o Options,
-    program: &'o str,
-    large: Arc<crate::engine::shrink::TreeFiles>,
-) -> impl FnMut(BorrowedFd<'_>, &CStr, &[u8], Ident) -> Status + 'o {
-    move |parent, name, path, ident| {
-        // The engine holds its own fd of the parent (the current directory for an operand).
-        let base = if parent.as_raw_fd() == rustix::fs::CWD.as_raw_fd() {
-            dirfd::open_dir_path_only(std::path::Path::new("."))
-        } else {
-            rustix::io::fcntl_dupfd_cloexec(parent, 3)
-        };
-        let base = match base {
-            Ok(fd) => fd,
-            Err(e) => {
-                eprintln!(
-                    "{program}: cannot remove {}: {}",
-                    crate::sys::quote::quote(OsStr::from_bytes(path)),
-                    crate::sys::error::errno_text(e)
-                );
-                return Status::Error;
-            }
-        };
-        let base = Arc::new(base);
-        let opts = remove::Options {
-            cross_mounts: true,
-            large_files: Some(large.clone()),
-            report_vanished: true,
-            // GNU rm walks a subvolume (and fails where it fails inside).
-            destroy_subvolumes: false,
-            // On this thread until the tree proves big, then its file system's profile and
-            // measured pool (as GNU rm, no governor).
-            start: Some(Arc::new(remove::Start::default())),
-            ..remove::Options::default()
-        };
-        // The operand's directory, held open for reading the order back afterwards: its
-        // path may name it through a symlink inside it (`a/` with `a -> .`), gone by then.
-        let root = dirfd::open_dir_at(&*base, name)
-            .ok()
-            .filter(|fd| dirfd::fstat(fd).is_ok_and(|f| f.ident == ident));
-        let display = PathBuf::from(OsStr::from_bytes(path));
-        let target = DirTarget {
-            base: base.clone(),
-            name: name.to_owned(),
-            display: display.clone(),
-            ident,
-        };
-        let outcome = remove::remove_trees(vec![target], &opts, &Counters::default(), &Quiet);
-        let mut failures: Vec<Failure> = outcome
-            .failures
-            .into_iter()
-            .filter(|f| !(o.ignore_missing() && ignorable(&f.reason)))
-            .collect();
-        if failures.is_empty() {
-            return Status::Ok;
+/// Removes the directory operand `name` in `parent` (expected to be `ident`, shown as `path`)
+/// with everything in it; `Err`: what could not be removed, in GNU's order.
+pub(super) fn remove(
+    o: &Rules,
+    large: &Arc<crate::engine::shrink::TreeFiles>,
+    parent: BorrowedFd<'_>,
+    name: &CStr,
+    path: &[u8],
+    ident: Ident,
+) -> Result<(), Vec<Failure>> {
+    // The engine holds its own fd of the parent (the current directory for an operand).
+    let base = if parent.as_raw_fd() == rustix::fs::CWD.as_raw_fd() {
+        dirfd::open_dir_path_only(std::path::Path::new("."))
+    } else {
+        rustix::io::fcntl_dupfd_cloexec(parent, 3)
+    };
+    let base = match base {
+        Ok(fd) => fd,
+        Err(e) => {
+            return Err(vec![Failure {
+                path: PathBuf::from(OsStr::from_bytes(path)),
+                reason: Reason::Os(e),
+            }])
         }
-        in_gnu_order(root.as_ref(), &display, &mut failures);
-        for f in &failures {
-            eprintln!("{program}: {}", message(f));
-        }
-        Status::Error
+    };
+    let base = Arc::new(base);
+    let opts = remove::Options {
+        cross_mounts: true,
+        large_files: Some(large.clone()),
+        report_vanished: true,
+        // GNU rm walks a subvolume (and fails where it fails inside).
+        destroy_subvolumes: false,
+        // On this thread until the tree proves big, then its file system's profile and
+        // measured pool (as GNU rm, no governor).
+        start: Some(Arc::new(remove::Start::default())),
+        ..remove::Options::default()
+    };
+    // The operand's directory, held open for reading the order back afterwards: its
+    // path may name it through a symlink inside it (`a/` with `a -> .`), gone by then.
+    let root = dirfd::open_dir_at(&*base, name)
+        .ok()
+        .filter(|fd| dirfd::fstat(fd).is_ok_and(|f| f.ident == ident));
+    let display = PathBuf::from(OsStr::from_bytes(path));
+    let target = DirTarget {
+        base: base.clone(),
+        name: name.to_owned(),
+        display: display.clone(),
+        ident,
+    };
+    let outcome = remove::remove_trees(vec![target], &opts, &Counters::default(), &Quiet);
+    let mut failures: Vec<Failure> = outcome
+        .failures
+        .into_iter()
+        .filter(|f| !(o.ignore_missing && matches!(f.reason, Reason::Os(e) if nonexistent(e))))
+        .collect();
+    if failures.is_empty() {
+        return Ok(());
     }
-}
-
-fn ignorable(r: &Reason) -> bool {
-    matches!(
-        r,
-        Reason::Os(Errno::NOENT | Errno::NOTDIR | Errno::INVAL | Errno::ILSEQ)
-    )
-}
-
-/// A failure as GNU's `excise` words it.
-fn message(f: &Failure) -> String {
-    let path = crate::sys::quote::quote(&f.path);
-    match &f.reason {
-        Reason::Os(e) => format!(
-            "cannot remove {path}: {}",
-            crate::sys::error::errno_text(*e)
-        ),
-        Reason::Changed => format!(
-            "traversal failed: {path}: {}",
-            crate::sys::error::errno_text(Errno::NOENT)
-        ),
-        other => format!("cannot remove {path}: {other}"),
-    }
+    in_gnu_order(root.as_ref(), &display, &mut failures);
+    Err(failures)
 }
 
 /// Sorts `failures` (paths under `display`, the tree opened as `root`) into fts' order.

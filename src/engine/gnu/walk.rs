@@ -9,38 +9,22 @@
 //! its parent's directory fd (an argument through the current directory, as `rm` does), and a
 //! directory is entered only when the fd opened for it has the device and inode that `lstat`
 //! saw. Directories deeper than the fd budget are reopened through `..` and verified.
+//! What it says and asks goes through `Talk`; it never prints.
 
 use std::ffi::{CStr, CString, OsStr};
-use std::io::Write;
 use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
 use std::os::unix::ffi::OsStrExt;
 use std::path::Path;
+use std::sync::Arc;
 
-use rustix::fs::{unlinkat, AtFlags, FileType, CWD};
+use rustix::fs::{AtFlags, FileType, CWD};
 use rustix::io::Errno;
 
-use super::args::{Interactive, Options};
-use super::prompt::{file_type_name, yes_or_no};
+use super::{nonexistent, Interactive, Question, Rules, Said, Status, Talk};
+use crate::engine::remove::unlink::{unlink, Entry, Paced};
+use crate::engine::shrink::TreeFiles;
 use crate::sys::dirfd::{self, DirBuf, Facts, Ident};
-use crate::sys::error::errno_text;
-use crate::sys::quote::quote;
-
-/// How one removal step ended (coreutils' `RM_status`).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Status {
-    Ok,
-    Declined,
-    Error,
-}
-
-impl Status {
-    /// coreutils' `UPDATE_STATUS`: an error sticks; a refusal beats success.
-    pub fn update(&mut self, new: Status) {
-        if new == Status::Error || (new == Status::Declined && *self == Status::Ok) {
-            *self = new;
-        }
-    }
-}
+use crate::sys::error::Reason;
 
 /// Where an entry is reached: a directory fd (or the current directory) and a name in it.
 #[derive(Clone, Copy)]
@@ -119,16 +103,10 @@ enum DirStatus {
     Unreadable,
 }
 
-/// Removes the directory `name` in a parent (expected to be `Ident`, shown as the path) with
-/// everything in it, and prints what failed in GNU's order.
-pub type FastPath<'o> = dyn FnMut(BorrowedFd<'_>, &CStr, &[u8], Ident) -> Status + 'o;
-
 /// Removes operands as GNU `rm` does; holds what every step needs.
-pub struct Remover<'o, W: Write> {
-    o: &'o Options,
-    program: &'o str,
-    out: W,
-    stdin_tty: bool,
+pub struct Remover<'o, T: Talk> {
+    o: &'o Rules,
+    talk: T,
     /// Root cannot be write-protected out of anything (gnulib's `can_write_any_file`).
     superuser: bool,
     root: Option<Ident>,
@@ -139,21 +117,23 @@ pub struct Remover<'o, W: Write> {
     open_fds: usize,
     /// The device of the argument being removed (`--one-file-system`).
     dev: u64,
-    /// Hands whole directories to a faster engine when nothing needs GNU's order (no `-v`,
-    /// no prompts): returns the status, having printed errors in GNU's order.
-    pub fast: Option<Box<FastPath<'o>>>,
-    /// Frees large regular files gently (paced shrinking) instead of unlinking them at once.
-    pub large: Option<std::sync::Arc<crate::engine::shrink::TreeFiles>>,
+    /// Hands whole directories to the parallel engine (`whole.rs`) when nothing needs GNU's
+    /// order: no `-v`, no prompt, no `--one-file-system` (GNU's own walk looks at each mount
+    /// point on its way).
+    whole_trees: bool,
+    /// Frees large regular files gently (paced shrinking, as `reclaim rm` does) instead of
+    /// unlinking them at once.
+    large: Arc<TreeFiles>,
 }
 
-impl<'o, W: Write> Remover<'o, W> {
-    pub fn new(o: &'o Options, program: &'o str, out: W, root: Option<Ident>) -> Self {
+impl<'o, T: Talk> Remover<'o, T> {
+    /// A remover by `o`, talking through `talk`; `root`: the identity of `/` (asked for a
+    /// recursive removal, which refuses it).
+    pub fn new(o: &'o Rules, talk: T, root: Option<Ident>) -> Self {
         let nofile = crate::sys::limits::raise_nofile();
-        Remover {
+        let mut r = Remover {
             o,
-            program,
-            out,
-            stdin_tty: o.presume_tty || rustix::termios::isatty(std::io::stdin()),
+            talk,
             superuser: rustix::process::geteuid().is_root(),
             root,
             frames: Vec::new(),
@@ -161,22 +141,29 @@ impl<'o, W: Write> Remover<'o, W> {
             fd_budget: nofile.saturating_sub(64).clamp(8, 1 << 16) as usize,
             open_fds: 0,
             dev: 0,
-            fast: None,
-            large: None,
-        }
+            whole_trees: false,
+            // Paced by the latency other I/O sees, as a large file of `reclaim rm`.
+            large: Arc::new(TreeFiles::new(
+                crate::trash::meta::EntryPacing::default().pacing(),
+                false,
+            )),
+        };
+        r.whole_trees = !o.verbose && !o.one_file_system && !r.may_prompt();
+        r
     }
 
     /// Whether any prompt could be shown (then order matters even without `-v`).
     pub fn may_prompt(&self) -> bool {
-        match self.o.interactive() {
+        match self.o.interactive {
             Interactive::Never => false,
             Interactive::Always => true,
-            Interactive::Sometimes => self.stdin_tty && !self.o.ignore_missing() && !self.superuser,
+            Interactive::Sometimes => self.o.stdin_tty && !self.o.ignore_missing && !self.superuser,
         }
     }
 
-    pub fn into_output(self) -> W {
-        self.out
+    /// Done: the voice, to flush what it holds.
+    pub fn into_talk(self) -> T {
+        self.talk
     }
 
     /// Removes one operand (an fts root) and everything below it.
@@ -265,26 +252,14 @@ impl<'o, W: Write> Remover<'o, W> {
     fn top_refused(&mut self, path: &[u8], f: &Facts) -> bool {
         let o = self.o;
         if dot_or_dotdot(last_component(path)) {
-            self.say(&format!(
-                "refusing to remove '.' or '..' directory: skipping {}",
-                q(path)
-            ));
+            self.talk.say(Said::DotOrDotDot(path));
             return true;
         }
         if self.root == Some(f.ident) {
-            if path == b"/" {
-                self.say("it is dangerous to operate recursively on '/'");
-            } else {
-                self.say(&format!(
-                    "it is dangerous to operate recursively on {} (same as '/')",
-                    q(path)
-                ));
-            }
-            if o.preserve_root {
-                self.say("use --no-preserve-root to override this failsafe");
-            } else {
-                self.say("reclaim never removes '/', not even with --no-preserve-root");
-            }
+            self.talk.say(Said::Root {
+                path,
+                preserve_root: o.preserve_root,
+            });
             return true;
         }
         if o.preserve_all_root {
@@ -298,19 +273,17 @@ impl<'o, W: Write> Remover<'o, W> {
                 .and_then(|p| dirfd::lstat_at(CWD, &p).ok())
             {
                 None => {
-                    self.say(&format!(
-                        "failed to stat {}: skipping {}",
-                        q(&parent),
-                        q(path)
-                    ));
+                    self.talk.say(Said::ParentUnstated {
+                        parent: &parent,
+                        path,
+                    });
                     return true;
                 }
                 Some(p) if p.ident.dev != self.dev => {
-                    self.say(&format!(
-                        "skipping {}, since it's on a different device",
-                        q(path)
-                    ));
-                    self.say("and --preserve-root=all is in effect");
+                    self.talk.say(Said::OtherDevice {
+                        path,
+                        preserve_all_root: true,
+                    });
                     return true;
                 }
                 Some(_) => {}
@@ -357,18 +330,15 @@ impl<'o, W: Write> Remover<'o, W> {
             return Pre::Done(s);
         }
         if self.frames.iter().any(|fr| fr.ident == f.ident) {
-            self.say(&format!(
-                "WARNING: Circular directory structure.\nThis almost certainly means that you have a corrupted file system.\nNOTIFY YOUR SYSTEM MANAGER.\nThe following directory is part of the cycle:\n  {}\n",
-                crate::sys::quote::quote(OsStr::from_bytes(path))
-            ));
+            self.talk.say(Said::Circular(path));
             return Pre::Done(Status::Error);
         }
         if o.one_file_system && !top && f.ident.dev != self.dev {
             return Pre::Post { unread: Unread::No };
         }
-        if let Some(fast) = self.fast.as_mut() {
+        if self.whole_trees {
             // The whole tree, the directory itself included.
-            let s = fast(at.dir, at.name, path, f.ident);
+            let s = self.whole(at, path, f.ident);
             if s != Status::Ok {
                 self.mark_ancestors();
             }
@@ -386,11 +356,7 @@ impl<'o, W: Write> Remover<'o, W> {
             Ok(g) if g.ident == f.ident => {}
             Ok(_) | Err(_) => {
                 // Replaced between lstat and open: not the directory that was asked about.
-                self.say(&format!(
-                    "traversal failed: {}: {}",
-                    q(path),
-                    errno_text(Errno::NOENT)
-                ));
+                self.talk.say(Said::TraversalFailed(path));
                 self.mark_ancestors();
                 return Pre::Done(Status::Error);
             }
@@ -430,10 +396,10 @@ impl<'o, W: Write> Remover<'o, W> {
     ) -> Status {
         if unread == Unread::No && self.o.one_file_system && !top && dev != self.dev {
             self.mark_ancestors();
-            self.say(&format!(
-                "skipping {}, since it's on a different device",
-                q(path)
-            ));
+            self.talk.say(Said::OtherDevice {
+                path,
+                preserve_all_root: false,
+            });
             return Status::Error;
         }
         // With `-d`, a directory that could not be read is asked about as inaccessible
@@ -496,7 +462,7 @@ impl<'o, W: Write> Remover<'o, W> {
     /// A large regular file (an operand, or in a small directory, as the engine decides) is
     /// freed by the shrinker, paced; `None` for everything else (then it is unlinked).
     fn gently(&mut self, at: At<'_>, path: &[u8]) -> Option<Status> {
-        let large = self.large.clone()?;
+        let large = self.large.clone();
         let small_dir = self.frames.last().map_or(true, |f| {
             f.entries.len() <= crate::engine::remove::LARGE_FILE_DIR_MAX
         });
@@ -527,15 +493,13 @@ impl<'o, W: Write> Remover<'o, W> {
         match large.remove(&dir, &name, &facts, Path::new(OsStr::from_bytes(path))) {
             Ok(_) => {
                 if self.o.verbose {
-                    let _ = writeln!(self.out, "removed {}", q(path));
+                    self.talk.removed(path, false);
                 }
                 Some(Status::Ok)
             }
-            Err(crate::sys::error::Reason::Os(e)) if self.o.ignore_missing() && nonexistent(e) => {
-                Some(Status::Ok)
-            }
+            Err(Reason::Os(e)) if self.o.ignore_missing && nonexistent(e) => Some(Status::Ok),
             Err(reason) => {
-                self.say(&format!("cannot remove {}: {reason}", q(path)));
+                self.talk.say(Said::CannotRemove(path, &reason));
                 self.mark_ancestors();
                 Some(Status::Error)
             }
@@ -564,7 +528,7 @@ impl<'o, W: Write> Remover<'o, W> {
         if marked {
             return (Status::Declined, empty);
         }
-        if o.interactive() == Interactive::Never {
+        if o.interactive == Interactive::Never {
             return (Status::Ok, empty);
         }
         let mut stat: Option<Result<Facts, Errno>> = None;
@@ -578,11 +542,11 @@ impl<'o, W: Write> Remover<'o, W> {
             Link,
         }
         let mut ty = if is_dir { Ty::Dir } else { Ty::Unknown };
-        let always = o.interactive() == Interactive::Always;
+        let always = o.interactive == Interactive::Always;
         // 1: write-protected, 0: not, -1: could not tell (errno in `wp_err`).
         let mut wp = 0i8;
         let mut wp_err = Errno::NOENT;
-        if !o.ignore_missing() && (always || self.stdin_tty) && !self.superuser {
+        if !o.ignore_missing && (always || self.o.stdin_tty) && !self.superuser {
             match write_protected(at, lstat(&mut stat)) {
                 Ok(true) => wp = 1,
                 Ok(false) => {}
@@ -622,43 +586,33 @@ impl<'o, W: Write> Remover<'o, W> {
             self.cannot_remove(path, wp_err);
             return (Status::Error, empty);
         }
-        let _ = self.out.flush();
-        let protected = if wp == 1 { "write-protected " } else { "" };
+        let protected = wp == 1;
+        let facts;
         let question = if ty == Ty::Dir && inaccessible {
             if descend {
                 // Cannot be entered: it is asked about on its last visit.
                 return (Status::Ok, empty);
             }
-            format!(
-                "{}: attempt removal of inaccessible directory {}? ",
-                self.program,
-                q(path)
-            )
+            Question::Inaccessible(path)
         } else if ty == Ty::Dir && descend && !is_empty {
-            format!(
-                "{}: descend into {protected}directory {}? ",
-                self.program,
-                q(path)
-            )
+            Question::Descend { path, protected }
         } else {
             match lstat(&mut stat) {
                 Err(e) => {
                     self.cannot_remove(path, e);
                     return (Status::Error, empty);
                 }
-                Ok(f) => format!(
-                    "{}: remove {protected}{} {}? ",
-                    self.program,
-                    file_type_name(&f),
-                    q(path)
-                ),
+                Ok(f) => {
+                    facts = f;
+                    Question::Remove {
+                        path,
+                        protected,
+                        facts: &facts,
+                    }
+                }
             }
         };
-        let mut err = std::io::stderr().lock();
-        let _ = err.write_all(question.as_bytes());
-        let _ = err.flush();
-        drop(err);
-        if yes_or_no() {
+        if self.talk.ask(question) {
             (Status::Ok, empty)
         } else {
             (Status::Declined, empty)
@@ -667,20 +621,15 @@ impl<'o, W: Write> Remover<'o, W> {
 
     /// coreutils' `excise`: unlink or rmdir, say so with `-v`, or say why not.
     fn excise(&mut self, at: At<'_>, path: &[u8], is_dir: bool, dnr: Option<Errno>) -> Status {
-        let flags = if is_dir {
-            AtFlags::REMOVEDIR
+        let entry = if is_dir {
+            Entry::EmptyDir
         } else {
-            AtFlags::empty()
+            Entry::NonDir
         };
-        let mut e = match unlinkat(at.dir, at.name, flags) {
+        let mut e = match unlink(at.dir, at.name, entry, Paced::NONE) {
             Ok(()) => {
                 if self.o.verbose {
-                    let what = if is_dir {
-                        "removed directory"
-                    } else {
-                        "removed"
-                    };
-                    let _ = writeln!(self.out, "{what} {}", q(path));
+                    self.talk.removed(path, is_dir);
                 }
                 return Status::Ok;
             }
@@ -689,7 +638,7 @@ impl<'o, W: Write> Remover<'o, W> {
         if e == Errno::ROFS && dirfd::lstat_at(at.dir, at.name).err() == Some(Errno::NOENT) {
             e = Errno::NOENT;
         }
-        if self.o.ignore_missing() && nonexistent(e) {
+        if self.o.ignore_missing && nonexistent(e) {
             return Status::Ok;
         }
         if let Some(d) = dnr {
@@ -758,11 +707,7 @@ impl<'o, W: Write> Remover<'o, W> {
                         let path = parent.path.clone();
                         // Stop in this directory: it moved while it was being emptied.
                         parent.next = parent.entries.len();
-                        self.say(&format!(
-                            "traversal failed: {}: {}",
-                            q(&path),
-                            errno_text(Errno::NOENT)
-                        ));
+                        self.talk.say(Said::TraversalFailed(&path));
                         self.mark_ancestors();
                     }
                 }
@@ -772,17 +717,26 @@ impl<'o, W: Write> Remover<'o, W> {
     }
 
     fn cannot_remove(&mut self, path: &[u8], e: Errno) {
-        self.say(&format!("cannot remove {}: {}", q(path), errno_text(e)));
+        self.talk.say(Said::CannotRemove(path, &Reason::Os(e)));
     }
 
-    /// One diagnostic line on stderr, with the program name.
-    fn say(&self, line: &str) {
-        eprintln!("{}: {line}", self.program);
+    /// A directory operand removed whole by the parallel engine (`whole.rs`); its failures
+    /// said in the order GNU rm would have met them.
+    fn whole(&mut self, at: At<'_>, path: &[u8], ident: Ident) -> Status {
+        match super::whole::remove(self.o, &self.large, at.dir, at.name, path, ident) {
+            Ok(()) => Status::Ok,
+            Err(failures) => {
+                for f in &failures {
+                    let p = f.path.as_os_str().as_bytes();
+                    match &f.reason {
+                        Reason::Changed => self.talk.say(Said::TraversalFailed(p)),
+                        r => self.talk.say(Said::CannotRemove(p, r)),
+                    }
+                }
+                Status::Error
+            }
+        }
     }
-}
-
-fn q(path: &[u8]) -> String {
-    quote(OsStr::from_bytes(path))
 }
 
 /// GNU's `write_protected_non_symlink`: whether `at` (its `lstat` in `facts`) may not be
@@ -839,14 +793,6 @@ fn dot_or_dotdot(c: &[u8]) -> bool {
     }
     let next = if c.get(1) == Some(&b'.') { 2 } else { 1 };
     c.get(next).map_or(true, |&b| b == b'/')
-}
-
-/// Errors that mean the file is not there (`rm -f` says nothing about them).
-fn nonexistent(e: Errno) -> bool {
-    matches!(
-        e,
-        Errno::ILSEQ | Errno::INVAL | Errno::NOENT | Errno::NOTDIR
-    )
 }
 
 /// Opens a directory to read its entries (`O_NOFOLLOW`: a symlink in its place fails;
