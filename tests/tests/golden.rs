@@ -160,6 +160,7 @@ fn json_shapes_of_rm_scan_and_prune_are_golden() {
             "--json",
             "--profile",
             "local-ssd",
+            "--start-pool",
             "rmme",
             "single",
             "missing",
