@@ -230,6 +230,10 @@ pub struct PruneArgs {
     /// Allow a plan that removes every entry
     #[arg(hide_short_help = true, long)]
     pub allow_empty: bool,
+    /// Start the profile, the measured pool and the governor at once, not once the removal
+    /// proves big (for measurements and tests of what they decide)
+    #[arg(long, hide = true)]
+    pub start_pool: bool,
     /// Print the plan and stop
     #[arg(short = 'n', long)]
     pub dry_run: bool,

@@ -287,6 +287,7 @@ fn prune(a: PruneArgs, pattern: Option<crate::engine::glob::Name>) -> cmd::prune
         },
         dry_run: a.dry_run,
         json: a.json,
+        start_pool: a.start_pool,
         mode: if a.now {
             Mode::Now
         } else if a.wait {
