@@ -1,7 +1,7 @@
-//! System plumbing under everything else: directory fds and stats, the mount table, locks,
-//! renames, limits, signals, free space, errors, logging, acting as another user, systemd's
-//! notification protocol, and the quoting and number formatting that error messages and logs
-//! need.
+//! System plumbing under everything else: the one module that opens, creates, mounts or removes
+//! by name (`safeopen`), directory fds and stats, the mount table, locks, renames, limits,
+//! signals, free space, errors, logging, acting as another user, systemd's notification
+//! protocol, and the quoting and number formatting that error messages and logs need.
 
 pub mod asuser;
 pub mod btrfs;
@@ -16,7 +16,8 @@ pub mod logging;
 pub mod mounts;
 pub mod notify;
 pub mod quote;
-pub mod rename;
+pub use safeopen::rename;
+pub mod safeopen;
 pub mod space;
 pub mod userdirs;
 

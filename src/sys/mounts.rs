@@ -12,6 +12,8 @@ use std::path::{Path, PathBuf};
 pub struct Mount {
     /// The mount id (`statx`'s `stx_mnt_id`).
     pub id: u64,
+    /// The id of the mount it sits on.
+    pub parent: u64,
     /// Where it is mounted, in this mount namespace.
     pub point: PathBuf,
     /// The directory of the file system that appears at `point` (`/` unless a bind mount).
@@ -92,7 +94,7 @@ impl Mount {
 
 /// Every mount of this mount namespace (empty if the table cannot be read).
 pub fn all() -> Vec<Mount> {
-    std::fs::read("/proc/self/mountinfo")
+    crate::sys::safeopen::kernel::read("/proc/self/mountinfo")
         .map(|t| parse(&t))
         .unwrap_or_default()
 }
@@ -100,7 +102,7 @@ pub fn all() -> Vec<Mount> {
 /// The lines of the mount table, one at a time, until `f` returns `Some` (or the table ends).
 fn find_line<T>(mut f: impl FnMut(&[u8]) -> Option<T>) -> Option<T> {
     use std::io::BufRead;
-    let table = std::fs::File::open("/proc/self/mountinfo").ok()?;
+    let table = crate::sys::safeopen::kernel::open("/proc/self/mountinfo").ok()?;
     let mut lines = std::io::BufReader::with_capacity(16 * 1024, table);
     let mut line = Vec::with_capacity(256);
     while lines.read_until(b'\n', &mut line).ok()? > 0 {
@@ -164,6 +166,7 @@ fn parse_line(line: &[u8]) -> Option<Mount> {
     let dash = f.iter().position(|w| *w == b"-")?;
     Some(Mount {
         id: std::str::from_utf8(f.first()?).ok()?.parse().ok()?,
+        parent: std::str::from_utf8(f.get(1)?).ok()?.parse().ok()?,
         root: unescape(f.get(3)?).into(),
         point: unescape(f.get(4)?).into(),
         fstype: String::from_utf8_lossy(f.get(dash + 1)?).into_owned(),
@@ -191,11 +194,37 @@ fn unescape(field: &[u8]) -> OsString {
     OsString::from_vec(out)
 }
 
+/// The FUSE mount that covers the directory `dir`, itself entry `name` of `parent` (all fds
+/// the caller checked), if it sits exactly there: its mount point is `dir`'s path in `dir`'s
+/// own mount (one path names one directory of a mount), and `name` in `parent` now shows that
+/// mount's root. `Err`: where it is not, in a few words (the caller unmounts what landed
+/// elsewhere). A tool that mounts by path (`squashfuse`) is checked so.
+pub fn landed(
+    dir: impl std::os::fd::AsFd,
+    parent: impl std::os::fd::AsFd,
+    name: &std::ffi::CStr,
+) -> Result<Mount, String> {
+    let here = crate::sys::dirfd::fstat(&dir).map_err(crate::sys::error::errno_text)?;
+    let path = fd_path(&dir).ok_or("the directory has no path any more")?;
+    let on_it = all()
+        .into_iter()
+        .find(|m| m.parent == here.mnt_id && m.point == path && m.fstype.starts_with("fuse"));
+    let shown = crate::sys::quote::quote(&path);
+    let m = on_it.ok_or_else(|| format!("nothing is mounted on {shown} (it moved meanwhile)"))?;
+    let now = crate::sys::dirfd::open_dir_at(parent, name)
+        .and_then(crate::sys::dirfd::fstat)
+        .map(|f| f.mnt_id);
+    if now != Ok(m.id) {
+        return Err(format!("{shown} is no longer the name of that directory"));
+    }
+    Ok(m)
+}
+
 /// The canonical absolute path of an open directory (`/proc/self/fd/N`).
 pub fn fd_path(fd: impl std::os::fd::AsFd) -> Option<PathBuf> {
     use std::os::fd::AsRawFd;
     let link = format!("/proc/self/fd/{}", fd.as_fd().as_raw_fd());
-    let p = std::fs::read_link(link).ok()?;
+    let p = crate::sys::safeopen::kernel::read_link(link).ok()?;
     // A directory that was removed reads as "/path (deleted)"; it has no usable path.
     (p.is_absolute() && !p.as_os_str().as_bytes().ends_with(b" (deleted)")).then_some(p)
 }
@@ -226,6 +255,7 @@ mod tests {
         let m = parse(t);
         assert_eq!(m.len(), 3);
         assert_eq!(m[0].id, 22);
+        assert_eq!(m[1].parent, 22);
         assert_eq!(m[0].point, PathBuf::from("/"));
         assert_eq!(m[1].point, PathBuf::from("/mnt/with space"));
         assert_eq!(m[1].root, PathBuf::from("/sub"));
