@@ -165,7 +165,7 @@ impl Scratch {
         for _ in 0..8 {
             let name = format!("reclaim-bench-{}", crate::trash::safefile::random_hex(6));
             let name = std::ffi::CString::new(name).expect("no NUL");
-            match rustix::fs::mkdirat(&parent_fd, &name, rustix::fs::Mode::from_raw_mode(0o700)) {
+            match crate::sys::safeopen::mkdir_at(&parent_fd, &name, 0o700) {
                 Ok(()) => {}
                 Err(rustix::io::Errno::EXIST) => continue,
                 Err(e) => return Err(cannot(crate::sys::error::errno_text(e))),
@@ -232,7 +232,7 @@ impl Drop for Scratch {
         if crate::sys::dirfd::lstat_at(&self.parent, &self.name)
             .is_ok_and(|f| f.ident == self.ident)
         {
-            let _ = rustix::fs::unlinkat(&self.parent, &self.name, rustix::fs::AtFlags::REMOVEDIR);
+            let _ = crate::sys::safeopen::rmdir_at(&self.parent, &self.name);
         }
     }
 }

@@ -12,7 +12,7 @@ use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
-use rustix::fs::{unlinkat, AtFlags, FileType};
+use rustix::fs::FileType;
 use rustix::io::Errno;
 
 use crate::engine::shrink::Found;
@@ -691,7 +691,7 @@ impl<'a> Remover<'a> {
                 t.acquire();
             }
             let t0 = std::time::Instant::now();
-            let unlinked = unlinkat(dir, name, AtFlags::empty());
+            let unlinked = crate::sys::safeopen::unlink_at(dir, name);
             self.timed(t0);
             match unlinked {
                 Ok(()) => {}
@@ -768,7 +768,7 @@ impl Visitor for Remover<'_> {
             NotOpened::Os(e @ (Errno::ACCESS | Errno::PERM))
                 if !self.opts().dry_run && self.opts().keep.is_none() =>
             {
-                match unlinkat(parent, node.name(), AtFlags::REMOVEDIR) {
+                match crate::sys::safeopen::rmdir_at(parent, node.name()) {
                     Ok(()) | Err(Errno::NOENT) => {
                         self.counters.dirs.fetch_add(1, Ordering::Relaxed);
                         if self.sink.wants_removed() {
@@ -978,7 +978,7 @@ impl Visitor for Remover<'_> {
         }
         if !self.opts().dry_run {
             let t0 = std::time::Instant::now();
-            let removed = unlinkat(&*parent, node.name(), AtFlags::REMOVEDIR);
+            let removed = crate::sys::safeopen::rmdir_at(&*parent, node.name());
             self.timed(t0);
             match removed {
                 Ok(()) => {}
@@ -1327,7 +1327,7 @@ impl Remover<'_> {
                 t.acquire();
             }
             let t0 = std::time::Instant::now();
-            let unlinked = unlinkat(dir, name, AtFlags::empty());
+            let unlinked = crate::sys::safeopen::unlink_at(dir, name);
             self.timed(t0);
             match unlinked {
                 Ok(()) => {}

@@ -7,7 +7,7 @@ use std::io;
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 
-use rustix::fs::{mkdirat, openat, Mode, OFlags};
+use rustix::fs::{openat, Mode, OFlags};
 
 /// The shape of a workload.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -152,7 +152,7 @@ pub fn create_deep_chain(root: &Path, depth: usize, file_every: usize) -> io::Re
     let mut fd = crate::sys::dirfd::open_dir_path(root)?;
     let name = CString::new("d").expect("static name");
     for level in 0..depth {
-        mkdirat(&fd, name.as_c_str(), Mode::from_raw_mode(0o755))?;
+        crate::sys::safeopen::mkdir_at(&fd, name.as_c_str(), 0o755)?;
         let child = crate::sys::dirfd::open_dir_at(&fd, name.as_c_str())?;
         if file_every > 0 && level % file_every == 0 {
             openat(

@@ -33,7 +33,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-use rustix::fs::{fsync, unlinkat, AtFlags, FileType};
+use rustix::fs::{fsync, FileType};
 use rustix::io::Errno;
 use serde::{Deserialize, Serialize};
 
@@ -1208,7 +1208,7 @@ fn free_reaping(
                 }]),
             }
         }
-        _ => match unlinkat(&**entry, REAPING, AtFlags::empty()) {
+        _ => match crate::sys::safeopen::unlink_at(&**entry, REAPING) {
             Ok(()) | Err(Errno::NOENT) => {
                 counters.files.fetch_add(1, Ordering::Relaxed);
                 Ok(true)
@@ -1259,10 +1259,10 @@ fn clear_entry(
         );
         return r;
     }
-    let _ = unlinkat(&**entry, trash::FAILED, AtFlags::empty());
-    let _ = unlinkat(&**entry, trash::meta::HELD, AtFlags::empty());
-    let _ = unlinkat(&**entry, trash::meta::META, AtFlags::empty());
-    match unlinkat(&trash.dir, name, AtFlags::REMOVEDIR) {
+    let _ = crate::sys::safeopen::unlink_at(&**entry, trash::FAILED);
+    let _ = crate::sys::safeopen::unlink_at(&**entry, trash::meta::HELD);
+    let _ = crate::sys::safeopen::unlink_at(&**entry, trash::meta::META);
+    match crate::sys::safeopen::rmdir_at(&trash.dir, name) {
         Ok(()) | Err(Errno::NOENT) => Ok(true),
         Err(e) => Err(vec![os_failure(&trash.shown(name, None), e)]),
     }

@@ -10,7 +10,7 @@ use std::os::fd::OwnedFd;
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 
-use rustix::fs::{fsync, mkdirat, unlinkat, AtFlags, Mode};
+use rustix::fs::fsync;
 
 use crate::sys::rename::{noreplace, Into};
 use rustix::io::Errno;
@@ -151,14 +151,14 @@ type NewEntry = (String, std::ffi::CString, OwnedFd);
 fn new_entry(trash: &Trash) -> Result<Result<NewEntry, Reason>, Vanished> {
     let id = meta::new_id();
     let cid = std::ffi::CString::new(id.clone()).expect("no NUL in an id");
-    if let Err(e) = mkdirat(&trash.dir, &cid, Mode::from_raw_mode(0o700)) {
+    if let Err(e) = crate::sys::safeopen::mkdir_at(&trash.dir, &cid, 0o700) {
         return Ok(Err(Reason::Os(e)));
     }
     let entry = match dirfd::open_dir_at(&trash.dir, &cid) {
         Ok(fd) => fd,
         Err(Errno::NOENT) => return Err(Vanished),
         Err(e) => {
-            let _ = unlinkat(&trash.dir, &cid, AtFlags::REMOVEDIR);
+            let _ = crate::sys::safeopen::rmdir_at(&trash.dir, &cid);
             return Ok(Err(Reason::Os(e)));
         }
     };
@@ -183,8 +183,8 @@ fn hide_once(
         Err(reason) => return Ok(Err(reason)),
     };
     let discard = |entry: &OwnedFd| {
-        let _ = unlinkat(entry, meta::META, AtFlags::empty());
-        let _ = unlinkat(&trash.dir, &cid, AtFlags::REMOVEDIR);
+        let _ = crate::sys::safeopen::unlink_at(entry, meta::META);
+        let _ = crate::sys::safeopen::rmdir_at(&trash.dir, &cid);
     };
     let parent = match Lineage::of(base) {
         Ok(p) => p,
@@ -346,10 +346,10 @@ fn hide_batch_once(
         Err(reason) => return Ok(Err(reason)),
     };
     let discard = |entry: &OwnedFd| {
-        let _ = unlinkat(entry, DATA, AtFlags::REMOVEDIR);
-        let _ = unlinkat(entry, meta::META, AtFlags::empty());
-        let _ = unlinkat(entry, meta::HELD, AtFlags::empty());
-        let _ = unlinkat(&trash.dir, &cid, AtFlags::REMOVEDIR);
+        let _ = crate::sys::safeopen::rmdir_at(entry, DATA);
+        let _ = crate::sys::safeopen::unlink_at(entry, meta::META);
+        let _ = crate::sys::safeopen::unlink_at(entry, meta::HELD);
+        let _ = crate::sys::safeopen::rmdir_at(&trash.dir, &cid);
     };
     let parent = match Lineage::of(base) {
         Ok(p) => p,
@@ -404,7 +404,7 @@ fn hide_batch_once(
     let before = list
         .write_new(&entry, opts.durable)
         .and_then(|()| m.write_new(&entry, opts.durable))
-        .and_then(|()| mkdirat(&entry, DATA, Mode::from_raw_mode(0o700)))
+        .and_then(|()| crate::sys::safeopen::mkdir_at(&entry, DATA, 0o700))
         .and_then(|()| sync_if(opts.durable, &entry))
         .and_then(|()| sync_if(opts.durable, &trash.dir));
     let data = before.and_then(|()| dirfd::open_dir_at(&entry, DATA));

@@ -22,7 +22,6 @@ use std::os::fd::{AsFd, OwnedFd};
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 
-use rustix::fs::{mkdirat, Mode};
 use rustix::io::Errno;
 
 pub use discover::{discover, discover_on, discover_with, Discovery, Found, Memo, Passed, Skipped};
@@ -252,7 +251,7 @@ impl Trash {
             Err(TrashError::Os(Errno::NOENT)) => {}
             r => return r,
         }
-        match mkdirat(top_fd, name, Mode::from_raw_mode(0o700)) {
+        match crate::sys::safeopen::mkdir_at(top_fd, name, 0o700) {
             Ok(()) | Err(Errno::EXIST) => {}
             Err(Errno::ROFS) => return Err(TrashError::ReadOnly),
             Err(e) => {

@@ -10,7 +10,7 @@ use std::ffi::{CString, OsStr, OsString};
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 
-use rustix::fs::{fsync, unlinkat, AtFlags};
+use rustix::fs::{fsync, AtFlags};
 use rustix::io::Errno;
 use serde::{Deserialize, Serialize};
 
@@ -228,9 +228,9 @@ fn restore_one(
     // The target is back; what is left is an empty record (a crash here leaves a data-less
     // entry, which the reaper removes).
     let _ = fsync(&pfd);
-    let _ = unlinkat(&entry, meta::META, AtFlags::empty());
-    let _ = unlinkat(&entry, super::FAILED, AtFlags::empty());
-    let _ = unlinkat(&trash.dir, id, AtFlags::REMOVEDIR);
+    let _ = crate::sys::safeopen::unlink_at(&entry, meta::META);
+    let _ = crate::sys::safeopen::unlink_at(&entry, super::FAILED);
+    let _ = crate::sys::safeopen::rmdir_at(&trash.dir, id);
     Ok(One(Restored {
         id: m.id,
         path: PathField::new(&path),
@@ -356,12 +356,12 @@ fn restore_batch(
     if left.is_empty() {
         // All back: the entry goes (a crash on the way leaves a record whose slots are empty,
         // which restores nothing and which the reaper removes).
-        let _ = unlinkat(&held, c".", AtFlags::REMOVEDIR);
-        let _ = unlinkat(entry, inner, AtFlags::REMOVEDIR);
-        let _ = unlinkat(entry, super::FAILED, AtFlags::empty());
-        let _ = unlinkat(entry, HELD, AtFlags::empty());
-        let _ = unlinkat(entry, meta::META, AtFlags::empty());
-        let _ = unlinkat(&trash.dir, id, AtFlags::REMOVEDIR);
+        let _ = crate::sys::safeopen::rmdir_at(&held, c".");
+        let _ = crate::sys::safeopen::rmdir_at(entry, inner);
+        let _ = crate::sys::safeopen::unlink_at(entry, super::FAILED);
+        let _ = crate::sys::safeopen::unlink_at(entry, HELD);
+        let _ = crate::sys::safeopen::unlink_at(entry, meta::META);
+        let _ = crate::sys::safeopen::rmdir_at(&trash.dir, id);
     } else {
         // What is left, listed (the list first: its record's counts may lag, never a path).
         let rest = HeldList { items: left };
@@ -400,9 +400,9 @@ fn restore_to(
             e => RestoreError::Destination(dest.clone(), e),
         })?;
     let _ = fsync(&pfd);
-    let _ = unlinkat(entry, meta::META, AtFlags::empty());
-    let _ = unlinkat(entry, super::FAILED, AtFlags::empty());
-    let _ = unlinkat(&trash.dir, id, AtFlags::REMOVEDIR);
+    let _ = crate::sys::safeopen::unlink_at(entry, meta::META);
+    let _ = crate::sys::safeopen::unlink_at(entry, super::FAILED);
+    let _ = crate::sys::safeopen::rmdir_at(&trash.dir, id);
     Ok(Restored {
         id: m.id.clone(),
         path: PathField::new(&dest),

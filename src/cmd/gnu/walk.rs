@@ -16,7 +16,7 @@ use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
 use std::os::unix::ffi::OsStrExt;
 use std::path::Path;
 
-use rustix::fs::{unlinkat, AtFlags, FileType, CWD};
+use rustix::fs::{AtFlags, FileType, CWD};
 use rustix::io::Errno;
 
 use super::args::{Interactive, Options};
@@ -672,7 +672,7 @@ impl<'o, W: Write> Remover<'o, W> {
         } else {
             AtFlags::empty()
         };
-        let mut e = match unlinkat(at.dir, at.name, flags) {
+        let mut e = match crate::sys::safeopen::unlink_at_with(at.dir, at.name, flags) {
             Ok(()) => {
                 if self.o.verbose {
                     let what = if is_dir {

@@ -9,7 +9,7 @@ use std::path::PathBuf;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Mutex;
 
-use rustix::fs::{unlinkat, AtFlags, FileType};
+use rustix::fs::FileType;
 use rustix::io::Errno;
 
 use super::{Counters, DirTarget, Options, Sink};
@@ -167,7 +167,7 @@ impl Ctx<'_> {
                     t.acquire();
                 }
                 let t0 = std::time::Instant::now();
-                let unlinked = unlinkat(&*group.dir, name, AtFlags::empty());
+                let unlinked = crate::sys::safeopen::unlink_at(&*group.dir, name);
                 if let Some(c) = &self.opts.concurrency {
                     c.meter().record(t0.elapsed());
                 }

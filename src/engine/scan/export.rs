@@ -19,7 +19,7 @@ use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 
-use rustix::fs::{AtFlags, Mode, OFlags};
+use rustix::fs::{Mode, OFlags};
 use rustix::io::Errno;
 
 use crate::sys::dirfd::{self, Facts, Ident};
@@ -178,7 +178,7 @@ impl Export {
                 rustix::fs::renameat(&self.dir, &tmp, &self.dir, &self.name).map_err(os)
             });
         if done.is_err() {
-            let _ = rustix::fs::unlinkat(&self.dir, &tmp, AtFlags::empty());
+            let _ = crate::sys::safeopen::unlink_at(&self.dir, &tmp);
         } else {
             let _ = rustix::fs::fsync(&self.dir);
         }

@@ -14,7 +14,7 @@ use std::ffi::{CStr, CString};
 use std::os::fd::{AsFd, AsRawFd, OwnedFd};
 use std::path::{Path, PathBuf};
 
-use rustix::fs::{fdatasync, fsync, ftruncate, openat, AtFlags, Mode, OFlags};
+use rustix::fs::{fdatasync, fsync, ftruncate, openat, Mode, OFlags};
 use rustix::io::Errno;
 
 use crate::engine::pace::{PaceReport, Pacer, Pacing};
@@ -283,8 +283,8 @@ pub fn remove_file(
         ..
     } = &place
     {
-        let _ = rustix::fs::unlinkat(entry, crate::trash::meta::META, AtFlags::empty());
-        let _ = rustix::fs::unlinkat(trash_dir, id, AtFlags::REMOVEDIR);
+        let _ = crate::sys::safeopen::unlink_at(entry, crate::trash::meta::META);
+        let _ = crate::sys::safeopen::rmdir_at(trash_dir, id);
     }
     Ok(out)
 }
@@ -580,7 +580,7 @@ fn sleep_watching(
 }
 
 fn unlink(dir: &OwnedFd, name: &CStr) -> Result<(), Reason> {
-    rustix::fs::unlinkat(dir, name, AtFlags::empty()).map_err(Reason::Os)
+    crate::sys::safeopen::unlink_at(dir, name).map_err(Reason::Os)
 }
 
 fn hidden_name(facts: &Facts) -> CString {

@@ -375,7 +375,7 @@ impl Trees<'_> {
         };
         for (base, dir, _) in &self.roots {
             if let Ok(d) = crate::sys::dirfd::open_dir_at(*base, dir) {
-                let _ = rustix::fs::unlinkat(&d, &name, rustix::fs::AtFlags::empty());
+                let _ = crate::sys::safeopen::unlink_at(&d, &name);
             }
         }
     }

@@ -38,7 +38,7 @@ use std::path::Path;
 use rustix::fs::{AtFlags, FileType, Mode, OFlags, ResolveFlags};
 use rustix::io::Errno;
 
-pub use file::{Bad, Expect};
+pub use file::Bad;
 
 /// Whether `name` is one entry of a directory: not empty, no `/`, not `.` or `..`. Removing or
 /// creating anything else by "name" would reach outside the directory the caller verified.
@@ -162,14 +162,16 @@ pub fn open_dir_beneath(top: impl AsFd, rel: &Path) -> Result<OwnedFd, Errno> {
 
 /// Makes directory `name` in `dir` with `mode` (less the umask); fails if the name exists.
 #[inline]
-pub fn mkdir_at(dir: impl AsFd, name: &CStr, mode: u32) -> Result<(), Errno> {
+pub fn mkdir_at(dir: impl AsFd, name: impl AsRef<CStr>, mode: u32) -> Result<(), Errno> {
+    let name = name.as_ref();
     one_name(name)?;
     rustix::fs::mkdirat(dir, name, Mode::from_raw_mode(mode))
 }
 
 /// Removes the empty directory `name` in `dir`.
 #[inline]
-pub fn rmdir_at(dir: impl AsFd, name: &CStr) -> Result<(), Errno> {
+pub fn rmdir_at(dir: impl AsFd, name: impl AsRef<CStr>) -> Result<(), Errno> {
+    let name = name.as_ref();
     one_name(name)?;
     rustix::fs::unlinkat(dir, name, AtFlags::REMOVEDIR)
 }
@@ -331,14 +333,16 @@ pub fn anonymous(label: &CStr) -> Result<std::fs::File, Errno> {
 
 /// Removes the non-directory `name` in `dir` (a symlink itself, never what it points to).
 #[inline]
-pub fn unlink_at(dir: impl AsFd, name: &CStr) -> Result<(), Errno> {
+pub fn unlink_at(dir: impl AsFd, name: impl AsRef<CStr>) -> Result<(), Errno> {
+    let name = name.as_ref();
     one_name(name)?;
     rustix::fs::unlinkat(dir, name, AtFlags::empty())
 }
 
 /// Removes `name` in `dir` with `flags` (`AT_REMOVEDIR` for a directory).
 #[inline]
-pub fn unlink_at_with(dir: impl AsFd, name: &CStr, flags: AtFlags) -> Result<(), Errno> {
+pub fn unlink_at_with(dir: impl AsFd, name: impl AsRef<CStr>, flags: AtFlags) -> Result<(), Errno> {
+    let name = name.as_ref();
     one_name(name)?;
     rustix::fs::unlinkat(dir, name, flags)
 }
