@@ -1071,7 +1071,7 @@ fn fail(
         e.now_at = rel
             .as_ref()
             .map(|rel| trash.shown(name, Some(REAPING)).join(rel))
-            .filter(|p| std::fs::symlink_metadata(p).is_ok())
+            .filter(|p| crate::sys::dirfd::lstat_path(p).is_ok())
             .map(crate::sys::quote::PathField::new);
         if let (Some(held), Some(rel)) = (held, &rel) {
             let mut parts = rel.components();
@@ -1708,7 +1708,8 @@ fn after_reaper(
 
 /// The effective uid of process `pid` and whether it is stopped (`T`, `t`), from `/proc`.
 fn process_state(pid: u32) -> Option<(u32, bool)> {
-    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
+    let status =
+        crate::sys::safeopen::kernel::read_to_string(format!("/proc/{pid}/status")).ok()?;
     let field = |name: &str| {
         status
             .lines()
@@ -1722,8 +1723,8 @@ fn process_state(pid: u32) -> Option<(u32, bool)> {
 
 /// Whether process `pid` runs the same executable as this one.
 fn runs_this_program(pid: u32) -> bool {
-    let theirs = std::fs::read_link(format!("/proc/{pid}/exe"));
-    matches!((theirs, std::fs::read_link("/proc/self/exe")), (Ok(a), Ok(b)) if a == b)
+    let theirs = crate::sys::safeopen::kernel::read_link(format!("/proc/{pid}/exe"));
+    matches!((theirs, crate::sys::safeopen::kernel::read_link("/proc/self/exe")), (Ok(a), Ok(b)) if a == b)
 }
 
 /// The flags that make a child reaper (another user's pass) log where this one does, each line

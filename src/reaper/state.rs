@@ -220,7 +220,7 @@ impl ReaperState {
 
 /// When process `pid` started (field 22 of `/proc/PID/stat`, clock ticks after boot).
 pub fn start_time(pid: u32) -> Option<u64> {
-    let text = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    let text = crate::sys::safeopen::kernel::read_to_string(format!("/proc/{pid}/stat")).ok()?;
     // The command name (field 2) may hold spaces and parentheses: count from the last ')'.
     let rest = &text[text.rfind(')')? + 1..];
     rest.split_whitespace().nth(19)?.parse().ok()

@@ -94,6 +94,11 @@ pub fn stat_path(path: &std::path::Path) -> Result<Facts, Errno> {
     statx(rustix::fs::CWD, path, AtFlags::empty(), MASK).map(|s| Facts::from_statx(&s))
 }
 
+/// `statx` of `path` relative to the current directory, not following a final symlink.
+pub fn lstat_path(path: &std::path::Path) -> Result<Facts, Errno> {
+    statx(rustix::fs::CWD, path, AtFlags::SYMLINK_NOFOLLOW, MASK).map(|s| Facts::from_statx(&s))
+}
+
 /// `statx` of an open fd.
 pub fn fstat(fd: impl AsFd) -> Result<Facts, Errno> {
     statx(fd, c"", AtFlags::EMPTY_PATH, MASK).map(|s| Facts::from_statx(&s))

@@ -80,6 +80,17 @@ pub fn list(path: impl AsRef<Path>) -> Result<Vec<OsString>, Errno> {
     Ok(names)
 }
 
+/// The path a path of `/sys` or `/proc` resolves to (its links followed: `/sys/dev/block/7:0`
+/// is a link into `/sys/devices`), which must stay inside them.
+pub fn canonical(path: impl AsRef<Path>) -> Result<PathBuf, Errno> {
+    let path = path.as_ref();
+    kernel_path(path)?;
+    let real =
+        std::fs::canonicalize(path).map_err(|e| Errno::from_io_error(&e).unwrap_or(Errno::IO))?;
+    kernel_path(&real)?;
+    Ok(real)
+}
+
 /// Whether a path of `/proc` or `/sys` exists (following links, as the kernel's own are).
 pub fn exists(path: impl AsRef<Path>) -> bool {
     let path = path.as_ref();
