@@ -10,7 +10,7 @@
 use std::ffi::CStr;
 use std::os::fd::{AsRawFd, OwnedFd};
 
-use rustix::fs::{openat, FileType, Mode, OFlags};
+use rustix::fs::FileType;
 use rustix::io::Errno;
 
 use crate::sys::dirfd::Facts;
@@ -67,15 +67,11 @@ pub fn by_removal(dir: &OwnedFd, name: &CStr, facts: &Facts) -> u64 {
     if facts.file_type != FileType::RegularFile || facts.nlink != 1 || facts.allocated == 0 {
         return 0;
     }
+    use crate::sys::safeopen::{self, Access, Bad};
     // O_NONBLOCK: a lease someone holds makes this fail at once (that process has it open).
-    let fd = match openat(
-        dir,
-        name,
-        OFlags::RDONLY | OFlags::NOFOLLOW | OFlags::NONBLOCK | OFlags::NOCTTY | OFlags::CLOEXEC,
-        Mode::empty(),
-    ) {
-        Ok(fd) => fd,
-        Err(Errno::WOULDBLOCK) => return 0,
+    let fd = match safeopen::open_file_at(dir, name, Access::Read) {
+        Ok((fd, _)) => fd,
+        Err(Bad::Os(Errno::WOULDBLOCK) | Bad::NotRegular(_) | Bad::Missing) => return 0,
         // Not ours to open: as far as can be known, its blocks.
         Err(_) => return facts.allocated,
     };

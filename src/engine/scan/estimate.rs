@@ -25,7 +25,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Barrier;
 use std::time::{Duration, Instant};
 
-use rustix::fs::{openat, statx, AtFlags, Mode, OFlags, StatxFlags};
+use rustix::fs::{statx, AtFlags, OFlags, StatxFlags};
 use rustix::io::Errno;
 use serde::Serialize;
 
@@ -836,11 +836,12 @@ impl<'a> Private<'a> {
             if n >= MIN_FILES && n % 16 == 0 && Instant::now() > deadline {
                 break;
             }
-            let fd = openat(
+            let fd = crate::sys::safeopen::create_at(
                 &sub.fd,
-                file_name(n),
-                OFlags::WRONLY | OFlags::CREATE | OFlags::EXCL | OFlags::NOFOLLOW | OFlags::CLOEXEC,
-                Mode::from_raw_mode(0o600),
+                &file_name(n),
+                OFlags::WRONLY,
+                0o600,
+                false,
             )?;
             drop(fd);
             sub.files = n + 1;

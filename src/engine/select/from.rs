@@ -15,7 +15,7 @@ use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use rustix::fs::{openat, FileType, Mode, OFlags};
+use rustix::fs::FileType;
 use rustix::io::Errno;
 
 use crate::sys::dirfd::{self, Ident};
@@ -346,13 +346,8 @@ impl Opener {
     fn open(&mut self, absolute: bool, comps: &[&[u8]]) -> Result<Arc<OwnedFd>, Open> {
         if self.base.as_ref().map(|b| b.0) != Some(absolute) {
             let start: &CStr = if absolute { c"/" } else { c"." };
-            let fd = openat(
-                rustix::fs::CWD,
-                start,
-                OFlags::PATH | OFlags::DIRECTORY | OFlags::CLOEXEC,
-                Mode::empty(),
-            )
-            .map_err(Open::Os)?;
+            let fd = dirfd::open_dir_path_only(Path::new(OsStr::from_bytes(start.to_bytes())))
+                .map_err(Open::Os)?;
             self.base = Some((absolute, Arc::new(fd)));
             self.stack.clear();
         }

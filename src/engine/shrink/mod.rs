@@ -14,7 +14,7 @@ use std::ffi::{CStr, CString};
 use std::os::fd::{AsFd, AsRawFd, OwnedFd};
 use std::path::{Path, PathBuf};
 
-use rustix::fs::{fdatasync, fsync, ftruncate, openat, Mode, OFlags};
+use rustix::fs::{fdatasync, fsync, ftruncate};
 use rustix::io::Errno;
 
 use crate::engine::pace::{PaceReport, Pacer, Pacing};
@@ -306,23 +306,15 @@ fn open_to_shrink(dir: &OwnedFd, name: &CStr, facts: &Facts) -> Result<Opened, R
     }
     // O_NONBLOCK: a lease taken meanwhile makes open fail at once instead of waiting for the
     // lease-break timeout.
-    let fd = match openat(
-        dir,
-        name,
-        OFlags::WRONLY | OFlags::NOFOLLOW | OFlags::NONBLOCK | OFlags::CLOEXEC | OFlags::NOCTTY,
-        Mode::empty(),
-    ) {
-        Ok(fd) => fd,
-        Err(Errno::NOENT) => return Err(Reason::Os(Errno::NOENT)),
-        Err(Errno::WOULDBLOCK) => {
+    use crate::sys::safeopen::{self, Access, Bad};
+    let fd = match safeopen::open_file_at(dir, name, Access::Write) {
+        Ok((fd, _)) => fd,
+        Err(Bad::Missing) => return Err(Reason::Os(Errno::NOENT)),
+        Err(Bad::NotRegular(_)) => return Err(Reason::Changed),
+        Err(Bad::Os(Errno::WOULDBLOCK)) => {
             return Ok(Opened::Whole("another process holds a lease on it".into()))
         }
-        Err(e) => {
-            return Ok(Opened::Whole(format!(
-                "cannot open it for writing ({})",
-                crate::sys::error::errno_text(e)
-            )))
-        }
+        Err(e) => return Ok(Opened::Whole(format!("cannot open it for writing ({e})"))),
     };
     let now = dirfd::fstat(&fd).map_err(Reason::Os)?;
     if now.ident != facts.ident || now.file_type != rustix::fs::FileType::RegularFile {
