@@ -85,7 +85,7 @@ fn bench(args: &Options) -> Result<()> {
         let a = scratch.path().join(format!("run{run}-rm"));
         let b = scratch.path().join(format!("run{run}-reclaim"));
         for d in [&a, &b] {
-            std::fs::create_dir(d)?;
+            scratch.make_dir(d)?;
             workload::create(d, &spec, 2)
                 .with_context(|| format!("cannot create workload in '{}'", d.display()))?;
         }
@@ -199,6 +199,21 @@ impl Scratch {
         &self.path
     }
 
+    /// Makes the directory `dir` (a name directly inside, reached as `path()`'s child).
+    fn make_dir(&self, dir: &Path) -> Result<()> {
+        let name = dir
+            .file_name()
+            .and_then(|n| std::ffi::CString::new(n.as_bytes()).ok())
+            .ok_or_else(|| anyhow::anyhow!("no name in {}", dir.display()))?;
+        crate::sys::safeopen::mkdir_at(&self.fd, &name, 0o755).map_err(|e| {
+            anyhow::anyhow!(
+                "cannot make {}: {}",
+                crate::sys::quote::quote(dir),
+                crate::sys::error::errno_text(e)
+            )
+        })
+    }
+
     /// Fails if the scratch directory is no longer at its name (someone moved it).
     fn check(&self) -> Result<()> {
         match crate::sys::dirfd::lstat_at(&self.parent, &self.name) {
@@ -223,11 +238,9 @@ impl Drop for Scratch {
             });
         }
         for n in names {
-            let p = self.path.join(n);
-            let _ = match std::fs::symlink_metadata(&p) {
-                Ok(m) if m.is_dir() => std::fs::remove_dir_all(&p),
-                _ => std::fs::remove_file(&p),
-            };
+            if let Ok(n) = std::ffi::CString::new(n.as_bytes()) {
+                let _ = crate::sys::safeopen::remove_tree_at(&self.fd, &n);
+            }
         }
         if crate::sys::dirfd::lstat_at(&self.parent, &self.name)
             .is_ok_and(|f| f.ident == self.ident)
@@ -242,7 +255,9 @@ impl Drop for Scratch {
 fn settle(cold: bool) -> Result<()> {
     rustix::fs::sync();
     if cold {
-        std::fs::write("/proc/sys/vm/drop_caches", "3\n").context("cannot drop caches")?;
+        crate::sys::safeopen::kernel::write("/proc/sys/vm/drop_caches", b"3\n").map_err(|e| {
+            anyhow::anyhow!("cannot drop caches: {}", crate::sys::error::errno_text(e))
+        })?;
     }
     Ok(())
 }
@@ -251,7 +266,7 @@ fn time(cmd: &mut Command, dir: &Path) -> Result<Duration> {
     let start = Instant::now();
     let status = cmd.status().context("cannot start removal command")?;
     let took = start.elapsed();
-    if !status.success() || dir.exists() {
+    if !status.success() || crate::sys::dirfd::lstat_path(dir).is_ok() {
         bail!("{:?} did not remove '{}' ({status})", cmd, dir.display());
     }
     Ok(took)

@@ -172,6 +172,147 @@ pub fn split_path(path: &std::path::Path) -> Result<(OwnedFd, CString), Errno> {
     Ok((super::open_dir_path_only(parent)?, name))
 }
 
+/// The caller's effective uid.
+fn me() -> u32 {
+    rustix::process::geteuid().as_raw()
+}
+
+/// Whether the file `st` describes, in the directory `dir`, may be trusted by the caller: in a
+/// directory others may move names in (`others_may_move_names`), only a file of the caller's
+/// own or root's.
+fn owner_rule(dir: &OwnedFd, st: &rustix::fs::Stat) -> Result<(), Bad> {
+    let me = me();
+    let dir_st = rustix::fs::fstat(dir).map_err(Bad::Os)?;
+    if super::others_may_move_names(&dir_st, me).is_some() && st.st_uid != me && st.st_uid != 0 {
+        return Err(Bad::NotOwners {
+            found: st.st_uid,
+            owners: if me == 0 { vec![0] } else { vec![me, 0] },
+        });
+    }
+    Ok(())
+}
+
+/// Opens the output file `path` a user named (`--list FILE`, `--trace FILE`) as a shell
+/// redirect would, but never as an attacker would have it: its directory is opened by path
+/// (the way there is the user's), the file itself is made new (`O_EXCL`, `mode`) or, if it
+/// exists, looked at first through an `O_PATH` handle (no side effect, whatever it is) and
+/// used only if it is a regular file with one link (in a directory others may move names in,
+/// the caller's or root's own) or a character device (`/dev/null`); a symbolic link, a FIFO
+/// (a reader that never reads would stop the run), a block device, a socket or a directory is
+/// refused. Then opened `O_WRONLY|O_NONBLOCK|O_NOCTTY` through `/proc/self/fd`, and a regular
+/// file truncated unless `append`. The fd and what it is.
+pub fn open_output(
+    path: &std::path::Path,
+    mode: u32,
+    append: bool,
+) -> Result<(OwnedFd, rustix::fs::Stat), Bad> {
+    let (dir, name) = split_path(path).map_err(Bad::Os)?;
+    let extra = if append {
+        OFlags::APPEND
+    } else {
+        OFlags::empty()
+    };
+    match super::create_at(
+        &dir,
+        &name,
+        OFlags::WRONLY | OFlags::NOCTTY | extra,
+        mode,
+        false,
+    ) {
+        Ok(fd) => {
+            let st = rustix::fs::fstat(&fd).map_err(Bad::Os)?;
+            return Ok((fd, st));
+        }
+        Err(Errno::EXIST) => {}
+        Err(e) => return Err(Bad::Os(e)),
+    }
+    let path_fd = match rustix::fs::openat(
+        &dir,
+        &name,
+        OFlags::PATH | OFlags::NOFOLLOW | OFlags::CLOEXEC,
+        Mode::empty(),
+    ) {
+        Ok(fd) => fd,
+        Err(Errno::NOENT) => return Err(Bad::Missing),
+        Err(e) => return Err(Bad::Os(e)),
+    };
+    let st = rustix::fs::fstat(&path_fd).map_err(Bad::Os)?;
+    match FileType::from_raw_mode(st.st_mode) {
+        FileType::RegularFile => {
+            owner_rule(&dir, &st)?;
+            if st.st_nlink != 1 {
+                return Err(Bad::Links(st.st_nlink));
+            }
+        }
+        FileType::CharacterDevice => {}
+        t => return Err(Bad::NotRegular(type_name(t))),
+    }
+    let fd = reopen(&path_fd, OFlags::WRONLY | extra)?;
+    let now = rustix::fs::fstat(&fd).map_err(Bad::Os)?;
+    if (now.st_dev, now.st_ino) != (st.st_dev, st.st_ino) {
+        return Err(Bad::Os(Errno::STALE));
+    }
+    if !append && FileType::from_raw_mode(now.st_mode) == FileType::RegularFile {
+        rustix::fs::ftruncate(&fd, 0).map_err(Bad::Os)?;
+    }
+    Ok((fd, now))
+}
+
+/// Opens the input file `path` a user named (`--from FILE`) for reading: its directory by
+/// path (the way there is the user's); the file itself never through a symlink, except one in
+/// a directory only the caller or root may change (`/dev/fd/N` of a process substitution, a
+/// link of root's); looked at first through an `O_PATH` handle, and used only if it is a
+/// regular file or a pipe (in a directory others may move names in, or behind a link, the
+/// caller's or root's own). Then opened `O_RDONLY` through `/proc/self/fd`, blocking (a pipe's
+/// writer may be slow). The fd and what it is; a device is `Bad::NotRegular`.
+pub fn open_input(path: &std::path::Path) -> Result<(OwnedFd, rustix::fs::Stat), Bad> {
+    let (dir, name) = split_path(path).map_err(|e| match e {
+        Errno::NOENT => Bad::Missing,
+        e => Bad::Os(e),
+    })?;
+    let look = |flags: OFlags| match rustix::fs::openat(
+        &dir,
+        &name,
+        OFlags::PATH | OFlags::CLOEXEC | flags,
+        Mode::empty(),
+    ) {
+        Ok(fd) => Ok(fd),
+        Err(Errno::NOENT) => Err(Bad::Missing),
+        Err(e) => Err(Bad::Os(e)),
+    };
+    let mut path_fd = look(OFlags::NOFOLLOW)?;
+    let mut st = rustix::fs::fstat(&path_fd).map_err(Bad::Os)?;
+    let mut linked = false;
+    if FileType::from_raw_mode(st.st_mode) == FileType::Symlink {
+        let dir_st = rustix::fs::fstat(&dir).map_err(Bad::Os)?;
+        if super::others_may_move_names(&dir_st, me()).is_some() {
+            return Err(Bad::NotRegular("symbolic link"));
+        }
+        path_fd = look(OFlags::empty())?;
+        st = rustix::fs::fstat(&path_fd).map_err(Bad::Os)?;
+        linked = true;
+    }
+    match FileType::from_raw_mode(st.st_mode) {
+        FileType::RegularFile | FileType::Fifo => {}
+        FileType::Directory => return Err(Bad::Os(Errno::ISDIR)),
+        t => return Err(Bad::NotRegular(type_name(t))),
+    }
+    if linked {
+        if st.st_uid != me() && st.st_uid != 0 {
+            return Err(Bad::NotOwners {
+                found: st.st_uid,
+                owners: vec![me(), 0],
+            });
+        }
+    } else {
+        owner_rule(&dir, &st)?;
+    }
+    let fd = reopen(&path_fd, OFlags::RDONLY)?;
+    // Blocking from here: a pipe is read as its writer writes.
+    rustix::fs::fcntl_setfl(&fd, OFlags::RDONLY).map_err(Bad::Os)?;
+    Ok((fd, st))
+}
+
 /// Reads the inode `path_fd` refers to (opened again `O_NONBLOCK`), at most `max` bytes.
 pub fn read_bounded(path_fd: &OwnedFd, max: u64) -> Result<Vec<u8>, Bad> {
     let fd = reopen(path_fd, OFlags::RDONLY)?;
@@ -301,10 +442,7 @@ pub fn random_hex(n: usize) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn me() -> u32 {
-        rustix::process::geteuid().as_raw()
-    }
+    use std::path::Path;
 
     #[test]
     fn read_checked_takes_only_what_is_expected() {
@@ -360,6 +498,37 @@ mod tests {
         assert_eq!(std::fs::read(d.path().join("state")).unwrap(), b"new");
         let left: Vec<_> = std::fs::read_dir(d.path()).unwrap().collect();
         assert_eq!(left.len(), 2, "no temp file left behind");
+    }
+
+    #[test]
+    fn outputs_and_inputs_are_never_links_fifos_or_block_devices() {
+        use std::os::unix::fs::MetadataExt;
+        let d = tempfile::tempdir().unwrap();
+        let dir = super::super::open_dir_path(d.path()).unwrap();
+        std::fs::write(d.path().join("secret"), b"keep").unwrap();
+        std::os::unix::fs::symlink("secret", d.path().join("link")).unwrap();
+        rustix::fs::mknodat(&dir, c"fifo", FileType::Fifo, Mode::from_raw_mode(0o600), 0).unwrap();
+        std::fs::hard_link(d.path().join("secret"), d.path().join("hard")).unwrap();
+        let out = |n: &str| open_output(&d.path().join(n), 0o600, false).map(|(_, st)| st);
+        assert_eq!(out("link").err(), Some(Bad::NotRegular("symbolic link")));
+        assert_eq!(out("fifo").err(), Some(Bad::NotRegular("FIFO")));
+        assert_eq!(out("hard").err(), Some(Bad::Links(2)));
+        assert_eq!(std::fs::read(d.path().join("secret")).unwrap(), b"keep");
+        let st = out("new").unwrap();
+        assert_eq!(st.st_mode & 0o777, 0o600 & !0o022 & 0o600);
+        std::fs::write(d.path().join("old"), b"old text").unwrap();
+        out("old").unwrap();
+        assert_eq!(std::fs::metadata(d.path().join("old")).unwrap().size(), 0);
+        assert!(open_output(Path::new("/dev/null"), 0o600, false).is_ok());
+        // Inputs: a link in a directory others may not change is followed; FIFOs are pipes.
+        let input = |n: &str| open_input(&d.path().join(n)).map(|(_, st)| st.st_mode);
+        assert!(input("link").is_ok());
+        assert!(input("fifo").is_ok());
+        assert_eq!(input("none").err(), Some(Bad::Missing));
+        assert!(matches!(
+            open_input(Path::new("/dev/zero")),
+            Err(Bad::NotRegular("character device"))
+        ));
     }
 
     #[test]

@@ -45,6 +45,22 @@ pub fn read(path: impl AsRef<Path>) -> Result<Vec<u8>, Errno> {
     })
 }
 
+/// Writes `bytes` to a file of `/proc/sys` or `/sys` (a kernel setting).
+pub fn write(path: impl AsRef<Path>, bytes: &[u8]) -> Result<(), Errno> {
+    let path = path.as_ref();
+    kernel_path(path)?;
+    let fd = rustix::fs::open(
+        path,
+        OFlags::WRONLY | OFlags::NOFOLLOW | OFlags::NONBLOCK | OFlags::NOCTTY | OFlags::CLOEXEC,
+        Mode::empty(),
+    )?;
+    let mut done = 0;
+    while done < bytes.len() {
+        done += rustix::io::write(&fd, &bytes[done..])?;
+    }
+    Ok(())
+}
+
 /// `read` as text (invalid UTF-8 replaced).
 pub fn read_to_string(path: impl AsRef<Path>) -> Result<String, Errno> {
     read(path).map(|b| String::from_utf8_lossy(&b).into_owned())

@@ -160,6 +160,103 @@ pub fn open_dir_beneath(top: impl AsFd, rel: &Path) -> Result<OwnedFd, Errno> {
     )
 }
 
+/// The directory at `path`, made (with `mode`, each missing component by `mkdirat` and opened
+/// without following a symlink) where it is missing: `mkdir -p` for a directory whose nearest
+/// existing ancestor the caller checked (a state directory of the user's own). The way to that
+/// ancestor is followed, as `rm` follows the parents of its arguments.
+pub fn make_dir_path(path: &Path, mode: u32) -> Result<OwnedFd, Errno> {
+    use std::os::unix::ffi::OsStrExt;
+    let mut missing = Vec::new();
+    let mut at = path;
+    let mut dir = loop {
+        match open_dir_path(at) {
+            Ok(fd) => break fd,
+            Err(Errno::NOENT) => {
+                missing.push(at.file_name().ok_or(Errno::NOENT)?);
+                at = at.parent().ok_or(Errno::NOENT)?;
+                if at.as_os_str().is_empty() {
+                    at = Path::new(".");
+                }
+            }
+            Err(e) => return Err(e),
+        }
+    };
+    for name in missing.into_iter().rev() {
+        let name = std::ffi::CString::new(name.as_bytes()).map_err(|_| Errno::INVAL)?;
+        match mkdir_at(&dir, &name, mode) {
+            Ok(()) | Err(Errno::EXIST) => {}
+            Err(e) => return Err(e),
+        }
+        dir = open_dir_at(&dir, &name)?;
+    }
+    Ok(dir)
+}
+
+/// The absolute path of the directory `path` names, its symlinks resolved: as the kernel
+/// names the directory it opened (`/proc/self/fd`), so what is resolved is what was opened.
+pub fn canonical_dir(path: &Path) -> Result<std::path::PathBuf, Errno> {
+    use std::os::fd::AsRawFd;
+    let fd = open_dir_path_only(path)?;
+    kernel::read_link(format!("/proc/self/fd/{}", fd.as_raw_fd()))
+}
+
+/// Removes the tree `name` in `dir` (a directory and everything below it, or a single
+/// non-directory), each directory opened from its parent's fd without following a symlink, a
+/// symlink removed as itself. For reclaim's own scratch directories (bench); the removal
+/// engine does the real work elsewhere. At most `MAX_DEPTH` levels.
+pub fn remove_tree_at(dir: impl AsFd, name: &CStr) -> Result<(), Errno> {
+    const MAX_DEPTH: usize = 4096;
+    one_name(name)?;
+    match unlink_at_with(&dir, name, AtFlags::empty()) {
+        Err(Errno::ISDIR | Errno::PERM) => {}
+        r => return r,
+    }
+    // (directory, its name in the one below it): the deepest last.
+    let mut stack: Vec<(OwnedFd, std::ffi::CString)> =
+        vec![(open_dir_at(&dir, name)?, name.to_owned())];
+    let mut buf = vec![std::mem::MaybeUninit::uninit(); 64 << 10];
+    while let Some((fd, _)) = stack.last() {
+        let mut sub = None;
+        // From the start each time: what was buffered when the walk went down is read again.
+        rustix::fs::seek(fd, rustix::fs::SeekFrom::Start(0))?;
+        let mut raw = rustix::fs::RawDir::new(fd, &mut buf);
+        while let Some(e) = raw.next() {
+            let e = e?;
+            let n = e.file_name();
+            if n == c"." || n == c".." {
+                continue;
+            }
+            if e.file_type() == FileType::Directory {
+                sub = Some(n.to_owned());
+                break;
+            }
+            match unlink_at_with(fd, n, AtFlags::empty()) {
+                Ok(()) | Err(Errno::NOENT) => {}
+                Err(Errno::ISDIR | Errno::PERM) => {
+                    sub = Some(n.to_owned());
+                    break;
+                }
+                Err(e) => return Err(e),
+            }
+        }
+        match sub {
+            Some(n) if stack.len() < MAX_DEPTH => {
+                let child = open_dir_at(fd, &n)?;
+                stack.push((child, n));
+            }
+            Some(_) => return Err(Errno::LOOP),
+            None => {
+                let (_, n) = stack.pop().expect("not empty");
+                match stack.last() {
+                    Some((parent, _)) => rmdir_at(parent, &n)?,
+                    None => rmdir_at(&dir, &n)?,
+                }
+            }
+        }
+    }
+    Ok(())
+}
+
 /// Makes directory `name` in `dir` with `mode` (less the umask); fails if the name exists.
 #[inline]
 pub fn mkdir_at(dir: impl AsFd, name: impl AsRef<CStr>, mode: u32) -> Result<(), Errno> {
@@ -427,6 +524,31 @@ mod tests {
         assert_eq!(
             create_at(&dir, c"l", OFlags::WRONLY, 0o600, false).err(),
             Some(Errno::EXIST)
+        );
+    }
+
+    #[test]
+    fn trees_are_removed_below_their_fd_and_symlinks_are_not_followed() {
+        let d = tempfile::tempdir().unwrap();
+        let dir = open_dir_path(d.path()).unwrap();
+        let outside = d.path().join("outside");
+        std::fs::create_dir(&outside).unwrap();
+        std::fs::write(outside.join("keep"), b"k").unwrap();
+        std::fs::create_dir_all(d.path().join("t/a/b/c")).unwrap();
+        std::fs::write(d.path().join("t/a/b/c/f"), b"x").unwrap();
+        std::fs::write(d.path().join("t/a/g"), b"x").unwrap();
+        std::os::unix::fs::symlink(&outside, d.path().join("t/a/link")).unwrap();
+        remove_tree_at(&dir, c"t").unwrap();
+        assert!(!d.path().join("t").exists());
+        assert!(outside.join("keep").exists());
+        std::fs::write(d.path().join("file"), b"x").unwrap();
+        remove_tree_at(&dir, c"file").unwrap();
+        assert!(!d.path().join("file").exists());
+        let made = make_dir_path(&d.path().join("x/y/z"), 0o700).unwrap();
+        assert!(rustix::fs::fstat(&made).is_ok() && d.path().join("x/y/z").is_dir());
+        assert_eq!(
+            canonical_dir(&d.path().join("x/y/../y")).unwrap(),
+            d.path().canonicalize().unwrap().join("x/y")
         );
     }
 
