@@ -89,15 +89,13 @@ pub fn by_removal(dir: &OwnedFd, name: &CStr, facts: &Facts) -> u64 {
 /// lease is granted only to a file nobody else has open (and is given back at once). Leases
 /// need the file's owner (or `CAP_LEASE`) and a file system that has them: without, `false`.
 fn open_elsewhere(fd: &OwnedFd) -> bool {
-    // SAFETY: fcntl(F_SETLEASE) on a fd we own, with integer arguments.
-    let rc = unsafe { libc::fcntl(fd.as_raw_fd(), libc::F_SETLEASE, libc::F_WRLCK) };
-    if rc == 0 {
-        // SAFETY: as above; gives the lease back.
-        unsafe { libc::fcntl(fd.as_raw_fd(), libc::F_SETLEASE, libc::F_UNLCK) };
-        return false;
+    match crate::sys::lease::take_write(fd) {
+        Ok(()) => {
+            crate::sys::lease::release(fd);
+            false
+        }
+        Err(why) => why == crate::sys::lease::NoLease::OpenElsewhere,
     }
-    Errno::from_raw_os_error(std::io::Error::last_os_error().raw_os_error().unwrap_or(0))
-        == Errno::AGAIN
 }
 
 /// `struct fiemap` with room for `EXTENTS` extents (linux/fiemap.h).

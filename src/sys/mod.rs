@@ -10,6 +10,7 @@ pub mod error;
 pub mod format;
 pub mod freed;
 pub mod interrupt;
+pub mod lease;
 pub mod limits;
 pub mod locks;
 pub mod logging;
