@@ -353,7 +353,7 @@ fn pack(a: PackArgs) -> cmd::pack::Options {
             to: a.to,
             compressor: a.compress,
             threads: a.threads.map(usize::from),
-            keep_dir: a.mount,
+            mount: a.mount,
             keep_originals: a.keep,
             fast: a.pace.fast,
             max_latency: a.pace.max_latency,

@@ -108,6 +108,12 @@ pub struct PackReport {
     /// How the archive was mounted on the directory (`kernel`, `squashfuse`), with --mount.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub mounted: Option<&'static str>,
+    /// Where the packed directory is now, with the archive mounted on it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub mounted_on: Option<PathField>,
+    /// Why the archive was not mounted, with --mount.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub not_mounted: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub fstab: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -143,6 +149,8 @@ impl PackReport {
             acls: out.acls,
             other_xattrs: out.other_xattrs,
             mounted: None,
+            mounted_on: None,
+            not_mounted: out.not_mounted.clone(),
             fstab: None,
             unit: None,
             interrupted: out.interrupted,
@@ -248,10 +256,14 @@ fn only_unpack(out: &Outcome) -> String {
 fn mounted(r: &PackReport, archive: &Path, dir: &Path) -> String {
     let mut s = String::new();
     if let Some(how) = r.mounted {
+        let on = r
+            .mounted_on
+            .as_ref()
+            .map_or_else(|| dir.to_path_buf(), |p| p.exact());
         s += &format!(
-            "mounted {} on {} ({how}, read-only)\n",
+            "mounted {} on {} ({how}, read-only; checked against the manifest before anything was removed)\n",
             quote(archive),
-            quote(dir)
+            quote(&on)
         );
     }
     if let Some(line) = &r.fstab {

@@ -1,9 +1,16 @@
 //! The removal's condition after a verified pack (`remove::Keep`): an original goes only if
 //! the archive holds it at the same path and it is unchanged since it was read (HTAR's
-//! paranoid rule: same inode, size, mtime and ctime). New, changed, moved or replaced
-//! entries stay and are reported. Directories go only if the archive holds them (and the
-//! engine removes them only once empty). Never follows a symlink: it checks and unlinks the
-//! name in its parent's fd.
+//! paranoid rule: same inode, size, mtime and ctime) and, for a regular file, its bytes are the
+//! archive's: it is opened, a write lease taken (granted only when no other process has it open
+//! or mapped, and broken by anyone who opens it meanwhile), read and hashed, and compared with
+//! the manifest's hash, which verification proved to be the archive's content; it is unlinked
+//! while the lease still holds. Stat fields alone can be copied by anyone who can `stat`, and a
+//! write through `mmap` to a page already dirty changes neither mtime nor ctime. A symlink
+//! goes only if it still points where the archive's does. A check that cannot be made (no
+//! leases here, not the file's owner) keeps the file, with why. New, changed, moved or
+//! replaced entries stay and are reported. Directories go only if the archive holds them (and
+//! the engine removes them only once empty). Never follows a symlink: it checks and unlinks
+//! the name in its parent's fd.
 
 use std::collections::HashMap;
 use std::ffi::CStr;
@@ -12,7 +19,7 @@ use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 
-use rustix::fs::{unlinkat, AtFlags, OFlags};
+use rustix::fs::AtFlags;
 use rustix::io::Errno;
 
 use super::manifest::{Kind, Manifest, Time};
@@ -20,6 +27,8 @@ use super::source::Stat;
 use crate::engine::remove::{Keep, Kept};
 use crate::sys::dirfd::Ident;
 use crate::sys::error::Reason;
+use crate::sys::lease::{self, NoLease};
+use crate::sys::safeopen::{self, Access, Bad};
 
 /// The condition: the manifest's entries by path.
 #[derive(Debug)]
@@ -34,7 +43,7 @@ pub struct Proven {
     ctimes: Mutex<HashMap<u64, Time>>,
 }
 
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone)]
 struct Facts {
     kind: Kind,
     ino: u64,
@@ -43,6 +52,10 @@ struct Facts {
     ctime: Time,
     nlink: u32,
     changed: bool,
+    /// The content's BLAKE3 (regular files; `None` for a manifest without one: nothing goes).
+    hash: Option<[u8; 32]>,
+    /// A symlink's target, exactly.
+    target: Option<Vec<u8>>,
 }
 
 impl Proven {
@@ -61,6 +74,12 @@ impl Proven {
                         ctime: e.ctime,
                         nlink: e.nlink,
                         changed: e.changed,
+                        hash: e
+                            .hash
+                            .as_deref()
+                            .and_then(crate::sys::quote::unhex)
+                            .and_then(|h| h.try_into().ok()),
+                        target: e.target.as_deref().and_then(crate::sys::quote::unhex),
                     },
                 )
             })
@@ -93,7 +112,7 @@ impl Proven {
         if now.kind == Kind::Dir {
             return Err(Kept::IsDir);
         }
-        let Some(&want) = self.by_path.get(&rel) else {
+        let Some(want) = self.by_path.get(&rel) else {
             return Err(stays("not in the archive (new since it was packed)"));
         };
         if want.changed {
@@ -114,8 +133,88 @@ impl Proven {
                 "changed since it was packed (ctime: owner, mode, links or xattrs)",
             ));
         }
-        Ok(want)
+        if want.kind == Kind::Symlink {
+            let target = rustix::fs::readlinkat(dir, name, Vec::new())
+                .map_err(|e| Kept::Stays(Reason::Os(e)))?;
+            if Some(target.as_bytes()) != want.target.as_deref() {
+                return Err(stays(
+                    "changed since it was packed (another symlink target)",
+                ));
+            }
+        }
+        Ok(want.clone())
     }
+}
+
+/// Opens the regular file `name` in `dir` and proves its bytes are the archive's (`want`):
+/// the same inode, a write lease (nobody else has it open or mapped, and whoever opens it from
+/// now on breaks the lease), its content hashed and compared with the manifest's hash, the
+/// lease still held. The fd, holding the lease, to unlink the name under.
+fn proven_content(dir: &OwnedFd, name: &CStr, want: &Facts) -> Result<OwnedFd, Kept> {
+    let stays = |why: String| Kept::Stays(Reason::Kept(why));
+    let (fd, st) = match safeopen::open_file_at(dir, name, Access::Read) {
+        Ok(v) => v,
+        Err(Bad::Missing) => return Err(Kept::Gone),
+        Err(Bad::NotRegular(_)) => {
+            return Err(stays("replaced since it was packed (another kind)".into()))
+        }
+        Err(Bad::Os(Errno::WOULDBLOCK)) => {
+            return Err(stays("another process holds a lease on it".into()))
+        }
+        Err(Bad::Os(e)) => return Err(Kept::Stays(Reason::Os(e))),
+        Err(e) => return Err(stays(format!("it {e}"))),
+    };
+    if st.st_ino != want.ino {
+        return Err(stays("replaced since it was packed (another inode)".into()));
+    }
+    let Some(hash) = want.hash else {
+        return Err(stays("the archive records no hash of it".into()));
+    };
+    match lease::take_write(&fd) {
+        Ok(()) => {}
+        Err(NoLease::OpenElsewhere) => {
+            return Err(stays(
+                "another process has it open or mapped (it could still be written)".into(),
+            ))
+        }
+        Err(why) => return Err(stays(format!("cannot prove it unchanged: {why}"))),
+    }
+    if !content_is(&fd, want.size, &hash).map_err(|e| Kept::Stays(Reason::Os(e)))? {
+        return Err(stays(
+            "its content is no longer the archive's (written since it was read, as through a \
+             mapping, which changes no time)"
+                .into(),
+        ));
+    }
+    if !lease::still_held(&fd) {
+        return Err(stays(
+            "another process opened it while it was compared".into(),
+        ));
+    }
+    Ok(fd)
+}
+
+/// Whether `fd` holds exactly `size` bytes whose BLAKE3 is `hash`.
+fn content_is(fd: &OwnedFd, size: u64, hash: &[u8; 32]) -> Result<bool, Errno> {
+    let mut hasher = blake3::Hasher::new();
+    let mut buf = vec![0u8; (size as usize).clamp(1, 256 << 10) + 1];
+    let mut at = 0u64;
+    loop {
+        let n = match rustix::io::pread(fd, &mut buf, at) {
+            Ok(n) => n,
+            Err(Errno::INTR) => continue,
+            Err(e) => return Err(e),
+        };
+        if n == 0 {
+            break;
+        }
+        at += n as u64;
+        if at > size {
+            return Ok(false);
+        }
+        hasher.update(&buf[..n]);
+    }
+    Ok(at == size && hasher.finalize().as_bytes() == hash)
 }
 
 impl Keep for Proven {
@@ -124,22 +223,30 @@ impl Keep for Proven {
             Ok(f) => f,
             Err(k) => return k,
         };
+        // Several names of one inode are unlinked one at a time (a second opener of the inode
+        // would break the first one's lease, and each unlink moves the ctime the next expects).
+        let mut ctimes = (want.nlink > 1).then(|| self.ctimes.lock().expect("ctimes lock"));
+        // A regular file goes only while its bytes are proven the archive's (the fd holds the
+        // lease across the unlink).
+        let proven = if want.kind == Kind::File {
+            match proven_content(dir, name, &want) {
+                Ok(fd) => Some(fd),
+                Err(k) => return k,
+            }
+        } else {
+            None
+        };
         if want.nlink <= 1 {
-            return match unlinkat(dir, name, AtFlags::empty()) {
+            return match safeopen::unlink_at(dir, name) {
                 Ok(()) | Err(Errno::NOENT) => Kept::Gone,
                 Err(Errno::ISDIR) => Kept::IsDir,
                 Err(e) => Kept::Stays(Reason::Os(e)),
             };
         }
-        // Several names: hold the inode (O_PATH) across the unlink to learn the ctime our own
-        // unlink gave it, which the next name must show.
-        let mut ctimes = self.ctimes.lock().expect("ctimes lock");
-        let held = match rustix::fs::openat(
-            dir,
-            name,
-            OFlags::PATH | OFlags::NOFOLLOW | OFlags::CLOEXEC,
-            rustix::fs::Mode::empty(),
-        ) {
+        // Several names: hold the inode across the unlink to learn the ctime our own unlink gave
+        // it, which the next name must show.
+        let ctimes = ctimes.as_mut().expect("locked for several names");
+        let held = match proven.map_or_else(|| safeopen::hold_at(dir, name), Ok) {
             Ok(fd) => fd,
             Err(Errno::NOENT) => return Kept::Gone,
             Err(e) => return Kept::Stays(Reason::Os(e)),
@@ -149,7 +256,7 @@ impl Keep for Proven {
             Ok(Some(s)) if s.ino == want.ino && s.ctime == expected => {}
             _ => return Kept::Stays(Reason::Kept("changed since it was packed (ctime)".into())),
         }
-        match unlinkat(dir, name, AtFlags::empty()) {
+        match safeopen::unlink_at(dir, name) {
             Ok(()) => {}
             Err(Errno::NOENT) => return Kept::Gone,
             Err(e) => return Kept::Stays(Reason::Os(e)),

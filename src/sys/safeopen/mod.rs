@@ -345,7 +345,18 @@ fn errno(e: Errno, what: &str) -> String {
 pub enum Access {
     Read,
     Write,
-    ReadWrite,
+}
+
+/// An `O_PATH` handle on `name` in `dir`, whatever it is (never following a symlink: a link is
+/// held as itself; opening it so has no side effect, a FIFO or a device included): for `fstat`
+/// and `*at` calls only.
+pub fn hold_at(dir: impl AsFd, name: &CStr) -> Result<OwnedFd, Errno> {
+    rustix::fs::openat(
+        dir,
+        name,
+        OFlags::PATH | OFlags::NOFOLLOW | OFlags::CLOEXEC,
+        Mode::empty(),
+    )
 }
 
 /// Opens the existing file `name` in `dir` for `access`, never through a symlink, never
@@ -363,7 +374,6 @@ pub fn open_file_at(
     let flags = match access {
         Access::Read => OFlags::RDONLY,
         Access::Write => OFlags::WRONLY,
-        Access::ReadWrite => OFlags::RDWR,
     } | base;
     let opened = if access == Access::Read {
         match rustix::fs::openat(dir, name, flags | OFlags::NOATIME, Mode::empty()) {

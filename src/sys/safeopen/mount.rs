@@ -13,8 +13,8 @@ use std::process::{Command, Stdio};
 use rustix::fs::{FileType, Mode, OFlags};
 use rustix::io::Errno;
 use rustix::mount::{
-    fsconfig_create, fsconfig_set_string, fsmount, fsopen, move_mount, unmount, FsMountFlags,
-    FsOpenFlags, MountAttrFlags, MoveMountFlags, UnmountFlags,
+    fsconfig_create, fsconfig_set_flag, fsconfig_set_string, fsmount, fsopen, move_mount,
+    FsMountFlags, FsOpenFlags, MountAttrFlags, MoveMountFlags,
 };
 
 /// Why an image was not mounted.
@@ -59,12 +59,14 @@ impl Detached {
 /// Mounts the squashfs `image` (an open regular file) read-only with the kernel's squashfs
 /// through a loop device made from that fd; root only.
 pub fn squashfs_detached(image: impl AsFd) -> Result<Detached, MountError> {
-    let dev = loop_device(image.as_fd())?;
+    let (dev, source) = loop_device(image.as_fd())?;
     let kernel = |what: &'static str| move |errno| MountError::Kernel { what, errno };
     let fs = fsopen("squashfs", FsOpenFlags::FSOPEN_CLOEXEC).map_err(kernel("fsopen"))?;
-    // The block device by our fd on it: no name in /dev is looked up.
-    let source = format!("/proc/self/fd/{}", dev.as_raw_fd());
+    // The kernel looks the block device up by name (never in /proc: it is mounted nodev), in
+    // root's /dev, where `loop_device` checked the name is the device it set up.
     fsconfig_set_string(&fs, "source", source.as_str()).map_err(kernel("source"))?;
+    // A read-only super block: the loop device is read-only.
+    fsconfig_set_flag(&fs, "ro").map_err(kernel("ro"))?;
     fsconfig_create(&fs).map_err(kernel("create"))?;
     let mnt = fsmount(
         &fs,
@@ -125,8 +127,9 @@ fn open_dev(path: &str, kind: FileType, major: u32) -> Result<OwnedFd, Errno> {
     Ok(fd)
 }
 
-/// A free loop device, set up read-only (and to detach itself when unused) on `image`'s fd.
-fn loop_device(image: std::os::fd::BorrowedFd<'_>) -> Result<OwnedFd, MountError> {
+/// A free loop device, set up read-only (and to detach itself when unused) on `image`'s fd,
+/// and its name in `/dev`.
+fn loop_device(image: std::os::fd::BorrowedFd<'_>) -> Result<(OwnedFd, String), MountError> {
     const MISC_MAJOR: u32 = 10;
     let ctl = open_dev("/dev/loop-control", FileType::CharacterDevice, MISC_MAJOR)
         .map_err(MountError::Loop)?;
@@ -138,8 +141,8 @@ fn loop_device(image: std::os::fd::BorrowedFd<'_>) -> Result<OwnedFd, MountError
                 std::io::Error::last_os_error().raw_os_error().unwrap_or(0),
             )));
         }
-        let dev = open_dev(&format!("/dev/loop{n}"), FileType::BlockDevice, LOOP_MAJOR)
-            .map_err(MountError::Loop)?;
+        let name = format!("/dev/loop{n}");
+        let dev = open_dev(&name, FileType::BlockDevice, LOOP_MAJOR).map_err(MountError::Loop)?;
         // SAFETY: an all-zero loop_config is a valid value of this plain C struct.
         let mut cfg: LoopConfig = unsafe { std::mem::zeroed() };
         cfg.fd = image.as_raw_fd() as u32;
@@ -147,7 +150,7 @@ fn loop_device(image: std::os::fd::BorrowedFd<'_>) -> Result<OwnedFd, MountError
         // SAFETY: LOOP_CONFIGURE reads one loop_config, which lives for the call.
         let rc = unsafe { libc::ioctl(dev.as_raw_fd(), LOOP_CONFIGURE, &cfg) };
         if rc == 0 {
-            return Ok(dev);
+            return Ok((dev, name));
         }
         let e = std::io::Error::last_os_error().raw_os_error().unwrap_or(0);
         // Taken by someone else between GET_FREE and CONFIGURE: try the next one.
@@ -221,13 +224,4 @@ pub fn fuse_unmount(point: &Path) -> Result<(), MountError> {
             String::from_utf8_lossy(&out.stderr).trim().to_string(),
         ))
     }
-}
-
-/// Unmounts (lazily) the mount whose root `root` is open: through `/proc/self/fd`, so the
-/// very mount, not whatever a path names now. Root only.
-pub fn unmount_root(root: impl AsFd) -> Result<(), Errno> {
-    unmount(
-        format!("/proc/self/fd/{}", root.as_fd().as_raw_fd()).as_str(),
-        UnmountFlags::DETACH,
-    )
 }

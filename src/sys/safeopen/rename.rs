@@ -21,19 +21,6 @@ pub fn plain(old_dir: impl AsFd, old: &CStr, new_dir: impl AsFd, new: &CStr) -> 
     renameat(old_dir, old, new_dir, new)
 }
 
-/// `renameat2` with `flags` (`RENAME_EXCHANGE`, `RENAME_NOREPLACE`), one name on each side.
-pub fn with_flags(
-    old_dir: impl AsFd,
-    old: &CStr,
-    new_dir: impl AsFd,
-    new: &CStr,
-    flags: RenameFlags,
-) -> Result<(), Errno> {
-    super::one_name(old)?;
-    super::one_name(new)?;
-    renameat_with(old_dir, old, new_dir, new, flags)
-}
-
 /// Where a name is renamed into.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Into {
