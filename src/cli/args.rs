@@ -423,6 +423,11 @@ fn parse_compressor(s: &str) -> Result<crate::engine::pack::Compressor, String> 
 
 #[derive(Args, Debug)]
 pub struct UnpackArgs {
+    /// Root: restore an archive that is not root's own exactly as it says (owners, setuid and
+    /// setgid bits, device nodes, security xattrs); without it, such an archive is unpacked as
+    /// GNU tar does for a user (owners yours, those bits dropped, your umask, no devices)
+    #[arg(long)]
+    pub same_owner: bool,
     /// Print one JSON object on stdout
     #[arg(long)]
     pub json: bool,

@@ -126,6 +126,7 @@ pub fn parse(args: Vec<OsString>) -> Result<Invocation, Error> {
         args::Command::Unpack(a) => Command::Unpack(cmd::pack::UnpackOptions {
             archive: a.archive,
             dest: a.dest,
+            same_owner: a.same_owner,
             json: a.json,
         }),
         args::Command::Completions { shell } => Command::Completions(generate::completions(shell)),

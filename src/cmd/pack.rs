@@ -33,6 +33,8 @@ pub struct Options {
 pub struct UnpackOptions {
     pub archive: PathBuf,
     pub dest: PathBuf,
+    /// Root: trust an archive that is not root's own.
+    pub same_owner: bool,
     pub json: bool,
 }
 
@@ -190,7 +192,9 @@ pub fn run_unpack(o: &UnpackOptions) -> ExitCode {
     super::catch_signals(true);
     let started = Instant::now();
     let progress = Progress::start(o.json);
-    let r = unpack::unpack(&o.archive, &o.dest, &|n, b| progress.unpacked(n, b));
+    let r = unpack::unpack(&o.archive, &o.dest, o.same_owner, &|n, b| {
+        progress.unpacked(n, b)
+    });
     progress.clear();
     let u = match r {
         Ok(u) => u,

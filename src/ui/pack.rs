@@ -289,6 +289,9 @@ pub struct UnpackReport {
     pub bytes: u64,
     pub manifest: bool,
     pub owners_not_restored: u64,
+    /// Root unpacked another user's archive as that user would (the archive's owner).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub as_user: Option<u32>,
     pub failed: Vec<Stayed>,
     pub elapsed_s: f64,
 }
@@ -303,6 +306,7 @@ impl UnpackReport {
             bytes: u.bytes,
             manifest: u.manifest,
             owners_not_restored: u.owners_kept,
+            as_user: u.as_user,
             failed: u
                 .failed
                 .iter()
@@ -324,12 +328,23 @@ pub fn unpacked(u: &Unpacked, dest: &Path) -> String {
         plural(u.files, "file", "files"),
         bytes(u.bytes),
         quote(dest),
-        if u.manifest {
-            "; contents checked against the manifest, times and ACLs exact"
-        } else {
-            "; no reclaim manifest: times to the second, no ACLs, contents not checked"
+        match (u.manifest, u.failed.len()) {
+            (true, 0) => "; contents checked against the manifest, times and ACLs exact".into(),
+            (true, n) => format!(
+                "; checked against the manifest: {} did not match (listed above)",
+                plural(n as u64, "entry", "entries")
+            ),
+            (false, _) =>
+                "; no reclaim manifest: times to the second, no ACLs, contents not checked".into(),
         }
     );
+    if let Some(uid) = u.as_user {
+        s += &format!(
+            "the archive is uid {uid}'s: unpacked as that user would get it (owners yours, no \
+             setuid, setgid or sticky bits, your umask, no device nodes, only user. xattrs); \
+             --same-owner restores it as it says\n"
+        );
+    }
     if u.owners_kept > 0 {
         s += &format!(
             "{} keep your own owner (only root gives files to others)\n",

@@ -692,7 +692,7 @@ fn unpack_never_extracts_what_the_manifest_does_not_list() {
     let err = util::stderr_of(&o);
     assert!(err.contains("evil") && err.contains("manifest"), "{err}");
     assert!(
-        !util::stdout_of(&o).contains("checked against the manifest"),
+        !util::stdout_of(&o).contains("contents checked against the manifest"),
         "{}",
         util::stdout_of(&o)
     );
