@@ -257,6 +257,20 @@ pub fn remove_tree_at(dir: impl AsFd, name: &CStr) -> Result<(), Errno> {
     Ok(())
 }
 
+/// Opens the relative path `rel` from `base` with `openat2(RESOLVE_NO_SYMLINKS)`: never
+/// through a symlink (`ELOOP`), `..` allowed (the kernel's, no link on the way). For paths a
+/// user listed (`--from`).
+pub fn open_no_symlinks(base: impl AsFd, rel: &[u8], flags: OFlags) -> Result<OwnedFd, Errno> {
+    let rel = if rel.is_empty() { &b"."[..] } else { rel };
+    rustix::fs::openat2(
+        base,
+        rel,
+        flags | OFlags::NOFOLLOW | OFlags::CLOEXEC,
+        rustix::fs::Mode::empty(),
+        ResolveFlags::NO_SYMLINKS,
+    )
+}
+
 /// Makes directory `name` in `dir` with `mode` (less the umask); fails if the name exists.
 #[inline]
 pub fn mkdir_at(dir: impl AsFd, name: impl AsRef<CStr>, mode: u32) -> Result<(), Errno> {
