@@ -220,13 +220,23 @@ pub fn landed(
     Ok(m)
 }
 
-/// The canonical absolute path of an open directory (`/proc/self/fd/N`).
+/// The canonical absolute path of an open directory (`/proc/self/fd/N`); `None` if it has
+/// none (removed, or not reachable from this process's root).
 pub fn fd_path(fd: impl std::os::fd::AsFd) -> Option<PathBuf> {
     use std::os::fd::AsRawFd;
     let link = format!("/proc/self/fd/{}", fd.as_fd().as_raw_fd());
     let p = crate::sys::safeopen::kernel::read_link(link).ok()?;
-    // A directory that was removed reads as "/path (deleted)"; it has no usable path.
-    (p.is_absolute() && !p.as_os_str().as_bytes().ends_with(b" (deleted)")).then_some(p)
+    if !p.is_absolute() {
+        return None;
+    }
+    // A directory that was removed reads as "/path (deleted)" and has no usable path; a
+    // directory may also be named so. The path is its own only if it names the same inode.
+    if p.as_os_str().as_bytes().ends_with(b" (deleted)") {
+        let here = crate::sys::dirfd::fstat(&fd).ok()?.ident;
+        let there = crate::sys::dirfd::lstat_path(&p).ok()?.ident;
+        return (here == there).then_some(p);
+    }
+    Some(p)
 }
 
 #[cfg(test)]
@@ -277,6 +287,20 @@ mod tests {
                   7 0 8:7 / /g rw - ext4 /dev/sda7\n";
         let got: Vec<bool> = parse(t).iter().map(Mount::online_discard).collect();
         assert_eq!(got, [true, false, false, true, true, false, false]);
+    }
+
+    #[test]
+    fn a_name_ending_in_deleted_is_a_path_and_a_removed_directory_has_none() {
+        let d = tempfile::tempdir().unwrap();
+        let named = d.path().join("sv (deleted)");
+        std::fs::create_dir(&named).unwrap();
+        let fd = crate::sys::dirfd::open_dir_path(&named).unwrap();
+        assert_eq!(fd_path(&fd), Some(named.canonicalize().unwrap()));
+        let gone = d.path().join("gone");
+        std::fs::create_dir(&gone).unwrap();
+        let fd = crate::sys::dirfd::open_dir_path(&gone).unwrap();
+        std::fs::remove_dir(&gone).unwrap();
+        assert_eq!(fd_path(&fd), None);
     }
 
     #[test]
