@@ -26,6 +26,7 @@
 
 pub mod acl;
 pub mod candidates;
+pub mod guard;
 pub mod manifest;
 pub mod mount;
 pub mod source;

@@ -153,6 +153,7 @@ pub fn unpack(
     };
     let mut child = tools::sqfs2tar(fd.as_fd())?;
     let stream = child.stdout.take().expect("piped");
+    let stream = super::guard::Guard::new(stream);
     let r = u.all(std::io::BufReader::with_capacity(1 << 20, stream), on);
     if r.is_err() {
         let _ = child.kill();
