@@ -25,7 +25,7 @@ const MAX_PACKED: u64 = 1 << 30;
 /// (some 20 million entries). A zstd bomb (36 KB that inflates to 1.5 GiB) is refused once
 /// the bound is passed, having held no more than the bound.
 const RATIO: u64 = 64;
-const FLOOR: u64 = 64 << 20;
+pub const FLOOR: u64 = 16 << 20;
 const MAX_JSON: u64 = 4 << 30;
 /// The largest window a manifest's zstd frame may ask for (zstd's own default limit; the
 /// writer's level 3 uses far less).
@@ -231,12 +231,26 @@ fn inflate(packed: &[u8]) -> Result<Vec<u8>, TrailerError> {
         .map_err(|e| TrailerError::Damaged(e.to_string()))?;
     d.window_log_max(WINDOW_LOG_MAX)
         .map_err(|e| TrailerError::Damaged(e.to_string()))?;
-    let mut json = Vec::with_capacity(declared.unwrap_or(0).min(bound) as usize);
-    d.take(bound + 1)
-        .read_to_end(&mut json)
-        .map_err(|e| TrailerError::Damaged(e.to_string()))?;
-    if json.len() as u64 > bound {
-        return Err(too_big());
+    // Grown by doubling, but never past the bound (read_to_end's doubling would reach twice
+    // it before the bound is seen).
+    let bound = usize::try_from(bound).unwrap_or(usize::MAX);
+    let mut json = Vec::with_capacity(declared.map_or(64 << 10, |n| n as usize).min(bound));
+    let mut chunk = vec![0u8; 64 << 10];
+    loop {
+        let n = match d.read(&mut chunk) {
+            Ok(0) => break,
+            Ok(n) => n,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+            Err(e) => return Err(TrailerError::Damaged(e.to_string())),
+        };
+        if json.len() + n > bound {
+            return Err(too_big());
+        }
+        if json.len() + n > json.capacity() {
+            let to = (json.capacity() * 2).max(json.len() + n).min(bound);
+            json.reserve_exact(to - json.len());
+        }
+        json.extend_from_slice(&chunk[..n]);
     }
     Ok(json)
 }

@@ -26,6 +26,8 @@
 
 pub mod acl;
 pub mod candidates;
+#[cfg(test)]
+mod fuzz;
 pub mod guard;
 pub mod manifest;
 pub mod mount;

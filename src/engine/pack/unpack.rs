@@ -128,29 +128,7 @@ pub fn unpack(
     }
     let root = crate::sys::dirfd::open_dir_at(&pfd, cname.as_c_str())
         .map_err(|e| UnpackError::Os(dest.to_path_buf(), e))?;
-    let mut u = Unpack {
-        root,
-        dest: dest.to_path_buf(),
-        index: m
-            .as_ref()
-            .map(|m| {
-                m.entries
-                    .iter()
-                    .enumerate()
-                    .map(|(i, e)| (e.rel(), i))
-                    .collect()
-            })
-            .unwrap_or_default(),
-        m: m.as_ref(),
-        root_user,
-        as_user: as_user.map(|_| umask()),
-        dirs: Vec::new(),
-        out: Unpacked {
-            manifest: m.is_some(),
-            as_user,
-            ..Unpacked::default()
-        },
-    };
+    let mut u = Unpack::new(root, dest, m.as_ref(), as_user);
     let mut child = tools::sqfs2tar(fd.as_fd())?;
     let stream = child.stdout.take().expect("piped");
     let stream = super::guard::Guard::new(stream);
@@ -161,6 +139,22 @@ pub fn unpack(
     let waited = tools::wait("sqfs2tar", child);
     r?;
     waited?;
+    u.finish_dirs();
+    Ok(u.out)
+}
+
+/// Unpacks the tar `stream` (guarded) beneath `root`, the new directory `dest`, as `unpack`
+/// does with `sqfs2tar`'s output: for the fuzz tests of this reader, which feed it anything.
+#[cfg(test)]
+pub(super) fn unpack_stream(
+    stream: impl Read,
+    root: OwnedFd,
+    m: Option<&Manifest>,
+    as_user: Option<u32>,
+) -> Result<Unpacked, UnpackError> {
+    let mut u = Unpack::new(root, Path::new("DEST"), m, as_user);
+    let stream = super::guard::Guard::new(stream);
+    u.all(std::io::BufReader::new(stream), &|_, _| {})?;
     u.finish_dirs();
     Ok(u.out)
 }
@@ -189,7 +183,34 @@ struct Meta {
     xattrs: Vec<(String, Vec<u8>)>,
 }
 
-impl Unpack<'_> {
+impl<'m> Unpack<'m> {
+    /// An unpack into `root` (the new directory `dest`), checked against `m` if there is one;
+    /// `as_user`: root unpacks the archive of that uid as that user would.
+    fn new(root: OwnedFd, dest: &Path, m: Option<&'m Manifest>, as_user: Option<u32>) -> Self {
+        Unpack {
+            root,
+            dest: dest.to_path_buf(),
+            index: m
+                .map(|m| {
+                    m.entries
+                        .iter()
+                        .enumerate()
+                        .map(|(i, e)| (e.rel(), i))
+                        .collect()
+                })
+                .unwrap_or_default(),
+            m,
+            root_user: rustix::process::geteuid().is_root(),
+            as_user: as_user.map(|_| umask()),
+            dirs: Vec::new(),
+            out: Unpacked {
+                manifest: m.is_some(),
+                as_user,
+                ..Unpacked::default()
+            },
+        }
+    }
+
     fn show(&self, rel: &[u8]) -> PathBuf {
         self.dest.join(OsStr::from_bytes(rel))
     }
