@@ -355,6 +355,19 @@ fn finish(
     if o.keep_originals {
         return Ok(());
     }
+    // A file system without leases cannot prove any file unwritten: nothing goes, said once.
+    if let Some(why) = no_leases(place, m) {
+        out.stayed.push(Failure {
+            path: place.display.clone(),
+            reason: crate::sys::error::Reason::Kept(format!(
+                "no original removed: {why}; the archive is complete"
+            )),
+        });
+        if o.mount {
+            out.not_mounted = mount::why_not_mounted(out);
+        }
+        return Ok(());
+    }
     if !o.mount || !out.stayed.is_empty() {
         // What could not be packed stays: a mount would hide it.
         remove_originals(o, place, m, out, on, None);
@@ -607,6 +620,22 @@ fn list_tree(place: &Place) -> Result<(OwnedFd, source::Listing), PackError> {
         ));
     }
     Ok((root, listing))
+}
+
+/// Why no file of the packed tree can be proven unwritten, if the file system has no leases
+/// (told by the first regular file the manifest names: a lease taken and given back).
+fn no_leases(place: &Place, m: &Manifest) -> Option<String> {
+    let root = open_root(place).ok()?;
+    let first = m.entries.iter().find(|e| e.kind == Kind::File)?;
+    let fd = safeopen::open_beneath(&root, &first.rel(), OFlags::RDONLY).ok()?;
+    match crate::sys::lease::take_write(&fd) {
+        Ok(()) => {
+            crate::sys::lease::release(&fd);
+            None
+        }
+        Err(why @ crate::sys::lease::NoLease::Unsupported) => Some(why.to_string()),
+        Err(_) => None,
+    }
 }
 
 /// Opens the directory to pack, checked to be the one resolved.
