@@ -9,6 +9,7 @@
 //! `--include-ignored`) runs `RECLAIM_FUZZ_CASES` of each (default 50,000; with the trash's
 //! records, `trash::fuzz::records_many`, some 200,000 cases in a few minutes).
 
+#[cfg(test)]
 use std::io::Write;
 use std::os::fd::OwnedFd;
 
