@@ -285,8 +285,11 @@ fn resolve_target(o: &Options, place: &Place) -> Result<Target, PackError> {
         }
     };
     let (parent, name) = split(&display)?;
-    // Only where no one else may take it away once the originals are gone.
-    trust::placement(&parent).map_err(|w| PackError::Placement(display.clone(), w.0))?;
+    // Only where no one else may take it away once the originals are gone (with --keep
+    // nothing goes: anywhere).
+    if !o.keep_originals {
+        trust::placement(&parent).map_err(|w| PackError::Placement(display.clone(), w.0))?;
+    }
     // Never inside the tree it holds: walk up from its directory.
     let mut fd =
         safeopen::open_dir_at_only(&parent, c".").map_err(|e| PackError::Os(display.clone(), e))?;

@@ -180,6 +180,11 @@ fn proven_content(dir: &OwnedFd, name: &CStr, want: &Facts) -> Result<OwnedFd, K
         Err(why) => return Err(stays(format!("cannot prove it unchanged: {why}"))),
     }
     if !content_is(&fd, want.size, &hash).map_err(|e| Kept::Stays(Reason::Os(e)))? {
+        if !lease::still_held(&fd) {
+            return Err(stays(
+                "another process opened it while it was compared".into(),
+            ));
+        }
         return Err(stays(
             "its content is no longer the archive's (written since it was read, as through a \
              mapping, which changes no time)"
@@ -194,7 +199,8 @@ fn proven_content(dir: &OwnedFd, name: &CStr, want: &Facts) -> Result<OwnedFd, K
     Ok(fd)
 }
 
-/// Whether `fd` holds exactly `size` bytes whose BLAKE3 is `hash`.
+/// Whether `fd` holds exactly `size` bytes whose BLAKE3 is `hash`; `false` at once if another
+/// process opens it meanwhile (it waits for our lease to go: not longer than one read).
 fn content_is(fd: &OwnedFd, size: u64, hash: &[u8; 32]) -> Result<bool, Errno> {
     let mut hasher = blake3::Hasher::new();
     let mut buf = vec![0u8; (size as usize).clamp(1, 256 << 10) + 1];
@@ -209,7 +215,7 @@ fn content_is(fd: &OwnedFd, size: u64, hash: &[u8; 32]) -> Result<bool, Errno> {
             break;
         }
         at += n as u64;
-        if at > size {
+        if at > size || !lease::still_held(fd) {
             return Ok(false);
         }
         hasher.update(&buf[..n]);

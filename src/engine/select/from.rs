@@ -447,7 +447,10 @@ impl Dirs {
         let fd = match open_parent(d.absolute, &d.rel, &[]) {
             Ok(fd) => fd,
             Err(Open::Missing) => return Err(Reason::Os(Errno::NOENT)),
-            Err(Open::Symlink(_)) => return Err(Reason::Changed),
+            // A component made a symbolic link (or no directory) since it was looked up.
+            Err(Open::Symlink(_) | Open::Os(Errno::LOOP | Errno::NOTDIR)) => {
+                return Err(Reason::Changed)
+            }
             Err(Open::Os(e)) => return Err(Reason::Os(e)),
         };
         if dirfd::fstat(&fd).map(|f| f.ident) != Ok(d.ident) {
