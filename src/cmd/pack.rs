@@ -113,13 +113,16 @@ fn interrupted(dir: &Path, out: &Outcome, sig: i32) {
 /// (each failure said on stderr).
 fn mount_it(o: &Options, out: &Outcome, report: &mut PackReport) -> bool {
     let Some(m) = &out.mounted else {
-        if let Some(why) = &out.not_mounted {
-            eprintln!(
-                "reclaim pack: not mounting {} on {}: {why}",
-                quote(&out.archive),
-                quote(&o.pack.dir)
-            );
-        }
+        let why = out.not_mounted.as_deref().unwrap_or(if out.already_done {
+            "the directory is gone (it was packed before)"
+        } else {
+            "nothing was removed, so there is nothing to mount over"
+        });
+        eprintln!(
+            "reclaim pack: not mounting {} on {}: {why}",
+            quote(&out.archive),
+            quote(&o.pack.dir)
+        );
         return false;
     };
     report.mounted = Some(match m.how {

@@ -98,6 +98,25 @@ impl Proven {
             .map(|p| p.as_os_str().as_bytes().to_vec())
     }
 
+    /// Anything but a regular file the archive holds as one: a directory (walked), a symlink,
+    /// FIFO or device (checked by `statx`, a symlink's target too), what is not in the archive
+    /// or changed while it was packed (stays).
+    fn unlink_other(&self, dir: &OwnedFd, name: &CStr, path: &Path) -> Kept {
+        let want = match self.check(dir, name, path) {
+            Ok(f) => f,
+            Err(k) => return k,
+        };
+        if want.kind == Kind::File {
+            // A file that was a directory or changed in the manifest: never reached here.
+            return Kept::Stays(Reason::Kept("changed while it was packed".into()));
+        }
+        match safeopen::unlink_at(dir, name) {
+            Ok(()) | Err(Errno::NOENT) => Kept::Gone,
+            Err(Errno::ISDIR) => Kept::IsDir,
+            Err(e) => Kept::Stays(Reason::Os(e)),
+        }
+    }
+
     fn check(&self, dir: &OwnedFd, name: &CStr, path: &Path) -> Result<Facts, Kept> {
         let stays = |why: &str| Kept::Stays(Reason::Kept(why.to_string()));
         let Some(rel) = self.rel(path) else {
@@ -146,129 +165,126 @@ impl Proven {
     }
 }
 
-/// Opens the regular file `name` in `dir` and proves its bytes are the archive's (`want`):
-/// the same inode, a write lease (nobody else has it open or mapped, and whoever opens it from
-/// now on breaks the lease), its content hashed and compared with the manifest's hash, the
-/// lease still held. The fd, holding the lease, to unlink the name under.
-fn proven_content(dir: &OwnedFd, name: &CStr, want: &Facts) -> Result<OwnedFd, Kept> {
-    let stays = |why: String| Kept::Stays(Reason::Kept(why));
-    let (fd, st) = match safeopen::open_file_at(dir, name, Access::Read) {
-        Ok(v) => v,
-        Err(Bad::Missing) => return Err(Kept::Gone),
-        Err(Bad::NotRegular(_)) => {
-            return Err(stays("replaced since it was packed (another kind)".into()))
-        }
-        Err(Bad::Os(Errno::WOULDBLOCK)) => {
-            return Err(stays("another process holds a lease on it".into()))
-        }
-        Err(Bad::Os(e)) => return Err(Kept::Stays(Reason::Os(e))),
-        Err(e) => return Err(stays(format!("it {e}"))),
-    };
+/// Proves the bytes of the regular file open as `fd` (`st`: its `fstat`) are the archive's
+/// (`want`): the same inode, size and times, a write lease (nobody else has it open or mapped,
+/// and whoever opens it from now on breaks the lease), its content hashed and compared with
+/// the manifest's hash, the lease still held. `expected_ctime`: what its ctime must be (one of
+/// several names: what our own unlink of another name left).
+fn prove(
+    fd: &OwnedFd,
+    st: &rustix::fs::Stat,
+    want: &Facts,
+    expected_ctime: Time,
+) -> Result<(), Kept> {
+    let stays = |why: &str| Kept::Stays(Reason::Kept(why.to_string()));
+    let time = |s: i64, ns: u64| Time(s, ns as u32);
     if st.st_ino != want.ino {
-        return Err(stays("replaced since it was packed (another inode)".into()));
+        return Err(stays("replaced since it was packed (another inode)"));
+    }
+    if st.st_size as u64 != want.size || time(st.st_mtime, st.st_mtime_nsec) != want.mtime {
+        return Err(stays("modified since it was packed (size or mtime)"));
+    }
+    if time(st.st_ctime, st.st_ctime_nsec) != expected_ctime {
+        return Err(stays(
+            "changed since it was packed (ctime: owner, mode, links or xattrs)",
+        ));
     }
     let Some(hash) = want.hash else {
-        return Err(stays("the archive records no hash of it".into()));
+        return Err(stays("the archive records no hash of it"));
     };
-    match lease::take_write(&fd) {
+    match lease::take_write(fd) {
         Ok(()) => {}
         Err(NoLease::OpenElsewhere) => {
             return Err(stays(
-                "another process has it open or mapped (it could still be written)".into(),
+                "another process has it open or mapped (it could still be written)",
             ))
         }
-        Err(why) => return Err(stays(format!("cannot prove it unchanged: {why}"))),
+        Err(why) => return Err(stays(&format!("cannot prove it unchanged: {why}"))),
     }
-    if !content_is(&fd, want.size, &hash).map_err(|e| Kept::Stays(Reason::Os(e)))? {
-        if !lease::still_held(&fd) {
-            return Err(stays(
-                "another process opened it while it was compared".into(),
-            ));
-        }
+    let same = content_is(fd, want.size, &hash).map_err(|e| Kept::Stays(Reason::Os(e)))?;
+    if !lease::still_held(fd) {
+        return Err(stays("another process opened it while it was compared"));
+    }
+    if !same {
         return Err(stays(
             "its content is no longer the archive's (written since it was read, as through a \
-             mapping, which changes no time)"
-                .into(),
+             mapping, which changes no time)",
         ));
     }
-    if !lease::still_held(&fd) {
-        return Err(stays(
-            "another process opened it while it was compared".into(),
-        ));
-    }
-    Ok(fd)
+    Ok(())
 }
 
-/// Whether `fd` holds exactly `size` bytes whose BLAKE3 is `hash`; `false` at once if another
-/// process opens it meanwhile (it waits for our lease to go: not longer than one read).
+/// Whether `fd` (of `size` bytes, under our lease: nobody writes it) holds bytes whose BLAKE3
+/// is `hash`; `false` at once if another process opens it meanwhile (it waits for our lease to
+/// go: not longer than one read).
 fn content_is(fd: &OwnedFd, size: u64, hash: &[u8; 32]) -> Result<bool, Errno> {
     let mut hasher = blake3::Hasher::new();
-    let mut buf = vec![0u8; (size as usize).clamp(1, 256 << 10) + 1];
+    let mut buf = vec![0u8; (size as usize).clamp(1, 256 << 10)];
     let mut at = 0u64;
-    loop {
-        let n = match rustix::io::pread(fd, &mut buf, at) {
+    while at < size {
+        let want = buf.len().min((size - at) as usize);
+        let n = match rustix::io::pread(fd, &mut buf[..want], at) {
+            Ok(0) => return Ok(false),
             Ok(n) => n,
             Err(Errno::INTR) => continue,
             Err(e) => return Err(e),
         };
-        if n == 0 {
-            break;
-        }
+        hasher.update(&buf[..n]);
         at += n as u64;
-        if at > size || !lease::still_held(fd) {
+        if at < size && !lease::still_held(fd) {
             return Ok(false);
         }
-        hasher.update(&buf[..n]);
     }
-    Ok(at == size && hasher.finalize().as_bytes() == hash)
+    Ok(hasher.finalize().as_bytes() == hash)
 }
 
 impl Keep for Proven {
     fn unlink(&self, dir: &OwnedFd, name: &CStr, path: &Path) -> Kept {
-        let want = match self.check(dir, name, path) {
-            Ok(f) => f,
-            Err(k) => return k,
+        // A file the archive holds as one is opened at once (its facts from the open fd: no
+        // separate stat) and goes only once proven by content.
+        let file = self
+            .rel(path)
+            .and_then(|rel| self.by_path.get(&rel))
+            .filter(|w| w.kind == Kind::File && !w.changed);
+        let Some(want) = file else {
+            return self.unlink_other(dir, name, path);
         };
         // Several names of one inode are unlinked one at a time (a second opener of the inode
         // would break the first one's lease, and each unlink moves the ctime the next expects).
         let mut ctimes = (want.nlink > 1).then(|| self.ctimes.lock().expect("ctimes lock"));
-        // A regular file goes only while its bytes are proven the archive's (the fd holds the
-        // lease across the unlink).
-        let proven = if want.kind == Kind::File {
-            match proven_content(dir, name, &want) {
-                Ok(fd) => Some(fd),
-                Err(k) => return k,
+        let (fd, st) = match safeopen::open_file_at(dir, name, Access::Read) {
+            Ok(v) => v,
+            Err(Bad::Missing) => return Kept::Gone,
+            Err(Bad::NotRegular("directory")) => return Kept::IsDir,
+            Err(Bad::NotRegular(_)) => {
+                return Kept::Stays(Reason::Kept(
+                    "replaced since it was packed (another kind)".into(),
+                ))
             }
-        } else {
-            None
+            Err(Bad::Os(Errno::WOULDBLOCK)) => {
+                return Kept::Stays(Reason::Kept("another process holds a lease on it".into()))
+            }
+            Err(Bad::Os(e)) => return Kept::Stays(Reason::Os(e)),
+            Err(e) => return Kept::Stays(Reason::Kept(format!("it {e}"))),
         };
-        if want.nlink <= 1 {
-            return match safeopen::unlink_at(dir, name) {
-                Ok(()) | Err(Errno::NOENT) => Kept::Gone,
-                Err(Errno::ISDIR) => Kept::IsDir,
-                Err(e) => Kept::Stays(Reason::Os(e)),
-            };
+        let expected = ctimes
+            .as_ref()
+            .and_then(|c| c.get(&want.ino).copied())
+            .unwrap_or(want.ctime);
+        if let Err(k) = prove(&fd, &st, want, expected) {
+            return k;
         }
-        // Several names: hold the inode across the unlink to learn the ctime our own unlink gave
-        // it, which the next name must show.
-        let ctimes = ctimes.as_mut().expect("locked for several names");
-        let held = match proven.map_or_else(|| safeopen::hold_at(dir, name), Ok) {
-            Ok(fd) => fd,
-            Err(Errno::NOENT) => return Kept::Gone,
-            Err(e) => return Kept::Stays(Reason::Os(e)),
-        };
-        let expected = *ctimes.get(&want.ino).unwrap_or(&want.ctime);
-        match Stat::of_fd(&held) {
-            Ok(Some(s)) if s.ino == want.ino && s.ctime == expected => {}
-            _ => return Kept::Stays(Reason::Kept("changed since it was packed (ctime)".into())),
-        }
+        // The lease holds across the unlink.
         match safeopen::unlink_at(dir, name) {
             Ok(()) => {}
             Err(Errno::NOENT) => return Kept::Gone,
+            Err(Errno::ISDIR) => return Kept::IsDir,
             Err(e) => return Kept::Stays(Reason::Os(e)),
         }
-        if let Ok(Some(s)) = Stat::of_fd(&held) {
-            ctimes.insert(want.ino, s.ctime);
+        if let Some(c) = ctimes.as_mut() {
+            if let Ok(Some(s)) = Stat::of_fd(&fd) {
+                c.insert(want.ino, s.ctime);
+            }
         }
         Kept::Gone
     }

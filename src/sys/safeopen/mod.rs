@@ -361,18 +361,6 @@ pub enum Access {
     Write,
 }
 
-/// An `O_PATH` handle on `name` in `dir`, whatever it is (never following a symlink: a link is
-/// held as itself; opening it so has no side effect, a FIFO or a device included): for `fstat`
-/// and `*at` calls only.
-pub fn hold_at(dir: impl AsFd, name: &CStr) -> Result<OwnedFd, Errno> {
-    rustix::fs::openat(
-        dir,
-        name,
-        OFlags::PATH | OFlags::NOFOLLOW | OFlags::CLOEXEC,
-        Mode::empty(),
-    )
-}
-
 /// Opens the existing file `name` in `dir` for `access`, never through a symlink, never
 /// blocking on a FIFO or becoming a terminal (`O_NOFOLLOW|O_NONBLOCK|O_NOCTTY|O_CLOEXEC`,
 /// `O_NOATIME` where allowed for reads), and checks with `fstat` that it is a regular file:
