@@ -768,7 +768,7 @@ impl Visitor for Remover<'_> {
             NotOpened::Os(e @ (Errno::ACCESS | Errno::PERM))
                 if !self.opts().dry_run && self.opts().keep.is_none() =>
             {
-                match crate::sys::safeopen::rmdir_at(parent, node.name()) {
+                match rmdir_node(parent, node) {
                     Ok(()) | Err(Errno::NOENT) => {
                         self.counters.dirs.fetch_add(1, Ordering::Relaxed);
                         if self.sink.wants_removed() {
@@ -978,7 +978,7 @@ impl Visitor for Remover<'_> {
         }
         if !self.opts().dry_run {
             let t0 = std::time::Instant::now();
-            let removed = crate::sys::safeopen::rmdir_at(&*parent, node.name());
+            let removed = rmdir_node(&*parent, node);
             self.timed(t0);
             match removed {
                 Ok(()) => {}
@@ -1435,6 +1435,17 @@ impl Remover<'_> {
             );
             t.add(b);
         }
+    }
+}
+
+/// Removes the directory `node` (emptied) from `parent`: a root by the name its caller gave
+/// (GNU mode's operand as typed, relative to the current directory), any other by its one
+/// name in its directory.
+fn rmdir_node(parent: impl std::os::fd::AsFd, node: &RNode) -> Result<(), Errno> {
+    if node.parent().is_none() {
+        crate::sys::safeopen::unlink_operand(parent, node.name(), rustix::fs::AtFlags::REMOVEDIR)
+    } else {
+        crate::sys::safeopen::rmdir_at(parent, node.name())
     }
 }
 

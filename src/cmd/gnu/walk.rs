@@ -12,7 +12,7 @@
 
 use std::ffi::{CStr, CString, OsStr};
 use std::io::Write;
-use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
+use std::os::fd::{AsFd, AsRawFd, BorrowedFd, OwnedFd};
 use std::os::unix::ffi::OsStrExt;
 use std::path::Path;
 
@@ -672,7 +672,14 @@ impl<'o, W: Write> Remover<'o, W> {
         } else {
             AtFlags::empty()
         };
-        let mut e = match crate::sys::safeopen::unlink_at_with(at.dir, at.name, flags) {
+        // An operand is reached by its whole path from the current directory, an entry below
+        // it by its one name in its directory.
+        let removed = if at.dir.as_raw_fd() == CWD.as_raw_fd() {
+            crate::sys::safeopen::unlink_operand(CWD, at.name, flags)
+        } else {
+            crate::sys::safeopen::unlink_at_with(at.dir, at.name, flags)
+        };
+        let mut e = match removed {
             Ok(()) => {
                 if self.o.verbose {
                     let what = if is_dir {

@@ -456,6 +456,17 @@ pub fn unlink_at_with(dir: impl AsFd, name: impl AsRef<CStr>, flags: AtFlags) ->
     rustix::fs::unlinkat(dir, name, flags)
 }
 
+/// Removes what the user named, by the path as typed relative to `dir` (the current
+/// directory, or the fd a removal holds for it), as coreutils does (`unlinkat(AT_FDCWD,
+/// path)`): GNU mode's operand may have several components and a trailing slash; the way to
+/// it is followed, as `rm` follows the way to its arguments, and the last component never is
+/// (`unlinkat` does not follow it). Only for an operand (GNU mode refuses `.` and `..` before
+/// this, in coreutils' words); an entry found in a directory is removed by its one name
+/// (`unlink_at_with`).
+pub fn unlink_operand(dir: impl AsFd, path: &CStr, flags: AtFlags) -> Result<(), Errno> {
+    rustix::fs::unlinkat(dir, path, flags)
+}
+
 /// Makes `new` in `new_dir` another name of `old` in `old_dir` (never following a symlink;
 /// fails if `new` exists).
 pub fn link_at(
