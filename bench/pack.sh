@@ -34,6 +34,9 @@ usage: bench/pack.sh [options]
   --rtt T               netfs round trip (default 0.5ms)
   --fs "..."            ext4 and/or netfs (default "ext4 netfs")
   --methods "..."       pack methods, by name (default: all)
+  --method NAME=CMD     define an extra method (repeatable; {dir} {out} {parent} {name}),
+                        e.g. another build before/after a change:
+                        --method 'reclaim-base=/tmp/base/reclaim pack --to {out}.sqfs {dir}'
   --no-read             skip the reading measure
   --scratch-base DIR    where the mktemp scratch dir goes (default /var/tmp)
   --out DIR             output directory (default bench/out/pack-<timestamp>)
@@ -43,7 +46,7 @@ EOF
 }
 
 FILES=200000 NET_FILES="" RUNS=3 NET_RUNS=1 RTT=0.5ms FSS="ext4 netfs" METHODS_SEL="" READ=1
-SCRATCH_BASE=${RECLAIM_BENCH_SCRATCH:-/var/tmp} OUT="" NO_BUILD=0
+SCRATCH_BASE=${RECLAIM_BENCH_SCRATCH:-/var/tmp} OUT="" NO_BUILD=0 EXTRA=()
 need_arg() { [[ $# -ge 2 && -n $2 ]] || { echo "pack.sh: $1 needs a value" >&2; exit 2; }; }
 while [[ $# -gt 0 ]]; do
     case $1 in
@@ -55,6 +58,7 @@ while [[ $# -gt 0 ]]; do
         --rtt) need_arg "$@"; RTT=$2; shift ;;
         --fs) need_arg "$@"; FSS=$2; shift ;;
         --methods) need_arg "$@"; METHODS_SEL=$2; shift ;;
+        --method) need_arg "$@"; EXTRA+=("$2"); shift ;;
         --no-read) READ=0 ;;
         --scratch-base) need_arg "$@"; SCRATCH_BASE=$2; shift ;;
         --out) need_arg "$@"; OUT=$2; shift ;;
@@ -126,6 +130,10 @@ def_method mksquashfs 'mksquashfs {dir} {out}.sqfs -quiet -no-progress -no-dupli
 def_method tar2sqfs 'tar -C {dir} -cf - . | tar2sqfs -q -f -c zstd -X level=3 {out}.sqfs'
 def_method reclaim '{reclaim} pack --to {out}.sqfs {dir}'
 def_method reclaim-keep '{reclaim} pack --keep --to {out}.sqfs {dir}'
+for e in "${EXTRA[@]}"; do
+    [[ $e == *=* ]] || die "--method needs NAME=CMD, got '$e'"
+    def_method "${e%%=*}" "${e#*=}"
+done
 select_methods
 
 timed() { # cmd -> seconds (the command and a sync)

@@ -233,6 +233,10 @@ pub struct PruneArgs {
     /// Allow a plan that removes every entry
     #[arg(hide_short_help = true, long)]
     pub allow_empty: bool,
+    /// Start the profile, the measured pool and the governor at once, not once the removal
+    /// proves big (for measurements and tests of what they decide)
+    #[arg(long, hide = true)]
+    pub start_pool: bool,
     /// Print the plan and stop
     #[arg(short = 'n', long)]
     pub dry_run: bool,
@@ -422,6 +426,11 @@ fn parse_compressor(s: &str) -> Result<crate::engine::pack::Compressor, String> 
 
 #[derive(Args, Debug)]
 pub struct UnpackArgs {
+    /// Root: restore an archive that is not root's own exactly as it says (owners, setuid and
+    /// setgid bits, device nodes, security xattrs); without it, such an archive is unpacked as
+    /// GNU tar does for a user (owners yours, those bits dropped, your umask, no devices)
+    #[arg(long)]
+    pub same_owner: bool,
     /// Print one JSON object on stdout
     #[arg(long)]
     pub json: bool,

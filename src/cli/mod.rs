@@ -126,6 +126,7 @@ pub fn parse(args: Vec<OsString>) -> Result<Invocation, Error> {
         args::Command::Unpack(a) => Command::Unpack(cmd::pack::UnpackOptions {
             archive: a.archive,
             dest: a.dest,
+            same_owner: a.same_owner,
             json: a.json,
         }),
         args::Command::Completions { shell } => Command::Completions(generate::completions(shell)),
@@ -287,6 +288,7 @@ fn prune(a: PruneArgs, pattern: Option<crate::engine::glob::Name>) -> cmd::prune
         },
         dry_run: a.dry_run,
         json: a.json,
+        start_pool: a.start_pool,
         mode: if a.now {
             Mode::Now
         } else if a.wait {
@@ -352,7 +354,7 @@ fn pack(a: PackArgs) -> cmd::pack::PackOptions {
             to: a.to,
             compressor: a.compress,
             threads: a.threads.map(usize::from),
-            keep_dir: a.mount,
+            mount: a.mount,
             keep_originals: a.keep,
             fast: a.pace.fast,
             max_latency: a.pace.max_latency,

@@ -6,14 +6,13 @@
 //! (`/proc/<pid>/fd/<n>`), never by a path someone could swap for a symlink meanwhile.
 
 use crate::cmd::exit::Exit;
-use std::os::fd::AsRawFd;
-use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 use std::process::{Command, ExitCode};
 use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context, Result};
 
+use crate::engine::workload::scratch::Scratch;
 use crate::engine::workload::{self, Shape, Spec};
 use crate::sys::format::group;
 
@@ -86,7 +85,7 @@ fn bench(args: &BenchOptions) -> Result<()> {
         let a = scratch.path().join(format!("run{run}-rm"));
         let b = scratch.path().join(format!("run{run}-reclaim"));
         for d in [&a, &b] {
-            std::fs::create_dir(d)?;
+            scratch.make_dir(d)?;
             workload::create(d, &spec, 2)
                 .with_context(|| format!("cannot create workload in '{}'", d.display()))?;
         }
@@ -131,119 +130,14 @@ fn bench(args: &BenchOptions) -> Result<()> {
     Ok(())
 }
 
-/// The bench's scratch directory: made (0700) in the parent's fd under a fresh name, held open,
-/// and reached through `/proc/<pid>/fd/<n>` (also by the removal commands it runs), so a swap
-/// of its name for a symlink changes nothing. Emptied and removed on drop, through the same fd;
-/// its name in the parent is removed only while it is still this directory.
-struct Scratch {
-    parent: std::os::fd::OwnedFd,
-    name: std::ffi::CString,
-    fd: std::os::fd::OwnedFd,
-    ident: crate::sys::dirfd::Ident,
-    /// `/proc/<pid>/fd/<n>`.
-    path: std::path::PathBuf,
-    /// Where it was made, for messages.
-    pub shown: std::path::PathBuf,
-}
-
-impl Scratch {
-    fn make(parent: &Path) -> Result<Scratch> {
-        use crate::sys::dirfd;
-        let cannot = |why: String| {
-            anyhow::anyhow!("cannot work in {}: {why}", crate::sys::quote::quote(parent))
-        };
-        let parent_fd =
-            dirfd::open_dir_path(parent).map_err(|e| cannot(crate::sys::error::errno_text(e)))?;
-        let st =
-            rustix::fs::fstat(&parent_fd).map_err(|e| cannot(crate::sys::error::errno_text(e)))?;
-        let me = rustix::process::geteuid().as_raw();
-        if let Some(why) = dirfd::others_may_move_names(&st, me) {
-            return Err(cannot(format!(
-                "{why}, so its scratch directory could be swapped for another; give a \
-                 directory only you or root may change, or a sticky one like /tmp"
-            )));
-        }
-        for _ in 0..8 {
-            let name = format!("reclaim-bench-{}", crate::trash::safefile::random_hex(6));
-            let name = std::ffi::CString::new(name).expect("no NUL");
-            match rustix::fs::mkdirat(&parent_fd, &name, rustix::fs::Mode::from_raw_mode(0o700)) {
-                Ok(()) => {}
-                Err(rustix::io::Errno::EXIST) => continue,
-                Err(e) => return Err(cannot(crate::sys::error::errno_text(e))),
-            }
-            let fd = dirfd::open_dir_at(&parent_fd, &name)
-                .map_err(|e| cannot(crate::sys::error::errno_text(e)))?;
-            let facts = dirfd::fstat(&fd).map_err(|e| cannot(crate::sys::error::errno_text(e)))?;
-            let own =
-                rustix::fs::fstat(&fd).map_err(|e| cannot(crate::sys::error::errno_text(e)))?;
-            if own.st_uid != me
-                || facts.ident.dev != dirfd::fstat(&parent_fd).map_or(0, |f| f.ident.dev)
-            {
-                return Err(cannot("its new scratch directory was replaced".into()));
-            }
-            let path = format!("/proc/{}/fd/{}", std::process::id(), fd.as_raw_fd()).into();
-            let shown = parent.join(std::ffi::OsStr::from_bytes(name.to_bytes()));
-            return Ok(Scratch {
-                parent: parent_fd,
-                name,
-                fd,
-                ident: facts.ident,
-                path,
-                shown,
-            });
-        }
-        Err(cannot("no fresh name for a scratch directory".into()))
-    }
-
-    /// Where to reach what is inside (`/proc/<pid>/fd/<n>`).
-    fn path(&self) -> &Path {
-        &self.path
-    }
-
-    /// Fails if the scratch directory is no longer at its name (someone moved it).
-    fn check(&self) -> Result<()> {
-        match crate::sys::dirfd::lstat_at(&self.parent, &self.name) {
-            Ok(f) if f.ident == self.ident => Ok(()),
-            _ => bail!(
-                "{} was moved or replaced while the bench ran; stopping",
-                crate::sys::quote::quote(&self.shown)
-            ),
-        }
-    }
-}
-
-impl Drop for Scratch {
-    fn drop(&mut self) {
-        // What is inside, through the fd (each a real directory: remove_dir_all never follows
-        // a symlink it meets).
-        let mut names = Vec::new();
-        if let Ok(list) = crate::trash::reopen(&self.fd) {
-            let mut buf = crate::sys::dirfd::DirBuf::new(8 << 10);
-            let _ = crate::sys::dirfd::for_each_entry(&list, &mut buf, |n, _, _| {
-                names.push(std::ffi::OsStr::from_bytes(n.to_bytes()).to_owned())
-            });
-        }
-        for n in names {
-            let p = self.path.join(n);
-            let _ = match std::fs::symlink_metadata(&p) {
-                Ok(m) if m.is_dir() => std::fs::remove_dir_all(&p),
-                _ => std::fs::remove_file(&p),
-            };
-        }
-        if crate::sys::dirfd::lstat_at(&self.parent, &self.name)
-            .is_ok_and(|f| f.ident == self.ident)
-        {
-            let _ = rustix::fs::unlinkat(&self.parent, &self.name, rustix::fs::AtFlags::REMOVEDIR);
-        }
-    }
-}
-
 /// Flushes dirty data (so one run's writeback does not land in the next) and, if asked, drops
 /// the page cache.
 fn settle(cold: bool) -> Result<()> {
     rustix::fs::sync();
     if cold {
-        std::fs::write("/proc/sys/vm/drop_caches", "3\n").context("cannot drop caches")?;
+        crate::sys::safeopen::kernel::write("/proc/sys/vm/drop_caches", b"3\n").map_err(|e| {
+            anyhow::anyhow!("cannot drop caches: {}", crate::sys::error::errno_text(e))
+        })?;
     }
     Ok(())
 }
@@ -252,7 +146,7 @@ fn time(cmd: &mut Command, dir: &Path) -> Result<Duration> {
     let start = Instant::now();
     let status = cmd.status().context("cannot start removal command")?;
     let took = start.elapsed();
-    if !status.success() || dir.exists() {
+    if !status.success() || crate::sys::dirfd::lstat_path(dir).is_ok() {
         bail!("{:?} did not remove '{}' ({status})", cmd, dir.display());
     }
     Ok(took)

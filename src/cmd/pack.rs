@@ -34,6 +34,8 @@ pub struct PackOptions {
 pub struct UnpackOptions {
     pub archive: PathBuf,
     pub dest: PathBuf,
+    /// Root: trust an archive that is not root's own.
+    pub same_owner: bool,
     pub json: bool,
 }
 
@@ -74,7 +76,7 @@ pub fn run(o: &PackOptions) -> ExitCode {
         }
         return super::stopped_by(sig);
     }
-    if o.mount && !mount_it(o, &out.archive, &mut report) {
+    if o.mount && !mount_it(o, &out, &mut report) {
         code = Exit::Failed;
     }
     if o.json {
@@ -106,32 +108,49 @@ fn interrupted(dir: &Path, out: &Outcome, sig: i32) {
     );
 }
 
-/// Mounts `archive` on the directory and says how to mount it at boot (into `report`);
-/// whether all of that worked (each failure said on stderr).
-fn mount_it(o: &PackOptions, archive: &Path, report: &mut PackReport) -> bool {
-    let dir = std::path::absolute(&o.pack.dir).unwrap_or_else(|_| o.pack.dir.clone());
-    let how = match mount::mount(archive, &dir) {
-        Ok(how) => how,
-        Err(e) => {
-            eprintln!("reclaim pack: {e}");
-            return false;
-        }
+/// With --mount: says where the engine mounted the archive (or why it did not) and how to mount
+/// it at boot (into `report`): an fstab line or a unit only for paths no other user can change
+/// (`path_is_steady`), since boot mounts whatever they name then. Whether all of that worked
+/// (each failure said on stderr).
+fn mount_it(o: &PackOptions, out: &Outcome, report: &mut PackReport) -> bool {
+    let Some(m) = &out.mounted else {
+        let why = out.not_mounted.as_deref().unwrap_or(if out.already_done {
+            "the directory is gone (it was packed before)"
+        } else {
+            "nothing was removed, so there is nothing to mount over"
+        });
+        eprintln!(
+            "reclaim pack: not mounting {} on {}: {why}",
+            quote(&out.archive),
+            quote(&o.pack.dir)
+        );
+        return false;
     };
-    report.mounted = Some(match how {
+    report.mounted = Some(match m.how {
         How::Kernel => "kernel",
         How::Fuse => "squashfuse",
     });
+    report.mounted_on = Some(PathField::new(&m.at));
+    let me = rustix::process::geteuid().as_raw();
+    for p in [&m.at, &out.archive] {
+        if let Err(why) = crate::sys::safeopen::path_is_steady(p, me) {
+            eprintln!(
+                "reclaim pack: mounted, but no boot-time mount is offered for {}: {why} (another user could point it elsewhere before the next boot)",
+                quote(p)
+            );
+            return false;
+        }
+    }
     let Some(units) = &o.mount_unit else {
-        report.fstab = Some(mount::fstab_line(archive, &dir));
+        report.fstab = Some(mount::fstab_line(&out.archive, &m.at));
         return true;
     };
-    match mount::write_unit(units, archive, &dir) {
+    match mount::write_unit(units, &out.archive, &m.at) {
         Ok(p) => {
             report.unit = Some(PathField::new(&p));
             true
         }
-        Err(e) => {
-            let errno = rustix::io::Errno::from_io_error(&e).unwrap_or(rustix::io::Errno::IO);
+        Err(errno) => {
             eprintln!(
                 "reclaim pack: cannot write the unit into {}: {}",
                 quote(units),
@@ -177,7 +196,9 @@ pub fn run_unpack(o: &UnpackOptions) -> ExitCode {
     super::catch_signals(true);
     let started = Instant::now();
     let progress = Progress::start(o.json);
-    let r = unpack::unpack(&o.archive, &o.dest, &|n, b| progress.unpacked(n, b));
+    let r = unpack::unpack(&o.archive, &o.dest, o.same_owner, &|n, b| {
+        progress.unpacked(n, b)
+    });
     progress.clear();
     let u = match r {
         Ok(u) => u,

@@ -27,6 +27,8 @@ pub struct PruneOptions {
     pub names: Names,
     pub dry_run: bool,
     pub json: bool,
+    /// `--start-pool` (hidden): the pool from the first, as `rm --start-pool`.
+    pub start_pool: bool,
     /// `--now` (foreground, no trash), `--wait`, or the default: a background reaper.
     pub mode: Mode,
     pub pace: EntryPacing,
@@ -171,7 +173,7 @@ fn remove(plan: &[Entry], o: &PruneOptions) -> Summary {
         profile: None,
         small_dir_stats: None,
         batch_threads: None,
-        start_pool: false,
+        start_pool: o.start_pool,
         count_bytes: true,
         preserve_all_root: false,
         batch: true,

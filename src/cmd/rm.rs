@@ -181,24 +181,23 @@ fn start(s: &Asked, o: &RmOptions) -> Result<Selection, ExitCode> {
         .map_err(|e| usage(&e.to_string()))
 }
 
-/// `--list FILE`'s writer: standard output for `-`, else the file, created (mode 0600) or
-/// truncated if it is a regular file, never a controlling terminal, never a block device (a
-/// typo such as `--list /dev/sdb` would write the paths over the disk's first blocks); with the
-/// (device, inode) of the file it writes when that is a regular file (standard output
-/// redirected to one too), which the removal never takes. Err: why not, for one line.
+/// `--list FILE`'s writer: standard output for `-`, else the file, as `safeopen::file::
+/// open_output` allows it (root may run this in a user's directory): made new (mode 0600), or
+/// an existing regular file of one link (the caller's or root's where others may change the
+/// directory), truncated only once it is known to be one, or a character device (`/dev/null`);
+/// never through a symbolic link, never a FIFO (a reader that never reads would stop the run),
+/// never a block device (a typo such as `--list /dev/sdb` would write the paths over the disk's
+/// first blocks). With the (device, inode) of the file it writes when that is a regular file
+/// (standard output redirected to one too), which the removal never takes. Err: why not, for
+/// one line.
 type ListOut = (
     Box<dyn std::io::Write + Send>,
     Option<crate::sys::dirfd::Ident>,
 );
 
 fn open_list(path: &std::path::Path) -> Result<ListOut, String> {
-    let errno = |e: std::io::Error| {
-        crate::sys::error::errno_text(
-            rustix::io::Errno::from_io_error(&e).unwrap_or(rustix::io::Errno::IO),
-        )
-    };
+    use crate::sys::safeopen::file::{open_output, Bad};
     use rustix::fs::FileType;
-    use std::os::unix::fs::OpenOptionsExt;
     if path.as_os_str() == "-" {
         let own = crate::sys::dirfd::fstat(std::io::stdout())
             .ok()
@@ -206,23 +205,28 @@ fn open_list(path: &std::path::Path) -> Result<ListOut, String> {
             .map(|f| f.ident);
         return Ok((Box::new(std::io::stdout()), own));
     }
-    // Not truncated on open: what it is decides first.
-    let f = std::fs::OpenOptions::new()
-        .write(true)
-        .create(true)
-        .custom_flags(libc::O_NOCTTY | libc::O_CLOEXEC)
-        .mode(0o600)
-        .open(path)
-        .map_err(errno)?;
-    let facts = crate::sys::dirfd::fstat(&f).map_err(crate::sys::error::errno_text)?;
-    if facts.file_type == FileType::BlockDevice {
-        return Err("it is a block device; the list would be written over its data".into());
-    }
-    let regular = facts.file_type == FileType::RegularFile;
-    if regular {
-        f.set_len(0).map_err(errno)?;
-    }
-    let own = regular.then_some(facts.ident);
+    let (fd, _) = open_output(path, 0o600, false).map_err(|e| match e {
+        Bad::NotRegular("symbolic link") => {
+            "it is a symbolic link (never followed: name the file itself, or - for standard output)"
+                .to_string()
+        }
+        Bad::NotRegular("block device") => {
+            "it is a block device; the list would be written over its data".into()
+        }
+        Bad::NotRegular("FIFO") => {
+            "it is a FIFO (a reader that never reads would stop the removal)".into()
+        }
+        Bad::NotRegular(what) => format!("it is a {what}"),
+        Bad::NotOwners { found, .. } => format!(
+            "it belongs to uid {found}, in a directory others may change (another user's file is \
+             never written over)"
+        ),
+        Bad::Links(n) => format!("it has {n} hard links (writing it would change the others)"),
+        e => format!("it {e}"),
+    })?;
+    let facts = crate::sys::dirfd::fstat(&fd).map_err(crate::sys::error::errno_text)?;
+    let own = (facts.file_type == FileType::RegularFile).then_some(facts.ident);
+    let f = std::fs::File::from(fd);
     Ok((Box::new(std::io::BufWriter::with_capacity(1 << 20, f)), own))
 }
 

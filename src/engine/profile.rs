@@ -378,7 +378,7 @@ fn classify(magic: u64, fs_type: &str, rotational: impl FnOnce() -> bool) -> Cla
 fn rotational(dev: u64, mnt_id: u64) -> bool {
     let chain = crate::engine::pace::signals::backing_chain(dev, mnt_id);
     chain.last().is_some_and(|disk| {
-        std::fs::read_to_string(format!("/sys/block/{disk}/queue/rotational"))
+        crate::sys::safeopen::kernel::read_to_string(format!("/sys/block/{disk}/queue/rotational"))
             .is_ok_and(|t| t.trim() == "1")
     })
 }

@@ -30,14 +30,16 @@ pub struct Deleted {
 /// removes it otherwise); nested subvolumes deleted before a refusal stay deleted.
 pub fn delete(parent: &OwnedFd, name: &CStr, fd: &OwnedFd) -> Result<Deleted, String> {
     let id = btrfs::subvolume_id(fd).map_err(|e| format!("its subvolume id: {}", text(e)))?;
-    // A mount inside would be taken along (or make the deletion fail half way).
-    if let Some(path) = crate::sys::mounts::fd_path(fd) {
-        if let Some(m) = crate::sys::mounts::inside(&path).first() {
-            return Err(format!(
-                "another file system is mounted inside it ({})",
-                crate::sys::quote::quote(&m.point)
-            ));
-        }
+    // A mount inside would be taken along (or make the deletion fail half way). Told by its
+    // path in the mount table: without one, it cannot be ruled out, and the walk removes it
+    // (never crossing into a mount).
+    let path = crate::sys::mounts::fd_path(fd)
+        .ok_or("its path is unknown, so a mount inside it cannot be ruled out")?;
+    if let Some(m) = crate::sys::mounts::inside(&path).first() {
+        return Err(format!(
+            "another file system is mounted inside it ({})",
+            crate::sys::quote::quote(&m.point)
+        ));
     }
     let mut nested = Vec::new();
     delete_at(parent, name, fd, id, 0, &mut nested).map(|how| Deleted { id, how, nested })

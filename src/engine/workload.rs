@@ -1,13 +1,16 @@
 //! Deterministic scratch workloads (flat directories and trees of small files) for benchmarks
 //! and tests. Owns naming and layout, so a "syscall floor" can unlink the known names without
-//! reading a directory. Never removes anything; only creates inside a root it is given.
+//! reading a directory. Only creates inside a root it is given; the bench's scratch directory
+//! (`scratch.rs`) is emptied and removed through its own fd.
 
 use std::ffi::CString;
 use std::io;
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 
-use rustix::fs::{mkdirat, openat, Mode, OFlags};
+use rustix::fs::OFlags;
+
+pub mod scratch;
 
 /// The shape of a workload.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -100,8 +103,19 @@ fn tree_layout(files: u64, fanout: u64, per_leaf: u64) -> Layout {
 /// Creates the workload under `root` (which must exist and be empty) with `threads` threads.
 pub fn create(root: &Path, spec: &Spec, threads: usize) -> io::Result<()> {
     let layout = spec.layout();
+    let root_fd = crate::sys::dirfd::open_dir_path(root)?;
     for dir in &layout.dirs {
-        std::fs::create_dir(root.join(dir))?;
+        let (parent, name) = match dir.parent().zip(dir.file_name()) {
+            Some(pn) => pn,
+            None => continue,
+        };
+        let parent = crate::sys::safeopen::open_beneath(
+            &root_fd,
+            parent.as_os_str().as_bytes(),
+            OFlags::PATH | OFlags::DIRECTORY,
+        )?;
+        let name = CString::new(name.as_bytes()).map_err(|_| io::ErrorKind::InvalidInput)?;
+        crate::sys::safeopen::mkdir_at(&parent, &name, 0o755)?;
     }
     // Split the work into chunks of at most 4096 files so a flat workload is parallel too.
     let mut chunks: Vec<(PathBuf, u64, u64)> = Vec::new();
@@ -124,13 +138,19 @@ pub fn create(root: &Path, spec: &Spec, threads: usize) -> io::Result<()> {
                         let Some((dir, start, end)) = chunks.get(i) else {
                             return Ok(());
                         };
-                        let dirfd = crate::sys::dirfd::open_dir_path(&root.join(dir))?;
+                        let dirfd = crate::sys::safeopen::open_beneath(
+                            &root_fd,
+                            dir.as_os_str().as_bytes(),
+                            OFlags::PATH | OFlags::DIRECTORY,
+                        )?;
                         for j in *start..*end {
-                            let fd = openat(
+                            let name = CString::new(file_name(j)).expect("no NUL");
+                            let fd = crate::sys::safeopen::create_at(
                                 &dirfd,
-                                file_name(j),
-                                OFlags::WRONLY | OFlags::CREATE | OFlags::EXCL | OFlags::CLOEXEC,
-                                Mode::from_raw_mode(0o644),
+                                &name,
+                                OFlags::WRONLY,
+                                0o644,
+                                false,
                             )?;
                             if !content.is_empty() {
                                 rustix::io::write(&fd, &content)?;
@@ -152,15 +172,10 @@ pub fn create_deep_chain(root: &Path, depth: usize, file_every: usize) -> io::Re
     let mut fd = crate::sys::dirfd::open_dir_path(root)?;
     let name = CString::new("d").expect("static name");
     for level in 0..depth {
-        mkdirat(&fd, name.as_c_str(), Mode::from_raw_mode(0o755))?;
+        crate::sys::safeopen::mkdir_at(&fd, name.as_c_str(), 0o755)?;
         let child = crate::sys::dirfd::open_dir_at(&fd, name.as_c_str())?;
         if file_every > 0 && level % file_every == 0 {
-            openat(
-                &child,
-                std::ffi::OsStr::new("file").as_bytes(),
-                OFlags::WRONLY | OFlags::CREATE | OFlags::CLOEXEC,
-                Mode::from_raw_mode(0o644),
-            )?;
+            crate::sys::safeopen::create_at(&child, c"file", OFlags::WRONLY, 0o644, false)?;
         }
         fd = child;
     }

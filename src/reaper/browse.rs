@@ -450,7 +450,7 @@ impl Actor {
             let done = if facts.file_type == rustix::fs::FileType::Directory {
                 remove_tree(Arc::new(fd), name, display, facts, progress)
             } else {
-                rustix::fs::unlinkat(&fd, &name, rustix::fs::AtFlags::empty()).map_err(errno_text)
+                crate::sys::safeopen::unlink_at(&fd, &name).map_err(errno_text)
             };
             match done {
                 Ok(()) => {

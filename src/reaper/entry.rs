@@ -11,7 +11,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-use rustix::fs::{fsync, unlinkat, AtFlags, FileType};
+use rustix::fs::{fsync, FileType};
 use rustix::io::Errno;
 
 use super::failure::FailedRecord;
@@ -324,7 +324,7 @@ fn fail(
         e.now_at = rel
             .as_ref()
             .map(|rel| trash.shown(name, Some(REAPING)).join(rel))
-            .filter(|p| std::fs::symlink_metadata(p).is_ok())
+            .filter(|p| crate::sys::dirfd::lstat_path(p).is_ok())
             .map(crate::sys::quote::PathField::new);
         if let (Some(held), Some(rel)) = (held, &rel) {
             let mut parts = rel.components();
@@ -461,7 +461,7 @@ fn free_reaping(
                 }]),
             }
         }
-        _ => match unlinkat(&**entry, REAPING, AtFlags::empty()) {
+        _ => match crate::sys::safeopen::unlink_at(&**entry, REAPING) {
             Ok(()) | Err(Errno::NOENT) => {
                 counters.files.fetch_add(1, Ordering::Relaxed);
                 Ok(true)

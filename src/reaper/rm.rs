@@ -13,7 +13,6 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Instant;
 
-use rustix::fs::{unlinkat, AtFlags};
 use rustix::io::Errno;
 
 use crate::engine::profile::Profile;
@@ -402,7 +401,7 @@ impl<'r> Run<'r> {
         let result = if req.engine.dry_run {
             Ok(())
         } else if is_dir {
-            unlinkat(&**base, name, AtFlags::REMOVEDIR).map_err(Reason::Os)
+            crate::sys::safeopen::rmdir_at(&**base, name).map_err(Reason::Os)
         } else if gentle_candidate(req, facts) {
             remove_gently(req, &self.hider, base, name, &display, facts, self.events).map(|g| {
                 if let Some(l) = &g.outcome.left {
@@ -413,7 +412,7 @@ impl<'r> Run<'r> {
                 self.gentle.push(g);
             })
         } else {
-            unlinkat(&**base, name, AtFlags::empty()).map_err(Reason::Os)
+            crate::sys::safeopen::unlink_at(&**base, name).map_err(Reason::Os)
         };
         match result {
             Ok(()) => {

@@ -196,7 +196,7 @@ pub fn wait_unless_covered(dir: &OwnedFd, owner: u32, next_due: f64) {
 /// Removes the trash `dir`'s `reaper.json` if this process wrote it (a reaper leaving).
 pub fn remove_mine(dir: &OwnedFd, owner: u32) {
     if read(dir, owner).is_some_and(|st| st.pid == std::process::id()) {
-        let _ = rustix::fs::unlinkat(dir, STATUS, rustix::fs::AtFlags::empty());
+        let _ = crate::sys::safeopen::unlink_at(dir, STATUS);
     }
 }
 

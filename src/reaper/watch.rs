@@ -530,11 +530,9 @@ fn trace_pass(t: &Path, took: Duration, running: usize, queued: usize) {
         now_unix(),
         took.as_secs_f64()
     );
-    let _ = std::fs::OpenOptions::new()
-        .create(true)
-        .append(true)
-        .open(t)
-        .and_then(|mut f| std::io::Write::write_all(&mut f, line.as_bytes()));
+    if let Ok((fd, _)) = crate::sys::safeopen::file::open_output(t, 0o644, true) {
+        let _ = std::io::Write::write_all(&mut std::fs::File::from(fd), line.as_bytes());
+    }
 }
 
 /// Runs one `reap --once` pass over `path` as its owner `uid` in a child process; what it

@@ -1,13 +1,19 @@
-//! Directory file descriptors opened safely: always relative to a parent fd, never following a
-//! symlink, and identified by (device, inode, mount id) so a reopen can prove it reached the
-//! same directory. Owns no policy about what to delete.
+//! Directory file descriptors: what identifies a directory (device, inode, mount id, lineage)
+//! so a reopen can prove it reached the same one, `statx` of fds and names, and listings.
+//! Opening is `safeopen`'s (re-exported here: always relative to a parent fd, never following
+//! a symlink). Owns no policy about what to delete.
 
 use std::ffi::CStr;
 use std::mem::MaybeUninit;
 use std::os::fd::{AsFd, OwnedFd};
 
-use rustix::fs::{openat, statx, AtFlags, FileType, Mode, OFlags, RawDir, Statx, StatxFlags};
+use rustix::fs::{statx, AtFlags, FileType, RawDir, Statx, StatxFlags};
 use rustix::io::Errno;
+
+pub use crate::sys::safeopen::{
+    open_dir_at, open_dir_at_noatime, open_dir_at_only, open_dir_beneath, open_dir_path,
+    open_dir_path_only, others_may_move_names,
+};
 
 /// What identifies a directory on a running system.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -88,97 +94,14 @@ pub fn stat_path(path: &std::path::Path) -> Result<Facts, Errno> {
     statx(rustix::fs::CWD, path, AtFlags::empty(), MASK).map(|s| Facts::from_statx(&s))
 }
 
+/// `statx` of `path` relative to the current directory, not following a final symlink.
+pub fn lstat_path(path: &std::path::Path) -> Result<Facts, Errno> {
+    statx(rustix::fs::CWD, path, AtFlags::SYMLINK_NOFOLLOW, MASK).map(|s| Facts::from_statx(&s))
+}
+
 /// `statx` of an open fd.
 pub fn fstat(fd: impl AsFd) -> Result<Facts, Errno> {
     statx(fd, c"", AtFlags::EMPTY_PATH, MASK).map(|s| Facts::from_statx(&s))
-}
-
-/// Opens directory `name` relative to `parent` with `O_DIRECTORY|O_NOFOLLOW`: a symlink or a
-/// non-directory in its place fails (ELOOP/ENOTDIR) instead of being followed.
-pub fn open_dir_at<Fd: AsFd>(parent: Fd, name: &CStr) -> Result<OwnedFd, Errno> {
-    openat(
-        parent,
-        name,
-        OFlags::RDONLY | OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::CLOEXEC,
-        Mode::empty(),
-    )
-}
-
-/// `open_dir_at` with `O_NOATIME` (reading it leaves its access time alone), where the
-/// caller may ask for it (its owner, or `CAP_FOWNER`); plainly otherwise.
-pub fn open_dir_at_noatime<Fd: AsFd>(parent: Fd, name: &CStr) -> Result<OwnedFd, Errno> {
-    let parent = parent.as_fd();
-    match openat(
-        parent,
-        name,
-        OFlags::RDONLY | OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::CLOEXEC | OFlags::NOATIME,
-        Mode::empty(),
-    ) {
-        Err(Errno::PERM) => open_dir_at(parent, name),
-        other => other,
-    }
-}
-
-/// Opens directory `name` relative to `parent` as `O_PATH` (search permission is enough),
-/// `O_NOFOLLOW`: a handle for `*at` calls and `fstat` only, never to read it.
-pub fn open_dir_at_only<Fd: AsFd>(parent: Fd, name: &CStr) -> Result<OwnedFd, Errno> {
-    openat(
-        parent,
-        name,
-        OFlags::PATH | OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::CLOEXEC,
-        Mode::empty(),
-    )
-}
-
-/// Opens a directory by path (following symlinks in it, as `rm` does for the parents of its
-/// arguments).
-pub fn open_dir_path(path: &std::path::Path) -> Result<OwnedFd, Errno> {
-    rustix::fs::open(
-        path,
-        OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC,
-        Mode::empty(),
-    )
-}
-
-/// Opens the directory `rel` beneath `top` (`RESOLVE_BENEATH`), never through a symlink nor
-/// into another mount (`RESOLVE_NO_SYMLINKS|RESOLVE_NO_XDEV`: ELOOP, EXDEV): a path read from
-/// a record someone else wrote, reached only on the file system it names.
-pub fn open_dir_beneath(top: impl AsFd, rel: &std::path::Path) -> Result<OwnedFd, Errno> {
-    use rustix::fs::ResolveFlags;
-    rustix::fs::openat2(
-        top,
-        rel,
-        OFlags::RDONLY | OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::CLOEXEC,
-        Mode::empty(),
-        ResolveFlags::BENEATH | ResolveFlags::NO_SYMLINKS | ResolveFlags::NO_XDEV,
-    )
-}
-
-/// Opens a directory by path as `O_PATH` (search permission is enough): for use as the base
-/// of `*at` calls only, never to read it.
-pub fn open_dir_path_only(path: &std::path::Path) -> Result<OwnedFd, Errno> {
-    rustix::fs::open(
-        path,
-        OFlags::PATH | OFlags::DIRECTORY | OFlags::CLOEXEC,
-        Mode::empty(),
-    )
-}
-
-/// Why someone other than `uid` and root could rename or remove the names in the directory
-/// `st` describes (take away what `uid` makes there): `None` if it belongs to `uid` or root
-/// and is writable by nobody else, or sticky (only a name's owner may then move it).
-pub fn others_may_move_names(st: &rustix::fs::Stat, uid: u32) -> Option<String> {
-    const STICKY: u32 = 0o1000;
-    if st.st_uid != 0 && st.st_uid != uid {
-        return Some(format!("it is owned by uid {}", st.st_uid));
-    }
-    if st.st_mode & 0o022 != 0 && st.st_mode & STICKY == 0 {
-        return Some(format!(
-            "others may write in it (mode {:04o}) and it is not sticky",
-            st.st_mode & 0o7777
-        ));
-    }
-    None
 }
 
 /// A reusable `getdents64` buffer (one per worker thread).

@@ -10,7 +10,7 @@
 use std::ffi::CStr;
 use std::os::fd::{AsRawFd, OwnedFd};
 
-use rustix::fs::{openat, FileType, Mode, OFlags};
+use rustix::fs::FileType;
 use rustix::io::Errno;
 
 use crate::sys::dirfd::Facts;
@@ -67,15 +67,11 @@ pub fn by_removal(dir: &OwnedFd, name: &CStr, facts: &Facts) -> u64 {
     if facts.file_type != FileType::RegularFile || facts.nlink != 1 || facts.allocated == 0 {
         return 0;
     }
+    use crate::sys::safeopen::{self, Access, Bad};
     // O_NONBLOCK: a lease someone holds makes this fail at once (that process has it open).
-    let fd = match openat(
-        dir,
-        name,
-        OFlags::RDONLY | OFlags::NOFOLLOW | OFlags::NONBLOCK | OFlags::NOCTTY | OFlags::CLOEXEC,
-        Mode::empty(),
-    ) {
-        Ok(fd) => fd,
-        Err(Errno::WOULDBLOCK) => return 0,
+    let fd = match safeopen::open_file_at(dir, name, Access::Read) {
+        Ok((fd, _)) => fd,
+        Err(Bad::Os(Errno::WOULDBLOCK) | Bad::NotRegular(_) | Bad::Missing) => return 0,
         // Not ours to open: as far as can be known, its blocks.
         Err(_) => return facts.allocated,
     };
@@ -93,15 +89,13 @@ pub fn by_removal(dir: &OwnedFd, name: &CStr, facts: &Facts) -> u64 {
 /// lease is granted only to a file nobody else has open (and is given back at once). Leases
 /// need the file's owner (or `CAP_LEASE`) and a file system that has them: without, `false`.
 fn open_elsewhere(fd: &OwnedFd) -> bool {
-    // SAFETY: fcntl(F_SETLEASE) on a fd we own, with integer arguments.
-    let rc = unsafe { libc::fcntl(fd.as_raw_fd(), libc::F_SETLEASE, libc::F_WRLCK) };
-    if rc == 0 {
-        // SAFETY: as above; gives the lease back.
-        unsafe { libc::fcntl(fd.as_raw_fd(), libc::F_SETLEASE, libc::F_UNLCK) };
-        return false;
+    match crate::sys::lease::take_write(fd) {
+        Ok(()) => {
+            crate::sys::lease::release(fd);
+            false
+        }
+        Err(why) => why == crate::sys::lease::NoLease::OpenElsewhere,
     }
-    Errno::from_raw_os_error(std::io::Error::last_os_error().raw_os_error().unwrap_or(0))
-        == Errno::AGAIN
 }
 
 /// `struct fiemap` with room for `EXTENTS` extents (linux/fiemap.h).

@@ -27,7 +27,7 @@ pub enum Kind {
 
 /// The pid holding a lock of `kind` on the inode `ident`, from `/proc/locks`.
 pub fn holder(kind: Kind, ident: Ident) -> Option<u32> {
-    let text = std::fs::read_to_string("/proc/locks").ok()?;
+    let text = crate::sys::safeopen::kernel::read_to_string("/proc/locks").ok()?;
     holder_in(&text, kind, ident)
 }
 
@@ -44,7 +44,7 @@ pub fn recent_holder(kind: Kind, ident: Ident) -> Option<u32> {
     if !fresh {
         *c = Some((
             std::time::Instant::now(),
-            std::fs::read_to_string("/proc/locks").ok()?,
+            crate::sys::safeopen::kernel::read_to_string("/proc/locks").ok()?,
         ));
     }
     holder_in(&c.as_ref()?.1, kind, ident)

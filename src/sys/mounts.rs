@@ -12,6 +12,8 @@ use std::path::{Path, PathBuf};
 pub struct Mount {
     /// The mount id (`statx`'s `stx_mnt_id`).
     pub id: u64,
+    /// The id of the mount it sits on.
+    pub parent: u64,
     /// Where it is mounted, in this mount namespace.
     pub point: PathBuf,
     /// The directory of the file system that appears at `point` (`/` unless a bind mount).
@@ -92,7 +94,7 @@ impl Mount {
 
 /// Every mount of this mount namespace (empty if the table cannot be read).
 pub fn all() -> Vec<Mount> {
-    std::fs::read("/proc/self/mountinfo")
+    crate::sys::safeopen::kernel::read("/proc/self/mountinfo")
         .map(|t| parse(&t))
         .unwrap_or_default()
 }
@@ -100,7 +102,7 @@ pub fn all() -> Vec<Mount> {
 /// The lines of the mount table, one at a time, until `f` returns `Some` (or the table ends).
 fn find_line<T>(mut f: impl FnMut(&[u8]) -> Option<T>) -> Option<T> {
     use std::io::BufRead;
-    let table = std::fs::File::open("/proc/self/mountinfo").ok()?;
+    let table = crate::sys::safeopen::kernel::open("/proc/self/mountinfo").ok()?;
     let mut lines = std::io::BufReader::with_capacity(16 * 1024, table);
     let mut line = Vec::with_capacity(256);
     while lines.read_until(b'\n', &mut line).ok()? > 0 {
@@ -164,6 +166,7 @@ fn parse_line(line: &[u8]) -> Option<Mount> {
     let dash = f.iter().position(|w| *w == b"-")?;
     Some(Mount {
         id: std::str::from_utf8(f.first()?).ok()?.parse().ok()?,
+        parent: std::str::from_utf8(f.get(1)?).ok()?.parse().ok()?,
         root: unescape(f.get(3)?).into(),
         point: unescape(f.get(4)?).into(),
         fstype: String::from_utf8_lossy(f.get(dash + 1)?).into_owned(),
@@ -191,13 +194,49 @@ fn unescape(field: &[u8]) -> OsString {
     OsString::from_vec(out)
 }
 
-/// The canonical absolute path of an open directory (`/proc/self/fd/N`).
+/// The FUSE mount that covers the directory `dir`, itself entry `name` of `parent` (all fds
+/// the caller checked), if it sits exactly there: its mount point is `dir`'s path in `dir`'s
+/// own mount (one path names one directory of a mount), and `name` in `parent` now shows that
+/// mount's root. `Err`: where it is not, in a few words (the caller unmounts what landed
+/// elsewhere). A tool that mounts by path (`squashfuse`) is checked so.
+pub fn landed(
+    dir: impl std::os::fd::AsFd,
+    parent: impl std::os::fd::AsFd,
+    name: &std::ffi::CStr,
+) -> Result<Mount, String> {
+    let here = crate::sys::dirfd::fstat(&dir).map_err(crate::sys::error::errno_text)?;
+    let path = fd_path(&dir).ok_or("the directory has no path any more")?;
+    let on_it = all()
+        .into_iter()
+        .find(|m| m.parent == here.mnt_id && m.point == path && m.fstype.starts_with("fuse"));
+    let shown = crate::sys::quote::quote(&path);
+    let m = on_it.ok_or_else(|| format!("nothing is mounted on {shown} (it moved meanwhile)"))?;
+    let now = crate::sys::dirfd::open_dir_at(parent, name)
+        .and_then(crate::sys::dirfd::fstat)
+        .map(|f| f.mnt_id);
+    if now != Ok(m.id) {
+        return Err(format!("{shown} is no longer the name of that directory"));
+    }
+    Ok(m)
+}
+
+/// The canonical absolute path of an open directory (`/proc/self/fd/N`); `None` if it has
+/// none (removed, or not reachable from this process's root).
 pub fn fd_path(fd: impl std::os::fd::AsFd) -> Option<PathBuf> {
     use std::os::fd::AsRawFd;
     let link = format!("/proc/self/fd/{}", fd.as_fd().as_raw_fd());
-    let p = std::fs::read_link(link).ok()?;
-    // A directory that was removed reads as "/path (deleted)"; it has no usable path.
-    (p.is_absolute() && !p.as_os_str().as_bytes().ends_with(b" (deleted)")).then_some(p)
+    let p = crate::sys::safeopen::kernel::read_link(link).ok()?;
+    if !p.is_absolute() {
+        return None;
+    }
+    // A directory that was removed reads as "/path (deleted)" and has no usable path; a
+    // directory may also be named so. The path is its own only if it names the same inode.
+    if p.as_os_str().as_bytes().ends_with(b" (deleted)") {
+        let here = crate::sys::dirfd::fstat(&fd).ok()?.ident;
+        let there = crate::sys::dirfd::lstat_path(&p).ok()?.ident;
+        return (here == there).then_some(p);
+    }
+    Some(p)
 }
 
 #[cfg(test)]
@@ -226,6 +265,7 @@ mod tests {
         let m = parse(t);
         assert_eq!(m.len(), 3);
         assert_eq!(m[0].id, 22);
+        assert_eq!(m[1].parent, 22);
         assert_eq!(m[0].point, PathBuf::from("/"));
         assert_eq!(m[1].point, PathBuf::from("/mnt/with space"));
         assert_eq!(m[1].root, PathBuf::from("/sub"));
@@ -247,6 +287,20 @@ mod tests {
                   7 0 8:7 / /g rw - ext4 /dev/sda7\n";
         let got: Vec<bool> = parse(t).iter().map(Mount::online_discard).collect();
         assert_eq!(got, [true, false, false, true, true, false, false]);
+    }
+
+    #[test]
+    fn a_name_ending_in_deleted_is_a_path_and_a_removed_directory_has_none() {
+        let d = tempfile::tempdir().unwrap();
+        let named = d.path().join("sv (deleted)");
+        std::fs::create_dir(&named).unwrap();
+        let fd = crate::sys::dirfd::open_dir_path(&named).unwrap();
+        assert_eq!(fd_path(&fd), Some(named.canonicalize().unwrap()));
+        let gone = d.path().join("gone");
+        std::fs::create_dir(&gone).unwrap();
+        let fd = crate::sys::dirfd::open_dir_path(&gone).unwrap();
+        std::fs::remove_dir(&gone).unwrap();
+        assert_eq!(fd_path(&fd), None);
     }
 
     #[test]

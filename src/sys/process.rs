@@ -3,7 +3,8 @@
 
 /// The effective uid of process `pid` and whether it is stopped (`T`, `t`), from `/proc`.
 pub fn euid_and_stopped(pid: u32) -> Option<(u32, bool)> {
-    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
+    let status =
+        crate::sys::safeopen::kernel::read_to_string(format!("/proc/{pid}/status")).ok()?;
     let field = |name: &str| {
         status
             .lines()
@@ -17,13 +18,13 @@ pub fn euid_and_stopped(pid: u32) -> Option<(u32, bool)> {
 
 /// Whether process `pid` runs the same executable as this one.
 pub fn runs_this_program(pid: u32) -> bool {
-    let theirs = std::fs::read_link(format!("/proc/{pid}/exe"));
-    matches!((theirs, std::fs::read_link("/proc/self/exe")), (Ok(a), Ok(b)) if a == b)
+    let theirs = crate::sys::safeopen::kernel::read_link(format!("/proc/{pid}/exe"));
+    matches!((theirs, crate::sys::safeopen::kernel::read_link("/proc/self/exe")), (Ok(a), Ok(b)) if a == b)
 }
 
 /// When process `pid` started (field 22 of `/proc/PID/stat`, clock ticks after boot).
 pub fn start_time(pid: u32) -> Option<u64> {
-    let text = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    let text = crate::sys::safeopen::kernel::read_to_string(format!("/proc/{pid}/stat")).ok()?;
     // The command name (field 2) may hold spaces and parentheses: count from the last ')'.
     let rest = &text[text.rfind(')')? + 1..];
     rest.split_whitespace().nth(19)?.parse().ok()

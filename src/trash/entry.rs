@@ -8,7 +8,6 @@
 use std::ffi::{CStr, CString};
 use std::os::fd::OwnedFd;
 
-use rustix::fs::{mkdirat, unlinkat, AtFlags, Mode};
 use rustix::io::Errno;
 
 use super::{meta, Trash, FAILED};
@@ -35,14 +34,14 @@ impl Entry {
     pub fn make(trash: &Trash) -> Result<Result<Entry, Reason>, Vanished> {
         let id = meta::new_id();
         let name = CString::new(id.clone()).expect("no NUL in an id");
-        if let Err(e) = mkdirat(&trash.dir, &name, Mode::from_raw_mode(0o700)) {
+        if let Err(e) = crate::sys::safeopen::mkdir_at(&trash.dir, &name, 0o700) {
             return Ok(Err(Reason::Os(e)));
         }
         let dir = match dirfd::open_dir_at(&trash.dir, &name) {
             Ok(fd) => fd,
             Err(Errno::NOENT) => return Err(Vanished),
             Err(e) => {
-                let _ = unlinkat(&trash.dir, &name, AtFlags::REMOVEDIR);
+                let _ = crate::sys::safeopen::rmdir_at(&trash.dir, &name);
                 return Ok(Err(Reason::Os(e)));
             }
         };
@@ -75,12 +74,12 @@ pub fn tear_down(
     inner: Option<&CStr>,
 ) -> Result<(), Errno> {
     if let Some(inner) = inner {
-        let _ = unlinkat(entry, inner, AtFlags::REMOVEDIR);
+        let _ = crate::sys::safeopen::rmdir_at(entry, inner);
     }
-    let _ = unlinkat(entry, FAILED, AtFlags::empty());
-    let _ = unlinkat(entry, meta::HELD, AtFlags::empty());
-    let _ = unlinkat(entry, meta::META, AtFlags::empty());
-    match unlinkat(trash_dir, id, AtFlags::REMOVEDIR) {
+    let _ = crate::sys::safeopen::unlink_at(entry, FAILED);
+    let _ = crate::sys::safeopen::unlink_at(entry, meta::HELD);
+    let _ = crate::sys::safeopen::unlink_at(entry, meta::META);
+    match crate::sys::safeopen::rmdir_at(trash_dir, id) {
         Ok(()) | Err(Errno::NOENT) => Ok(()),
         Err(e) => Err(e),
     }

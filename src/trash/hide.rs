@@ -10,7 +10,7 @@ use std::os::fd::OwnedFd;
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 
-use rustix::fs::{fsync, mkdirat, Mode};
+use rustix::fs::fsync;
 
 use crate::sys::rename::{noreplace, Into};
 use rustix::io::Errno;
@@ -374,7 +374,7 @@ fn hide_batch_once(
     let before = list
         .write_new(&entry, opts.durable)
         .and_then(|()| m.write_new(&entry, opts.durable))
-        .and_then(|()| mkdirat(&entry, DATA, Mode::from_raw_mode(0o700)))
+        .and_then(|()| crate::sys::safeopen::mkdir_at(&entry, DATA, 0o700))
         .and_then(|()| sync_if(opts.durable, &entry))
         .and_then(|()| sync_if(opts.durable, &trash.dir));
     let data = before.and_then(|()| dirfd::open_dir_at(&entry, DATA));

@@ -23,7 +23,6 @@ use std::os::fd::{AsFd, OwnedFd};
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 
-use rustix::fs::{mkdirat, Mode};
 use rustix::io::Errno;
 
 pub use discover::{discover, discover_on, discover_with, Discovery, Found, Memo, Passed, Skipped};
@@ -253,7 +252,7 @@ impl Trash {
             Err(TrashError::Os(Errno::NOENT)) => {}
             r => return r,
         }
-        match mkdirat(top_fd, name, Mode::from_raw_mode(0o700)) {
+        match crate::sys::safeopen::mkdir_at(top_fd, name, 0o700) {
             Ok(()) | Err(Errno::EXIST) => {}
             Err(Errno::ROFS) => return Err(TrashError::ReadOnly),
             Err(e) => {
@@ -555,39 +554,64 @@ mod tests {
 }
 
 /// The parsers of what a trash holds (and what a child prints), fed arbitrary bytes: never a
-/// panic, and whatever parses is usable (paths come back, names quote on one line).
+/// panic, whatever parses is usable (paths come back, names quote on one line), and memory
+/// held stays bounded. A modest number of cases in every run; `records_many` (ignored: CI
+/// runs it with `--include-ignored`) runs `RECLAIM_FUZZ_CASES` (default 100,000).
 #[cfg(test)]
 mod fuzz {
     use proptest::prelude::*;
 
     use super::safefile::fuzz::bytes;
 
-    proptest! {
-        #![proptest_config(ProptestConfig::with_cases(400))]
-        #[test]
-        fn records_from_arbitrary_bytes(text in bytes()) {
-            let d = tempfile::tempdir().unwrap();
-            let dir = crate::sys::dirfd::open_dir_path(d.path()).unwrap();
-            std::fs::write(d.path().join("meta.json"), &text).unwrap();
+    thread_local! {
+        /// A directory for the records of a thread's cases (in memory where there is a tmpfs).
+        static DIR: (tempfile::TempDir, std::os::fd::OwnedFd) = {
+            let d = tempfile::tempdir_in("/dev/shm").or_else(|_| tempfile::tempdir()).unwrap();
+            let fd = crate::sys::dirfd::open_dir_path(d.path()).unwrap();
+            (d, fd)
+        };
+    }
+
+    fn records_case(text: &[u8]) -> Result<(), TestCaseError> {
+        DIR.with(|(d, dir)| {
             let me = rustix::process::geteuid().as_raw();
-            if let Ok(Some(m)) = crate::trash::meta::Meta::read(&dir, me) {
-                let _ = m.original_path();
-                let _ = m.in_grace(0.0);
-                let _ = crate::sys::quote::quote(m.original_path());
-            }
+            let ((), held) = crate::sys::testing::peak_during(|| {
+                std::fs::write(d.path().join("meta.json"), text).unwrap();
+                if let Ok(Some(m)) = crate::trash::meta::Meta::read(dir, me) {
+                    let _ = m.original_path();
+                    let _ = m.in_grace(0.0);
+                    let _ = crate::sys::quote::quote(m.original_path());
+                }
+            });
+            prop_assert!(
+                held < (1 << 20) + 64 * text.len(),
+                "meta.json held {}",
+                held
+            );
             // A batch's list: whatever parses yields only single names (or none).
-            std::fs::write(d.path().join("held.json"), &text).unwrap();
-            if let Ok(Some(l)) = crate::trash::meta::HeldList::read(&dir, me) {
+            std::fs::write(d.path().join("held.json"), text).unwrap();
+            if let Ok(Some(l)) = crate::trash::meta::HeldList::read(dir, me) {
                 for h in &l.items {
                     if let Some(b) = h.name.bytes() {
-                        prop_assert!(!b.is_empty() && !b.contains(&b'/') && b != b"." && b != b"..");
+                        prop_assert!(
+                            !b.is_empty() && !b.contains(&b'/') && b != b"." && b != b".."
+                        );
                     }
                     let _ = h.slot_name();
                 }
                 let _ = l.totals();
             }
             // What a child prints (hostile when it runs as another user).
-            let _ = serde_json::from_slice::<crate::trash::restore::Report>(&text);
+            let _ = serde_json::from_slice::<crate::trash::restore::Report>(text);
+            Ok(())
+        })
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(400))]
+        #[test]
+        fn records_from_arbitrary_bytes(text in bytes()) {
+            records_case(&text)?;
         }
 
         #[test]
@@ -599,5 +623,22 @@ mod fuzz {
             let _ = crate::trash::name_uid(&name);
             let _ = crate::trash::meta::is_entry_name(&name);
         }
+    }
+
+    #[test]
+    #[ignore = "RECLAIM_FUZZ_CASES (default 100,000) cases of the trash's records: a minute or two; CI runs it with --include-ignored"]
+    fn records_many() {
+        let cases = std::env::var("RECLAIM_FUZZ_CASES")
+            .ok()
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(100_000);
+        let config = ProptestConfig {
+            cases,
+            failure_persistence: None,
+            ..ProptestConfig::default()
+        };
+        proptest::test_runner::TestRunner::new(config)
+            .run(&bytes(), |t| records_case(&t))
+            .unwrap_or_else(|e| panic!("{e}"));
     }
 }

@@ -36,7 +36,13 @@ fn dir(create: bool) -> Result<OwnedFd, String> {
     let shown = || crate::sys::quote::quote(home.join("reclaim"));
     if create {
         // Below a directory of the caller's own (`userdirs`): nobody else made these names.
-        std::fs::create_dir_all(&home).map_err(|e| format!("cannot make {}: {e}", shown()))?;
+        crate::sys::safeopen::make_dir_path(&home, 0o700).map_err(|e| {
+            format!(
+                "cannot make {}: {}",
+                shown(),
+                crate::sys::error::errno_text(e)
+            )
+        })?;
     }
     let home_fd = crate::sys::dirfd::open_dir_path(&home).map_err(|e| {
         format!(
@@ -149,7 +155,7 @@ pub fn with(
     {
         return None;
     }
-    known.retain(|r| r.path != trash.path && r.path.exists());
+    known.retain(|r| r.path != trash.path && crate::sys::dirfd::stat_path(&r.path).is_ok());
     known.push(Registered {
         path: trash.path.clone(),
         lineage: Some(lineage),

@@ -586,7 +586,7 @@ pub fn absolute(arg: &Path) -> Option<PathBuf> {
         Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
         _ => PathBuf::from("."),
     };
-    let real = std::fs::canonicalize(&parent)
+    let real = crate::sys::safeopen::canonical_dir(&parent)
         .ok()
         .or_else(|| lexical_absolute(&parent))?;
     Some(real.join(name))

@@ -108,6 +108,12 @@ pub struct PackReport {
     /// How the archive was mounted on the directory (`kernel`, `squashfuse`), with --mount.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub mounted: Option<&'static str>,
+    /// Where the packed directory is now, with the archive mounted on it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub mounted_on: Option<PathField>,
+    /// Why the archive was not mounted, with --mount.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub not_mounted: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub fstab: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -143,6 +149,8 @@ impl PackReport {
             acls: out.acls,
             other_xattrs: out.other_xattrs,
             mounted: None,
+            mounted_on: None,
+            not_mounted: out.not_mounted.clone(),
             fstab: None,
             unit: None,
             interrupted: out.interrupted,
@@ -248,10 +256,14 @@ fn only_unpack(out: &Outcome) -> String {
 fn mounted(r: &PackReport, archive: &Path, dir: &Path) -> String {
     let mut s = String::new();
     if let Some(how) = r.mounted {
+        let on = r
+            .mounted_on
+            .as_ref()
+            .map_or_else(|| dir.to_path_buf(), |p| p.exact());
         s += &format!(
-            "mounted {} on {} ({how}, read-only)\n",
+            "mounted {} on {} ({how}, read-only; checked against the manifest before anything was removed)\n",
             quote(archive),
-            quote(dir)
+            quote(&on)
         );
     }
     if let Some(line) = &r.fstab {
@@ -277,6 +289,9 @@ pub struct UnpackReport {
     pub bytes: u64,
     pub manifest: bool,
     pub owners_not_restored: u64,
+    /// Root unpacked another user's archive as that user would (the archive's owner).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub as_user: Option<u32>,
     pub failed: Vec<Stayed>,
     pub elapsed_s: f64,
 }
@@ -291,6 +306,7 @@ impl UnpackReport {
             bytes: u.bytes,
             manifest: u.manifest,
             owners_not_restored: u.owners_kept,
+            as_user: u.as_user,
             failed: u
                 .failed
                 .iter()
@@ -312,12 +328,23 @@ pub fn unpacked(u: &Unpacked, dest: &Path) -> String {
         plural(u.files, "file", "files"),
         bytes(u.bytes),
         quote(dest),
-        if u.manifest {
-            "; contents checked against the manifest, times and ACLs exact"
-        } else {
-            "; no reclaim manifest: times to the second, no ACLs, contents not checked"
+        match (u.manifest, u.failed.len()) {
+            (true, 0) => "; contents checked against the manifest, times and ACLs exact".into(),
+            (true, n) => format!(
+                "; checked against the manifest: {} did not match (listed above)",
+                plural(n as u64, "entry", "entries")
+            ),
+            (false, _) =>
+                "; no reclaim manifest: times to the second, no ACLs, contents not checked".into(),
         }
     );
+    if let Some(uid) = u.as_user {
+        s += &format!(
+            "the archive is uid {uid}'s: unpacked as that user would get it (owners yours, no \
+             setuid, setgid or sticky bits, your umask, no device nodes, only user. xattrs); \
+             --same-owner restores it as it says\n"
+        );
+    }
     if u.owners_kept > 0 {
         s += &format!(
             "{} keep your own owner (only root gives files to others)\n",

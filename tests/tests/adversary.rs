@@ -3763,3 +3763,5 @@ fn a_reaper_whose_trash_is_gone_stops_within_seconds() {
         assert_eq!(lines.len(), 1, "{case}: one line, not {lines:?}");
     }
 }
+
+mod round4;

@@ -1541,8 +1541,8 @@ fn harness_refuses_root_without_the_failsafe() {
 // ---------------------------------------------------------------------------------------------
 // `reclaim rm` (the subcommand) against GNU rm, where its documented differences allow.
 
-/// Whether `reclaim rm` is documented to differ from GNU rm in this scenario (README, "As
-/// `rm`"): it asks only when told to (`-i`/`-I`, not about write-protected files on a
+/// Whether `reclaim rm` is documented to differ from GNU rm in this scenario
+/// (docs/as-rm.md): it asks only when told to (`-i`/`-I`, not about write-protected files on a
 /// terminal), does not enter mount points unless `--cross-mounts`, refuses a symlink named
 /// with a trailing slash (GNU empties what it points to), and usage errors exit 2.
 fn reclaim_rm_documented_difference(sc: &Scenario, gnu: &Outcome) -> Option<&'static str> {

@@ -144,7 +144,29 @@ fn json_shape(out: &Output) -> String {
             util::stderr_of(out)
         )
     });
-    serde_json::to_string_pretty(&shape(&v)).unwrap() + "\n"
+    serde_json::to_string_pretty(&shape(&without_disk_notes(v))).unwrap() + "\n"
+}
+
+/// `v` without a profile's `note`: a key present only where the disk's answer needs a word
+/// (one that says rotational, say), so the machine the tests run on would change the shape.
+fn without_disk_notes(mut v: Value) -> Value {
+    match &mut v {
+        Value::Object(m) => {
+            if let Some(Value::Object(p)) = m.get_mut("profile") {
+                p.remove("note");
+            }
+            for x in m.values_mut() {
+                *x = without_disk_notes(x.take());
+            }
+        }
+        Value::Array(a) => {
+            for x in a.iter_mut() {
+                *x = without_disk_notes(x.take());
+            }
+        }
+        _ => {}
+    }
+    v
 }
 
 #[test]
@@ -160,6 +182,7 @@ fn json_shapes_of_rm_scan_and_prune_are_golden() {
             "--json",
             "--profile",
             "local-ssd",
+            "--start-pool",
             "rmme",
             "single",
             "missing",
@@ -200,6 +223,7 @@ fn json_shapes_of_rm_scan_and_prune_are_golden() {
             "1",
             "--now",
             "--fast",
+            "--start-pool",
             "--json",
             "backups",
         ])

@@ -436,6 +436,259 @@ fn the_reader_sees_paths_through_comments_strings_and_groups() {
     assert!(!code_only("let s = \"println!(\";").contains("println!("));
 }
 
+/// The files of `src/` compiled only for tests (`#[cfg(test)] mod x;`): not checked by
+/// `only_safeopen_opens_by_name` (tests build their fixtures by path).
+fn test_only_files(all: &[Source]) -> BTreeSet<PathBuf> {
+    let mut out = BTreeSet::new();
+    for s in all {
+        let dir = if s
+            .rel
+            .file_name()
+            .is_some_and(|f| f == "mod.rs" || f == "lib.rs")
+        {
+            s.rel.parent().unwrap().to_path_buf()
+        } else {
+            s.rel.with_extension("")
+        };
+        let mut rest = s.code.as_str();
+        while let Some(i) = rest.find("#[cfg(test)]") {
+            rest = &rest[i + 12..];
+            let t = rest.trim_start();
+            let t = t
+                .strip_prefix("pub(crate) ")
+                .or_else(|| t.strip_prefix("pub "))
+                .unwrap_or(t);
+            if let Some(m) = t.strip_prefix("mod ") {
+                let name: String = m
+                    .chars()
+                    .take_while(|c| c.is_alphanumeric() || *c == '_')
+                    .collect();
+                if m[name.len()..].trim_start().starts_with(';') {
+                    out.insert(dir.join(format!("{name}.rs")));
+                    out.insert(dir.join(&name).join("mod.rs"));
+                }
+            }
+        }
+    }
+    out
+}
+
+/// `code` with every `#[cfg(test)] mod x { ... }` blanked (lines kept).
+fn without_test_modules(code: &str) -> String {
+    let b = code.as_bytes();
+    let mut out = code.as_bytes().to_vec();
+    let mut from = 0;
+    while let Some(i) = code[from..].find("#[cfg(test)]").map(|i| i + from) {
+        from = i + 12;
+        let Some(open) = code[from..].find(['{', ';']).map(|k| k + from) else {
+            break;
+        };
+        if b[open] == b';' || !code[from..open].contains("mod ") {
+            continue;
+        }
+        let mut depth = 0;
+        let mut end = open;
+        for (k, &c) in b.iter().enumerate().skip(open) {
+            match c {
+                b'{' => depth += 1,
+                b'}' => {
+                    depth -= 1;
+                    if depth == 0 {
+                        end = k;
+                        break;
+                    }
+                }
+                _ => {}
+            }
+        }
+        for c in &mut out[i..=end] {
+            if *c != b'\n' {
+                *c = b' ';
+            }
+        }
+        from = end;
+    }
+    String::from_utf8(out).unwrap()
+}
+
+/// What opens, creates, mounts or removes by name, outside `sys/safeopen/`: each with why.
+fn by_name_calls(code: &str) -> Vec<(usize, &'static str)> {
+    const RAW: &[&str] = &[
+        "openat",
+        "openat2",
+        "unlinkat",
+        "renameat",
+        "renameat_with",
+        "renameat2",
+        "mkdirat",
+        "mknodat",
+        "symlinkat",
+        "linkat",
+        "fsopen",
+        "fsmount",
+        "move_mount",
+        "open_tree",
+        "fsconfig_set_string",
+        "fsconfig_create",
+        "fspick",
+    ];
+    const STD_FS: &[&str] = &[
+        "read",
+        "read_to_string",
+        "write",
+        "read_dir",
+        "create_dir",
+        "create_dir_all",
+        "remove_file",
+        "remove_dir",
+        "remove_dir_all",
+        "rename",
+        "copy",
+        "hard_link",
+        "metadata",
+        "symlink_metadata",
+        "canonicalize",
+        "read_link",
+        "set_permissions",
+        "soft_link",
+        "open",
+    ];
+    const LIBC: &[&str] = &[
+        "open",
+        "open64",
+        "creat",
+        "openat",
+        "unlink",
+        "unlinkat",
+        "rename",
+        "renameat",
+        "renameat2",
+        "mkdir",
+        "mkdirat",
+        "rmdir",
+        "mount",
+        "umount",
+        "umount2",
+        "mknod",
+        "mknodat",
+        "symlink",
+        "symlinkat",
+        "link",
+        "linkat",
+        "truncate",
+        "fopen",
+        "opendir",
+    ];
+    const PATH_METHODS: &[&str] = &[
+        ".exists()",
+        ".try_exists()",
+        ".canonicalize()",
+        ".read_dir()",
+        ".read_link()",
+        ".symlink_metadata()",
+        ".metadata()",
+    ];
+    let mut hits = Vec::new();
+    for (n, line) in code.lines().enumerate() {
+        let b = line.as_bytes();
+        let word_call = |w: &str| {
+            line.match_indices(w).any(|(i, _)| {
+                (i == 0 || !is_ident(b[i - 1])) && line[i + w.len()..].trim_start().starts_with('(')
+            })
+        };
+        let hit = if RAW.iter().any(|w| word_call(w)) {
+            Some("a raw *at/mount call (use sys::safeopen)")
+        } else if STD_FS.iter().any(|f| word_call(&format!("fs::{f}"))) {
+            Some("a path-based std::fs or rustix::fs call (use sys::safeopen)")
+        } else if ["File::open", "File::create", "File::create_new"]
+            .iter()
+            .any(|w| word_call(w))
+            || line.contains("OpenOptions")
+        {
+            Some("a file opened by path (use sys::safeopen)")
+        } else if LIBC.iter().any(|f| word_call(&format!("libc::{f}"))) {
+            Some("a path-based libc call (use sys::safeopen)")
+        } else if line.contains("rustix::mount") || word_call("unmount") {
+            Some("a mount call (use sys::safeopen::mount)")
+        } else if PATH_METHODS.iter().any(|m| line.contains(m)) {
+            Some("a path method that looks the path up (use sys::safeopen)")
+        } else if line.contains("tempfile::") {
+            Some("a temporary file by name (use sys::safeopen::anonymous)")
+        } else if line.contains("unix::fs::symlink") || line.contains("unix::fs::chown") {
+            Some("a path-based std::os::unix::fs call (use sys::safeopen)")
+        } else {
+            None
+        };
+        if let Some(why) = hit {
+            hits.push((n + 1, why));
+        }
+    }
+    hits
+}
+
+#[test]
+fn only_safeopen_opens_creates_mounts_or_removes_by_name() {
+    let all = read_sources();
+    let tests = test_only_files(&all);
+    let mut wrong = Vec::new();
+    for s in &all {
+        if s.rel.starts_with("sys/safeopen") || tests.contains(&s.rel) {
+            continue;
+        }
+        let code = without_test_modules(&s.code);
+        let shown: Vec<&str> = s.text.lines().collect();
+        for (line, why) in by_name_calls(&code) {
+            wrong.push(format!(
+                "src/{}:{line}: {why}: {}",
+                s.rel.display(),
+                shown[line - 1].trim()
+            ));
+        }
+        // Tools that mount, named in a string the check above cannot see.
+        for (n, l) in s.text.lines().enumerate() {
+            if l.contains("Command::new(")
+                && [
+                    "\"mount\"",
+                    "\"umount\"",
+                    "\"losetup\"",
+                    "\"squashfuse\"",
+                    "\"fusermount",
+                ]
+                .iter()
+                .any(|t| l.contains(t))
+            {
+                wrong.push(format!(
+                    "src/{}:{}: a mount tool started outside sys::safeopen::mount: {}",
+                    s.rel.display(),
+                    n + 1,
+                    l.trim()
+                ));
+            }
+        }
+    }
+    assert!(
+        wrong.is_empty(),
+        "opens, creates, mounts or removes by name outside src/sys/safeopen/ (DESIGN §7: one \
+         module does that, O_NOFOLLOW|O_NONBLOCK|O_CLOEXEC, checked by fstat):\n{}",
+        wrong.join("\n")
+    );
+}
+
+#[test]
+fn the_by_name_check_sees_every_kind_of_call() {
+    let code = code_only(
+        "rustix::fs::openat(d, n, f, m);\nlet x = unlinkat (d, n, f);\nstd::fs::read(p);\n\
+         fs::read_to_string(p);\nFile::open(p);\nstd::fs::OpenOptions::new();\nlibc::mount(a);\n\
+         p.exists();\nrustix::mount::fsopen(\"x\", f);\nsafeopen::unlink_at(d, n);\n\
+         // openat(\nlet s = \"std::fs::read(\";\nfd.read(&mut buf);\n",
+    );
+    let lines: Vec<usize> = by_name_calls(&code).into_iter().map(|(l, _)| l).collect();
+    assert_eq!(lines, [1, 2, 3, 4, 5, 6, 7, 8, 9]);
+    let code =
+        without_test_modules("fn a() {}\n#[cfg(test)]\nmod tests {\n    std::fs::read(p);\n}\n");
+    assert!(by_name_calls(&code).is_empty());
+}
+
 /// The most lines a file in `src/` may have before its test module: past it, a file holds more
 /// than one concept and is split by them.
 const MAX_LINES: usize = 900;

@@ -930,3 +930,113 @@ fn ctrl_c_says_in_one_line_what_is_left_and_the_rerun_finishes() {
         fs::remove_file(s.path("tree.sqfs")).unwrap();
     }
 }
+
+/// `reclaim pack` as uid 65534 in `s`'s root, with `path` for PATH.
+fn pack_as_nobody(s: &Scratch, path: &std::ffi::OsStr, args: &[&str]) -> std::process::Output {
+    let _ = s.cmd(args);
+    // setpriv itself from the usual PATH (a command's own PATH is where Rust looks for it).
+    StdCommand::new(which("setpriv"))
+        .args(["--reuid=65534", "--regid=65534", "--clear-groups", "--"])
+        .arg(util::reclaim_bin())
+        .args(args)
+        .current_dir(s.root())
+        .env("HOME", s.root())
+        .env("RECLAIM_CONFIG", "")
+        .env("PATH", path)
+        .output()
+        .expect("setpriv")
+}
+
+/// Where `tool` is on this process's PATH.
+fn which(tool: &str) -> PathBuf {
+    let out = StdCommand::new("sh")
+        .args(["-c", &format!("command -v {tool}")])
+        .output()
+        .unwrap();
+    PathBuf::from(String::from_utf8(out.stdout).unwrap().trim())
+}
+
+/// A user's tree `home/tree` of 40 files (the scratch directory 0755, `home` theirs).
+fn users_tree(s: &Scratch) -> String {
+    fs::set_permissions(s.root(), fs::Permissions::from_mode(0o755)).unwrap();
+    s.mkdir("home");
+    for i in 0..40 {
+        s.file(format!("home/tree/d{}/f{i}", i % 4), format!("mine {i}"));
+    }
+    let o = run(StdCommand::new("chown")
+        .args(["-hR", "65534:65534"])
+        .arg(s.path("home")));
+    assert!(o.status.success());
+    listing(&s.path("home/tree"))
+}
+
+/// Issue 44: a user's `pack --mount` whose mount cannot be made (no squashfuse here) removes
+/// nothing: the mount is made and checked before any original goes, and the one line says the
+/// archive is complete and how to go on.
+#[test]
+fn a_mount_that_fails_removes_nothing_and_says_what_to_do() {
+    or_skip!(tools());
+    require_root!();
+    let s = scratch!();
+    let before = users_tree(&s);
+    // A PATH with the squashfs tools but no squashfuse.
+    let bin = s.mkdir("bin");
+    for t in ["tar2sqfs", "sqfs2tar"] {
+        std::os::unix::fs::symlink(which(t), bin.join(t)).unwrap();
+    }
+    let o = pack_as_nobody(&s, bin.as_os_str(), &["pack", "--mount", "home/tree"]);
+    assert_eq!(o.status.code(), Some(1), "{}", util::stderr_of(&o));
+    assert_eq!(before, listing(&s.path("home/tree")), "nothing removed");
+    let err = util::stderr_of(&o);
+    assert_eq!(err.lines().count(), 1, "one line: {err}");
+    assert!(
+        err.contains("squashfuse") && err.contains("nothing was removed") && err.contains("unpack"),
+        "why, and what to do: {err}"
+    );
+    assert!(s.exists("home/tree.sqfs"), "the archive is kept");
+}
+
+/// A user's `pack --mount` mounts with squashfuse on the packed directory itself, checked
+/// before the originals go; the old paths read as before.
+#[test]
+fn a_users_mount_lands_on_the_packed_directory() {
+    or_skip!(tools());
+    require_root!();
+    let fuse_for_nobody = StdCommand::new("setpriv")
+        .args(["--reuid=65534", "--regid=65534", "--clear-groups", "--"])
+        .args(["sh", "-c", "test -r /dev/fuse && test -w /dev/fuse"])
+        .status()
+        .is_ok_and(|st| st.success());
+    if !have("squashfuse") || !fuse_for_nobody {
+        skip!("no squashfuse, or /dev/fuse is not open to other users here");
+    }
+    let s = scratch!();
+    let before = users_tree(&s);
+    let path = std::env::var_os("PATH").unwrap_or_default();
+    let o = pack_as_nobody(&s, &path, &["pack", "--mount", "home/tree"]);
+    let dir = s.path("home/tree");
+    let _unmount = scopeguard(dir.clone());
+    assert_eq!(o.status.code(), Some(0), "{}", util::stderr_of(&o));
+    assert!(
+        util::mounts_under(s.root()).contains(&dir),
+        "mounted on the directory"
+    );
+    // A FUSE mount shows itself to its user only: read it back as that user.
+    let shown = StdCommand::new("setpriv")
+        .args(["--reuid=65534", "--regid=65534", "--clear-groups", "--"])
+        .args([
+            "sh",
+            "-c",
+            "cd \"$0\" && for i in $(seq 0 39); do cat d$((i % 4))/f$i; echo; done",
+        ])
+        .arg(&dir)
+        .output()
+        .unwrap();
+    let want: String = (0..40).map(|i| format!("mine {i}\n")).collect();
+    assert_eq!(
+        String::from_utf8_lossy(&shown.stdout),
+        want,
+        "the mount shows the tree"
+    );
+    assert!(before.lines().count() > 40);
+}

@@ -1,16 +1,47 @@
-//! The README's commands cannot rot: every command of its `console` blocks (`$ ...`) runs, in
-//! order, in the test's scratch directory with this build as `reclaim` (relative paths only:
-//! nothing outside the scratch directory is named), and must succeed; and every flag its
-//! synopses (the blocks that start with `reclaim SUBCOMMAND [`) name is in that subcommand's
-//! `--help`.
+//! The README's and the manual's commands cannot rot: every command of the `console` blocks
+//! (`$ ...`) of README.md and of each page of docs/ runs, in order, in a scratch directory of
+//! that page's own with this build as `reclaim` (relative paths only: nothing outside the
+//! scratch directory is named), and must succeed; every flag their synopses (the blocks that
+//! start with `reclaim SUBCOMMAND [`) name is in that subcommand's `--help`; the README stays a
+//! README (at most 300 lines: the manual is docs/), and every relative link of these pages
+//! leads to a file (and heading) that exists.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
-use crate::util::{self, scratch};
+use crate::util::{self, scratch, Volume};
+
+fn root() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
 
 fn readme() -> String {
-    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("README.md");
-    std::fs::read_to_string(path).unwrap()
+    std::fs::read_to_string(root().join("README.md")).unwrap()
+}
+
+/// The pages of the manual, docs/*.md, in name order.
+fn doc_pages() -> Vec<PathBuf> {
+    let mut pages: Vec<PathBuf> = std::fs::read_dir(root().join("docs"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|x| x == "md"))
+        .collect();
+    pages.sort();
+    pages
+}
+
+/// README.md, then every page of docs/.
+fn all_pages() -> Vec<PathBuf> {
+    let mut pages = vec![root().join("README.md")];
+    pages.extend(doc_pages());
+    pages
+}
+
+/// `path` relative to the repository, for messages.
+fn shown(path: &Path) -> String {
+    path.strip_prefix(root())
+        .unwrap_or(path)
+        .display()
+        .to_string()
 }
 
 /// The fenced blocks of `text`: (info string, lines).
@@ -28,105 +59,301 @@ fn blocks(text: &str) -> Vec<(String, Vec<String>)> {
     out
 }
 
-/// Programs a README example may run besides `reclaim`.
+/// The commands (`$ ...`) of `text`'s `console` blocks, in order.
+fn console_commands(text: &str) -> Vec<String> {
+    blocks(text)
+        .into_iter()
+        .filter(|(info, _)| info == "console")
+        .flat_map(|(_, lines)| lines)
+        .filter_map(|l| l.strip_prefix("$ ").map(str::to_string))
+        .collect()
+}
+
+/// Programs an example may run besides `reclaim`.
 const TOOLS: &[&str] = &["mkdir", "touch", "printf", "head", "cat"];
+
+/// Where a page's examples run: its directory, and what the environment points at.
+struct Place<'a> {
+    dir: &'a Path,
+    bin: &'a Path,
+    state: &'a Path,
+}
+
+/// Runs `page`'s `commands` in `place`, in order; each must succeed. Returns how many ran.
+fn run_commands(page: &str, commands: &[String], place: &Place) -> usize {
+    let path = format!(
+        "{}:{}",
+        place.bin.display(),
+        std::env::var("PATH").unwrap_or_default()
+    );
+    for cmd in commands {
+        for part in cmd.split("&&").flat_map(|p| p.split('|')) {
+            let words: Vec<&str> = part.split_whitespace().collect();
+            let Some(prog) = words.first() else { continue };
+            assert!(
+                *prog == "reclaim" || TOOLS.contains(prog),
+                "{page} runs {prog:?}: only reclaim and {TOOLS:?} may run here"
+            );
+            for w in &words[1..] {
+                assert!(
+                    !w.starts_with('/') && !w.starts_with('~') && !w.contains(".."),
+                    "{page}'s `{cmd}` names {w:?}: only paths inside the scratch directory"
+                );
+            }
+        }
+        let out = std::process::Command::new("sh")
+            .arg("-c")
+            .arg(cmd)
+            .current_dir(place.dir)
+            .env("PATH", &path)
+            .env(util::NO_SPAWN, "1")
+            .env("XDG_STATE_HOME", place.state)
+            .env("RECLAIM_CONFIG", "")
+            .env("RECLAIM_UNDER", place.dir)
+            .env("LC_ALL", "C")
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{page}'s `{cmd}` failed ({}):\n{}{}",
+            out.status,
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+    commands.len()
+}
+
+/// This build as `reclaim`, in a directory to put first in PATH.
+fn bin_dir(s: &util::Scratch) -> PathBuf {
+    let bin = s.mkdir(".bin");
+    std::os::unix::fs::symlink(util::reclaim_bin(), bin.join("reclaim")).unwrap();
+    bin
+}
 
 #[test]
 fn readme_console_commands_run() {
     let s = scratch!();
-    // This build as `reclaim`, first in PATH.
-    let bin = s.mkdir(".bin");
-    std::os::unix::fs::symlink(util::reclaim_bin(), bin.join("reclaim")).unwrap();
-    let path = format!(
-        "{}:{}",
-        bin.display(),
-        std::env::var("PATH").unwrap_or_default()
-    );
-    let mut ran = 0;
-    for (info, lines) in blocks(&readme()) {
-        if info != "console" {
-            continue;
-        }
-        for cmd in lines.iter().filter_map(|l| l.strip_prefix("$ ")) {
-            for part in cmd.split("&&").flat_map(|p| p.split('|')) {
-                let words: Vec<&str> = part.split_whitespace().collect();
-                let Some(prog) = words.first() else { continue };
-                assert!(
-                    *prog == "reclaim" || TOOLS.contains(prog),
-                    "README runs {prog:?}: only reclaim and {TOOLS:?} may run here"
-                );
-                for w in &words[1..] {
-                    assert!(
-                        !w.starts_with('/') && !w.starts_with('~') && !w.contains(".."),
-                        "README's `{cmd}` names {w:?}: only paths inside the scratch directory"
-                    );
-                }
-            }
-            let out = std::process::Command::new("sh")
-                .arg("-c")
-                .arg(cmd)
-                .current_dir(s.root())
-                .env("PATH", &path)
-                .env(util::NO_SPAWN, "1")
-                .env("XDG_STATE_HOME", util::state_home(&s))
-                .env("RECLAIM_CONFIG", "")
-                .env("RECLAIM_UNDER", s.root())
-                .env("LC_ALL", "C")
-                .output()
-                .unwrap();
-            assert!(
-                out.status.success(),
-                "README's `{cmd}` failed ({}):\n{}{}",
-                out.status,
-                String::from_utf8_lossy(&out.stdout),
-                String::from_utf8_lossy(&out.stderr)
-            );
-            ran += 1;
-        }
-    }
+    let bin = bin_dir(&s);
+    let state = util::state_home(&s);
+    let place = Place {
+        dir: s.root(),
+        bin: &bin,
+        state: &state,
+    };
+    let ran = run_commands("README", &console_commands(&readme()), &place);
     assert!(ran >= 5, "the README's console blocks hold {ran} commands");
 }
 
+/// Whether `cmd` puts something into a trash (hides it): the trash is made at the top of the
+/// file system, so such a command runs only on a file system the test mounted.
+fn hides(cmd: &str) -> bool {
+    let prune_through_trash = cmd.contains("reclaim prune")
+        && !["--now", "--dry-run", " -n "]
+            .iter()
+            .any(|f| cmd.contains(f));
+    cmd.contains("--background")
+        || cmd.contains("--wait")
+        || cmd.contains("reclaim restore")
+        || prune_through_trash
+}
+
+/// Every page of docs/ runs its examples as the README does, each in a directory of its own, in
+/// name order. The directory is a fresh tmpfs where one can be mounted, so that the trash the
+/// undo examples hide into is the test's own (at that file system's top); where none can be, a
+/// page whose examples hide something is skipped, and says so. A page that packs needs
+/// squashfs-tools-ng (`.ci/run` installs it).
 #[test]
-fn readme_synopses_name_only_real_flags() {
-    let mut checked = 0;
-    for (info, lines) in blocks(&readme()) {
-        if !info.is_empty() {
+fn docs_console_commands_run() {
+    let s = scratch!();
+    let bin = bin_dir(&s);
+    let mut ran = 0;
+    let mut pages_run = 0;
+    let mut volumes = Vec::new();
+    for page in doc_pages() {
+        let name = shown(&page);
+        let commands = console_commands(&std::fs::read_to_string(&page).unwrap());
+        if commands.is_empty() {
             continue;
         }
-        // Each line `reclaim SUB ...` starts a synopsis; indented lines continue it.
-        let mut sub: Option<String> = None;
-        for line in &lines {
-            let line = line.split(" # ").next().unwrap_or("");
-            let words: Vec<&str> = line.split_whitespace().collect();
-            if words.first() == Some(&"reclaim") {
-                sub = words
-                    .get(1)
-                    .filter(|w| !w.starts_with('[') && !w.starts_with('-'))
-                    .map(|w| w.to_string());
-            } else if !line.starts_with(' ') {
-                sub = None;
+        let stem = page.file_stem().unwrap().to_string_lossy().into_owned();
+        let state = s.mkdir(format!(".state/{stem}"));
+        let dir = s.path(&stem);
+        match Volume::tmpfs_with(&s, &stem, "size=64m") {
+            Ok(v) => volumes.push(v),
+            Err(why) => {
+                s.mkdir(&stem);
+                if let Some(cmd) = commands.iter().find(|c| hides(c)) {
+                    util::skipped(
+                        util::test_name!(),
+                        &format!("{name}: `{cmd}` hides into a trash and no tmpfs for it: {why}"),
+                    );
+                    continue;
+                }
             }
-            let Some(sub) = &sub else { continue };
-            let help = util::reclaim().args([sub, "--help"]).output().unwrap();
-            util::assert_success(&help);
-            let help = String::from_utf8_lossy(&help.stdout).into_owned();
-            for flag in line
-                .split(|c: char| !(c.is_ascii_alphanumeric() || c == '-'))
-                .filter(|w| w.starts_with("--") && w.len() > 2)
-            {
-                assert!(
-                    help.contains(flag),
-                    "README's synopsis of `reclaim {sub}` names {flag}, which its --help does not"
-                );
-                checked += 1;
+        }
+        let packs = commands
+            .iter()
+            .any(|c| c.contains("reclaim pack") || c.contains("reclaim unpack"));
+        if packs {
+            if let Err(why) = crate::pack::tools() {
+                util::skipped(util::test_name!(), &format!("{name}: {why}"));
+                continue;
+            }
+        }
+        let place = Place {
+            dir: &dir,
+            bin: &bin,
+            state: &state,
+        };
+        ran += run_commands(&name, &commands, &place);
+        pages_run += 1;
+    }
+    assert!(
+        pages_run >= 5 && ran >= 30,
+        "docs/ ran {ran} commands on {pages_run} pages"
+    );
+}
+
+#[test]
+fn synopses_name_only_real_flags() {
+    let mut checked = 0;
+    for page in all_pages() {
+        let name = shown(&page);
+        for (info, lines) in blocks(&std::fs::read_to_string(&page).unwrap()) {
+            if !info.is_empty() {
+                continue;
+            }
+            // Each line `reclaim SUB ...` starts a synopsis; indented lines continue it.
+            let mut sub: Option<String> = None;
+            for line in &lines {
+                let line = line.split(" # ").next().unwrap_or("");
+                let words: Vec<&str> = line.split_whitespace().collect();
+                if words.first() == Some(&"reclaim") {
+                    sub = words
+                        .get(1)
+                        .filter(|w| !w.starts_with('[') && !w.starts_with('-'))
+                        .map(|w| w.to_string());
+                } else if !line.starts_with(' ') {
+                    sub = None;
+                }
+                let Some(sub) = &sub else { continue };
+                let help = util::reclaim().args([sub, "--help"]).output().unwrap();
+                util::assert_success(&help);
+                let help = String::from_utf8_lossy(&help.stdout).into_owned();
+                for flag in line
+                    .split(|c: char| !(c.is_ascii_alphanumeric() || c == '-'))
+                    .filter(|w| w.starts_with("--") && w.len() > 2)
+                {
+                    assert!(
+                        help.contains(flag),
+                        "{name}'s synopsis of `reclaim {sub}` names {flag}, which its --help does not"
+                    );
+                    checked += 1;
+                }
             }
         }
     }
+    assert!(checked > 20, "only {checked} flags in the synopses");
+}
+
+/// The README is what a newcomer reads first: what, why, install, the tests, everyday examples
+/// and links. The manual lives in docs/.
+#[test]
+fn readme_is_at_most_300_lines() {
+    let lines = readme().lines().count();
     assert!(
-        checked > 20,
-        "only {checked} flags in the README's synopses"
+        lines <= 300,
+        "README.md has {lines} lines: at most 300 (the manual goes to docs/)"
     );
+}
+
+/// A heading's anchor as GitHub makes it: lower case, spaces to `-`, punctuation dropped.
+fn anchor(heading: &str) -> String {
+    heading
+        .trim()
+        .to_lowercase()
+        .chars()
+        .filter_map(|c| match c {
+            ' ' => Some('-'),
+            c if c.is_alphanumeric() || c == '-' || c == '_' => Some(c),
+            _ => None,
+        })
+        .collect()
+}
+
+/// The lines of `text` outside its fenced blocks.
+fn prose_lines(text: &str) -> Vec<&str> {
+    let mut fenced = false;
+    text.lines()
+        .filter(|line| {
+            if line.starts_with("```") {
+                fenced = !fenced;
+                return false;
+            }
+            !fenced
+        })
+        .collect()
+}
+
+/// The anchors of `text`'s headings.
+fn anchors(text: &str) -> Vec<String> {
+    prose_lines(text)
+        .into_iter()
+        .filter(|line| line.starts_with('#'))
+        .map(|line| anchor(line.trim_start_matches('#')))
+        .collect()
+}
+
+/// The targets of `text`'s Markdown links and images (`](target)`), outside fenced blocks.
+fn link_targets(text: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    for line in prose_lines(text) {
+        let mut rest = line;
+        while let Some(i) = rest.find("](") {
+            rest = &rest[i + 2..];
+            let Some(end) = rest.find(')') else { break };
+            out.push(rest[..end].to_string());
+            rest = &rest[end..];
+        }
+    }
+    out
+}
+
+/// Every relative link of README.md and docs/*.md (pages moved into docs/ link with `../`, the
+/// images beside them) leads to a file that exists, and a `#heading` to a heading there.
+#[test]
+fn relative_links_lead_to_existing_files() {
+    let mut checked = 0;
+    for page in all_pages() {
+        let name = shown(&page);
+        let text = std::fs::read_to_string(&page).unwrap();
+        for target in link_targets(&text) {
+            if target.contains("://") || target.starts_with("mailto:") {
+                continue;
+            }
+            let (file, fragment) = match target.split_once('#') {
+                Some((f, a)) => (f, Some(a)),
+                None => (target.as_str(), None),
+            };
+            let linked = if file.is_empty() {
+                page.clone()
+            } else {
+                page.parent().unwrap().join(file)
+            };
+            assert!(linked.exists(), "{name} links {target}, which is not there");
+            if let Some(fragment) = fragment {
+                let there = std::fs::read_to_string(&linked).unwrap();
+                assert!(
+                    anchors(&there).iter().any(|a| a == fragment),
+                    "{name} links {target}: {} has no heading #{fragment}",
+                    shown(&linked)
+                );
+            }
+            checked += 1;
+        }
+    }
+    assert!(checked > 40, "only {checked} relative links checked");
 }
 
 /// The repository stands on its own (issue 26): no document, code comment or test points at a
@@ -169,18 +396,6 @@ fn docs_point_only_inside_the_repository() {
             text.contains(&format!("]({link})")),
             "README does not link {link}"
         );
-    }
-    let mut rest = text.as_str();
-    while let Some(i) = rest.find("](") {
-        rest = &rest[i + 2..];
-        let target = &rest[..rest.find(')').unwrap()];
-        if !target.contains("://") && !target.starts_with('#') {
-            let path = target.split('#').next().unwrap();
-            assert!(
-                root.join(path).exists(),
-                "README links {target}, which is not there"
-            );
-        }
     }
     let install = text
         .lines()

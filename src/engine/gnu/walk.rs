@@ -12,7 +12,7 @@
 //! What it says and asks goes through `Talk`; it never prints.
 
 use std::ffi::{CStr, CString, OsStr};
-use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
+use std::os::fd::{AsFd, AsRawFd, BorrowedFd, OwnedFd};
 use std::os::unix::ffi::OsStrExt;
 use std::path::Path;
 use std::sync::Arc;
@@ -621,7 +621,11 @@ impl<'o, T: Talk> Remover<'o, T> {
 
     /// coreutils' `excise`: unlink or rmdir, say so with `-v`, or say why not.
     fn excise(&mut self, at: At<'_>, path: &[u8], is_dir: bool, dnr: Option<Errno>) -> Status {
-        let entry = if is_dir {
+        // An operand is reached by its whole path from the current directory, an entry below
+        // it by its one name in its directory.
+        let entry = if at.dir.as_raw_fd() == CWD.as_raw_fd() {
+            Entry::Operand { dir: is_dir }
+        } else if is_dir {
             Entry::EmptyDir
         } else {
             Entry::NonDir

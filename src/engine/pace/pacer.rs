@@ -380,21 +380,9 @@ pub(crate) fn sorted(v: &[Duration]) -> Vec<Duration> {
 /// The `--trace` file, opened as root may open it where others write: never through a symlink,
 /// never blocking on a FIFO, and only a regular file is truncated and written (else no trace).
 pub(crate) fn trace_file(path: &std::path::Path) -> Option<std::fs::File> {
-    use std::os::unix::fs::OpenOptionsExt;
-    let flags = rustix::fs::OFlags::NOFOLLOW | rustix::fs::OFlags::NONBLOCK;
-    let f = std::fs::OpenOptions::new()
-        .write(true)
-        .create(true)
-        .mode(0o644)
-        .custom_flags(flags.bits() as i32)
-        .open(path)
-        .ok()?;
-    let meta = f.metadata().ok()?;
-    if !meta.file_type().is_file() {
-        return None;
-    }
-    f.set_len(0).ok()?;
-    Some(f)
+    let (fd, st) = crate::sys::safeopen::file::open_output(path, 0o644, false).ok()?;
+    (rustix::fs::FileType::from_raw_mode(st.st_mode) == rustix::fs::FileType::RegularFile)
+        .then(|| std::fs::File::from(fd))
 }
 
 #[cfg(test)]

@@ -9,7 +9,7 @@ use std::sync::{Arc, Condvar, Mutex};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
-use rustix::fs::{openat, Mode, OFlags};
+use rustix::fs::OFlags;
 use rustix::io::{pwrite, Errno};
 
 /// Bytes per probe write (one page: the smallest commit a WAL makes).
@@ -84,23 +84,15 @@ impl Spacing {
 /// Opens the probe's anonymous file in `dir` (`O_TMPFILE`; where unsupported, a hidden name
 /// created exclusively and unlinked at once).
 fn open_probe_file(dir: impl AsFd) -> Result<OwnedFd, Errno> {
-    let flags = OFlags::WRONLY | OFlags::DSYNC | OFlags::CLOEXEC;
-    match openat(
-        &dir,
-        c".",
-        flags | OFlags::TMPFILE,
-        Mode::from_raw_mode(0o600),
-    ) {
+    use crate::sys::safeopen;
+    let flags = OFlags::WRONLY | OFlags::DSYNC;
+    match safeopen::create_unnamed_in(&dir, flags, 0o600) {
         Ok(fd) => Ok(fd),
         Err(Errno::OPNOTSUPP | Errno::ISDIR | Errno::INVAL | Errno::NOENT) => {
-            let name = format!(".reclaim-probe.{}", std::process::id());
-            let fd = openat(
-                &dir,
-                name.as_str(),
-                flags | OFlags::CREATE | OFlags::EXCL | OFlags::NOFOLLOW,
-                Mode::from_raw_mode(0o600),
-            )?;
-            rustix::fs::unlinkat(&dir, name.as_str(), rustix::fs::AtFlags::empty())?;
+            let name = std::ffi::CString::new(format!(".reclaim-probe.{}", std::process::id()))
+                .expect("no NUL");
+            let fd = safeopen::create_at(&dir, &name, flags, 0o600, false)?;
+            safeopen::unlink_at(&dir, &name)?;
             Ok(fd)
         }
         Err(e) => Err(e),

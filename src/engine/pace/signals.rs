@@ -33,11 +33,11 @@ impl Signals {
         let psi = Path::new("/proc/pressure/io");
         let chain = backing_chain(dev, mnt_id);
         Signals {
-            psi: psi.exists().then(|| psi.to_path_buf()),
+            psi: crate::sys::safeopen::kernel::exists(psi).then(|| psi.to_path_buf()),
             disk_stat: chain
                 .last()
                 .map(|n| Path::new("/sys/block").join(n).join("stat"))
-                .filter(|p| p.exists()),
+                .filter(|p| crate::sys::safeopen::kernel::exists(p)),
             chain,
         }
     }
@@ -47,14 +47,14 @@ impl Signals {
         if let Some(text) = self
             .psi
             .as_ref()
-            .and_then(|p| std::fs::read_to_string(p).ok())
+            .and_then(|p| crate::sys::safeopen::kernel::read_to_string(p).ok())
         {
             (r.psi_some_us, r.psi_full_us) = parse_psi(&text);
         }
         if let Some(text) = self
             .disk_stat
             .as_ref()
-            .and_then(|p| std::fs::read_to_string(p).ok())
+            .and_then(|p| crate::sys::safeopen::kernel::read_to_string(p).ok())
         {
             (r.in_flight, r.queue_ms) = parse_disk_stat(&text);
         }
@@ -94,11 +94,11 @@ pub fn backing_chain(dev: u64, mnt_id: u64) -> Vec<String> {
     for _ in 0..8 {
         let (major, minor) = (rustix::fs::major(dev), rustix::fs::minor(dev));
         let sys = PathBuf::from(format!("/sys/dev/block/{major}:{minor}"));
-        let Ok(real) = std::fs::canonicalize(&sys) else {
+        let Ok(real) = crate::sys::safeopen::kernel::canonical(&sys) else {
             break;
         };
         // A partition's directory sits inside its disk's directory.
-        let disk = if real.join("partition").exists() {
+        let disk = if crate::sys::safeopen::kernel::exists(real.join("partition")) {
             real.parent().map(Path::to_path_buf).unwrap_or(real)
         } else {
             real
@@ -107,7 +107,9 @@ pub fn backing_chain(dev: u64, mnt_id: u64) -> Vec<String> {
             break;
         };
         chain.push(name.clone());
-        if let Ok(back) = std::fs::read_to_string(disk.join("loop/backing_file")) {
+        if let Ok(back) =
+            crate::sys::safeopen::kernel::read_to_string(disk.join("loop/backing_file"))
+        {
             // The backing file may itself be on btrfs: through its mount's device.
             match crate::sys::dirfd::stat_path(Path::new(back.trim_end()))
                 .ok()
@@ -120,11 +122,16 @@ pub fn backing_chain(dev: u64, mnt_id: u64) -> Vec<String> {
                 None => break,
             }
         }
-        let slave = std::fs::read_dir(disk.join("slaves"))
+        let slaves = disk.join("slaves");
+        let slave = crate::sys::safeopen::kernel::list(&slaves)
             .ok()
-            .and_then(|mut d| d.next())
-            .and_then(|e| e.ok())
-            .and_then(|e| std::fs::read_to_string(e.path().join("dev")).ok());
+            .and_then(|mut names| {
+                names.sort();
+                names.into_iter().next()
+            })
+            .and_then(|n| {
+                crate::sys::safeopen::kernel::read_to_string(slaves.join(n).join("dev")).ok()
+            });
         match slave
             .as_deref()
             .map(str::trim)

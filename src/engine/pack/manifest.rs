@@ -18,8 +18,18 @@ use crate::sys::quote::PathField;
 
 pub const MAGIC: &[u8; 16] = b"reclaim-pack-v1\0";
 const FOOTER: u64 = 64;
-/// A manifest larger than this is not believed (a damaged or hostile trailer).
-const MAX_MANIFEST: u64 = 4 << 30;
+/// A compressed manifest larger than this is not believed (a damaged or hostile trailer).
+const MAX_PACKED: u64 = 1 << 30;
+/// The most a manifest may inflate to: `RATIO` times its compressed size (real ones inflate
+/// 5-15 times: every file's hash is 32 random bytes), at least `FLOOR`, at most `MAX_JSON`
+/// (some 20 million entries). A zstd bomb (36 KB that inflates to 1.5 GiB) is refused once
+/// the bound is passed, having held no more than the bound.
+const RATIO: u64 = 64;
+pub const FLOOR: u64 = 16 << 20;
+const MAX_JSON: u64 = 4 << 30;
+/// The largest window a manifest's zstd frame may ask for (zstd's own default limit; the
+/// writer's level 3 uses far less).
+const WINDOW_LOG_MAX: u32 = 27;
 
 /// The kind of an entry, as one letter in the JSON.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -183,7 +193,7 @@ pub fn read(fd: impl AsFd) -> Result<Manifest, TrailerError> {
     }
     let word = |i: usize| u64::from_le_bytes(footer[i..i + 8].try_into().expect("8 bytes"));
     let (offset, len) = (word(16), word(24));
-    if len > MAX_MANIFEST || offset.checked_add(len) != Some(size - FOOTER) {
+    if len > MAX_PACKED || offset.checked_add(len) != Some(size - FOOTER) {
         return Err(TrailerError::Damaged("bad offset or length".into()));
     }
     if offset < image_size(fd).unwrap_or(0) {
@@ -194,11 +204,55 @@ pub fn read(fd: impl AsFd) -> Result<Manifest, TrailerError> {
     if blake3::hash(&packed).as_bytes() != &footer[32..64] {
         return Err(TrailerError::Damaged("hash mismatch".into()));
     }
-    let mut json = Vec::new();
-    zstd::stream::read::Decoder::new(&packed[..])
-        .and_then(|mut d| d.read_to_end(&mut json))
-        .map_err(|e| TrailerError::Damaged(e.to_string()))?;
+    let json = inflate(&packed)?;
     serde_json::from_slice(&json).map_err(|e| TrailerError::Damaged(e.to_string()))
+}
+
+/// The manifest's JSON from its compressed bytes, refused as soon as it would pass its bound
+/// (`RATIO` times the compressed size, at least `FLOOR`, at most `MAX_JSON`): a frame that says
+/// it is larger is refused before anything is inflated, one that does not say is stopped at
+/// the bound.
+fn inflate(packed: &[u8]) -> Result<Vec<u8>, TrailerError> {
+    let bound = (packed.len() as u64)
+        .saturating_mul(RATIO)
+        .clamp(FLOOR, MAX_JSON);
+    let too_big = || {
+        TrailerError::Damaged(format!(
+            "it would inflate beyond {bound} bytes, {RATIO} times its compressed size: not read"
+        ))
+    };
+    let declared = zstd::zstd_safe::get_frame_content_size(packed)
+        .ok()
+        .flatten();
+    if declared.is_some_and(|n| n > bound) {
+        return Err(too_big());
+    }
+    let mut d = zstd::stream::read::Decoder::with_buffer(packed)
+        .map_err(|e| TrailerError::Damaged(e.to_string()))?;
+    d.window_log_max(WINDOW_LOG_MAX)
+        .map_err(|e| TrailerError::Damaged(e.to_string()))?;
+    // Grown by doubling, but never past the bound (read_to_end's doubling would reach twice
+    // it before the bound is seen).
+    let bound = usize::try_from(bound).unwrap_or(usize::MAX);
+    let mut json = Vec::with_capacity(declared.map_or(64 << 10, |n| n as usize).min(bound));
+    let mut chunk = vec![0u8; 64 << 10];
+    loop {
+        let n = match d.read(&mut chunk) {
+            Ok(0) => break,
+            Ok(n) => n,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+            Err(e) => return Err(TrailerError::Damaged(e.to_string())),
+        };
+        if json.len() + n > bound {
+            return Err(too_big());
+        }
+        if json.len() + n > json.capacity() {
+            let to = (json.capacity() * 2).max(json.len() + n).min(bound);
+            json.reserve_exact(to - json.len());
+        }
+        json.extend_from_slice(&chunk[..n]);
+    }
+    Ok(json)
 }
 
 /// The bytes the squashfs image uses (its superblock's `bytes_used`), if `fd` starts with one.
@@ -230,4 +284,29 @@ fn pread_exact(
 /// Hex of bytes.
 pub fn hex(b: &[u8]) -> String {
     b.iter().map(|x| format!("{x:02x}")).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_bomb_is_stopped_at_its_bound() {
+        let zeros = vec![0u8; 200 << 20];
+        let packed = zstd::bulk::compress(&zeros, 3).unwrap();
+        // The frame says how large it is: refused before inflating.
+        assert!(packed.len() < 1 << 20);
+        assert!(matches!(inflate(&packed), Err(TrailerError::Damaged(_))));
+        // A streamed frame does not say: stopped at the bound.
+        let mut enc = zstd::stream::Encoder::new(Vec::new(), 3).unwrap();
+        std::io::Write::write_all(&mut enc, &zeros).unwrap();
+        let streamed = enc.finish().unwrap();
+        assert!(matches!(inflate(&streamed), Err(TrailerError::Damaged(_))));
+        // A real one inflates.
+        let json = br#"{"a":1}"#;
+        assert_eq!(
+            inflate(&zstd::bulk::compress(json, 3).unwrap()).unwrap(),
+            json
+        );
+    }
 }

@@ -15,34 +15,48 @@
 //! 4. Only then it is renamed to its final name (never replacing) and the directory fsynced:
 //!    from here the archive under its final name is the record of the pack.
 //! 5. The originals are removed by the removal engine (parallel, paced), each only if
-//!    unchanged since it was read (`unlink`). A crash here leaves every file at its path or in
-//!    the archive; the same command again finds the archive, verifies it and finishes.
+//!    unchanged since it was read and, for a file, its bytes proven the archive's under a
+//!    write lease (`unlink`). A crash here leaves every file at its path or in the archive;
+//!    the same command again finds the archive, verifies it and finishes.
+//!
+//! An archive found under the final name is resumed from only if it is provably the caller's
+//! own (`trust`), and the archive is written only where no one else may take it away. With
+//! `mount`, the archive is mounted and checked before any original goes, and attached to the
+//! packed directory only if nothing stayed (`mount`).
 
 pub mod acl;
 pub mod candidates;
+pub mod guard;
 pub mod manifest;
 pub mod mount;
+mod removal;
 pub mod source;
 pub mod tools;
+pub mod trust;
 pub mod unlink;
 pub mod unpack;
 pub mod verify;
 pub mod write;
 
+#[cfg(test)]
+mod fuzz;
+
+use removal::{no_leases, remove_originals};
+
 use std::ffi::{CString, OsStr};
 use std::os::fd::{AsFd, OwnedFd};
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-use rustix::fs::{openat, AtFlags, FileType, Mode, OFlags};
+use rustix::fs::{AtFlags, FileType, OFlags};
 use rustix::io::Errno;
 
 use crate::sys::dirfd::{self, Ident};
 use crate::sys::error::Failure;
 use crate::sys::quote::{quote, PathField};
+use crate::sys::safeopen;
 use manifest::{Kind, Manifest};
 pub use tools::Compressor;
 
@@ -56,8 +70,9 @@ pub struct Options {
     pub compressor: Compressor,
     /// Readers (default: the profile's workers for the directory's file system).
     pub threads: Option<usize>,
-    /// Keep the (then empty) directory itself, to mount the archive on.
-    pub keep_dir: bool,
+    /// Mount the archive on the directory (checked before any original goes; attached only if
+    /// nothing stayed).
+    pub mount: bool,
     /// Write and verify the archive, remove nothing.
     pub keep_originals: bool,
     /// Removal unpaced.
@@ -107,6 +122,10 @@ pub struct Outcome {
     pub stayed: Vec<Failure>,
     /// A stop signal ended the removal: what is left is finished by the same command again.
     pub interrupted: Option<i32>,
+    /// With `mount`: how and where the archive is mounted ...
+    pub mounted: Option<mount::Mounted>,
+    /// ... or why it is not (entries stayed, a stop signal).
+    pub not_mounted: Option<String>,
     /// What only `reclaim unpack` restores exactly (a mount shows less): entries with
     /// sub-second or out-of-range times, with ACLs, with xattrs squashfs does not hold.
     pub subsecond: u64,
@@ -131,6 +150,21 @@ pub enum PackError {
     Write(#[from] write::WriteError),
     #[error("the archive failed verification: {0}; it was removed and nothing else was touched")]
     Verify(#[from] verify::VerifyError),
+    /// An archive of an earlier run that does not verify: it stays as it is.
+    #[error("the archive {} failed verification: {}; it stays where it is, as it is", quote(.0), .1)]
+    ResumeRefused(PathBuf, verify::VerifyError),
+    /// An archive under the final name that cannot be proven the caller's own.
+    #[error("{}: not trusted to resume from: {}; nothing was removed (move it away, or give another --to)", quote(.0), .1)]
+    NotOurs(PathBuf, String),
+    /// The archive would be where someone else could take it away.
+    #[error("{}: {}; give --to in a directory of your own (nothing was written)", quote(.0), .1)]
+    Placement(PathBuf, String),
+    /// The directory is gone, and what has the archive's name does not say it was packed.
+    #[error("{}: {}; {} {}", quote(.0), crate::sys::error::errno_text(Errno::NOENT), quote(.1), .2)]
+    NotPacked(PathBuf, PathBuf, String),
+    /// The archive is complete, but mounting it (asked for) failed: nothing was removed.
+    #[error("the archive {} is complete and verified, but it cannot be mounted: {}; nothing was removed (without --mount the originals are removed; `reclaim unpack` restores a copy from it)", quote(.0), .1)]
+    Mount(PathBuf, String),
     #[error("{}: {}", quote(.0), .1)]
     Exists(PathBuf, String),
     #[error("another reclaim pack is writing {}", quote(.0))]
@@ -156,7 +190,7 @@ struct Place {
 }
 
 /// The archive's place.
-struct Target {
+pub(crate) struct Target {
     display: PathBuf,
     parent: OwnedFd,
     name: CString,
@@ -185,7 +219,7 @@ fn split(path: &Path) -> Result<(OwnedFd, CString), PackError> {
         .filter(|p| !p.as_os_str().is_empty())
         .unwrap_or(Path::new("."));
     let fd =
-        dirfd::open_dir_path_only(parent).map_err(|e| PackError::Os(parent.to_path_buf(), e))?;
+        safeopen::open_dir_path_only(parent).map_err(|e| PackError::Os(parent.to_path_buf(), e))?;
     Ok((
         fd,
         CString::new(name.as_bytes()).map_err(|_| usage("a NUL in the name"))?,
@@ -251,14 +285,14 @@ fn resolve_target(o: &Options, place: &Place) -> Result<Target, PackError> {
         }
     };
     let (parent, name) = split(&display)?;
+    // Only where no one else may take it away once the originals are gone (with --keep
+    // nothing goes: anywhere).
+    if !o.keep_originals {
+        trust::placement(&parent).map_err(|w| PackError::Placement(display.clone(), w.0))?;
+    }
     // Never inside the tree it holds: walk up from its directory.
-    let mut fd = rustix::fs::openat(
-        &parent,
-        c".",
-        OFlags::PATH | OFlags::DIRECTORY | OFlags::CLOEXEC,
-        Mode::empty(),
-    )
-    .map_err(|e| PackError::Os(display.clone(), e))?;
+    let mut fd =
+        safeopen::open_dir_at_only(&parent, c".").map_err(|e| PackError::Os(display.clone(), e))?;
     for _ in 0..4096 {
         let st = rustix::fs::fstat(&fd).map_err(|e| PackError::Os(display.clone(), e))?;
         if (st.st_dev, st.st_ino) == (place.ident.dev, place.ident.ino) {
@@ -267,13 +301,8 @@ fn resolve_target(o: &Options, place: &Place) -> Result<Target, PackError> {
                 quote(&display)
             )));
         }
-        let up = openat(
-            &fd,
-            c"..",
-            OFlags::PATH | OFlags::DIRECTORY | OFlags::CLOEXEC,
-            Mode::empty(),
-        )
-        .map_err(|e| PackError::Os(display.clone(), e))?;
+        let up = safeopen::open_dir_at_only(&fd, c"..")
+            .map_err(|e| PackError::Os(display.clone(), e))?;
         let ust = rustix::fs::fstat(&up).map_err(|e| PackError::Os(display.clone(), e))?;
         if (ust.st_dev, ust.st_ino) == (st.st_dev, st.st_ino) {
             break;
@@ -297,9 +326,9 @@ pub fn pack(o: &Options, on: &(dyn Fn(Event) + Sync)) -> Result<Outcome, PackErr
     };
     let target = resolve_target(o, &place)?;
     match existing(&target, &place)? {
-        Some((file, m)) => {
+        Some((file, size, m)) => {
             on(Event::Resuming);
-            let mut out = outcome_of(&target, &m, &file);
+            let mut out = outcome_of(&target.display, &m, size);
             out.resumed = true;
             verify::verify(&file, &m, &mut |n, b| {
                 on(Event::Verifying {
@@ -308,20 +337,62 @@ pub fn pack(o: &Options, on: &(dyn Fn(Event) + Sync)) -> Result<Outcome, PackErr
                 })
             })
             .map_err(|e| match e {
-                verify::VerifyError::Interrupted => PackError::Interrupted(
-                    crate::sys::interrupt::requested().unwrap_or(libc::SIGINT),
-                ),
-                e => PackError::Verify(e),
+                verify::VerifyError::Interrupted => stopped(),
+                e => PackError::ResumeRefused(target.display.clone(), e),
             })?;
             on(Event::Archived);
-            remove_originals(o, &place, &m, &mut out, on);
+            finish(o, &place, &target, (&file, &m), &mut out, on)?;
             Ok(out)
         }
         None => fresh(o, &place, &target, on),
     }
 }
 
-/// The directory is gone: if its archive is there, the pack is done.
+/// The archive is verified under its final name: the originals are removed (with `mount`:
+/// the archive mounted and checked first, attached only if nothing stayed).
+fn finish(
+    o: &Options,
+    place: &Place,
+    target: &Target,
+    (file, m): (&OwnedFd, &Manifest),
+    out: &mut Outcome,
+    on: &(dyn Fn(Event) + Sync),
+) -> Result<(), PackError> {
+    if o.keep_originals {
+        return Ok(());
+    }
+    // A file system without leases cannot prove any file unwritten: nothing goes, said once.
+    if let Some(why) = no_leases(place, m) {
+        out.stayed.push(Failure {
+            path: place.display.clone(),
+            reason: crate::sys::error::Reason::Kept(format!(
+                "no original removed: {why}; the archive is complete"
+            )),
+        });
+        if o.mount {
+            out.not_mounted = mount::why_not_mounted(out);
+        }
+        return Ok(());
+    }
+    if !o.mount || !out.stayed.is_empty() {
+        // What could not be packed stays: a mount would hide it.
+        remove_originals(o, place, m, out, on, None);
+        if o.mount {
+            out.not_mounted = mount::why_not_mounted(out);
+        }
+        return Ok(());
+    }
+    let root = open_root(place)?;
+    let mounting = mount::Mounting::start(file, &root, (&place.parent, &place.name), m)
+        .map_err(|why| PackError::Mount(target.display.clone(), why))?;
+    let under = mounting.removal_root(&root);
+    remove_originals(o, place, m, out, on, under);
+    mounting.finish(&root, out);
+    Ok(())
+}
+
+/// The directory is gone: if its archive is there, provably the caller's own and a pack of
+/// it, the pack is done. Never opened by path: a FIFO there is refused at once.
 fn already_packed(o: &Options) -> Result<Outcome, PackError> {
     let display = abs(&o.dir);
     let archive = o.to.clone().map(|t| abs(&t)).unwrap_or_else(|| {
@@ -329,72 +400,63 @@ fn already_packed(o: &Options) -> Result<Outcome, PackError> {
         s.push(".sqfs");
         PathBuf::from(s)
     });
-    let file =
-        std::fs::File::open(&archive).map_err(|_| PackError::Os(display.clone(), Errno::NOENT))?;
-    let m = manifest::read(&file).map_err(|_| PackError::Os(display.clone(), Errno::NOENT))?;
-    if m.source.exact() != display {
-        return Err(PackError::Os(display, Errno::NOENT));
-    }
-    let target = Target {
-        display: archive,
-        parent: dirfd::open_dir_path_only(Path::new("/"))
-            .map_err(|e| PackError::Os("/".into(), e))?,
-        name: CString::new("x").expect("no NUL"),
+    let gone = || PackError::Os(display.clone(), Errno::NOENT);
+    let not_done = |why: String| PackError::NotPacked(display.clone(), archive.clone(), why);
+    let Ok((parent, name)) = split(&archive) else {
+        return Err(gone());
     };
-    let mut out = outcome_of(&target, &m, &file);
+    let (fd, size) = match trust::open_own(&parent, &name) {
+        Ok(Some(v)) => v,
+        Ok(None) => return Err(gone()),
+        Err(why) => return Err(not_done(format!("is not trusted: {}", why.0))),
+    };
+    let m = manifest::read(&fd).map_err(|e| not_done(format!("is not a pack of it ({e})")))?;
+    if m.source.exact() != display {
+        return Err(not_done(format!("is a pack of {}", m.source)));
+    }
+    let mut out = outcome_of(&archive, &m, size);
     out.already_done = true;
     Ok(out)
 }
 
-/// The archive already at the final name, if it is a pack of this directory.
-fn existing(
-    target: &Target,
-    place: &Place,
-) -> Result<Option<(std::fs::File, Manifest)>, PackError> {
-    let fd = match openat(
-        &target.parent,
-        target.name.as_c_str(),
-        OFlags::RDONLY | OFlags::NOFOLLOW | OFlags::NONBLOCK,
-        Mode::empty(),
-    ) {
-        Ok(fd) => fd,
-        Err(Errno::NOENT) => return Ok(None),
-        Err(Errno::LOOP) => {
+/// The archive already at the final name, if it is a pack of this directory and provably the
+/// caller's own (`trust`): its fd, size and manifest.
+fn existing(target: &Target, place: &Place) -> Result<Option<(OwnedFd, u64, Manifest)>, PackError> {
+    let (fd, size) = match trust::open_own(&target.parent, &target.name) {
+        Ok(Some(v)) => v,
+        Ok(None) => return Ok(None),
+        Err(why) => return Err(PackError::NotOurs(target.display.clone(), why.0)),
+    };
+    let m = match manifest::read(&fd) {
+        Ok(m) => m,
+        Err(manifest::TrailerError::Missing) => {
             return Err(PackError::Exists(
                 target.display.clone(),
-                "exists (a symbolic link); give another --to".into(),
+                format!(
+                    "exists and is not a pack of {}; give another --to",
+                    quote(&place.display)
+                ),
             ))
         }
-        Err(e) => return Err(PackError::Os(target.display.clone(), e)),
+        Err(e) => return Err(PackError::NotOurs(target.display.clone(), e.to_string())),
     };
-    let st = rustix::fs::fstat(&fd).map_err(|e| PackError::Os(target.display.clone(), e))?;
-    if FileType::from_raw_mode(st.st_mode) != FileType::RegularFile {
+    if (m.dev, m.ino) != (place.ident.dev, place.ident.ino) || m.source.exact() != place.display {
         return Err(PackError::Exists(
             target.display.clone(),
-            "exists and is not a regular file; give another --to".into(),
+            format!(
+                "exists and is a pack of {} (another directory); give another --to",
+                m.source
+            ),
         ));
     }
-    let not_ours = |why: String| PackError::Exists(target.display.clone(), why);
-    let m = manifest::read(&fd).map_err(|e| {
-        not_ours(format!(
-            "exists and is not a pack of {} ({e}); give another --to",
-            quote(&place.display)
-        ))
-    })?;
-    if (m.dev, m.ino) != (place.ident.dev, place.ident.ino) || m.source.exact() != place.display {
-        return Err(not_ours(format!(
-            "exists and is a pack of {} (another directory); give another --to",
-            m.source
-        )));
-    }
-    Ok(Some((std::fs::File::from(fd), m)))
+    Ok(Some((fd, size, m)))
 }
 
-fn outcome_of(target: &Target, m: &Manifest, file: &std::fs::File) -> Outcome {
+fn outcome_of(archive: &Path, m: &Manifest, archive_bytes: u64) -> Outcome {
     let mut out = Outcome {
-        archive: target.display.clone(),
+        archive: archive.to_path_buf(),
         compressor: m.compressor.clone(),
-        archive_bytes: file.metadata().map(|md| md.len()).unwrap_or(0),
+        archive_bytes,
         ..Outcome::default()
     };
     for e in &m.entries {
@@ -433,13 +495,8 @@ const HELD_WAIT: std::time::Duration = std::time::Duration::from_secs(3);
 /// freed within `HELD_WAIT`) and that belongs to us: removed. One that stays held: another
 /// pack is writing.
 fn clear_partials(target: &Target, prefix: &[u8]) -> Result<(), PackError> {
-    let dir = openat(
-        &target.parent,
-        c".",
-        OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC,
-        Mode::empty(),
-    )
-    .map_err(|e| PackError::Os(target.display.clone(), e))?;
+    let dir = safeopen::reopen_dir(&target.parent)
+        .map_err(|e| PackError::Os(target.display.clone(), e))?;
     let mut names = Vec::new();
     let mut buf = dirfd::DirBuf::new(64 << 10);
     dirfd::for_each_entry(&dir, &mut buf, |n, _, _| {
@@ -450,23 +507,15 @@ fn clear_partials(target: &Target, prefix: &[u8]) -> Result<(), PackError> {
     .map_err(|e| PackError::Os(target.display.clone(), e))?;
     let me = rustix::process::geteuid().as_raw();
     for n in names {
-        let Ok(fd) = openat(
-            &dir,
-            n.as_c_str(),
-            OFlags::RDONLY | OFlags::NOFOLLOW | OFlags::NONBLOCK | OFlags::CLOEXEC,
-            Mode::empty(),
-        ) else {
+        let Ok((fd, st)) = safeopen::open_file_at(&dir, &n, safeopen::Access::Read) else {
             continue;
         };
-        let Ok(st) = rustix::fs::fstat(&fd) else {
-            continue;
-        };
-        if FileType::from_raw_mode(st.st_mode) != FileType::RegularFile || st.st_uid != me {
+        if st.st_uid != me {
             continue;
         }
         match lock_within(&fd, HELD_WAIT) {
             Ok(()) => {
-                let _ = rustix::fs::unlinkat(&dir, n.as_c_str(), AtFlags::empty());
+                let _ = safeopen::unlink_at(&dir, &n);
             }
             Err(_) => return Err(PackError::Busy(target.display.clone())),
         }
@@ -498,7 +547,7 @@ struct Partial<'a> {
 impl Drop for Partial<'_> {
     fn drop(&mut self) {
         if !self.done {
-            let _ = rustix::fs::unlinkat(self.parent, self.name.as_c_str(), AtFlags::empty());
+            let _ = safeopen::unlink_at(self.parent, &self.name);
         }
     }
 }
@@ -541,23 +590,23 @@ fn fresh(
     };
     let m = seal(target, &mut partial, &m, on)?;
     on(Event::Archived);
-    let mut out = outcome_of(target, &m, &partial.file);
+    let size = rustix::fs::fstat(&partial.file).map_or(0, |st| st.st_size as u64);
+    let mut out = outcome_of(&target.display, &m, size);
     out.stayed = stayed;
-    if !o.keep_originals {
-        remove_originals(o, place, &m, &mut out, on);
-    }
+    let file = OwnedFd::from(partial.file.try_clone().map_err(|e| {
+        PackError::Os(
+            target.display.clone(),
+            Errno::from_io_error(&e).unwrap_or(Errno::IO),
+        )
+    })?);
+    finish(o, place, target, (&file, &m), &mut out, on)?;
     Ok(out)
 }
 
 /// Opens the directory to pack (still the one checked) and lists it; what squashfs cannot
 /// hold refuses the pack, by name.
 fn list_tree(place: &Place) -> Result<(OwnedFd, source::Listing), PackError> {
-    let root = dirfd::open_dir_at(&*place.parent, place.name.as_c_str())
-        .map_err(|e| PackError::Os(place.display.clone(), e))?;
-    let st = dirfd::fstat(&root).map_err(|e| PackError::Os(place.display.clone(), e))?;
-    if st.ident != place.ident {
-        return Err(PackError::Os(place.display.clone(), Errno::STALE));
-    }
+    let root = open_root(place)?;
     let show = |rel: &[u8]| place.display.join(OsStr::from_bytes(rel));
     let listing = source::walk(&root).map_err(|e| match e {
         source::WalkError::Interrupted => stopped(),
@@ -579,27 +628,32 @@ fn list_tree(place: &Place) -> Result<(OwnedFd, source::Listing), PackError> {
     Ok((root, listing))
 }
 
+/// Opens the directory to pack, checked to be the one resolved.
+fn open_root(place: &Place) -> Result<OwnedFd, PackError> {
+    let root = dirfd::open_dir_at(&*place.parent, place.name.as_c_str())
+        .map_err(|e| PackError::Os(place.display.clone(), e))?;
+    let st = dirfd::fstat(&root).map_err(|e| PackError::Os(place.display.clone(), e))?;
+    if st.ident != place.ident {
+        return Err(PackError::Os(place.display.clone(), Errno::STALE));
+    }
+    Ok(root)
+}
+
 /// Creates the partial archive beside the final one: `prefix` and a unique tail, `O_EXCL`,
 /// locked while it is written.
 fn open_partial(target: &Target, prefix: Vec<u8>) -> Result<Partial<'_>, PackError> {
     let mut tmp = prefix;
     tmp.extend_from_slice(format!("{}-{:08x}", std::process::id(), rand32()).as_bytes());
     let tmp = CString::new(tmp).expect("no NUL");
-    // Not close-on-exec: tar2sqfs and sqfs2tar open it through /proc/self/fd.
-    let fd = openat(
-        &target.parent,
-        tmp.as_c_str(),
-        OFlags::RDWR | OFlags::CREATE | OFlags::EXCL | OFlags::NOFOLLOW,
-        Mode::from_raw_mode(0o600),
-    )
-    .map_err(|e| {
-        PackError::Os(
-            target
-                .display
-                .with_file_name(OsStr::from_bytes(tmp.as_bytes())),
-            e,
-        )
-    })?;
+    let fd =
+        safeopen::create_at(&target.parent, &tmp, OFlags::RDWR, 0o600, false).map_err(|e| {
+            PackError::Os(
+                target
+                    .display
+                    .with_file_name(OsStr::from_bytes(tmp.as_bytes())),
+                e,
+            )
+        })?;
     rustix::fs::flock(&fd, rustix::fs::FlockOperation::NonBlockingLockExclusive)
         .map_err(|_| PackError::Busy(target.display.clone()))?;
     Ok(Partial {
@@ -732,13 +786,8 @@ fn seal(
         e => PackError::Os(target.display.clone(), e),
     })?;
     partial.done = true;
-    let dir = openat(
-        &target.parent,
-        c".",
-        OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC,
-        Mode::empty(),
-    )
-    .map_err(|e| PackError::Os(target.display.clone(), e))?;
+    let dir = safeopen::reopen_dir(&target.parent)
+        .map_err(|e| PackError::Os(target.display.clone(), e))?;
     rustix::fs::fsync(&dir).map_err(|e| PackError::Os(target.display.clone(), e))?;
     Ok(m)
 }
@@ -747,129 +796,4 @@ fn rand32() -> u32 {
     let mut b = [0u8; 4];
     let _ = rustix::rand::getrandom(&mut b, rustix::rand::GetRandomFlags::empty());
     u32::from_le_bytes(b)
-}
-
-/// The tree governor of a paced removal below `parent`: steers the engine's gate and
-/// throttle by the probe's latency (against the `idle` ones) until `done`.
-fn govern(
-    o: &Options,
-    parent: &OwnedFd,
-    (engine, throttle, idle): (
-        &crate::engine::remove::Options,
-        &crate::engine::pace::throttle::Throttle,
-        Vec<Duration>,
-    ),
-    counters: &crate::engine::remove::Counters,
-    done: &AtomicBool,
-) {
-    use crate::engine::pace::{asked::DEFAULT_MAX_LATENCY, tree};
-    let pacing = crate::engine::pace::Pacing {
-        max_latency: Some(o.max_latency.unwrap_or(DEFAULT_MAX_LATENCY)),
-        rate: None,
-        trace: None,
-        floor: crate::sys::space::Floor::Default,
-    };
-    let knobs = tree::Knobs {
-        throttle,
-        gate: engine.gate.as_deref(),
-        max_workers: engine.threads,
-        rate: o.max_latency.is_some(),
-        idle: &idle,
-        // The probe's writes spaced by the removal's own operations on a network file system
-        // (none elsewhere; `look_ahead` is set exactly on a network profile).
-        budget: engine.network_budget(engine.look_ahead),
-        joint: None,
-    };
-    tree::run(parent, &pacing, &knobs, &|| counters.entries(), done);
-}
-
-/// Removes the originals the archive proves, with the removal engine.
-fn remove_originals(
-    o: &Options,
-    place: &Place,
-    m: &Manifest,
-    out: &mut Outcome,
-    on: &(dyn Fn(Event) + Sync),
-) {
-    use crate::engine::remove;
-    let mut profile = match o.profile {
-        Some(c) => crate::engine::profile::Profile::named(c, &*place.parent),
-        None => crate::engine::profile::Profile::detect(&*place.parent),
-    };
-    // As `reclaim rm -r`: a disk that says it is rotational is told by its idle latency (one
-    // worker and no governor on a spinning one, unless `--max-latency` asks for it; not
-    // governed on a virtual one that only says so).
-    let rotational = profile.class == crate::engine::profile::Class::Rotational;
-    if rotational && profile.source == "detected" && o.max_latency.is_none() && !o.fast {
-        profile.settle_rotational(&crate::engine::pace::tree::idle_samples(&*place.parent));
-    }
-    let mut engine = remove::Options::default();
-    engine.apply(&profile, o.threads.is_some());
-    if let Some(t) = o.threads {
-        engine.threads = t.max(1);
-    }
-    engine.keep = Some(Arc::new(unlink::Proven::new(
-        place.display.clone(),
-        m,
-        o.keep_dir,
-    )));
-    let paced = !o.fast && (o.max_latency.is_some() || profile.governed);
-    if paced || o.iops.is_some() {
-        engine.throttle = Some(Arc::new(crate::engine::pace::throttle::Throttle::new(
-            o.iops,
-        )));
-    }
-    if paced {
-        // The measured concurrency's gate, steered by the governor too (one at first on a
-        // rotational disk), as `rm`'s trees.
-        engine.gate = Some(engine.governed_gate(rotational));
-    }
-    let counters = remove::Counters::default();
-    let done = AtomicBool::new(false);
-    let target = remove::DirTarget {
-        base: place.parent.clone(),
-        name: place.name.clone(),
-        display: place.display.clone(),
-        ident: place.ident,
-    };
-    let outcome = std::thread::scope(|s| {
-        s.spawn(|| {
-            while !done.load(Ordering::Relaxed) {
-                on(Event::Removing {
-                    files: counters.files.load(Ordering::Relaxed),
-                    dirs: counters.dirs.load(Ordering::Relaxed),
-                });
-                std::thread::sleep(Duration::from_millis(200));
-            }
-        });
-        let governor = engine.throttle.as_ref().filter(|_| paced).map(|throttle| {
-            // Idle latencies before the removal starts: its own load would inflate them.
-            let idle = crate::engine::pace::tree::idle_samples(&*place.parent);
-            let (engine, counters, done) = (&engine, &counters, &done);
-            let knobs = (engine, &**throttle, idle);
-            s.spawn(move || govern(o, &place.parent, knobs, counters, done))
-        });
-        let outcome = remove::remove_trees(vec![target], &engine, &counters, &remove::Quiet);
-        done.store(true, Ordering::Relaxed);
-        if let Some(g) = governor {
-            let _ = g.join();
-        }
-        outcome
-    });
-    out.removed_files = counters.files.load(Ordering::Relaxed);
-    out.removed_dirs = counters.dirs.load(Ordering::Relaxed);
-    on(Event::Removing {
-        files: out.removed_files,
-        dirs: out.removed_dirs,
-    });
-    // An entry that stayed because it could not be read is named once.
-    let known: std::collections::HashSet<PathBuf> =
-        out.stayed.iter().map(|f| f.path.clone()).collect();
-    out.stayed.extend(
-        outcome
-            .failures
-            .into_iter()
-            .filter(|f| !known.contains(&f.path)),
-    );
-    out.interrupted = crate::sys::interrupt::requested();
 }

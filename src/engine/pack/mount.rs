@@ -1,10 +1,24 @@
-//! Keeping the old paths readable: the archive mounted read-only on the emptied directory
-//! (root: the kernel's squashfs through a loop device, `mount(8)`; others: `squashfuse`),
-//! the fstab line that mounts it at boot, and a systemd `.mount` unit. Owns those texts;
-//! mounts only on the directory it is given, only when that directory is empty.
+//! Keeping the old paths readable: the archive mounted read-only on the packed directory, and
+//! the fstab line or systemd `.mount` unit that mounts it at boot. The mount is made and
+//! checked (every entry readable through it, each file's content the manifest's) before any
+//! original is removed, so a mount that fails removes nothing. As root the kernel's squashfs
+//! (`sys::safeopen::mount`: a loop device on the archive's fd, the mount API) stays detached
+//! while the originals go and is attached to the packed directory's own fd only if nothing
+//! stayed (it would hide what stayed); for other users `squashfuse` mounts over the directory
+//! at once (checked to have landed on that very directory, `sys::mounts::landed`), the
+//! originals are removed beneath it through the directory's fd, and it is unmounted again if
+//! anything stayed. Never mounts by a path.
 
-use std::path::Path;
-use std::process::Command;
+use std::ffi::{CStr, CString};
+use std::os::fd::OwnedFd;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use rustix::fs::OFlags;
+
+use super::manifest::{Kind, Manifest};
+use super::Outcome;
+use crate::sys::safeopen::{self, mount as sysmount};
 
 /// How the archive was mounted.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -13,52 +27,199 @@ pub enum How {
     Fuse,
 }
 
-/// Why it was not mounted.
-#[derive(Debug, thiserror::Error)]
-pub enum MountError {
-    #[error("{} is not empty (what stayed would be hidden under the mount); not mounting", crate::sys::quote::quote(.0))]
-    NotEmpty(std::path::PathBuf),
-    #[error("{0} not found (Debian: apt-get install {1})")]
-    Missing(&'static str, &'static str),
-    #[error("{0} failed: {1}")]
-    Failed(&'static str, String),
+/// The archive mounted on the packed directory.
+#[derive(Clone, Debug)]
+pub struct Mounted {
+    pub how: How,
+    /// Where the packed directory is now, as the kernel names it.
+    pub at: PathBuf,
 }
 
-/// Mounts `archive` read-only on the empty directory `dir`.
-pub fn mount(archive: &Path, dir: &Path) -> Result<How, MountError> {
-    let empty = std::fs::read_dir(dir)
-        .map(|mut d| d.next().is_none())
-        .unwrap_or(false);
-    if !empty {
-        return Err(MountError::NotEmpty(dir.to_path_buf()));
+/// A mount made and checked, before the originals are removed.
+#[derive(Debug)]
+pub enum Mounting {
+    /// Root: the kernel's squashfs, attached nowhere yet.
+    Kernel(sysmount::Detached),
+    /// Others: squashfuse, over the directory already.
+    Fuse(crate::sys::mounts::Mount),
+}
+
+fn text(e: rustix::io::Errno) -> String {
+    crate::sys::error::errno_text(e)
+}
+
+/// The FUSE mounts of this mount namespace (ids).
+fn fuse_ids() -> Vec<u64> {
+    crate::sys::mounts::all()
+        .into_iter()
+        .filter(|m| m.fstype.starts_with("fuse"))
+        .map(|m| m.id)
+        .collect()
+}
+
+impl Mounting {
+    /// Mounts `archive` for the directory `root` (entry `name` of `parent`) and checks what it
+    /// shows against the manifest `m`. `Err`: why not, in a few words (nothing is left mounted).
+    pub fn start(
+        archive: &OwnedFd,
+        root: &OwnedFd,
+        (parent, name): (&OwnedFd, &CStr),
+        m: &Manifest,
+    ) -> Result<Mounting, String> {
+        if rustix::process::geteuid().is_root() {
+            let d = sysmount::squashfs_detached(archive).map_err(|e| e.to_string())?;
+            let shown = d.root().map_err(text)?;
+            check(&shown, m)?;
+            return Ok(Mounting::Kernel(d));
+        }
+        let before = fuse_ids();
+        sysmount::squashfuse(archive, root).map_err(|e| e.to_string())?;
+        let m_ = match crate::sys::mounts::landed(root, parent, name) {
+            Ok(mount) => mount,
+            Err(why) => {
+                // Whatever this run mounted, wherever it landed, goes again.
+                for new in crate::sys::mounts::all()
+                    .into_iter()
+                    .filter(|x| x.fstype.starts_with("fuse") && !before.contains(&x.id))
+                {
+                    let _ = sysmount::fuse_unmount(&new.point);
+                }
+                return Err(format!(
+                    "squashfuse did not mount it on the directory: {why}"
+                ));
+            }
+        };
+        let checked = safeopen::open_dir_at(parent, name)
+            .map_err(text)
+            .and_then(|shown| check(&shown, m));
+        if let Err(why) = checked {
+            let _ = sysmount::fuse_unmount(&m_.point);
+            return Err(why);
+        }
+        Ok(Mounting::Fuse(m_))
     }
-    let root = rustix::process::geteuid().is_root();
-    let (tool, pkg, how) = if root {
-        ("mount", "mount", How::Kernel)
-    } else {
-        ("squashfuse", "squashfuse", How::Fuse)
-    };
-    let mut c = Command::new(tool);
-    if root {
-        c.args(["-t", "squashfs", "-o", "ro,loop,nodev,nosuid"]);
+
+    /// How the removal reaches the directory: through its own fd where the mount covers its
+    /// name (squashfuse), else by name in its parent (`None`).
+    pub fn removal_root(&self, root: &OwnedFd) -> Option<(Arc<OwnedFd>, CString)> {
+        match self {
+            Mounting::Kernel(_) => None,
+            Mounting::Fuse(_) => rustix::io::dup(root)
+                .ok()
+                .map(|fd| (Arc::new(fd), c".".to_owned())),
+        }
     }
-    c.arg(archive).arg(dir);
-    let out = c.output().map_err(|e| match e.kind() {
-        std::io::ErrorKind::NotFound => MountError::Missing(tool, pkg),
-        _ => MountError::Failed(tool, e.to_string()),
-    })?;
-    if !out.status.success() {
-        let said = String::from_utf8_lossy(&out.stderr).trim().to_string();
-        return Err(MountError::Failed(
-            tool,
-            if said.is_empty() {
-                out.status.to_string()
-            } else {
-                said
+
+    /// After the removal: mounted on `root` if nothing stayed and no stop signal came, else
+    /// not (said in `out.not_mounted`).
+    pub fn finish(self, root: &OwnedFd, out: &mut Outcome) {
+        let why_not = why_not_mounted(out);
+        let at = || crate::sys::mounts::fd_path(root).unwrap_or_default();
+        match (self, why_not) {
+            (Mounting::Kernel(d), None) => match d.attach(root) {
+                Ok(()) => {
+                    out.mounted = Some(Mounted {
+                        how: How::Kernel,
+                        at: at(),
+                    })
+                }
+                Err(e) => out.not_mounted = Some(format!("attaching it failed: {}", text(e))),
             },
+            (Mounting::Kernel(_), Some(why)) => out.not_mounted = Some(why),
+            (Mounting::Fuse(m), None) => {
+                out.mounted = Some(Mounted {
+                    how: How::Fuse,
+                    at: m.point,
+                })
+            }
+            (Mounting::Fuse(m), Some(why)) => {
+                out.not_mounted = Some(match sysmount::fuse_unmount(&m.point) {
+                    Ok(()) => why,
+                    Err(e) => format!("{why}; unmounting it failed: {e}"),
+                })
+            }
+        }
+    }
+}
+
+/// Why the archive must not be mounted after the removal, if it must not.
+pub fn why_not_mounted(out: &Outcome) -> Option<String> {
+    if let Some(sig) = out.interrupted {
+        return Some(format!(
+            "stopped by signal {sig} before the originals were all removed"
         ));
     }
-    Ok(how)
+    (!out.stayed.is_empty()).then(|| {
+        format!(
+            "{} stayed in the directory and would be hidden under the mount",
+            crate::sys::format::plural(out.stayed.len() as u64, "entry", "entries")
+        )
+    })
+}
+
+/// Checks that every entry of `m` is readable through the mounted archive `shown` (its root)
+/// and shows the same kind, and each file the same content (BLAKE3), each symlink the same
+/// target.
+fn check(shown: &OwnedFd, m: &Manifest) -> Result<(), String> {
+    let differs = |rel: &[u8], what: &str| {
+        format!(
+            "{} {what} through the mount",
+            crate::sys::quote::quote(
+                <std::ffi::OsStr as std::os::unix::ffi::OsStrExt>::from_bytes(rel)
+            )
+        )
+    };
+    let mut buf = vec![0u8; 256 << 10];
+    for e in &m.entries {
+        let rel = e.rel();
+        let flags = match e.kind {
+            Kind::Dir => OFlags::RDONLY | OFlags::DIRECTORY,
+            Kind::File => OFlags::RDONLY,
+            _ => OFlags::PATH,
+        };
+        let fd = safeopen::open_beneath(shown, &rel, flags)
+            .map_err(|e| differs(&rel, &format!("cannot be opened ({})", text(e))))?;
+        let st = crate::sys::dirfd::fstat(&fd).map_err(text)?;
+        let kind = Kind::of_mode(match st.file_type {
+            rustix::fs::FileType::RegularFile => libc::S_IFREG,
+            rustix::fs::FileType::Directory => libc::S_IFDIR,
+            rustix::fs::FileType::Symlink => libc::S_IFLNK,
+            rustix::fs::FileType::Fifo => libc::S_IFIFO,
+            rustix::fs::FileType::CharacterDevice => libc::S_IFCHR,
+            rustix::fs::FileType::BlockDevice => libc::S_IFBLK,
+            _ => 0,
+        });
+        if kind != Some(e.kind) {
+            return Err(differs(&rel, "is another kind"));
+        }
+        match e.kind {
+            Kind::File => {
+                let mut hasher = blake3::Hasher::new();
+                let mut at = 0u64;
+                loop {
+                    let n = rustix::io::pread(&fd, &mut buf, at)
+                        .map_err(|x| differs(&rel, &format!("cannot be read ({})", text(x))))?;
+                    if n == 0 {
+                        break;
+                    }
+                    hasher.update(&buf[..n]);
+                    at += n as u64;
+                }
+                let hex = hasher.finalize().to_hex();
+                if at != e.size || e.hash.as_deref() != Some(hex.as_str()) {
+                    return Err(differs(&rel, "shows other content"));
+                }
+            }
+            Kind::Symlink => {
+                let t = rustix::fs::readlinkat(&fd, c"", Vec::new()).map_err(text)?;
+                if Some(super::manifest::hex(t.as_bytes())) != e.target {
+                    return Err(differs(&rel, "points elsewhere"));
+                }
+            }
+            _ => {}
+        }
+    }
+    Ok(())
 }
 
 /// fstab escapes blanks and backslashes in its fields as octal.
@@ -138,19 +299,22 @@ pub fn unit_text(archive: &Path, dir: &Path) -> String {
 
 /// Writes the unit into `units` (a directory, e.g. /etc/systemd/system), never over an
 /// existing file; returns its path.
-pub fn write_unit(units: &Path, archive: &Path, dir: &Path) -> std::io::Result<std::path::PathBuf> {
-    use std::io::Write;
-    use std::os::unix::fs::OpenOptionsExt;
-    let path = units.join(unit_name(dir));
-    let mut f = std::fs::OpenOptions::new()
-        .write(true)
-        .create_new(true)
-        .mode(0o644)
-        .custom_flags(libc::O_NOFOLLOW)
-        .open(&path)?;
-    f.write_all(unit_text(archive, dir).as_bytes())?;
-    f.sync_all()?;
-    Ok(path)
+pub fn write_unit(
+    units: &Path,
+    archive: &Path,
+    dir: &Path,
+) -> Result<std::path::PathBuf, rustix::io::Errno> {
+    let name = unit_name(dir);
+    let units_fd = safeopen::open_dir_path(units)?;
+    let cname = CString::new(name.as_str()).map_err(|_| rustix::io::Errno::INVAL)?;
+    safeopen::file::write_new_mode(
+        &units_fd,
+        &cname,
+        unit_text(archive, dir).as_bytes(),
+        true,
+        0o644,
+    )?;
+    Ok(units.join(name))
 }
 
 #[cfg(test)]

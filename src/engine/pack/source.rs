@@ -6,13 +6,13 @@
 //! does not make a cold tree look used); never writes or removes anything.
 
 use std::collections::BTreeMap;
-use std::ffi::{CStr, CString};
+use std::ffi::CStr;
 use std::io::Read as _;
 use std::os::fd::{AsFd, OwnedFd};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Condvar, Mutex};
 
-use rustix::fs::{openat2, statx, AtFlags, FileType, Mode, OFlags, ResolveFlags, StatxFlags};
+use rustix::fs::{statx, AtFlags, FileType, OFlags, StatxFlags};
 use rustix::io::Errno;
 
 use super::manifest::{Kind, Time};
@@ -20,10 +20,6 @@ use super::manifest::{Kind, Time};
 /// Files up to this size are read whole by the readers (in parallel); larger ones are
 /// streamed by the writer when their turn comes.
 pub const SMALL: u64 = 1 << 20;
-
-const RESOLVE: ResolveFlags = ResolveFlags::NO_SYMLINKS
-    .union(ResolveFlags::NO_XDEV)
-    .union(ResolveFlags::BENEATH);
 
 /// One entry the walk found.
 #[derive(Debug)]
@@ -54,31 +50,10 @@ pub enum WalkError {
 
 use std::os::unix::ffi::OsStrExt;
 
-/// The relative path as a C string ("." for the root).
-pub fn c_rel(rel: &[u8]) -> CString {
-    CString::new(if rel.is_empty() {
-        b".".to_vec()
-    } else {
-        rel.to_vec()
-    })
-    .expect("names hold no NUL")
-}
-
-/// Opens `rel` beneath `root`, never through a symlink nor into another mount.
+/// Opens `rel` beneath `root`, never through a symlink nor into another mount
+/// (`safeopen::open_beneath`).
 pub fn open_beneath(root: &OwnedFd, rel: &[u8], flags: OFlags) -> Result<OwnedFd, Errno> {
-    // openat2 refuses flags O_PATH ignores.
-    let extra = if flags.contains(OFlags::PATH) {
-        OFlags::empty()
-    } else {
-        OFlags::NOCTTY
-    };
-    openat2(
-        root,
-        c_rel(rel).as_c_str(),
-        flags | OFlags::NOFOLLOW | OFlags::CLOEXEC | extra,
-        Mode::empty(),
-        RESOLVE,
-    )
+    crate::sys::safeopen::open_beneath(root, rel, flags)
 }
 
 /// Lists the tree below `root` (depth first, names in byte order, each directory before its

@@ -1,9 +1,10 @@
 //! The format's own tools reclaim drives: `tar2sqfs` writes a squashfs image from a tar
 //! stream, `sqfs2tar` reads one back as a tar stream (both squashfs-tools-ng, Debian package
-//! `squashfs-tools-ng`). Owns finding them and starting them on an open file (through its
-//! `/proc/self/fd` link, so that no path is looked up twice); never decides anything.
+//! `squashfs-tools-ng`). Owns finding them and starting them on an open file (an inherited
+//! copy of its fd, named through `/proc/self/fd`, so that no path is looked up twice); never
+//! decides anything.
 
-use std::os::fd::{AsRawFd, BorrowedFd};
+use std::os::fd::{AsRawFd, BorrowedFd, OwnedFd};
 use std::process::{Child, Command, Stdio};
 
 /// Why a tool could not be used.
@@ -45,20 +46,18 @@ impl Default for Compressor {
 }
 
 fn find(tool: &'static str) -> Result<std::path::PathBuf, ToolError> {
-    let path = std::env::var_os("PATH").unwrap_or_else(|| "/usr/sbin:/usr/bin:/sbin:/bin".into());
-    std::env::split_paths(&path)
-        .map(|d| d.join(tool))
-        .find(|p| p.is_file())
-        .ok_or(ToolError::Missing(tool))
+    crate::sys::safeopen::kernel::program(tool).ok_or(ToolError::Missing(tool))
 }
 
-/// The path a child opens to reach our open file `fd`. The fd is inherited: it must not be
-/// close-on-exec.
-pub fn fd_path(fd: BorrowedFd<'_>) -> String {
-    format!("/proc/self/fd/{}", fd.as_raw_fd())
+/// A copy of `fd` the child inherits (a dup is not close-on-exec; ours is), and the path it
+/// opens to reach it. Closed once the child started.
+fn inherited(fd: BorrowedFd<'_>) -> Result<(OwnedFd, String), ToolError> {
+    let copy = rustix::io::dup(fd).map_err(|e| ToolError::Start("dup", e.into()))?;
+    let path = format!("/proc/self/fd/{}", copy.as_raw_fd());
+    Ok((copy, path))
 }
 
-/// Starts `tar2sqfs` writing into the (inherited) file `out`, reading tar from its stdin.
+/// Starts `tar2sqfs` writing into the file `out`, reading tar from its stdin.
 pub fn tar2sqfs(out: BorrowedFd<'_>, comp: Compressor, jobs: usize) -> Result<Child, ToolError> {
     let mut c = Command::new(find("tar2sqfs")?);
     c.args([
@@ -71,20 +70,22 @@ pub fn tar2sqfs(out: BorrowedFd<'_>, comp: Compressor, jobs: usize) -> Result<Ch
     if let Compressor::Zstd(level) = comp {
         c.args(["--comp-extra", &format!("level={level}")]);
     }
+    let (_copy, path) = inherited(out)?;
     c.args(["--num-jobs", &jobs.max(1).to_string()])
-        .arg(fd_path(out))
+        .arg(path)
         .stdin(Stdio::piped())
         .stdout(Stdio::null())
         .stderr(said()?);
     c.spawn().map_err(|e| ToolError::Start("tar2sqfs", e))
 }
 
-/// Starts `sqfs2tar` on the (inherited) file `archive`: the tar stream on its stdout, the
-/// root directory as "./".
+/// Starts `sqfs2tar` on the file `archive`: the tar stream on its stdout, the root directory
+/// as "./".
 pub fn sqfs2tar(archive: BorrowedFd<'_>) -> Result<Child, ToolError> {
     let mut c = Command::new(find("sqfs2tar")?);
+    let (_copy, path) = inherited(archive)?;
     c.args(["--root-becomes", ".", "--no-skip"])
-        .arg(fd_path(archive))
+        .arg(path)
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(said()?);
@@ -98,7 +99,8 @@ thread_local! {
 }
 
 fn said() -> Result<Stdio, ToolError> {
-    let f = tempfile::tempfile().map_err(|e| ToolError::Start("stderr", e))?;
+    let f = crate::sys::safeopen::anonymous(c"reclaim-tool-stderr")
+        .map_err(|e| ToolError::Start("stderr", e.into()))?;
     let child = f.try_clone().map_err(|e| ToolError::Start("stderr", e))?;
     SAID.with(|s| *s.borrow_mut() = Some(f));
     Ok(Stdio::from(child))

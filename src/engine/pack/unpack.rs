@@ -3,8 +3,15 @@
 //! symlinks, `O_EXCL`, `mkdirat`, `symlinkat`, `linkat`, `mknodat`: nothing is written
 //! through a symlink the archive itself made, nothing existing is replaced); the manifest
 //! (when the archive has one) gives back what squashfs cannot hold — nanosecond times, ACLs
-//! and other xattrs, the exact modes — and every file's content is checked against its hash.
-//! Directories get their modes and times last, deepest first.
+//! and other xattrs, the exact modes — and every file's content is checked against its hash;
+//! an entry the manifest does not list (or lists as another kind, or that comes twice) is not
+//! made at all. DEST is made 0700; directories get their modes and times last, deepest first.
+//!
+//! Root unpacking an archive that is not root's own (owned by another user, or in a directory
+//! another user may change) acts as GNU tar does for a user, unless `same_owner`: owners are
+//! root's, setuid, setgid and sticky bits are dropped and the umask applied, no device node is
+//! made, and only `user.` xattrs are set. pack leaves archives beside the directory, where
+//! their owner can replace them before root unpacks.
 
 use std::collections::HashMap;
 use std::ffi::{CString, OsStr};
@@ -14,10 +21,11 @@ use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 
 use rustix::fs::{
-    fchmod, fchown, futimens, linkat, mkdirat, mknodat, openat, symlinkat, utimensat, AtFlags,
-    FileType, Mode, OFlags, Timespec, Timestamps,
+    fchmod, fchown, futimens, utimensat, AtFlags, FileType, Mode, OFlags, Timespec, Timestamps,
 };
 use rustix::io::Errno;
+
+use crate::sys::safeopen::{self, Access, Bad};
 
 use super::manifest::{self, Entry, Manifest};
 use super::source;
@@ -33,6 +41,9 @@ pub struct Unpacked {
     pub manifest: bool,
     /// Entries whose owner could not be given back (not root).
     pub owners_kept: u64,
+    /// Root unpacked an archive that is not root's own as a user would (the archive's owner):
+    /// owners root's, no setuid/setgid/sticky bits, the umask, no device nodes.
+    pub as_user: Option<u32>,
     /// Per entry that could not be created or completed: path and why.
     pub failed: Vec<(PathBuf, String)>,
 }
@@ -55,23 +66,39 @@ pub enum UnpackError {
 }
 
 /// Unpacks `archive` into the new directory `dest`; `on(entries, bytes)` now and then.
-pub fn unpack(archive: &Path, dest: &Path, on: &dyn Fn(u64, u64)) -> Result<Unpacked, UnpackError> {
-    // Not close-on-exec: sqfs2tar reads it through /proc/self/fd.
-    let fd = rustix::fs::open(
-        archive,
-        OFlags::RDONLY | OFlags::NOFOLLOW | OFlags::NONBLOCK,
-        Mode::empty(),
-    )
-    .map_err(|e| UnpackError::Os(archive.to_path_buf(), e))?;
-    let st = rustix::fs::fstat(&fd).map_err(|e| UnpackError::Os(archive.to_path_buf(), e))?;
-    if FileType::from_raw_mode(st.st_mode) != FileType::RegularFile
-        || manifest::image_size(&fd).is_none()
-    {
+/// `same_owner`: root trusts an archive that is not root's own (see the module's comment).
+pub fn unpack(
+    archive: &Path,
+    dest: &Path,
+    same_owner: bool,
+    on: &dyn Fn(u64, u64),
+) -> Result<Unpacked, UnpackError> {
+    let os = |e| UnpackError::Os(archive.to_path_buf(), e);
+    let (adir, aname) = safeopen::file::split_path(archive).map_err(os)?;
+    let (fd, st) = match safeopen::open_file_at(&adir, &aname, Access::Read) {
+        Ok(v) => v,
+        Err(Bad::Os(e)) => return Err(os(e)),
+        Err(Bad::Missing) => return Err(os(Errno::NOENT)),
+        Err(_) => {
+            return Err(UnpackError::Usage(
+                archive.to_path_buf(),
+                "not a squashfs archive (not a regular file)".into(),
+            ))
+        }
+    };
+    if manifest::image_size(&fd).is_none() {
         return Err(UnpackError::Usage(
             archive.to_path_buf(),
             "not a squashfs archive".into(),
         ));
     }
+    let root_user = rustix::process::geteuid().is_root();
+    let as_user = (root_user && !same_owner)
+        .then(|| {
+            let roots = st.st_uid == 0 && super::trust::placement(&adir).is_ok();
+            (!roots).then_some(st.st_uid)
+        })
+        .flatten();
     let m = match manifest::read(&fd) {
         Ok(m) => Some(m),
         Err(manifest::TrailerError::Missing) => None,
@@ -89,7 +116,7 @@ pub fn unpack(archive: &Path, dest: &Path, on: &dyn Fn(u64, u64)) -> Result<Unpa
         .map_err(|e| UnpackError::Os(parent.to_path_buf(), e))?;
     let cname = CString::new(name.as_bytes())
         .map_err(|_| UnpackError::Usage(dest.to_path_buf(), "a NUL in the name".into()))?;
-    match mkdirat(&pfd, cname.as_c_str(), Mode::from_raw_mode(0o700)) {
+    match safeopen::mkdir_at(&pfd, &cname, 0o700) {
         Ok(()) => {}
         Err(Errno::EXIST) => {
             return Err(UnpackError::Usage(
@@ -101,29 +128,10 @@ pub fn unpack(archive: &Path, dest: &Path, on: &dyn Fn(u64, u64)) -> Result<Unpa
     }
     let root = crate::sys::dirfd::open_dir_at(&pfd, cname.as_c_str())
         .map_err(|e| UnpackError::Os(dest.to_path_buf(), e))?;
-    let mut u = Unpack {
-        root,
-        dest: dest.to_path_buf(),
-        index: m
-            .as_ref()
-            .map(|m| {
-                m.entries
-                    .iter()
-                    .enumerate()
-                    .map(|(i, e)| (e.rel(), i))
-                    .collect()
-            })
-            .unwrap_or_default(),
-        m: m.as_ref(),
-        root_user: rustix::process::geteuid().is_root(),
-        dirs: Vec::new(),
-        out: Unpacked {
-            manifest: m.is_some(),
-            ..Unpacked::default()
-        },
-    };
+    let mut u = Unpack::new(root, dest, m.as_ref(), as_user);
     let mut child = tools::sqfs2tar(fd.as_fd())?;
     let stream = child.stdout.take().expect("piped");
+    let stream = super::guard::Guard::new(stream);
     let r = u.all(std::io::BufReader::with_capacity(1 << 20, stream), on);
     if r.is_err() {
         let _ = child.kill();
@@ -135,12 +143,30 @@ pub fn unpack(archive: &Path, dest: &Path, on: &dyn Fn(u64, u64)) -> Result<Unpa
     Ok(u.out)
 }
 
+/// Unpacks the tar `stream` (guarded) beneath `root`, the new directory `dest`, as `unpack`
+/// does with `sqfs2tar`'s output: for the fuzz tests of this reader, which feed it anything.
+#[cfg(test)]
+pub(super) fn unpack_stream(
+    stream: impl Read,
+    root: OwnedFd,
+    m: Option<&Manifest>,
+    as_user: Option<u32>,
+) -> Result<Unpacked, UnpackError> {
+    let mut u = Unpack::new(root, Path::new("DEST"), m, as_user);
+    let stream = super::guard::Guard::new(stream);
+    u.all(std::io::BufReader::new(stream), &|_, _| {})?;
+    u.finish_dirs();
+    Ok(u.out)
+}
+
 struct Unpack<'m> {
     root: OwnedFd,
     dest: PathBuf,
     m: Option<&'m Manifest>,
     index: HashMap<Vec<u8>, usize>,
     root_user: bool,
+    /// Root unpacks another user's archive as that user would: with this umask.
+    as_user: Option<u32>,
     /// Directories made, with what to give them once their entries are in.
     dirs: Vec<(Vec<u8>, Meta)>,
     out: Unpacked,
@@ -157,7 +183,34 @@ struct Meta {
     xattrs: Vec<(String, Vec<u8>)>,
 }
 
-impl Unpack<'_> {
+impl<'m> Unpack<'m> {
+    /// An unpack into `root` (the new directory `dest`), checked against `m` if there is one;
+    /// `as_user`: root unpacks the archive of that uid as that user would.
+    fn new(root: OwnedFd, dest: &Path, m: Option<&'m Manifest>, as_user: Option<u32>) -> Self {
+        Unpack {
+            root,
+            dest: dest.to_path_buf(),
+            index: m
+                .map(|m| {
+                    m.entries
+                        .iter()
+                        .enumerate()
+                        .map(|(i, e)| (e.rel(), i))
+                        .collect()
+                })
+                .unwrap_or_default(),
+            m,
+            root_user: rustix::process::geteuid().is_root(),
+            as_user: as_user.map(|_| umask()),
+            dirs: Vec::new(),
+            out: Unpacked {
+                manifest: m.is_some(),
+                as_user,
+                ..Unpacked::default()
+            },
+        }
+    }
+
     fn show(&self, rel: &[u8]) -> PathBuf {
         self.dest.join(OsStr::from_bytes(rel))
     }
@@ -186,10 +239,38 @@ impl Unpack<'_> {
                 ));
                 continue;
             }
-            let want = self.index.get(&rel).and_then(|&i| {
-                seen[i] = true;
-                self.m.map(|m| &m.entries[i])
-            });
+            // With a manifest, only what it lists, once each, as the kind it says.
+            let want = match (self.m, self.index.get(&rel)) {
+                (None, _) => None,
+                (Some(_), None) => {
+                    self.out.failed.push((
+                        self.show(&rel),
+                        "in the image but not in the archive's manifest: not unpacked".into(),
+                    ));
+                    continue;
+                }
+                (Some(m), Some(&i)) => {
+                    if std::mem::replace(&mut seen[i], true) {
+                        self.out
+                            .failed
+                            .push((self.show(&rel), "in the image twice: unpacked once".into()));
+                        continue;
+                    }
+                    Some(&m.entries[i])
+                }
+            };
+            if let Some(w) = want {
+                if tar_kind(entry.header().entry_type()).is_some_and(|k| k != w.kind) {
+                    self.out.failed.push((
+                        self.show(&rel),
+                        format!(
+                            "a {} in the manifest, another kind in the image: not unpacked",
+                            w.kind.word()
+                        ),
+                    ));
+                    continue;
+                }
+            }
             if let Err(why) = self.one(&rel, &mut entry, want) {
                 self.out.failed.push((self.show(&rel), why));
             }
@@ -220,7 +301,10 @@ impl Unpack<'_> {
     ) -> Result<(), String> {
         let h = entry.header().clone();
         let num = |r: std::io::Result<u64>| r.map_err(|e| e.to_string());
-        let meta = meta_of(entry, want)?;
+        let mut meta = meta_of(entry, want)?;
+        if let Some(mask) = self.as_user {
+            as_a_user(&mut meta, mask);
+        }
         let errno = |e: Errno| crate::sys::error::errno_text(e);
         if rel.is_empty() {
             // The top directory: DEST itself.
@@ -237,20 +321,24 @@ impl Unpack<'_> {
         let cname = cname.as_c_str();
         match h.entry_type() {
             tar::EntryType::Directory => {
-                mkdirat(&parent, cname, Mode::from_raw_mode(0o700)).map_err(errno)?;
+                safeopen::mkdir_at(&parent, cname, 0o700).map_err(errno)?;
                 self.dirs.push((rel.to_vec(), meta));
                 Ok(())
             }
             tar::EntryType::Link => self.hard_link(entry, &parent, cname),
             tar::EntryType::Symlink => {
                 let t = entry.link_name_bytes().unwrap_or_default().into_owned();
-                symlinkat(OsStr::from_bytes(&t), &parent, cname).map_err(errno)?;
+                safeopen::symlink_at(&t, &parent, cname).map_err(errno)?;
                 self.own_at(&parent, cname, &meta)?;
                 xattrs_at(&parent, cname, &meta.xattrs);
                 let ts = times(&meta);
                 utimensat(&parent, cname, &ts, AtFlags::SYMLINK_NOFOLLOW).map_err(errno)?;
                 Ok(())
             }
+            tar::EntryType::Char | tar::EntryType::Block if self.as_user.is_some() => Err(format!(
+                "a device node: not made (the archive is uid {}'s; --same-owner trusts it)",
+                self.out.as_user.unwrap_or_default()
+            )),
             tar::EntryType::Fifo | tar::EntryType::Char | tar::EntryType::Block => {
                 let (ft, dev) = match h.entry_type() {
                     tar::EntryType::Fifo => (FileType::Fifo, 0),
@@ -292,7 +380,7 @@ impl Unpack<'_> {
         let tdir = source::open_beneath(&self.root, to_dir, OFlags::RDONLY | OFlags::DIRECTORY)
             .map_err(|e| format!("its link target's directory: {}", errno(e)))?;
         let tname = CString::new(to_name).map_err(|_| "a NUL in the link".to_string())?;
-        linkat(&tdir, tname.as_c_str(), parent, cname, AtFlags::empty()).map_err(errno)?;
+        safeopen::link_at(&tdir, &tname, parent, cname).map_err(errno)?;
         self.out.files += 1;
         Ok(())
     }
@@ -306,7 +394,7 @@ impl Unpack<'_> {
         meta: &Meta,
     ) -> Result<(), String> {
         let errno = |e: Errno| crate::sys::error::errno_text(e);
-        mknodat(parent, cname, ft, Mode::from_raw_mode(0o600), dev).map_err(errno)?;
+        safeopen::mknod_at(parent, cname, ft, 0o600, dev).map_err(errno)?;
         self.own_at(parent, cname, meta)?;
         // Mode and times by name (no fd can be opened for writing on a FIFO or device
         // without side effects); `parent` was opened without symlinks and the name is
@@ -333,13 +421,7 @@ impl Unpack<'_> {
         meta: &Meta,
     ) -> Result<(), String> {
         let errno = |e: Errno| crate::sys::error::errno_text(e);
-        let fd = openat(
-            parent,
-            cname,
-            OFlags::WRONLY | OFlags::CREATE | OFlags::EXCL | OFlags::NOFOLLOW | OFlags::CLOEXEC,
-            Mode::from_raw_mode(0o600),
-        )
-        .map_err(errno)?;
+        let fd = safeopen::create_at(parent, cname, OFlags::WRONLY, 0o600, false).map_err(errno)?;
         let size = entry.size();
         let hash = write_sparse(&fd, entry, size).map_err(|e| e.to_string())?;
         self.out.files += 1;
@@ -418,6 +500,37 @@ impl Unpack<'_> {
             }
         }
     }
+}
+
+/// The process's umask.
+fn umask() -> u32 {
+    let old = rustix::process::umask(Mode::from_raw_mode(0o077));
+    rustix::process::umask(old);
+    old.bits()
+}
+
+/// What an entry gets when root unpacks another user's archive: as GNU tar gives a user (no
+/// setuid, setgid or sticky bit, the umask applied; owned by the caller), only `user.` xattrs
+/// (no file capabilities, no ACLs).
+fn as_a_user(meta: &mut Meta, umask: u32) {
+    meta.mode &= 0o777 & !umask;
+    meta.uid = rustix::process::geteuid().as_raw();
+    meta.gid = rustix::process::getegid().as_raw();
+    meta.xattrs.retain(|(n, _)| n.starts_with("user."));
+}
+
+/// The manifest's kind of a tar entry type (`None`: a type the image never holds).
+fn tar_kind(t: tar::EntryType) -> Option<manifest::Kind> {
+    use manifest::Kind;
+    Some(match t {
+        tar::EntryType::Regular | tar::EntryType::Continuous | tar::EntryType::Link => Kind::File,
+        tar::EntryType::Directory => Kind::Dir,
+        tar::EntryType::Symlink => Kind::Symlink,
+        tar::EntryType::Fifo => Kind::Fifo,
+        tar::EntryType::Char => Kind::Char,
+        tar::EntryType::Block => Kind::Block,
+        _ => return None,
+    })
 }
 
 fn uid(u: u32) -> rustix::fs::Uid {

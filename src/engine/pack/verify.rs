@@ -52,7 +52,12 @@ pub fn verify(
 ) -> Result<(), VerifyError> {
     let mut child = tools::sqfs2tar(archive.as_fd())?;
     let out = child.stdout.take().expect("piped");
-    let r = compare(std::io::BufReader::with_capacity(1 << 20, out), m, progress);
+    let stream = super::guard::Guard::new(out);
+    let r = compare(
+        std::io::BufReader::with_capacity(1 << 20, stream),
+        m,
+        progress,
+    );
     // A comparison that stopped early leaves the reader blocked on a full pipe: end it.
     if r.is_err() {
         let _ = child.kill();
@@ -63,7 +68,7 @@ pub fn verify(
     Ok(())
 }
 
-fn compare(
+pub(super) fn compare(
     stream: impl Read,
     m: &Manifest,
     progress: &mut dyn FnMut(u64, u64),

@@ -1,7 +1,9 @@
 //! `--from FILE`'s removal (issue 22; docs/ARCHITECTURE.md): the listed names of each parent directory
-//! (`engine::select::from` grouped them and opened each parent once) unlinked by several
-//! workers in batches, in inode order when a group is large; the listed directories returned
-//! as trees for the engine. A dry run only counts. Never prints (failures go to the Sink).
+//! (`engine::select::from` grouped them and looked each parent up once) unlinked by several
+//! workers in batches, in inode order when a group is large, each parent reopened and checked
+//! through a bounded cache of fds (`from::Dirs`: half the fd budget); the listed directories
+//! returned as trees for the engine. A dry run only counts. Never prints (failures go to the
+//! Sink).
 
 use std::collections::HashMap;
 use std::ffi::CStr;
@@ -15,7 +17,7 @@ use super::unlink::{unlink, Entry, Paced};
 use rustix::io::Errno;
 
 use super::{Counters, DirTarget, Options, Sink};
-use crate::engine::select::from::{self, Group};
+use crate::engine::select::from::{self, Dirs, Group};
 use crate::engine::select::{tally, Selection};
 use crate::sys::dirfd;
 use crate::sys::error::{Failure, Reason};
@@ -48,8 +50,9 @@ pub fn remove(
     // Work items: (group, first name, end), batches of `opts.batch`.
     let mut work: Vec<(usize, usize, usize)> = Vec::new();
     let mut order: Vec<Vec<usize>> = Vec::with_capacity(groups.len());
+    let dirs = Dirs::new(opts.fd_budget / 2);
     for (g, group) in groups.iter().enumerate() {
-        order.push(inode_order(group));
+        order.push(inode_order(group, &dirs));
         let n = group.names.len();
         let size = opts.batch.max(1);
         let mut s = 0;
@@ -65,6 +68,7 @@ pub fn remove(
         sel,
         counters,
         sink,
+        dirs: &dirs,
     };
     let next = AtomicUsize::new(0);
     let out = Mutex::new(Removed::default());
@@ -118,6 +122,7 @@ struct Ctx<'a> {
     sel: &'a Selection,
     counters: &'a Counters,
     sink: &'a dyn Sink,
+    dirs: &'a Dirs,
 }
 
 impl Ctx<'_> {
@@ -128,6 +133,22 @@ impl Ctx<'_> {
         let mut local = Removed::default();
         let mut records = Vec::new();
         let mut tally = tally::Batch::default();
+        let dir = match self.dirs.get(&group.dir) {
+            Ok(fd) => fd,
+            Err(reason) => {
+                // The directory is gone or another one now: none of its names is touched.
+                for &k in batch {
+                    let f = Failure {
+                        path: group.names[k].shown.to_path_buf(),
+                        reason: reason.clone(),
+                    };
+                    counters.errors.fetch_add(1, Ordering::Relaxed);
+                    sink.failed(&f);
+                    local.failures.push(f);
+                }
+                return local;
+            }
+        };
         for &k in batch {
             if crate::sys::interrupt::stopping() {
                 break;
@@ -148,7 +169,7 @@ impl Ctx<'_> {
                 local.failures.push(f);
             };
             let st = if sel.counting || dir_only {
-                match sel.stat(&*group.dir, name) {
+                match sel.stat(&*dir, name) {
                     Ok(st) => Some(st),
                     Err(Errno::NOENT) if self.force => continue,
                     Err(e) => {
@@ -165,11 +186,11 @@ impl Ctx<'_> {
                 continue;
             }
             if !is_dir && !self.opts.dry_run {
-                match unlink(&*group.dir, name, Entry::NonDir, Paced::by(self.opts)) {
+                match unlink(&*dir, name, Entry::NonDir, Paced::by(self.opts)) {
                     Ok(()) => {}
                     Err(Errno::NOENT) if self.force => continue,
                     Err(Errno::ISDIR) => {
-                        local_tree(&mut local, group, name, shown, self.recursive, &fail);
+                        local_tree(&mut local, &dir, name, shown, self.recursive, &fail);
                         continue;
                     }
                     Err(e) => {
@@ -178,7 +199,7 @@ impl Ctx<'_> {
                     }
                 }
             } else if is_dir {
-                local_tree(&mut local, group, name, shown, self.recursive, &fail);
+                local_tree(&mut local, &dir, name, shown, self.recursive, &fail);
                 continue;
             }
             counters.files.fetch_add(1, Ordering::Relaxed);
@@ -208,7 +229,7 @@ impl Ctx<'_> {
 /// A listed directory: a tree for the engine (`-r`), else a failure.
 fn local_tree(
     local: &mut Removed,
-    group: &Group,
+    dir: &std::sync::Arc<std::os::fd::OwnedFd>,
     name: &CStr,
     shown: &std::path::Path,
     recursive: bool,
@@ -217,9 +238,9 @@ fn local_tree(
     if !recursive {
         return fail(local, Reason::IsDirectory);
     }
-    match dirfd::lstat_at(&*group.dir, name) {
+    match dirfd::lstat_at(&**dir, name) {
         Ok(f) if f.file_type == FileType::Directory => local.trees.push(DirTarget {
-            base: group.dir.clone(),
+            base: dir.clone(),
             name: name.to_owned(),
             display: shown.to_path_buf(),
             ident: f.ident,
@@ -231,13 +252,16 @@ fn local_tree(
 
 /// The order to unlink a group's names in: as listed (sorted by name) for small groups, by
 /// inode for large ones (the parent listed once; names it does not hold go last).
-fn inode_order(group: &Group) -> Vec<usize> {
+fn inode_order(group: &Group, dirs: &Dirs) -> Vec<usize> {
     let n = group.names.len();
     let mut order: Vec<usize> = (0..n).collect();
     if n < SORT_MIN {
         return order;
     }
-    let Ok(dir) = dirfd::open_dir_at(&*group.dir, c".") else {
+    let Ok(dir) = dirs
+        .get(&group.dir)
+        .and_then(|d| dirfd::open_dir_at(&*d, c".").map_err(Reason::Os))
+    else {
         return order;
     };
     let mut inos: HashMap<Vec<u8>, u64> = HashMap::with_capacity(n);

@@ -63,6 +63,19 @@ pub(super) struct DirData {
 
 pub(super) type RNode = Node<DirData>;
 
+impl Entry {
+    /// How the emptied directory `node` is removed: a root by the name its caller gave (GNU
+    /// mode's operand as typed, relative to the current directory), any other by its one name
+    /// in its directory.
+    fn dir_of(node: &RNode) -> Entry {
+        if node.parent().is_none() {
+            Entry::Operand { dir: true }
+        } else {
+            Entry::EmptyDir
+        }
+    }
+}
+
 impl DirData {
     /// Whether a selection searches it: not a named directory whose file system records no
     /// creation times (`--time btime`), not one of reclaim's trashes.
@@ -268,7 +281,7 @@ impl Visitor for Remover<'_> {
             NotOpened::Os(e @ (Errno::ACCESS | Errno::PERM))
                 if !self.opts().dry_run && self.opts().keep.is_none() =>
             {
-                match unlink(parent, node.name(), Entry::EmptyDir, Paced::NONE) {
+                match unlink(parent, node.name(), Entry::dir_of(node), Paced::NONE) {
                     Ok(()) | Err(Errno::NOENT) => {
                         self.counters.dirs.fetch_add(1, Ordering::Relaxed);
                         if self.sink.wants_removed() {
@@ -456,7 +469,7 @@ impl Visitor for Remover<'_> {
             let removed = unlink(
                 &*parent,
                 node.name(),
-                Entry::EmptyDir,
+                Entry::dir_of(node),
                 Paced::measured(self.opts()),
             );
             match removed {

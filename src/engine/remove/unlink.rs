@@ -2,7 +2,8 @@
 //! name in its parent's fd, paced by the removal's unlink rate and timed for the concurrency
 //! controller where the caller asks. Used by the parallel walk (`remover.rs`), a selection
 //! (`selected.rs`), listed names (`listed.rs`) and GNU mode's walk (`engine/gnu/`). It never
-//! follows a symlink (`unlinkat` removes the link) and never builds a path.
+//! follows a symlink (`unlinkat` removes the link) and never builds a path; the removal itself
+//! is `sys::safeopen`'s (one name in its directory; an operand as the user typed it).
 
 use std::ffi::CStr;
 use std::os::fd::AsFd;
@@ -14,6 +15,7 @@ use rustix::io::Errno;
 use super::Options;
 use crate::engine::pace::concurrency::Meter;
 use crate::engine::pace::throttle::Throttle;
+use crate::sys::safeopen;
 
 /// What an unlink removes.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -22,6 +24,9 @@ pub enum Entry {
     NonDir,
     /// An empty directory (`rmdir`).
     EmptyDir,
+    /// What the user named, by the path as typed relative to the directory (GNU mode's operand
+    /// from the current directory, a removal's root): a directory (`dir`) or not.
+    Operand { dir: bool },
 }
 
 /// How one unlink is paced and measured: the removal's unlink rate (`--iops`, the governor)
@@ -61,12 +66,13 @@ pub fn unlink(dir: impl AsFd, name: &CStr, entry: Entry, paced: Paced<'_>) -> Re
     if let Some(t) = paced.throttle {
         t.acquire();
     }
-    let flags = match entry {
-        Entry::NonDir => AtFlags::empty(),
-        Entry::EmptyDir => AtFlags::REMOVEDIR,
-    };
     let t0 = Instant::now();
-    let unlinked = rustix::fs::unlinkat(dir, name, flags);
+    let unlinked = match entry {
+        Entry::NonDir => safeopen::unlink_at(dir, name),
+        Entry::EmptyDir => safeopen::rmdir_at(dir, name),
+        Entry::Operand { dir: false } => safeopen::unlink_operand(dir, name, AtFlags::empty()),
+        Entry::Operand { dir: true } => safeopen::unlink_operand(dir, name, AtFlags::REMOVEDIR),
+    };
     if let Some(m) = paced.meter {
         m.record(t0.elapsed());
     }

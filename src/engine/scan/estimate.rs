@@ -25,7 +25,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Barrier;
 use std::time::{Duration, Instant};
 
-use rustix::fs::{mkdirat, openat, statx, unlinkat, AtFlags, Mode, OFlags, StatxFlags};
+use rustix::fs::{statx, AtFlags, OFlags, StatxFlags};
 use rustix::io::Errno;
 use serde::Serialize;
 
@@ -460,7 +460,7 @@ fn private_below(
 ) -> Result<OwnedFd, PassedWhy> {
     let name = CString::new(std::os::unix::ffi::OsStrExt::as_bytes(name))
         .map_err(|_| PassedWhy::NotPrivate)?;
-    match mkdirat(dir, &name, Mode::from_raw_mode(0o700)) {
+    match crate::sys::safeopen::mkdir_at(dir, &name, 0o700) {
         Ok(()) | Err(Errno::EXIST) => {}
         Err(e) => return Err(PassedWhy::Os(e)),
     }
@@ -621,7 +621,7 @@ fn measure(
             let d = dirfd::open_dir_at(&sub.fd, &name)?;
             dirfd::for_each_entry(&d, buf, |_, _, _| {})?;
             drop(d);
-            unlinkat(&sub.fd, &name, AtFlags::REMOVEDIR)?;
+            crate::sys::safeopen::rmdir_at(&sub.fd, &name)?;
         }
         Ok(sub.dirs)
     })
@@ -685,7 +685,7 @@ fn timed_parallel(
 fn unlink_files(dir: &OwnedFd, n: usize, buf: &mut DirBuf) -> Result<(), Errno> {
     dirfd::for_each_entry(dir, buf, |_, _, _| {})?;
     for i in 0..n {
-        unlinkat(dir, file_name(i), AtFlags::empty())?;
+        crate::sys::safeopen::unlink_at(dir, file_name(i))?;
     }
     Ok(())
 }
@@ -762,7 +762,7 @@ impl<'a> Private<'a> {
                 ^ (u64::from(attempt) << 48);
             let name =
                 CString::new(format!(".reclaim-scan-calibration.{pid}.{nonce:x}")).expect("no NUL");
-            match mkdirat(base, &name, Mode::from_raw_mode(0o700)) {
+            match crate::sys::safeopen::mkdir_at(base, &name, 0o700) {
                 Ok(()) => {}
                 Err(Errno::EXIST) => continue,
                 Err(e) => return Err(PrivateDirError::Os(e)),
@@ -787,7 +787,7 @@ impl<'a> Private<'a> {
             }
             if rustix::fs::makedev(st.stx_dev_major, st.stx_dev_minor) != dev {
                 drop(fd);
-                let _ = unlinkat(base, &name, AtFlags::REMOVEDIR);
+                let _ = crate::sys::safeopen::rmdir_at(base, &name);
                 return Err(PrivateDirError::OtherFileSystem);
             }
             return Ok(Private {
@@ -805,11 +805,11 @@ impl<'a> Private<'a> {
     }
 
     fn add_sub(&mut self, name: &std::ffi::CStr) -> Result<usize, Errno> {
-        mkdirat(self.dir(), name, Mode::from_raw_mode(0o700))?;
+        crate::sys::safeopen::mkdir_at(self.dir(), name, 0o700)?;
         let fd = match dirfd::open_dir_at(self.dir(), name) {
             Ok(fd) => fd,
             Err(e) => {
-                let _ = unlinkat(self.dir(), name, AtFlags::REMOVEDIR);
+                let _ = crate::sys::safeopen::rmdir_at(self.dir(), name);
                 return Err(e);
             }
         };
@@ -836,11 +836,12 @@ impl<'a> Private<'a> {
             if n >= MIN_FILES && n % 16 == 0 && Instant::now() > deadline {
                 break;
             }
-            let fd = openat(
+            let fd = crate::sys::safeopen::create_at(
                 &sub.fd,
-                file_name(n),
-                OFlags::WRONLY | OFlags::CREATE | OFlags::EXCL | OFlags::NOFOLLOW | OFlags::CLOEXEC,
-                Mode::from_raw_mode(0o600),
+                &file_name(n),
+                OFlags::WRONLY,
+                0o600,
+                false,
             )?;
             drop(fd);
             sub.files = n + 1;
@@ -849,7 +850,7 @@ impl<'a> Private<'a> {
             if n >= MIN_DIRS && Instant::now() > deadline {
                 break;
             }
-            mkdirat(&sub.fd, dir_name(n), Mode::from_raw_mode(0o700))?;
+            crate::sys::safeopen::mkdir_at(&sub.fd, dir_name(n), 0o700)?;
             sub.dirs = n + 1;
         }
         Ok(())
@@ -870,16 +871,16 @@ impl<'a> Private<'a> {
         };
         for sub in self.subs.drain(..) {
             for i in 0..sub.files {
-                note(unlinkat(&sub.fd, file_name(i), AtFlags::empty()));
+                note(crate::sys::safeopen::unlink_at(&sub.fd, file_name(i)));
             }
             for i in 0..sub.dirs {
-                note(unlinkat(&sub.fd, dir_name(i), AtFlags::REMOVEDIR));
+                note(crate::sys::safeopen::rmdir_at(&sub.fd, dir_name(i)));
             }
             drop(sub.fd);
-            note(unlinkat(&fd, &sub.name, AtFlags::REMOVEDIR));
+            note(crate::sys::safeopen::rmdir_at(&fd, &sub.name));
         }
         drop(fd);
-        note(unlinkat(self.base, &self.name, AtFlags::REMOVEDIR));
+        note(crate::sys::safeopen::rmdir_at(self.base, &self.name));
         first
     }
 }

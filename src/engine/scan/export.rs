@@ -19,7 +19,7 @@ use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 
-use rustix::fs::{AtFlags, Mode, OFlags};
+use rustix::fs::OFlags;
 use rustix::io::Errno;
 
 use crate::sys::dirfd::{self, Facts, Ident};
@@ -90,13 +90,8 @@ impl Export {
             }
             _ => {}
         }
-        let spill = rustix::fs::openat(
-            &dir,
-            c".",
-            OFlags::TMPFILE | OFlags::RDWR | OFlags::CLOEXEC,
-            Mode::from_raw_mode(0o600),
-        )
-        .map_err(os)?;
+        let spill =
+            crate::sys::safeopen::create_unnamed_in(&dir, OFlags::RDWR, 0o600).map_err(os)?;
         Ok(Export {
             file: file.to_path_buf(),
             dir,
@@ -150,13 +145,8 @@ impl Export {
             crate::trash::safefile::random_hex(8)
         ))
         .expect("no NUL in a temp name");
-        let fd = rustix::fs::openat(
-            &self.dir,
-            &tmp,
-            OFlags::CREATE | OFlags::EXCL | OFlags::NOFOLLOW | OFlags::WRONLY | OFlags::CLOEXEC,
-            Mode::from_raw_mode(0o644),
-        )
-        .map_err(os)?;
+        let fd = crate::sys::safeopen::create_at(&self.dir, &tmp, OFlags::WRONLY, 0o644, false)
+            .map_err(os)?;
         let written = (|| -> std::io::Result<()> {
             let mut out = BufWriter::with_capacity(1 << 16, File::from(fd));
             let now = std::time::SystemTime::now()
@@ -175,10 +165,11 @@ impl Export {
         let done = written
             .map_err(|e| os(Errno::from_io_error(&e).unwrap_or(Errno::IO)))
             .and_then(|()| {
-                rustix::fs::renameat(&self.dir, &tmp, &self.dir, &self.name).map_err(os)
+                crate::sys::safeopen::rename::plain(&self.dir, &tmp, &self.dir, &self.name)
+                    .map_err(os)
             });
         if done.is_err() {
-            let _ = rustix::fs::unlinkat(&self.dir, &tmp, AtFlags::empty());
+            let _ = crate::sys::safeopen::unlink_at(&self.dir, &tmp);
         } else {
             let _ = rustix::fs::fsync(&self.dir);
         }

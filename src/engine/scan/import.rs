@@ -84,7 +84,7 @@ impl Import {
             reader.expect(b',')?;
             reader.integer()?;
             reader.expect(b',')?;
-            let made_by = reader.metadata()?;
+            let made_by = reader.made_by()?;
             reader.expect(b',')?;
             reader.expect(b'[')?;
             let root = reader.record(MAX_STRING)?;
@@ -463,7 +463,7 @@ impl Reader {
     }
 
     /// The header's metadata object: who wrote it.
-    fn metadata(&mut self) -> Parse<String> {
+    fn made_by(&mut self) -> Parse<String> {
         if self.next_token()? != b'{' {
             return Err("expected the metadata object");
         }

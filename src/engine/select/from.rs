@@ -1,13 +1,16 @@
 //! `--from FILE` (`-` = stdin; `-0`: NUL-separated, else one path per line): remove exactly
-//! the listed paths, the `find | xargs rm` pipeline in one process. The paths are grouped by
-//! parent directory; each parent is opened once, one verified `openat(O_NOFOLLOW|O_DIRECTORY)`
-//! per component from `/` (or the working directory), so a symlinked component is refused
-//! instead of followed; the same parent spelled twice (`a/./b`, `a/b`) is one group; a path
-//! listed twice is removed once and counted as a duplicate. The unlinking is the engine's
-//! (`engine::remove::listed`). Never prints, never removes.
+//! the listed paths, the `find | xargs rm` pipeline in one process. The list is read up to a
+//! bound (`MAX_LIST`). The paths are grouped by parent directory; each parent is looked up
+//! from `/` (or the working directory) with `openat2(RESOLVE_NO_SYMLINKS)`, so a symlinked
+//! component is refused instead of followed, and identified by device and inode; the same
+//! parent spelled twice (`a/./b`, `a/b`) is one group; a path listed twice is removed once
+//! and counted as a duplicate. No fd is held per parent: the removal reopens each one when its
+//! names' turn comes, through a bounded cache (`Dirs`, least recently used out), and checks it
+//! is the same directory, so any number of parents works under a low `ulimit -n`. The
+//! unlinking is the engine's (`engine::remove::listed`). Never prints, never removes.
 
 use std::borrow::Cow;
-use std::collections::{HashMap, HashSet};
+use std::collections::{HashMap, HashSet, VecDeque};
 use std::ffi::{CStr, CString, OsStr};
 use std::io::Read;
 use std::os::fd::OwnedFd;
@@ -15,7 +18,7 @@ use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use rustix::fs::{openat, FileType, Mode, OFlags};
+use rustix::fs::{FileType, OFlags};
 use rustix::io::Errno;
 
 use crate::sys::dirfd::{self, Ident};
@@ -47,11 +50,19 @@ impl List {
     }
 }
 
+/// The most a list may hold (some 20 million paths): a list is read whole, and `/dev/zero`
+/// through a pipe would never end.
+pub const MAX_LIST: u64 = 1 << 30;
+
 /// Reads the records of a list: NUL-terminated with `nul`, else lines. Empty records (a
-/// trailing newline, blank lines) are skipped.
-pub fn read_list(mut r: impl Read, nul: bool) -> std::io::Result<List> {
+/// trailing newline, blank lines) are skipped. A list longer than `MAX_LIST` is refused
+/// (`EFBIG`) having held no more.
+pub fn read_list(r: impl Read, nul: bool) -> std::io::Result<List> {
     let mut buf = Vec::new();
-    r.read_to_end(&mut buf)?;
+    r.take(MAX_LIST + 1).read_to_end(&mut buf)?;
+    if buf.len() as u64 > MAX_LIST {
+        return Err(Errno::FBIG.into());
+    }
     let sep = if nul { 0 } else { b'\n' };
     if buf.last().is_some_and(|&b| b != sep) {
         buf.push(sep);
@@ -158,8 +169,18 @@ pub struct Groups<'a> {
 
 /// The names of one directory, in the order listed.
 pub struct Group<'a> {
-    pub dir: Arc<OwnedFd>,
+    /// The directory, as it was looked up (reopened through `Dirs`).
+    pub dir: Dir,
     pub names: Vec<Name<'a>>,
+}
+
+/// A listed path's directory: how to reach it again and what it was.
+#[derive(Clone, Debug)]
+pub struct Dir {
+    absolute: bool,
+    /// Its components joined by `/` ("." for the start itself).
+    rel: CString,
+    ident: Ident,
 }
 
 /// One listed name of a group.
@@ -227,13 +248,6 @@ pub fn group(list: &List) -> Groups<'_> {
         }
     }
     let opened = open_parents(&runs);
-    let idents: Vec<Option<Ident>> = opened
-        .iter()
-        .map(|o| {
-            let fd = o.as_ref().ok()?;
-            dirfd::fstat(&**fd).map(|f| f.ident).ok()
-        })
-        .collect();
     let mut run_of = vec![0; written.len()];
     for (r, p) in runs.iter().enumerate() {
         for &k in &p.spellings {
@@ -247,18 +261,16 @@ pub fn group(list: &List) -> Groups<'_> {
     for (k, Spelling { under, .. }) in written.into_iter().enumerate() {
         let r = run_of[k];
         match &opened[r] {
-            Ok(fd) => {
-                let g = match idents[r].and_then(|id| by_ident.get(&id).copied()) {
+            Ok(dir) => {
+                let g = match by_ident.get(&dir.ident).copied() {
                     Some(g) => g,
                     None => {
                         out.groups.push(Group {
-                            dir: fd.clone(),
+                            dir: dir.clone(),
                             names: Vec::with_capacity(under.len()),
                         });
                         seen.push(HashSet::with_capacity(under.len()));
-                        if let Some(id) = idents[r] {
-                            by_ident.insert(id, out.groups.len() - 1);
-                        }
+                        by_ident.insert(dir.ident, out.groups.len() - 1);
                         out.groups.len() - 1
                     }
                 };
@@ -300,11 +312,11 @@ const RUNS_PER_OPENER: usize = 32;
 /// Openers at most.
 const OPENERS: usize = 16;
 
-/// Opens each parent with up to `OPENERS` threads, each taking a contiguous share of the
-/// sorted parents (neighbours share most of their components): a cold lookup is a disk read
-/// (a round trip on a network file system), and 2,000 parents opened one after another were
-/// a quarter of a 200,000-path removal on xfs.
-fn open_parents(runs: &[Parent<'_>]) -> Vec<Result<Arc<OwnedFd>, Open>> {
+/// Looks up each parent with up to `OPENERS` threads, each taking a contiguous share of the
+/// sorted parents: a cold lookup is a disk read (a round trip on a network file system), and
+/// 2,000 parents looked up one after another were a quarter of a 200,000-path removal on xfs.
+/// No fd outlives its lookup.
+fn open_parents(runs: &[Parent<'_>]) -> Vec<Result<Dir, Open>> {
     let threads = (runs.len() / RUNS_PER_OPENER).clamp(1, OPENERS);
     let share = runs.len().div_ceil(threads).max(1);
     std::thread::scope(|s| {
@@ -312,10 +324,18 @@ fn open_parents(runs: &[Parent<'_>]) -> Vec<Result<Arc<OwnedFd>, Open>> {
             .chunks(share)
             .map(|chunk| {
                 s.spawn(move || {
-                    let mut opener = Opener::default();
                     chunk
                         .iter()
-                        .map(|p| opener.open(p.absolute, &p.comps))
+                        .map(|p| {
+                            let rel = join_components(&p.comps);
+                            let fd = open_parent(p.absolute, &rel, &p.comps)?;
+                            let ident = dirfd::fstat(&fd).map_err(Open::Os)?.ident;
+                            Ok(Dir {
+                                absolute: p.absolute,
+                                rel,
+                                ident,
+                            })
+                        })
                         .collect::<Vec<_>>()
                 })
             })
@@ -334,66 +354,121 @@ enum Open {
     Os(Errno),
 }
 
-/// Opens parents component by component, keeping the fds of the last one's ancestors (the
-/// parents come sorted: neighbours share most of their components).
-#[derive(Default)]
-struct Opener {
-    base: Option<(bool, Arc<OwnedFd>)>,
-    stack: Vec<(Vec<u8>, Arc<OwnedFd>)>,
+/// `comps` joined by `/` ("." for none).
+fn join_components(comps: &[&[u8]]) -> CString {
+    if comps.is_empty() {
+        return c".".to_owned();
+    }
+    CString::new(comps.join(&b'/')).expect("records hold no NUL")
 }
 
-impl Opener {
-    fn open(&mut self, absolute: bool, comps: &[&[u8]]) -> Result<Arc<OwnedFd>, Open> {
-        if self.base.as_ref().map(|b| b.0) != Some(absolute) {
-            let start: &CStr = if absolute { c"/" } else { c"." };
-            let fd = openat(
-                rustix::fs::CWD,
-                start,
-                OFlags::PATH | OFlags::DIRECTORY | OFlags::CLOEXEC,
-                Mode::empty(),
-            )
-            .map_err(Open::Os)?;
-            self.base = Some((absolute, Arc::new(fd)));
-            self.stack.clear();
+/// Opens the directory `rel` from `/` (`absolute`) or the working directory as `O_PATH`,
+/// never through a symlink (`openat2(RESOLVE_NO_SYMLINKS)`): a symlinked component is said
+/// by the prefix that is one (`comps`, the components of `rel`).
+fn open_parent(absolute: bool, rel: &CStr, comps: &[&[u8]]) -> Result<OwnedFd, Open> {
+    let start: &Path = if absolute {
+        Path::new("/")
+    } else {
+        Path::new(".")
+    };
+    let base = dirfd::open_dir_path_only(start).map_err(Open::Os)?;
+    let flags = OFlags::PATH | OFlags::DIRECTORY;
+    match crate::sys::safeopen::open_no_symlinks(&base, rel.to_bytes(), flags) {
+        Ok(fd) => Ok(fd),
+        Err(Errno::NOENT) => Err(Open::Missing),
+        Err(Errno::LOOP | Errno::NOTDIR) => Err(symlink_in(&base, absolute, comps)),
+        Err(e) => Err(Open::Os(e)),
+    }
+}
+
+/// Which component of `comps` below `base` is a symbolic link (the lookup refused one), else
+/// why the way is blocked.
+fn symlink_in(base: &OwnedFd, absolute: bool, comps: &[&[u8]]) -> Open {
+    let mut shown = if absolute {
+        PathBuf::from("/")
+    } else {
+        PathBuf::new()
+    };
+    let mut dir = match rustix::io::dup(base) {
+        Ok(fd) => fd,
+        Err(e) => return Open::Os(e),
+    };
+    for c in comps {
+        shown.push(OsStr::from_bytes(c));
+        let Ok(name) = CString::new(*c) else {
+            return Open::Os(Errno::INVAL);
+        };
+        match dirfd::lstat_at(&dir, &name) {
+            Ok(f) if f.file_type == FileType::Symlink => return Open::Symlink(shown),
+            Ok(f) if f.file_type != FileType::Directory => return Open::Os(Errno::NOTDIR),
+            Ok(_) => {}
+            Err(Errno::NOENT) => return Open::Missing,
+            Err(e) => return Open::Os(e),
         }
-        let common = self
-            .stack
-            .iter()
-            .zip(comps)
-            .take_while(|((have, _), want)| have.as_slice() == **want)
-            .count();
-        self.stack.truncate(common);
-        for c in &comps[common..] {
-            let parent = match self.stack.last() {
-                Some((_, fd)) => fd.clone(),
-                None => self.base.as_ref().expect("base opened").1.clone(),
-            };
-            let name = CString::new(*c).expect("records hold no NUL");
-            let fd = dirfd::open_dir_at_only(&*parent, &name).map_err(|e| match e {
-                Errno::NOENT => Open::Missing,
-                Errno::NOTDIR | Errno::LOOP => match dirfd::lstat_at(&*parent, &name) {
-                    Ok(f) if f.file_type == FileType::Symlink => {
-                        let mut shown = if absolute {
-                            PathBuf::from("/")
-                        } else {
-                            PathBuf::new()
-                        };
-                        for p in &self.stack {
-                            shown.push(OsStr::from_bytes(&p.0));
-                        }
-                        shown.push(OsStr::from_bytes(c));
-                        Open::Symlink(shown)
-                    }
-                    _ => Open::Os(Errno::NOTDIR),
-                },
-                e => Open::Os(e),
-            })?;
-            self.stack.push((c.to_vec(), Arc::new(fd)));
+        dir = match dirfd::open_dir_at_only(&dir, &name) {
+            Ok(fd) => fd,
+            Err(e) => return Open::Os(e),
+        };
+    }
+    Open::Os(Errno::LOOP)
+}
+
+/// The directories of the groups, open while their names are worked on: at most `capacity`
+/// fds, the least recently used closed first (a worker still using one keeps it until done).
+/// Each is reopened as it was looked up and checked to be the same directory.
+pub struct Dirs {
+    capacity: usize,
+    open: std::sync::Mutex<OpenDirs>,
+}
+
+/// The open directories, and their use order (the least recent first).
+type OpenDirs = (HashMap<Ident, Arc<OwnedFd>>, VecDeque<Ident>);
+
+impl Dirs {
+    pub fn new(capacity: usize) -> Dirs {
+        Dirs {
+            capacity: capacity.max(1),
+            open: std::sync::Mutex::new((HashMap::new(), VecDeque::new())),
         }
-        Ok(match self.stack.last() {
-            Some((_, fd)) => fd.clone(),
-            None => self.base.as_ref().expect("base opened").1.clone(),
-        })
+    }
+
+    /// The directory `d`, open (reopened if it was closed, and checked to be the same).
+    pub fn get(&self, d: &Dir) -> Result<Arc<OwnedFd>, Reason> {
+        {
+            let mut g = self.open.lock().expect("dirs lock");
+            if let Some(fd) = g.0.get(&d.ident).cloned() {
+                if g.1.back() != Some(&d.ident) {
+                    g.1.retain(|i| *i != d.ident);
+                    g.1.push_back(d.ident);
+                }
+                return Ok(fd);
+            }
+        }
+        let fd = match open_parent(d.absolute, &d.rel, &[]) {
+            Ok(fd) => fd,
+            Err(Open::Missing) => return Err(Reason::Os(Errno::NOENT)),
+            // A component made a symbolic link (or no directory) since it was looked up.
+            Err(Open::Symlink(_) | Open::Os(Errno::LOOP | Errno::NOTDIR)) => {
+                return Err(Reason::Changed)
+            }
+            Err(Open::Os(e)) => return Err(Reason::Os(e)),
+        };
+        if dirfd::fstat(&fd).map(|f| f.ident) != Ok(d.ident) {
+            return Err(Reason::Changed);
+        }
+        let fd = Arc::new(fd);
+        let mut g = self.open.lock().expect("dirs lock");
+        g.0.insert(d.ident, fd.clone());
+        g.1.push_back(d.ident);
+        while g.0.len() > self.capacity {
+            match g.1.pop_front() {
+                Some(old) => {
+                    g.0.remove(&old);
+                }
+                None => break,
+            }
+        }
+        Ok(fd)
     }
 }
 

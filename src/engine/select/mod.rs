@@ -5,7 +5,7 @@
 //! histogram of `--keep-free` and the grouping of `--from` lists. Never prints and never walks:
 //! the engine (`remove.rs`) asks it about each entry and reports through its Sink.
 //!
-//! The rules (also in `rm --help`, the man page and the README):
+//! The rules (also in `rm --help`, the man page and docs/purge-by-age.md):
 //! - The named directories are where it searches; they are never removed themselves.
 //! - Name, path and type tests (`--name`, `--path`, `--type`) choose entries. A chosen
 //!   directory carries its whole contents (`--name cache` removes cache directories whole),

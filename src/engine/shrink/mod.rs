@@ -11,10 +11,10 @@
 pub mod layout;
 
 use std::ffi::{CStr, CString};
-use std::os::fd::{AsFd, AsRawFd, OwnedFd};
+use std::os::fd::OwnedFd;
 use std::path::{Path, PathBuf};
 
-use rustix::fs::{fdatasync, fsync, ftruncate, openat, AtFlags, Mode, OFlags};
+use rustix::fs::{fdatasync, fsync, ftruncate};
 use rustix::io::Errno;
 
 use crate::engine::pace::{PaceReport, Pacer, Pacing};
@@ -283,8 +283,8 @@ pub fn remove_file(
         ..
     } = &place
     {
-        let _ = rustix::fs::unlinkat(entry, crate::trash::meta::META, AtFlags::empty());
-        let _ = rustix::fs::unlinkat(trash_dir, id, AtFlags::REMOVEDIR);
+        // The entry's records and the entry: the trash's one teardown.
+        let _ = crate::trash::entry::tear_down(trash_dir, id, entry, None);
     }
     Ok(out)
 }
@@ -306,23 +306,15 @@ fn open_to_shrink(dir: &OwnedFd, name: &CStr, facts: &Facts) -> Result<Opened, R
     }
     // O_NONBLOCK: a lease taken meanwhile makes open fail at once instead of waiting for the
     // lease-break timeout.
-    let fd = match openat(
-        dir,
-        name,
-        OFlags::WRONLY | OFlags::NOFOLLOW | OFlags::NONBLOCK | OFlags::CLOEXEC | OFlags::NOCTTY,
-        Mode::empty(),
-    ) {
-        Ok(fd) => fd,
-        Err(Errno::NOENT) => return Err(Reason::Os(Errno::NOENT)),
-        Err(Errno::WOULDBLOCK) => {
+    use crate::sys::safeopen::{self, Access, Bad};
+    let fd = match safeopen::open_file_at(dir, name, Access::Write) {
+        Ok((fd, _)) => fd,
+        Err(Bad::Missing) => return Err(Reason::Os(Errno::NOENT)),
+        Err(Bad::NotRegular(_)) => return Err(Reason::Changed),
+        Err(Bad::Os(Errno::WOULDBLOCK)) => {
             return Ok(Opened::Whole("another process holds a lease on it".into()))
         }
-        Err(e) => {
-            return Ok(Opened::Whole(format!(
-                "cannot open it for writing ({})",
-                crate::sys::error::errno_text(e)
-            )))
-        }
+        Err(e) => return Ok(Opened::Whole(format!("cannot open it for writing ({e})"))),
     };
     let now = dirfd::fstat(&fd).map_err(Reason::Os)?;
     if now.ident != facts.ident || now.file_type != rustix::fs::FileType::RegularFile {
@@ -334,7 +326,7 @@ fn open_to_shrink(dir: &OwnedFd, name: &CStr, facts: &Facts) -> Result<Opened, R
             now.nlink
         )));
     }
-    if let Err(why) = take_write_lease(&fd) {
+    if let Err(why) = crate::sys::lease::take_write(&fd) {
         return Ok(Opened::Whole(why.to_string()));
     }
     Ok(Opened::Shrink(fd, now))
@@ -550,7 +542,7 @@ fn shrink(
 /// Why the file is no longer ours alone, if it is not: another process opened it (our lease
 /// is being broken) or it gained a hard link.
 fn shared_now(fd: &OwnedFd) -> Result<Option<&'static str>, Reason> {
-    if !still_leased(fd) {
+    if !crate::sys::lease::still_held(fd) {
         return Ok(Some("another process opened it"));
     }
     if dirfd::fstat(fd).map_err(Reason::Os)?.nlink != 1 {
@@ -572,7 +564,7 @@ fn sleep_watching(
     let until = std::time::Instant::now() + wait;
     loop {
         let now = std::time::Instant::now();
-        if now >= until || !still_leased(fd) || stop() || pressed() {
+        if now >= until || !crate::sys::lease::still_held(fd) || stop() || pressed() {
             return;
         }
         std::thread::sleep((until - now).min(SLICE));
@@ -580,7 +572,7 @@ fn sleep_watching(
 }
 
 fn unlink(dir: &OwnedFd, name: &CStr) -> Result<(), Reason> {
-    rustix::fs::unlinkat(dir, name, AtFlags::empty()).map_err(Reason::Os)
+    crate::sys::safeopen::unlink_at(dir, name).map_err(Reason::Os)
 }
 
 fn hidden_name(facts: &Facts) -> CString {
@@ -590,42 +582,6 @@ fn hidden_name(facts: &Facts) -> CString {
         crate::trash::safefile::random_hex(8)
     ))
     .expect("no NUL in a hex name")
-}
-
-/// Why no write lease was granted (the file is then unlinked whole, not shrunk).
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-enum NoLease {
-    #[error("another process has it open")]
-    OpenElsewhere,
-    #[error("this file system cannot prove nobody else has it open (no leases)")]
-    Unsupported,
-    #[error("no write lease ({})", crate::sys::error::errno_text(*.0))]
-    Os(Errno),
-}
-
-/// Takes a write lease on `fd`: granted only when no other file description has the file
-/// open. Lease-break notices (SIGIO) are ignored; `still_leased` polls instead.
-fn take_write_lease(fd: &OwnedFd) -> Result<(), NoLease> {
-    // SAFETY: setting SIGIO to SIG_IGN has no memory-safety preconditions.
-    unsafe { libc::signal(libc::SIGIO, libc::SIG_IGN) };
-    // SAFETY: F_SETLEASE takes an int argument and touches no memory of ours.
-    let rc = unsafe { libc::fcntl(fd.as_fd().as_raw_fd(), libc::F_SETLEASE, libc::F_WRLCK) };
-    if rc == 0 {
-        return Ok(());
-    }
-    let e = std::io::Error::last_os_error().raw_os_error().unwrap_or(0);
-    Err(match e {
-        libc::EAGAIN | libc::EBUSY => NoLease::OpenElsewhere,
-        libc::EINVAL | libc::ENOLCK | libc::EOPNOTSUPP => NoLease::Unsupported,
-        _ => NoLease::Os(Errno::from_raw_os_error(e)),
-    })
-}
-
-/// False once another process has opened the file (the kernel is breaking our lease).
-fn still_leased(fd: &OwnedFd) -> bool {
-    // SAFETY: F_GETLEASE takes no argument and touches no memory of ours.
-    let rc = unsafe { libc::fcntl(fd.as_fd().as_raw_fd(), libc::F_GETLEASE) };
-    rc == libc::F_WRLCK
 }
 
 /// The pid holding a lease on the file, from `/proc/locks` (reading it breaks nothing;

@@ -318,7 +318,7 @@ impl Trees<'_> {
     /// `None` if it could not (a dry run, a directory it may not write: then the inodes,
     /// birth times and types are all it has).
     fn mark(&self) -> Option<String> {
-        use rustix::fs::{openat, Mode, OFlags};
+        use rustix::fs::OFlags;
         if self.dry_run || self.roots.is_empty() {
             return None;
         }
@@ -329,17 +329,7 @@ impl Trees<'_> {
             let made_here = crate::sys::dirfd::open_dir_at(*base, dir)
                 .ok()
                 .and_then(|d| {
-                    openat(
-                        &d,
-                        &name,
-                        OFlags::CREATE
-                            | OFlags::EXCL
-                            | OFlags::WRONLY
-                            | OFlags::NOFOLLOW
-                            | OFlags::CLOEXEC,
-                        Mode::RUSR | Mode::WUSR,
-                    )
-                    .ok()
+                    crate::sys::safeopen::create_at(&d, &name, OFlags::WRONLY, 0o600, false).ok()
                 });
             if made_here.is_none() {
                 break;
@@ -375,7 +365,7 @@ impl Trees<'_> {
         };
         for (base, dir, _) in &self.roots {
             if let Ok(d) = crate::sys::dirfd::open_dir_at(*base, dir) {
-                let _ = rustix::fs::unlinkat(&d, &name, rustix::fs::AtFlags::empty());
+                let _ = crate::sys::safeopen::unlink_at(&d, &name);
             }
         }
     }

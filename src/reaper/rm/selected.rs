@@ -153,19 +153,23 @@ impl Run<'_> {
         let records = if list.as_os_str() == "-" {
             from::read_list(std::io::stdin().lock(), null)
         } else {
-            match std::fs::File::open(list) {
-                // A pipe is a list (`--from <(find ...)`); a device never is.
-                Ok(f)
-                    if f.metadata().is_ok_and(|m| {
-                        use std::os::unix::fs::FileTypeExt;
-                        m.file_type().is_char_device() || m.file_type().is_block_device()
-                    }) =>
-                {
+            // A file or a pipe is a list (`--from <(find ...)`: a link in /dev/fd, root's),
+            // a device never is; never through another user's link, never their file where
+            // others may change the directory (`safeopen::file::open_input`).
+            use crate::sys::safeopen::file::{open_input, Bad};
+            match open_input(list) {
+                Ok((fd, _)) => from::read_list(std::fs::File::from(fd), null),
+                Err(Bad::NotRegular("character device" | "block device")) => {
                     self.fail(list.to_path_buf(), Reason::ListIsDevice);
                     return Vec::new();
                 }
-                Ok(f) => from::read_list(f, null),
-                Err(e) => Err(e),
+                Err(Bad::Os(e)) => Err(e.into()),
+                Err(Bad::Missing) => Err(Errno::NOENT.into()),
+                Err(e) => {
+                    let why = format!("the list of paths is not read: it {e}");
+                    self.fail(list.to_path_buf(), Reason::Kept(why));
+                    return Vec::new();
+                }
             }
         };
         let records = match records {
@@ -187,10 +191,14 @@ impl Run<'_> {
             }
         }
         let mut engine = req.engine.clone();
-        if let Some(g) = groups.groups.first() {
+        let first = groups
+            .groups
+            .first()
+            .and_then(|g| from::Dirs::new(1).get(&g.dir).ok());
+        if let Some(dir) = first {
             let profile = match req.profile {
-                Some(class) => crate::engine::profile::Profile::named(class, &*g.dir),
-                None => crate::engine::profile::Profile::detect(&*g.dir),
+                Some(class) => crate::engine::profile::Profile::named(class, &*dir),
+                None => crate::engine::profile::Profile::detect(&*dir),
             };
             engine.apply(&profile, req.threads_given);
             self.selected.listed = Some((profile, None));
@@ -225,9 +233,18 @@ impl Run<'_> {
         }
         // Each failure was said as it happened (the engine's Sink).
         self.failures.extend(removed.failures);
-        if req.durable {
+        if req.durable && !req.engine.dry_run {
+            // Each directory fsynced once, one open at a time (no fd held per directory).
+            let dirs = from::Dirs::new(1);
             for g in &groups.groups {
-                super::touch(&mut self.touched, &g.dir);
+                let synced = dirs
+                    .get(&g.dir)
+                    .and_then(|d| crate::sys::safeopen::reopen_dir(&*d).map_err(Reason::Os))
+                    .and_then(|d| rustix::fs::fsync(&d).map_err(Reason::Os));
+                if let (Err(reason), Some(n)) = (synced, g.names.first()) {
+                    let dir = n.shown.parent().unwrap_or(Path::new(".")).to_path_buf();
+                    self.fail(dir, reason);
+                }
             }
         }
         removed.trees

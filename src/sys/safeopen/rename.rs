@@ -9,11 +9,17 @@
 use std::ffi::CStr;
 use std::os::fd::AsFd;
 
-use rustix::fs::{
-    linkat, mkdirat, openat, renameat, renameat_with, statat, unlinkat, AtFlags, FileType, Mode,
-    OFlags, RenameFlags,
-};
+use rustix::fs::{linkat, mkdirat, openat, renameat, renameat_with, statat, unlinkat};
+use rustix::fs::{AtFlags, FileType, Mode, OFlags, RenameFlags};
 use rustix::io::Errno;
+
+/// Renames `old` in `old_dir` to `new` in `new_dir`, replacing what `new` names (as
+/// `rename(2)`): only where the caller made `new` itself or holds the only right to it.
+pub fn plain(old_dir: impl AsFd, old: &CStr, new_dir: impl AsFd, new: &CStr) -> Result<(), Errno> {
+    super::one_name(old)?;
+    super::one_name(new)?;
+    renameat(old_dir, old, new_dir, new)
+}
 
 /// Where a name is renamed into.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -34,6 +40,8 @@ pub fn noreplace(
     into: Into,
 ) -> Result<(), Errno> {
     let (od, nd) = (old_dir.as_fd(), new_dir.as_fd());
+    super::one_name(old)?;
+    super::one_name(new)?;
     match renameat_with(od, old, nd, new, RenameFlags::NOREPLACE) {
         Err(Errno::INVAL | Errno::NOSYS | Errno::OPNOTSUPP) => fallback(od, old, nd, new, into),
         r => r,
@@ -94,7 +102,7 @@ mod tests {
     use super::*;
 
     fn dir(p: &std::path::Path) -> std::os::fd::OwnedFd {
-        crate::sys::dirfd::open_dir_path(p).unwrap()
+        super::super::open_dir_path(p).unwrap()
     }
 
     #[test]
