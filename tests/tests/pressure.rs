@@ -111,6 +111,7 @@ fn hidden_id(out: &std::process::Output) -> String {
 #[test]
 fn a_backup_in_its_grace_window_is_freed_early_and_no_chunk_of_a_growing_database_fails() {
     let s = scratch!();
+    s.keep_default_floor();
     // The measurement: a journaled ext4 of 4 GiB holding a 2.5 GiB backup (about
     // 1.1 GiB free), hidden with a grace window of ten minutes, then 2 GiB written in fsynced
     // 64 MiB chunks.
@@ -198,6 +199,7 @@ fn a_backup_in_its_grace_window_is_freed_early_and_no_chunk_of_a_growing_databas
 #[test]
 fn a_large_file_freed_gently_on_a_spinning_disk_yields_to_a_writer_filling_it() {
     let s = scratch!();
+    s.keep_default_floor();
     let disk = util::or_skip!(crate::spinning::SpinningDisk::start_sized(&s, 1536 * MIB));
     let vol = disk.vol.clone();
     // A large file on the slow disk, allocated in one go: its extents span several block
@@ -242,6 +244,7 @@ fn a_large_file_freed_gently_on_a_spinning_disk_yields_to_a_writer_filling_it() 
 #[test]
 fn a_grace_window_is_refused_on_a_file_system_already_under_its_floor() {
     let s = scratch!();
+    s.keep_default_floor();
     let _vol = util::or_skip!(util::trash_vol(&s));
     s.file("vol/f", vec![7u8; 4 << 20]);
     // A tmpfs of 16 MiB with 12 free: under a floor of 90%.
@@ -304,6 +307,7 @@ fn a_grace_window_is_refused_on_a_file_system_already_under_its_floor() {
 #[test]
 fn status_says_each_file_system_s_space_against_what_its_trashes_hold() {
     let s = scratch!();
+    s.keep_default_floor();
     let _vol = util::or_skip!(util::trash_vol(&s));
     let top = s.path("vol");
     s.file("vol/a", vec![1u8; 2 << 20]);
@@ -426,6 +430,7 @@ fn stop(child: std::process::Child) -> String {
 #[test]
 fn reap_watch_speaks_systemd_s_notification_protocol_to_a_datagram_socket() {
     let s = scratch!();
+    s.keep_default_floor();
     let _vol = util::or_skip!(util::trash_vol(&s));
     s.file("vol/kept", vec![3u8; 1 << 20]);
     let out = s
@@ -534,6 +539,7 @@ print(json.dumps(out))
 #[test]
 fn reap_watch_writes_metrics_that_prometheus_client_parses() {
     let s = scratch!();
+    s.keep_default_floor();
     // A mount point whose name needs escaping in a label.
     let _vol = util::or_skip!(Volume::tmpfs_with(&s, "vol \"q\"\\x", "size=32m"));
     let top = s.path("vol \"q\"\\x");
@@ -644,6 +650,7 @@ fn rm_as(s: &Scratch, uid: u32, args: &[&str]) -> std::process::Output {
 #[test]
 fn reap_watch_frees_every_user_s_grace_entries_oldest_first_until_the_floor_holds() {
     let s = scratch!();
+    s.keep_default_floor();
     util::require_root!();
     const OLDER: u32 = 61001;
     const NEWER: u32 = 61002;

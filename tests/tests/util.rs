@@ -182,6 +182,8 @@ pub struct Scratch {
     root: PathBuf,
     token: String,
     test: String,
+    /// Whether reclaim keeps its default free-space floor (`keep_default_floor`).
+    default_floor: std::sync::atomic::AtomicBool,
 }
 
 impl Scratch {
@@ -217,6 +219,7 @@ impl Scratch {
             root,
             token,
             test: test.to_string(),
+            default_floor: std::sync::atomic::AtomicBool::new(false),
         }
     }
 
@@ -383,6 +386,13 @@ impl Scratch {
         fs::symlink_metadata(self.path(rel)).is_ok()
     }
 
+    /// Commands keep reclaim's default free-space floor (the space-pressure tests, on file
+    /// systems of their own); otherwise they run with `RECLAIM_MIN_FREE=0`.
+    pub fn keep_default_floor(&self) {
+        self.default_floor
+            .store(true, std::sync::atomic::Ordering::Relaxed);
+    }
+
     /// A `reclaim` command running in `root/cwd`, with every path argument of `args` checked to
     /// lie inside the scratch directory. `args` follow the subcommand (e.g. `rm`).
     pub fn cmd_in<S: AsRef<OsStr>>(&self, cwd: impl AsRef<Path>, args: &[S]) -> Command {
@@ -395,6 +405,14 @@ impl Scratch {
         c.env("RECLAIM_UNDER", &self.root);
         // `scan`'s calibration cache: in the scratch directory, not the machine's.
         c.env("XDG_CACHE_HOME", self.root.join(".cache"));
+        // No free-space floor unless the test is about it: the floor of the machine's own file
+        // system (10 GiB on a big one) would decide a test by how full that disk is.
+        if !self
+            .default_floor
+            .load(std::sync::atomic::Ordering::Relaxed)
+        {
+            c.env("RECLAIM_MIN_FREE", "0");
+        }
         c.current_dir(&cwd)
             .args(args)
             .timeout(std::time::Duration::from_secs(120));
