@@ -449,32 +449,47 @@ fn resize_redraws_for_the_new_size() {
 #[test]
 fn a_directory_removed_during_the_scan_is_no_error_and_one_removed_after_leaves_the_view() {
     let s = scratch!();
+    // On a tmpfs of its own: whatever the view hid would go to that file system's trash,
+    // inside the scratch directory (a 1-byte file takes a page there: 64 MiB).
+    let (_settle, _v) = util::or_skip!(util::trash_vol_with(&s, "size=64m"));
     // Enough entries that the scan is still at work while the victim goes.
     for d in 0..40 {
         for f in 0..250 {
-            s.file(format!("top/victim/d{d}/f{f}"), b"v");
+            s.file(format!("vol/top/victim/d{d}/f{f}"), b"v");
         }
     }
-    s.file("top/later/f", vec![1u8; 10_000]);
-    s.file("top/stays", b"s");
-    let victim = s.path("top/victim");
-    let mut t = browse(&s, ".", &[os("--threads"), os("1"), os("top")], 100, 24);
+    s.file("vol/top/later/f", vec![1u8; 10_000]);
+    s.file("vol/top/stays", b"s");
+    let victim = s.path("vol/top/victim");
+    let mut t = browse(&s, "vol", &[os("--threads"), os("1"), os("top")], 100, 24);
     fs::remove_dir_all(&victim).unwrap();
     let screen = scanned(&t);
     // Gone before it was read is no read error.
     assert!(!screen.contains("unreadable"), "{screen}");
     // Removed by someone else after the scan: deleting it says so, and it leaves the view.
-    fs::remove_dir_all(s.path("top/later")).unwrap();
-    let listed = names(&screen);
-    let at = listed
-        .iter()
-        .position(|n| n == "/later")
-        .expect("later listed");
+    fs::remove_dir_all(s.path("vol/top/later")).unwrap();
+    // The cursor stays on the entry it was on while the scan reordered the rows (not
+    // always the first row): counted from the first row, and the question read before it
+    // is answered.
+    let at = wait_row(&t, "/later");
+    t.send(b"\x1b[H");
     t.send(&b"j".repeat(at));
     t.wait_for("later selected", |_| {
         t.reversed_row(3).is_some_and(|r| r.contains("/later"))
     });
+    // A `y` typed with the `d`, before the question was on the screen, answers nothing: the
+    // question stays until a key read after it answers it.
     t.send(b"dy");
+    let ask = t.wait_text(" Delete? ");
+    assert!(ask.contains("top/later"), "{ask}");
+    assert!(!ask.contains("top/stays"), "{ask}");
+    std::thread::sleep(std::time::Duration::from_millis(500));
+    let still = t.screen();
+    assert!(
+        still.contains(" Delete? ") && !still.contains("Not done:"),
+        "{still}"
+    );
+    t.send(b"y");
     let note = t.wait_text("Not done:");
     assert!(
         note.contains("top/later: No such file or directory"),
@@ -483,11 +498,36 @@ fn a_directory_removed_during_the_scan_is_no_error_and_one_removed_after_leaves_
     t.send(b"x");
     let after = t.wait_for("the note closed", |s| !s.contains("Not done:"));
     assert!(!names(&after).contains(&"/later".to_string()), "{after}");
-    assert!(s.exists("top/stays"));
+    assert!(s.exists("vol/top/stays"));
+    assert!(trash_ids(&s).is_empty(), "{:?}", trash_ids(&s));
     t.send(b"q");
     // A failed action is an exit status of 1.
     assert_eq!(t.wait_exit().code(), Some(1));
     assert_restored(&t);
+}
+
+/// The row of the entry named `name` once the scan is done and the rows read the same twice
+/// in a row, a listing refresh apart (not a frame still being written).
+fn wait_row(t: &Tty, name: &str) -> usize {
+    let mut last = Vec::new();
+    loop {
+        let screen = t.wait_for(&format!("{name} listed"), |s| {
+            s.contains("scanned ") && names(s).iter().any(|n| n == name)
+        });
+        let rows = names(&screen);
+        if rows == last {
+            return rows.iter().position(|n| n == name).unwrap();
+        }
+        last = rows;
+        std::thread::sleep(std::time::Duration::from_millis(300));
+    }
+}
+
+/// `d`, and the question it asks once it is on the screen (a `y` sent with the `d` would be
+/// typed ahead of the question, and is no answer to it).
+fn delete_asked(t: &mut Tty) -> String {
+    t.send(b"d");
+    t.wait_text(" Delete? ")
 }
 
 #[test]
@@ -510,7 +550,8 @@ fn where_no_trash_can_be_made_removing_for_good_is_asked_first() {
     }
     let mut t = browse(&s, "vol", &[os("top")], 100, 24);
     scanned(&t);
-    t.send(b"dy");
+    delete_asked(&mut t);
+    t.send(b"y");
     let ask = t.wait_text("No undo possible");
     assert!(ask.contains("cannot go to a trash"), "{ask}");
     assert!(ask.contains("This cannot be undone"), "{ask}");
@@ -551,7 +592,9 @@ fn symlinks_are_never_followed_and_mounts_are_entered_only_when_asked() {
     });
     t.send(b"\r");
     // Deleting the link takes the link, never what it points to.
-    t.send(b"dy");
+    let ask = delete_asked(&mut t);
+    assert!(ask.contains("top/link"), "{ask}");
+    t.send(b"y");
     t.wait_text("deleted 1 entry");
     assert!(!s.exists("vol/top/link"));
     util::assert_same("what the link pointed to", &outside, &s.snapshot("outside"));
@@ -735,7 +778,8 @@ fn the_trash_is_never_deleted_or_emptied_from_the_view() {
     t.wait_for("the trash selected", |_| {
         t.reversed_row(3).is_some_and(|r| r.contains(&name))
     });
-    t.send(b"dy");
+    delete_asked(&mut t);
+    t.send(b"y");
     let note = t.wait_text("Not done:");
     assert!(note.contains("it is reclaim's trash"), "{note}");
     t.send(b"x");

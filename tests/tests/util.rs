@@ -1228,7 +1228,12 @@ pub const NO_SPAWN: &str = "RECLAIM_NO_SPAWN";
 /// A tmpfs on `root/vol` for a test that hides things, and a guard that waits for any reaper
 /// of its trash before the tmpfs is unmounted (a tuple drops its first field first).
 pub fn trash_vol(scratch: &Scratch) -> Result<(ReaperSettle, Volume), String> {
-    let v = Volume::tmpfs(scratch, "vol")?;
+    trash_vol_with(scratch, "size=16m")
+}
+
+/// `trash_vol` with tmpfs mount `options` (e.g. `size=64m` for a tree of many files).
+pub fn trash_vol_with(scratch: &Scratch, options: &str) -> Result<(ReaperSettle, Volume), String> {
+    let v = Volume::tmpfs_with(scratch, "vol", options)?;
     let settle = ReaperSettle {
         trash: trash_dir(&scratch.path("vol")),
     };

@@ -85,11 +85,11 @@ impl App {
             crate::sys::format::duration_rounded(self.grace.as_secs_f64())
         ));
         lines.push("then the reaper frees the space, gently, in the background.".into());
-        self.dialog = Dialog::Confirm {
-            title: "Delete?".into(),
+        self.dialog = Dialog::confirm(
+            "Delete?",
             lines,
-            then: Then::Start(ActAsk::Delete(targets.iter().map(|i| i.index).collect())),
-        };
+            Then::Start(ActAsk::Delete(targets.iter().map(|i| i.index).collect())),
+        );
     }
 
     pub(super) fn named(&self, list: &[Info]) -> Vec<String> {
@@ -123,9 +123,9 @@ impl App {
             return;
         }
         let (disk, _) = self.tree.below(e.index);
-        self.dialog = Dialog::Confirm {
-            title: "Empty this directory?".into(),
-            lines: vec![
+        self.dialog = Dialog::confirm(
+            "Empty this directory?",
+            vec![
                 format!("{}", self.shown(e.index)),
                 format!(
                     "Its {} ({}, {}) go to the trash; the directory itself stays.",
@@ -138,8 +138,8 @@ impl App {
                     crate::sys::format::duration_rounded(self.grace.as_secs_f64())
                 ),
             ],
-            then: Then::Start(ActAsk::Empty(e.index)),
-        };
+            Then::Start(ActAsk::Empty(e.index)),
+        );
     }
 
     pub(super) fn ask_pack(&mut self) {
@@ -172,11 +172,11 @@ impl App {
         if !e.has(flag::CANDIDATE) {
             lines.push("(Not a pack candidate: it is not mostly old small files.)".into());
         }
-        self.dialog = Dialog::Confirm {
-            title: "Pack this directory?".into(),
+        self.dialog = Dialog::confirm(
+            "Pack this directory?",
             lines,
-            then: Then::Start(ActAsk::Pack(e.index)),
-        };
+            Then::Start(ActAsk::Pack(e.index)),
+        );
     }
 
     /// `q` while an action runs: asked first.
@@ -187,15 +187,15 @@ impl App {
             .as_ref()
             .map(|j| j.what.clone())
             .unwrap_or_default();
-        self.dialog = Dialog::Confirm {
-            title: "Quit?".into(),
-            lines: vec![
+        self.dialog = Dialog::confirm(
+            "Quit?",
+            vec![
                 format!("Still {what}."),
                 "Quitting stops it at its next consistent point: what is done stays".into(),
                 "done (and restorable), the rest stays where it is.".into(),
             ],
-            then: Then::Quit,
-        };
+            Then::Quit,
+        );
     }
 
     pub(super) fn confirmed(&mut self, then: Then) {
@@ -356,13 +356,10 @@ impl App {
                     if !left.is_empty() {
                         self.undo.push(Deletion { hidden: left });
                     }
-                    self.dialog = Dialog::Note {
-                        title: format!(
-                            "Restored {}; not restored:",
-                            plural(ok, "entry", "entries")
-                        ),
-                        lines: bad,
-                    };
+                    self.dialog = Dialog::note(
+                        format!("Restored {}; not restored:", plural(ok, "entry", "entries")),
+                        bad,
+                    );
                 }
             }
             Done::Packed(dir, r) => match r {
@@ -386,10 +383,10 @@ impl App {
                 }
                 Err(e) => {
                     self.failed = true;
-                    self.dialog = Dialog::Note {
-                        title: format!("Not packed: {}", self.shown(dir)),
-                        lines: vec![visible(e.as_bytes())],
-                    };
+                    self.dialog = Dialog::note(
+                        format!("Not packed: {}", self.shown(dir)),
+                        vec![visible(e.as_bytes())],
+                    );
                 }
             },
         }
@@ -430,11 +427,11 @@ impl App {
             lines.extend(self.named(&infos));
             lines.push(String::new());
             lines.push("Remove them for good now? This cannot be undone.".into());
-            self.dialog = Dialog::Confirm {
-                title: "No undo possible".into(),
+            self.dialog = Dialog::confirm(
+                "No undo possible",
                 lines,
-                then: Then::Start(ActAsk::Remove(infos.iter().map(|i| i.index).collect())),
-            };
+                Then::Start(ActAsk::Remove(infos.iter().map(|i| i.index).collect())),
+            );
         }
     }
 
@@ -469,10 +466,7 @@ impl App {
             .map(|x| x.0)
             .collect();
         self.tree.hide(&gone);
-        self.dialog = Dialog::Note {
-            title: "Not done:".into(),
-            lines,
-        };
+        self.dialog = Dialog::note("Not done:", lines);
     }
 }
 

@@ -46,11 +46,13 @@ pub enum ActAsk {
 /// What is in front of the list.
 pub enum Dialog {
     None,
-    /// A question: its lines, and what `y` does.
+    /// A question: its lines, and what `y` does (on exactly the entries `then` holds, the
+    /// ones the lines name). `seen`: it has been on the screen (`Dialog::confirm`).
     Confirm {
         title: String,
         lines: Vec<String>,
         then: Then,
+        seen: bool,
     },
     /// A line being typed: `/` (a name filter, applied as typed) or `o` (an age).
     Prompt {
@@ -62,11 +64,50 @@ pub enum Dialog {
     },
     /// The details of one entry (`i`).
     Details(u32),
-    /// Lines to read (failures), dismissed by any key.
+    /// Lines to read (failures), dismissed by any key once `seen`.
     Note {
         title: String,
         lines: Vec<String>,
+        seen: bool,
     },
+}
+
+impl Dialog {
+    /// A question that no key answers before it has been on the screen: a `y` typed ahead
+    /// (with the `d` that asks, or before a question that follows an action) never answers a
+    /// question the user did not read.
+    pub fn confirm(title: impl Into<String>, lines: Vec<String>, then: Then) -> Dialog {
+        Dialog::Confirm {
+            title: title.into(),
+            lines,
+            then,
+            seen: false,
+        }
+    }
+
+    /// Lines to read that no key typed before they were on the screen dismisses.
+    pub fn note(title: impl Into<String>, lines: Vec<String>) -> Dialog {
+        Dialog::Note {
+            title: title.into(),
+            lines,
+            seen: false,
+        }
+    }
+
+    /// Whether it waits to be drawn before a key may answer or dismiss it.
+    pub fn unseen(&self) -> bool {
+        matches!(
+            self,
+            Dialog::Confirm { seen: false, .. } | Dialog::Note { seen: false, .. }
+        )
+    }
+
+    /// It is on the screen now (`draw`): keys read from now on answer it.
+    pub fn drawn(&mut self) {
+        if let Dialog::Confirm { seen, .. } | Dialog::Note { seen, .. } = self {
+            *seen = true;
+        }
+    }
 }
 
 /// How the session ended.
@@ -255,14 +296,30 @@ impl App {
             self.quit = Some(Quit::Interrupted);
             return;
         }
+        // Typed before the question (or note) was on the screen: not an answer to it.
+        if self.dialog.unseen() {
+            return;
+        }
         match std::mem::replace(&mut self.dialog, Dialog::None) {
             Dialog::None => self.browse_key(k),
-            Dialog::Confirm { title, lines, then } => match k.code {
+            Dialog::Confirm {
+                title,
+                lines,
+                then,
+                seen,
+            } => match k.code {
                 KeyCode::Char('y') | KeyCode::Char('Y') => self.confirmed(then),
                 KeyCode::Char('n') | KeyCode::Char('N') | KeyCode::Esc | KeyCode::Char('q') => {
                     self.say("nothing done")
                 }
-                _ => self.dialog = Dialog::Confirm { title, lines, then },
+                _ => {
+                    self.dialog = Dialog::Confirm {
+                        title,
+                        lines,
+                        then,
+                        seen,
+                    }
+                }
             },
             Dialog::Prompt { older, input } => self.prompt_key(k, older, input),
             Dialog::Help { scroll } => match k.code {
@@ -447,14 +504,14 @@ impl App {
             } else {
                 "another file system (a mount point)"
             };
-            self.dialog = Dialog::Confirm {
-                title: "Enter another file system?".into(),
-                lines: vec![
+            self.dialog = Dialog::confirm(
+                "Enter another file system?",
+                vec![
                     format!("{} is {what}; it was not entered.", self.shown(e.index)),
                     "Scan it now? Its sizes are then counted in the totals above it.".into(),
                 ],
-                then: Then::Enter(e.index),
-            };
+                Then::Enter(e.index),
+            );
             return;
         }
         self.trail.push(e.index);
@@ -532,5 +589,128 @@ pub fn mark_of(i: &Info) -> char {
         'e'
     } else {
         ' '
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::engine::scan::tree::Batch;
+    use crate::sys::dirfd::{Facts, Ident};
+    use rustix::fs::FileType;
+    use std::path::Path;
+
+    fn facts(file_type: FileType, ino: u64, allocated: u64) -> Facts {
+        Facts {
+            ident: Ident { dev: 7, ino },
+            mnt_id: 1,
+            file_type,
+            nlink: 1,
+            allocated,
+            size: allocated,
+            mtime: 1_577_934_240,
+            atime: 1_577_934_240,
+        }
+    }
+
+    /// Adds the file `name` of `allocated` bytes under `dir`; its index.
+    fn file(tree: &Tree, dir: u32, name: &[u8], ino: u64, allocated: u64) -> u32 {
+        let mut b = Batch::default();
+        b.push(name, &facts(FileType::RegularFile, ino, allocated), true, 0);
+        tree.add(dir, &b);
+        *tree
+            .list(dir, &Query::default())
+            .iter()
+            .find(|&&i| tree.info(i).name == name)
+            .expect("just added")
+    }
+
+    fn key(c: char) -> KeyEvent {
+        KeyEvent::new(KeyCode::Char(c), KeyModifiers::NONE)
+    }
+
+    fn no_age(_: &str) -> Result<Duration, String> {
+        Err("no ages here".into())
+    }
+
+    /// `top` as the scan fills it in: `later` (16 KiB) and `stays` (4 KiB) first, so the
+    /// view selects `later`; then `victim` grows above it. The app, its entries.
+    fn filling_in() -> (App, [u32; 3]) {
+        let tree = Arc::new(Tree::new(
+            Path::new("top"),
+            Some(&facts(FileType::Directory, 1, 4096)),
+        ));
+        let later = tree.dir(ROOT, b"later", &facts(FileType::Directory, 2, 4096));
+        file(&tree, later, b"f", 3, 12_288);
+        let stays = file(&tree, ROOT, b"stays", 4, 4096);
+        let mut app = App::new(tree.clone(), None, Duration::from_secs(3600), no_age);
+        app.refresh(true);
+        assert_eq!(app.rows, [later, stays]);
+        assert_eq!(app.selected, Some(later));
+        let victim = tree.dir(ROOT, b"victim", &facts(FileType::Directory, 5, 4096));
+        file(&tree, victim, b"big", 6, 30 << 20);
+        app.refresh(true);
+        (app, [victim, later, stays])
+    }
+
+    #[test]
+    fn the_selection_follows_its_entry_as_the_scan_reorders_the_rows() {
+        let (app, [victim, later, stays]) = filling_in();
+        assert_eq!(app.rows, [victim, later, stays]);
+        assert_eq!((app.cursor, app.selected), (1, Some(later)));
+    }
+
+    #[test]
+    fn a_y_typed_ahead_never_answers_a_question_that_was_not_on_the_screen() {
+        let (mut app, [_, _, stays]) = filling_in();
+        // Typed faster than the screen follows, by one who counted rows from the top: the
+        // `j` moves to `stays`, the `d` asks about it, and the `y` came before the question
+        // was drawn: it is no answer (it would have hidden `stays`, never seen selected).
+        for c in "jdy".chars() {
+            app.key(key(c));
+        }
+        let Dialog::Confirm {
+            title,
+            lines,
+            then: Then::Start(ActAsk::Delete(nodes)),
+            seen: false,
+        } = &app.dialog
+        else {
+            panic!("the question was answered before it was on the screen");
+        };
+        // It names exactly the entries `y` acts on, captured when `d` was pressed.
+        assert_eq!(title, "Delete?");
+        assert_eq!(nodes, &[stays]);
+        assert!(lines.iter().any(|l| l.contains("top/stays")), "{lines:?}");
+        assert!(!lines.iter().any(|l| l.contains("later")), "{lines:?}");
+        // Drawn: now `n` answers it, and nothing is done.
+        app.dialog.drawn();
+        app.key(key('n'));
+        assert!(matches!(app.dialog, Dialog::None));
+        assert_eq!(
+            app.message.as_ref().map(|m| m.0.as_str()),
+            Some("nothing done")
+        );
+        assert!(app.job.is_none());
+    }
+
+    #[test]
+    fn a_note_is_not_dismissed_by_a_key_typed_before_it_was_shown() {
+        let (mut app, _) = filling_in();
+        app.dialog = Dialog::note("Not done:", vec!["top/later: gone".into()]);
+        app.key(key('x'));
+        assert!(matches!(app.dialog, Dialog::Note { seen: false, .. }));
+        app.dialog.drawn();
+        app.key(key('x'));
+        assert!(matches!(app.dialog, Dialog::None));
+    }
+
+    #[test]
+    fn ctrl_c_is_heard_while_a_question_waits_to_be_shown() {
+        let (mut app, _) = filling_in();
+        app.key(key('d'));
+        assert!(app.dialog.unseen());
+        app.key(KeyEvent::new(KeyCode::Char('c'), KeyModifiers::CONTROL));
+        assert_eq!(app.quit, Some(Quit::Interrupted));
     }
 }

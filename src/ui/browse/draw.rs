@@ -130,6 +130,8 @@ pub fn draw(f: &mut Frame, app: &mut App) {
     );
 
     dialog(f, app, area);
+    // On the screen once this frame is flushed: keys from then on may answer it.
+    app.dialog.drawn();
 }
 
 /// `left` and `right` on one line of `w` cells.
@@ -457,7 +459,7 @@ fn dialog(f: &mut Frame, app: &App, area: Rect) {
             )
         }
         Dialog::Details(i) => ("Details".into(), details(app, *i), "any key: close"),
-        Dialog::Note { title, lines } => (title.clone(), lines.clone(), "any key: close"),
+        Dialog::Note { title, lines, .. } => (title.clone(), lines.clone(), "any key: close"),
     };
     let inner_w = lines
         .iter()

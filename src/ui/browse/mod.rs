@@ -141,8 +141,12 @@ fn event_loop(
             }
         };
         if due {
+            let unseen = app.dialog.unseen();
             term.draw(|f| draw::draw(f, app))?;
             drawn = Some((Instant::now(), generation, looks));
+            if unseen && !app.dialog.unseen() && discard_typeahead(term, app)? {
+                drawn = None;
+            }
         }
         // While an action runs, its end is noticed within a few ms (a deletion's "done" is
         // what the user waits for); otherwise keys are read as they come.
@@ -172,4 +176,32 @@ fn event_loop(
             None => {}
         }
     }
+}
+
+/// A question (or a note) just reached the screen: the keys typed before it, already waiting,
+/// are dropped, so that a `y` typed ahead never answers a question the user has not read
+/// (`dy`, or `jdy` typed faster than the screen follows, asks about the entry the `d` found
+/// and waits for an answer). Ctrl-C still counts; whether the terminal was resized (a redraw
+/// is due).
+fn discard_typeahead(
+    term: &mut Terminal<CrosstermBackend<std::io::Stdout>>,
+    app: &mut App,
+) -> std::io::Result<bool> {
+    let mut resized = false;
+    while event::poll(Duration::ZERO)? {
+        match event::read()? {
+            Event::Key(k)
+                if k.modifiers.contains(event::KeyModifiers::CONTROL)
+                    && k.code == event::KeyCode::Char('c') =>
+            {
+                app.key(k)
+            }
+            Event::Resize(..) => {
+                term.autoresize()?;
+                resized = true;
+            }
+            _ => {}
+        }
+    }
+    Ok(resized)
 }
