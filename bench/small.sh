@@ -12,7 +12,7 @@
 # made afresh (and `sync -f`ed) before every run, untimed: `gnu` (GNU rm), `reclaim` (`reclaim
 # rm`), `as-rm` (reclaim through a link named rm: GNU mode), and with `--base BIN` the same two
 # for another reclaim binary (`base`, `base-as-rm`: main's, to compare in the same run).
-# Rounds interleave the methods (their order rotates each round), so drift over the session
+# Rounds interleave the methods (their order rotates each round), so drift over the run
 # hits all alike; `summary.md` gives each method's median over all runs, its ratio to GNU rm's
 # median, and the median of the per-round ratios.
 #

@@ -391,6 +391,31 @@ fn modules_inside_a_layer_import_each_other_without_a_cycle() {
     }
 }
 
+/// The lines of `s` (as "src/FILE:LINE: text") whose code names one of `names` as a whole word
+/// (a name that ends in `(` needs no boundary after it).
+fn lines_calling(s: &Source, names: &[&str]) -> Vec<String> {
+    let mut out = Vec::new();
+    for ((n, line), shown) in s.code.lines().enumerate().zip(s.text.lines()) {
+        let b = line.as_bytes();
+        let hit = names.iter().any(|name| {
+            line.match_indices(name).any(|(i, _)| {
+                let end = i + name.len();
+                (i == 0 || !is_ident(b[i - 1]))
+                    && (name.ends_with('(') || end == b.len() || !is_ident(b[end]))
+            })
+        });
+        if hit {
+            out.push(format!(
+                "src/{}:{}: {}",
+                s.rel.display(),
+                n + 1,
+                shown.trim()
+            ));
+        }
+    }
+    out
+}
+
 #[test]
 fn only_cmd_ui_and_main_print() {
     let mut wrong = Vec::new();
@@ -398,22 +423,10 @@ fn only_cmd_ui_and_main_print() {
         if PRINTERS.contains(&s.module[0].as_str()) {
             continue;
         }
-        for ((n, line), shown) in s.code.lines().enumerate().zip(s.text.lines()) {
-            let b = line.as_bytes();
-            for mac in ["print!(", "println!(", "eprint!(", "eprintln!(", "dbg!("] {
-                let hit = line
-                    .match_indices(mac)
-                    .any(|(i, _)| i == 0 || !is_ident(b[i - 1]));
-                if hit {
-                    wrong.push(format!(
-                        "src/{}:{}: {}",
-                        s.rel.display(),
-                        n + 1,
-                        shown.trim()
-                    ));
-                }
-            }
-        }
+        wrong.extend(lines_calling(
+            &s,
+            &["print!(", "println!(", "eprint!(", "eprintln!(", "dbg!("],
+        ));
     }
     assert!(
         wrong.is_empty(),
@@ -734,23 +747,7 @@ fn the_command_layer_never_removes() {
         if s.module[0] != "cmd" {
             continue;
         }
-        for ((n, line), shown) in s.code.lines().enumerate().zip(s.text.lines()) {
-            let b = line.as_bytes();
-            for call in REMOVALS {
-                let hit = line.match_indices(call).any(|(i, _)| {
-                    let end = i + call.len();
-                    (i == 0 || !is_ident(b[i - 1])) && (end == b.len() || !is_ident(b[end]))
-                });
-                if hit {
-                    wrong.push(format!(
-                        "src/{}:{}: {}",
-                        s.rel.display(),
-                        n + 1,
-                        shown.trim()
-                    ));
-                }
-            }
-        }
+        wrong.extend(lines_calling(&s, REMOVALS));
     }
     assert!(
         wrong.is_empty(),
