@@ -482,7 +482,16 @@ fn run_generated(scratch: Scratch, cases: u32) {
             Err(NotRun::Newer) => Err(TestCaseError::reject("coreutils < 9.2 differs here")),
             Ok(c) => {
                 ran.set(ran.get() + 1);
-                if c.differs.is_empty() {
+                // What a terminal shows depends on when the pty is read (the echo of a typed
+                // answer may land after the capture ends): a scenario that differs only there
+                // is run twice more, and a real difference shows every time.
+                let only_terminal = c.differs.iter().all(|d| *d == "terminal");
+                let flaked = || {
+                    (0..2).any(|_| {
+                        matches!(world.borrow_mut().run(&sc), Ok(again) if again.differs.is_empty())
+                    })
+                };
+                if c.differs.is_empty() || (only_terminal && flaked()) {
                     Ok(())
                 } else {
                     first.borrow_mut().get_or_insert_with(|| explain(&sc, &c));

@@ -95,10 +95,10 @@ fn tree_is_governed_only_when_asked_or_on_a_slow_or_shared_file_system() {
     assert_eq!(v["profile"]["start"], 8, "{v}");
     assert_eq!(v["concurrency"]["start"], 8, "{v}");
     let max = v["profile"]["max_workers"].as_u64().unwrap();
-    assert!(
-        (1..=max).contains(&v["pace"]["workers_max"].as_u64().unwrap()),
-        "{v}"
-    );
+    let workers = v["pace"]["workers_max"]
+        .as_u64()
+        .unwrap_or_else(|| panic!("no workers in {v}"));
+    assert!((1..=max).contains(&workers), "{v}");
     tree(&s, 200);
     let out = s
         .rm(&["-r", "--max-latency", "20ms", "--json", "--start-pool", "t"])

@@ -306,6 +306,10 @@ pub fn run(
         Spacing::default()
     };
     let sparse = budgeted || slow_idle;
+    // The workers allowed when the governor starts (the concurrency controller's start, or
+    // the ceiling a rotational disk starts with), said also if the probe cannot start.
+    report.workers_max = knobs.gate.map(Gate::allowed);
+    report.workers_min = report.workers_max;
     let probe = match Probe::start_budgeted(&dir, spacing, knobs.budget.clone()) {
         Ok(p) => Arc::new(p),
         Err(e) => {
@@ -323,10 +327,6 @@ pub fn run(
     };
     let base_p90 = percentile(&sorted(&base), 90.0);
     let max_workers = knobs.max_workers.max(1);
-    // The workers allowed when the governor starts (the concurrency controller's start, or
-    // the ceiling a rotational disk starts with).
-    report.workers_max = knobs.gate.map(Gate::allowed);
-    report.workers_min = report.workers_max;
     let ctl = controller(target, sparse, knobs.rate);
     // `--pace-trace`: one JSON line per window (the judge's, under MPI).
     let mut trace = pacing
