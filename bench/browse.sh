@@ -107,13 +107,6 @@ def_method dua            'tty|entries in |{dua} interactive -x {dir}' dua
 # start with N = 0: done is the line without the marker and with every entry counted.
 METHOD_EXTRA[dua]='--not|-> scanning <-|--count|Processed ([0-9,]+) entries in|--at-least|{entries}'
 select_methods
-drop_method() {
-    local m=$1 why=$2 keep=() x
-    warn "skipping method $m: $why"
-    printf '%s\t%s\n' "$m" "$why" >>"$OUT/skipped.tsv"
-    for x in "${METHODS[@]}"; do [[ $x == "$m" ]] || keep+=("$x"); done
-    METHODS=("${keep[@]}")
-}
 
 DUA=""
 ensure_tools() {
@@ -128,23 +121,9 @@ ensure_tools() {
     fi
     "$PY" -c 'import pyte' 2>/dev/null || die "$PY cannot import pyte (Debian: python3-pyte)"
     find_dua
-    for m in "${METHODS[@]}"; do
-        case ${METHOD_NEEDS[$m]} in
-            dua) [[ -n $DUA ]] || drop_method "$m" "dua not found" ;;
-            "") ;;
-            *) command -v "${METHOD_NEEDS[$m]}" >/dev/null || drop_method "$m" "${METHOD_NEEDS[$m]} not found" ;;
-        esac
-    done
+    drop_methods_without_tools
 }
 
-build() {
-    if [[ $NO_BUILD == 1 ]]; then
-        log "not building (--no-build)"
-    else
-        cargo_release --bin reclaim --example mkworkload || die "cargo build failed, see $OUT/logs/build.log"
-    fi
-    [[ -x $RECLAIM && -x $MKWORKLOAD ]] || die "missing $RECLAIM or $MKWORKLOAD"
-}
 
 SCRATCH="" LOOP="" MNT=""
 make_scratch() {
@@ -231,7 +210,7 @@ measure() { # method run
 log "reclaim browse benchmark: files=$FILES runs=$RUNS out=$OUT"
 warn_if_busy
 ensure_tools
-build
+build_reclaim_and_mkworkload
 make_scratch
 build_image
 {

@@ -222,6 +222,34 @@ install_missing() { # ARRAY: installs with apt-get the packages of the commands 
         die "apt-get install failed, see $OUT/logs/install.log"
 }
 
+drop_method() { # NAME WHY: NAME leaves METHODS, said and listed in $OUT/skipped.tsv
+    local m=$1 why=$2 keep=() x
+    warn "skipping method $m: $why"
+    printf '%s\t%s\n' "$m" "$why" >>"$OUT/skipped.tsv"
+    for x in "${METHODS[@]}"; do [[ $x == "$m" ]] || keep+=("$x"); done
+    METHODS=("${keep[@]}")
+}
+
+drop_methods_without_tools() { # each method whose METHOD_NEEDS binary (dua: $DUA) is missing
+    local m
+    for m in "${METHODS[@]}"; do
+        case ${METHOD_NEEDS[$m]} in
+            dua) [[ -n $DUA ]] || drop_method "$m" "dua not found" ;;
+            "") ;;
+            *) command -v "${METHOD_NEEDS[$m]}" >/dev/null || drop_method "$m" "${METHOD_NEEDS[$m]} not found" ;;
+        esac
+    done
+}
+
+build_reclaim_and_mkworkload() { # the release reclaim and the mkworkload example (not with NO_BUILD=1)
+    if [[ $NO_BUILD == 1 ]]; then
+        log "not building (--no-build)"
+    else
+        cargo_release --bin reclaim --example mkworkload || die "cargo build failed, see $OUT/logs/build.log"
+    fi
+    [[ -x $RECLAIM && -x $MKWORKLOAD ]] || die "missing $RECLAIM or $MKWORKLOAD"
+}
+
 find_dua() { # DUA: dua on PATH, else PEER_ROOT/bin/dua, else installed there (cargo install)
     # unless NO_INSTALL=1; empty when there is none.
     DUA=$(command -v dua 2>/dev/null || true)

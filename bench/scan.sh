@@ -116,13 +116,6 @@ for l in "${CLI_METHODS[@]}"; do
     def_method "${l%%=*}" "${l#*=}"
 done
 select_methods
-drop_method() {
-    local m=$1 why=$2 keep=() x
-    warn "skipping method $m: $why"
-    printf '%s\t%s\n' "$m" "$why" >>"$OUT/skipped.tsv"
-    for x in "${METHODS[@]}"; do [[ $x == "$m" ]] || keep+=("$x"); done
-    METHODS=("${keep[@]}")
-}
 
 # ---------------------------------------------------------------------------------------------
 # Tools
@@ -146,23 +139,9 @@ ensure_tools() {
     for m in "${METHODS[@]}"; do
         [[ ${METHOD_CMD[$m]} != *'{dua}'* || -n $DUA ]] || find_dua
     done
-    for m in "${METHODS[@]}"; do
-        case ${METHOD_NEEDS[$m]} in
-            dua) [[ -n $DUA ]] || drop_method "$m" "dua not found" ;;
-            "") ;;
-            *) command -v "${METHOD_NEEDS[$m]}" >/dev/null || drop_method "$m" "${METHOD_NEEDS[$m]} not found" ;;
-        esac
-    done
+    drop_methods_without_tools
 }
 
-build() {
-    if [[ $NO_BUILD == 1 ]]; then
-        log "not building (--no-build)"
-    else
-        cargo_release --bin reclaim --example mkworkload || die "cargo build failed, see $OUT/logs/build.log"
-    fi
-    [[ -x $RECLAIM && -x $MKWORKLOAD ]] || die "missing $RECLAIM or $MKWORKLOAD"
-}
 
 # ---------------------------------------------------------------------------------------------
 # Scratch directory and safety guards
@@ -278,7 +257,7 @@ measure() { # method run
 log "reclaim scan benchmark: files=$FILES runs=$RUNS methods='${METHODS[*]}' out=$OUT"
 warn_if_busy
 ensure_tools
-build
+build_reclaim_and_mkworkload
 make_scratch
 build_image
 
