@@ -580,3 +580,53 @@ fn one_directory_is_not_probed_for_nothing() {
     let probe = ours["write"].as_u64().unwrap_or(0) + ours["fsync"].as_u64().unwrap_or(0);
     assert!(probe <= 4, "one directory was probed: {ours}");
 }
+
+#[test]
+fn the_latency_probe_never_writes_inside_the_tree_it_paces() {
+    // FUSE has no O_TMPFILE here: the probe's file is created by name and unlinked at once. In
+    // the tree being removed the walk could meet it in that moment, remove it and count it as
+    // the user's (5,401 files of 5,400), and the probe then stopped ("No such file"). It is
+    // made beside the tree, in the directory the walk never lists.
+    if StdCommand::new("strace").arg("-V").output().is_err() {
+        util::skip!("no strace");
+    }
+    let s = scratch!();
+    let _net = util::or_skip!(Net::start(&s, "0.1ms"));
+    tree(&s, "vol/t", 4, 200);
+    let trace = s.path("strace.out");
+    let out = StdCommand::new("strace")
+        .args(["-f", "-qq", "-y", "-e", "trace=openat,unlinkat", "-o"])
+        .arg(&trace)
+        .arg(util::reclaim_bin())
+        .args([
+            "rm",
+            "-r",
+            "--json",
+            "--start-pool",
+            "--max-latency",
+            "50ms",
+        ])
+        .arg(s.path("vol/t"))
+        .env("RECLAIM_CONFIG", "")
+        .env("RECLAIM_UNDER", s.root())
+        .env("RECLAIM_MIN_FREE", "0")
+        .output()
+        .unwrap();
+    util::assert_success(&out);
+    let v = json(&out);
+    assert_eq!(v["files"], 800, "{v}");
+    assert!(v["pace"]["probe_error"].is_null(), "{v}");
+    let text = fs::read_to_string(&trace).unwrap();
+    let probes: Vec<&str> = text
+        .lines()
+        .filter(|l| l.contains("openat(") && l.contains(".reclaim-probe."))
+        .collect();
+    assert!(!probes.is_empty(), "no probe file was made: {text}");
+    let vol = s.path("vol").display().to_string();
+    for l in probes {
+        assert!(
+            l.contains(&format!("<{vol}>")),
+            "made elsewhere than {vol}: {l}"
+        );
+    }
+}

@@ -92,8 +92,11 @@ fn open_probe_file(dir: impl AsFd) -> Result<OwnedFd, Errno> {
             let name = std::ffi::CString::new(format!(".reclaim-probe.{}", std::process::id()))
                 .expect("no NUL");
             let fd = safeopen::create_at(&dir, &name, flags, 0o600, false)?;
-            safeopen::unlink_at(&dir, &name)?;
-            Ok(fd)
+            // Gone already is as good: a removal of this directory met it first.
+            match safeopen::unlink_at(&dir, &name) {
+                Ok(()) | Err(Errno::NOENT) => Ok(fd),
+                Err(e) => Err(e),
+            }
         }
         Err(e) => Err(e),
     }

@@ -326,13 +326,20 @@ pub struct DirTarget {
 }
 
 impl DirTarget {
-    /// The tree's own directory (opened without following a symlink, checked to be the one
-    /// resolved), or its parent where it cannot be opened: where its file system is asked
-    /// about (a mount point named as a tree is its own file system, not its parent's).
+    /// Where the tree's file system is asked about and probed: its parent, whose listing the
+    /// removal never reads (where a file system has no `O_TMPFILE` the latency probe's file
+    /// is made by name for a moment, and inside the tree the walk could meet it, remove it
+    /// and count it as the user's), or the tree itself where it is a mount point (its own file
+    /// system, not its parent's; opened without following a symlink, checked to be the one
+    /// resolved).
     pub fn own_dir(&self) -> Arc<OwnedFd> {
+        let parent = dirfd::fstat(&*self.base).ok().map(|f| f.mnt_id);
         match dirfd::open_dir_at(&*self.base, &self.name) {
-            Ok(fd) if dirfd::fstat(&fd).is_ok_and(|f| f.ident == self.ident) => Arc::new(fd),
-            _ => self.base.clone(),
+            Ok(fd) => match dirfd::fstat(&fd) {
+                Ok(f) if f.ident == self.ident && Some(f.mnt_id) != parent => Arc::new(fd),
+                _ => self.base.clone(),
+            },
+            Err(_) => self.base.clone(),
         }
     }
 }
