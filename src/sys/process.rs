@@ -29,3 +29,13 @@ pub fn start_time(pid: u32) -> Option<u64> {
     let rest = &text[text.rfind(')')? + 1..];
     rest.split_whitespace().nth(19)?.parse().ok()
 }
+
+/// The calling thread's voluntary context switches so far (`getrusage(RUSAGE_THREAD)`): one
+/// more each time it waited for something (a reply from a server, a lock, I/O); `None` where
+/// the kernel does not say.
+pub fn waits_of_this_thread() -> Option<u64> {
+    // SAFETY: `getrusage` writes only into the zeroed struct it is given.
+    let mut u: libc::rusage = unsafe { std::mem::zeroed() };
+    let rc = unsafe { libc::getrusage(libc::RUSAGE_THREAD, &mut u) };
+    (rc == 0).then_some(u.ru_nvcsw as u64)
+}
