@@ -2,7 +2,7 @@
 
 use std::path::PathBuf;
 
-use clap::{Args, Parser, Subcommand, ValueEnum};
+use clap::{Args, FromArgMatches, Parser, Subcommand, ValueEnum};
 
 use crate::cmd::gnu::args::When;
 use crate::engine::workload::{Shape, Spec};
@@ -100,36 +100,36 @@ pub enum Command {
         after_help = RM_MORE,
         after_long_help = rm_long_help()
     )]
-    Rm(RmArgs),
+    Rm(Deferred<RmArgs>),
     /// Show what is waiting in the trashes to be freed, and the reapers freeing it
-    Status(StatusArgs),
+    Status(Deferred<StatusArgs>),
     /// Put a trashed entry back at its original path (while no reaper has started on it)
-    Restore(RestoreArgs),
+    Restore(Deferred<RestoreArgs>),
     /// Free what can be freed in the trashes now, and exit (`--watch`: keep running)
     ///
     /// Free what can be freed in the trashes now, in the foreground, and exit: entries in their
     /// grace window stay; a reaper at work is waited for, one of another user for at most 30 s
     /// in all and not at all if it is stopped. `--watch` keeps running, for systemd.
-    Reap(ReapArgs),
+    Reap(Deferred<ReapArgs>),
     /// Retention: remove the oldest entries of directories by rules; prints the plan first
     ///
     /// Retention: remove the oldest entries of directories by rules (restic's --keep-last,
     /// --keep-daily, ..., --keep-within; older than; keep X free); always prints the plan
     /// first.
-    Prune(PruneArgs),
+    Prune(Deferred<PruneArgs>),
     /// Where the files are: totals, size histogram, the biggest directories and small-file
     /// hotspots, estimated removal time
-    Scan(ScanArgs),
+    Scan(Deferred<ScanArgs>),
     /// See where the space is and free it interactively (ncdu's keys; deleting is undoable)
     #[command(after_help = crate::ui::browse::help::COMMAND_LINE)]
-    Browse(BrowseArgs),
+    Browse(Deferred<BrowseArgs>),
     /// Pack a tree of small files into one verified squashfs archive (DIR.sqfs), then remove
     /// each original proven packed and unchanged (`--mount`: the archive mounted on DIR)
-    Pack(PackArgs),
+    Pack(Deferred<PackArgs>),
     /// Restore a packed tree exactly into a new directory
-    Unpack(UnpackArgs),
+    Unpack(Deferred<UnpackArgs>),
     /// Time `rm -rf` against `reclaim rm -r` on a scratch workload on your own disk
-    Bench(BenchArgs),
+    Bench(Deferred<BenchArgs>),
     /// Print shell completions on stdout (e.g. `reclaim completions bash > /etc/bash_completion.d/reclaim`)
     Completions {
         #[arg(value_enum)]
@@ -148,6 +148,53 @@ pub enum Command {
         #[arg(value_name = "DIR")]
         dir: PathBuf,
     },
+}
+
+/// A subcommand's flags, defined only when that subcommand is the one parsed (clap's
+/// `Command::defer`; help, man pages and completions build them all): a start pays for its own
+/// subcommand's definition, not for every other one's (DESIGN §15).
+#[derive(Debug)]
+pub struct Deferred<T>(pub T);
+
+impl<T: Args> Args for Deferred<T> {
+    fn augment_args(cmd: clap::Command) -> clap::Command {
+        cmd.defer(|c| keep_about(c, T::augment_args))
+    }
+    fn augment_args_for_update(cmd: clap::Command) -> clap::Command {
+        cmd.defer(|c| keep_about(c, T::augment_args_for_update))
+    }
+}
+
+/// `augment` applied to `cmd` after the subcommand's own description was set (a deferred
+/// definition runs last): the description stays the subcommand's, not that of a struct of
+/// flags it flattens.
+fn keep_about(cmd: clap::Command, augment: fn(clap::Command) -> clap::Command) -> clap::Command {
+    let about = cmd.get_about().cloned();
+    let long = cmd.get_long_about().cloned();
+    let cmd = augment(cmd);
+    let cmd = match about {
+        Some(a) => cmd.about(a),
+        None => cmd.about(None::<&str>),
+    };
+    match long {
+        Some(l) => cmd.long_about(l),
+        None => cmd.long_about(None::<&str>),
+    }
+}
+
+impl<T: FromArgMatches> FromArgMatches for Deferred<T> {
+    fn from_arg_matches(m: &clap::ArgMatches) -> Result<Self, clap::Error> {
+        T::from_arg_matches(m).map(Deferred)
+    }
+    fn from_arg_matches_mut(m: &mut clap::ArgMatches) -> Result<Self, clap::Error> {
+        T::from_arg_matches_mut(m).map(Deferred)
+    }
+    fn update_from_arg_matches(&mut self, m: &clap::ArgMatches) -> Result<(), clap::Error> {
+        self.0.update_from_arg_matches(m)
+    }
+    fn update_from_arg_matches_mut(&mut self, m: &mut clap::ArgMatches) -> Result<(), clap::Error> {
+        self.0.update_from_arg_matches_mut(m)
+    }
 }
 
 #[derive(Clone, Copy, Debug, ValueEnum, Default)]

@@ -628,7 +628,8 @@ mod tests {
             "36h",
         ])
         .unwrap();
-        let crate::cli::args::Command::Prune(mut a) = cli.command else {
+        let crate::cli::args::Command::Prune(crate::cli::args::Deferred(mut a)) = cli.command
+        else {
             panic!("not prune");
         };
         cfg.apply_prune(&mut a).unwrap();
@@ -691,7 +692,8 @@ mod tests {
         let cfg = Config::parse(Path::new("t"), "[reap]\nlog = \"syslog\"").unwrap();
         let reap = |args: &[&str]| {
             let cli = crate::cli::args::Cli::try_parse_from(args).unwrap();
-            let crate::cli::args::Command::Reap(mut a) = cli.command else {
+            let crate::cli::args::Command::Reap(crate::cli::args::Deferred(mut a)) = cli.command
+            else {
                 panic!("not reap");
             };
             cfg.apply_reap(&mut a);

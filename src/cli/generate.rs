@@ -60,7 +60,11 @@ pub fn man_pages() -> Vec<(String, Vec<u8>)> {
     };
     let mut pages = vec![page(cmd.clone(), "reclaim".into())];
     for sub in cmd.get_subcommands().filter(|s| !s.is_hide_set()) {
-        pages.push(page(sub.clone(), format!("reclaim-{}", sub.get_name())));
+        // Its flags, deferred until it is built (`args::Deferred`).
+        let mut sub = sub.clone();
+        sub.build();
+        let name = format!("reclaim-{}", sub.get_name());
+        pages.push(page(sub, name));
     }
     pages
 }
@@ -80,6 +84,12 @@ fn synopsis(cmd: &clap::Command, typed: &str) -> String {
     for a in cmd
         .get_arguments()
         .filter(|a| !a.is_hide_set() && !a.is_positional())
+        .filter(|a| {
+            !matches!(
+                a.get_action(),
+                clap::ArgAction::Help | clap::ArgAction::HelpShort | clap::ArgAction::HelpLong
+            )
+        })
     {
         let mut flag = match (a.get_short(), a.get_long()) {
             (Some(s), Some(l)) => format!("{}|{}", bold(&format!("-{s}")), bold(&format!("--{l}"))),

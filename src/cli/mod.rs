@@ -17,7 +17,7 @@ use crate::cmd::{self, Command, Invocation};
 use crate::engine::prune::policy::{Policy, SortBy};
 use crate::reaper::rm::Mode;
 use crate::trash::meta::EntryPacing;
-use args::{Cli, PaceArgs, PackArgs, PruneArgs, ReapArgs, RmArgs, ScanArgs, SortArg};
+use args::{Cli, Deferred, PaceArgs, PackArgs, PruneArgs, ReapArgs, RmArgs, ScanArgs, SortArg};
 use config::Config;
 
 /// Why the command line is not one to run.
@@ -50,12 +50,12 @@ pub fn parse(args: Vec<OsString>) -> Result<Invocation, Error> {
         Err(e) => return Err(usage(warnings, format!("reclaim: config: {e}"))),
     };
     let command = match cli.command {
-        args::Command::Rm(mut a) => {
+        args::Command::Rm(Deferred(mut a)) => {
             config.apply_rm(&mut a);
             let prompting = prompting(&a, matches.subcommand_matches("rm"));
             Command::Rm(Box::new(rm(a, prompting)))
         }
-        args::Command::Status(mut a) => {
+        args::Command::Status(Deferred(mut a)) => {
             config.apply_status(&mut a);
             Command::Status {
                 json: a.json,
@@ -65,13 +65,13 @@ pub fn parse(args: Vec<OsString>) -> Result<Invocation, Error> {
                 min_free: a.min_free.unwrap_or_default(),
             }
         }
-        args::Command::Restore(a) => Command::Restore {
+        args::Command::Restore(Deferred(a)) => Command::Restore {
             entries: a.entries,
             json: a.json,
             trash: a.trash,
             to: a.to,
         },
-        args::Command::Reap(mut a) => {
+        args::Command::Reap(Deferred(mut a)) => {
             if a.now && !a.all && a.ids.is_empty() {
                 return Err(usage(
                     warnings,
@@ -85,7 +85,7 @@ pub fn parse(args: Vec<OsString>) -> Result<Invocation, Error> {
             };
             Command::Reap(reap(a, early))
         }
-        args::Command::Prune(mut a) => {
+        args::Command::Prune(Deferred(mut a)) => {
             if a.free.is_some() && a.keep_free.is_some() {
                 return Err(usage(
                     warnings,
@@ -108,12 +108,12 @@ pub fn parse(args: Vec<OsString>) -> Result<Invocation, Error> {
             };
             Command::Prune(Box::new(prune(a, pattern)))
         }
-        args::Command::Scan(a) => Command::Scan(scan(a)),
-        args::Command::Browse(mut a) => {
+        args::Command::Scan(Deferred(a)) => Command::Scan(scan(a)),
+        args::Command::Browse(Deferred(mut a)) => {
             let (grace, floor) = config.apply_browse(&mut a);
             Command::Browse(Box::new(browse(a, grace, floor)))
         }
-        args::Command::Bench(a) => Command::Bench(cmd::bench::BenchOptions {
+        args::Command::Bench(Deferred(a)) => Command::Bench(cmd::bench::BenchOptions {
             quick: a.quick,
             dir: a.dir,
             files: a.files,
@@ -122,8 +122,8 @@ pub fn parse(args: Vec<OsString>) -> Result<Invocation, Error> {
             cold: a.cold,
             threads: a.threads,
         }),
-        args::Command::Pack(a) => Command::Pack(Box::new(pack(a))),
-        args::Command::Unpack(a) => Command::Unpack(cmd::pack::UnpackOptions {
+        args::Command::Pack(Deferred(a)) => Command::Pack(Box::new(pack(a))),
+        args::Command::Unpack(Deferred(a)) => Command::Unpack(cmd::pack::UnpackOptions {
             archive: a.archive,
             dest: a.dest,
             same_owner: a.same_owner,
