@@ -198,13 +198,12 @@ pub fn summary(out: &Outcome, r: &PackReport, dir: &Path, keep: bool) -> String 
 
 /// What went into the archive, and how big it is.
 fn packed_line(out: &Outcome) -> String {
-    let ratio = if out.bytes > 0 {
-        format!(
-            ", {:.0}% of the data",
-            100.0 * out.archive_bytes as f64 / out.bytes as f64
-        )
-    } else {
-        String::new()
+    let ratio = match out.archive_bytes as f64 / out.bytes as f64 {
+        _ if out.bytes == 0 => String::new(),
+        r if r <= 1.0 => format!(", {:.0}% of the data", 100.0 * r),
+        // An archive's own tables and blocks outweigh a few bytes of data: a percentage
+        // ("225250% of the data") says nothing a reader can use.
+        _ => ", more than the data itself (its own tables and blocks)".to_string(),
     };
     format!(
         "{} {} ({}, {} of data) into {}: {}{ratio}, {}; every entry read back and compared\n",
@@ -352,4 +351,30 @@ pub fn unpacked(u: &Unpacked, dest: &Path) -> String {
         );
     }
     s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn packed(bytes: u64, archive_bytes: u64) -> String {
+        packed_line(&Outcome {
+            archive: "d.sqfs".into(),
+            entries: 3,
+            files: 2,
+            bytes,
+            archive_bytes,
+            compressor: "zstd".into(),
+            ..Outcome::default()
+        })
+    }
+
+    #[test]
+    fn the_archive_is_said_as_a_share_of_the_data_only_when_smaller() {
+        assert!(packed(1 << 20, 1 << 18).contains(": 256.0 KiB, 25% of the data, zstd;"));
+        let tiny = packed(18, 40_960);
+        assert!(tiny.contains("more than the data itself"), "{tiny}");
+        assert!(!tiny.contains('%'), "{tiny}");
+        assert!(!packed(0, 4096).contains("data itself"));
+    }
 }
