@@ -257,7 +257,14 @@ fn rm_mode_help_is_golden() {
         "rm --help changed; if on purpose, update tests/golden/rm-help.txt"
     );
     let v = rm_mode(&s).arg("--version").output().unwrap();
-    assert!(String::from_utf8_lossy(&v.stdout).starts_with("rm (reclaim) "));
+    let v = String::from_utf8_lossy(&v.stdout).into_owned();
+    assert!(v.starts_with("rm (reclaim) "), "{v}");
+    // The licence said is Cargo.toml's, not a text the README does not hold.
+    let licence = env!("CARGO_PKG_LICENSE").replace(" OR ", " or ");
+    assert!(
+        v.contains(&format!("License: {licence}, at your option.")),
+        "{v}"
+    );
 }
 
 #[test]

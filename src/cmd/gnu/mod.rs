@@ -241,7 +241,7 @@ pub fn version() -> String {
     format!(
         "rm (reclaim) {}\n\
          Compatible with rm (GNU coreutils) 9.x; not GNU software.\n\
-         License GPLv3+ compatible terms: see the reclaim README.\n",
+         License: MIT or Apache-2.0, at your option.\n",
         env!("CARGO_PKG_VERSION")
     )
 }
