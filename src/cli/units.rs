@@ -243,7 +243,7 @@ fn spelled(t: &str, unit: &str) -> String {
                 .is_some_and(|p: char| p.is_ascii_digit() || p == '.' || p == ' ')
             && chars
                 .peek()
-                .map_or(true, |n| n.is_ascii_digit() || n.is_whitespace());
+                .is_none_or(|n| n.is_ascii_digit() || n.is_whitespace());
         if alone {
             out.push_str(unit);
         } else {

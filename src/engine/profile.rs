@@ -188,7 +188,7 @@ impl Profile {
         let class = if remote { Class::Network } else { class };
         let mut p = Profile::of(class, fs_type, magic == magic::EXT, "detected");
         p.round_trip_ms = round_trip.map(|r| r.as_secs_f64() * 1e3);
-        p.names_cached = measured.map_or(true, |(_, cached)| cached);
+        p.names_cached = measured.is_none_or(|(_, cached)| cached);
         if class == Class::Network && !p.names_cached {
             // A stat of a small directory's entry is a lookup more for each: its unlink
             // looks the name up again (bench/RESULTS.md, 2026-11-29).

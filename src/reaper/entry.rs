@@ -235,7 +235,7 @@ fn started(state: &StateFile<'_>, shown: &Path, meta: Option<&Meta>) {
     let shown_text = shown.to_string_lossy().into_owned();
     state.activate();
     let (entry_bytes, entry_files) = meta.map_or((None, None), |m| (m.allocated, m.files));
-    let entry_tree = meta.map_or(true, |m| m.kind == "dir" || m.is_batch());
+    let entry_tree = meta.is_none_or(|m| m.kind == "dir" || m.is_batch());
     state.set(|st| {
         st.state = "freeing".into();
         st.entry = Some(shown_text);

@@ -112,5 +112,5 @@ fn micros(d: std::time::Duration) -> String {
 /// Whether detached reapers may be started: not when `RECLAIM_NO_SPAWN=1` (tests inspect the
 /// trash and run `reclaim reap` themselves).
 pub fn enabled() -> bool {
-    !std::env::var_os(crate::sys::asuser::NO_SPAWN_ENV).is_some_and(|v| v == "1")
+    std::env::var_os(crate::sys::asuser::NO_SPAWN_ENV).is_none_or(|v| v != "1")
 }

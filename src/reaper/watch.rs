@@ -257,7 +257,7 @@ impl Supervisor {
         for s in &found.skipped {
             // Said again only when it doubled or halved since (not at each decoy made).
             let said = self.skipped_said.get(&s.uid).copied();
-            if said.map_or(true, |n| s.trashes >= 2 * n || 2 * s.trashes <= n) {
+            if said.is_none_or(|n| s.trashes >= 2 * n || 2 * s.trashes <= n) {
                 self.skipped_said.insert(s.uid, s.trashes);
                 self.say(
                     Priority::Warning,

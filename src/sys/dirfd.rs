@@ -203,8 +203,8 @@ impl Lineage {
     /// either, from a file system that keeps neither, is matched by device, inode and owner.)
     pub fn same(&self, now: &Lineage) -> bool {
         (self.dev, self.ino, self.uid) == (now.dev, now.ino, now.uid)
-            && self.btime.map_or(true, |b| now.btime == Some(b))
-            && self.generation.map_or(true, |g| now.generation == Some(g))
+            && self.btime.is_none_or(|b| now.btime == Some(b))
+            && self.generation.is_none_or(|g| now.generation == Some(g))
     }
 }
 

@@ -22,7 +22,7 @@ pub fn group(n: u64) -> String {
     let digits = n.to_string();
     let mut out = String::new();
     for (i, c) in digits.chars().enumerate() {
-        if i > 0 && (digits.len() - i) % 3 == 0 {
+        if i > 0 && (digits.len() - i).is_multiple_of(3) {
             out.push(',');
         }
         out.push(c);
@@ -82,7 +82,7 @@ pub fn bytes_exact(n: u64) -> String {
 pub fn binary_units(n: u128) -> String {
     let mut v = n;
     let mut unit = 0;
-    while v >= 1024 && v % 1024 == 0 && unit + 1 < UNITS.len() {
+    while v >= 1024 && v.is_multiple_of(1024) && unit + 1 < UNITS.len() {
         v /= 1024;
         unit += 1;
     }
@@ -92,7 +92,7 @@ pub fn binary_units(n: u128) -> String {
 /// A size for people: exact binary units when it is a whole number of them (`64 KiB`,
 /// `1 MiB`), else one decimal (`1.5 KiB`).
 pub fn size(n: u64) -> String {
-    if n < 1024 || n % 1024 == 0 {
+    if n < 1024 || n.is_multiple_of(1024) {
         binary_units(n.into())
     } else {
         bytes(n)

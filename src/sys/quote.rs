@@ -251,7 +251,7 @@ pub fn hex_if_needed(path: impl AsRef<OsStr>) -> Option<String> {
 
 /// Bytes from a `*_hex` field (pairs of hex digits); `None` if malformed.
 pub fn unhex(hex: &str) -> Option<Vec<u8>> {
-    if hex.len() % 2 != 0 {
+    if !hex.len().is_multiple_of(2) {
         return None;
     }
     hex.as_bytes()

@@ -286,9 +286,9 @@ impl Watch {
         }
         let fd = fd.as_fd();
         let now = Instant::now();
-        let stale = !self
+        let stale = self
             .last
-            .is_some_and(|(at, _, _)| now.saturating_duration_since(at) < LOOK_EVERY);
+            .is_none_or(|(at, _, _)| now.saturating_duration_since(at) >= LOOK_EVERY);
         if fresh || stale {
             let r = read(fd).ok()?;
             let fall = sample(r, now);

@@ -327,7 +327,7 @@ fn discover_in(uid: u32, mut memo: Option<&mut Memo>, only: Option<u64>) -> Disc
     let under = std::env::var_os(UNDER_ENV)
         .filter(|v| !v.is_empty())
         .map(PathBuf::from);
-    let inside = |p: &Path| under.as_ref().map_or(true, |u| p.starts_with(u));
+    let inside = |p: &Path| under.as_ref().is_none_or(|u| p.starts_with(u));
     let mut found = Discovery::default();
     // One file system (`discover_on`): only its line of the table is read; a record of a
     // trash below another mount is not taken for one of this mount's (it is opened beneath

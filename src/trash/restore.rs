@@ -473,7 +473,7 @@ fn find(trashes: &[Found], arg: &OsStr, me: u32) -> Option<(Trash, CString, Opti
                 .as_ref()
                 .map(|(n, _)| n)
                 .or(best.as_ref().map(|(_, b, _)| b));
-            if !bar.map_or(true, |b| name.as_bytes() > b.as_bytes()) {
+            if bar.is_some_and(|b| name.as_bytes() <= b.as_bytes()) {
                 continue;
             }
             let Ok(entry) = dirfd::open_dir_at(&t.dir, &name) else {

@@ -2172,7 +2172,7 @@ fn sigint_during_foreground_shrink_hands_the_rest_to_the_trash() {
             || (entries(&t).is_empty() && util::free_bytes(&w.top) + MIB >= free0).then_some(()),
         );
         assert!(
-            find_ino(&w.top, big.ino).map_or(true, |(_, m)| m.len() <= MIB),
+            find_ino(&w.top, big.ino).is_none_or(|(_, m)| m.len() <= MIB),
             "{round}: the big file is still there"
         );
         assert_same_snap(round, &before, &snap_outside_trashes(&w.top));
@@ -2199,7 +2199,7 @@ fn rerun_after_kill_9_during_shrink_finishes_it() {
         .output_within(Duration::from_secs(120));
     assert_exit(&o, 0, "rm again after kill -9");
     assert!(
-        find_ino(&w.top, big.ino).map_or(true, |(_, m)| m.len() <= MIB),
+        find_ino(&w.top, big.ino).is_none_or(|(_, m)| m.len() <= MIB),
         "the big file is still there"
     );
     wait_for("the space back (a journal commit)", HANG, || {
@@ -2722,10 +2722,7 @@ fn odd_names_are_quoted_like_gnu_rm() {
             .is_some_and(|h| h.ends_with("fe")),
         "no path_hex for a name that is not UTF-8: {v}"
     );
-    assert!(
-        hidden[0].get("path_hex").map_or(true, Value::is_null),
-        "{v}"
-    );
+    assert!(hidden[0].get("path_hex").is_none_or(Value::is_null), "{v}");
     let top = w.top.to_str().unwrap();
     let st = status_json(&w, ROOT);
     let rt = w.trash(ROOT);
@@ -2742,7 +2739,7 @@ fn odd_names_are_quoted_like_gnu_rm() {
         items
             .iter()
             .any(|i| i["original"] == cd.as_str()
-                && i.get("original_hex").map_or(true, Value::is_null)),
+                && i.get("original_hex").is_none_or(Value::is_null)),
         "the c\\nd entry: {st}"
     );
     let human = util::stdout_of(&w.reclaim(ROOT, args!["status"]).ok());

@@ -432,7 +432,7 @@ fn kill_reaper_while_it_frees_a_big_file_then_resume_in_steps() {
         let t0 = Instant::now();
         loop {
             let now = find_inode(&entry, ino).and_then(|p| size_of(&p));
-            if now.map_or(true, |n| n < start) {
+            if now.is_none_or(|n| n < start) {
                 break;
             }
             if child.try_wait().unwrap().is_some() {

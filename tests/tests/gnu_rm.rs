@@ -609,7 +609,7 @@ fn report(world: &mut World, scenarios: &[Scenario]) -> (usize, usize, String) {
                     *t.aspects.entry(a).or_insert(0) += 1;
                 }
                 let w = weight(sc);
-                if t.example.as_ref().map_or(true, |(w0, _, _)| w < *w0) {
+                if t.example.as_ref().is_none_or(|(w0, _, _)| w < *w0) {
                     let line = format!(
                         "{}   GNU: {}   reclaim: {}",
                         command_line(sc),

@@ -74,7 +74,7 @@ fn code_only(text: &str) -> String {
                 continue;
             }
             let end: Vec<u8> = std::iter::once(b'"')
-                .chain(std::iter::repeat(b'#').take(hashes))
+                .chain(std::iter::repeat_n(b'#', hashes))
                 .collect();
             out.push(b'"');
             i += 2 + hashes;
@@ -120,7 +120,7 @@ fn code_only(text: &str) -> String {
             };
             match lit {
                 Some(n) => {
-                    out.extend(std::iter::repeat(b' ').take(n));
+                    out.extend(std::iter::repeat_n(b' ', n));
                     i += n;
                 }
                 None => {

@@ -315,7 +315,7 @@ impl Case {
     fn carries(&self) -> bool {
         (!self.names.is_empty() || self.path.is_some())
             && !self.empty
-            && self.types.map_or(true, |t| t.contains('d'))
+            && self.types.is_none_or(|t| t.contains('d'))
     }
 
     /// find's name, path and type tests (PLACE TYPE).

@@ -238,7 +238,7 @@ fn background_hides_a_file_and_a_tree_at_once() {
         assert_eq!(m["parent"]["ino"], parent.ino(), "{m}");
         assert_eq!(m["parent"]["uid"], parent.uid(), "{m}");
         assert!(
-            m.get("original_hex").map_or(true, Value::is_null),
+            m.get("original_hex").is_none_or(Value::is_null),
             "UTF-8 path: {m}"
         );
         let created = m["created_unix"].as_f64().expect("created_unix");
@@ -478,7 +478,7 @@ fn default_rm_does_not_use_the_trash() {
     let v = util::json_object(&out.stdout);
     assert!(
         v.get("hidden")
-            .map_or(true, |h| h.as_array().is_some_and(|a| a.is_empty())),
+            .is_none_or(|h| h.as_array().is_some_and(|a| a.is_empty())),
         "{v}"
     );
     util::assert_success(&rm_ns(&s, &["-r", "--now", "vol/tree2"]));

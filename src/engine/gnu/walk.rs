@@ -463,9 +463,10 @@ impl<'o, T: Talk> Remover<'o, T> {
     /// freed by the shrinker, paced; `None` for everything else (then it is unlinked).
     fn gently(&mut self, at: At<'_>, path: &[u8]) -> Option<Status> {
         let large = self.large.clone();
-        let small_dir = self.frames.last().map_or(true, |f| {
-            f.entries.len() <= crate::engine::remove::LARGE_FILE_DIR_MAX
-        });
+        let small_dir = self
+            .frames
+            .last()
+            .is_none_or(|f| f.entries.len() <= crate::engine::remove::LARGE_FILE_DIR_MAX);
         if !small_dir {
             return None;
         }
@@ -796,7 +797,7 @@ fn dot_or_dotdot(c: &[u8]) -> bool {
         return false;
     }
     let next = if c.get(1) == Some(&b'.') { 2 } else { 1 };
-    c.get(next).map_or(true, |&b| b == b'/')
+    c.get(next).is_none_or(|&b| b == b'/')
 }
 
 /// Opens a directory to read its entries (`O_NOFOLLOW`: a symlink in its place fails;

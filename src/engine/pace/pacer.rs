@@ -233,7 +233,7 @@ impl Pacer {
             // latest write: on a fast idle device, slow start then grows at every step.
             if samples.is_empty()
                 && step_time < budget / 10
-                && !in_flight.is_some_and(|age| age >= budget / 2)
+                && in_flight.is_none_or(|age| age < budget / 2)
             {
                 samples.extend(probe.last());
             }

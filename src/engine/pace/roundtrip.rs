@@ -18,7 +18,7 @@ pub fn round_trip(dir: impl std::os::fd::AsFd) -> Option<(Duration, bool)> {
 /// Whether the client keeps a name it looked up (see `Lookups::kept`): a client that cannot
 /// be asked is taken to keep them.
 pub fn names_kept(dir: impl std::os::fd::AsFd) -> bool {
-    Lookups::take(dir.as_fd(), "names-kept", 4, true).map_or(true, |l| l.kept)
+    Lookups::take(dir.as_fd(), "names-kept", 4, true).is_none_or(|l| l.kept)
 }
 
 /// Lookups of names that are not there, each asked again at once until the answers tell

@@ -377,7 +377,7 @@ pub fn run(
             (None, false) => {}
         }
         if let Some(since) = taking_effect {
-            let in_force = !knobs.gate.is_some_and(|g| g.working() > g.allowed());
+            let in_force = knobs.gate.is_none_or(|g| g.working() <= g.allowed());
             if !in_force && since.elapsed() < IN_FORCE_MAX {
                 continue;
             }

@@ -18,7 +18,7 @@ const OTHER: u16 = 0x20;
 /// named user or group of the ACL gets (on the mount, a named user is just "group" or
 /// "other"). `None` if the value cannot be parsed (then the caller keeps it out entirely).
 pub fn image_mode(mode: u32, acl: &[u8]) -> Option<u32> {
-    if acl.len() < 4 || (acl.len() - 4) % 8 != 0 || acl[..4] != 2u32.to_le_bytes() {
+    if acl.len() < 4 || !(acl.len() - 4).is_multiple_of(8) || acl[..4] != 2u32.to_le_bytes() {
         return None;
     }
     let (mut group_obj, mut other, mut mask) = (None, None, 7u32);

@@ -702,7 +702,7 @@ fn write_archive(
             }),
         }
         n += 1;
-        if n % 1024 == 0 {
+        if n.is_multiple_of(1024) {
             on(Event::Packing {
                 entries: n,
                 bytes: writer.bytes,

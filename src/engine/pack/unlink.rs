@@ -297,7 +297,7 @@ impl Keep for Proven {
             return Ok(false);
         }
         match self.by_path.get(&rel) {
-            Some(f) if f.kind == Kind::Dir && ident.map_or(true, |i| i.ino == f.ino) => Ok(true),
+            Some(f) if f.kind == Kind::Dir && ident.is_none_or(|i| i.ino == f.ino) => Ok(true),
             Some(_) => Err(Reason::Kept(
                 "replaced since it was packed (another directory)".into(),
             )),

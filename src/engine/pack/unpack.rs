@@ -275,7 +275,7 @@ impl<'m> Unpack<'m> {
                 self.out.failed.push((self.show(&rel), why));
             }
             self.out.entries += 1;
-            if self.out.entries % 1024 == 0 {
+            if self.out.entries.is_multiple_of(1024) {
                 on(self.out.entries, self.out.bytes);
             }
         }

@@ -108,7 +108,7 @@ impl Ahead {
     /// The unlinker, before the name at `i`: at the start of a chunk, releases the next
     /// chunk's lookups and waits until this chunk's are done (or no looker is left).
     pub fn before(&self, i: usize) {
-        if i % self.chunk != 0 {
+        if !i.is_multiple_of(self.chunk) {
             return;
         }
         let k = i / self.chunk;

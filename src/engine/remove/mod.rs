@@ -246,7 +246,7 @@ impl Options {
             // serializes) there is nothing to hold back, and each probe write was two
             // requests for nothing (bench/RESULTS.md, 2026-11-29). A job's judge probes for
             // all its ranks.
-            actionable: Arc::new(move || !alone || gate.as_ref().map_or(true, |g| g.working() > 1)),
+            actionable: Arc::new(move || !alone || gate.as_ref().is_none_or(|g| g.working() > 1)),
         })
     }
 }

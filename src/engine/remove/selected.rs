@@ -372,9 +372,8 @@ impl Remover<'_> {
         } else {
             None
         };
-        let passes = stat.map_or(true, |st| {
-            st.kind == FileType::Directory && sel.attributes(&st, here.carried)
-        });
+        let passes = stat
+            .is_none_or(|st| st.kind == FileType::Directory && sel.attributes(&st, here.carried));
         if chosen && passes {
             Some(DirSelected {
                 pruned: false,

@@ -645,7 +645,7 @@ mod tests {
         for _ in 0..depth {
             text.extend_from_slice(br#",[{"name":"d","dsize":1}"#);
         }
-        text.extend(std::iter::repeat(b']').take(depth + 2));
+        text.extend(std::iter::repeat_n(b']', depth + 2));
         let t = import(&text).unwrap();
         assert_eq!(t.info(ROOT).disk, depth as u64);
     }

@@ -152,7 +152,7 @@ pub fn scan(
     export: Option<&Export>,
 ) -> Outcome {
     // Under MPI, rank 0 counts the PATHs that are not directories and reports for all.
-    let leads = !job.is_some_and(|t| t.rank() != 0);
+    let leads = job.is_none_or(|t| t.rank() == 0);
     let scanner = Scanner {
         opts: opts.clone(),
         live,

@@ -390,7 +390,7 @@ mod tests {
         let total = l.cost_below(2 << 30);
         assert!((plain + 128.0..plain + 129.0).contains(&total), "{total}");
         let cut = l.cut(2 << 30, 10.0);
-        assert!(cut > 0 && cut % DISCARD_SPAN == 0, "{cut}");
+        assert!(cut > 0 && cut.is_multiple_of(DISCARD_SPAN), "{cut}");
         let freed = (2u64 << 30) - cut;
         assert!(freed <= 10 * DISCARD_SPAN, "{freed}");
         // Every step progresses, and the steps reach zero.

@@ -74,7 +74,7 @@ pub fn launched_ranks() -> Option<usize> {
 /// none. The value returned keeps MPI initialized: drop it at the end, after the command.
 pub fn start(asked: bool) -> Result<Option<Box<dyn std::any::Any>>, String> {
     let ranks = launched_ranks();
-    if !asked && !ranks.is_some_and(|n| n > 1) {
+    if !asked && ranks.is_none_or(|n| n <= 1) {
         return Ok(None);
     }
     #[cfg(feature = "mpi")]
@@ -152,7 +152,7 @@ impl Joint for Verdicts {
 
 /// Whether this process leads (reports): not a rank of a job, or rank 0.
 pub fn leads() -> bool {
-    !job().is_some_and(|t| t.rank() != 0)
+    job().is_none_or(|t| t.rank() == 0)
 }
 
 /// Why a run under MPI cannot start, or a protocol error.

@@ -39,7 +39,7 @@ fn cols(width: u16) -> Cols {
 fn color_ok() -> bool {
     static OK: OnceLock<bool> = OnceLock::new();
     // NO_COLOR set to anything but the empty string turns colours off (no-color.org).
-    *OK.get_or_init(|| std::env::var_os("NO_COLOR").map_or(true, |v| v.is_empty()))
+    *OK.get_or_init(|| std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty()))
 }
 
 fn fg(c: Color) -> Style {

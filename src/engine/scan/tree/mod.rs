@@ -574,10 +574,10 @@ impl Tree {
         let s = self.lock();
         let keep = |e: &Entry| {
             e.flags & flag::HIDDEN == 0
-                && q.older_than.map_or(true, |t| e.mtime < t)
+                && q.older_than.is_none_or(|t| e.mtime < t)
                 && needle
                     .as_ref()
-                    .map_or(true, |n| contains_folded(s.name(e), n))
+                    .is_none_or(|n| contains_folded(s.name(e), n))
         };
         if q.sort == SortBy::Name {
             let mut v: Vec<u32> = s.children(dir).filter(|&i| keep(s.at(i))).collect();

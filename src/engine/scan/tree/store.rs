@@ -64,7 +64,7 @@ impl Store {
         };
         e.name = at;
         e.name_len = name.len() as u8;
-        if self.chunks.last().map_or(true, |c| c.len() == CHUNK) {
+        if self.chunks.last().is_none_or(|c| c.len() == CHUNK) {
             self.chunks.push(Vec::with_capacity(CHUNK));
         }
         self.chunks.last_mut().expect("a chunk").push(e);
