@@ -196,10 +196,10 @@ for fs in $FSS; do
                 copy_of "$fs" flat
                 d=$RUN_MNT/flat; guard "$d"
                 case $m in
-                    reclaim) KEEP_LEFT=1 timed flat "$fs" "$run" "$m" "$d" 1000 "$RECLAIM" rm -r --name 'test*.txt' "$d" ;;
+                    reclaim) KEEP_LEFT=1 timed flat "$fs" "$run" "$m" "$d" 1000 "$RECLAIM" rm -r --json --name 'test*.txt' "$d" ;;
                     # The loop image says rotational; on a busy machine the idle probe can find it
                     # slow and govern the removal (one worker to start): the engine without it.
-                    reclaim-ssd) KEEP_LEFT=1 timed flat "$fs" "$run" "$m" "$d" 1000 "$RECLAIM" rm -r --profile local-ssd --name 'test*.txt' "$d" ;;
+                    reclaim-ssd) KEEP_LEFT=1 timed flat "$fs" "$run" "$m" "$d" 1000 "$RECLAIM" rm -r --json --profile local-ssd --name 'test*.txt' "$d" ;;
                     find-delete) KEEP_LEFT=1 timed flat "$fs" "$run" "$m" "$d" 1000 find "$d" -name 'test*.txt' -delete ;;
                     xargs-P2) KEEP_LEFT=1 timed flat "$fs" "$run" "$m" "$d" 1000 sh -c 'find "$1" -name "test*.txt" -print0 | xargs -0 -P2 -n 1000 rm -f' sh "$d" ;;
                     xargs-P4) KEEP_LEFT=1 timed flat "$fs" "$run" "$m" "$d" 1000 sh -c 'find "$1" -name "test*.txt" -print0 | xargs -0 -P4 -n 1000 rm -f' sh "$d" ;;
