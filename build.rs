@@ -18,9 +18,15 @@ fn main() {
     if target_os != "linux" || target_env != "gnu" || static_crt {
         return;
     }
-    let cc = std::env::var("RUSTC_LINKER")
-        .or_else(|_| std::env::var("CC"))
-        .unwrap_or_else(|_| "cc".into());
+    // The linker cargo was given for the target; else the host's C compiler, which knows the
+    // target's archive only when the target is the host.
+    let cc = match std::env::var("RUSTC_LINKER") {
+        Ok(linker) => linker,
+        Err(_) if std::env::var("TARGET").ok() == std::env::var("HOST").ok() => {
+            std::env::var("CC").unwrap_or_else(|_| "cc".into())
+        }
+        Err(_) => return,
+    };
     let Ok(out) = Command::new(&cc)
         .arg("-print-file-name=libgcc_eh.a")
         .output()
