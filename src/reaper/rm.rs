@@ -482,7 +482,7 @@ impl<'r> Run<'r> {
             // Every rank, also without trees, all of it from the start: the ranks agree on
             // the trees first.
             // The first tree's own file system (a mount point named as a tree is its own).
-            let base = trees.first().map(DirTarget::own_dir);
+            let base = trees.first().map(DirTarget::fs_dir);
             let run =
                 |e: &Options| crate::engine::spread::remove_trees(job, trees, e, counters, events);
             match base {

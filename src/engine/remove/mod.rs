@@ -332,7 +332,7 @@ impl DirTarget {
     /// and count it as the user's), or the tree itself where it is a mount point (its own file
     /// system, not its parent's; opened without following a symlink, checked to be the one
     /// resolved).
-    pub fn own_dir(&self) -> Arc<OwnedFd> {
+    pub fn fs_dir(&self) -> Arc<OwnedFd> {
         let parent = dirfd::fstat(&*self.base).ok().map(|f| f.mnt_id);
         match dirfd::open_dir_at(&*self.base, &self.name) {
             Ok(fd) => match dirfd::fstat(&fd) {
@@ -400,10 +400,10 @@ pub fn remove_trees(
         measured(opts, || walk::run(&remover, roots, &walk_opts));
         remover.outcome.into_inner().expect("outcome lock")
     };
-    // The big phase asks the first tree's own file system (`DirTarget::own_dir`).
+    // The big phase asks the first tree's own file system (`DirTarget::fs_dir`).
     let mut out = match (&opts.start, first) {
         (Some(start), Some(first)) if start.at_once => {
-            let own = first.own_dir();
+            let own = first.fs_dir();
             let (mut out, big) = start.run_big(&own, opts, counters, sink, |e| pool(e, roots));
             out.big = Some(big);
             out
@@ -437,7 +437,7 @@ fn grow(
     };
     let mut big = None;
     walk::run_growing(&remover, roots, &walk_first, &Start::proved, &mut |go| {
-        let own = first.own_dir();
+        let own = first.fs_dir();
         let ((), b) = start.run_big(&own, &small, counters, sink, |engine| {
             let engine = remover.big.get_or_init(|| engine.clone());
             let pool = walk_options(engine, engine.workers(), engine.per_dir());
