@@ -197,6 +197,15 @@ fn lists_biggest_first_enters_and_comes_back_and_matches_the_goldens() {
         "{first}"
     );
     super::golden::golden("browse/list.txt", &steady(&first));
+    // Each frame is one synchronized update: a terminal that knows the mode never shows half
+    // of one (and this harness shows whole frames only: `tty::Frames`).
+    let raw = t.raw();
+    let count = |mark: &[u8]| raw.windows(mark.len()).filter(|w| *w == mark).count();
+    let (begins, ends) = (count(b"\x1b[?2026h"), count(b"\x1b[?2026l"));
+    assert!(
+        begins > 0 && ends >= begins.saturating_sub(1),
+        "{begins} {ends}"
+    );
     // The selected row is the first.
     assert!(t.reversed_row(3).is_some_and(|r| r.contains("big.bin")));
     // Down to logs, into it, back: the cursor is on logs again.

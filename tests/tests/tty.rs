@@ -95,15 +95,18 @@ impl Tty {
         let mut rd = master.try_clone().unwrap();
         let reader = std::thread::spawn(move || {
             let mut buf = [0u8; 65536];
+            let mut frames = Frames::default();
             loop {
                 match rd.read(&mut buf) {
                     Ok(0) | Err(_) => break,
                     Ok(n) => {
                         r.lock().unwrap().extend_from_slice(&buf[..n]);
-                        p.lock().unwrap().process(&buf[..n]);
+                        let whole = frames.push(&buf[..n]);
+                        p.lock().unwrap().process(&whole);
                     }
                 }
             }
+            p.lock().unwrap().process(&frames.rest());
         });
         Tty {
             child,
@@ -217,4 +220,69 @@ impl Drop for Tty {
             let _ = self.child.wait();
         }
     }
+}
+
+/// The bytes a program writes, handed on a whole frame at a time: what it writes between the
+/// start and the end of a synchronized update (DEC mode 2026, `ESC [ ? 2026 h` ... `l`) is held
+/// until the end arrives, as a terminal that knows the mode shows it; so a screen read between
+/// two reads of the pty never shows half a frame.
+#[derive(Default)]
+struct Frames {
+    pending: Vec<u8>,
+    in_frame: bool,
+}
+
+impl Frames {
+    const BEGIN: &'static [u8] = b"\x1b[?2026h";
+    const END: &'static [u8] = b"\x1b[?2026l";
+
+    /// Takes `bytes`; returns what may be shown now.
+    fn push(&mut self, bytes: &[u8]) -> Vec<u8> {
+        self.pending.extend_from_slice(bytes);
+        let mut out = Vec::new();
+        loop {
+            let mark = if self.in_frame {
+                Self::END
+            } else {
+                Self::BEGIN
+            };
+            match find(&self.pending, mark) {
+                Some(at) => {
+                    out.extend(self.pending.drain(..at + mark.len()));
+                    self.in_frame = !self.in_frame;
+                }
+                None if self.in_frame => return out,
+                None => {
+                    // All but a tail that may be the start of a mark cut by the read.
+                    let keep = (1..mark.len())
+                        .rev()
+                        .find(|&k| self.pending.ends_with(&mark[..k]))
+                        .unwrap_or(0);
+                    let upto = self.pending.len() - keep;
+                    out.extend(self.pending.drain(..upto));
+                    return out;
+                }
+            }
+        }
+    }
+
+    /// What is left when the program is gone.
+    fn rest(&mut self) -> Vec<u8> {
+        std::mem::take(&mut self.pending)
+    }
+}
+
+fn find(hay: &[u8], needle: &[u8]) -> Option<usize> {
+    hay.windows(needle.len()).position(|w| w == needle)
+}
+
+#[test]
+fn frames_are_shown_whole() {
+    let mut f = Frames::default();
+    assert_eq!(f.push(b"a\x1b[?20"), b"a");
+    assert_eq!(f.push(b"26hxy"), b"\x1b[?2026h");
+    assert_eq!(f.push(b"z\x1b[?2026"), b"");
+    assert_eq!(f.push(b"lb"), b"xyz\x1b[?2026lb");
+    assert_eq!(f.push(b"\x1b[?2026hc"), b"\x1b[?2026h");
+    assert_eq!(f.rest(), b"c");
 }

@@ -142,7 +142,17 @@ fn event_loop(
         };
         if due {
             let unseen = app.dialog.unseen();
+            // One frame at a time (synchronized output, DEC mode 2026): a terminal that knows
+            // it shows each frame whole, never half drawn, over ssh too; others ignore it.
+            ratatui::crossterm::queue!(
+                term.backend_mut(),
+                ratatui::crossterm::terminal::BeginSynchronizedUpdate
+            )?;
             term.draw(|f| draw::draw(f, app))?;
+            ratatui::crossterm::execute!(
+                term.backend_mut(),
+                ratatui::crossterm::terminal::EndSynchronizedUpdate
+            )?;
             drawn = Some((Instant::now(), generation, looks));
             if unseen && !app.dialog.unseen() && discard_typeahead(term, app)? {
                 drawn = None;
