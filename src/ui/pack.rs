@@ -198,12 +198,17 @@ pub fn summary(out: &Outcome, r: &PackReport, dir: &Path, keep: bool) -> String 
 
 /// What went into the archive, and how big it is.
 fn packed_line(out: &Outcome) -> String {
-    let ratio = match out.archive_bytes as f64 / out.bytes as f64 {
-        _ if out.bytes == 0 => String::new(),
-        r if r <= 1.0 => format!(", {:.0}% of the data", 100.0 * r),
+    let ratio = if out.bytes == 0 {
+        String::new()
+    } else if out.archive_bytes <= out.bytes {
+        format!(
+            ", {:.0}% of the data",
+            100.0 * out.archive_bytes as f64 / out.bytes as f64
+        )
+    } else {
         // An archive's own tables and blocks outweigh a few bytes of data: a percentage
         // ("225250% of the data") says nothing a reader can use.
-        _ => ", more than the data itself (its own tables and blocks)".to_string(),
+        ", more than the data itself (its own tables and blocks)".to_string()
     };
     format!(
         "{} {} ({}, {} of data) into {}: {}{ratio}, {}; every entry read back and compared\n",
