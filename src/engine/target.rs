@@ -41,9 +41,16 @@ pub enum Rejection {
     Refused(Reason),
 }
 
+/// The root directory's identity, which no argument may have (GNU mode asks it too, before
+/// its own walk: `engine::gnu`). A check that cannot be made fails closed: the caller refuses.
+pub fn root_ident() -> Result<Ident, Errno> {
+    dirfd::lstat_at(rustix::fs::CWD, c"/").map(|f| f.ident)
+}
+
 /// Resolves arguments, sharing one open fd per distinct parent directory.
 pub struct Resolver {
-    root: Option<Ident>,
+    /// `/`'s identity; where it could not be stated, every argument is refused.
+    root: Result<Ident, Errno>,
     parents: HashMap<PathBuf, Arc<OwnedFd>>,
     /// Free space of each file system met, read before anything on it was removed.
     pub space_before: FreeSpace,
@@ -59,7 +66,7 @@ pub struct Resolver {
 impl Resolver {
     pub fn new(recursive: bool, dir_ok: bool) -> Self {
         Resolver {
-            root: dirfd::stat_path(Path::new("/")).ok().map(|f| f.ident),
+            root: root_ident(),
             parents: HashMap::new(),
             space_before: FreeSpace::default(),
             recursive,
@@ -78,7 +85,10 @@ impl Resolver {
         let trimmed = trim_trailing_slashes(bytes);
         let slash = trimmed.len() != bytes.len();
         // Compare with "/" by identity: "/", "//", "/tmp/..", a symlink to "/", a bind mount.
-        if trimmed.is_empty() || self.resolves_to_root(arg, slash) {
+        let root = self
+            .root
+            .map_err(|e| Rejection::Refused(Reason::RootUnknown(e)))?;
+        if trimmed.is_empty() || self.resolves_to_root(root, arg, slash) {
             return Err(Rejection::Refused(Reason::Root));
         }
         let (parent, name) = match trimmed.iter().rposition(|&b| b == b'/') {
@@ -136,7 +146,7 @@ impl Resolver {
 
     /// Whether `arg` is `/` itself: a symlink to `/` is only a link (removing it removes the
     /// link), unless a trailing slash names what it points to.
-    fn resolves_to_root(&self, arg: &Path, slash: bool) -> bool {
+    fn resolves_to_root(&self, root: Ident, arg: &Path, slash: bool) -> bool {
         let facts = if slash {
             dirfd::stat_path(arg)
         } else {
@@ -144,10 +154,7 @@ impl Resolver {
                 .map_err(|_| Errno::INVAL)
                 .and_then(|c| dirfd::lstat_at(rustix::fs::CWD, &c))
         };
-        match (self.root, facts) {
-            (Some(root), Ok(f)) => f.ident == root,
-            _ => false,
-        }
+        facts.is_ok_and(|f| f.ident == root)
     }
 
     fn parent_fd(&mut self, parent: &Path) -> Result<Arc<OwnedFd>, Rejection> {
@@ -225,6 +232,24 @@ mod tests {
         for p in ["/", "//", "/tmp/..", "/./", "/usr/.."] {
             assert_eq!(refused(r.resolve(Path::new(p))), Some(Reason::Root), "{p}");
         }
+    }
+
+    #[test]
+    fn an_unknown_root_refuses_every_argument() {
+        let dir = tempfile::tempdir().unwrap();
+        let f = dir.path().join("f");
+        std::fs::write(&f, "").unwrap();
+        let mut r = Resolver::new(true, false);
+        r.root = Err(Errno::ACCESS);
+        for p in [f.as_path(), dir.path(), Path::new("/")] {
+            assert_eq!(
+                refused(r.resolve(p)),
+                Some(Reason::RootUnknown(Errno::ACCESS)),
+                "{}",
+                p.display()
+            );
+        }
+        assert!(f.exists());
     }
 
     #[test]

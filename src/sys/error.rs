@@ -20,6 +20,9 @@ pub enum Reason {
     /// The argument resolves to `/` (same device and inode).
     #[error("it resolves to '/' (same device and inode); refusing to remove the root directory")]
     Root,
+    /// `/` could not be stated, so whether the argument is it cannot be told: refused.
+    #[error("cannot tell whether it is '/' ('/' could not be stated: {}); left alone", errno_text(*.0))]
+    RootUnknown(Errno),
     /// A trailing slash on a symbolic link would mean following it.
     #[error("is a symbolic link with a trailing slash; symlinks are never followed (name it without the slash to remove the link)")]
     SymlinkWithSlash,

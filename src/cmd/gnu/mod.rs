@@ -92,8 +92,8 @@ pub fn confirm_once(program: &str, n: usize, recursive: bool) -> bool {
 /// Removes `o.operands` as GNU rm does (also `reclaim rm -i`, with `program` "reclaim").
 pub fn remove(program: &str, o: &args::Options) -> ExitCode {
     let root = if o.recursive {
-        match crate::sys::dirfd::lstat_at(rustix::fs::CWD, c"/") {
-            Ok(f) => Some(f.ident),
+        match crate::engine::target::root_ident() {
+            Ok(ident) => Some(ident),
             Err(e) => {
                 eprintln!(
                     "{program}: failed to get attributes of '/': {}",

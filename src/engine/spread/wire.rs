@@ -381,6 +381,7 @@ pub fn encode_failures(failures: &[Failure]) -> Vec<u8> {
             Reason::ListIsDevice => (14, 0, ""),
             Reason::NoBirthTime(n) => (15, (*n).min(i32::MAX as u64) as i32, ""),
             Reason::ListUnreadable(e) => (16, e.raw_os_error(), ""),
+            Reason::RootUnknown(e) => (17, e.raw_os_error(), ""),
         };
         w.u8(kind).u32(errno as u32).bytes(text.as_bytes());
     }
@@ -415,6 +416,7 @@ pub fn decode_failures(bytes: &[u8]) -> Result<Vec<Failure>, Malformed> {
             14 => Reason::ListIsDevice,
             15 => Reason::NoBirthTime(errno.max(0) as u64),
             16 => Reason::ListUnreadable(Errno::from_raw_os_error(errno)),
+            17 => Reason::RootUnknown(Errno::from_raw_os_error(errno)),
             _ => return Err(Malformed("failure kind")),
         };
         out.push(Failure { path, reason });
@@ -583,6 +585,10 @@ mod tests {
             Failure {
                 path: "list".into(),
                 reason: Reason::ListUnreadable(Errno::NOENT),
+            },
+            Failure {
+                path: "t".into(),
+                reason: Reason::RootUnknown(Errno::ACCESS),
             },
         ];
         assert_eq!(decode_failures(&encode_failures(&f)).unwrap(), f);
