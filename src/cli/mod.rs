@@ -203,16 +203,28 @@ impl PaceArgs {
     }
 }
 
+/// `reclaim rm`'s flags, resolved once: the removal asked (`Request`, with the engine's
+/// options as asked; what the file system decides is added by `remove::Start` once it is
+/// known) and what the command itself does (prompts, JSON, MPI).
 fn rm(a: RmArgs, prompting: Prompting) -> cmd::rm::RmOptions {
-    cmd::rm::RmOptions {
-        prompting,
+    let engine = crate::engine::remove::Options {
+        threads: a.threads.map_or(0, usize::from),
+        cross_mounts: a.cross_mounts,
+        dry_run: a.dry_run,
+        stat_files: a.stat_files,
+        fd_budget: a.fd_budget as usize,
+        ..Default::default()
+    };
+    let request = crate::reaper::rm::Request {
+        paths: a.paths.iter().map(Into::into).collect(),
         recursive: a.recursive,
+        force: prompting.ignore_missing,
         dir: a.dir,
         verbose: a.verbose,
-        dry_run: a.dry_run,
-        json: a.json,
-        cross_mounts: a.cross_mounts,
-        preserve_all_root: a.preserve_root.as_deref() == Some("all"),
+        pace: EntryPacing::from(&a.pace),
+        pace_trace: a.pace_trace,
+        floor: a.min_free.unwrap_or_default(),
+        engine,
         mode: if a.mode.background {
             Mode::Background
         } else if a.mode.wait {
@@ -222,19 +234,19 @@ fn rm(a: RmArgs, prompting: Prompting) -> cmd::rm::RmOptions {
         },
         grace: a.grace,
         durable: a.durable,
-        pace: EntryPacing::from(&a.pace),
-        pace_trace: a.pace_trace,
-        min_free: a.min_free.unwrap_or_default(),
-        threads: a.threads,
         profile: a.profile,
-        mpi: a.mpi,
-        fd_budget: a.fd_budget as usize,
-        stat_files: a.stat_files,
         small_dir_stats: a.small_dir_stats.as_deref().map(|v| v == "on"),
         batch_threads: a.batch_threads.map(usize::from),
         start_pool: a.start_pool,
+        preserve_all_root: a.preserve_root.as_deref() == Some("all"),
         select: a.select.asked(),
-        paths: a.paths,
+        ..Default::default()
+    };
+    cmd::rm::RmOptions {
+        request,
+        prompting,
+        json: a.json,
+        mpi: a.mpi,
     }
 }
 

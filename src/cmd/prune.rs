@@ -12,7 +12,6 @@ use std::process::ExitCode;
 
 use crate::engine::prune::policy::{self, Candidate, Policy, Space};
 use crate::engine::prune::{self as prune, Entry, Names};
-use crate::engine::remove;
 use crate::reaper::rm::{Mode, Request, Summary};
 use crate::sys::quote::quote;
 use crate::trash::meta::EntryPacing;
@@ -159,25 +158,14 @@ fn remove(plan: &[Entry], o: &PruneOptions) -> Summary {
         paths,
         recursive: true,
         force: true,
-        dir: false,
-        verbose: false,
-        threads_given: false,
         pace: o.pace.clone(),
-        pace_trace: None,
         floor: o.min_free,
-        engine: remove::Options::default(),
         mode: o.mode,
-        grace: None,
-        durable: false,
         known_sizes: known,
-        profile: None,
-        small_dir_stats: None,
-        batch_threads: None,
         start_pool: o.start_pool,
         count_bytes: true,
-        preserve_all_root: false,
         batch: true,
-        select: None,
+        ..Request::default()
     };
     let live = std::io::stderr().is_terminal();
     let view = RmView::new(false, false, o.json, live && !o.json);

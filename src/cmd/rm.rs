@@ -5,52 +5,24 @@
 //! selection's tables, `ui::select`) and picks the exit code.
 
 use crate::cmd::exit::Exit;
-use std::ffi::OsString;
 use std::io::IsTerminal;
-use std::path::PathBuf;
 use std::process::ExitCode;
-use std::time::Duration;
 
 use crate::cmd::gnu::args::{Prompting, When};
-use crate::engine::profile::Class;
-use crate::engine::remove;
 use crate::engine::select::Selection;
 use crate::reaper::rm::{Asked, Context, Mode, Removal, Request};
-use crate::trash::meta::EntryPacing;
 use crate::ui::report::RmView;
 
-/// What `reclaim rm` was asked.
+/// What `reclaim rm` was asked, resolved once from its flags and the configuration
+/// (`cli::rm`): the removal itself (`Request`: paths, mode, pacing, the engine's options as
+/// asked) and what only this command does with it (prompts, the JSON report, joining MPI).
 #[derive(Clone, Debug)]
 pub struct RmOptions {
-    pub paths: Vec<OsString>,
-    /// `-f`, `-i`, `-I`, `--interactive` (the last one counts).
+    pub request: Request,
+    /// `-f`, `-i`, `-I`, `--interactive` (the last one counts; `-f` is `request.force`).
     pub prompting: Prompting,
-    pub recursive: bool,
-    pub dir: bool,
-    pub verbose: bool,
-    pub dry_run: bool,
     pub json: bool,
-    pub cross_mounts: bool,
-    /// `--preserve-root=all`.
-    pub preserve_all_root: bool,
-    pub mode: Mode,
-    pub grace: Option<Duration>,
-    pub durable: bool,
-    pub pace: EntryPacing,
-    pub pace_trace: Option<PathBuf>,
-    /// `--min-free`: the free space to leave the others.
-    pub min_free: crate::sys::space::Floor,
-    pub threads: Option<u16>,
-    pub profile: Option<Class>,
     pub mpi: bool,
-    pub fd_budget: usize,
-    pub stat_files: bool,
-    pub small_dir_stats: Option<bool>,
-    pub batch_threads: Option<usize>,
-    /// `--start-pool`: the pool and what measures it from the first, however small.
-    pub start_pool: bool,
-    /// A selection (`--name`, `--older-than`, `--from`, `--list`, `--keep-free`, ...).
-    pub select: Option<Asked>,
 }
 
 /// A usage error: the message (after `reclaim rm: `), then the pointer to `--help`; exit 2.
@@ -61,7 +33,8 @@ fn usage(message: &str) -> ExitCode {
 
 /// `reclaim rm`.
 pub fn run(o: &RmOptions) -> ExitCode {
-    let force = o.prompting.ignore_missing;
+    let r = &o.request;
+    let force = r.force;
     let when = o.prompting.when.unwrap_or(When::Never);
     // Under mpirun: every rank joins the job before anything else is done.
     let job = match crate::engine::spread::start(o.mpi) {
@@ -71,7 +44,7 @@ pub fn run(o: &RmOptions) -> ExitCode {
             return Exit::Usage.into();
         }
     };
-    let hiding = o.mode != Mode::Now;
+    let hiding = r.mode != Mode::Now;
     if job.is_some() && (hiding || when != When::Never) {
         // Every rank stops; rank 0 says why.
         if crate::engine::spread::leads() {
@@ -82,14 +55,14 @@ pub fn run(o: &RmOptions) -> ExitCode {
         return Exit::Usage.into();
     }
     // A selection: checked before anything runs (every rank stops; rank 0 says why).
-    if let Some(s) = &o.select {
+    if let Some(s) = &r.select {
         let c = Context {
-            recursive: o.recursive,
-            operands: o.paths.len(),
+            recursive: r.recursive,
+            operands: r.paths.len(),
             hiding,
             prompt_each: when == When::Always,
             mpi: job.is_some(),
-            dry_run: o.dry_run,
+            dry_run: r.engine.dry_run,
         };
         if let Err(e) = s.check(&c) {
             if crate::engine::spread::leads() {
@@ -101,31 +74,36 @@ pub fn run(o: &RmOptions) -> ExitCode {
     match when {
         When::Always => return one_at_a_time(o, hiding),
         When::Once
-            if !o.paths.is_empty()
-                && !super::gnu::confirm_once("reclaim", o.paths.len(), o.recursive) =>
+            if !r.paths.is_empty()
+                && !super::gnu::confirm_once("reclaim", r.paths.len(), r.recursive) =>
         {
             return ExitCode::SUCCESS;
         }
         _ => {}
     }
-    let from = o.select.as_ref().is_some_and(|s| s.from.is_some());
-    if o.paths.is_empty() && !force && !from {
+    let from = r.select.as_ref().is_some_and(|s| s.from.is_some());
+    if r.paths.is_empty() && !force && !from {
         return usage("missing operand");
     }
-    if o.grace.is_some() && o.mode != Mode::Background {
+    if r.grace.is_some() && r.mode != Mode::Background {
         return usage("--grace needs --background (entries wait in the trash that long)");
     }
-    let selection = match o.select.as_ref().map(|s| start(s, o)).transpose() {
+    let selection = match r.select.as_ref().map(|s| start(s, o)).transpose() {
         Ok(s) => s,
         Err(code) => return code,
     };
     super::catch_signals(true);
     let leads = crate::engine::spread::leads();
     let live = leads && std::io::stderr().is_terminal();
-    let mut req = request(o, job.is_some(), selection);
+    let mut req = r.clone();
+    req.engine.select = selection.map(std::sync::Arc::new);
+    if job.is_some() {
+        // Smaller pieces of one big directory, so that every rank gets some.
+        req.engine.batch = 128;
+    }
     // Off a terminal without -v or --json nothing but the errors is said, as GNU rm.
-    req.count_bytes = live || o.json || o.verbose || o.dry_run;
-    let view = RmView::new(o.verbose, o.dry_run, o.json, live && !o.json);
+    req.count_bytes = live || o.json || r.verbose || r.engine.dry_run;
+    let view = RmView::new(r.verbose, r.engine.dry_run, o.json, live && !o.json);
     let removal = crate::reaper::rm::run(&req, &view);
     view.printer().flush();
     // Under MPI, rank 0 reports for all.
@@ -142,19 +120,20 @@ pub fn run(o: &RmOptions) -> ExitCode {
 
 /// `-i`: one entry at a time, with GNU's prompts and order.
 fn one_at_a_time(o: &RmOptions, hiding: bool) -> ExitCode {
-    if hiding || o.json || o.dry_run {
+    let r = &o.request;
+    if hiding || o.json || r.engine.dry_run {
         return usage(
             "-i asks about each entry in turn; it does not combine with --background, --wait, --json or --dry-run",
         );
     }
     let gnu = super::gnu::args::Options {
         prompting: o.prompting,
-        one_file_system: !o.cross_mounts,
-        remove_empty_dirs: o.dir,
-        recursive: o.recursive,
-        preserve_all_root: o.preserve_all_root,
-        verbose: o.verbose,
-        operands: o.paths.clone(),
+        one_file_system: !r.engine.cross_mounts,
+        remove_empty_dirs: r.dir,
+        recursive: r.recursive,
+        preserve_all_root: r.preserve_all_root,
+        verbose: r.verbose,
+        operands: r.paths.iter().map(Into::into).collect(),
         ..Default::default()
     };
     if gnu.operands.is_empty() {
@@ -177,7 +156,7 @@ fn start(s: &Asked, o: &RmOptions) -> Result<Selection, ExitCode> {
             ExitCode::from(Exit::Failed)
         })?),
     };
-    s.start(o.dry_run, o.json, list)
+    s.start(o.request.engine.dry_run, o.json, list)
         .map_err(|e| usage(&e.to_string()))
 }
 
@@ -230,49 +209,6 @@ fn open_list(path: &std::path::Path) -> Result<ListOut, String> {
     Ok((Box::new(std::io::BufWriter::with_capacity(1 << 20, f)), own))
 }
 
-/// The removal asked for: the engine's options (workers, fds, batches) and the rest.
-fn request(o: &RmOptions, mpi: bool, selection: Option<Selection>) -> Request {
-    let mut engine = remove::Options {
-        cross_mounts: o.cross_mounts,
-        dry_run: o.dry_run,
-        stat_files: o.stat_files,
-        fd_budget: o.fd_budget,
-        select: selection.map(std::sync::Arc::new),
-        ..remove::Options::default()
-    };
-    if mpi {
-        // Smaller pieces of one big directory, so that every rank gets some.
-        engine.batch = 128;
-    }
-    if let Some(t) = o.threads {
-        engine.threads = t.into();
-    }
-    Request {
-        paths: o.paths.iter().map(Into::into).collect(),
-        recursive: o.recursive,
-        force: o.prompting.ignore_missing,
-        dir: o.dir,
-        verbose: o.verbose,
-        threads_given: o.threads.is_some(),
-        pace: o.pace.clone(),
-        pace_trace: o.pace_trace.clone(),
-        floor: o.min_free,
-        mode: o.mode,
-        grace: o.grace,
-        durable: o.durable,
-        known_sizes: Default::default(),
-        profile: o.profile,
-        small_dir_stats: o.small_dir_stats,
-        batch_threads: o.batch_threads,
-        start_pool: o.start_pool,
-        count_bytes: true,
-        preserve_all_root: o.preserve_all_root,
-        batch: false,
-        select: o.select.clone(),
-        engine,
-    }
-}
-
 /// The closing report: the JSON object, or a paragraph on stderr (on a terminal, with -v or
 /// for a dry run), and on a terminal the recap of failures when there were several.
 fn report(o: &RmOptions, live: bool, r: &Removal, view: &RmView) {
@@ -282,7 +218,7 @@ fn report(o: &RmOptions, live: bool, r: &Removal, view: &RmView) {
             "{}",
             serde_json::to_string(summary).expect("summary serializes")
         );
-    } else if o.mode == Mode::Background && !summary.hidden.is_empty() {
+    } else if o.request.mode == Mode::Background && !summary.hidden.is_empty() {
         // For scripts (`id=$(reclaim rm --background X)`, a pipe, a file): each entry's ID on
         // stdout, one a line, in the order of the arguments; for people, the paragraph.
         if !std::io::stdout().is_terminal() {
@@ -290,12 +226,12 @@ fn report(o: &RmOptions, live: bool, r: &Removal, view: &RmView) {
                 println!("{}", h.id);
             }
         }
-        if live || o.verbose {
+        if live || o.request.verbose {
             eprintln!("{}", crate::ui::report::hidden(summary));
         }
-    } else if live || o.verbose || o.dry_run {
+    } else if live || o.request.verbose || o.request.engine.dry_run {
         // Off a terminal (cron, scripts) nothing but the errors, as GNU rm.
-        eprintln!("{}", crate::ui::report::summary(summary, o.verbose));
+        eprintln!("{}", crate::ui::report::summary(summary, o.request.verbose));
         for line in summary.selection.iter().flat_map(crate::ui::select::lines) {
             eprintln!("{line}");
         }

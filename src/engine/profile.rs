@@ -223,47 +223,14 @@ impl Profile {
         p
     }
 
-    /// A disk that says it is rotational (virtio and loop devices do), told by `idle`, the latency
-    /// probe's writes measured before the removal starts (`tree::idle_samples`): one that answers
-    /// like an SSD is not governed; a spinning one gets one worker, as `rm -rf`, and no governor.
-    /// On the emulated 7200 rpm disk next to a WAL-bound PostgreSQL the governor never let a second
-    /// worker in (held to one in every run) and its own synchronous probe writes, a journal commit
-    /// each, put the neighbours' p99 1.24x `rm -rf`'s; one worker without it was level with
-    /// `rm -rf` (bench/RESULTS.md, 2026-11-26, "Gentle trees on a spinning disk"). The note says
-    /// which.
-    pub fn settle_rotational(&mut self, idle: &[std::time::Duration]) {
-        let (p50, slow) = crate::engine::pace::tree::idle_median(idle);
-        let ms = |d: std::time::Duration| d.as_secs_f64() * 1e3;
-        self.governed = false;
-        self.note = Some(match (p50, slow) {
-            (Some(d), true) => {
-                self.workers = 1;
-                self.start = 1;
-                self.max_workers = 1;
-                self.batch_threads = 1;
-                format!(
-                    "a slow disk (a synchronous write takes {:.1} ms idle): one worker, as rm \
-                     -rf, not paced (--max-latency paces)",
-                    ms(d)
-                )
-            }
-            (Some(d), false) => format!(
-                "the disk calls itself rotational but answers like an SSD (a synchronous \
-                 write takes {:.2} ms idle): not paced",
-                ms(d)
-            ),
-            (None, _) => {
-                "the disk calls itself rotational; its latency could not be measured: not paced"
-                    .into()
-            }
-        });
-    }
-
     /// A disk that says it is rotational, not probed (the probe's few synchronous writes cost
     /// more than a removal of a few thousand files: `remove::Start`): one worker to start, as
     /// `rm -rf`, more only as the measured concurrency finds they pay (a spinning disk gains
-    /// nothing from a second; a virtual disk that only says it spins does), not governed. A
-    /// confirmed slow disk ended the same way (`settle_rotational`): one worker, no governor.
+    /// nothing from a second; a virtual disk that only says it spins does), not governed. On
+    /// the emulated 7200 rpm disk next to a WAL-bound PostgreSQL a governor never let a
+    /// second worker in, and its own synchronous probe writes put the neighbours' p99 1.24x
+    /// `rm -rf`'s; one worker without it was level with `rm -rf` (bench/RESULTS.md,
+    /// 2026-11-26, "Gentle trees on a spinning disk").
     pub fn start_rotational(&mut self) {
         self.governed = false;
         self.start = 1;

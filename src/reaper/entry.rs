@@ -535,7 +535,6 @@ fn free_tree(
     let mut start = remove::Start::default();
     start.pace = pacing.clone();
     start.floor = floor;
-    start.threads_given = engine.threads != 0;
     start.govern = true;
     engine.start = Some(Arc::new(start));
     let paced_so = crate::engine::pace::Pacing {

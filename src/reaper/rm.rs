@@ -456,22 +456,7 @@ impl<'r> Run<'r> {
                 .collect::<Vec<_>>()
                 .join(", ")
         });
-        let mut start = Start::default();
-        start.pace = req.pace.clone();
-        start.trace = req.pace_trace.clone();
-        start.profile = req.profile;
-        start.threads_given = req.threads_given;
-        start.small_dir_stats = req.small_dir_stats;
-        start.batch_threads = req.batch_threads;
-        start.govern = true;
-        start.floor = req.floor;
-        start.at_once = req.start_pool;
-        // Under MPI one governor for the job: rank 0 judges, every rank follows.
-        start.joint = crate::engine::spread::job().map(|t| {
-            Arc::new(crate::engine::spread::Verdicts::new(t))
-                as Arc<dyn crate::engine::pace::tree::Joint>
-        });
-        let start = Arc::new(start);
+        let start = Arc::new(req.start());
         let mut engine = req.engine.clone();
         // Large files inside the trees are shrunk like named ones (when pacing is on).
         let tree_files = (!req.pace.fast && !req.engine.dry_run)
@@ -586,10 +571,7 @@ impl<'r> Run<'r> {
     fn wait(&mut self) {
         let req = self.req;
         self.events.waiting(true);
-        let mut engine = req.engine.clone();
-        if !req.threads_given {
-            engine.threads = 0; // per file system, as for trees here
-        }
+        let engine = req.engine.clone();
         let events = self.events;
         let reaped = self
             .hider

@@ -916,6 +916,37 @@ fn from_removes_exactly_the_listed_paths_nul_or_newline() {
 }
 
 #[test]
+fn from_takes_the_workers_a_tree_would_take() {
+    // The listed names' engine options come from the same resolution as a tree's: the
+    // profile, `--threads` and `--batch-threads` (once ignored by `--from`).
+    let s = util::scratch!();
+    for i in 0..4 {
+        s.file(format!("t/f{i}"), "");
+    }
+    let out = s
+        .rm(&[
+            "--from",
+            "-",
+            "--threads",
+            "3",
+            "--batch-threads",
+            "1",
+            "--json",
+        ])
+        .write_stdin(b"t/f0\nt/f1\nt/f2\nt/f3\n".to_vec())
+        .output()
+        .unwrap();
+    util::assert_success(&out);
+    let j: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let c = &j["concurrency"];
+    assert_eq!(c["rule"], "pinned", "{c}");
+    assert_eq!(c["final"], 3, "{c}");
+    assert_eq!(c["unlinkers"]["rule"], "pinned", "{c}");
+    assert_eq!(c["unlinkers"]["final"], 1, "{c}");
+    assert!((0..4).all(|i| !s.exists(format!("t/f{i}"))));
+}
+
+#[test]
 fn from_says_a_nul_in_a_line_list_is_no_path_and_goes_on() {
     // A NUL-separated list read without -0: the NULs end up inside lines.
     let s = util::scratch!();

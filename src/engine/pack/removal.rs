@@ -32,38 +32,19 @@ pub(super) fn no_leases(place: &Place, m: &Manifest) -> Option<String> {
     }
 }
 
-/// The tree governor of a paced removal below `parent`: steers the engine's gate and
-/// throttle by the probe's latency (against the `idle` ones) until `done`.
-fn govern(
-    o: &Options,
-    parent: &OwnedFd,
-    (engine, throttle, idle): (
-        &crate::engine::remove::Options,
-        &crate::engine::pace::throttle::Throttle,
-        Vec<Duration>,
-    ),
-    counters: &crate::engine::remove::Counters,
-    done: &AtomicBool,
-) {
-    use crate::engine::pace::{asked::DEFAULT_MAX_LATENCY, tree};
-    let pacing = crate::engine::pace::Pacing {
-        max_latency: Some(o.max_latency.unwrap_or(DEFAULT_MAX_LATENCY)),
-        rate: None,
-        trace: None,
-        floor: crate::sys::space::Floor::Default,
-    };
-    let knobs = tree::Knobs {
-        throttle,
-        gate: engine.gate.as_deref(),
-        max_workers: engine.threads,
-        rate: o.max_latency.is_some(),
-        idle: &idle,
-        // The probe's writes spaced by the removal's own operations on a network file system
-        // (none elsewhere; `look_ahead` is set exactly on a network profile).
-        budget: engine.network_budget(engine.look_ahead),
-        joint: None,
-    };
-    tree::run(parent, &pacing, &knobs, &|| counters.entries(), done);
+/// The removal's progress as the pack's events, every 200 ms while the removal runs.
+struct Progress<'a>(&'a (dyn Fn(Event) + Sync));
+
+impl crate::engine::remove::Sink for Progress<'_> {
+    fn watch(&self, counters: &crate::engine::remove::Counters, done: &AtomicBool) {
+        while !done.load(Ordering::Relaxed) {
+            (self.0)(Event::Removing {
+                files: counters.files.load(Ordering::Relaxed),
+                dirs: counters.dirs.load(Ordering::Relaxed),
+            });
+            std::thread::sleep(Duration::from_millis(200));
+        }
+    }
 }
 
 /// Removes the originals the archive proves, with the removal engine.
@@ -78,40 +59,30 @@ pub(super) fn remove_originals(
     under: Option<(Arc<OwnedFd>, CString)>,
 ) {
     use crate::engine::remove;
-    let mut profile = match o.profile {
-        Some(c) => crate::engine::profile::Profile::named(c, &*place.parent),
-        None => crate::engine::profile::Profile::detect(&*place.parent),
+    // As `reclaim rm -r` removes a tree (`remove::Start`): on this thread until it proves
+    // big, then the file system's profile, its measured workers (or `--threads`), the
+    // governor where the profile or `--max-latency` asks for one, `--iops` from the first.
+    let mut start = remove::Start::default();
+    start.pace = crate::trash::meta::EntryPacing {
+        fast: o.fast,
+        max_latency: o.max_latency,
+        rate: None,
+        iops: o.iops,
+        pace_trees: o.max_latency.is_some(),
     };
-    // As `reclaim rm -r`: a disk that says it is rotational is told by its idle latency (one
-    // worker and no governor on a spinning one, unless `--max-latency` asks for it; not
-    // governed on a virtual one that only says so).
-    let rotational = profile.class == crate::engine::profile::Class::Rotational;
-    if rotational && profile.source == "detected" && o.max_latency.is_none() && !o.fast {
-        profile.settle_rotational(&crate::engine::pace::tree::idle_samples(&*place.parent));
-    }
-    let mut engine = remove::Options::default();
-    engine.apply(&profile, o.threads.is_some());
-    if let Some(t) = o.threads {
-        engine.threads = t.max(1);
-    }
-    engine.keep = Some(Arc::new(unlink::Proven::new(
-        place.display.clone(),
-        m,
-        o.mount,
-    )));
-    let paced = !o.fast && (o.max_latency.is_some() || profile.governed);
-    if paced || o.iops.is_some() {
-        engine.throttle = Some(Arc::new(crate::engine::pace::throttle::Throttle::new(
-            o.iops,
-        )));
-    }
-    if paced {
-        // The measured concurrency's gate, steered by the governor too (one at first on a
-        // rotational disk), as `rm`'s trees.
-        engine.gate = Some(engine.governed_gate(rotational));
-    }
+    start.profile = o.profile;
+    start.govern = true;
+    let engine = remove::Options {
+        threads: o.threads.unwrap_or(0),
+        keep: Some(Arc::new(unlink::Proven::new(
+            place.display.clone(),
+            m,
+            o.mount,
+        ))),
+        start: Some(Arc::new(start)),
+        ..remove::Options::default()
+    };
     let counters = remove::Counters::default();
-    let done = AtomicBool::new(false);
     let (base, name) = under.unwrap_or_else(|| (place.parent.clone(), place.name.clone()));
     let target = remove::DirTarget {
         base,
@@ -119,30 +90,7 @@ pub(super) fn remove_originals(
         display: place.display.clone(),
         ident: place.ident,
     };
-    let outcome = std::thread::scope(|s| {
-        s.spawn(|| {
-            while !done.load(Ordering::Relaxed) {
-                on(Event::Removing {
-                    files: counters.files.load(Ordering::Relaxed),
-                    dirs: counters.dirs.load(Ordering::Relaxed),
-                });
-                std::thread::sleep(Duration::from_millis(200));
-            }
-        });
-        let governor = engine.throttle.as_ref().filter(|_| paced).map(|throttle| {
-            // Idle latencies before the removal starts: its own load would inflate them.
-            let idle = crate::engine::pace::tree::idle_samples(&*place.parent);
-            let (engine, counters, done) = (&engine, &counters, &done);
-            let knobs = (engine, &**throttle, idle);
-            s.spawn(move || govern(o, &place.parent, knobs, counters, done))
-        });
-        let outcome = remove::remove_trees(vec![target], &engine, &counters, &remove::Quiet);
-        done.store(true, Ordering::Relaxed);
-        if let Some(g) = governor {
-            let _ = g.join();
-        }
-        outcome
-    });
+    let outcome = remove::remove_trees(vec![target], &engine, &counters, &Progress(on));
     out.removed_files = counters.files.load(Ordering::Relaxed);
     out.removed_dirs = counters.dirs.load(Ordering::Relaxed);
     on(Event::Removing {

@@ -170,14 +170,14 @@ impl Options {
     }
 
     /// Workers, workers per directory and stats as `profile` says: the workers measured from
-    /// the profile's start (pinned to `threads` if `threads_given`).
-    pub fn apply(&mut self, profile: &crate::engine::profile::Profile, threads_given: bool) {
+    /// the profile's start (pinned where `threads` is set: `--threads`).
+    pub fn apply(&mut self, profile: &crate::engine::profile::Profile) {
         use crate::engine::pace::concurrency::Concurrency;
         let network = profile.class == crate::engine::profile::Class::Network;
         let round_trip = profile
             .round_trip_ms
             .map(|ms| std::time::Duration::from_secs_f64(ms / 1e3));
-        let c = if threads_given {
+        let c = if self.threads != 0 {
             Concurrency::pinned(self.threads, network, round_trip)
         } else {
             // On a network file system a worker waiting for its round trip costs nothing, and

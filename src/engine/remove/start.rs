@@ -44,8 +44,6 @@ pub struct Start {
     pub floor: crate::sys::space::Floor,
     /// `--profile`: the file system class to assume instead of the detected one.
     pub profile: Option<Class>,
-    /// `--threads` was given (the options' `threads`): pinned, not measured.
-    pub threads_given: bool,
     /// Stat small directories' entries or not, whatever the profile says (measurements).
     pub small_dir_stats: Option<bool>,
     /// Workers at once in one directory's batches, whatever the profile says (measurements).
@@ -122,6 +120,31 @@ impl Start {
             .clone()
     }
 
+    /// The engine's options for a file system of `profile`, from `opts` (as asked): every
+    /// number derived from the asking and the profile - workers (measured from the profile's
+    /// start, or pinned where `--threads` set them), workers per directory, small directories
+    /// stated or not, the fd budget under the raised open-file limit - is decided here, for
+    /// the big phase, a `--from` list and `--keep-free`'s first walk alike.
+    pub fn tuned(&self, profile: &Profile, opts: &Options) -> Options {
+        let mut engine = opts.clone();
+        engine.apply(profile);
+        if let Some(on) = self.small_dir_stats {
+            engine.stat_small_dirs = on;
+        }
+        if let Some(n) = self.batch_threads {
+            engine.batch_threads = n.min(engine.threads).max(1);
+            if let Some(c) = &engine.concurrency {
+                c.unlinkers().pin(engine.batch_threads);
+            }
+        }
+        engine.fd_budget = crate::sys::limits::fd_budget(
+            engine.fd_budget,
+            crate::sys::limits::raise_nofile(),
+            engine.threads,
+        );
+        engine
+    }
+
     fn make_plan(&self, base: &OwnedFd, opts: &Options) -> Plan {
         let mut engine = opts.clone();
         engine.start = None;
@@ -154,21 +177,7 @@ impl Start {
         } else {
             Vec::new()
         };
-        engine.apply(&profile, self.threads_given);
-        if let Some(on) = self.small_dir_stats {
-            engine.stat_small_dirs = on;
-        }
-        if let Some(n) = self.batch_threads {
-            engine.batch_threads = n.min(engine.threads).max(1);
-            if let Some(c) = &engine.concurrency {
-                c.unlinkers().pin(engine.batch_threads);
-            }
-        }
-        engine.fd_budget = crate::sys::limits::fd_budget(
-            engine.fd_budget,
-            crate::sys::limits::raise_nofile(),
-            engine.threads,
-        );
+        let mut engine = self.tuned(&profile, &engine);
         // Governed when asked (`--max-latency`) or by the profile's default (network file
         // systems): a governor thread halves the active workers when the probe sees other
         // I/O hurt, then holds the unlink rate (which `--iops` caps).

@@ -1,18 +1,24 @@
 //! What a removal request asks (`Request`: the paths, the pacing, the mode, the selection,
-//! the measurements' overrides) and the few things derived from it (the pacing the shrinker
-//! and governor take, a reaper's flags). Only the caller's choices: nothing here acts.
+//! the measurements' overrides), resolved once from the command line (`cli::rm`) or by the
+//! command that removes (`prune`), and the few things derived from it: how the engine's big
+//! phase starts (`start`: the engine's derived numbers are decided there, `remove::Start::
+//! tuned`), the pacing the shrinker takes, a reaper's flags. Only the caller's choices:
+//! nothing here acts.
 
 use std::path::PathBuf;
 
 use super::Asked;
 use crate::engine::pace::Pacing;
 use crate::engine::profile::Class;
-use crate::engine::remove::Options;
+use std::sync::Arc;
+
+use crate::engine::pace::tree::Joint;
+use crate::engine::remove::{Options, Start};
 use crate::reaper::spawn::pace_args;
 use crate::trash::meta::EntryPacing;
 
 /// What is to be removed, and how.
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, Default)]
 pub struct Request {
     pub paths: Vec<PathBuf>,
     pub recursive: bool,
@@ -21,8 +27,6 @@ pub struct Request {
     /// Every removed entry is told (`Events::removed`), the trees one argument after the
     /// other in the order given.
     pub verbose: bool,
-    /// `--threads` was given; otherwise the worker count follows the file system.
-    pub threads_given: bool,
     /// The pacing asked for (`--fast`, `--max-latency`, `--rate`, `--iops`): how large files
     /// are freed, how trees are governed, what trash entries record (a reaper frees them that
     /// way) and the flags of a detached reaper. Trees are paced by the latency probe only when
@@ -36,6 +40,10 @@ pub struct Request {
     /// pacing yields; a grace window on a file system already under it is refused (it could
     /// not be kept); reapers started here watch it.
     pub floor: crate::sys::space::Floor,
+    /// The engine's options as asked: `--threads` (0: measured from the file system's
+    /// profile), `--fd-budget`, `--one-file-system`'s opposite, `--dry-run`, `--stat-files`,
+    /// the compiled selection. What the file system decides is added once it is known
+    /// (`start`).
     pub engine: Options,
     /// Foreground, or hide into the trash first (`--background`, `--wait`).
     pub mode: Mode,
@@ -69,6 +77,24 @@ pub struct Request {
 }
 
 impl Request {
+    /// How the engine's big phase starts for this removal: the pacing, the floor, the
+    /// profile and the measurements' overrides asked, governed where pacing decides
+    /// something; under MPI with the job's one governor (rank 0 judges, every rank follows).
+    pub(crate) fn start(&self) -> Start {
+        let mut start = Start::default();
+        start.pace = self.pace.clone();
+        start.trace = self.pace_trace.clone();
+        start.profile = self.profile;
+        start.small_dir_stats = self.small_dir_stats;
+        start.batch_threads = self.batch_threads;
+        start.govern = true;
+        start.floor = self.floor;
+        start.at_once = self.start_pool;
+        start.joint = crate::engine::spread::job()
+            .map(|t| Arc::new(crate::engine::spread::Verdicts::new(t)) as Arc<dyn Joint>);
+        start
+    }
+
     /// What the shrinker and the tree governor take of the pacing asked for.
     pub(super) fn pacing(&self) -> Pacing {
         Pacing {
@@ -87,9 +113,10 @@ impl Request {
 }
 
 /// How `reclaim rm` frees space.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub enum Mode {
     /// Remove in the foreground (paced).
+    #[default]
     Now,
     /// Hide into the trash; a detached reaper frees it.
     Background,

@@ -190,7 +190,10 @@ impl Run<'_> {
                 self.fail(m, Reason::Os(Errno::NOENT));
             }
         }
-        let mut engine = req.engine.clone();
+        // The listed names' file system decides the workers, as a tree's does (`--iops`
+        // caps the unlinks from the first).
+        let start = req.start();
+        let mut engine = start.small(&req.engine);
         let first = groups
             .groups
             .first()
@@ -200,13 +203,8 @@ impl Run<'_> {
                 Some(class) => crate::engine::profile::Profile::named(class, &*dir),
                 None => crate::engine::profile::Profile::detect(&*dir),
             };
-            engine.apply(&profile, req.threads_given);
+            engine = start.tuned(&profile, &engine);
             self.selected.listed = Some((profile, None));
-        }
-        if let Some(n) = req.pace.iops {
-            engine.throttle = Some(Arc::new(crate::engine::pace::throttle::Throttle::new(
-                Some(n),
-            )));
         }
         let done = AtomicBool::new(false);
         let (counters, events) = (&self.counters, self.events);
@@ -323,9 +321,9 @@ impl Run<'_> {
         let mut engine = req.engine.clone();
         engine.dry_run = true;
         engine.select = Some(first_sel.clone());
-        engine.apply(
+        let engine = req.start().tuned(
             &crate::engine::profile::Profile::detect(&*first.base),
-            req.threads_given,
+            &engine,
         );
         // What it cannot read, the second walk meets and reports again: said once, there.
         remove::remove_trees(trees.clone(), &engine, &Counters::default(), &remove::Quiet);
