@@ -207,7 +207,7 @@ impl PaceArgs {
 /// options as asked; what the file system decides is added by `remove::Start` once it is
 /// known) and what the command itself does (prompts, JSON, MPI).
 fn rm(a: RmArgs, prompting: Prompting) -> cmd::rm::RmOptions {
-    let engine = crate::engine::remove::Options {
+    let engine = crate::engine::remove::Settings {
         threads: a.threads.map_or(0, usize::from),
         cross_mounts: a.cross_mounts,
         dry_run: a.dry_run,

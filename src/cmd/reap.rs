@@ -223,10 +223,10 @@ fn child_args(o: &ReapCommand) -> Vec<OsString> {
 }
 
 fn reap_options(o: &ReapCommand, dest: Dest) -> ReapOptions {
-    let mut engine = remove::Options {
+    let mut engine = remove::Settings {
         // 0: chosen per file system when a tree is freed (`free_tree`).
         threads: 0,
-        ..remove::Options::default()
+        ..remove::Settings::default()
     };
     if let Some(t) = o.threads {
         engine.threads = t.into();

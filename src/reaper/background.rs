@@ -331,7 +331,7 @@ impl Hider {
     /// (never left claimed with nobody to free them).
     pub fn wait(
         &self,
-        engine: &crate::engine::remove::Options,
+        engine: &crate::engine::remove::Settings,
         reaper_args: &[OsString],
         on_progress: reaper::OnProgress<'_>,
     ) -> reaper::ReapSummary {

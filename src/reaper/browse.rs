@@ -556,9 +556,9 @@ fn remove_tree(
     facts: Facts,
     progress: &Progress,
 ) -> Result<(), String> {
-    let opts = crate::engine::remove::Options {
+    let opts = crate::engine::remove::Settings {
         threads: crate::engine::remove::threads_for(&*base),
-        ..crate::engine::remove::Options::default()
+        ..crate::engine::remove::Settings::default()
     };
     let target = crate::engine::remove::DirTarget {
         base,

@@ -526,7 +526,7 @@ fn clear_entry(
 fn free_tree(
     target: DirTarget,
     (pacing, floor): (&EntryPacing, crate::sys::space::Floor),
-    engine: &remove::Options,
+    engine: &remove::Settings,
     counters: &Counters,
     gentle: &mut Vec<crate::engine::shrink::Gentle>,
     subvolumes: &mut u64,

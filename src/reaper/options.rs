@@ -34,7 +34,7 @@ pub struct ReapOptions {
     pub locked: Locked,
     /// Pacing for every entry instead of each entry's own.
     pub pacing: Option<EntryPacing>,
-    pub engine: remove::Options,
+    pub engine: remove::Settings,
     /// Only these entries (ids), in this order (`reclaim rm --wait`).
     pub only: Option<Vec<String>>,
     /// Where lines about freed and failed entries go.

@@ -16,7 +16,7 @@ use std::time::Instant;
 use rustix::io::Errno;
 
 use crate::engine::profile::Profile;
-use crate::engine::remove::{self, Big, Counters, DirTarget, Options, Start};
+use crate::engine::remove::{self, Big, Counters, DirTarget, Settings, Start};
 use crate::engine::shrink::{self, Gentle};
 use crate::engine::target::{Rejection, Resolver, Target};
 use crate::reaper::background::{Hide, Hider};
@@ -469,7 +469,7 @@ impl<'r> Run<'r> {
             // The first tree's own file system (a mount point named as a tree is its own).
             let base = trees.first().map(DirTarget::fs_dir);
             let run =
-                |e: &Options| crate::engine::spread::remove_trees(job, trees, e, counters, events);
+                |e: &Settings| crate::engine::spread::remove_trees(job, trees, e, counters, events);
             match base {
                 Some(base) => {
                     let ((outcome, ranks), big) =

@@ -43,7 +43,7 @@ pub(super) fn remove(
         }
     };
     let base = Arc::new(base);
-    let opts = remove::Options {
+    let opts = remove::Settings {
         cross_mounts: true,
         large_files: Some(large.clone()),
         report_vanished: true,
@@ -52,7 +52,7 @@ pub(super) fn remove(
         // On this thread until the tree proves big, then its file system's profile and
         // measured pool (as GNU rm, no governor).
         start: Some(Arc::new(remove::Start::default())),
-        ..remove::Options::default()
+        ..remove::Settings::default()
     };
     // The operand's directory, held open for reading the order back afterwards: its
     // path may name it through a symlink inside it (`a/` with `a -> .`), gone by then.

@@ -72,7 +72,7 @@ pub(super) fn remove_originals(
     };
     start.profile = o.profile;
     start.govern = true;
-    let engine = remove::Options {
+    let engine = remove::Settings {
         threads: o.threads.unwrap_or(0),
         keep: Some(Arc::new(unlink::Proven::new(
             place.display.clone(),
@@ -80,7 +80,7 @@ pub(super) fn remove_originals(
             o.mount,
         ))),
         start: Some(Arc::new(start)),
-        ..remove::Options::default()
+        ..remove::Settings::default()
     };
     let counters = remove::Counters::default();
     let (base, name) = under.unwrap_or_else(|| (place.parent.clone(), place.name.clone()));

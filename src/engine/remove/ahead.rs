@@ -1,5 +1,5 @@
 //! Looking the names of a large directory up ahead of their unlinks, in chunks (a network
-//! file system; `Options::look_ahead`).
+//! file system; `Settings::look_ahead`).
 //!
 //! An unlink looks its name up under the directory's lock, held exclusively across the server's
 //! round trip. A name the client has never seen (a batch of names another MPI rank listed,

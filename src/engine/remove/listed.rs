@@ -16,7 +16,7 @@ use rustix::fs::FileType;
 use super::unlink::{unlink, Entry, Paced};
 use rustix::io::Errno;
 
-use super::{Counters, DirTarget, Options, Sink};
+use super::{Counters, DirTarget, Settings, Sink};
 use crate::engine::select::from::{self, Dirs, Group};
 use crate::engine::select::{tally, Selection};
 use crate::sys::dirfd;
@@ -40,7 +40,7 @@ pub struct Removed {
 /// failure. `sel` carries the audit list and the totals.
 pub fn remove(
     groups: &[Group],
-    opts: &Options,
+    opts: &Settings,
     recursive: bool,
     force: bool,
     sel: &Selection,
@@ -116,7 +116,7 @@ pub fn remove(
 
 /// What every batch of `remove` shares.
 struct Ctx<'a> {
-    opts: &'a Options,
+    opts: &'a Settings,
     recursive: bool,
     force: bool,
     sel: &'a Selection,

@@ -31,7 +31,7 @@ pub use start::{Big, Start};
 
 /// How the engine works.
 #[derive(Clone, Debug)]
-pub struct Options {
+pub struct Settings {
     /// Workers (0: as the file system's profile says, two per CPU where none is taken). More
     /// than the CPU count pays on cold caches: a worker waiting for a directory or
     /// inode-table read costs no CPU while the others go on.
@@ -121,9 +121,9 @@ pub const RELISTS: u32 = 3;
 /// stated: a stat per file cost up to 2.2x (bench/RESULTS.md).
 pub const LARGE_FILE_DIR_MAX: usize = 64;
 
-impl Default for Options {
+impl Default for Settings {
     fn default() -> Self {
-        Options {
+        Settings {
             threads: 0,
             batch_threads: 0,
             cross_mounts: false,
@@ -152,7 +152,7 @@ pub fn threads_for(dir: impl std::os::fd::AsFd) -> usize {
     crate::engine::profile::Profile::detect(dir).workers
 }
 
-impl Options {
+impl Settings {
     /// Workers: `threads`, or two per CPU when not set.
     pub fn workers(&self) -> usize {
         match self.threads {
@@ -282,7 +282,7 @@ pub trait Sink: Sync {
     fn warning(&self, _what: &dyn std::fmt::Display) {}
     /// A subvolume is removed file by file instead of by the file system's deletion; `why`.
     fn subvolume_walked(&self, _path: &std::path::Path, _why: &str) {}
-    /// The removal proved big (`Options::start`): `counters` move until `done` is set (a
+    /// The removal proved big (`Settings::start`): `counters` move until `done` is set (a
     /// progress line). Called on a thread of its own, which it may keep until then.
     fn watch(&self, _counters: &Counters, _done: &std::sync::atomic::AtomicBool) {}
 }
@@ -298,9 +298,9 @@ pub fn measure(base: &Arc<OwnedFd>, name: &CStr, display: &std::path::Path) -> (
         return (0, 0);
     };
     let counters = Counters::default();
-    let opts = Options {
+    let opts = Settings {
         dry_run: true,
-        ..Options::default()
+        ..Settings::default()
     };
     let target = DirTarget {
         base: base.clone(),
@@ -354,7 +354,7 @@ pub struct Outcome {
     /// A directory on each file system where subvolumes were deleted (its cleaner is woken
     /// once the walk is over).
     cleaners: Vec<(u64, OwnedFd)>,
-    /// What the removal ran with once it proved big (`Options::start`); `None`: it stayed
+    /// What the removal ran with once it proved big (`Settings::start`); `None`: it stayed
     /// small (or started with the pool).
     pub big: Option<Big>,
 }
@@ -384,7 +384,7 @@ pub struct Subvolume {
 /// with `opts` from the first.
 pub fn remove_trees(
     targets: Vec<DirTarget>,
-    opts: &Options,
+    opts: &Settings,
     counters: &Counters,
     sink: &dyn Sink,
 ) -> Outcome {
@@ -394,7 +394,7 @@ pub fn remove_trees(
         .enumerate()
         .map(|(i, t)| Root::new(i, t.base, t.name, t.display, t.ident))
         .collect();
-    let pool = |opts: &Options, roots: Vec<Root>| {
+    let pool = |opts: &Settings, roots: Vec<Root>| {
         let remover = remover::Remover::new(opts, counters, sink);
         let walk_opts = walk_options(opts, opts.workers(), opts.per_dir());
         measured(opts, || walk::run(&remover, roots, &walk_opts));
@@ -421,7 +421,7 @@ fn grow(
     start: &Start,
     first: &DirTarget,
     roots: Vec<Root>,
-    opts: &Options,
+    opts: &Settings,
     counters: &Counters,
     sink: &dyn Sink,
 ) -> Outcome {
@@ -451,7 +451,7 @@ fn grow(
 }
 
 /// Runs `f` (the walk) while the concurrency controller, if any, measures and steers it.
-fn measured<R>(opts: &Options, f: impl FnOnce() -> R) -> R {
+fn measured<R>(opts: &Settings, f: impl FnOnce() -> R) -> R {
     let Some(c) = opts.concurrency.as_ref().filter(|_| !opts.dry_run) else {
         return f();
     };
@@ -470,7 +470,7 @@ fn measured<R>(opts: &Options, f: impl FnOnce() -> R) -> R {
 /// failures and what `drive` returned.
 pub fn remove_trees_shared<R>(
     targets: Vec<DirTarget>,
-    opts: &Options,
+    opts: &Settings,
     counters: &Counters,
     sink: &dyn Sink,
     start: bool,
@@ -501,7 +501,7 @@ pub fn remove_trees_shared<R>(
 }
 
 /// The walk's options for `opts`, with `threads` workers, `per_dir` of them in one directory.
-fn walk_options(opts: &Options, threads: usize, per_dir: usize) -> walk::Options {
+fn walk_options(opts: &Settings, threads: usize, per_dir: usize) -> walk::Options {
     walk::Options {
         threads,
         batch_threads: per_dir,

@@ -16,14 +16,14 @@ use rustix::io::Errno;
 
 use super::unlink::{unlink, Entry, Paced};
 use super::{
-    ahead, Counters, Kept, Options, Outcome, Sink, Subvolume, LARGE_FILE_DIR_MAX, RELISTS,
+    ahead, Counters, Kept, Outcome, Settings, Sink, Subvolume, LARGE_FILE_DIR_MAX, RELISTS,
 };
 use crate::engine::shrink::Found;
 use crate::engine::walk::{Lost, Names, Next, Node, NotOpened, Visitor, Walk};
 use crate::sys::dirfd;
 use crate::sys::error::{Failure, Reason};
 
-/// Fewest threads looking names up ahead of one batch's unlinks (`Options::look_ahead`;
+/// Fewest threads looking names up ahead of one batch's unlinks (`Settings::look_ahead`;
 /// more as the measured concurrency allows, up to `LOOKERS_MAX`).
 const LOOKERS_MIN: usize = 2;
 /// Most threads looking names up ahead of one batch's unlinks.
@@ -32,9 +32,9 @@ const LOOKERS_MAX: usize = 16;
 /// The removal's work on the walk.
 pub(super) struct Remover<'a> {
     /// The options it started with ...
-    pub(super) first: Options,
+    pub(super) first: Settings,
     /// ... and those of its big phase, once it proved big (`start.rs`).
-    pub(super) big: std::sync::OnceLock<Options>,
+    pub(super) big: std::sync::OnceLock<Settings>,
     /// Whether small directories' entries may be stated for free (`stats_are_free`).
     stats_free: std::sync::OnceLock<bool>,
     pub(super) counters: &'a Counters,
@@ -85,7 +85,7 @@ impl DirData {
 }
 
 impl<'a> Remover<'a> {
-    pub(super) fn new(opts: &Options, counters: &'a Counters, sink: &'a dyn Sink) -> Self {
+    pub(super) fn new(opts: &Settings, counters: &'a Counters, sink: &'a dyn Sink) -> Self {
         Remover {
             first: opts.clone(),
             big: std::sync::OnceLock::new(),
@@ -97,7 +97,7 @@ impl<'a> Remover<'a> {
     }
 
     /// The options in force: the big phase's once there is one.
-    pub(super) fn opts(&self) -> &Options {
+    pub(super) fn opts(&self) -> &Settings {
         self.big.get().unwrap_or(&self.first)
     }
 

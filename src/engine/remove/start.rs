@@ -13,7 +13,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use super::{Counters, Options, Sink};
+use super::{Counters, Settings, Sink};
 use crate::engine::pace::concurrency::Report;
 use crate::engine::pace::throttle::Throttle;
 use crate::engine::pace::tree::Joint;
@@ -67,7 +67,7 @@ pub struct Start {
 pub struct Plan {
     /// The engine's options for it: the profile's workers, the measured concurrency, the
     /// governor's gate and throttle.
-    pub engine: Options,
+    pub engine: Settings,
     /// The profile of the file system it was planned on.
     pub profile: Option<Profile>,
     /// A governor paces it.
@@ -102,7 +102,7 @@ impl Start {
 
     /// The options the walk starts with on the calling thread: `opts` with the `--iops` cap
     /// (from the first unlink) and nothing that measures.
-    pub fn small(&self, opts: &Options) -> Options {
+    pub fn small(&self, opts: &Settings) -> Settings {
         let mut small = opts.clone();
         if self.pace.iops.is_some() && small.throttle.is_none() {
             small.throttle = Some(Arc::new(Throttle::new(self.pace.iops)));
@@ -113,7 +113,7 @@ impl Start {
     /// The big phase of a removal whose trees are in `base` (the first one's parent: where
     /// the profile is taken and the probe writes), from the options it started with: made
     /// once per `Start` (later trees of `rm -v` grow with the same plan).
-    pub fn plan(&self, base: &OwnedFd, opts: &Options) -> Plan {
+    pub fn plan(&self, base: &OwnedFd, opts: &Settings) -> Plan {
         let mut planned = self.planned.lock().unwrap_or_else(|e| e.into_inner());
         planned
             .get_or_insert_with(|| self.make_plan(base, opts))
@@ -125,7 +125,7 @@ impl Start {
     /// start, or pinned where `--threads` set them), workers per directory, small directories
     /// stated or not, the fd budget under the raised open-file limit - is decided here, for
     /// the big phase, a `--from` list and `--keep-free`'s first walk alike.
-    pub fn tuned(&self, profile: &Profile, opts: &Options) -> Options {
+    pub fn tuned(&self, profile: &Profile, opts: &Settings) -> Settings {
         let mut engine = opts.clone();
         engine.apply(profile);
         if let Some(on) = self.small_dir_stats {
@@ -145,7 +145,7 @@ impl Start {
         engine
     }
 
-    fn make_plan(&self, base: &OwnedFd, opts: &Options) -> Plan {
+    fn make_plan(&self, base: &OwnedFd, opts: &Settings) -> Plan {
         let mut engine = opts.clone();
         engine.start = None;
         let pace = &self.pace;
@@ -204,10 +204,10 @@ impl Start {
     pub fn run_big<R>(
         &self,
         base: &OwnedFd,
-        opts: &Options,
+        opts: &Settings,
         counters: &Counters,
         sink: &dyn Sink,
-        run: impl FnOnce(&Options) -> R,
+        run: impl FnOnce(&Settings) -> R,
     ) -> (R, Big) {
         let plan = self.plan(base, opts);
         let done = AtomicBool::new(false);

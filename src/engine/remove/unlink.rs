@@ -12,7 +12,7 @@ use std::time::Instant;
 use rustix::fs::AtFlags;
 use rustix::io::Errno;
 
-use super::Options;
+use super::Settings;
 use crate::engine::pace::concurrency::Meter;
 use crate::engine::pace::throttle::Throttle;
 use crate::sys::safeopen;
@@ -45,7 +45,7 @@ impl<'a> Paced<'a> {
     };
 
     /// Paced by `opts`' throttle and measured by its concurrency's meter.
-    pub fn by(opts: &'a Options) -> Self {
+    pub fn by(opts: &'a Settings) -> Self {
         Paced {
             throttle: opts.throttle.as_deref(),
             meter: Paced::measured(opts).meter,
@@ -53,7 +53,7 @@ impl<'a> Paced<'a> {
     }
 
     /// Measured by `opts`' concurrency's meter only (an `rmdir`: the rate counts unlinks).
-    pub fn measured(opts: &'a Options) -> Self {
+    pub fn measured(opts: &'a Settings) -> Self {
         Paced {
             throttle: None,
             meter: opts.concurrency.as_deref().map(|c| c.meter()),

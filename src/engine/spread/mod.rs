@@ -816,7 +816,7 @@ impl Lcg {
 pub fn remove_trees(
     t: &dyn Transport,
     targets: Vec<crate::engine::remove::DirTarget>,
-    opts: &crate::engine::remove::Options,
+    opts: &crate::engine::remove::Settings,
     counters: &crate::engine::remove::Counters,
     sink: &dyn crate::engine::remove::Sink,
 ) -> (crate::engine::remove::Outcome, Vec<Rank>) {

@@ -9,7 +9,7 @@ use std::sync::atomic::Ordering::Relaxed;
 use std::sync::Arc;
 
 use super::*;
-use crate::engine::remove::{Counters, DirTarget, Options, Quiet};
+use crate::engine::remove::{Counters, DirTarget, Quiet, Settings};
 
 /// A tree of `dirs` directories (a few levels) with `files` files each, a flat directory of
 /// `flat` files, symlinks (one to outside the tree) and a hard link.
@@ -65,7 +65,7 @@ fn target(path: &Path) -> DirTarget {
 fn run(
     ranks: usize,
     paths: &[&Path],
-    opts: &Options,
+    opts: &Settings,
 ) -> (Counters, crate::engine::remove::Outcome) {
     let mesh = local::mesh(ranks);
     std::thread::scope(|s| {
@@ -85,11 +85,11 @@ fn run(
     })
 }
 
-fn small() -> Options {
-    Options {
+fn small() -> Settings {
+    Settings {
         threads: 3,
         batch: 64,
-        ..Options::default()
+        ..Settings::default()
     }
 }
 
@@ -121,7 +121,7 @@ fn a_dry_run_counts_what_one_process_counts() {
     fs::write(outside.join("keep"), b"k").unwrap();
     let a = tmp.path().join("a");
     let (d, f) = build(&a, 40, 3, 300, &outside);
-    let opts = Options {
+    let opts = Settings {
         dry_run: true,
         ..small()
     };

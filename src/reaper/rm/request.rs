@@ -13,7 +13,7 @@ use crate::engine::profile::Class;
 use std::sync::Arc;
 
 use crate::engine::pace::tree::Joint;
-use crate::engine::remove::{Options, Start};
+use crate::engine::remove::{Settings, Start};
 use crate::reaper::spawn::pace_args;
 use crate::trash::meta::EntryPacing;
 
@@ -44,7 +44,7 @@ pub struct Request {
     /// profile), `--fd-budget`, `--one-file-system`'s opposite, `--dry-run`, `--stat-files`,
     /// the compiled selection. What the file system decides is added once it is known
     /// (`start`).
-    pub engine: Options,
+    pub engine: Settings,
     /// Foreground, or hide into the trash first (`--background`, `--wait`).
     pub mode: Mode,
     /// `--grace`: how long hidden entries stay restorable before the reaper frees them.
