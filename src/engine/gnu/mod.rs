@@ -12,6 +12,12 @@
 //! engine's one unlink (`remove::unlink`) and reach every entry through its parent's fd,
 //! never following a symlink.
 //!
+//! An operand's checks are `reclaim rm`'s where GNU's meaning is the same: `/` by identity
+//! (`target::root_ident`, asked once before the walk). `--preserve-root=all` is GNU's own:
+//! it compares the operand with `OPERAND/..` by path, as coreutils does (through a symlink to
+//! a directory, `..` is the target's parent), where `reclaim rm` compares it with the parent
+//! it opened; the differential tests hold both to their reference.
+//!
 //! It never prints and never reads the terminal: what GNU rm says and asks goes through
 //! `Talk`, which the command layer (`cmd/gnu/`) words and puts on the terminal.
 
