@@ -5,7 +5,8 @@
 #          reclaim rm -r --name 'test*.txt' | find -name 'test*.txt' -delete |
 #          find -print0 | xargs -0 -P2 rm | ... -P4 | the unlink floor of the matching names
 #          (and reclaim with --profile local-ssd: the loop image says rotational; with
-#          --flat-methods "...", a subset, or reclaim-1: one unlinker, --batch-threads 1)
+#          --flat-methods "...", a subset, or reclaim-1: one unlinker, --batch-threads 1;
+#          reclaim-11: one worker and one unlinker, nothing measured)
 #   age:   a tree of M files (leaf directories of 100), a third 60 days old, the rest 1 day:
 #          reclaim rm -r --older-than 30d | find -type f -mtime +30 -delete
 #          (--age-split adds where the time goes: reclaim --dry-run, the walk and its stats
@@ -63,7 +64,7 @@ while [[ $# -gt 0 ]]; do
         --direct-io) DIRECT_IO=on ;;
         --age-split) AGE_SPLIT=1 ;;
         --flat-methods) need_arg "$@"; FLAT_METHODS=$2; shift ;;
-        -h|--help) sed -n '2,36p' "$0"; exit 0 ;;
+        -h|--help) sed -n '2,37p' "$0"; exit 0 ;;
         *) echo "select.sh: unknown option $1" >&2; exit 2 ;;
     esac
     shift
@@ -204,6 +205,7 @@ for fs in $FSS; do
                     # slow and govern the removal (one worker to start): the engine without it.
                     reclaim-ssd) KEEP_LEFT=1 timed flat "$fs" "$run" "$m" "$d" 1000 "$RECLAIM" rm -r --json --profile local-ssd --name 'test*.txt' "$d" ;;
                     reclaim-1) KEEP_LEFT=1 timed flat "$fs" "$run" "$m" "$d" 1000 "$RECLAIM" rm -r --json --batch-threads 1 --name 'test*.txt' "$d" ;;
+                    reclaim-11) KEEP_LEFT=1 timed flat "$fs" "$run" "$m" "$d" 1000 "$RECLAIM" rm -r --json --threads 1 --batch-threads 1 --name 'test*.txt' "$d" ;;
                     find-delete) KEEP_LEFT=1 timed flat "$fs" "$run" "$m" "$d" 1000 find "$d" -name 'test*.txt' -delete ;;
                     xargs-P2) KEEP_LEFT=1 timed flat "$fs" "$run" "$m" "$d" 1000 sh -c 'find "$1" -name "test*.txt" -print0 | xargs -0 -P2 -n 1000 rm -f' sh "$d" ;;
                     xargs-P4) KEEP_LEFT=1 timed flat "$fs" "$run" "$m" "$d" 1000 sh -c 'find "$1" -name "test*.txt" -print0 | xargs -0 -P4 -n 1000 rm -f' sh "$d" ;;
