@@ -469,7 +469,7 @@ impl Actor {
         &self,
         node: u32,
         on: &(dyn Fn(crate::engine::pack::Event) + Sync),
-    ) -> Result<(crate::engine::pack::Outcome, PathBuf), String> {
+    ) -> Result<(crate::engine::pack::PackOutcome, PathBuf), String> {
         let (parent, name, facts) = self.reach_to_change(node).map_err(|e| e.to_string())?;
         if facts.file_type != rustix::fs::FileType::Directory {
             return Err(Unreached::Changed.to_string());
@@ -478,9 +478,9 @@ impl Actor {
         // can be swapped into the way between the check and the pack.
         let via = PathBuf::from(format!("/proc/self/fd/{}", parent.as_raw_fd()))
             .join(OsStr::from_bytes(name.as_bytes()));
-        let opts = crate::engine::pack::Options {
+        let opts = crate::engine::pack::PackOptions {
             dir: via,
-            ..crate::engine::pack::Options::default()
+            ..crate::engine::pack::PackOptions::default()
         };
         let out = crate::engine::pack::pack(&opts, on).map_err(|e| e.to_string())?;
         let mut archive_name = name.as_bytes().to_vec();

@@ -17,7 +17,7 @@ use std::sync::Arc;
 use rustix::fs::OFlags;
 
 use super::manifest::{Kind, Manifest};
-use super::Outcome;
+use super::PackOutcome;
 use crate::sys::safeopen::{self, mount as sysmount};
 
 /// How the archive was mounted.
@@ -112,7 +112,7 @@ impl Mounting {
 
     /// After the removal: mounted on `root` if nothing stayed and no stop signal came, else
     /// not (said in `out.not_mounted`).
-    pub fn finish(self, root: &OwnedFd, out: &mut Outcome) {
+    pub fn finish(self, root: &OwnedFd, out: &mut PackOutcome) {
         let why_not = why_not_mounted(out);
         let at = || crate::sys::mounts::fd_path(root).unwrap_or_default();
         match (self, why_not) {
@@ -143,7 +143,7 @@ impl Mounting {
 }
 
 /// Why the archive must not be mounted after the removal, if it must not.
-pub fn why_not_mounted(out: &Outcome) -> Option<String> {
+pub fn why_not_mounted(out: &PackOutcome) -> Option<String> {
     if let Some(sig) = out.interrupted {
         return Some(format!(
             "stopped by signal {sig} before the originals were all removed"

@@ -13,7 +13,7 @@ use std::time::Duration;
 use rustix::fs::OFlags;
 
 use super::manifest::{Kind, Manifest};
-use super::{open_root, unlink, Event, Options, Outcome, Place};
+use super::{open_root, unlink, Event, PackOptions, PackOutcome, Place};
 use crate::sys::safeopen;
 
 /// Why no file of the packed tree can be proven unwritten, if the file system has no leases
@@ -35,7 +35,7 @@ pub(super) fn no_leases(place: &Place, m: &Manifest) -> Option<String> {
 /// The tree governor of a paced removal below `parent`: steers the engine's gate and
 /// throttle by the probe's latency (against the `idle` ones) until `done`.
 fn govern(
-    o: &Options,
+    o: &PackOptions,
     parent: &OwnedFd,
     (engine, throttle, idle): (
         &crate::engine::remove::Options,
@@ -70,10 +70,10 @@ fn govern(
 /// `under`: the directory as the removal reaches it when a mount covers its name (its own
 /// fd, entry "."), else it is reached by name in its parent.
 pub(super) fn remove_originals(
-    o: &Options,
+    o: &PackOptions,
     place: &Place,
     m: &Manifest,
-    out: &mut Outcome,
+    out: &mut PackOutcome,
     on: &(dyn Fn(Event) + Sync),
     under: Option<(Arc<OwnedFd>, CString)>,
 ) {

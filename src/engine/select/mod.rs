@@ -624,5 +624,5 @@ pub struct Report {
     pub list: Option<crate::sys::quote::PathField>,
     /// `--keep-free`: the target, what the first walk found and where it cut.
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub keep_free: Option<keepfree::Outcome>,
+    pub keep_free: Option<keepfree::KeepFreeOutcome>,
 }

@@ -12,7 +12,7 @@ use std::ffi::CString;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{mpsc, Arc, Mutex};
 
-use super::{Listing, Node, Options, Root, Task, Visitor, Walk};
+use super::{Listing, Node, Root, Task, Visitor, Walk, WalkOptions};
 use crate::sys::dirfd::Ident;
 
 /// Work handed from one walk to another.
@@ -114,7 +114,7 @@ pub(super) struct Returned<D> {
 pub fn run_shared<V: Visitor, R>(
     visitor: &V,
     roots: Vec<Root>,
-    opts: &Options,
+    opts: &WalkOptions,
     start: bool,
     batches: bool,
     drive: impl FnOnce(&dyn Shared, &mpsc::Receiver<Event>) -> R,

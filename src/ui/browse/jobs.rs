@@ -88,7 +88,7 @@ pub enum Done {
     Emptied(u32, Report),
     Undone(Deletion, Vec<(u32, Result<(), String>)>),
     Removed(Report),
-    Packed(u32, Result<(pack::Outcome, PathBuf), String>),
+    Packed(u32, Result<(pack::PackOutcome, PathBuf), String>),
 }
 
 /// One action on the files, running.
