@@ -188,7 +188,7 @@ pub enum SpecError {
     Glob {
         flag: &'static str,
         glob: String,
-        why: String,
+        why: glob::GlobError,
     },
     #[error("--older-than {older:?} and --newer-than {newer:?} select nothing together (the entry would have to be older than {older:?} and newer than {newer:?})")]
     EmptyAge { older: Duration, newer: Duration },
