@@ -48,6 +48,16 @@ pub use share::{run_shared, Event, Handoff, Shared, Work};
 /// more than this many by inode.
 pub const BIG_DIR: usize = 10_000;
 
+/// Why work handed over by another walk cannot be queued here (`Shared::import`).
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("work under root {root} of {roots}")]
+pub struct NoSuchRoot {
+    /// The root the work named ...
+    pub root: usize,
+    /// ... and how many this walk has.
+    pub roots: usize,
+}
+
 /// How a walk works.
 #[derive(Clone, Debug)]
 pub struct WalkOptions {
