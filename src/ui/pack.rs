@@ -316,7 +316,7 @@ impl UnpackReport {
                 .iter()
                 .map(|(p, why)| Stayed {
                     path: PathField::new(p),
-                    reason: why.clone(),
+                    reason: why.to_string(),
                 })
                 .collect(),
             elapsed_s,
