@@ -167,7 +167,7 @@ pub enum PackError {
     NotPacked(PathBuf, PathBuf, String),
     /// The archive is complete, but mounting it (asked for) failed: nothing was removed.
     #[error("the archive {} is complete and verified, but it cannot be mounted: {}; nothing was removed (without --mount the originals are removed; `reclaim unpack` restores a copy from it)", quote(.0), .1)]
-    Mount(PathBuf, String),
+    Mount(PathBuf, mount::CannotMount),
     #[error("{}: {}", quote(.0), .1)]
     Exists(PathBuf, String),
     #[error("another reclaim pack is writing {}", quote(.0))]
