@@ -70,7 +70,7 @@ pub enum TrashError {
     ReadOnly,
     /// A trash below the mount top that could not be registered (nothing would find it again).
     #[error("a trash below the mount top could not be recorded: {0}")]
-    Unregistered(String),
+    Unregistered(registry::RegistryError),
     /// A directory where another user could take a trash away (rename or remove it).
     #[error("{} {why}: another user could take a trash there away", quote(.path))]
     Exposed { path: PathBuf, why: String },
