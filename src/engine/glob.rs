@@ -514,4 +514,17 @@ mod tests {
             same(&p, &n)?;
         }
     }
+
+    #[test]
+    fn a_glob_error_says_what_is_wrong() {
+        assert_eq!(
+            compile("").unwrap_err().to_string(),
+            "an empty glob matches nothing"
+        );
+        let globset = GlobBuilder::new("a[").build().unwrap_err();
+        assert_eq!(
+            compile("a[").unwrap_err().to_string(),
+            globset.kind().to_string()
+        );
+    }
 }

@@ -143,3 +143,25 @@ fn refused(e: Errno) -> NotDeleted {
         _ => NotDeleted::Failed(e),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn why_not_names_the_nested_subvolume_that_stayed() {
+        let why = NotDeleted::Nested {
+            nested: PathBuf::from("a/b"),
+            why: Box::new(NotDeleted::Failed(Errno::IO)),
+        };
+        assert_eq!(
+            why.to_string(),
+            "its subvolume 'a/b': the file system's deletion failed: Input/output error"
+        );
+        assert_eq!(
+            NotDeleted::NotPermitted(Errno::ACCESS).to_string(),
+            "Permission denied (deleting a subvolume needs root, or the mount option \
+             user_subvol_rm_allowed and what rmdir would need)"
+        );
+    }
+}

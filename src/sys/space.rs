@@ -403,6 +403,10 @@ mod tests {
             assert_eq!(Floor::parse(&f.arg(), size), Ok(f));
         }
         assert!(Floor::parse("150%", size).is_err());
+        assert_eq!(
+            Floor::parse("150%", size),
+            Err("'150%' is not a percentage from 0% to 100%".to_string())
+        );
         assert!(Floor::parse("x%", size).is_err());
         assert_eq!(Floor::parse("0%", size), Ok(Floor::Off));
     }

@@ -668,3 +668,29 @@ fn meta_of(
     }
     Ok(meta)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_entry_error_says_what_stayed_and_why() {
+        assert_eq!(
+            EntryError::OtherKind(manifest::Kind::Dir).to_string(),
+            "a directory in the manifest, another kind in the image: not unpacked"
+        );
+        assert_eq!(
+            EntryError::DeviceAsUser(1000).to_string(),
+            "a device node: not made (the archive is uid 1000's; --same-owner trusts it)"
+        );
+        // Reading an owner says the error with its number; making and changing, without.
+        assert_eq!(
+            EntryError::Owner(Errno::PERM).to_string(),
+            "Operation not permitted (os error 1)"
+        );
+        assert_eq!(
+            EntryError::Os(Errno::PERM).to_string(),
+            "Operation not permitted"
+        );
+    }
+}

@@ -107,6 +107,12 @@ mod tests {
         assert_eq!(parse_user("0"), Ok(0));
         assert_eq!(parse_user("4242"), Ok(4242));
         assert!(parse_user("no such user, surely").is_err());
+        assert_eq!(
+            parse_group("no such group, surely")
+                .unwrap_err()
+                .to_string(),
+            "'no such group, surely' is not a group name or number on this system"
+        );
         assert_eq!(parse_group("0"), Ok(0));
         assert_eq!(user_name(0).as_deref(), Some("root"));
     }

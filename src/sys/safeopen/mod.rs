@@ -615,5 +615,9 @@ mod tests {
             .to_string()
             .contains("others may write"));
         assert!(path_is_steady(Path::new("relative"), me).is_err());
+        assert_eq!(
+            path_is_steady(Path::new("relative"), me).map_err(|e| e.to_string()),
+            Err("it is not an absolute path".to_string())
+        );
     }
 }
