@@ -316,7 +316,7 @@ fn prune(a: PruneArgs, pattern: Option<crate::engine::glob::Name>) -> cmd::prune
 
 fn scan(a: ScanArgs) -> cmd::scan::ScanOptions {
     cmd::scan::ScanOptions {
-        scan: crate::engine::scan::Options {
+        scan: crate::engine::scan::ScanOptions {
             paths: a.paths,
             top: a.top,
             small: a.small,
@@ -361,7 +361,7 @@ fn browse(
 
 fn pack(a: PackArgs) -> cmd::pack::PackOptions {
     cmd::pack::PackOptions {
-        pack: crate::engine::pack::Options {
+        pack: crate::engine::pack::PackOptions {
             dir: a.dir,
             to: a.to,
             compressor: a.compress,

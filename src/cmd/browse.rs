@@ -14,7 +14,7 @@ use std::time::Duration;
 
 use crate::engine::scan::import::Import;
 use crate::engine::scan::tree::Tree;
-use crate::engine::scan::walk::Start;
+use crate::engine::scan::walk::{ScanError, Start};
 use crate::reaper::browse::Actor;
 use crate::sys::format::plural;
 use crate::sys::quote::quote;
@@ -114,19 +114,32 @@ fn say(line: &str) {
     let _ = writeln!(std::io::stderr(), "reclaim browse: {line}");
 }
 
+/// Why PATH cannot be browsed.
+#[derive(Debug, thiserror::Error)]
+enum CannotBrowse {
+    #[error("{0}")]
+    Scan(ScanError),
+    #[error("cannot browse {}: not a directory", quote(.0))]
+    NotADirectory(PathBuf),
+    /// The directory's fd could not be had twice (the scan's and the actions').
+    #[error("cannot browse {}: {error}", quote(.path))]
+    Dup {
+        path: PathBuf,
+        error: std::io::Error,
+    },
+}
+
 /// Opens PATH for a scan: the tree's root, the actions' root fd, the walk's start.
-fn open(o: &BrowseOptions) -> Result<Session, String> {
-    let start = crate::engine::scan::resolve(&o.path).map_err(|e| e.to_string())?;
+fn open(o: &BrowseOptions) -> Result<Session, CannotBrowse> {
+    let start = crate::engine::scan::resolve(&o.path).map_err(CannotBrowse::Scan)?;
     let Start::Dir { display, fd, stat } = start else {
-        return Err(format!(
-            "cannot browse {}: not a directory",
-            quote(std::path::Path::new(&o.path))
-        ));
+        return Err(CannotBrowse::NotADirectory(PathBuf::from(&o.path)));
     };
     let tree = Arc::new(Tree::new(&display, Some(&stat)));
-    let mine = fd
-        .try_clone()
-        .map_err(|e| format!("cannot browse {}: {e}", quote(&display)))?;
+    let mine = fd.try_clone().map_err(|error| CannotBrowse::Dup {
+        path: display.clone(),
+        error,
+    })?;
     let actor = Arc::new(Actor::new(
         mine,
         tree.clone(),

@@ -12,7 +12,7 @@ use std::time::Instant;
 
 use crate::engine::pack::mount::{self, How};
 use crate::engine::pack::unpack::{self, UnpackError};
-use crate::engine::pack::{self, Outcome, PackError};
+use crate::engine::pack::{self, PackError, PackOutcome};
 use crate::sys::format::plural;
 use crate::sys::interrupt;
 use crate::sys::quote::{quote, PathField};
@@ -21,7 +21,7 @@ use crate::ui::pack::{PackReport, Progress, UnpackReport};
 /// What `reclaim pack` was asked.
 #[derive(Clone, Debug)]
 pub struct PackOptions {
-    pub pack: pack::Options,
+    pub pack: pack::PackOptions,
     /// Leave the archive mounted on the directory.
     pub mount: bool,
     /// With `mount`: write a systemd .mount unit into this directory.
@@ -93,7 +93,7 @@ pub fn run(o: &PackOptions) -> ExitCode {
 }
 
 /// The line a stop signal leaves: what was removed, what is left, and how to finish.
-fn interrupted(dir: &Path, out: &Outcome, sig: i32) {
+fn interrupted(dir: &Path, out: &PackOutcome, sig: i32) {
     let left = out
         .entries
         .saturating_sub(out.removed_files + out.removed_dirs);
@@ -112,7 +112,7 @@ fn interrupted(dir: &Path, out: &Outcome, sig: i32) {
 /// it at boot (into `report`): an fstab line or a unit only for paths no other user can change
 /// (`path_is_steady`), since boot mounts whatever they name then. Whether all of that worked
 /// (each failure said on stderr).
-fn mount_it(o: &PackOptions, out: &Outcome, report: &mut PackReport) -> bool {
+fn mount_it(o: &PackOptions, out: &PackOutcome, report: &mut PackReport) -> bool {
     let Some(m) = &out.mounted else {
         let why = out.not_mounted.as_deref().unwrap_or(if out.already_done {
             "the directory is gone (it was packed before)"

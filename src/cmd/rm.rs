@@ -126,7 +126,7 @@ fn one_at_a_time(o: &RmOptions, hiding: bool) -> ExitCode {
             "-i asks about each entry in turn; it does not combine with --background, --wait, --json or --dry-run",
         );
     }
-    let gnu = super::gnu::args::Options {
+    let gnu = super::gnu::args::GnuRmOptions {
         prompting: o.prompting,
         one_file_system: !r.engine.cross_mounts,
         remove_empty_dirs: r.dir,

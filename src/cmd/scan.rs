@@ -9,7 +9,7 @@ use std::process::ExitCode;
 /// What `reclaim scan` was asked.
 #[derive(Clone, Debug)]
 pub struct ScanOptions {
-    pub scan: crate::engine::scan::Options,
+    pub scan: crate::engine::scan::ScanOptions,
     pub json: bool,
     pub mpi: bool,
 }

@@ -55,17 +55,27 @@ impl Name {
     }
 }
 
+/// Why a glob cannot be used.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum GlobError {
+    #[error("an empty glob matches nothing")]
+    Empty,
+    /// What globset finds wrong with it, in its words.
+    #[error("{0}")]
+    Invalid(globset::ErrorKind),
+}
+
 /// One glob of reclaim's dialect on names and paths: `*` and `?` never match a '/', `**`
 /// does, `\c` is `c`. The error says what is wrong with it.
-pub fn compile(text: &str) -> Result<Glob, String> {
+pub fn compile(text: &str) -> Result<Glob, GlobError> {
     if text.is_empty() {
-        return Err("an empty glob matches nothing".into());
+        return Err(GlobError::Empty);
     }
     GlobBuilder::new(text)
         .literal_separator(true)
         .backslash_escape(true)
         .build()
-        .map_err(|e| e.kind().to_string())
+        .map_err(|e| GlobError::Invalid(e.kind().clone()))
 }
 
 /// Several globs of `compile`'s dialect; a candidate matches if any of them does.
@@ -503,5 +513,18 @@ mod tests {
         fn names_match_as_fnmatch_does(p in pattern(), n in name()) {
             same(&p, &n)?;
         }
+    }
+
+    #[test]
+    fn a_glob_error_says_what_is_wrong() {
+        assert_eq!(
+            compile("").unwrap_err().to_string(),
+            "an empty glob matches nothing"
+        );
+        let globset = GlobBuilder::new("a[").build().unwrap_err();
+        assert_eq!(
+            compile("a[").unwrap_err().to_string(),
+            globset.kind().to_string()
+        );
     }
 }

@@ -6,11 +6,15 @@
 
 use std::ffi::CStr;
 use std::os::fd::OwnedFd;
+use std::os::unix::ffi::OsStringExt;
+use std::path::PathBuf;
 
 use rustix::io::Errno;
 
 use crate::sys::btrfs::{self, Destroyed};
 use crate::sys::dirfd;
+use crate::sys::error::errno_text;
+use crate::sys::quote::quote;
 
 /// Subvolumes nested deeper than this are left to the walk.
 const MAX_NESTING: usize = 64;
@@ -25,21 +29,54 @@ pub struct Deleted {
     pub nested: Vec<u64>,
 }
 
+/// Why a subvolume was not deleted whole, in words a user can act on (the walk then removes
+/// it file by file).
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum NotDeleted {
+    #[error("its subvolume id: {}", errno_text(*.0))]
+    Id(Errno),
+    /// Without its path in the mount table, a mount inside it cannot be ruled out.
+    #[error("its path is unknown, so a mount inside it cannot be ruled out")]
+    PathUnknown,
+    /// It would be taken along (or make the deletion fail half way).
+    #[error("another file system is mounted inside it ({})", quote(.0))]
+    MountInside(PathBuf),
+    /// Root is refused the default subvolume and one a `btrfs send` reads.
+    #[error("{} (the default subvolume, or one in use by a send)", errno_text(*.0))]
+    RefusedToRoot(Errno),
+    /// Refused to another user.
+    #[error(
+        "{} (deleting a subvolume needs root, or the mount option user_subvol_rm_allowed \
+         and what rmdir would need)",
+        errno_text(*.0)
+    )]
+    NotPermitted(Errno),
+    #[error("the file system's deletion failed: {}", errno_text(*.0))]
+    Failed(Errno),
+    #[error("listing its subvolumes: {}", errno_text(*.0))]
+    ListNested(Errno),
+    /// A subvolume inside it (by its path below it) could not be opened and checked.
+    #[error("opening its subvolume {}: {}", quote(.nested), errno_text(*.errno))]
+    OpenNested { nested: PathBuf, errno: Errno },
+    /// A subvolume inside it (by its path below it) was not deleted.
+    #[error("its subvolume {}: {why}", quote(.nested))]
+    Nested {
+        nested: PathBuf,
+        why: Box<NotDeleted>,
+    },
+}
+
 /// Deletes the subvolume whose root is `fd`, entry `name` of `parent` (both verified by the
-/// caller), nested subvolumes first. `Err` says in a few words why it was not (the caller
-/// removes it otherwise); nested subvolumes deleted before a refusal stay deleted.
-pub fn delete(parent: &OwnedFd, name: &CStr, fd: &OwnedFd) -> Result<Deleted, String> {
-    let id = btrfs::subvolume_id(fd).map_err(|e| format!("its subvolume id: {}", text(e)))?;
+/// caller), nested subvolumes first. `Err` says why it was not (the caller removes it
+/// otherwise); nested subvolumes deleted before a refusal stay deleted.
+pub fn delete(parent: &OwnedFd, name: &CStr, fd: &OwnedFd) -> Result<Deleted, NotDeleted> {
+    let id = btrfs::subvolume_id(fd).map_err(NotDeleted::Id)?;
     // A mount inside would be taken along (or make the deletion fail half way). Told by its
     // path in the mount table: without one, it cannot be ruled out, and the walk removes it
     // (never crossing into a mount).
-    let path = crate::sys::mounts::fd_path(fd)
-        .ok_or("its path is unknown, so a mount inside it cannot be ruled out")?;
+    let path = crate::sys::mounts::fd_path(fd).ok_or(NotDeleted::PathUnknown)?;
     if let Some(m) = crate::sys::mounts::inside(&path).first() {
-        return Err(format!(
-            "another file system is mounted inside it ({})",
-            crate::sys::quote::quote(&m.point)
-        ));
+        return Err(NotDeleted::MountInside(m.point.clone()));
     }
     let mut nested = Vec::new();
     delete_at(parent, name, fd, id, 0, &mut nested).map(|how| Deleted { id, how, nested })
@@ -52,23 +89,28 @@ fn delete_at(
     id: u64,
     depth: usize,
     nested: &mut Vec<u64>,
-) -> Result<Destroyed, String> {
+) -> Result<Destroyed, NotDeleted> {
     match btrfs::destroy(parent, name, id) {
         Ok(how) => return Ok(how),
         // Subvolumes inside: those first.
         Err(Errno::NOTEMPTY) if depth < MAX_NESTING => {}
-        Err(e) => return Err(why(e)),
+        Err(e) => return Err(refused(e)),
     }
-    let children =
-        btrfs::children(fd).map_err(|e| format!("listing its subvolumes: {}", text(e)))?;
+    let children = btrfs::children(fd).map_err(NotDeleted::ListNested)?;
     for child in children {
-        let (dir, sub) = open_child(fd, &child)
-            .map_err(|e| format!("opening its subvolume {}: {}", shown(&child), text(e)))?;
-        delete_at(&dir, &child.name, &sub, child.id, depth + 1, nested)
-            .map_err(|e| format!("its subvolume {}: {e}", shown(&child)))?;
+        let (dir, sub) = open_child(fd, &child).map_err(|errno| NotDeleted::OpenNested {
+            nested: below(&child),
+            errno,
+        })?;
+        delete_at(&dir, &child.name, &sub, child.id, depth + 1, nested).map_err(|why| {
+            NotDeleted::Nested {
+                nested: below(&child),
+                why: Box::new(why),
+            }
+        })?;
         nested.push(child.id);
     }
-    btrfs::destroy(parent, name, id).map_err(why)
+    btrfs::destroy(parent, name, id).map_err(refused)
 }
 
 /// Opens the directory holding `child` (inside the subvolume root `fd`) and the child's root,
@@ -86,29 +128,40 @@ fn open_child(fd: &OwnedFd, child: &btrfs::Child) -> Result<(OwnedFd, OwnedFd), 
     Ok((dir, sub))
 }
 
-fn shown(child: &btrfs::Child) -> String {
+/// The path of `child` below the subvolume it is in.
+fn below(child: &btrfs::Child) -> PathBuf {
     let mut p = child.path.clone();
     p.extend_from_slice(child.name.to_bytes());
-    crate::sys::quote::quote(<std::ffi::OsStr as std::os::unix::ffi::OsStrExt>::from_bytes(&p))
+    PathBuf::from(std::ffi::OsString::from_vec(p))
 }
 
-fn text(e: Errno) -> String {
-    crate::sys::error::errno_text(e)
-}
-
-/// Why the file system's deletion refused, in the words a user can act on.
-fn why(e: Errno) -> String {
+/// Why the file system's deletion refused, by who asked.
+fn refused(e: Errno) -> NotDeleted {
     match e {
-        // Root is refused the default subvolume and one a `btrfs send` reads.
-        Errno::PERM if rustix::process::geteuid().is_root() => format!(
-            "{} (the default subvolume, or one in use by a send)",
-            text(e)
-        ),
-        Errno::PERM | Errno::ACCESS => format!(
-            "{} (deleting a subvolume needs root, or the mount option user_subvol_rm_allowed \
-             and what rmdir would need)",
-            text(e)
-        ),
-        _ => format!("the file system's deletion failed: {}", text(e)),
+        Errno::PERM if rustix::process::geteuid().is_root() => NotDeleted::RefusedToRoot(e),
+        Errno::PERM | Errno::ACCESS => NotDeleted::NotPermitted(e),
+        _ => NotDeleted::Failed(e),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn why_not_names_the_nested_subvolume_that_stayed() {
+        let why = NotDeleted::Nested {
+            nested: PathBuf::from("a/b"),
+            why: Box::new(NotDeleted::Failed(Errno::IO)),
+        };
+        assert_eq!(
+            why.to_string(),
+            "its subvolume 'a/b': the file system's deletion failed: Input/output error"
+        );
+        assert_eq!(
+            NotDeleted::NotPermitted(Errno::ACCESS).to_string(),
+            "Permission denied (deleting a subvolume needs root, or the mount option \
+             user_subvol_rm_allowed and what rmdir would need)"
+        );
     }
 }

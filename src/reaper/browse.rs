@@ -42,6 +42,43 @@ pub enum Unreached {
     Os(Errno),
 }
 
+/// Why a hidden entry did not come back (`undo`).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum NotRestored {
+    #[error("its trash is no longer there")]
+    TrashGone,
+    #[error(transparent)]
+    Restore(#[from] crate::trash::restore::RestoreError),
+    /// Its entry came back without this path.
+    #[error("not restored")]
+    Missing,
+}
+
+/// Why a directory was not packed (`pack`).
+#[derive(Debug, thiserror::Error)]
+pub enum NotPacked {
+    #[error(transparent)]
+    Unreached(#[from] Unreached),
+    #[error(transparent)]
+    Pack(#[from] crate::engine::pack::PackError),
+}
+
+/// Why a removal for good did not remove an entry whole (`remove`).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum NotRemoved {
+    #[error("{}", errno_text(*.0))]
+    Os(Errno),
+    /// This many other file systems mounted inside stay (with what holds them).
+    #[error("{0} other file system(s) mounted inside stay")]
+    MountsInside(usize),
+    /// The first failure of this many.
+    #[error("{first} ({count} failure(s) in all)")]
+    Failed {
+        first: crate::sys::error::Failure,
+        count: usize,
+    },
+}
+
 /// What became of the entries of one action.
 #[derive(Debug, Default)]
 pub struct Report {
@@ -373,7 +410,7 @@ impl Actor {
 
     /// Puts back what `d` hid, while its grace window lasts: each entry by its trash ID (a
     /// batch: every path it holds). The entries back return to the tree's view.
-    pub fn undo(&self, d: &Deletion) -> Vec<(u32, Result<(), String>)> {
+    pub fn undo(&self, d: &Deletion) -> Vec<(u32, Result<(), NotRestored>)> {
         let me = crate::trash::uid();
         let mut out = Vec::new();
         let mut ids: Vec<&str> = d.hidden.iter().map(|(_, h)| h.id.as_str()).collect();
@@ -391,7 +428,7 @@ impl Actor {
             };
             let Some(found) = found else {
                 for (n, _) in &members {
-                    out.push((*n, Err("its trash is no longer there".into())));
+                    out.push((*n, Err(NotRestored::TrashGone)));
                 }
                 continue;
             };
@@ -405,13 +442,13 @@ impl Actor {
                 let path = h.path.exact();
                 let r = results.iter().find_map(|r| match r {
                     Ok(ok) if ok.path.exact() == path => Some(Ok(())),
-                    Err((Some(p), _, e)) if *p == path => Some(Err(e.to_string())),
+                    Err((Some(p), _, e)) if *p == path => Some(Err(e.clone().into())),
                     _ => None,
                 });
                 // One failure for the whole entry (not found, being freed): each path's.
                 let r = r.unwrap_or_else(|| match results.first() {
-                    Some(Err((_, _, e))) => Err(e.to_string()),
-                    _ => Err("not restored".into()),
+                    Some(Err((_, _, e))) => Err(e.clone().into()),
+                    _ => Err(NotRestored::Missing),
                 });
                 if r.is_ok() {
                     self.tree.unhide(&[*n]);
@@ -450,14 +487,14 @@ impl Actor {
             let done = if facts.file_type == rustix::fs::FileType::Directory {
                 remove_tree(Arc::new(fd), name, display, facts, progress)
             } else {
-                crate::sys::safeopen::unlink_at(&fd, &name).map_err(errno_text)
+                crate::sys::safeopen::unlink_at(&fd, &name).map_err(NotRemoved::Os)
             };
             match done {
                 Ok(()) => {
                     self.tree.hide(&[n]);
                     report.removed.push(n);
                 }
-                Err(why) => report.failed.push((n, why)),
+                Err(why) => report.failed.push((n, why.to_string())),
             }
         }
         report
@@ -469,20 +506,20 @@ impl Actor {
         &self,
         node: u32,
         on: &(dyn Fn(crate::engine::pack::Event) + Sync),
-    ) -> Result<(crate::engine::pack::Outcome, PathBuf), String> {
-        let (parent, name, facts) = self.reach_to_change(node).map_err(|e| e.to_string())?;
+    ) -> Result<(crate::engine::pack::PackOutcome, PathBuf), NotPacked> {
+        let (parent, name, facts) = self.reach_to_change(node)?;
         if facts.file_type != rustix::fs::FileType::Directory {
-            return Err(Unreached::Changed.to_string());
+            return Err(Unreached::Changed.into());
         }
         // The pack names the directory through the fd reached and checked here, so nothing
         // can be swapped into the way between the check and the pack.
         let via = PathBuf::from(format!("/proc/self/fd/{}", parent.as_raw_fd()))
             .join(OsStr::from_bytes(name.as_bytes()));
-        let opts = crate::engine::pack::Options {
+        let opts = crate::engine::pack::PackOptions {
             dir: via,
-            ..crate::engine::pack::Options::default()
+            ..crate::engine::pack::PackOptions::default()
         };
-        let out = crate::engine::pack::pack(&opts, on).map_err(|e| e.to_string())?;
+        let out = crate::engine::pack::pack(&opts, on)?;
         let mut archive_name = name.as_bytes().to_vec();
         archive_name.extend_from_slice(b".sqfs");
         let shown = self
@@ -555,7 +592,7 @@ fn remove_tree(
     display: PathBuf,
     facts: Facts,
     progress: &Progress,
-) -> Result<(), String> {
+) -> Result<(), NotRemoved> {
     let opts = crate::engine::remove::Settings {
         threads: crate::engine::remove::threads_for(&*base),
         ..crate::engine::remove::Settings::default()
@@ -574,10 +611,10 @@ fn remove_tree(
     );
     match out.failures.first() {
         None if out.skipped_mounts.is_empty() => Ok(()),
-        None => Err(format!(
-            "{} other file system(s) mounted inside stay",
-            out.skipped_mounts.len()
-        )),
-        Some(f) => Err(format!("{} ({} failure(s) in all)", f, out.failures.len())),
+        None => Err(NotRemoved::MountsInside(out.skipped_mounts.len())),
+        Some(f) => Err(NotRemoved::Failed {
+            first: f.clone(),
+            count: out.failures.len(),
+        }),
     }
 }

@@ -12,7 +12,7 @@ use crate::sys::format::{self, plural};
 use crate::sys::freed::Measure;
 use crate::sys::logging::{Dest, Priority, Record, Sink};
 use crate::sys::quote::quote;
-use crate::trash::{safefile, Found, Trash, LOG};
+use crate::trash::{safefile, Found, Gone, Trash, LOG};
 
 /// Logs one line for the damaged entries of a run beyond the first `MAX_DAMAGED_LOGGED` (which
 /// were logged one by one): anyone can make thousands in their own trash.
@@ -155,7 +155,7 @@ pub(super) fn backoff_record(entry: &CStr, path: &Path, record: &FailedRecord) -
 
 /// Says, once, that the trash `t` is gone (`why`) and that this reaper leaves it: where the
 /// reaper logs, or on stderr when that is the trash's own log (gone with it).
-pub(super) fn say_gone(t: &Found, why: &str, to: &Sink) {
+pub(super) fn say_gone(t: &Found, why: &Gone, to: &Sink) {
     let rec = Record::new(
         Priority::Warning,
         format!("{}: {why}; this reaper leaves it", quote(&t.path)),

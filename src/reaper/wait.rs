@@ -14,7 +14,7 @@ use crate::sys::format::now_unix;
 use crate::sys::interrupt;
 use crate::sys::logging::Sink;
 use crate::sys::quote::quote;
-use crate::trash::{self, Found};
+use crate::trash::{self, Found, Gone};
 
 /// Why the trashes to reap cannot be opened.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -72,7 +72,7 @@ pub fn reap_all(
             trashes.retain(|t| {
                 let replaced = seen.iter().any(|s| s.path == t.path && s.ident != t.ident);
                 if replaced {
-                    say_gone(t, "another directory took its name", &opts.log);
+                    say_gone(t, &Gone::Replaced, &opts.log);
                     seen.retain(|s| s.path != t.path);
                 }
                 !replaced

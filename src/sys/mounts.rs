@@ -194,28 +194,44 @@ fn unescape(field: &[u8]) -> OsString {
     OsString::from_vec(out)
 }
 
+/// Why a FUSE mount is not where it was asked to be (`landed`).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum NotLanded {
+    #[error("{}", crate::sys::error::errno_text(*.0))]
+    Os(rustix::io::Errno),
+    #[error("the directory has no path any more")]
+    NoPath,
+    /// Nothing is mounted at the directory's path.
+    #[error("nothing is mounted on {} (it moved meanwhile)", crate::sys::quote::quote(.0))]
+    NothingThere(PathBuf),
+    /// The name in the parent shows another directory than the mount's.
+    #[error("{} is no longer the name of that directory", crate::sys::quote::quote(.0))]
+    Renamed(PathBuf),
+}
+
 /// The FUSE mount that covers the directory `dir`, itself entry `name` of `parent` (all fds
 /// the caller checked), if it sits exactly there: its mount point is `dir`'s path in `dir`'s
 /// own mount (one path names one directory of a mount), and `name` in `parent` now shows that
-/// mount's root. `Err`: where it is not, in a few words (the caller unmounts what landed
-/// elsewhere). A tool that mounts by path (`squashfuse`) is checked so.
+/// mount's root. `Err`: where it is not (the caller unmounts what landed elsewhere). A tool
+/// that mounts by path (`squashfuse`) is checked so.
 pub fn landed(
     dir: impl std::os::fd::AsFd,
     parent: impl std::os::fd::AsFd,
     name: &std::ffi::CStr,
-) -> Result<Mount, String> {
-    let here = crate::sys::dirfd::fstat(&dir).map_err(crate::sys::error::errno_text)?;
-    let path = fd_path(&dir).ok_or("the directory has no path any more")?;
+) -> Result<Mount, NotLanded> {
+    let here = crate::sys::dirfd::fstat(&dir).map_err(NotLanded::Os)?;
+    let path = fd_path(&dir).ok_or(NotLanded::NoPath)?;
     let on_it = all()
         .into_iter()
         .find(|m| m.parent == here.mnt_id && m.point == path && m.fstype.starts_with("fuse"));
-    let shown = crate::sys::quote::quote(&path);
-    let m = on_it.ok_or_else(|| format!("nothing is mounted on {shown} (it moved meanwhile)"))?;
+    let Some(m) = on_it else {
+        return Err(NotLanded::NothingThere(path));
+    };
     let now = crate::sys::dirfd::open_dir_at(parent, name)
         .and_then(crate::sys::dirfd::fstat)
         .map(|f| f.mnt_id);
     if now != Ok(m.id) {
-        return Err(format!("{shown} is no longer the name of that directory"));
+        return Err(NotLanded::Renamed(path));
     }
     Ok(m)
 }

@@ -59,6 +59,18 @@ pub enum Floor {
     Percent(f64),
 }
 
+/// A `--min-free` percentage that is not one from 0% to 100% (as given).
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("'{0}' is not a percentage from 0% to 100%")]
+pub struct NotAPercentage(pub String);
+
+/// For a size parser whose errors are text.
+impl From<NotAPercentage> for String {
+    fn from(e: NotAPercentage) -> String {
+        e.to_string()
+    }
+}
+
 impl Floor {
     /// The default floor's share of the file system ...
     pub const DEFAULT_PERCENT: f64 = 5.0;
@@ -89,8 +101,12 @@ impl Floor {
     }
 
     /// `--min-free`'s value: `default` (the smaller of 5% and 10G), `0` (off), a percentage of
-    /// the file system (`5%`), or a size (`2G`, parsed by `size`).
-    pub fn parse(s: &str, size: impl Fn(&str) -> Result<u64, String>) -> Result<Floor, String> {
+    /// the file system (`5%`), or a size (`2G`, parsed by `size`). `Err`: the size's error, or
+    /// a percentage out of range made one.
+    pub fn parse<E: From<NotAPercentage>>(
+        s: &str,
+        size: impl Fn(&str) -> Result<u64, E>,
+    ) -> Result<Floor, E> {
         let t = s.trim();
         if t == "default" {
             return Ok(Floor::Default);
@@ -101,7 +117,7 @@ impl Floor {
         match t.strip_suffix('%') {
             Some(p) => match p.trim().parse::<f64>() {
                 Ok(v) if (0.0..=100.0).contains(&v) => Ok(Floor::Percent(v)),
-                _ => Err(format!("'{s}' is not a percentage from 0% to 100%")),
+                _ => Err(NotAPercentage(s.to_string()).into()),
             },
             None => size(t).map(Floor::Bytes),
         }
@@ -387,6 +403,10 @@ mod tests {
             assert_eq!(Floor::parse(&f.arg(), size), Ok(f));
         }
         assert!(Floor::parse("150%", size).is_err());
+        assert_eq!(
+            Floor::parse("150%", size),
+            Err("'150%' is not a percentage from 0% to 100%".to_string())
+        );
         assert!(Floor::parse("x%", size).is_err());
         assert_eq!(Floor::parse("0%", size), Ok(Floor::Off));
     }

@@ -16,8 +16,39 @@ use std::sync::OnceLock;
 struct Decision {
     /// The directory to use.
     dir: Option<PathBuf>,
-    /// Why a directory the environment named is not used (the variable, the path, why).
-    refused: Option<String>,
+    /// Why a directory the environment named is not used.
+    refused: Option<Refused>,
+}
+
+/// A directory that is not used, and why (`why_untrusted`): the one a variable names, or
+/// root's `/var/cache`.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum Refused {
+    /// `$var` (`HOME`: the directory below it) is at `path`; `what` there could be someone
+    /// else's.
+    #[error(
+        "not using {var} {}: {why} ({what} there could be someone else's)",
+        crate::sys::quote::quote(.path)
+    )]
+    Named {
+        var: &'static str,
+        path: PathBuf,
+        why: String,
+        what: &'static str,
+    },
+    /// Root's cache directory, `/var/cache`.
+    #[error(
+        "not using {}: {why} (a cache there could be someone else's)",
+        crate::sys::quote::quote(.path)
+    )]
+    VarCache { path: PathBuf, why: String },
+}
+
+impl Refused {
+    /// A refusal of `HOME` (rather than of a variable of its own).
+    fn of_home(&self) -> bool {
+        matches!(self, Refused::Named { var: "HOME", .. })
+    }
 }
 
 /// The directory for the configuration (`reclaim.toml`), if there is one reclaim may use.
@@ -41,24 +72,26 @@ pub fn state_home() -> Option<PathBuf> {
 /// set, else `~/.cache`, else nothing; for root `$XDG_CACHE_HOME` if set, else `/var/cache`
 /// (never a `HOME` it may have been handed). `Err`: the one the environment named is not used,
 /// and why (one line).
-pub fn cache_home() -> Result<Option<PathBuf>, String> {
+pub fn cache_home() -> Result<Option<PathBuf>, Refused> {
     let me = rustix::process::geteuid().as_raw();
     if me == 0 && !std::env::var_os("XDG_CACHE_HOME").is_some_and(|v| Path::new(&v).is_absolute()) {
         let var_cache = PathBuf::from("/var/cache");
         return match why_untrusted(&var_cache, me) {
             None => Ok(Some(var_cache)),
-            Some(why) => Err(format!(
-                "not using {}: {why} (a cache there could be someone else's)",
-                crate::sys::quote::quote(&var_cache)
-            )),
+            Some(why) => Err(Refused::VarCache {
+                path: var_cache,
+                why,
+            }),
         };
     }
     let d = decide_for("XDG_CACHE_HOME", ".cache", "a cache");
     match d.refused {
         // A HOME refused for the configuration too was said once already (`refused`).
         Some(r)
-            if r.starts_with("not using HOME ")
-                && refused().iter().any(|l| l.starts_with("not using HOME ")) =>
+            if r.of_home()
+                && config_and_state()
+                    .iter()
+                    .any(|d| d.refused.as_ref().is_some_and(Refused::of_home)) =>
         {
             Ok(None)
         }
@@ -67,15 +100,21 @@ pub fn cache_home() -> Result<Option<PathBuf>, String> {
     }
 }
 
+/// The decisions `refused` says the refusals of: the configuration's and the state's.
+fn config_and_state() -> [Decision; 2] {
+    [
+        decide("XDG_CONFIG_HOME", ".config"),
+        decide("XDG_STATE_HOME", ".local/state"),
+    ]
+}
+
 /// The directories the environment names that are not used, one line each (a `HOME` refused
 /// for both uses is one line), for the command to say once.
 pub fn refused() -> Vec<String> {
     let mut lines: Vec<String> = Vec::new();
-    for d in [
-        decide("XDG_CONFIG_HOME", ".config"),
-        decide("XDG_STATE_HOME", ".local/state"),
-    ] {
+    for d in config_and_state() {
         if let Some(r) = d.refused {
+            let r = r.to_string();
             if !lines.contains(&r) {
                 lines.push(r);
             }
@@ -85,12 +124,12 @@ pub fn refused() -> Vec<String> {
 }
 
 /// `$var` if set (an absolute path), else `$HOME/<below_home>`; checked (see the module).
-fn decide(var: &str, below_home: &str) -> Decision {
+fn decide(var: &'static str, below_home: &str) -> Decision {
     decide_for(var, below_home, "a configuration or trash registry")
 }
 
 /// `decide`, saying `what` could be someone else's in a refusal.
-fn decide_for(var: &str, below_home: &str, what: &str) -> Decision {
+fn decide_for(var: &'static str, below_home: &str, what: &'static str) -> Decision {
     let env = |k: &str| {
         std::env::var_os(k)
             .filter(|v| !v.is_empty())
@@ -114,10 +153,12 @@ fn decide_for(var: &str, below_home: &str, what: &str) -> Decision {
         },
         Some(why) => Decision {
             dir: None,
-            refused: Some(format!(
-                "not using {named} {}: {why} ({what} there could be someone else's)",
-                crate::sys::quote::quote(&base)
-            )),
+            refused: Some(Refused::Named {
+                var: named,
+                path: base,
+                why,
+                what,
+            }),
         },
     }
 }

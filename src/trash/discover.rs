@@ -19,7 +19,7 @@ use rustix::fs::{statx, AtFlags, FileType, StatxFlags};
 use rustix::io::Errno;
 use serde::{Deserialize, Serialize};
 
-use super::{index, legacy_outer, name_uid, registry, reopen, Trash, TrashError, Unusable};
+use super::{index, legacy_outer, name_uid, registry, reopen, Gone, Trash, TrashError, Unusable};
 use super::{LEGACY_DIR, PREFIX};
 use crate::sys::dirfd::{self, Ident};
 use crate::sys::mounts::{self, Mount};
@@ -135,32 +135,29 @@ impl Found {
 
     /// Whether it is still where it was found: the same directory (device, inode, birth time)
     /// at its path, on a mount that is still there. Examined by path, nothing opened.
-    pub fn still_there(&self) -> Result<(), String> {
+    pub fn still_there(&self) -> Result<(), Gone> {
         let Some(p) = cpath(&self.path) else {
-            return Err("its path holds a NUL byte".into());
+            return Err(Gone::NulInPath);
         };
         match statx(rustix::fs::CWD, &p, AtFlags::SYMLINK_NOFOLLOW, MASK) {
             Ok(s) => {
                 let now = Found::from_statx(self.path.clone(), self.mount.clone(), self.uid, &s);
                 if now.ident != self.ident || now.btime != self.btime {
-                    Err("another directory took its name".into())
+                    Err(Gone::Replaced)
                 } else if now.mnt_id != self.mnt_id {
-                    Err("its file system was unmounted".into())
+                    Err(Gone::Unmounted)
                 } else {
                     Ok(())
                 }
             }
             Err(Errno::NOENT | Errno::NOTDIR) => {
                 if mounts::by_id(self.mnt_id).is_none() {
-                    Err("its file system was unmounted".into())
+                    Err(Gone::Unmounted)
                 } else {
-                    Err("it was removed".into())
+                    Err(Gone::Removed)
                 }
             }
-            Err(e) => Err(format!(
-                "it cannot be examined ({})",
-                crate::sys::error::errno_text(e)
-            )),
+            Err(e) => Err(Gone::Unknown(e)),
         }
     }
 

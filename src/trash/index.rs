@@ -30,6 +30,8 @@ use super::registry::{self, Registered};
 use super::safefile::{self, Bad, Expect};
 use super::{Trash, Unusable};
 use crate::sys::dirfd::{self, Lineage};
+use crate::sys::error::errno_text;
+use crate::sys::quote::quote;
 
 /// Prefix of an index file's name: `.reclaim-trashes-<uid>[.<hex>]`.
 pub const PREFIX: &str = ".reclaim-trashes-";
@@ -58,57 +60,84 @@ fn name_uid(name: &[u8]) -> Option<u32> {
     super::name_uid(&[super::PREFIX.as_bytes(), rest].concat())
 }
 
+/// Why a trash cannot be recorded in the index, or the index not read.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum IndexError {
+    #[error("cannot open {}: {}", quote(.0), errno_text(*.1))]
+    Open(PathBuf, Errno),
+    /// The index's directory, open, cannot be examined.
+    #[error("{}", errno_text(*.0))]
+    Stat(Errno),
+    /// The index's directory belongs to this uid, not root.
+    #[error("{} is owned by uid {}, not root", quote(.0), .1)]
+    NotRoots(PathBuf, u32),
+    #[error("{} is writable by others without the sticky bit", quote(.0))]
+    NotSticky(PathBuf),
+    #[error("cannot read its identity: {}", errno_text(*.0))]
+    Identity(Errno),
+    /// The index file (its path) could not be written.
+    #[error("cannot write {}: {}", quote(.0), errno_text(*.1))]
+    Write(PathBuf, Errno),
+}
+
+/// Why a name in the index's directory is not an index file of one's own (`own`).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+enum NotOwn {
+    /// Another type of file (its name in messages).
+    #[error("is a {0}")]
+    Kind(&'static str),
+    /// Owned by `found`, not `uid`.
+    #[error("is owned by uid {found}, not {uid}")]
+    Owner { found: u32, uid: u32 },
+    #[error("has other names (hard links)")]
+    Links,
+    #[error("cannot be examined ({})", errno_text(*.0))]
+    Os(Errno),
+}
+
 /// The index's directory, open, if it is one all users may add a file to and none may take
 /// another's away: root's, and sticky or writable by root alone. `Ok(None)` where there is
 /// none (a container without `/var/tmp`); `Err` says what is wrong with it.
-fn open_dir() -> Result<Option<OwnedFd>, String> {
+fn open_dir() -> Result<Option<OwnedFd>, IndexError> {
     const STICKY: u32 = 0o1000;
     let path = dir_path();
-    let shown = crate::sys::quote::quote(&path);
     let fd = match dirfd::open_dir_path(&path) {
         Ok(fd) => fd,
         Err(Errno::NOENT) => return Ok(None),
-        Err(e) => {
-            return Err(format!(
-                "cannot open {shown}: {}",
-                crate::sys::error::errno_text(e)
-            ))
-        }
+        Err(e) => return Err(IndexError::Open(path, e)),
     };
-    let st = rustix::fs::fstat(&fd).map_err(|e| crate::sys::error::errno_text(e).to_string())?;
+    let st = rustix::fs::fstat(&fd).map_err(IndexError::Stat)?;
     if st.st_uid != 0 {
-        return Err(format!("{shown} is owned by uid {}, not root", st.st_uid));
+        return Err(IndexError::NotRoots(path, st.st_uid));
     }
     if st.st_mode & 0o022 != 0 && st.st_mode & STICKY == 0 {
-        return Err(format!(
-            "{shown} is writable by others without the sticky bit"
-        ));
+        return Err(IndexError::NotSticky(path));
     }
     Ok(Some(fd))
 }
 
 /// Whether `name` in `dir` is an index file of `uid` that may be read and replaced: a regular
 /// file of `uid` with one link (`Ok(None)` if there is nothing of that name), with its mtime.
-fn own(dir: &OwnedFd, name: &CStr, uid: u32) -> Result<Option<i64>, String> {
+fn own(dir: &OwnedFd, name: &CStr, uid: u32) -> Result<Option<i64>, NotOwn> {
     let mask = StatxFlags::TYPE | StatxFlags::UID | StatxFlags::NLINK | StatxFlags::MTIME;
     match statx(dir, name, AtFlags::SYMLINK_NOFOLLOW, mask) {
         Ok(s) => {
             let ft = FileType::from_raw_mode(u32::from(s.stx_mode));
             if ft != FileType::RegularFile {
-                Err(format!("is a {}", safefile::type_name(ft)))
+                Err(NotOwn::Kind(safefile::type_name(ft)))
             } else if s.stx_uid != uid {
-                Err(format!("is owned by uid {}, not {uid}", s.stx_uid))
+                Err(NotOwn::Owner {
+                    found: s.stx_uid,
+                    uid,
+                })
             } else if s.stx_nlink != 1 {
-                Err("has other names (hard links)".into())
+                Err(NotOwn::Links)
             } else {
                 Ok(Some(s.stx_mtime.tv_sec))
             }
         }
         Err(Errno::NOENT) => Ok(None),
-        Err(e) => Err(format!(
-            "cannot be examined ({})",
-            crate::sys::error::errno_text(e)
-        )),
+        Err(e) => Err(NotOwn::Os(e)),
     }
 }
 
@@ -133,17 +162,12 @@ fn listed(dir: &OwnedFd, uid: u32) -> Vec<(u32, CString)> {
 
 /// Records `trash` (of this process's uid, below a mount top) in the index. `Ok(false)` if
 /// the machine has no index directory; `Err` says why it could not be recorded.
-pub fn publish(trash: &Trash) -> Result<bool, String> {
+pub fn publish(trash: &Trash) -> Result<bool, IndexError> {
     let uid = trash.uid;
     let Some(dir) = open_dir()? else {
         return Ok(false);
     };
-    let lineage = Lineage::of(&trash.dir).map_err(|e| {
-        format!(
-            "cannot read its identity: {}",
-            crate::sys::error::errno_text(e)
-        )
-    })?;
+    let lineage = Lineage::of(&trash.dir).map_err(IndexError::Identity)?;
     let plain = CString::new(format!("{PREFIX}{uid}")).expect("digits");
     // The plain name, else the first alternate of this user's own, else a fresh one.
     let mut chosen = None;
@@ -174,13 +198,8 @@ pub fn publish(trash: &Trash) -> Result<bool, String> {
         None if stale => known,
         None => return Ok(true),
     };
-    safefile::replace_mode(&dir, &name, &registry::render(&records), 0o600).map_err(|e| {
-        format!(
-            "cannot write {}: {}",
-            crate::sys::quote::quote(dir_path().join(OsStr::from_bytes(name.to_bytes()))),
-            crate::sys::error::errno_text(e)
-        )
-    })?;
+    safefile::replace_mode(&dir, &name, &registry::render(&records), 0o600)
+        .map_err(|e| IndexError::Write(dir_path().join(OsStr::from_bytes(name.to_bytes())), e))?;
     Ok(true)
 }
 

@@ -70,10 +70,26 @@ pub enum TrashError {
     ReadOnly,
     /// A trash below the mount top that could not be registered (nothing would find it again).
     #[error("a trash below the mount top could not be recorded: {0}")]
-    Unregistered(String),
+    Unregistered(registry::RegistryError),
     /// A directory where another user could take a trash away (rename or remove it).
     #[error("{} {why}: another user could take a trash there away", quote(.path))]
     Exposed { path: PathBuf, why: String },
+}
+
+/// Why a trash found before is not where it was found any more (`discover::Found::still_there`).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum Gone {
+    #[error("its path holds a NUL byte")]
+    NulInPath,
+    #[error("another directory took its name")]
+    Replaced,
+    #[error("its file system was unmounted")]
+    Unmounted,
+    #[error("it was removed")]
+    Removed,
+    /// Its path cannot be examined: whether it is there is not known.
+    #[error("it cannot be examined ({})", crate::sys::error::errno_text(*.0))]
+    Unknown(Errno),
 }
 
 /// A directory with a trash's name that is not a usable trash, and why (`status` reports it).

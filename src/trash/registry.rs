@@ -16,9 +16,13 @@ use std::path::PathBuf;
 
 use serde::{Deserialize, Serialize};
 
+use rustix::io::Errno;
+
 use super::safefile::{self, Bad, Expect};
 use super::Trash;
 use crate::sys::dirfd::Lineage;
+use crate::sys::error::errno_text;
+use crate::sys::quote::quote;
 
 const DIR: &CStr = c"reclaim";
 const FILE: &CStr = c"trashes";
@@ -29,38 +33,47 @@ fn me() -> u32 {
     rustix::process::geteuid().as_raw()
 }
 
+/// Why a trash cannot be registered.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum RegistryError {
+    #[error("no state directory of this user's own (HOME or XDG_STATE_HOME)")]
+    NoStateDirectory,
+    /// The state directory could not be made ...
+    #[error("cannot make {}: {}", quote(.0), errno_text(*.1))]
+    Make(PathBuf, Errno),
+    /// ... or opened.
+    #[error("cannot open {}: {}", quote(.0), errno_text(*.1))]
+    Open(PathBuf, Errno),
+    /// The registry's own directory in it is not one to use (in the trash's words).
+    #[error("{} {}", quote(.0), .1)]
+    Dir(PathBuf, Bad),
+    #[error("cannot read its identity: {}", errno_text(*.0))]
+    Identity(Errno),
+    #[error("cannot write the trash registry: {}", errno_text(*.0))]
+    Write(Errno),
+}
+
 /// The registry's directory (made if `create`), or why there is none.
-fn dir(create: bool) -> Result<OwnedFd, String> {
-    let home = crate::sys::userdirs::state_home()
-        .ok_or("no state directory of this user's own (HOME or XDG_STATE_HOME)")?;
-    let shown = || crate::sys::quote::quote(home.join("reclaim"));
+fn dir(create: bool) -> Result<OwnedFd, RegistryError> {
+    let home = crate::sys::userdirs::state_home().ok_or(RegistryError::NoStateDirectory)?;
+    let shown = || home.join("reclaim");
     if create {
         // Below a directory of the caller's own (`userdirs`): nobody else made these names.
-        crate::sys::safeopen::make_dir_path(&home, 0o700).map_err(|e| {
-            format!(
-                "cannot make {}: {}",
-                shown(),
-                crate::sys::error::errno_text(e)
-            )
-        })?;
+        crate::sys::safeopen::make_dir_path(&home, 0o700)
+            .map_err(|e| RegistryError::Make(shown(), e))?;
     }
-    let home_fd = crate::sys::dirfd::open_dir_path(&home).map_err(|e| {
-        format!(
-            "cannot open {}: {}",
-            crate::sys::quote::quote(&home),
-            crate::sys::error::errno_text(e)
-        )
-    })?;
+    let home_fd = crate::sys::dirfd::open_dir_path(&home)
+        .map_err(|e| RegistryError::Open(home.clone(), e))?;
     let r = if create {
         safefile::open_or_make_dir(&home_fd, DIR, 0o700, me())
     } else {
         crate::sys::dirfd::open_dir_at(&home_fd, DIR).map_err(Bad::Os)
     };
-    r.map_err(|b| format!("{} {b}", shown()))
+    r.map_err(|b| RegistryError::Dir(shown(), b))
 }
 
 /// Whether a trash could be registered now (the state directory is usable).
-pub fn available() -> Result<(), String> {
+pub fn available() -> Result<(), RegistryError> {
     dir(true).map(drop)
 }
 
@@ -165,23 +178,13 @@ pub fn with(
 
 /// Remembers `trash` (a trash not at a mount top) with its identity; those registered that
 /// are gone are forgotten.
-pub fn register(trash: &Trash) -> Result<(), String> {
-    let lineage = Lineage::of(&trash.dir).map_err(|e| {
-        format!(
-            "cannot read its identity: {}",
-            crate::sys::error::errno_text(e)
-        )
-    })?;
+pub fn register(trash: &Trash) -> Result<(), RegistryError> {
+    let lineage = Lineage::of(&trash.dir).map_err(RegistryError::Identity)?;
     let dir = dir(true)?;
     let Some(known) = with(registered(), trash, lineage) else {
         return Ok(());
     };
-    safefile::replace(&dir, FILE, &render(&known)).map_err(|e| {
-        format!(
-            "cannot write the trash registry: {}",
-            crate::sys::error::errno_text(e)
-        )
-    })
+    safefile::replace(&dir, FILE, &render(&known)).map_err(RegistryError::Write)
 }
 
 /// `t`, opened at the path of `r`, if it is the trash registered there: the same directory

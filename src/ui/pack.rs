@@ -10,7 +10,7 @@ use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use serde::Serialize;
 
 use crate::engine::pack::unpack::Unpacked;
-use crate::engine::pack::{Event, Outcome};
+use crate::engine::pack::{Event, PackOutcome};
 use crate::sys::format::{bytes, group, plural};
 use crate::sys::quote::{quote, PathField};
 
@@ -124,7 +124,7 @@ pub struct PackReport {
 }
 
 impl PackReport {
-    pub fn new(dir: &Path, out: &Outcome, elapsed_s: f64) -> PackReport {
+    pub fn new(dir: &Path, out: &PackOutcome, elapsed_s: f64) -> PackReport {
         PackReport {
             dir: PathField::new(dir),
             archive: PathField::new(&out.archive),
@@ -165,7 +165,7 @@ pub fn json(r: &impl Serialize) -> String {
 }
 
 /// The summary of a pack of `dir` (`keep`: the originals were kept on purpose).
-pub fn summary(out: &Outcome, r: &PackReport, dir: &Path, keep: bool) -> String {
+pub fn summary(out: &PackOutcome, r: &PackReport, dir: &Path, keep: bool) -> String {
     if out.already_done {
         return format!(
             "{} is already packed into {} (nothing left to remove)\n",
@@ -197,7 +197,7 @@ pub fn summary(out: &Outcome, r: &PackReport, dir: &Path, keep: bool) -> String 
 }
 
 /// What went into the archive, and how big it is.
-fn packed_line(out: &Outcome) -> String {
+fn packed_line(out: &PackOutcome) -> String {
     let ratio = if out.bytes == 0 {
         String::new()
     } else if out.archive_bytes <= out.bytes {
@@ -227,7 +227,7 @@ fn packed_line(out: &Outcome) -> String {
 }
 
 /// What only `reclaim unpack` gives back exactly (a mount shows less).
-fn only_unpack(out: &Outcome) -> String {
+fn only_unpack(out: &PackOutcome) -> String {
     let mut only = Vec::new();
     if out.subsecond > 0 {
         only.push(format!(
@@ -316,7 +316,7 @@ impl UnpackReport {
                 .iter()
                 .map(|(p, why)| Stayed {
                     path: PathField::new(p),
-                    reason: why.clone(),
+                    reason: why.to_string(),
                 })
                 .collect(),
             elapsed_s,
@@ -363,14 +363,14 @@ mod tests {
     use super::*;
 
     fn packed(bytes: u64, archive_bytes: u64) -> String {
-        packed_line(&Outcome {
+        packed_line(&PackOutcome {
             archive: "d.sqfs".into(),
             entries: 3,
             files: 2,
             bytes,
             archive_bytes,
             compressor: "zstd".into(),
-            ..Outcome::default()
+            ..PackOutcome::default()
         })
     }
 

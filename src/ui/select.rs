@@ -3,7 +3,7 @@
 //! the totals per directory and owner as two small tables. Text only; the numbers are the
 //! engine's (`engine::select`).
 
-use crate::engine::select::keepfree::Outcome;
+use crate::engine::select::keepfree::KeepFreeOutcome;
 use crate::engine::select::{tally, Report};
 use crate::sys::format::{age, bytes, group, plural};
 
@@ -50,7 +50,7 @@ pub fn lines(r: &Report) -> Vec<String> {
 }
 
 /// `--keep-free`: what was free, the target, and where it cut.
-fn keep_free(k: &Outcome) -> String {
+fn keep_free(k: &KeepFreeOutcome) -> String {
     let have = k.free_before.saturating_add(k.pending);
     if k.need == 0 {
         return format!(

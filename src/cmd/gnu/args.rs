@@ -58,7 +58,7 @@ impl Prompting {
 
 /// Everything `rm`'s options decide.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Options {
+pub struct GnuRmOptions {
     pub prompting: Prompting,
     pub one_file_system: bool,
     pub remove_empty_dirs: bool,
@@ -71,7 +71,7 @@ pub struct Options {
     pub operands: Vec<OsString>,
 }
 
-impl Options {
+impl GnuRmOptions {
     pub fn ignore_missing(&self) -> bool {
         self.prompting.ignore_missing
     }
@@ -107,9 +107,9 @@ impl Options {
     }
 }
 
-impl Default for Options {
+impl Default for GnuRmOptions {
     fn default() -> Self {
-        Options {
+        GnuRmOptions {
             prompting: Prompting::default(),
             one_file_system: false,
             remove_empty_dirs: false,
@@ -126,7 +126,7 @@ impl Default for Options {
 /// What the command line asks for besides removing.
 #[derive(Debug, PartialEq, Eq)]
 pub enum Parsed {
-    Remove(Options),
+    Remove(GnuRmOptions),
     Help,
     Version,
     /// A usage error: the lines to print (without the program name), then the
@@ -224,7 +224,7 @@ const WHEN: &[(&str, When)] = &[
 /// Parses `args` (without argv[0]) as GNU `rm` does.
 pub fn parse(args: &[OsString]) -> Parsed {
     let posixly = std::env::var_os("POSIXLY_CORRECT").is_some();
-    let mut o = Options::default();
+    let mut o = GnuRmOptions::default();
     let mut operands = Vec::new();
     let mut i = 0;
     while i < args.len() {
@@ -264,7 +264,7 @@ enum Step {
     Stop(Parsed),
 }
 
-fn short_options(o: &mut Options, cluster: &[u8]) -> Step {
+fn short_options(o: &mut GnuRmOptions, cluster: &[u8]) -> Step {
     for &c in cluster {
         match c {
             b'd' => o.remove_empty_dirs = true,
@@ -285,7 +285,7 @@ fn short_options(o: &mut Options, cluster: &[u8]) -> Step {
     Step::Go
 }
 
-fn long_option(o: &mut Options, text: &[u8]) -> Step {
+fn long_option(o: &mut GnuRmOptions, text: &[u8]) -> Step {
     let (name, value) = match text.iter().position(|&b| b == b'=') {
         Some(eq) => (&text[..eq], Some(&text[eq + 1..])),
         None => (text, None),
@@ -366,7 +366,7 @@ fn long_option(o: &mut Options, text: &[u8]) -> Step {
 }
 
 /// `--interactive[=WHEN]`.
-fn interactive(o: &mut Options, value: Option<&[u8]>) -> Step {
+fn interactive(o: &mut GnuRmOptions, value: Option<&[u8]>) -> Step {
     let when = match value {
         None => When::Always,
         Some(v) => match argmatch(v) {
@@ -418,7 +418,7 @@ mod tests {
         parse(&v)
     }
 
-    fn opts(args: &[&str]) -> Options {
+    fn opts(args: &[&str]) -> GnuRmOptions {
         match p(args) {
             Parsed::Remove(o) => o,
             other => panic!("{args:?}: {other:?}"),

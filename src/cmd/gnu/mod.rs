@@ -90,7 +90,7 @@ pub fn confirm_once(program: &str, n: usize, recursive: bool) -> bool {
 }
 
 /// Removes `o.operands` as GNU rm does (also `reclaim rm -i`, with `program` "reclaim").
-pub fn remove(program: &str, o: &args::Options) -> ExitCode {
+pub fn remove(program: &str, o: &args::GnuRmOptions) -> ExitCode {
     let root = if o.recursive {
         match crate::engine::target::root_ident() {
             Ok(ident) => Some(ident),

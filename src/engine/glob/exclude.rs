@@ -24,7 +24,7 @@ pub struct Pattern {
 }
 
 /// Parses one `--exclude` value (clap's value parser).
-pub fn parse(text: &str) -> Result<Pattern, String> {
+pub fn parse(text: &str) -> Result<Pattern, crate::engine::glob::GlobError> {
     let mut body = text;
     let dir_only = body.len() > 1 && body.ends_with('/');
     if dir_only {

@@ -62,7 +62,7 @@ pub use tools::Compressor;
 
 /// What to pack, and how.
 #[derive(Clone, Debug, Default)]
-pub struct Options {
+pub struct PackOptions {
     /// The directory to pack, as named.
     pub dir: PathBuf,
     /// The archive (default: beside the directory, `DIR.sqfs`).
@@ -104,7 +104,7 @@ pub enum Event {
 
 /// What a pack did.
 #[derive(Debug, Default)]
-pub struct Outcome {
+pub struct PackOutcome {
     pub archive: PathBuf,
     /// The archive was already there (an earlier run's): verified again, removal finished.
     pub resumed: bool,
@@ -164,7 +164,7 @@ pub enum PackError {
     NotPacked(PathBuf, PathBuf, String),
     /// The archive is complete, but mounting it (asked for) failed: nothing was removed.
     #[error("the archive {} is complete and verified, but it cannot be mounted: {}; nothing was removed (without --mount the originals are removed; `reclaim unpack` restores a copy from it)", quote(.0), .1)]
-    Mount(PathBuf, String),
+    Mount(PathBuf, mount::CannotMount),
     #[error("{}: {}", quote(.0), .1)]
     Exists(PathBuf, String),
     #[error("another reclaim pack is writing {}", quote(.0))]
@@ -275,7 +275,7 @@ fn resolve_dir(dir: &Path) -> Result<Place, PackError> {
     })
 }
 
-fn resolve_target(o: &Options, place: &Place) -> Result<Target, PackError> {
+fn resolve_target(o: &PackOptions, place: &Place) -> Result<Target, PackError> {
     let display = match &o.to {
         Some(t) => abs(t),
         None => {
@@ -317,7 +317,7 @@ fn resolve_target(o: &Options, place: &Place) -> Result<Target, PackError> {
 }
 
 /// Packs `o.dir` (or resumes an earlier pack of it); `on` sees the progress.
-pub fn pack(o: &Options, on: &(dyn Fn(Event) + Sync)) -> Result<Outcome, PackError> {
+pub fn pack(o: &PackOptions, on: &(dyn Fn(Event) + Sync)) -> Result<PackOutcome, PackError> {
     let place = match resolve_dir(&o.dir) {
         Ok(p) => p,
         // Gone: done already if its archive says so.
@@ -351,11 +351,11 @@ pub fn pack(o: &Options, on: &(dyn Fn(Event) + Sync)) -> Result<Outcome, PackErr
 /// The archive is verified under its final name: the originals are removed (with `mount`:
 /// the archive mounted and checked first, attached only if nothing stayed).
 fn finish(
-    o: &Options,
+    o: &PackOptions,
     place: &Place,
     target: &Target,
     (file, m): (&OwnedFd, &Manifest),
-    out: &mut Outcome,
+    out: &mut PackOutcome,
     on: &(dyn Fn(Event) + Sync),
 ) -> Result<(), PackError> {
     if o.keep_originals {
@@ -393,7 +393,7 @@ fn finish(
 
 /// The directory is gone: if its archive is there, provably the caller's own and a pack of
 /// it, the pack is done. Never opened by path: a FIFO there is refused at once.
-fn already_packed(o: &Options) -> Result<Outcome, PackError> {
+fn already_packed(o: &PackOptions) -> Result<PackOutcome, PackError> {
     let display = abs(&o.dir);
     let archive = o.to.clone().map(|t| abs(&t)).unwrap_or_else(|| {
         let mut s = display.as_os_str().to_owned();
@@ -452,12 +452,12 @@ fn existing(target: &Target, place: &Place) -> Result<Option<(OwnedFd, u64, Mani
     Ok(Some((fd, size, m)))
 }
 
-fn outcome_of(archive: &Path, m: &Manifest, archive_bytes: u64) -> Outcome {
-    let mut out = Outcome {
+fn outcome_of(archive: &Path, m: &Manifest, archive_bytes: u64) -> PackOutcome {
+    let mut out = PackOutcome {
         archive: archive.to_path_buf(),
         compressor: m.compressor.clone(),
         archive_bytes,
-        ..Outcome::default()
+        ..PackOutcome::default()
     };
     for e in &m.entries {
         out.entries += 1;
@@ -558,11 +558,11 @@ fn stopped() -> PackError {
 }
 
 fn fresh(
-    o: &Options,
+    o: &PackOptions,
     place: &Place,
     target: &Target,
     on: &(dyn Fn(Event) + Sync),
-) -> Result<Outcome, PackError> {
+) -> Result<PackOutcome, PackError> {
     let mut prefix = b".".to_vec();
     prefix.extend_from_slice(target.name.as_bytes());
     prefix.extend_from_slice(b".partial-");
@@ -667,7 +667,7 @@ fn open_partial(target: &Target, prefix: Vec<u8>) -> Result<Partial<'_>, PackErr
 /// Reads every listed entry (in parallel, in order) into `tar2sqfs` writing `partial`: the
 /// manifest's entries, and the entries that could not be read (they stay).
 fn write_archive(
-    o: &Options,
+    o: &PackOptions,
     place: &Place,
     root: &OwnedFd,
     listing: &source::Listing,

@@ -17,7 +17,7 @@ use std::sync::Arc;
 use rustix::fs::OFlags;
 
 use super::manifest::{Kind, Manifest};
-use super::Outcome;
+use super::PackOutcome;
 use crate::sys::safeopen::{self, mount as sysmount};
 
 /// How the archive was mounted.
@@ -48,6 +48,37 @@ fn text(e: rustix::io::Errno) -> String {
     crate::sys::error::errno_text(e)
 }
 
+/// Why the archive cannot be mounted on the directory, or what the mount shows that is not
+/// the manifest's (nothing is left mounted).
+#[derive(Debug, thiserror::Error)]
+pub enum CannotMount {
+    /// The kernel's squashfs (root) or squashfuse (others) did not mount it.
+    #[error(transparent)]
+    Mount(#[from] sysmount::MountError),
+    #[error("squashfuse did not mount it on the directory: {0}")]
+    NotLanded(crate::sys::mounts::NotLanded),
+    #[error("{}", text(*.0))]
+    Os(rustix::io::Errno),
+    /// An entry (its path in the archive) the mount shows otherwise than the manifest says.
+    #[error("{} {differs} through the mount", crate::sys::quote::quote(.path))]
+    Shows { path: PathBuf, differs: Differs },
+}
+
+/// How an entry seen through the mount differs from the manifest's.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum Differs {
+    #[error("cannot be opened ({})", text(*.0))]
+    Unopened(rustix::io::Errno),
+    #[error("is another kind")]
+    OtherKind,
+    #[error("cannot be read ({})", text(*.0))]
+    Unread(rustix::io::Errno),
+    #[error("shows other content")]
+    OtherContent,
+    #[error("points elsewhere")]
+    OtherTarget,
+}
+
 /// The FUSE mounts of this mount namespace (ids).
 fn fuse_ids() -> Vec<u64> {
     crate::sys::mounts::all()
@@ -59,21 +90,21 @@ fn fuse_ids() -> Vec<u64> {
 
 impl Mounting {
     /// Mounts `archive` for the directory `root` (entry `name` of `parent`) and checks what it
-    /// shows against the manifest `m`. `Err`: why not, in a few words (nothing is left mounted).
+    /// shows against the manifest `m`. `Err`: why not (nothing is left mounted).
     pub fn start(
         archive: &OwnedFd,
         root: &OwnedFd,
         (parent, name): (&OwnedFd, &CStr),
         m: &Manifest,
-    ) -> Result<Mounting, String> {
+    ) -> Result<Mounting, CannotMount> {
         if rustix::process::geteuid().is_root() {
-            let d = sysmount::squashfs_detached(archive).map_err(|e| e.to_string())?;
-            let shown = d.root().map_err(text)?;
+            let d = sysmount::squashfs_detached(archive)?;
+            let shown = d.root().map_err(CannotMount::Os)?;
             check(&shown, m)?;
             return Ok(Mounting::Kernel(d));
         }
         let before = fuse_ids();
-        sysmount::squashfuse(archive, root).map_err(|e| e.to_string())?;
+        sysmount::squashfuse(archive, root)?;
         let m_ = match crate::sys::mounts::landed(root, parent, name) {
             Ok(mount) => mount,
             Err(why) => {
@@ -84,13 +115,11 @@ impl Mounting {
                 {
                     let _ = sysmount::fuse_unmount(&new.point);
                 }
-                return Err(format!(
-                    "squashfuse did not mount it on the directory: {why}"
-                ));
+                return Err(CannotMount::NotLanded(why));
             }
         };
         let checked = safeopen::open_dir_at(parent, name)
-            .map_err(text)
+            .map_err(CannotMount::Os)
             .and_then(|shown| check(&shown, m));
         if let Err(why) = checked {
             let _ = sysmount::fuse_unmount(&m_.point);
@@ -112,7 +141,7 @@ impl Mounting {
 
     /// After the removal: mounted on `root` if nothing stayed and no stop signal came, else
     /// not (said in `out.not_mounted`).
-    pub fn finish(self, root: &OwnedFd, out: &mut Outcome) {
+    pub fn finish(self, root: &OwnedFd, out: &mut PackOutcome) {
         let why_not = why_not_mounted(out);
         let at = || crate::sys::mounts::fd_path(root).unwrap_or_default();
         match (self, why_not) {
@@ -143,7 +172,7 @@ impl Mounting {
 }
 
 /// Why the archive must not be mounted after the removal, if it must not.
-pub fn why_not_mounted(out: &Outcome) -> Option<String> {
+pub fn why_not_mounted(out: &PackOutcome) -> Option<String> {
     if let Some(sig) = out.interrupted {
         return Some(format!(
             "stopped by signal {sig} before the originals were all removed"
@@ -160,14 +189,10 @@ pub fn why_not_mounted(out: &Outcome) -> Option<String> {
 /// Checks that every entry of `m` is readable through the mounted archive `shown` (its root)
 /// and shows the same kind, and each file the same content (BLAKE3), each symlink the same
 /// target.
-fn check(shown: &OwnedFd, m: &Manifest) -> Result<(), String> {
-    let differs = |rel: &[u8], what: &str| {
-        format!(
-            "{} {what} through the mount",
-            crate::sys::quote::quote(
-                <std::ffi::OsStr as std::os::unix::ffi::OsStrExt>::from_bytes(rel)
-            )
-        )
+fn check(shown: &OwnedFd, m: &Manifest) -> Result<(), CannotMount> {
+    let differs = |rel: &[u8], differs: Differs| CannotMount::Shows {
+        path: PathBuf::from(<std::ffi::OsStr as std::os::unix::ffi::OsStrExt>::from_bytes(rel)),
+        differs,
     };
     let mut buf = vec![0u8; 256 << 10];
     for e in &m.entries {
@@ -178,8 +203,8 @@ fn check(shown: &OwnedFd, m: &Manifest) -> Result<(), String> {
             _ => OFlags::PATH,
         };
         let fd = safeopen::open_beneath(shown, &rel, flags)
-            .map_err(|e| differs(&rel, &format!("cannot be opened ({})", text(e))))?;
-        let st = crate::sys::dirfd::fstat(&fd).map_err(text)?;
+            .map_err(|e| differs(&rel, Differs::Unopened(e)))?;
+        let st = crate::sys::dirfd::fstat(&fd).map_err(CannotMount::Os)?;
         let kind = Kind::of_mode(match st.file_type {
             rustix::fs::FileType::RegularFile => libc::S_IFREG,
             rustix::fs::FileType::Directory => libc::S_IFDIR,
@@ -190,7 +215,7 @@ fn check(shown: &OwnedFd, m: &Manifest) -> Result<(), String> {
             _ => 0,
         });
         if kind != Some(e.kind) {
-            return Err(differs(&rel, "is another kind"));
+            return Err(differs(&rel, Differs::OtherKind));
         }
         match e.kind {
             Kind::File => {
@@ -198,7 +223,7 @@ fn check(shown: &OwnedFd, m: &Manifest) -> Result<(), String> {
                 let mut at = 0u64;
                 loop {
                     let n = rustix::io::pread(&fd, &mut buf, at)
-                        .map_err(|x| differs(&rel, &format!("cannot be read ({})", text(x))))?;
+                        .map_err(|x| differs(&rel, Differs::Unread(x)))?;
                     if n == 0 {
                         break;
                     }
@@ -207,13 +232,13 @@ fn check(shown: &OwnedFd, m: &Manifest) -> Result<(), String> {
                 }
                 let hex = hasher.finalize().to_hex();
                 if at != e.size || e.hash.as_deref() != Some(hex.as_str()) {
-                    return Err(differs(&rel, "shows other content"));
+                    return Err(differs(&rel, Differs::OtherContent));
                 }
             }
             Kind::Symlink => {
-                let t = rustix::fs::readlinkat(&fd, c"", Vec::new()).map_err(text)?;
+                let t = rustix::fs::readlinkat(&fd, c"", Vec::new()).map_err(CannotMount::Os)?;
                 if Some(super::manifest::hex(t.as_bytes())) != e.target {
-                    return Err(differs(&rel, "points elsewhere"));
+                    return Err(differs(&rel, Differs::OtherTarget));
                 }
             }
             _ => {}

@@ -13,7 +13,7 @@ use std::time::Duration;
 use rustix::fs::OFlags;
 
 use super::manifest::{Kind, Manifest};
-use super::{open_root, unlink, Event, Options, Outcome, Place};
+use super::{open_root, unlink, Event, PackOptions, PackOutcome, Place};
 use crate::sys::safeopen;
 
 /// Why no file of the packed tree can be proven unwritten, if the file system has no leases
@@ -51,10 +51,10 @@ impl crate::engine::remove::Sink for Progress<'_> {
 /// `under`: the directory as the removal reaches it when a mount covers its name (its own
 /// fd, entry "."), else it is reached by name in its parent.
 pub(super) fn remove_originals(
-    o: &Options,
+    o: &PackOptions,
     place: &Place,
     m: &Manifest,
-    out: &mut Outcome,
+    out: &mut PackOutcome,
     on: &(dyn Fn(Event) + Sync),
     under: Option<(Arc<OwnedFd>, CString)>,
 ) {

@@ -25,6 +25,7 @@ use rustix::fs::{
 };
 use rustix::io::Errno;
 
+use crate::sys::error::errno_text;
 use crate::sys::safeopen::{self, Access, Bad};
 
 use super::manifest::{self, Entry, Manifest};
@@ -45,7 +46,50 @@ pub struct Unpacked {
     /// owners root's, no setuid/setgid/sticky bits, the umask, no device nodes.
     pub as_user: Option<u32>,
     /// Per entry that could not be created or completed: path and why.
-    pub failed: Vec<(PathBuf, String)>,
+    pub failed: Vec<(PathBuf, EntryError)>,
+}
+
+/// Why one entry of the archive was not unpacked, or not completely.
+#[derive(Debug, thiserror::Error)]
+pub enum EntryError {
+    #[error("a '..' or '.' in its path: not unpacked")]
+    DotInPath,
+    #[error("in the image but not in the archive's manifest: not unpacked")]
+    NotInManifest,
+    #[error("in the image twice: unpacked once")]
+    Twice,
+    /// The manifest says this kind; the image holds another.
+    #[error("a {} in the manifest, another kind in the image: not unpacked", .0.word())]
+    OtherKind(manifest::Kind),
+    #[error("in the manifest but not in the image")]
+    NotInImage,
+    /// Its tar header or pax extensions cannot be read.
+    #[error("{0}")]
+    Header(std::io::Error),
+    #[error("its directory: {}", errno_text(*.0))]
+    Parent(Errno),
+    #[error("its link target's directory: {}", errno_text(*.0))]
+    LinkParent(Errno),
+    #[error("a NUL in the name")]
+    NulInName,
+    #[error("a NUL in the link")]
+    NulInLink,
+    /// Root unpacks this uid's archive as that user would: no device node is made.
+    #[error("a device node: not made (the archive is uid {0}'s; --same-owner trusts it)")]
+    DeviceAsUser(u32),
+    #[error("an entry of tar type {0:?}: not unpacked")]
+    OtherType(tar::EntryType),
+    /// Its content could not be read from the stream or written.
+    #[error("{0}")]
+    Content(std::io::Error),
+    #[error("content differs from the manifest's hash (the archive is damaged)")]
+    Damaged,
+    /// Its owner could not be read before it was given (the error with its number).
+    #[error("{0}")]
+    Owner(Errno),
+    /// Making it, or giving it its owner, mode or times.
+    #[error("{}", errno_text(*.0))]
+    Os(Errno),
 }
 
 /// Why nothing (more) was unpacked.
@@ -233,27 +277,23 @@ impl<'m> Unpack<'m> {
                 p.strip_suffix(b"/").unwrap_or(p).to_vec()
             };
             if rel.split(|&c| c == b'/').any(|c| c == b".." || c == b".") {
-                self.out.failed.push((
-                    self.show(&rel),
-                    "a '..' or '.' in its path: not unpacked".into(),
-                ));
+                self.out
+                    .failed
+                    .push((self.show(&rel), EntryError::DotInPath));
                 continue;
             }
             // With a manifest, only what it lists, once each, as the kind it says.
             let want = match (self.m, self.index.get(&rel)) {
                 (None, _) => None,
                 (Some(_), None) => {
-                    self.out.failed.push((
-                        self.show(&rel),
-                        "in the image but not in the archive's manifest: not unpacked".into(),
-                    ));
+                    self.out
+                        .failed
+                        .push((self.show(&rel), EntryError::NotInManifest));
                     continue;
                 }
                 (Some(m), Some(&i)) => {
                     if std::mem::replace(&mut seen[i], true) {
-                        self.out
-                            .failed
-                            .push((self.show(&rel), "in the image twice: unpacked once".into()));
+                        self.out.failed.push((self.show(&rel), EntryError::Twice));
                         continue;
                     }
                     Some(&m.entries[i])
@@ -261,13 +301,9 @@ impl<'m> Unpack<'m> {
             };
             if let Some(w) = want {
                 if tar_kind(entry.header().entry_type()).is_some_and(|k| k != w.kind) {
-                    self.out.failed.push((
-                        self.show(&rel),
-                        format!(
-                            "a {} in the manifest, another kind in the image: not unpacked",
-                            w.kind.word()
-                        ),
-                    ));
+                    self.out
+                        .failed
+                        .push((self.show(&rel), EntryError::OtherKind(w.kind)));
                     continue;
                 }
             }
@@ -283,10 +319,9 @@ impl<'m> Unpack<'m> {
         if let Some(m) = self.m {
             for (i, s) in seen.iter().enumerate() {
                 if !s {
-                    self.out.failed.push((
-                        self.show(&m.entries[i].rel()),
-                        "in the manifest but not in the image".into(),
-                    ));
+                    self.out
+                        .failed
+                        .push((self.show(&m.entries[i].rel()), EntryError::NotInImage));
                 }
             }
         }
@@ -298,14 +333,14 @@ impl<'m> Unpack<'m> {
         rel: &[u8],
         entry: &mut tar::Entry<'_, impl Read>,
         want: Option<&Entry>,
-    ) -> Result<(), String> {
+    ) -> Result<(), EntryError> {
         let h = entry.header().clone();
-        let num = |r: std::io::Result<u64>| r.map_err(|e| e.to_string());
+        let num = |r: std::io::Result<u64>| r.map_err(EntryError::Header);
         let mut meta = meta_of(entry, want)?;
         if let Some(mask) = self.as_user {
             as_a_user(&mut meta, mask);
         }
-        let errno = |e: Errno| crate::sys::error::errno_text(e);
+        let errno = EntryError::Os;
         if rel.is_empty() {
             // The top directory: DEST itself.
             self.dirs.push((Vec::new(), meta));
@@ -316,8 +351,8 @@ impl<'m> Unpack<'m> {
             None => (&b""[..], rel),
         };
         let parent = source::open_beneath(&self.root, dir_rel, OFlags::RDONLY | OFlags::DIRECTORY)
-            .map_err(|e| format!("its directory: {}", errno(e)))?;
-        let cname = CString::new(name).map_err(|_| "a NUL in the name".to_string())?;
+            .map_err(EntryError::Parent)?;
+        let cname = CString::new(name).map_err(|_| EntryError::NulInName)?;
         let cname = cname.as_c_str();
         match h.entry_type() {
             tar::EntryType::Directory => {
@@ -335,10 +370,9 @@ impl<'m> Unpack<'m> {
                 utimensat(&parent, cname, &ts, AtFlags::SYMLINK_NOFOLLOW).map_err(errno)?;
                 Ok(())
             }
-            tar::EntryType::Char | tar::EntryType::Block if self.as_user.is_some() => Err(format!(
-                "a device node: not made (the archive is uid {}'s; --same-owner trusts it)",
-                self.out.as_user.unwrap_or_default()
-            )),
+            tar::EntryType::Char | tar::EntryType::Block if self.as_user.is_some() => Err(
+                EntryError::DeviceAsUser(self.out.as_user.unwrap_or_default()),
+            ),
             tar::EntryType::Fifo | tar::EntryType::Char | tar::EntryType::Block => {
                 let (ft, dev) = match h.entry_type() {
                     tar::EntryType::Fifo => (FileType::Fifo, 0),
@@ -359,7 +393,7 @@ impl<'m> Unpack<'m> {
             tar::EntryType::Regular | tar::EntryType::Continuous => {
                 self.regular(entry, &parent, cname, want, &meta)
             }
-            t => Err(format!("an entry of tar type {t:?}: not unpacked")),
+            t => Err(EntryError::OtherType(t)),
         }
     }
 
@@ -369,8 +403,8 @@ impl<'m> Unpack<'m> {
         entry: &tar::Entry<'_, impl Read>,
         parent: &OwnedFd,
         cname: &std::ffi::CStr,
-    ) -> Result<(), String> {
-        let errno = |e: Errno| crate::sys::error::errno_text(e);
+    ) -> Result<(), EntryError> {
+        let errno = EntryError::Os;
         let to = entry.link_name_bytes().unwrap_or_default().into_owned();
         let to = to.strip_prefix(b"./").unwrap_or(&to).to_vec();
         let (to_dir, to_name) = match to.iter().rposition(|&c| c == b'/') {
@@ -378,8 +412,8 @@ impl<'m> Unpack<'m> {
             None => (&b""[..], &to[..]),
         };
         let tdir = source::open_beneath(&self.root, to_dir, OFlags::RDONLY | OFlags::DIRECTORY)
-            .map_err(|e| format!("its link target's directory: {}", errno(e)))?;
-        let tname = CString::new(to_name).map_err(|_| "a NUL in the link".to_string())?;
+            .map_err(EntryError::LinkParent)?;
+        let tname = CString::new(to_name).map_err(|_| EntryError::NulInLink)?;
         safeopen::link_at(&tdir, &tname, parent, cname).map_err(errno)?;
         self.out.files += 1;
         Ok(())
@@ -392,8 +426,8 @@ impl<'m> Unpack<'m> {
         cname: &std::ffi::CStr,
         (ft, dev): (FileType, u64),
         meta: &Meta,
-    ) -> Result<(), String> {
-        let errno = |e: Errno| crate::sys::error::errno_text(e);
+    ) -> Result<(), EntryError> {
+        let errno = EntryError::Os;
         safeopen::mknod_at(parent, cname, ft, 0o600, dev).map_err(errno)?;
         self.own_at(parent, cname, meta)?;
         // Mode and times by name (no fd can be opened for writing on a FIFO or device
@@ -419,19 +453,17 @@ impl<'m> Unpack<'m> {
         cname: &std::ffi::CStr,
         want: Option<&Entry>,
         meta: &Meta,
-    ) -> Result<(), String> {
-        let errno = |e: Errno| crate::sys::error::errno_text(e);
+    ) -> Result<(), EntryError> {
+        let errno = EntryError::Os;
         let fd = safeopen::create_at(parent, cname, OFlags::WRONLY, 0o600, false).map_err(errno)?;
         let size = entry.size();
-        let hash = write_sparse(&fd, entry, size).map_err(|e| e.to_string())?;
+        let hash = write_sparse(&fd, entry, size).map_err(EntryError::Content)?;
         self.out.files += 1;
         self.out.bytes += size;
         let mut bad = None;
         if let Some(w) = want {
             if w.hash.as_deref() != Some(hash.to_hex().as_str()) {
-                bad = Some(
-                    "content differs from the manifest's hash (the archive is damaged)".to_string(),
-                );
+                bad = Some(EntryError::Damaged);
             }
         }
         self.own_fd(&fd, meta)?;
@@ -441,8 +473,8 @@ impl<'m> Unpack<'m> {
         bad.map_or(Ok(()), Err)
     }
 
-    fn own_fd(&mut self, fd: &OwnedFd, meta: &Meta) -> Result<(), String> {
-        let st = rustix::fs::fstat(fd).map_err(|e| e.to_string())?;
+    fn own_fd(&mut self, fd: &OwnedFd, meta: &Meta) -> Result<(), EntryError> {
+        let st = rustix::fs::fstat(fd).map_err(EntryError::Owner)?;
         if (st.st_uid, st.st_gid) == (meta.uid, meta.gid) {
             return Ok(());
         }
@@ -452,13 +484,18 @@ impl<'m> Unpack<'m> {
                 self.out.owners_kept += 1;
                 Ok(())
             }
-            Err(e) => Err(crate::sys::error::errno_text(e)),
+            Err(e) => Err(EntryError::Os(e)),
         }
     }
 
-    fn own_at(&mut self, dir: &OwnedFd, name: &std::ffi::CStr, meta: &Meta) -> Result<(), String> {
+    fn own_at(
+        &mut self,
+        dir: &OwnedFd,
+        name: &std::ffi::CStr,
+        meta: &Meta,
+    ) -> Result<(), EntryError> {
         let st =
-            rustix::fs::statat(dir, name, AtFlags::SYMLINK_NOFOLLOW).map_err(|e| e.to_string())?;
+            rustix::fs::statat(dir, name, AtFlags::SYMLINK_NOFOLLOW).map_err(EntryError::Owner)?;
         if (st.st_uid, st.st_gid) == (meta.uid, meta.gid) {
             return Ok(());
         }
@@ -474,7 +511,7 @@ impl<'m> Unpack<'m> {
                 self.out.owners_kept += 1;
                 Ok(())
             }
-            Err(e) => Err(crate::sys::error::errno_text(e)),
+            Err(e) => Err(EntryError::Os(e)),
         }
     }
 
@@ -484,14 +521,13 @@ impl<'m> Unpack<'m> {
         let mut dirs = std::mem::take(&mut self.dirs);
         dirs.sort_by(|a, b| source::cmp_paths(&b.0, &a.0));
         for (rel, meta) in dirs {
-            let r = (|| -> Result<(), String> {
+            let r = (|| -> Result<(), EntryError> {
                 let fd = source::open_beneath(&self.root, &rel, OFlags::RDONLY | OFlags::DIRECTORY)
-                    .map_err(crate::sys::error::errno_text)?;
+                    .map_err(EntryError::Os)?;
                 self.own_fd(&fd, &meta)?;
-                fchmod(&fd, Mode::from_raw_mode(meta.mode))
-                    .map_err(crate::sys::error::errno_text)?;
+                fchmod(&fd, Mode::from_raw_mode(meta.mode)).map_err(EntryError::Os)?;
                 xattrs_fd(&fd, &meta.xattrs);
-                futimens(&fd, &times(&meta)).map_err(crate::sys::error::errno_text)?;
+                futimens(&fd, &times(&meta)).map_err(EntryError::Os)?;
                 Ok(())
             })();
             if let Err(why) = r {
@@ -595,11 +631,14 @@ fn write_sparse(fd: &OwnedFd, mut r: impl Read, size: u64) -> std::io::Result<bl
 
 /// An entry's owner, mode, times and xattrs: the manifest's (`want`), else the tar header's
 /// (times to the second).
-fn meta_of(entry: &mut tar::Entry<'_, impl Read>, want: Option<&Entry>) -> Result<Meta, String> {
+fn meta_of(
+    entry: &mut tar::Entry<'_, impl Read>,
+    want: Option<&Entry>,
+) -> Result<Meta, EntryError> {
     let h = entry.header().clone();
-    let num = |r: std::io::Result<u64>| r.map_err(|e| e.to_string());
+    let num = |r: std::io::Result<u64>| r.map_err(EntryError::Header);
     let mut xattrs: Vec<(String, Vec<u8>)> = Vec::new();
-    if let Some(pax) = entry.pax_extensions().map_err(|e| e.to_string())? {
+    if let Some(pax) = entry.pax_extensions().map_err(EntryError::Header)? {
         for ext in pax.flatten() {
             if let Some(name) = ext.key().ok().and_then(|k| k.strip_prefix("SCHILY.xattr.")) {
                 xattrs.push((name.to_string(), ext.value_bytes().to_vec()));
@@ -628,4 +667,30 @@ fn meta_of(entry: &mut tar::Entry<'_, impl Read>, want: Option<&Entry>) -> Resul
             .collect();
     }
     Ok(meta)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_entry_error_says_what_stayed_and_why() {
+        assert_eq!(
+            EntryError::OtherKind(manifest::Kind::Dir).to_string(),
+            "a directory in the manifest, another kind in the image: not unpacked"
+        );
+        assert_eq!(
+            EntryError::DeviceAsUser(1000).to_string(),
+            "a device node: not made (the archive is uid 1000's; --same-owner trusts it)"
+        );
+        // Reading an owner says the error with its number; making and changing, without.
+        assert_eq!(
+            EntryError::Owner(Errno::PERM).to_string(),
+            "Operation not permitted (os error 1)"
+        );
+        assert_eq!(
+            EntryError::Os(Errno::PERM).to_string(),
+            "Operation not permitted"
+        );
+    }
 }

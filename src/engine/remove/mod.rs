@@ -429,7 +429,7 @@ fn grow(
     let remover = remover::Remover::new(&small, counters, sink);
     // One worker (this thread), no gate, nothing streamed: what it does is decided entry by
     // entry by the remover's first options.
-    let walk_first = walk::Options {
+    let walk_first = walk::WalkOptions {
         batch: opts.batch.min(start::INLINE_BATCH),
         gate: None,
         stream: None,
@@ -501,8 +501,8 @@ pub fn remove_trees_shared<R>(
 }
 
 /// The walk's options for `opts`, with `threads` workers, `per_dir` of them in one directory.
-fn walk_options(opts: &Settings, threads: usize, per_dir: usize) -> walk::Options {
-    walk::Options {
+fn walk_options(opts: &Settings, threads: usize, per_dir: usize) -> walk::WalkOptions {
+    walk::WalkOptions {
         threads,
         batch_threads: per_dir,
         batch: opts.batch,

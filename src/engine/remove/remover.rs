@@ -349,7 +349,9 @@ impl Visitor for Remover<'_> {
             return false;
         }
         let path = node.path();
-        let deleted = crate::engine::subvolume::delete(parent, node.name(), fd);
+        // Its record keeps why not as text: it travels to rank 0 under MPI.
+        let deleted =
+            crate::engine::subvolume::delete(parent, node.name(), fd).map_err(|e| e.to_string());
         match &deleted {
             Ok(_) if self.sink.wants_removed() => self.sink.removed(&path, true),
             Ok(_) => {}

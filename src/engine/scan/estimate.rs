@@ -227,7 +227,7 @@ pub fn places(root: &OwnedFd, trees: &[Ident], anywhere: bool) -> Places {
     match crate::sys::userdirs::cache_home() {
         Ok(Some(home)) => candidates.push((PlaceKind::Cache, home.join("reclaim"))),
         Ok(None) => {}
-        Err(line) => refused.push(line),
+        Err(why) => refused.push(why.to_string()),
     }
     candidates.push((PlaceKind::TempDir, std::env::temp_dir()));
     if let Some(mount) = crate::sys::mounts::by_id(me.mnt_id) {

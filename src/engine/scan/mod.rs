@@ -40,7 +40,7 @@ use walk::{Live, ScanError, Start};
 
 /// What to scan, and how.
 #[derive(Clone, Debug)]
-pub struct Options {
+pub struct ScanOptions {
     pub paths: Vec<std::ffi::OsString>,
     /// Directories in each top list.
     pub top: usize,
@@ -87,7 +87,7 @@ pub struct Scanned {
 }
 
 /// Scans `o.paths`, telling `events` as it goes.
-pub fn run(o: &Options, events: &dyn Events) -> Scanned {
+pub fn run(o: &ScanOptions, events: &dyn Events) -> Scanned {
     let started = Instant::now();
     // Under MPI, rank 0 names the PATHs' errors and reports for all ranks; each rank names
     // the errors of what it walked.
@@ -113,7 +113,7 @@ pub fn run(o: &Options, events: &dyn Events) -> Scanned {
     let first_dir = places.iter().find_map(|p| p.1.as_ref());
     let (profile, threads) = workers(o, first_dir);
     let nofile = crate::sys::limits::raise_nofile();
-    let opts = walk::Options {
+    let opts = walk::ScanWalkOptions {
         threads,
         cross_mounts: o.cross_mounts,
         small: o.small,
@@ -316,7 +316,7 @@ fn resolve_all(
 /// The profile of the first directory's file system and the workers it (or `--threads`)
 /// says: a stat is a round trip on a network file system, so tens go in flight there.
 fn workers(
-    o: &Options,
+    o: &ScanOptions,
     first_dir: Option<&OwnedFd>,
 ) -> (Option<crate::engine::profile::Profile>, usize) {
     let profile = first_dir.map(|fd| match o.profile {
@@ -367,14 +367,14 @@ pub fn into_tree(
     o: &TreeOptions,
     live: &Live,
     on_error: &(dyn Fn(&ScanError) + Sync),
-) -> walk::Outcome {
+) -> walk::ScanWalkOutcome {
     let threads = match (o.threads, &start) {
         (Some(n), _) => usize::from(n),
         (None, Start::Dir { fd, .. }) => crate::engine::profile::Profile::detect(fd).workers,
         (None, Start::Entry { .. }) => 1,
     };
     let nofile = crate::sys::limits::raise_nofile();
-    let opts = walk::Options {
+    let opts = walk::ScanWalkOptions {
         threads,
         cross_mounts: o.cross_mounts,
         small: o.small,

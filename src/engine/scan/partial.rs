@@ -11,7 +11,7 @@ use std::sync::Arc;
 
 use super::histogram::Histogram;
 use super::tally::{Counts, TopFile, TopN};
-use super::walk::{Outcome, SNode, ScanError, Scanner, Tally, TopDir};
+use super::walk::{SNode, ScanError, ScanWalkOutcome, Scanner, Tally, TopDir};
 use crate::engine::walk::{self, Root};
 use crate::sys::dirfd;
 
@@ -21,11 +21,11 @@ pub(super) fn scan_shared(
     scanner: &Scanner<'_>,
     mut first: Tally,
     roots: Vec<Root>,
-    walk_opts: &walk::Options,
+    walk_opts: &walk::WalkOptions,
     t: &dyn crate::engine::spread::Transport,
     leads: bool,
     on_warning: &(dyn Fn(&dyn std::fmt::Display) + Sync),
-) -> Outcome {
+) -> ScanWalkOutcome {
     let (opts, live, on_error) = (&scanner.opts, scanner.live, scanner.on_error);
     // Every rank sees the same directories, or none scans.
     let trees = crate::engine::spread::Trees {
@@ -212,7 +212,7 @@ impl Partial {
         self.skipped.extend(o.skipped);
     }
 
-    pub(super) fn outcome(self, ranks: Vec<crate::engine::spread::Rank>) -> Outcome {
+    pub(super) fn outcome(self, ranks: Vec<crate::engine::spread::Rank>) -> ScanWalkOutcome {
         let [top_bytes, top_files, top_small] = self.tops;
         let ranked = [
             top_bytes.offered,
@@ -225,7 +225,7 @@ impl Partial {
         skipped_mounts.sort();
         let mut errors = self.errors;
         errors.sort_by(|a, b| a.path.cmp(&b.path));
-        Outcome {
+        ScanWalkOutcome {
             per_root: self.per_root,
             histogram: self.histogram,
             top_bytes: sorted(top_bytes),

@@ -32,7 +32,7 @@ const SORT_MIN: usize = 256;
 
 /// How the walk works.
 #[derive(Clone, Debug)]
-pub struct Options {
+pub struct ScanWalkOptions {
     pub threads: usize,
     pub cross_mounts: bool,
     /// Regular files below this many bytes (`st_size`) are small.
@@ -115,7 +115,7 @@ pub struct TopDir {
 
 /// Everything a walk found.
 #[derive(Debug, Default)]
-pub struct Outcome {
+pub struct ScanWalkOutcome {
     /// Counts per `Start`, in the order given.
     pub per_root: Vec<Counts>,
     /// Regular files by apparent size, each inode once.
@@ -144,13 +144,13 @@ pub struct Outcome {
 /// `on_warning` for what a rank of an MPI job ignored.
 pub fn scan(
     starts: Vec<Start>,
-    opts: &Options,
+    opts: &ScanWalkOptions,
     live: &Live,
     on_error: &(dyn Fn(&ScanError) + Sync),
     on_warning: &(dyn Fn(&dyn std::fmt::Display) + Sync),
     job: Option<&dyn crate::engine::spread::Transport>,
     export: Option<&Export>,
-) -> Outcome {
+) -> ScanWalkOutcome {
     // Under MPI, rank 0 counts the PATHs that are not directories and reports for all.
     let leads = job.is_none_or(|t| t.rank() == 0);
     let scanner = Scanner {
@@ -192,7 +192,7 @@ pub fn scan(
             Start::Entry { .. } => {}
         }
     }
-    let walk_opts = walk::Options {
+    let walk_opts = walk::WalkOptions {
         threads: opts.threads.max(1),
         batch_threads: opts.threads.max(1),
         batch: BATCH,
@@ -267,7 +267,7 @@ pub struct DirCounts {
     pack: crate::engine::pack::candidates::Sums,
     /// Its record in `--export`'s tree (from when it is opened until it is finished).
     export: Mutex<Option<DirRecord>>,
-    /// Its entry in `Options::tree`, once opened.
+    /// Its entry in `ScanWalkOptions::tree`, once opened.
     tree: std::sync::OnceLock<u32>,
 }
 
@@ -286,7 +286,7 @@ pub(super) type SNode = Node<DirCounts>;
 
 /// The scan's work on the walk.
 pub(super) struct Scanner<'a> {
-    pub(super) opts: Options,
+    pub(super) opts: ScanWalkOptions,
     pub(super) live: &'a Live,
     pub(super) on_error: &'a (dyn Fn(&ScanError) + Sync),
     /// (dev, ino) of every non-directory with more than one link met so far.
@@ -747,7 +747,7 @@ impl Visitor for Scanner<'_> {
 }
 
 impl Scanner<'_> {
-    /// `Options::tree`: adds the entry `name` of `parent` (one not walked: a file, a mount
+    /// `ScanWalkOptions::tree`: adds the entry `name` of `parent` (one not walked: a file, a mount
     /// point, an unreadable directory) with `flags`; `counted`: its bytes count.
     fn tree_entry(
         &self,
@@ -764,7 +764,7 @@ impl Scanner<'_> {
         }
     }
 
-    /// `Options::tree`: marks `node`'s entry with `flags`.
+    /// `ScanWalkOptions::tree`: marks `node`'s entry with `flags`.
     fn tree_mark(&self, node: &SNode, flags: u16) {
         if let Some(feed) = &self.opts.tree {
             feed.tree.mark(node.data.tree_index(), flags);

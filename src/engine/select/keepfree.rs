@@ -156,7 +156,7 @@ mod tests {
 
 /// What `--keep-free` found and did (`"keep_free"` in `--json`).
 #[derive(Clone, Debug, Default, serde::Serialize)]
-pub struct Outcome {
+pub struct KeepFreeOutcome {
     /// Free bytes wanted on the file system.
     pub target_free: u64,
     /// Free when it started.

@@ -55,16 +55,24 @@ pub enum TimeField {
     Btime,
 }
 
+/// A `--time` or `--type` value that names no time or type.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum UnknownValue {
+    #[error("'{0}' is not a time (use mtime, atime, ctime or btime)")]
+    Time(String),
+    /// One letter of the list (the others may be right).
+    #[error("'{0}' is not a type (use f, d, l, p, s, b, c, comma-separated)")]
+    Type(String),
+}
+
 impl TimeField {
-    pub fn parse(s: &str) -> Result<TimeField, String> {
+    pub fn parse(s: &str) -> Result<TimeField, UnknownValue> {
         match s {
             "mtime" => Ok(TimeField::Mtime),
             "atime" => Ok(TimeField::Atime),
             "ctime" => Ok(TimeField::Ctime),
             "btime" => Ok(TimeField::Btime),
-            _ => Err(format!(
-                "'{s}' is not a time (use mtime, atime, ctime or btime)"
-            )),
+            _ => Err(UnknownValue::Time(s.to_string())),
         }
     }
 
@@ -79,7 +87,7 @@ impl TimeField {
 }
 
 /// One letter of `--type` (find's): f d l p s b c.
-pub fn parse_types(s: &str) -> Result<u8, String> {
+pub fn parse_types(s: &str) -> Result<u8, UnknownValue> {
     let mut mask = 0;
     for part in s.split(',') {
         mask |= match part.trim() {
@@ -90,11 +98,7 @@ pub fn parse_types(s: &str) -> Result<u8, String> {
             "s" => kind_bit(FileType::Socket),
             "b" => kind_bit(FileType::BlockDevice),
             "c" => kind_bit(FileType::CharacterDevice),
-            other => {
-                return Err(format!(
-                    "'{other}' is not a type (use f, d, l, p, s, b, c, comma-separated)"
-                ))
-            }
+            other => return Err(UnknownValue::Type(other.to_string())),
         };
     }
     Ok(mask)
@@ -188,7 +192,7 @@ pub enum SpecError {
     Glob {
         flag: &'static str,
         glob: String,
-        why: String,
+        why: glob::GlobError,
     },
     #[error("--older-than {older:?} and --newer-than {newer:?} select nothing together (the entry would have to be older than {older:?} and newer than {newer:?})")]
     EmptyAge { older: Duration, newer: Duration },
@@ -624,5 +628,5 @@ pub struct Report {
     pub list: Option<crate::sys::quote::PathField>,
     /// `--keep-free`: the target, what the first walk found and where it cut.
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub keep_free: Option<keepfree::Outcome>,
+    pub keep_free: Option<keepfree::KeepFreeOutcome>,
 }

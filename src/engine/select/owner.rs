@@ -3,22 +3,31 @@
 
 use std::ffi::{CStr, CString};
 
+/// A `--user` or `--group` value that is neither a name the system knows nor a number.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum UnknownOwner {
+    #[error("'{0}' is not a user name or number on this system")]
+    User(String),
+    #[error("'{0}' is not a group name or number on this system")]
+    Group(String),
+}
+
 /// `NAME` or a number: the uid. A name that is also a number is taken as the name, as find does.
-pub fn parse_user(s: &str) -> Result<u32, String> {
+pub fn parse_user(s: &str) -> Result<u32, UnknownOwner> {
     if let Some(uid) = lookup(s, Db::User) {
         return Ok(uid);
     }
     s.parse::<u32>()
-        .map_err(|_| format!("'{s}' is not a user name or number on this system"))
+        .map_err(|_| UnknownOwner::User(s.to_string()))
 }
 
 /// `NAME` or a number: the gid.
-pub fn parse_group(s: &str) -> Result<u32, String> {
+pub fn parse_group(s: &str) -> Result<u32, UnknownOwner> {
     if let Some(gid) = lookup(s, Db::Group) {
         return Ok(gid);
     }
     s.parse::<u32>()
-        .map_err(|_| format!("'{s}' is not a group name or number on this system"))
+        .map_err(|_| UnknownOwner::Group(s.to_string()))
 }
 
 /// The user name of `uid`, if the passwd database has one.
@@ -98,6 +107,12 @@ mod tests {
         assert_eq!(parse_user("0"), Ok(0));
         assert_eq!(parse_user("4242"), Ok(4242));
         assert!(parse_user("no such user, surely").is_err());
+        assert_eq!(
+            parse_group("no such group, surely")
+                .unwrap_err()
+                .to_string(),
+            "'no such group, surely' is not a group name or number on this system"
+        );
         assert_eq!(parse_group("0"), Ok(0));
         assert_eq!(user_name(0).as_deref(), Some("root"));
     }

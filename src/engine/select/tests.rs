@@ -146,3 +146,15 @@ fn sizes_owners_and_impossible_combinations() {
     assert!(Selection::new(&bad, SystemTime::now()).is_err());
     assert!(parse_types("f,x").is_err());
 }
+
+#[test]
+fn values_naming_no_time_or_type_are_said_with_the_choices() {
+    assert_eq!(
+        TimeField::parse("mtimes").unwrap_err().to_string(),
+        "'mtimes' is not a time (use mtime, atime, ctime or btime)"
+    );
+    assert_eq!(
+        parse_types("f, x").unwrap_err().to_string(),
+        "'x' is not a type (use f, d, l, p, s, b, c, comma-separated)"
+    );
+}

@@ -74,7 +74,7 @@ const INITIAL_UNITS: u64 = 4;
 
 /// What happened to one file.
 #[derive(Clone, Debug, Default, serde::Serialize, serde::Deserialize)]
-pub struct Outcome {
+pub struct ShrinkOutcome {
     /// Bytes the file allocated when we started.
     pub allocated: u64,
     /// Shrink steps taken (0: unlinked at once).
@@ -112,7 +112,7 @@ fn is_zero(n: &u64) -> bool {
     *n == 0
 }
 
-impl Outcome {
+impl ShrinkOutcome {
     /// Bytes removing the file gave back: what it allocated, less what it shares.
     pub fn freed(&self) -> u64 {
         self.allocated.saturating_sub(self.shared_bytes)
@@ -126,7 +126,7 @@ pub struct Gentle {
     pub path: crate::sys::quote::PathField,
     pub elapsed_s: f64,
     #[serde(flatten)]
-    pub outcome: Outcome,
+    pub outcome: ShrinkOutcome,
 }
 
 /// What a stop signal left of a file being shrunk.
@@ -189,12 +189,12 @@ pub fn remove_file(
     pacing: &Pacing,
     hiding: &Hiding<'_>,
     on_progress: OnProgress<'_>,
-) -> Result<Outcome, Reason> {
-    let mut out = Outcome {
+) -> Result<ShrinkOutcome, Reason> {
+    let mut out = ShrinkOutcome {
         allocated: facts.allocated,
-        ..Outcome::default()
+        ..ShrinkOutcome::default()
     };
-    let whole = |out: &mut Outcome, why: String| -> Result<(), Reason> {
+    let whole = |out: &mut ShrinkOutcome, why: String| -> Result<(), Reason> {
         out.unlinked_whole = Some(why);
         unlink(dir, name)
     };
@@ -461,7 +461,7 @@ fn shrink(
     dir: &OwnedFd,
     dev: u64,
     pacing: &Pacing,
-    out: &mut Outcome,
+    out: &mut ShrinkOutcome,
     on_progress: OnProgress<'_>,
     stop: &dyn Fn() -> bool,
 ) -> Result<bool, Reason> {
@@ -600,7 +600,7 @@ pub struct TreeFiles {
     in_place: bool,
     one_at_a_time: std::sync::Mutex<()>,
     /// Path, outcome and time of every file removed here.
-    pub done: std::sync::Mutex<Vec<(std::path::PathBuf, Outcome, std::time::Duration)>>,
+    pub done: std::sync::Mutex<Vec<(std::path::PathBuf, ShrinkOutcome, std::time::Duration)>>,
 }
 
 impl TreeFiles {
@@ -616,7 +616,7 @@ impl TreeFiles {
     }
 
     /// What was removed here, taken out.
-    pub fn take(&self) -> Vec<(std::path::PathBuf, Outcome, std::time::Duration)> {
+    pub fn take(&self) -> Vec<(std::path::PathBuf, ShrinkOutcome, std::time::Duration)> {
         std::mem::take(&mut *self.done.lock().unwrap_or_else(|e| e.into_inner()))
     }
 }

@@ -70,9 +70,29 @@ pub fn launched_ranks() -> Option<usize> {
         .find_map(|v| std::env::var(v).ok()?.parse::<usize>().ok())
 }
 
+/// Why this process cannot join the MPI job it was started in (or `--mpi` asked for).
+#[derive(Debug, thiserror::Error)]
+pub enum JoinError {
+    /// Started as one of this many ranks, but built without MPI.
+    #[cfg(not(feature = "mpi"))]
+    #[error("started as one of {0} ranks of an MPI job, but this reclaim was built without MPI; every rank would remove the same trees on its own: build it with `cargo build --release --features mpi`")]
+    LaunchedWithoutMpi(usize),
+    /// `--mpi`, but built without MPI.
+    #[cfg(not(feature = "mpi"))]
+    #[error("--mpi: this reclaim was built without MPI: build it with `cargo build --release --features mpi`")]
+    AskedWithoutMpi,
+    #[cfg(feature = "mpi")]
+    #[error("MPI was already initialized")]
+    AlreadyInitialized,
+    /// The MPI library offers threads only at this level.
+    #[cfg(feature = "mpi")]
+    #[error("this MPI library offers threads only as {0:?}; reclaim needs MPI_THREAD_SERIALIZED")]
+    Threading(::mpi::Threading),
+}
+
 /// Joins the MPI job this process was started in (or `asked`: `--mpi`); `None` when there is
 /// none. The value returned keeps MPI initialized: drop it at the end, after the command.
-pub fn start(asked: bool) -> Result<Option<Box<dyn std::any::Any>>, String> {
+pub fn start(asked: bool) -> Result<Option<Box<dyn std::any::Any>>, JoinError> {
     let ranks = launched_ranks();
     if !asked && ranks.is_none_or(|n| n <= 1) {
         return Ok(None);
@@ -84,10 +104,8 @@ pub fn start(asked: bool) -> Result<Option<Box<dyn std::any::Any>>, String> {
     #[cfg(not(feature = "mpi"))]
     {
         Err(match ranks {
-            Some(n) if n > 1 => format!(
-                "started as one of {n} ranks of an MPI job, but this reclaim was built without MPI; every rank would remove the same trees on its own: build it with `cargo build --release --features mpi`"
-            ),
-            _ => "--mpi: this reclaim was built without MPI: build it with `cargo build --release --features mpi`".into(),
+            Some(n) if n > 1 => JoinError::LaunchedWithoutMpi(n),
+            _ => JoinError::AskedWithoutMpi,
         })
     }
 }
@@ -184,7 +202,8 @@ pub fn agree(
     trees: &Trees<'_>,
     verdicts: Option<&dyn Joint>,
 ) -> Result<(), Error> {
-    let mine = trees.ids();
+    // As text: what a rank cannot see travels to rank 0 in its words.
+    let mine = trees.ids().map_err(|e| e.to_string());
     if t.rank() != 0 {
         t.send(0, Msg::Trees(mine).encode());
         return loop {
@@ -279,6 +298,14 @@ pub fn agree(
     }
 }
 
+/// A tree this rank cannot see (`agree`).
+#[derive(Debug, thiserror::Error)]
+#[error("cannot see {}: {}", crate::sys::quote::quote(.path), crate::sys::error::errno_text(*.errno))]
+pub struct Unseen {
+    pub path: std::path::PathBuf,
+    pub errno: rustix::io::Errno,
+}
+
 /// The trees of a job as one rank sees them, for `agree`.
 pub struct Trees<'a> {
     /// Each tree: the directory holding it, its name there, how messages show it.
@@ -293,13 +320,15 @@ pub struct Trees<'a> {
 }
 
 impl Trees<'_> {
-    fn ids(&self) -> Result<Vec<TreeId>, String> {
+    fn ids(&self) -> Result<Vec<TreeId>, Unseen> {
         self.roots
             .iter()
             .enumerate()
             .map(|(i, (base, name, shown))| {
-                tree_id(i, *base, name)
-                    .map_err(|e| format!("cannot see {}: {e}", crate::sys::quote::quote(shown)))
+                tree_id(i, *base, name).map_err(|errno| Unseen {
+                    path: shown.to_path_buf(),
+                    errno,
+                })
             })
             .collect()
     }
@@ -414,15 +443,14 @@ pub fn tree_id(
     index: usize,
     base: &impl std::os::fd::AsFd,
     name: &std::ffi::CStr,
-) -> Result<TreeId, String> {
+) -> Result<TreeId, rustix::io::Errno> {
     use rustix::fs::{statx, AtFlags, StatxFlags};
     let st = statx(
         base,
         name,
         AtFlags::SYMLINK_NOFOLLOW,
         StatxFlags::INO | StatxFlags::BTIME,
-    )
-    .map_err(crate::sys::error::errno_text)?;
+    )?;
     let born_ns = if st.stx_mask & StatxFlags::BTIME.bits() != 0 {
         (st.stx_btime.tv_sec as u64)
             .wrapping_mul(1_000_000_000)
@@ -431,10 +459,8 @@ pub fn tree_id(
     } else {
         0
     };
-    let dir = crate::sys::dirfd::open_dir_at(base, name).map_err(crate::sys::error::errno_text)?;
-    let fs_type = rustix::fs::fstatfs(&dir)
-        .map_err(crate::sys::error::errno_text)?
-        .f_type as u64;
+    let dir = crate::sys::dirfd::open_dir_at(base, name)?;
+    let fs_type = rustix::fs::fstatfs(&dir)?.f_type as u64;
     Ok(TreeId {
         index: index as u32,
         ino: st.stx_ino,

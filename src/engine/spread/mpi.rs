@@ -43,13 +43,11 @@ pub struct Guard {
 }
 
 /// Initializes MPI and registers this process as a rank of the job (`super::job`).
-pub fn join() -> Result<Guard, String> {
+pub fn join() -> Result<Guard, super::JoinError> {
     let (universe, threading) = mpi::initialize_with_threading(Threading::Serialized)
-        .ok_or_else(|| "MPI was already initialized".to_string())?;
+        .ok_or(super::JoinError::AlreadyInitialized)?;
     if threading < Threading::Serialized {
-        return Err(format!(
-            "this MPI library offers threads only as {threading:?}; reclaim needs MPI_THREAD_SERIALIZED"
-        ));
+        return Err(super::JoinError::Threading(threading));
     }
     let world = universe.world();
     let (rank, size) = (world.rank() as usize, world.size() as usize);

@@ -261,7 +261,11 @@ impl crate::engine::walk::Shared for Queue {
             })
             .collect()
     }
-    fn import(&self, _: usize, _: crate::engine::walk::Handoff) -> Result<(), String> {
+    fn import(
+        &self,
+        _: usize,
+        _: crate::engine::walk::Handoff,
+    ) -> Result<(), crate::engine::walk::NoSuchRoot> {
         Ok(())
     }
     fn returned(&self, _: u64, _: bool, _: Vec<u8>) {}

@@ -41,16 +41,26 @@ pub use gate::{Gate, PerDir};
 pub use share::{run_shared, Event, Handoff, Shared, Work};
 
 /// Directories with this many entries or more are big (the one home of the number): the
-/// engine unlinks their names in inode order (`Options::sort_min`; neighbouring inodes share
+/// engine unlinks their names in inode order (`WalkOptions::sort_min`; neighbouring inodes share
 /// inode-table blocks, so a cold cache reads each block once, and hash order was 1.4-2x slower
 /// on ext4: bench/RESULTS.md), scan's estimate counts their names apart (removal there is
 /// bound by the directory's lock), and GNU's fts, which `rm` mode follows, sorts a directory of
 /// more than this many by inode.
 pub const BIG_DIR: usize = 10_000;
 
+/// Why work handed over by another walk cannot be queued here (`Shared::import`).
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("work under root {root} of {roots}")]
+pub struct NoSuchRoot {
+    /// The root the work named ...
+    pub root: usize,
+    /// ... and how many this walk has.
+    pub roots: usize,
+}
+
 /// How a walk works.
 #[derive(Clone, Debug)]
-pub struct Options {
+pub struct WalkOptions {
     pub threads: usize,
     /// Workers allowed at once in the batches of one directory (they contend on its lock) ...
     pub batch_threads: usize,
@@ -81,7 +91,7 @@ pub struct Options {
 }
 
 /// How much of a directory one `getdents` reads when entries are handed out as they are
-/// read (`Options::stream`): set from the measured round trip, so that a piece is done
+/// read (`WalkOptions::stream`): set from the measured round trip, so that a piece is done
 /// while its names are fresh and the listing costs few round trips.
 #[derive(Debug)]
 pub struct Streaming {
@@ -304,7 +314,7 @@ pub trait Visitor: Sync + Sized {
     ) -> Next;
     /// Directory `node`, open as `fd` and checked, is on another device than the directory
     /// `parent` that holds it but on the same mount (a btrfs subvolume; only with
-    /// `Options::subvolumes`). Returns whether the visitor dealt with it whole: the walk then
+    /// `WalkOptions::subvolumes`). Returns whether the visitor dealt with it whole: the walk then
     /// leaves it (it is gone); otherwise the walk goes on into it as into any directory.
     fn subvolume(
         &self,
@@ -423,7 +433,7 @@ enum Task<D> {
 /// A walk in progress.
 pub struct Walk<'a, V: Visitor> {
     pub visitor: &'a V,
-    pub opts: Options,
+    pub opts: WalkOptions,
     queue: Queue<Task<V::Dir>>,
     fds: FdCache<Node<V::Dir>>,
     seq: AtomicU64,
@@ -448,7 +458,7 @@ struct Proof<'a> {
 }
 
 /// Walks every root with `opts.threads` workers; returns each worker's state.
-pub fn run<V: Visitor>(visitor: &V, roots: Vec<Root>, opts: &Options) -> Vec<V::Worker> {
+pub fn run<V: Visitor>(visitor: &V, roots: Vec<Root>, opts: &WalkOptions) -> Vec<V::Worker> {
     let walk = Walk::new(visitor, roots, opts, None);
     walk.push_roots();
     walk.workers(None)
@@ -464,7 +474,7 @@ pub struct Grown {
 }
 
 /// The rest of a walk that proved big: called with the options it runs with (`run_growing`).
-pub type GoOn<'a> = &'a mut dyn FnMut(&Options);
+pub type GoOn<'a> = &'a mut dyn FnMut(&WalkOptions);
 
 /// Walks every root on the calling thread alone, one task at a time, while `big` says the
 /// walk has not proved big (asked after each task, with how far it has come); small work ends
@@ -479,7 +489,7 @@ pub type GoOn<'a> = &'a mut dyn FnMut(&Options);
 pub fn run_growing<V: Visitor>(
     visitor: &V,
     roots: Vec<Root>,
-    opts: &Options,
+    opts: &WalkOptions,
     big: &(dyn Fn(&Grown) -> bool + Sync),
     grow: &mut dyn FnMut(GoOn<'_>),
 ) -> Vec<V::Worker> {
@@ -496,7 +506,7 @@ pub fn run_growing<V: Visitor>(
     }
     let mut first = Some((w, buf));
     let mut states = Vec::new();
-    grow(&mut |pool: &Options| {
+    grow(&mut |pool: &WalkOptions| {
         if let Some((w, buf)) = first.take() {
             walk.grow(pool);
             states = walk.workers(Some((w, buf)));
@@ -513,7 +523,7 @@ impl<'a, V: Visitor> Walk<'a, V> {
     fn new(
         visitor: &'a V,
         roots: Vec<Root>,
-        opts: &Options,
+        opts: &WalkOptions,
         sharing: Option<share::Sharing<V::Dir>>,
     ) -> Self {
         Walk {
@@ -572,7 +582,7 @@ impl<'a, V: Visitor> Walk<'a, V> {
 
     /// The walk proved big: the rest runs with the workers of `pool` (no worker is at work,
     /// no task in hand, no batch slot taken).
-    fn grow(&mut self, pool: &Options) {
+    fn grow(&mut self, pool: &WalkOptions) {
         self.proof = None;
         self.opts.threads = pool.threads.max(1);
         self.opts.batch = pool.batch;
@@ -588,7 +598,7 @@ impl<'a, V: Visitor> Walk<'a, V> {
 
 /// The limit of unlinkers per directory: the one `opts` shares (measured), or its own of
 /// `batch_threads` (at most one per worker).
-fn per_dir(opts: &Options) -> Arc<PerDir> {
+fn per_dir(opts: &WalkOptions) -> Arc<PerDir> {
     opts.per_dir
         .clone()
         .unwrap_or_else(|| Arc::new(PerDir::new(opts.batch_threads.min(opts.threads))))

@@ -12,7 +12,7 @@ use std::ffi::CString;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{mpsc, Arc, Mutex};
 
-use super::{Listing, Node, Options, Root, Task, Visitor, Walk};
+use super::{Listing, NoSuchRoot, Node, Root, Task, Visitor, Walk, WalkOptions};
 use crate::sys::dirfd::Ident;
 
 /// Work handed from one walk to another.
@@ -58,7 +58,7 @@ pub trait Shared: Sync {
     /// out of this walk, for another one.
     fn export(&self, max: usize) -> Vec<Handoff>;
     /// Queues work handed over by walk `from`. Fails if it names a root this walk lacks.
-    fn import(&self, from: usize, h: Handoff) -> Result<(), String>;
+    fn import(&self, from: usize, h: Handoff) -> Result<(), NoSuchRoot>;
     /// Work exported as `token` came back finished.
     fn returned(&self, token: u64, kept: bool, summary: Vec<u8>);
     /// Tasks waiting in the queue (none: idle workers would take more).
@@ -114,7 +114,7 @@ pub(super) struct Returned<D> {
 pub fn run_shared<V: Visitor, R>(
     visitor: &V,
     roots: Vec<Root>,
-    opts: &Options,
+    opts: &WalkOptions,
     start: bool,
     batches: bool,
     drive: impl FnOnce(&dyn Shared, &mpsc::Receiver<Event>) -> R,
@@ -296,11 +296,14 @@ impl<V: Visitor> Shared for Walk<'_, V> {
         out
     }
 
-    fn import(&self, from: usize, h: Handoff) -> Result<(), String> {
+    fn import(&self, from: usize, h: Handoff) -> Result<(), NoSuchRoot> {
         let root = self
             .roots
             .get(h.root)
-            .ok_or_else(|| format!("work under root {} of {}", h.root, self.roots.len()))?
+            .ok_or(NoSuchRoot {
+                root: h.root,
+                roots: self.roots.len(),
+            })?
             .clone();
         let dev = root.expect.dev;
         let mut dir = self.placed(None, &root, root.name.clone(), root.expect, Role::Stub);

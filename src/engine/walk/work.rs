@@ -287,7 +287,7 @@ impl<'a, V: Visitor> Walk<'a, V> {
         }
     }
 
-    /// How `node` is listed: streamed (`Options::stream`) unless shared (other processes take
+    /// How `node` is listed: streamed (`WalkOptions::stream`) unless shared (other processes take
     /// whole batches) or listed again (a listing that shifted under the removals is read
     /// whole this time).
     pub(super) fn streams(&self, node: &Node<V::Dir>) -> Option<Arc<Streaming>> {
@@ -398,7 +398,7 @@ impl<'a, V: Visitor> Walk<'a, V> {
         self.child_done(w, node);
     }
 
-    /// `visit_dir` for `Options::stream`: the directory is read one `getdents` at a time and
+    /// `visit_dir` for `WalkOptions::stream`: the directory is read one `getdents` at a time and
     /// this worker does each piece's entries as soon as it is read, so a name's entry from
     /// the listing is still cached when it is unlinked. A directory that fits in the first
     /// piece is done as one batch, as `visit_dir` does it (its entries are then "few").
@@ -550,7 +550,7 @@ impl<'a, V: Visitor> Walk<'a, V> {
     }
 
     /// Whether a directory with `facts` belongs to `root`'s mount: by mount id (where the
-    /// kernel tells it) and, unless `Options::subvolumes`, also by device.
+    /// kernel tells it) and, unless `WalkOptions::subvolumes`, also by device.
     pub(super) fn same_mount(&self, root: &Root, facts: &Facts) -> bool {
         let same_mnt = root.mnt_id.get() == Some(&facts.mnt_id);
         if self.opts.subvolumes && facts.mnt_id != 0 {

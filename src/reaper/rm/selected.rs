@@ -130,7 +130,7 @@ impl Asked {
 #[derive(Default)]
 pub(super) struct State {
     duplicates: Option<u64>,
-    keep_free: Option<keepfree::Outcome>,
+    keep_free: Option<keepfree::KeepFreeOutcome>,
     /// `--keep-free`'s watch on the free space, while the removal runs.
     watch: Option<(Arc<AtomicBool>, std::thread::JoinHandle<bool>)>,
     /// `--from`: the profile the listed names were unlinked by, and their workers.
@@ -297,7 +297,7 @@ impl Run<'_> {
             })
             .unwrap_or(0);
         let need = want.saturating_sub(free_before.saturating_add(pending));
-        let mut outcome = keepfree::Outcome {
+        let mut outcome = keepfree::KeepFreeOutcome {
             target_free: want,
             free_before,
             pending,

@@ -33,7 +33,7 @@ pub mod rename;
 
 use std::ffi::CStr;
 use std::os::fd::{AsFd, OwnedFd};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use rustix::fs::{AtFlags, FileType, Mode, OFlags, ResolveFlags};
 use rustix::io::Errno;
@@ -304,51 +304,71 @@ pub fn others_may_move_names(st: &rustix::fs::Stat, uid: u32) -> Option<String> 
     None
 }
 
+/// Why another user than the caller (and root) could change what a path names
+/// (`path_is_steady`).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum Unsteady {
+    #[error("it is not an absolute path")]
+    NotAbsolute,
+    #[error("it holds '..'")]
+    DotDot,
+    #[error("a NUL in it")]
+    Nul,
+    /// `/` itself cannot be opened.
+    #[error("/: {}", crate::sys::error::errno_text(*.0))]
+    Root(Errno),
+    /// A directory or the last component on the way cannot be examined.
+    #[error("{}: {}", crate::sys::quote::quote(.path), crate::sys::error::errno_text(*.errno))]
+    Os { path: PathBuf, errno: Errno },
+    /// A directory on the way lets others move its names (`others_may_move_names`'s why).
+    #[error("{}: {why}", crate::sys::quote::quote(.path))]
+    OthersMayMove { path: PathBuf, why: String },
+    #[error("{} is a symbolic link", crate::sys::quote::quote(.0))]
+    Symlink(PathBuf),
+}
+
 /// Why another user than `uid` (and root) could change what `path` names, if one could: some
 /// directory on the way from `/` belongs to someone else or lets others move its names
 /// (`others_may_move_names`), or the last component is a symbolic link. Looked at one
 /// component at a time without following a symlink; `..` is refused. For a path that will be
 /// used again later by name (a line of /etc/fstab, a systemd unit).
-pub fn path_is_steady(path: &Path, uid: u32) -> Result<(), String> {
+pub fn path_is_steady(path: &Path, uid: u32) -> Result<(), Unsteady> {
     use std::os::unix::ffi::OsStrExt;
     if !path.is_absolute() {
-        return Err("it is not an absolute path".into());
+        return Err(Unsteady::NotAbsolute);
     }
-    let mut dir = open_dir_path_only(Path::new("/")).map_err(|e| errno(e, "/"))?;
-    let mut so_far = std::path::PathBuf::from("/");
+    let mut dir = open_dir_path_only(Path::new("/")).map_err(Unsteady::Root)?;
+    let mut so_far = PathBuf::from("/");
     let comps: Vec<&[u8]> = path
         .as_os_str()
         .as_bytes()
         .split(|&b| b == b'/')
         .filter(|c| !c.is_empty() && *c != b".")
         .collect();
+    let os = |path: &Path| {
+        let path = path.to_path_buf();
+        move |errno| Unsteady::Os { path, errno }
+    };
     for (i, c) in comps.iter().enumerate() {
-        let quoted = crate::sys::quote::quote(&so_far);
-        let st = rustix::fs::fstat(&dir).map_err(|e| errno(e, &quoted))?;
+        let st = rustix::fs::fstat(&dir).map_err(os(&so_far))?;
         if let Some(why) = others_may_move_names(&st, uid) {
-            return Err(format!("{quoted}: {why}"));
+            return Err(Unsteady::OthersMayMove { path: so_far, why });
         }
         if *c == b".." {
-            return Err("it holds '..'".into());
+            return Err(Unsteady::DotDot);
         }
         so_far.push(std::ffi::OsStr::from_bytes(c));
-        let quoted = crate::sys::quote::quote(&so_far);
-        let name = std::ffi::CString::new(*c).map_err(|_| "a NUL in it".to_string())?;
-        let st = rustix::fs::statat(&dir, &name, AtFlags::SYMLINK_NOFOLLOW)
-            .map_err(|e| errno(e, &quoted))?;
+        let name = std::ffi::CString::new(*c).map_err(|_| Unsteady::Nul)?;
+        let st = rustix::fs::statat(&dir, &name, AtFlags::SYMLINK_NOFOLLOW).map_err(os(&so_far))?;
         if FileType::from_raw_mode(st.st_mode) == FileType::Symlink {
-            return Err(format!("{quoted} is a symbolic link"));
+            return Err(Unsteady::Symlink(so_far));
         }
         if i + 1 == comps.len() {
             break;
         }
-        dir = open_dir_at_only(&dir, &name).map_err(|e| errno(e, &quoted))?;
+        dir = open_dir_at_only(&dir, &name).map_err(os(&so_far))?;
     }
     Ok(())
-}
-
-fn errno(e: Errno, what: &str) -> String {
-    format!("{what}: {}", crate::sys::error::errno_text(e))
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -586,12 +606,18 @@ mod tests {
         assert_eq!(path_is_steady(&root.join("a"), me), Ok(()));
         assert!(path_is_steady(&root.join("l"), me)
             .unwrap_err()
+            .to_string()
             .contains("symbolic link"));
         use std::os::unix::fs::PermissionsExt;
         std::fs::set_permissions(&root, std::fs::Permissions::from_mode(0o777)).unwrap();
         assert!(path_is_steady(&root.join("a"), me)
             .unwrap_err()
+            .to_string()
             .contains("others may write"));
         assert!(path_is_steady(Path::new("relative"), me).is_err());
+        assert_eq!(
+            path_is_steady(Path::new("relative"), me).map_err(|e| e.to_string()),
+            Err("it is not an absolute path".to_string())
+        );
     }
 }

@@ -385,7 +385,7 @@ impl App {
                     self.failed = true;
                     self.dialog = Dialog::note(
                         format!("Not packed: {}", self.shown(dir)),
-                        vec![visible(e.as_bytes())],
+                        vec![visible(e.to_string().as_bytes())],
                     );
                 }
             },

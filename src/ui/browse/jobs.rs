@@ -14,7 +14,7 @@ use crate::engine::scan::import::Import;
 use crate::engine::scan::tree::Tree;
 use crate::engine::scan::walk::{Live, ScanError, Start};
 use crate::engine::scan::TreeOptions;
-use crate::reaper::browse::{Actor, Deletion, Progress, Report, Space};
+use crate::reaper::browse::{Actor, Deletion, NotPacked, NotRestored, Progress, Report, Space};
 
 /// A scan (or import) filling the tree.
 pub struct Scan {
@@ -86,9 +86,9 @@ pub fn import(imp: Import) -> Scan {
 pub enum Done {
     Deleted(Report),
     Emptied(u32, Report),
-    Undone(Deletion, Vec<(u32, Result<(), String>)>),
+    Undone(Deletion, Vec<(u32, Result<(), NotRestored>)>),
     Removed(Report),
-    Packed(u32, Result<(pack::Outcome, PathBuf), String>),
+    Packed(u32, Result<(pack::PackOutcome, PathBuf), NotPacked>),
 }
 
 /// One action on the files, running.
