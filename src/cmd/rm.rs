@@ -62,11 +62,10 @@ pub fn run(o: &RmOptions) -> ExitCode {
             hiding,
             prompt_each: when == When::Always,
             mpi: job.is_some(),
-            dry_run: r.engine.dry_run,
         };
         if let Err(e) = s.check(&c) {
             if crate::engine::spread::leads() {
-                return usage(&e);
+                return usage(&e.to_string());
             }
             return Exit::Usage.into();
         }
@@ -174,7 +173,30 @@ type ListOut = (
     Option<crate::sys::dirfd::Ident>,
 );
 
-fn open_list(path: &std::path::Path) -> Result<ListOut, String> {
+/// Why `--list FILE` is not written, for one line.
+#[derive(Debug, thiserror::Error)]
+enum ListRefused {
+    #[error(
+        "it is a symbolic link (never followed: name the file itself, or - for standard output)"
+    )]
+    Symlink,
+    #[error("it is a block device; the list would be written over its data")]
+    BlockDevice,
+    #[error("it is a FIFO (a reader that never reads would stop the removal)")]
+    Fifo,
+    #[error("it is a {0}")]
+    NotRegular(&'static str),
+    #[error("it belongs to uid {0}, in a directory others may change (another user's file is never written over)")]
+    OthersFile(u32),
+    #[error("it has {0} hard links (writing it would change the others)")]
+    Links(u64),
+    #[error("it {0}")]
+    Bad(crate::sys::safeopen::file::Bad),
+    #[error("{}", crate::sys::error::errno_text(*.0))]
+    Os(rustix::io::Errno),
+}
+
+fn open_list(path: &std::path::Path) -> Result<ListOut, ListRefused> {
     use crate::sys::safeopen::file::{open_output, Bad};
     use rustix::fs::FileType;
     if path.as_os_str() == "-" {
@@ -185,25 +207,15 @@ fn open_list(path: &std::path::Path) -> Result<ListOut, String> {
         return Ok((Box::new(std::io::stdout()), own));
     }
     let (fd, _) = open_output(path, 0o600, false).map_err(|e| match e {
-        Bad::NotRegular("symbolic link") => {
-            "it is a symbolic link (never followed: name the file itself, or - for standard output)"
-                .to_string()
-        }
-        Bad::NotRegular("block device") => {
-            "it is a block device; the list would be written over its data".into()
-        }
-        Bad::NotRegular("FIFO") => {
-            "it is a FIFO (a reader that never reads would stop the removal)".into()
-        }
-        Bad::NotRegular(what) => format!("it is a {what}"),
-        Bad::NotOwners { found, .. } => format!(
-            "it belongs to uid {found}, in a directory others may change (another user's file is \
-             never written over)"
-        ),
-        Bad::Links(n) => format!("it has {n} hard links (writing it would change the others)"),
-        e => format!("it {e}"),
+        Bad::NotRegular("symbolic link") => ListRefused::Symlink,
+        Bad::NotRegular("block device") => ListRefused::BlockDevice,
+        Bad::NotRegular("FIFO") => ListRefused::Fifo,
+        Bad::NotRegular(what) => ListRefused::NotRegular(what),
+        Bad::NotOwners { found, .. } => ListRefused::OthersFile(found),
+        Bad::Links(n) => ListRefused::Links(n),
+        e => ListRefused::Bad(e),
     })?;
-    let facts = crate::sys::dirfd::fstat(&fd).map_err(crate::sys::error::errno_text)?;
+    let facts = crate::sys::dirfd::fstat(&fd).map_err(ListRefused::Os)?;
     let own = (facts.file_type == FileType::RegularFile).then_some(facts.ident);
     let f = std::fs::File::from(fd);
     Ok((Box::new(std::io::BufWriter::with_capacity(1 << 20, f)), own))

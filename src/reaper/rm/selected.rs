@@ -50,53 +50,60 @@ pub struct Context {
     pub prompt_each: bool,
     /// Under MPI.
     pub mpi: bool,
-    pub dry_run: bool,
+}
+
+/// A selection asked together with what it cannot work with (a usage error, one line each).
+#[derive(Debug, thiserror::Error)]
+pub enum Unworkable {
+    #[error("--background and --wait hide whole paths with one rename; a selection would need one rename per matching entry into the trash, which costs as much as removing it: run the selection without them")]
+    Hiding,
+    #[error("-i asks about each entry in GNU rm's order; it does not combine with a selection")]
+    PromptEach,
+    #[error("--from {} lists the paths to remove; give no PATH operands with it", quote(.0))]
+    FromWithOperands(std::path::PathBuf),
+    #[error("--from removes exactly the listed paths; choose them with find (or reclaim's tests on PATH operands), not both")]
+    FromWithTests,
+    #[error("--from is not shared by MPI ranks yet: run it as one process")]
+    FromUnderMpi,
+    #[error("the selection options choose what to remove inside directories: they need -r")]
+    NotRecursive,
+    #[error("--list and --keep-free are not shared by MPI ranks yet: run them as one process")]
+    ListUnderMpi,
+    #[error("--keep-free removes the oldest first; --newer-than would have it remove the newest")]
+    KeepFreeNewer,
 }
 
 impl Asked {
-    /// Combinations that cannot work, in one line each (a usage error).
-    pub fn check(&self, c: &Context) -> Result<(), String> {
+    /// Combinations that cannot work.
+    pub fn check(&self, c: &Context) -> Result<(), Unworkable> {
         let tests = self.spec.is_active();
         if c.hiding {
-            return Err("--background and --wait hide whole paths with one rename; a selection would need one rename per matching entry into the trash, which costs as much as removing it: run the selection without them".into());
+            return Err(Unworkable::Hiding);
         }
         if c.prompt_each {
-            return Err(
-                "-i asks about each entry in GNU rm's order; it does not combine with a selection"
-                    .into(),
-            );
+            return Err(Unworkable::PromptEach);
         }
         if let Some(from) = &self.from {
             if c.operands > 0 {
-                return Err(format!(
-                    "--from {} lists the paths to remove; give no PATH operands with it",
-                    quote(from)
-                ));
+                return Err(Unworkable::FromWithOperands(from.clone()));
             }
             if tests || self.keep_free.is_some() {
-                return Err("--from removes exactly the listed paths; choose them with find (or reclaim's tests on PATH operands), not both".into());
+                return Err(Unworkable::FromWithTests);
             }
             if c.mpi {
-                return Err("--from is not shared by MPI ranks yet: run it as one process".into());
+                return Err(Unworkable::FromUnderMpi);
             }
             return Ok(());
         }
         if !c.recursive {
-            return Err(
-                "the selection options choose what to remove inside directories: they need -r"
-                    .into(),
-            );
+            return Err(Unworkable::NotRecursive);
         }
         if c.mpi && (self.list.is_some() || self.keep_free.is_some()) {
-            return Err(
-                "--list and --keep-free are not shared by MPI ranks yet: run them as one process"
-                    .into(),
-            );
+            return Err(Unworkable::ListUnderMpi);
         }
         if self.keep_free.is_some() && self.spec.newer_than.is_some() {
-            return Err("--keep-free removes the oldest first; --newer-than would have it remove the newest".into());
+            return Err(Unworkable::KeepFreeNewer);
         }
-        let _ = c.dry_run;
         Ok(())
     }
 
