@@ -457,9 +457,10 @@ fn measured<R>(opts: &Settings, f: impl FnOnce() -> R) -> R {
     };
     let done = std::sync::atomic::AtomicBool::new(false);
     std::thread::scope(|s| {
-        s.spawn(|| c.run(&done));
+        let runner = s.spawn(|| c.run(&done));
         let r = f();
         done.store(true, Ordering::Relaxed);
+        runner.thread().unpark();
         r
     })
 }
