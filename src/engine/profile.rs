@@ -213,6 +213,15 @@ impl Profile {
         p
     }
 
+    /// The profile of the file system holding `dir`: the class `--profile` named, or the
+    /// detected one.
+    pub fn asked(class: Option<Class>, dir: impl AsFd) -> Profile {
+        match class {
+            Some(class) => Profile::named(class, dir),
+            None => Profile::detect(dir),
+        }
+    }
+
     /// The profile named on the command line, for the file system holding `dir`.
     pub fn named(class: Class, dir: impl AsFd) -> Profile {
         let d = Profile::detect(dir);

@@ -675,10 +675,7 @@ fn write_archive(
     on: &(dyn Fn(Event) + Sync),
 ) -> Result<(Vec<manifest::Entry>, Vec<Failure>), PackError> {
     let show = |rel: &[u8]| place.display.join(OsStr::from_bytes(rel));
-    let profile = match o.profile {
-        Some(c) => crate::engine::profile::Profile::named(c, root),
-        None => crate::engine::profile::Profile::detect(root),
-    };
+    let profile = crate::engine::profile::Profile::asked(o.profile, root);
     let readers = o.threads.unwrap_or(profile.workers).max(1);
     let jobs = crate::engine::profile::cpus();
     let mut child = tools::tar2sqfs(partial.file.as_fd(), o.compressor, jobs)?;

@@ -149,10 +149,7 @@ impl Start {
         let mut engine = opts.clone();
         engine.start = None;
         let pace = &self.pace;
-        let mut profile = match self.profile {
-            Some(class) => Profile::named(class, base),
-            None => Profile::detect(base),
-        };
+        let mut profile = Profile::asked(self.profile, base);
         // A disk that only says it is rotational starts as rm -rf would, and the measured
         // concurrency finds whether more workers pay; no probe tells it apart first (five
         // synchronous writes on a loaded loop image took 0.2 s, four times a 2,000-file

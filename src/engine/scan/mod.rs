@@ -319,10 +319,7 @@ fn workers(
     o: &ScanOptions,
     first_dir: Option<&OwnedFd>,
 ) -> (Option<crate::engine::profile::Profile>, usize) {
-    let profile = first_dir.map(|fd| match o.profile {
-        Some(class) => crate::engine::profile::Profile::named(class, fd),
-        None => crate::engine::profile::Profile::detect(fd),
-    });
+    let profile = first_dir.map(|fd| crate::engine::profile::Profile::asked(o.profile, fd));
     let threads = match (o.threads, &profile) {
         (Some(n), _) => usize::from(n),
         (None, Some(p)) => p.workers,

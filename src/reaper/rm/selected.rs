@@ -206,10 +206,7 @@ impl Run<'_> {
             .first()
             .and_then(|g| from::Dirs::new(1).get(&g.dir).ok());
         if let Some(dir) = first {
-            let profile = match req.profile {
-                Some(class) => crate::engine::profile::Profile::named(class, &*dir),
-                None => crate::engine::profile::Profile::detect(&*dir),
-            };
+            let profile = crate::engine::profile::Profile::asked(req.profile, &*dir);
             engine = start.tuned(&profile, &engine);
             self.selected.listed = Some((profile, None));
         }
