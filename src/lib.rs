@@ -24,6 +24,7 @@ pub use cmd::gnu::{invoked_as_rm, main as rm_main};
 pub use cmd::{run, Invocation};
 pub use sys::interrupt::default_sigpipe;
 pub use sys::quote::utf8_locale;
+pub use sys::startup;
 
 // The examples (`mkworkload`, `floor`) and the integration tests.
 pub use cli::args::WorkloadArgs;

@@ -1,11 +1,22 @@
 //! The `reclaim` binary: GNU `rm` mode when invoked as `rm`, else the command line
 //! (`reclaim::parse`) → the command (`reclaim::run`) → the exit status; and the SIGPIPE
-//! policy of every command.
+//! policy of every command. Its entry is the C `main`, without std's runtime start
+//! (`reclaim::startup` says why and does what of it reclaim needs).
+
+#![cfg_attr(not(test), no_main)]
 
 use reclaim::Exit;
 use std::process::ExitCode;
 
-fn main() -> ExitCode {
+#[cfg(not(test))]
+#[no_mangle]
+pub extern "C" fn main(_argc: libc::c_int, _argv: *const *const libc::c_char) -> libc::c_int {
+    reclaim::startup::begin();
+    reclaim::startup::exit(run())
+}
+
+#[cfg_attr(test, allow(dead_code))]
+fn run() -> ExitCode {
     // Before any thread starts: the locale's character set decides how names are quoted.
     reclaim::utf8_locale();
     // `reclaim` in ps/pgrep/top, also when started as /proc/self/exe (a reaper, a child).

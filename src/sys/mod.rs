@@ -21,6 +21,7 @@ pub mod quote;
 pub use safeopen::rename;
 pub mod safeopen;
 pub mod space;
+pub mod startup;
 pub mod userdirs;
 
 #[cfg(test)]

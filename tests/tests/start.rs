@@ -298,3 +298,39 @@ fn a_directory_that_proves_big_while_it_is_read_is_read_once() {
         }
     }
 }
+
+#[test]
+fn closed_standard_fds_are_opened_on_dev_null() {
+    // reclaim starts without std's runtime start (src/sys/startup.rs): a stdout or stderr the
+    // caller closed is opened on /dev/null before anything else, so a file reclaim opens
+    // (the --list FILE here) never takes fd 1 or 2 and receives its messages.
+    let s = scratch!();
+    flat(&s, "t", 3);
+    let list = s.path("list.txt");
+    // fds 1 and 2 closed by the shell that starts it.
+    let cmd = format!(
+        "exec {} rm -r -v --list list.txt t missing 1>&- 2>&-",
+        util::reclaim_bin().to_string_lossy()
+    );
+    let status = StdCommand::new("sh")
+        .args(["-c", &cmd])
+        .env("RECLAIM_CONFIG", "")
+        .env("RECLAIM_UNDER", s.root())
+        .current_dir(s.root())
+        .status()
+        .unwrap();
+    assert_eq!(
+        status.code(),
+        Some(1),
+        "missing is reported by the exit status"
+    );
+    assert!(!s.exists("t/f0") && !s.exists("t/f1") && !s.exists("t/f2"));
+    let listed = std::fs::read_to_string(&list).unwrap();
+    let mut lines: Vec<&str> = listed.lines().collect();
+    lines.sort_unstable();
+    assert_eq!(
+        lines,
+        ["t/f0", "t/f1", "t/f2"],
+        "the removed paths, no message: {listed:?}"
+    );
+}

@@ -114,6 +114,27 @@ pub fn open_dir_path(path: &Path) -> Result<OwnedFd, Errno> {
     )
 }
 
+/// `/dev/null`, opened read-write for a standard fd that was closed (`startup`): by its fixed
+/// path, never through a symlink, and only if it is the null device (character device 1:3);
+/// anything else planted there is refused (`ENODEV`).
+pub fn null_device() -> Result<OwnedFd, Errno> {
+    let fd = rustix::fs::open(
+        "/dev/null",
+        OFlags::RDWR | OFlags::NOFOLLOW | OFlags::NOCTTY | OFlags::CLOEXEC,
+        Mode::empty(),
+    )?;
+    let st = rustix::fs::fstat(&fd)?;
+    let rdev = st.st_rdev;
+    let null = FileType::from_raw_mode(st.st_mode) == FileType::CharacterDevice
+        && rustix::fs::major(rdev) == 1
+        && rustix::fs::minor(rdev) == 3;
+    if null {
+        Ok(fd)
+    } else {
+        Err(Errno::NODEV)
+    }
+}
+
 /// Opens a directory by path as `O_PATH` (search permission is enough): for use as the base
 /// of `*at` calls only, never to read it. Only for a directory the user named.
 pub fn open_dir_path_only(path: &Path) -> Result<OwnedFd, Errno> {
