@@ -550,7 +550,10 @@ pub struct PaceArgs {
     pub iops: Option<u64>,
 }
 
-#[derive(Args, Debug)]
+/// `rm --fd-budget`'s default: directory fds a removal holds at most.
+pub const FD_BUDGET: u32 = 256;
+
+#[derive(Args, Debug, Default)]
 pub struct RmArgs {
     /// Remove directories and their contents recursively
     #[arg(short = 'r', short_alias = 'R', long = "recursive")]
@@ -641,7 +644,7 @@ pub struct RmArgs {
     #[arg(long, hide = true, value_name = "FILE")]
     pub pace_trace: Option<PathBuf>,
     /// Most directory fds held at once (deep trees reopen evicted ones, verified)
-    #[arg(long, hide = true, default_value_t = 256, value_parser = clap::value_parser!(u32).range(2..))]
+    #[arg(long, hide = true, default_value_t = FD_BUDGET, value_parser = clap::value_parser!(u32).range(2..))]
     pub fd_budget: u32,
     /// Stat every file before unlinking it (exact bytes freed per file; costs a syscall each)
     #[arg(long, hide = true)]
@@ -663,6 +666,16 @@ pub struct RmArgs {
     pub paths: Vec<std::ffi::OsString>,
     #[command(flatten)]
     pub select: SelectArgs,
+}
+
+impl RmArgs {
+    /// What clap makes of `reclaim rm` without a flag (`cli::plain_rm` starts from it).
+    pub fn unflagged() -> RmArgs {
+        RmArgs {
+            fd_budget: FD_BUDGET,
+            ..RmArgs::default()
+        }
+    }
 }
 
 #[derive(Args, Debug)]

@@ -39,11 +39,31 @@ fn usage(warnings: Vec<String>, message: String) -> Error {
 
 /// Reads the command line `args` (argv[0] first) and the configuration.
 pub fn parse(args: Vec<OsString>) -> Result<Invocation, Error> {
+    parse_by(args, true)
+}
+
+/// `parse`; `plain`: the common `reclaim rm` is read without clap (`plain_rm`).
+fn parse_by(args: Vec<OsString>, plain: bool) -> Result<Invocation, Error> {
     no_preserve_root_abbreviated(&args)?;
-    let matches = Cli::command()
-        .try_get_matches_from(&args)
-        .map_err(Error::Clap)?;
-    let cli = Cli::from_arg_matches(&matches).map_err(Error::Clap)?;
+    let (cli, rm_flags) = match plain.then(|| plain_rm(&args)).flatten() {
+        Some((a, flags)) => (
+            Cli {
+                command: args::Command::Rm(Deferred(a)),
+            },
+            flags,
+        ),
+        None => {
+            let matches = Cli::command()
+                .try_get_matches_from(&args)
+                .map_err(Error::Clap)?;
+            let cli = Cli::from_arg_matches(&matches).map_err(Error::Clap)?;
+            let flags = match &cli.command {
+                args::Command::Rm(Deferred(a)) => prompt_flags(a, matches.subcommand_matches("rm")),
+                _ => Vec::new(),
+            };
+            (cli, flags)
+        }
+    };
     let mut warnings = Vec::new();
     let config = match Config::load(&mut warnings) {
         Ok(c) => c,
@@ -52,7 +72,7 @@ pub fn parse(args: Vec<OsString>) -> Result<Invocation, Error> {
     let command = match cli.command {
         args::Command::Rm(Deferred(mut a)) => {
             config.apply_rm(&mut a);
-            let prompting = prompting(&a, matches.subcommand_matches("rm"));
+            let prompting = prompting(&a, rm_flags);
             Command::Rm(Box::new(rm(a, prompting)))
         }
         args::Command::Status(Deferred(mut a)) => {
@@ -156,10 +176,44 @@ fn no_preserve_root_abbreviated(args: &[OsString]) -> Result<(), Error> {
     }
 }
 
-/// `-f`, `-i`, `-I` and `--interactive` in the order given on the command line, folded by GNU
-/// rm's rule (`Prompting::apply`). A `-f` without a place on the command line (set by other
-/// means) counts first.
-fn prompting(a: &RmArgs, m: Option<&clap::ArgMatches>) -> Prompting {
+/// `reclaim rm` with nothing but the flags `-r`, `-R`, `-f` and `-v` (alone or together, as
+/// `-rf`) and operands that neither are empty nor start with `-`: the common command, read
+/// without clap, whose definition of rm's hundred flags cost a small removal a tenth of its
+/// start (bench/RESULTS.md, 2026-11-29, "Fixed costs: std's runtime start left out"). The same
+/// `RmArgs` and prompt flags as clap's reading (`tests::plain_rm_reads_as_clap_does` compares
+/// the two over every mix of those flags and operands); anything else, `--` and `-` too, goes
+/// to clap.
+fn plain_rm(args: &[OsString]) -> Option<(RmArgs, Vec<PromptFlag>)> {
+    if args.get(1)? != "rm" {
+        return None;
+    }
+    let mut a = RmArgs::unflagged();
+    for arg in &args[2..] {
+        match arg.as_encoded_bytes() {
+            [b'-', flags @ ..] if !flags.is_empty() => {
+                for f in flags {
+                    match f {
+                        b'r' | b'R' => a.recursive = true,
+                        b'f' => a.force = true,
+                        b'v' => a.verbose = true,
+                        _ => return None,
+                    }
+                }
+            }
+            [] | [b'-'] => return None,
+            _ => a.paths.push(arg.clone()),
+        }
+    }
+    let flags = if a.force {
+        vec![PromptFlag::Force]
+    } else {
+        Vec::new()
+    };
+    Some((a, flags))
+}
+
+/// `-f`, `-i`, `-I` and `--interactive` in the order given on the command line.
+fn prompt_flags(a: &RmArgs, m: Option<&clap::ArgMatches>) -> Vec<PromptFlag> {
     let last = |id: &str| {
         m.filter(|m| m.value_source(id) == Some(clap::parser::ValueSource::CommandLine))
             .and_then(|m| m.indices_of(id))
@@ -174,11 +228,18 @@ fn prompting(a: &RmArgs, m: Option<&clap::ArgMatches>) -> Prompting {
         (i, PromptFlag::Interactive(w))
     }));
     flags.sort_by_key(|f| f.0);
+    flags.into_iter().map(|f| f.1).collect()
+}
+
+/// The command line's prompt `flags` (`prompt_flags`), folded by GNU rm's rule
+/// (`Prompting::apply`). A `-f` without a place on the command line (set by other means)
+/// counts first.
+fn prompting(a: &RmArgs, flags: Vec<PromptFlag>) -> Prompting {
     let mut p = Prompting {
         when: None,
         ignore_missing: a.force,
     };
-    for (_, f) in flags {
+    for f in flags {
         p.apply(f);
     }
     p
@@ -399,6 +460,59 @@ mod tests {
         Flags::try_parse_from(argv)
             .unwrap_or_else(|e| panic!("{args:?}: {e}"))
             .pace
+    }
+
+    #[test]
+    fn plain_rm_reads_as_clap_does() {
+        use std::os::unix::ffi::OsStringExt;
+        // Every mix of up to three of these: what `plain_rm` reads must come out as clap
+        // reads it (the whole invocation, prompting included); what it leaves to clap too.
+        let plain: Vec<OsString> = [
+            "-r", "-R", "-f", "-v", "-rf", "-fr", "-Rfv", "-vv", "a", "b/c", "x y", "-x-",
+        ]
+        .iter()
+        .map(OsString::from)
+        .chain([OsString::from_vec(vec![b'n', 0xff])])
+        .collect();
+        let other: Vec<OsString> = ["--", "-", "", "-i", "-I", "--force", "-rfi", "-0", "-d"]
+            .iter()
+            .map(OsString::from)
+            .collect();
+        let tokens: Vec<&OsString> = plain.iter().chain(&other).collect();
+        let mut lines: Vec<Vec<&OsString>> = vec![Vec::new()];
+        for _ in 0..3 {
+            let longer: Vec<_> = lines
+                .iter()
+                .filter(|l| l.len() == lines.last().map_or(0, |l| l.len()))
+                .flat_map(|l| {
+                    tokens.iter().map(move |t| {
+                        let mut l = l.clone();
+                        l.push(t);
+                        l
+                    })
+                })
+                .collect();
+            lines.extend(longer);
+        }
+        let mut read_plain = 0;
+        for line in &lines {
+            let argv: Vec<OsString> = ["reclaim", "rm"]
+                .iter()
+                .map(OsString::from)
+                .chain(line.iter().map(|a| (*a).clone()))
+                .collect();
+            let fast = plain_rm(&argv).is_some();
+            let clap_only = line.iter().any(|a| other.contains(a) || *a == "-x-");
+            assert_eq!(fast, !clap_only, "{argv:?}");
+            read_plain += usize::from(fast);
+            let by_plain = format!("{:?}", parse_by(argv.clone(), true));
+            let by_clap = format!("{:?}", parse_by(argv.clone(), false));
+            assert_eq!(by_plain, by_clap, "{argv:?}");
+        }
+        assert!(read_plain > 1000, "{read_plain} of {}", lines.len());
+        // Not `rm`: clap's.
+        let status: Vec<OsString> = vec!["reclaim".into(), "status".into()];
+        assert!(plain_rm(&status).is_none());
     }
 
     #[test]
