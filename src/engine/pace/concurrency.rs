@@ -204,6 +204,11 @@ impl Rule {
         let lowest = self.lowest_latency.map_or(lat, |l| l.min(lat));
         self.lowest_latency = Some(lowest);
         let busy = w.utilization() >= BUSY;
+        if w.waited_for_dir || w.held_back {
+            if let Some(back) = self.held_by_one_directory(x, w.waited_for_dir) {
+                return back;
+            }
+        }
         match self.phase {
             Phase::Startup => self.startup(x, lat, lowest, busy),
             Phase::Steady => match self.trial.take() {
@@ -211,6 +216,45 @@ impl Rule {
                 None => self.steady(x, lat, lowest, busy),
             },
         }
+    }
+
+    /// In the last window a worker waited idle for one directory's unlinker (`waited`), or was
+    /// held back by that limit while the window did `x`, less than the count before: a doubling
+    /// or trial of more workers ends there, back to the count before. The new workers could
+    /// only wait for that directory or read it while it was unlinked (trials of a second worker
+    /// in one directory of 1,000,000 files, judged by their noise: 0.8 s each, 3-4 a run, all
+    /// undone: bench/RESULTS.md, 2026-11-29). A second unlinker is `unlinkers.rs`'s trial.
+    fn held_by_one_directory(&mut self, x: f64, waited: bool) -> Option<Option<(usize, String)>> {
+        let (from, before) = match (self.phase, self.trial, self.paid) {
+            (Phase::Steady, Some(t), _) if t.more => (t.from, t.from_rate),
+            (Phase::Startup, _, Some(p)) if self.limit > p.workers => (p.workers, p.rate),
+            _ => return None,
+        };
+        if !waited && x >= before {
+            return None;
+        }
+        if self.phase == Phase::Startup {
+            if let Some(p) = self.paid {
+                self.stay(p.rate, p.windows as u32);
+            }
+        }
+        self.trial = None;
+        self.since_trial = 0;
+        self.undone += 1;
+        let why = if waited {
+            format!(
+                "{} workers waited for one directory's unlinkers: back to {from}",
+                self.limit
+            )
+        } else {
+            format!(
+                "{} workers did {:+.0}% against {from}, held back by one directory's \
+                 unlinkers: back to {from}",
+                self.limit,
+                (x / before - 1.0) * 100.0
+            )
+        };
+        Some(self.set(from, why))
     }
 
     /// Slow start: double while a steady throughput grows by `GROWTH`; at the knee, back to
@@ -700,6 +744,7 @@ impl Concurrency {
                 (ops0, busy0) = self.meter.read();
                 worked0 = self.gate.work_time();
                 cpu0 = process_cpu();
+                self.unlinkers.take_waited();
                 continue;
             }
             let (ops, busy) = self.meter.read();
@@ -709,6 +754,8 @@ impl Concurrency {
                 worked: Duration::ZERO,
                 elapsed: now - from,
                 allowed: self.gate.allowed(),
+                held_back: false,
+                waited_for_dir: false,
             };
             let op_time = Duration::from_secs_f64(w.latency());
             let needed = MIN_WINDOW.max(op_time * WINDOW_OPS_TIME);
@@ -725,11 +772,16 @@ impl Concurrency {
             let worked = self.gate.work_time();
             let w = Window {
                 worked: worked.saturating_sub(worked0),
+                waited_for_dir: self.unlinkers.take_waited(),
                 ..w
             };
             let cpu = process_cpu();
-            self.unlinkers
-                .window(w.ops, w.elapsed.as_secs_f64(), cpu - cpu0);
+            let w = Window {
+                held_back: self
+                    .unlinkers
+                    .window(w.ops, w.elapsed.as_secs_f64(), cpu - cpu0),
+                ..w
+            };
             let change = self.judge(&w, t0);
             from = now;
             (ops0, busy0, worked0, cpu0) = (ops, busy, worked, cpu);
@@ -864,6 +916,8 @@ mod tests {
             worked: Duration::from_secs_f64(busy_workers as f64 * elapsed),
             elapsed: Duration::from_secs_f64(elapsed),
             allowed: n,
+            held_back: false,
+            waited_for_dir: false,
         }
     }
 
@@ -906,6 +960,8 @@ mod tests {
             worked: Duration::from_secs_f64(n as f64 * 0.1),
             elapsed: Duration::from_secs_f64(0.1),
             allowed: n,
+            held_back: false,
+            waited_for_dir: false,
         };
         r.judge(&w(16, 10_000.0));
         assert_eq!(r.judge(&w(16, 10_000.0)).map(|c| c.0), Some(32));
@@ -936,6 +992,8 @@ mod tests {
                 worked: Duration::from_secs_f64(n as f64 * 0.1),
                 elapsed: Duration::from_secs_f64(0.1),
                 allowed: n,
+                held_back: false,
+                waited_for_dir: false,
             }
         };
         let mut r = Rule::new(16, 1, 128);
@@ -1026,6 +1084,89 @@ mod tests {
         );
     }
 
+    #[test]
+    fn a_trial_of_more_workers_that_wait_for_one_directory_ends_at_its_first_window() {
+        // One directory of 1,000,000 files, one unlinker allowed in it: one worker is busy,
+        // a second only waits for the first's batches (and costs throughput handing them
+        // over). Each trial of a second worker must end at its first window, undone, and
+        // come less often each time.
+        let mut r = Rule::new(1, 1, 2);
+        let mut at = Vec::new();
+        for i in 0..400 {
+            let n = r.limit();
+            let w = Window {
+                waited_for_dir: n > 1,
+                ..busy_window(n, if n > 1 { 8_000.0 } else { 10_000.0 }, 0.1)
+            };
+            r.judge(&w);
+            at.push((i, n));
+        }
+        let trials: Vec<usize> = at
+            .windows(2)
+            .filter(|p| p[0].1 == 1 && p[1].1 == 2)
+            .map(|p| p[1].0)
+            .collect();
+        assert!(!trials.is_empty(), "a second worker is still tried: {at:?}");
+        for &t in &trials {
+            assert_eq!(
+                at.get(t + 1).map(|a| a.1),
+                Some(1),
+                "one window at 2: {at:?}"
+            );
+        }
+        let at2 = at.iter().filter(|a| a.1 == 2).count();
+        assert_eq!(at2, trials.len(), "no window at 2 but the trials' first");
+        let gaps: Vec<usize> = trials.windows(2).map(|p| p[1] - p[0]).collect();
+        assert!(
+            gaps.windows(2).all(|g| g[1] >= g[0]),
+            "each undone trial waits as long or longer for the next: {gaps:?}"
+        );
+        // Without the wait, the same windows would have been judged as a trial.
+        let mut plain = Rule::new(1, 1, 2);
+        let at2_plain = (0..400)
+            .filter(|_| {
+                let n = plain.limit();
+                plain.judge(&busy_window(n, if n > 1 { 8_000.0 } else { 10_000.0 }, 0.1));
+                n > 1
+            })
+            .count();
+        assert!(at2_plain > at2, "{at2_plain} windows at 2 against {at2}");
+    }
+
+    #[test]
+    fn a_trial_held_back_by_one_directory_ends_at_its_first_window_only_if_it_loses() {
+        // The second worker reads the directory's next part while the first unlinks (held
+        // back from its batches, never idle): a trial that loses ends at once ...
+        let run = |at2: f64| {
+            let mut r = Rule::new(1, 1, 2);
+            let mut seen = Vec::new();
+            for _ in 0..300 {
+                let n = r.limit();
+                let w = Window {
+                    held_back: n > 1,
+                    ..busy_window(n, if n > 1 { at2 } else { 10_000.0 }, 0.1)
+                };
+                r.judge(&w);
+                seen.push(n);
+            }
+            seen
+        };
+        let losing = run(8_000.0);
+        let runs_at2: Vec<usize> = losing
+            .split(|n| *n == 1)
+            .map(<[usize]>::len)
+            .filter(|l| *l > 0)
+            .collect();
+        assert!(!runs_at2.is_empty(), "{losing:?}");
+        assert!(
+            runs_at2.iter().all(|l| *l == 1),
+            "one window each: {runs_at2:?}"
+        );
+        // ... one that gains is judged as any and kept.
+        let gaining = run(14_000.0);
+        assert_eq!(gaining.last(), Some(&2), "{gaining:?}");
+    }
+
     /// A window of `secs` of `n` workers, all busy, at `x` operations a second.
     fn busy_window(n: usize, x: f64, secs: f64) -> Window {
         let ops = (x * secs) as u64;
@@ -1035,6 +1176,8 @@ mod tests {
             worked: Duration::from_secs_f64(n as f64 * secs),
             elapsed: Duration::from_secs_f64(secs),
             allowed: n,
+            held_back: false,
+            waited_for_dir: false,
         }
     }
 

@@ -31,7 +31,7 @@ impl Meter {
 }
 
 /// One window of measurements.
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Copy, Debug, Default)]
 pub struct Window {
     /// Operations completed.
     pub ops: u64,
@@ -42,6 +42,11 @@ pub struct Window {
     pub elapsed: Duration,
     /// Workers the gate allowed.
     pub allowed: usize,
+    /// A worker passed over a directory's batch in it: the unlinkers' limit (`walk::PerDir`)
+    /// bound ...
+    pub held_back: bool,
+    /// ... and one waited idle for it: the work queued was one directory's batches.
+    pub waited_for_dir: bool,
 }
 
 impl Window {

@@ -190,11 +190,17 @@ impl Unlinkers {
         self.per_dir.clone()
     }
 
-    /// One window of the removal (`held_back` taken from the walk's `PerDir`).
-    pub fn window(&self, ops: u64, secs: f64, cpu: f64) {
+    /// Whether a worker waited idle for a directory's unlinker since the last call.
+    pub fn take_waited(&self) -> bool {
+        self.per_dir.take_waited()
+    }
+
+    /// One window of the removal (`held_back` taken from the walk's `PerDir`); returns whether
+    /// a worker was held back in it.
+    pub fn window(&self, ops: u64, secs: f64, cpu: f64) -> bool {
         let held_back = self.per_dir.take_held_back();
         if self.pinned.load(Ordering::Relaxed) {
-            return;
+            return held_back;
         }
         let mut b = self.books.lock().unwrap_or_else(|e| e.into_inner());
         let sample = Sample {
@@ -207,6 +213,7 @@ impl Unlinkers {
             self.per_dir.set(n);
             b.1 = Some(why);
         }
+        held_back
     }
 
     pub fn report(&self) -> Report {

@@ -139,6 +139,9 @@ pub struct PerDir {
     limit: AtomicUsize,
     /// A worker passed over a directory's batch since this was last asked: the limit binds.
     held_back: AtomicBool,
+    /// A worker waited idle since this was last asked, with nothing queued but batches the
+    /// limit held back: more workers would only wait too.
+    waited: AtomicBool,
 }
 
 impl PerDir {
@@ -146,6 +149,7 @@ impl PerDir {
         PerDir {
             limit: AtomicUsize::new(limit.max(1)),
             held_back: AtomicBool::new(false),
+            waited: AtomicBool::new(false),
         }
     }
 
@@ -161,6 +165,16 @@ impl PerDir {
     /// Whether a worker passed over a batch because of the limit since the last call.
     pub fn take_held_back(&self) -> bool {
         self.held_back.swap(false, Ordering::Relaxed)
+    }
+
+    /// Whether a worker waited idle for a held-back batch since the last call.
+    pub fn take_waited(&self) -> bool {
+        self.waited.swap(false, Ordering::Relaxed)
+    }
+
+    /// A worker waits with nothing queued that it may take but held-back batches.
+    pub(crate) fn waits(&self) {
+        self.waited.store(true, Ordering::Relaxed);
     }
 
     /// A worker may take a batch of a directory where `working` unlink now; if not, that is

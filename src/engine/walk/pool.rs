@@ -64,9 +64,10 @@ impl<T> Queue<T> {
         taken
     }
 
-    /// The newest task `pick` accepts, waiting while none is and others run; `None` once
-    /// nothing is queued or running. Whatever makes `pick` accept more must call `wake`.
-    pub fn pop_if(&self, pick: impl Fn(&T) -> bool) -> Option<T> {
+    /// The newest task `pick` accepts, waiting while none is and others run (`passed_over`
+    /// is called before a wait with tasks queued that `pick` refused); `None` once nothing is
+    /// queued or running. Whatever makes `pick` accept more must call `wake`.
+    pub fn pop_if(&self, pick: impl Fn(&T) -> bool, passed_over: impl Fn()) -> Option<T> {
         let mut tasks = self.tasks.lock().expect("queue lock");
         loop {
             if let Some(i) = tasks.iter().rposition(&pick) {
@@ -74,6 +75,9 @@ impl<T> Queue<T> {
             }
             if self.outstanding.load(Ordering::SeqCst) == 0 {
                 return None;
+            }
+            if !tasks.is_empty() {
+                passed_over();
             }
             tasks = self.ready.wait(tasks).expect("queue lock");
         }
@@ -109,7 +113,7 @@ mod tests {
         std::thread::scope(|s| {
             for _ in 0..4 {
                 s.spawn(|| {
-                    while let Some(n) = q.pop_if(|_| true) {
+                    while let Some(n) = q.pop_if(|_| true, || {}) {
                         if n > 0 {
                             q.push(n - 1);
                         }

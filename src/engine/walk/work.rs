@@ -135,17 +135,20 @@ impl<'a, V: Visitor> Walk<'a, V> {
     /// takes other work, or waits for it). A batch taken counts as one more unlinker of its
     /// directory (`unlinked` when done).
     pub(super) fn next_task(&self) -> Option<Task<V::Dir>> {
-        self.queue.pop_if(|t| match t {
-            Task::Batch(node, ..) => {
-                // Under the queue's lock: no other worker takes a batch meanwhile.
-                let admitted = self.per_dir.admits(node.unlinkers.load(Ordering::SeqCst));
-                if admitted {
-                    node.unlinkers.fetch_add(1, Ordering::SeqCst);
+        self.queue.pop_if(
+            |t| match t {
+                Task::Batch(node, ..) => {
+                    // Under the queue's lock: no other worker takes a batch meanwhile.
+                    let admitted = self.per_dir.admits(node.unlinkers.load(Ordering::SeqCst));
+                    if admitted {
+                        node.unlinkers.fetch_add(1, Ordering::SeqCst);
+                    }
+                    admitted
                 }
-                admitted
-            }
-            _ => true,
-        })
+                _ => true,
+            },
+            || self.per_dir.waits(),
+        )
     }
 
     /// A worker is done unlinking in `node`: one waiting for its batches may take one.
