@@ -6,7 +6,8 @@
 #          find -print0 | xargs -0 -P2 rm | ... -P4 | the unlink floor of the matching names
 #          (and reclaim with --profile local-ssd: the loop image says rotational; with
 #          --flat-methods "...", a subset, or reclaim-1: one unlinker, --batch-threads 1;
-#          reclaim-11: one worker and one unlinker, nothing measured)
+#          reclaim-11: one worker and one unlinker, nothing measured; with --base BIN, base and
+#          base-11: reclaim and reclaim-11 of another binary, in the same run)
 #   age:   a tree of M files (leaf directories of 100), a third 60 days old, the rest 1 day:
 #          reclaim rm -r --older-than 30d | find -type f -mtime +30 -delete
 #          (--age-split adds where the time goes: reclaim --dry-run, the walk and its stats
@@ -43,7 +44,7 @@ source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 FLAT=1000000 TREE=1000000 FROM=200000 RUNS=3 FSS="ext4 xfs" NET=20000 RTT=0.5ms
 MPI_FILES=200000 RANKS="1 2 4 8"
 SCRATCH_BASE=${RECLAIM_BENCH_SCRATCH:-/var/tmp} OUT="" NO_BUILD=0 DIRECT_IO=off SECTIONS="flat age from net mpi"
-AGE_SPLIT=0 FLAT_METHODS="reclaim reclaim-ssd find-delete xargs-P2 xargs-P4 floor"
+AGE_SPLIT=0 BASE="" FLAT_METHODS="reclaim reclaim-ssd find-delete xargs-P2 xargs-P4 floor"
 need_arg() { [[ $# -ge 2 && -n $2 ]] || { echo "select.sh: $1 needs a value" >&2; exit 2; }; }
 while [[ $# -gt 0 ]]; do
     case $1 in
@@ -64,7 +65,8 @@ while [[ $# -gt 0 ]]; do
         --direct-io) DIRECT_IO=on ;;
         --age-split) AGE_SPLIT=1 ;;
         --flat-methods) need_arg "$@"; FLAT_METHODS=$2; shift ;;
-        -h|--help) sed -n '2,37p' "$0"; exit 0 ;;
+        --base) need_arg "$@"; BASE=$(realpath "$2"); shift ;;
+        -h|--help) sed -n '2,39p' "$0"; exit 0 ;;
         *) echo "select.sh: unknown option $1" >&2; exit 2 ;;
     esac
     shift
@@ -206,6 +208,8 @@ for fs in $FSS; do
                     reclaim-ssd) KEEP_LEFT=1 timed flat "$fs" "$run" "$m" "$d" 1000 "$RECLAIM" rm -r --json --profile local-ssd --name 'test*.txt' "$d" ;;
                     reclaim-1) KEEP_LEFT=1 timed flat "$fs" "$run" "$m" "$d" 1000 "$RECLAIM" rm -r --json --batch-threads 1 --name 'test*.txt' "$d" ;;
                     reclaim-11) KEEP_LEFT=1 timed flat "$fs" "$run" "$m" "$d" 1000 "$RECLAIM" rm -r --json --threads 1 --batch-threads 1 --name 'test*.txt' "$d" ;;
+                    base) KEEP_LEFT=1 timed flat "$fs" "$run" "$m" "$d" 1000 "$BASE" rm -r --json --name 'test*.txt' "$d" ;;
+                    base-11) KEEP_LEFT=1 timed flat "$fs" "$run" "$m" "$d" 1000 "$BASE" rm -r --json --threads 1 --batch-threads 1 --name 'test*.txt' "$d" ;;
                     find-delete) KEEP_LEFT=1 timed flat "$fs" "$run" "$m" "$d" 1000 find "$d" -name 'test*.txt' -delete ;;
                     xargs-P2) KEEP_LEFT=1 timed flat "$fs" "$run" "$m" "$d" 1000 sh -c 'find "$1" -name "test*.txt" -print0 | xargs -0 -P2 -n 1000 rm -f' sh "$d" ;;
                     xargs-P4) KEEP_LEFT=1 timed flat "$fs" "$run" "$m" "$d" 1000 sh -c 'find "$1" -name "test*.txt" -print0 | xargs -0 -P4 -n 1000 rm -f' sh "$d" ;;

@@ -300,6 +300,68 @@ fn a_directory_that_proves_big_while_it_is_read_is_read_once() {
 }
 
 #[test]
+fn a_large_directory_is_listed_and_removed_a_part_at_a_time() {
+    // 120,000 names in one directory: reclaim lists at most 100,000 before it removes them
+    // (GNU fts's rule), then reads on; every name goes once, none is left, and nothing is
+    // read twice.
+    if StdCommand::new("strace").arg("-V").output().is_err() {
+        util::skip!("no strace");
+    }
+    let s = scratch!();
+    flat(&s, "t", 120_000);
+    s.assert_inside(&s.path("t"));
+    let trace = s.path("strace.out");
+    let out = StdCommand::new("strace")
+        .args(["-f", "-qq", "-e", "trace=getdents64,unlinkat", "-o"])
+        .arg(&trace)
+        .arg(util::reclaim_bin())
+        .args(["rm", "-r", "--json", "t"])
+        .env("RECLAIM_CONFIG", "")
+        .env("RECLAIM_UNDER", s.root())
+        .env("LC_ALL", "C")
+        .current_dir(s.root())
+        .output()
+        .unwrap();
+    let text = std::fs::read_to_string(&trace).unwrap();
+    std::fs::remove_file(&trace).unwrap();
+    let v = json(&out);
+    assert_eq!(
+        (v["files"].as_u64(), v["dirs"].as_u64()),
+        (Some(120_000), Some(1)),
+        "{v}"
+    );
+    assert!(!s.exists("t"));
+    let lines: Vec<&str> = text.lines().collect();
+    // A read that returned entries (not the one that finds the end).
+    let reads: Vec<usize> = lines
+        .iter()
+        .enumerate()
+        .filter(|(_, l)| l.contains("getdents64(") && !l.trim_end().ends_with("= 0"))
+        .map(|(i, _)| i)
+        .collect();
+    let unlinks: Vec<&str> = lines
+        .iter()
+        .filter(|l| l.contains("unlinkat(") && !l.contains("AT_REMOVEDIR"))
+        .copied()
+        .collect();
+    let first_unlink = lines
+        .iter()
+        .position(|l| l.contains("unlinkat(") && !l.contains("AT_REMOVEDIR"))
+        .expect("unlinks");
+    assert!(
+        reads.last().is_some_and(|&last| first_unlink < last),
+        "names were unlinked before the last part was read"
+    );
+    let mut names: Vec<&str> = unlinks.iter().filter_map(|l| l.split('"').nth(1)).collect();
+    assert_eq!(names.len(), 120_000, "one unlink a name");
+    names.sort_unstable();
+    names.dedup();
+    assert_eq!(names.len(), 120_000, "no name twice");
+    // One pass over the directory: 256 KiB a read, about 8,000 such names each.
+    assert!(reads.len() <= 20, "{} directory reads", reads.len());
+}
+
+#[test]
 fn closed_standard_fds_are_opened_on_dev_null() {
     // reclaim starts without std's runtime start (src/sys/startup.rs): a stdout or stderr the
     // caller closed is opened on /dev/null before anything else, so a file reclaim opens

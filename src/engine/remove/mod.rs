@@ -508,6 +508,7 @@ fn walk_options(opts: &Settings, threads: usize, per_dir: usize) -> walk::WalkOp
         batch_threads: per_dir,
         batch: opts.batch,
         sort_min: walk::BIG_DIR,
+        listing_most: walk::LISTING_MOST,
         fd_budget: opts.fd_budget.max(2),
         cross_mounts: opts.cross_mounts,
         // A selection by access time must not change what it measures.

@@ -197,6 +197,8 @@ pub fn scan(
         batch_threads: opts.threads.max(1),
         batch: BATCH,
         sort_min: SORT_MIN,
+        // A scan removes nothing: each directory is listed whole.
+        listing_most: usize::MAX,
         fd_budget: opts.fd_budget.max(2),
         cross_mounts: opts.cross_mounts,
         subvolumes: false,

@@ -58,6 +58,13 @@ pub struct NoSuchRoot {
     pub roots: usize,
 }
 
+/// Entries of one directory a removal lists before it removes them (`WalkOptions::listing_most`).
+/// Inode order within a part keeps the inode-table blocks in order; hash order between parts
+/// (ext4's listing order) keeps the directory blocks one part dirties few: sorted whole, a
+/// directory of 1,000,000 names had its unlinks hop over all of its blocks from the first to
+/// the last, and its journal and system time grew (bench/RESULTS.md, 2026-11-29).
+pub const LISTING_MOST: usize = 100_000;
+
 /// How a walk works.
 #[derive(Clone, Debug)]
 pub struct WalkOptions {
@@ -70,6 +77,10 @@ pub struct WalkOptions {
     pub batch: usize,
     /// Directories with at least this many non-directory entries are handled in inode order.
     pub sort_min: usize,
+    /// A directory is listed at most this many entries at a time: each part is handed out (in
+    /// inode order) before the next is read, as GNU fts reads 100,000 at a time
+    /// (`LISTING_MOST`). `usize::MAX`: whole.
+    pub listing_most: usize,
     /// Directory fds held at most (a few more, one per worker, may be in use for a moment).
     pub fd_budget: usize,
     /// Enter directories on other mounts instead of handing them to `Visitor::not_opened`.
@@ -371,6 +382,9 @@ pub struct Listing {
     entries: Vec<(u64, u32, u32)>,
     /// Per entry: its `d_type` (the file type bits of a mode, shifted down; 0: unknown).
     types: Vec<u8>,
+    /// The directory's listing went on from an earlier part (`WalkOptions::listing_most`):
+    /// these are not all of its entries.
+    continued: bool,
 }
 
 impl Listing {

@@ -321,10 +321,15 @@ impl<'a, V: Visitor> Walk<'a, V> {
                 all.push(ino, name, ftype);
             }
         };
-        let mut rest = false;
+        // `rest`: the walk proved big on the calling thread; the pool reads on. `part`: this
+        // part's entries are handed out before the rest is read (`listing_most`).
+        let (mut rest, mut part) = (false, false);
+        let most = self.opts.listing_most;
+        // Entries read before (a walk that grew) count in this part.
+        let mut got = before;
         let listed = match self.proof {
-            None => dirfd::for_each_entry(&fd, buf, &mut take).map(|()| 0),
-            Some(_) => loop {
+            None if most == usize::MAX => dirfd::for_each_entry(&fd, buf, &mut take).map(|()| 0),
+            _ => loop {
                 let mut read = 0u64;
                 match dirfd::read_piece(&fd, buf, usize::MAX, |n, t, i| {
                     read += 1;
@@ -332,12 +337,20 @@ impl<'a, V: Visitor> Walk<'a, V> {
                 }) {
                     Ok(true) => {
                         self.listed.fetch_add(read, Ordering::Relaxed);
-                        if self.proved() {
+                        if self.proof.is_some() && self.proved() {
                             rest = true;
                             break Ok(1);
                         }
+                        got += read as usize;
+                        if got >= most {
+                            part = true;
+                            break Ok(1);
+                        }
                     }
-                    Ok(false) => break Ok(1),
+                    Ok(false) => {
+                        self.listed.fetch_add(read, Ordering::Relaxed);
+                        break Ok(1);
+                    }
                     Err(e) => break Err(e),
                 }
             },
@@ -376,7 +389,18 @@ impl<'a, V: Visitor> Walk<'a, V> {
             (all.entries, all.types) = both.into_iter().unzip();
         }
         let size = self.opts.batch.max(1);
+        let partial = part || all.continued;
         let listing = Arc::new(all);
+        if part {
+            // The listing goes on in a task of its own once this part's batches are taken
+            // (the queue is LIFO), with a place of its own in `pending`.
+            node.pending.fetch_add(1, Ordering::SeqCst);
+            let more = Listing {
+                continued: true,
+                ..Listing::default()
+            };
+            self.queue.push(Task::Rest(node.clone(), fd.clone(), more));
+        }
         // The queue is LIFO: push the highest batches first, keep the lowest for this worker,
         // which unlinks in it first (counted before any other can take a batch).
         let batches = n.div_ceil(size);
@@ -391,7 +415,7 @@ impl<'a, V: Visitor> Walk<'a, V> {
                 .push(Task::Batch(node.clone(), listing.clone(), range.0, range.1));
         }
         if n > 0 {
-            let few = batches == 1;
+            let few = batches == 1 && !partial;
             self.batch(w, &node, &fd, &listing, (0, size.min(n)), few);
         }
         if shared {
