@@ -44,26 +44,12 @@ fn traced(s: &Scratch, as_rm: bool, args: &[&str]) -> Option<Traced> {
     for a in args.iter().filter(|a| !a.starts_with('-') && **a != "rm") {
         s.assert_inside(&s.path(a));
     }
-    let trace = s.path("strace.out");
-    let out = StdCommand::new("strace")
-        .args([
-            "-f",
-            "-qq",
-            "-e",
-            "trace=clone,clone3,fork,vfork,openat,pwrite64,getdents64",
-            "-o",
-        ])
-        .arg(&trace)
-        .arg(bin)
-        .args(args)
-        .env("RECLAIM_CONFIG", "")
-        .env("RECLAIM_UNDER", s.root())
-        .env("LC_ALL", "C")
-        .current_dir(s.root())
-        .output()
-        .unwrap();
-    let text = std::fs::read_to_string(&trace).unwrap();
-    std::fs::remove_file(&trace).unwrap();
+    let (out, text) = strace(
+        s,
+        "clone,clone3,fork,vfork,openat,pwrite64,getdents64",
+        &bin,
+        args,
+    );
     let clones = text
         .lines()
         .filter(|l| {
@@ -90,6 +76,31 @@ fn traced(s: &Scratch, as_rm: bool, args: &[&str]) -> Option<Traced> {
         opened,
         listings,
     })
+}
+
+/// Runs `bin ARGS` in the scratch root under `strace -f -e trace=CALLS`: its output and the
+/// trace.
+fn strace(
+    s: &Scratch,
+    calls: &str,
+    bin: &std::ffi::OsStr,
+    args: &[&str],
+) -> (std::process::Output, String) {
+    let trace = s.path("strace.out");
+    let out = StdCommand::new("strace")
+        .args(["-f", "-qq", "-e", &format!("trace={calls}"), "-o"])
+        .arg(&trace)
+        .arg(bin)
+        .args(args)
+        .env("RECLAIM_CONFIG", "")
+        .env("RECLAIM_UNDER", s.root())
+        .env("LC_ALL", "C")
+        .current_dir(s.root())
+        .output()
+        .unwrap();
+    let text = std::fs::read_to_string(&trace).unwrap();
+    std::fs::remove_file(&trace).unwrap();
+    (out, text)
 }
 
 /// A directory `rel` of `n` empty files.
@@ -310,20 +321,12 @@ fn a_large_directory_is_listed_and_removed_a_part_at_a_time() {
     let s = scratch!();
     flat(&s, "t", 120_000);
     s.assert_inside(&s.path("t"));
-    let trace = s.path("strace.out");
-    let out = StdCommand::new("strace")
-        .args(["-f", "-qq", "-e", "trace=getdents64,unlinkat", "-o"])
-        .arg(&trace)
-        .arg(util::reclaim_bin())
-        .args(["rm", "-r", "--json", "t"])
-        .env("RECLAIM_CONFIG", "")
-        .env("RECLAIM_UNDER", s.root())
-        .env("LC_ALL", "C")
-        .current_dir(s.root())
-        .output()
-        .unwrap();
-    let text = std::fs::read_to_string(&trace).unwrap();
-    std::fs::remove_file(&trace).unwrap();
+    let (out, text) = strace(
+        &s,
+        "getdents64,unlinkat",
+        &util::reclaim_bin(),
+        &["rm", "-r", "--json", "t"],
+    );
     let v = json(&out);
     assert_eq!(
         (v["files"].as_u64(), v["dirs"].as_u64()),
