@@ -1090,17 +1090,13 @@ mod tests {
         // a second only waits for the first's batches (and costs throughput handing them
         // over). Each trial of a second worker must end at its first window, undone, and
         // come less often each time.
-        let mut r = Rule::new(1, 1, 2);
-        let mut at = Vec::new();
-        for i in 0..400 {
-            let n = r.limit();
-            let w = Window {
-                waited_for_dir: n > 1,
-                ..busy_window(n, if n > 1 { 8_000.0 } else { 10_000.0 }, 0.1)
-            };
-            r.judge(&w);
-            at.push((i, n));
-        }
+        let at: Vec<(usize, usize)> = one_or_two(400, |n| Window {
+            waited_for_dir: n > 1,
+            ..one_dir_window(n, 8_000.0)
+        })
+        .into_iter()
+        .enumerate()
+        .collect();
         let trials: Vec<usize> = at
             .windows(2)
             .filter(|p| p[0].1 == 1 && p[1].1 == 2)
@@ -1122,13 +1118,9 @@ mod tests {
             "each undone trial waits as long or longer for the next: {gaps:?}"
         );
         // Without the wait, the same windows would have been judged as a trial.
-        let mut plain = Rule::new(1, 1, 2);
-        let at2_plain = (0..400)
-            .filter(|_| {
-                let n = plain.limit();
-                plain.judge(&busy_window(n, if n > 1 { 8_000.0 } else { 10_000.0 }, 0.1));
-                n > 1
-            })
+        let at2_plain = one_or_two(400, |n| one_dir_window(n, 8_000.0))
+            .into_iter()
+            .filter(|n| *n > 1)
             .count();
         assert!(at2_plain > at2, "{at2_plain} windows at 2 against {at2}");
     }
@@ -1138,18 +1130,10 @@ mod tests {
         // The second worker reads the directory's next part while the first unlinks (held
         // back from its batches, never idle): a trial that loses ends at once ...
         let run = |at2: f64| {
-            let mut r = Rule::new(1, 1, 2);
-            let mut seen = Vec::new();
-            for _ in 0..300 {
-                let n = r.limit();
-                let w = Window {
-                    held_back: n > 1,
-                    ..busy_window(n, if n > 1 { at2 } else { 10_000.0 }, 0.1)
-                };
-                r.judge(&w);
-                seen.push(n);
-            }
-            seen
+            one_or_two(300, |n| Window {
+                held_back: n > 1,
+                ..one_dir_window(n, at2)
+            })
         };
         let losing = run(8_000.0);
         let runs_at2: Vec<usize> = losing
@@ -1165,6 +1149,24 @@ mod tests {
         // ... one that gains is judged as any and kept.
         let gaining = run(14_000.0);
         assert_eq!(gaining.last(), Some(&2), "{gaining:?}");
+    }
+
+    /// A rule between one and two workers fed `windows` windows, each made by `window` from
+    /// the count allowed; the count at each.
+    fn one_or_two(windows: usize, window: impl Fn(usize) -> Window) -> Vec<usize> {
+        let mut r = Rule::new(1, 1, 2);
+        (0..windows)
+            .map(|_| {
+                let n = r.limit();
+                r.judge(&window(n));
+                n
+            })
+            .collect()
+    }
+
+    /// One directory's window: 10,000 operations a second with one worker, `at2` with two.
+    fn one_dir_window(n: usize, at2: f64) -> Window {
+        busy_window(n, if n > 1 { at2 } else { 10_000.0 }, 0.1)
     }
 
     /// A window of `secs` of `n` workers, all busy, at `x` operations a second.
