@@ -35,28 +35,34 @@ pub fn exit(code: ExitCode) -> ! {
     std::process::exit(n)
 }
 
-/// Opens each of fds 0, 1 and 2 that is closed on `/dev/null` (one `poll` tells which); where
-/// that cannot be done the process ends at once (status 127), as std's start aborts: its
-/// output could otherwise land in a file it opens.
+/// Opens each of fds 0, 1 and 2 that is closed on `/dev/null` (one `poll` tells which; where
+/// it cannot, `fcntl` asks fd by fd, as std does); where that cannot be done the process ends at
+/// once (status 127), as std's start aborts: its output could otherwise land in a file it opens.
 fn standard_fds_open() {
     let mut fds = [0, 1, 2].map(|fd| libc::pollfd {
         fd,
         events: 0,
         revents: 0,
     });
-    loop {
+    let polled = loop {
         // SAFETY: `fds` is a valid array of three pollfds; a zero timeout never blocks, and
         // POLLNVAL only says an fd is closed.
-        let r = unsafe { libc::poll(fds.as_mut_ptr(), 3, 0) };
-        if r >= 0 {
-            break;
+        if unsafe { libc::poll(fds.as_mut_ptr(), 3, 0) } >= 0 {
+            break true;
         }
         if std::io::Error::last_os_error().kind() != std::io::ErrorKind::Interrupted {
-            return;
+            break false;
         }
-    }
+    };
     for p in fds {
-        if p.revents & libc::POLLNVAL != 0 && open_null_on(p.fd).is_err() {
+        let closed = if polled {
+            p.revents & libc::POLLNVAL != 0
+        } else {
+            // SAFETY: F_GETFD only reads the fd's flags; EBADF says it is closed.
+            let flags = unsafe { libc::fcntl(p.fd, libc::F_GETFD) };
+            flags == -1 && std::io::Error::last_os_error().raw_os_error() == Some(libc::EBADF)
+        };
+        if closed && open_null_on(p.fd).is_err() {
             std::process::exit(127);
         }
     }
