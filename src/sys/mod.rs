@@ -7,6 +7,7 @@ pub mod asuser;
 pub mod btrfs;
 pub mod dirfd;
 pub mod error;
+pub mod float;
 pub mod format;
 pub mod freed;
 pub mod interrupt;

@@ -163,6 +163,14 @@ fn a_small_removal_starts_no_thread_and_writes_no_probe() {
         // is not opened to measure them (its lease, its extents).
         let file = t.opened.iter().filter(|l| l.contains("\"f\"")).count();
         assert_eq!(file, 0, "the file was opened: {:?}", t.opened);
+        // Nor is a library loaded that a start can do without: the unwinder is linked in
+        // (build.rs) and the math functions are reclaim's own (sys::float).
+        let loaded: Vec<_> = t
+            .opened
+            .iter()
+            .filter(|l| l.contains("libm.so") || l.contains("libgcc_s"))
+            .collect();
+        assert!(loaded.is_empty(), "a start loaded {loaded:?}");
     }
     // With --json they are said, measured as before.
     s.file("f", vec![7u8; 64 << 10]);
