@@ -2,11 +2,16 @@
 //! count (`concurrency.rs`): they contend on the directory's lock, so another one pays only
 //! where the file system does work outside it (freeing the inode, a cold inode-table read).
 //! It starts at one; while the limit holds workers back (a large directory's batches wait for
-//! it), a trial of one more is judged by the windows that follow: kept only if it brought a
-//! quarter more unlinks per second for at most half again the CPU per unlink; otherwise back to
-//! the count before, and the next trial waits twice as long (a second unlinker in one ext4
-//! directory cost 1.7x the CPU for the same time: bench/RESULTS.md, 2026-11-27). It only reads
-//! the windows it is given and sets the walk's `PerDir`; it never touches a file.
+//! it), a trial of one more is judged by the windows that follow, against the count before
+//! measured both before the trial and again after it (A-B-A: a phase of the work, such as the
+//! next part of a directory's listing, that falls into one of the two does not decide): kept
+//! only if it brought a quarter more unlinks per second than both, for at most half again the
+//! CPU per unlink of either; otherwise the count before stays, and the next trial waits twice as
+//! long (a second unlinker in one ext4 directory cost 1.7x the CPU for the same time:
+//! bench/RESULTS.md, 2026-11-27; judged against the windows before it alone, it was kept in
+//! every run of a 1,000,000-file directory, "+97% unlinks/s for 0.53x the CPU per unlink",
+//! and the removal took 1.7x `find -delete`'s CPU: 2026-11-29). It only reads the windows it is
+//! given and sets the walk's `PerDir`; it never touches a file.
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
@@ -17,7 +22,7 @@ use crate::engine::walk::PerDir;
 
 /// Windows at one count, with workers held back, before a trial of one more ...
 const BASELINE_WINDOWS: u32 = 4;
-/// ... and windows a trial is judged by.
+/// ... windows a trial is judged by, and windows back at the count before after it.
 const TRIAL_WINDOWS: u32 = 4;
 /// A trial is kept for this much more throughput ...
 const KEEP_RATE: f64 = 1.25;
@@ -71,8 +76,12 @@ pub struct Rule {
     max: usize,
     /// At the current count, held-back windows since it was settled.
     base: Sum,
-    /// A trial of one more: the count it came from and that count's sums.
+    /// A trial of one more: the count it came from, that count's sums before it, and the
+    /// trial's.
     trial: Option<(usize, Sum, Sum)>,
+    /// A trial measured, back at the count before to measure it again: the count tried, and
+    /// the sums before, of the trial, and since.
+    after: Option<(usize, Sum, Sum, Sum)>,
     /// Held-back windows to wait before the next trial.
     wait: u32,
     since: u32,
@@ -85,6 +94,7 @@ impl Rule {
             max: max.max(1),
             base: Sum::default(),
             trial: None,
+            after: None,
             wait: 0,
             since: 0,
         }
@@ -106,27 +116,40 @@ impl Rule {
                 self.trial = Some((from, base, sum));
                 return None;
             }
-            let (rate, cpu) = (
-                sum.rate() / base.rate(),
-                sum.cpu_per_op() / base.cpu_per_op().max(1e-12),
-            );
+            let tried = self.count;
+            self.count = from;
+            self.after = Some((tried, base, sum, Sum::default()));
+            return Some((
+                from,
+                format!("{tried} unlinkers in one directory measured: {from} again to judge them"),
+            ));
+        }
+        if let Some((tried, before, trial, mut after)) = self.after.take() {
+            after.add(s);
+            if after.windows < TRIAL_WINDOWS {
+                self.after = Some((tried, before, trial, after));
+                return None;
+            }
+            let from = self.count;
+            // Against the better of the two: the higher rate, the lower CPU per unlink.
+            let rate = trial.rate() / before.rate().max(after.rate());
+            let cpu = trial.cpu_per_op() / before.cpu_per_op().min(after.cpu_per_op()).max(1e-12);
             let said = format!(
-                "{} unlinkers in one directory did {:+.0}% unlinks/s for {:.2}x the CPU per \
-                 unlink against {from}",
-                self.count,
+                "{tried} unlinkers in one directory did {:+.0}% unlinks/s for {:.2}x the CPU per \
+                 unlink against {from} (before and after)",
                 (rate - 1.0) * 100.0,
                 cpu
             );
             self.since = 0;
             if rate >= KEEP_RATE && cpu <= KEEP_CPU {
-                self.base = sum;
+                self.count = tried;
+                self.base = trial;
                 self.wait = 0;
-                return Some((self.count, format!("{said}: kept")));
+                return Some((tried, format!("{said}: kept")));
             }
-            self.count = from;
-            self.base = base;
+            self.base = after;
             self.wait = (self.wait * 2).clamp(FIRST_WAIT, MOST_WAIT);
-            return Some((from, format!("{said}: back to {from}")));
+            return Some((from, format!("{said}: staying at {from}")));
         }
         self.base.add(s);
         self.since += 1;
@@ -264,12 +287,15 @@ mod tests {
             vec![2],
             "tried after a baseline"
         );
-        // The same throughput for 1.7x the CPU: back to one.
+        // The same throughput for 1.7x the CPU: back to one to measure it again, and there.
         assert_eq!(feed(&mut r, 4, held(1000, 0.085)), vec![1]);
+        assert_eq!(feed(&mut r, 4, held(1000, 0.05)), vec![1]);
+        assert_eq!(r.count(), 1);
         // Not again before the wait.
         assert!(feed(&mut r, FIRST_WAIT - 1, held(1000, 0.05)).is_empty());
         assert_eq!(feed(&mut r, 1, held(1000, 0.05)), vec![2]);
         assert_eq!(feed(&mut r, 4, held(1010, 0.09)), vec![1]);
+        assert_eq!(feed(&mut r, 4, held(1000, 0.05)), vec![1]);
         // Twice as long now.
         assert!(feed(&mut r, 2 * FIRST_WAIT - 1, held(1000, 0.05)).is_empty());
         assert_eq!(r.count(), 1);
@@ -279,12 +305,40 @@ mod tests {
     fn a_second_unlinker_that_pays_is_kept() {
         let mut r = Rule::new(4);
         assert_eq!(feed(&mut r, 4, held(1000, 0.05)), vec![2]);
-        // 1.6x the unlinks for 1.2x the CPU each: kept, then three tried.
+        // 1.6x the unlinks for 1.2x the CPU each, against one before and after: kept, then
+        // three tried at once.
+        assert_eq!(feed(&mut r, 4, held(1600, 0.096)), vec![1]);
+        assert_eq!(feed(&mut r, 4, held(1000, 0.05)), vec![2]);
+        assert_eq!(r.count(), 2);
+        assert_eq!(feed(&mut r, 1, held(1600, 0.096)), vec![3]);
+        // A third that does nothing more stays out.
+        assert_eq!(feed(&mut r, 4, held(1600, 0.15)), vec![2]);
         assert_eq!(feed(&mut r, 4, held(1600, 0.096)), vec![2]);
         assert_eq!(r.count(), 2);
-        assert_eq!(feed(&mut r, 4, held(1600, 0.096)), vec![3]);
-        // A third that does nothing more goes.
-        assert_eq!(feed(&mut r, 4, held(1600, 0.15)), vec![2]);
+    }
+
+    #[test]
+    fn a_trial_is_judged_against_the_count_before_measured_after_it_too() {
+        // Before the trial the one unlinker shared its windows with a listing (fewer unlinks
+        // for the same CPU); the second one did no more than one does without it.
+        let mut r = Rule::new(2);
+        assert_eq!(feed(&mut r, 4, held(400, 0.05)), vec![2]);
+        assert_eq!(feed(&mut r, 4, held(1000, 0.085)), vec![1]);
+        // Against the windows before alone it would have looked +150% for 0.68x the CPU.
+        let judged: Vec<_> = (0..4).filter_map(|_| r.judge(&held(1000, 0.05))).collect();
+        assert_eq!(judged.len(), 1, "{judged:?}");
+        assert_eq!(judged[0].0, 1, "{judged:?}");
+        assert!(
+            judged[0].1.contains("+0% unlinks/s for 1.70x"),
+            "{judged:?}"
+        );
+        assert_eq!(r.count(), 1);
+        // The mirror image: the listing after it; the same verdict.
+        let mut r = Rule::new(2);
+        feed(&mut r, 4, held(1000, 0.05));
+        feed(&mut r, 4, held(1000, 0.085));
+        assert_eq!(feed(&mut r, 4, held(400, 0.05)), vec![1]);
+        assert_eq!(r.count(), 1);
     }
 
     #[test]
