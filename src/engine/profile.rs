@@ -72,6 +72,10 @@ pub struct Profile {
     /// then does looking names up ahead of their unlinks, or stating a small directory's
     /// entries, cost nothing more than the unlinks' own lookups (a network file system).
     pub names_cached: bool,
+    /// On a disk that says it is rotational: the mean time of the walk's first directory
+    /// reads (`remove::Start`), in milliseconds, where there were some.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub first_read_ms: Option<f64>,
     /// Workers at once inside one large directory (its lock serializes them).
     pub batch_threads: usize,
     /// `lstat` each entry of directories with few entries, to meet large files there.
@@ -232,22 +236,42 @@ impl Profile {
         p
     }
 
-    /// A disk that says it is rotational, not probed (the probe's few synchronous writes cost
-    /// more than a removal of a few thousand files: `remove::Start`): one worker to start, as
+    /// A disk that says it is rotational and whose first directory reads (`reads`: how many,
+    /// their mean) took a spinning disk's time, or were not seen; not probed (the probe's few
+    /// synchronous writes cost more than a removal of a few thousand files: `remove::Start`):
+    /// one worker to start, as
     /// `rm -rf`, more only as the measured concurrency finds they pay (a spinning disk gains
     /// nothing from a second; a virtual disk that only says it spins does), not governed. On
     /// the emulated 7200 rpm disk next to a WAL-bound PostgreSQL a governor never let a
     /// second worker in, and its own synchronous probe writes put the neighbours' p99 1.24x
     /// `rm -rf`'s; one worker without it was level with `rm -rf` (bench/RESULTS.md,
     /// 2026-11-26, "Gentle trees on a spinning disk").
-    pub fn start_rotational(&mut self) {
+    pub fn start_rotational(&mut self, reads: Option<(u64, std::time::Duration)>) {
         self.governed = false;
         self.start = 1;
-        self.note = Some(
-            "says rotational: one worker to start, as rm -rf, more only as measured to pay; \
-             not governed (--max-latency governs)"
-                .into(),
-        );
+        self.first_read_ms = reads.map(|(_, mean)| mean.as_secs_f64() * 1e3);
+        let read = reads.map_or(String::new(), |(n, mean)| {
+            format!(
+                " (its first {n} directory reads took {:.2} ms on average, measured)",
+                mean.as_secs_f64() * 1e3
+            )
+        });
+        self.note = Some(format!(
+            "says rotational{read}: one worker to start, as rm -rf, more only as measured to \
+             pay; not governed (--max-latency governs)"
+        ));
+    }
+
+    /// A disk that says it is rotational but whose `n` cold directory reads took `mean` each,
+    /// an SSD's time (`remove::Start`): the profile's workers to start, not governed.
+    pub fn reads_fast(&mut self, n: u64, mean: std::time::Duration) {
+        self.governed = false;
+        self.first_read_ms = Some(mean.as_secs_f64() * 1e3);
+        self.note = Some(format!(
+            "says rotational, but its first {n} directory reads took {:.2} ms on average \
+             (measured): started as on an SSD; not governed (--max-latency governs)",
+            mean.as_secs_f64() * 1e3
+        ));
     }
 
     /// Where the workers start, in words (the concurrency report).
@@ -303,6 +327,7 @@ impl Profile {
             max_workers,
             round_trip_ms: None,
             names_cached: true,
+            first_read_ms: None,
             batch_threads,
             stat_small_dirs,
             governed,

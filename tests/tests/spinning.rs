@@ -116,6 +116,24 @@ impl SpinningDisk {
     }
 }
 
+impl SpinningDisk {
+    /// Mounted again: nothing of it in the caches, its next reads go to the disk.
+    fn cold(&self) {
+        let dev = self
+            .loop_dev
+            .as_deref()
+            .expect("a mounted disk has its loop device");
+        for args in [vec!["umount".as_ref(), self.vol.as_os_str()], {
+            let mut m: Vec<&std::ffi::OsStr> = vec!["mount".as_ref(), "-t".as_ref()];
+            m.extend(["ext4".as_ref(), dev.as_ref(), self.vol.as_os_str()]);
+            m
+        }] {
+            let ok = StdCommand::new(args[0]).args(&args[1..]).status();
+            assert!(ok.is_ok_and(|s| s.success()), "{args:?} failed");
+        }
+    }
+}
+
 impl Drop for SpinningDisk {
     fn drop(&mut self) {
         if util::mounts_under(&self.vol).contains(&self.vol) {
@@ -194,4 +212,59 @@ fn a_spinning_disk_gets_one_worker_and_an_explicit_budget_is_judged_against_it_i
         pace["probe_before"]["p50_ms"].as_f64().unwrap_or(0.0) >= 8.0,
         "an emulated 7200 rpm disk answers a synchronous write in 8 ms or more: {v}"
     );
+}
+
+#[test]
+fn a_disk_that_says_it_spins_is_told_by_the_walk_s_first_reads() {
+    let s = scratch!();
+    let disk = util::or_skip!(SpinningDisk::start(&s));
+
+    // Read cold from the spinning disk on the calling thread, the removal proves big (by its
+    // time): one worker to start, the reads' times said.
+    let t = disk.tree("t", 400);
+    disk.cold();
+    let v = rm_json(&s, &["-r", "--json"], &t);
+    let profile = &v["profile"];
+    assert_eq!(profile["class"], "rotational", "{v}");
+    assert_eq!(profile["start"], 1, "{v}");
+    assert_eq!(v["concurrency"]["start"], 1, "{v}");
+    let ms = profile["first_read_ms"].as_f64().unwrap_or(0.0);
+    assert!(ms >= 1.0, "a 7200 rpm disk's cold reads took {ms} ms: {v}");
+    let note = profile["note"].as_str().unwrap_or_default();
+    assert!(note.contains("directory reads took"), "{v}");
+    assert!(v.get("pace").is_none(), "no governor, no probe: {v}");
+    drop(disk);
+
+    // A loop device on the scratch's own disk, marked rotational as a virtual disk may be,
+    // answers in microseconds: the profile's workers from the first, not governed.
+    let vol = util::or_skip!(util::Volume::ext4(&s, "fast", 96 << 20, 30_000));
+    mark_rotational(&s.path("fast"));
+    for d in 0..12 {
+        s.mkdir(format!("fast/t/d{d}"));
+        for i in 0..1_000 {
+            std::fs::File::create(s.path(format!("fast/t/d{d}/f{i}"))).unwrap();
+        }
+    }
+    let v = rm_json(&s, &["-r", "--json"], &s.path("fast/t"));
+    let profile = &v["profile"];
+    assert_eq!(profile["class"], "rotational", "{v}");
+    let ms = profile["first_read_ms"].as_f64().unwrap_or(f64::MAX);
+    assert!(ms < 1.0, "{v}");
+    assert!(profile["start"].as_u64() > Some(1), "{v}");
+    assert_eq!(profile["start"], profile["workers"], "{v}");
+    assert_eq!(v["concurrency"]["start"], profile["start"], "{v}");
+    assert_eq!(profile["governed"], false, "{v}");
+    let note = profile["note"].as_str().unwrap_or_default();
+    assert!(note.contains("started as on an SSD"), "{v}");
+    drop(vol);
+}
+
+/// Marks the block device under `dir` (a loop device the test made) rotational.
+fn mark_rotational(dir: &Path) {
+    use std::os::unix::fs::MetadataExt;
+    let dev = std::fs::metadata(dir).unwrap().dev();
+    let (major, minor) = (libc::major(dev), libc::minor(dev));
+    assert_eq!(major, 7, "{} is not on a loop device", dir.display());
+    let knob = format!("/sys/dev/block/{major}:{minor}/queue/rotational");
+    std::fs::write(&knob, "1").unwrap_or_else(|e| panic!("cannot write {knob}: {e}"));
 }

@@ -436,15 +436,22 @@ fn grow(
         ..walk_options(&small, 1, 1)
     };
     let mut big = None;
-    walk::run_growing(&remover, roots, &walk_first, &Start::proved, &mut |go| {
-        let own = first.fs_dir();
-        let ((), b) = start.run_big(&own, &small, counters, sink, |engine| {
-            let engine = remover.big.get_or_init(|| engine.clone());
-            let pool = walk_options(engine, engine.workers(), engine.per_dir());
-            measured(engine, || go(&pool));
-        });
-        big = Some(b);
-    });
+    walk::run_growing(
+        &remover,
+        roots,
+        &walk_first,
+        &Start::proved,
+        &mut |grown, go| {
+            start.read(grown.reads);
+            let own = first.fs_dir();
+            let ((), b) = start.run_big(&own, &small, counters, sink, |engine| {
+                let engine = remover.big.get_or_init(|| engine.clone());
+                let pool = walk_options(engine, engine.workers(), engine.per_dir());
+                measured(engine, || go(&pool));
+            });
+            big = Some(b);
+        },
+    );
     let mut out = remover.outcome.into_inner().expect("outcome lock");
     out.big = big;
     out

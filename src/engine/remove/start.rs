@@ -19,13 +19,18 @@ use crate::engine::pace::throttle::Throttle;
 use crate::engine::pace::tree::Joint;
 use crate::engine::pace::{PaceReport, Pacing};
 use crate::engine::profile::{Class, Profile};
-use crate::engine::walk::Grown;
+use crate::engine::walk::{FirstReads, Grown};
 use crate::trash::meta::EntryPacing;
 
 /// A removal has proved big once its walk has run this long ...
 pub const BIG_AFTER: Duration = Duration::from_millis(20);
 /// ... or read this many names (a directory this large is big: `walk::BIG_DIR`).
 pub const BIG_LISTED: u64 = crate::engine::walk::BIG_DIR as u64;
+/// A disk that says it is rotational answers as one that spins if the directories' first
+/// reads on the calling thread took this long on average, or were not seen: half a rotation of
+/// a 7,200 rpm disk is 4.2 ms before any seek, a cold read of an SSD (SATA, NVMe or virtual)
+/// 0.05-0.5 ms, one from the page cache microseconds.
+pub const SPINNING_READ: Duration = Duration::from_millis(1);
 /// Names per batch while the walk runs on the calling thread (it asks after each batch
 /// whether the removal is big; at least `LARGE_FILE_DIR_MAX`, so that a directory's entries
 /// are "few" exactly as with the pool's batches).
@@ -60,6 +65,9 @@ pub struct Start {
     /// The plan, once made: trees removed one after the other (`rm -v`) grow with one plan
     /// (one profile, one measured concurrency whose books go on).
     planned: Mutex<Option<Plan>>,
+    /// How the first reads of the walk that proved big went (`Start::read`), if it started
+    /// on the calling thread.
+    reads: Mutex<Option<FirstReads>>,
 }
 
 /// How the big phase runs (`Start::plan`).
@@ -89,6 +97,13 @@ impl Start {
     /// Whether a walk that has come this far is big.
     pub fn proved(g: &Grown) -> bool {
         g.listed >= BIG_LISTED || g.elapsed >= BIG_AFTER
+    }
+
+    /// The walk that proved big read its directories first so (before `run_big`; the first
+    /// tree's reads are the plan's).
+    pub fn read(&self, reads: FirstReads) {
+        let mut seen = self.reads.lock().unwrap_or_else(|e| e.into_inner());
+        seen.get_or_insert(reads);
     }
 
     /// The pacing of the governor and of large files.
@@ -150,16 +165,23 @@ impl Start {
         engine.start = None;
         let pace = &self.pace;
         let mut profile = Profile::asked(self.profile, base);
-        // A disk that only says it is rotational starts as rm -rf would, and the measured
-        // concurrency finds whether more workers pay; no probe tells it apart first (five
-        // synchronous writes on a loaded loop image took 0.2 s, four times a 2,000-file
-        // tree's removal: bench/RESULTS.md, 2026-11-29).
+        // A disk that says it is rotational: the walk's own first reads tell one that
+        // spins (one worker, as rm -rf, the measured concurrency adding more only where they
+        // pay) from one that only says so (virtio and loop devices do: the profile's workers;
+        // from one, a 200,000-file tree took 1.1x as long: bench/RESULTS.md, 2026-11-29). No
+        // probe writes to tell (five synchronous writes on a loaded loop image took 0.2 s,
+        // four times a 2,000-file tree's removal); without reads seen (`--start-pool`, the
+        // reaper), as one that spins.
         if self.govern
             && !pace.pace_trees
             && profile.class == Class::Rotational
             && profile.source == "detected"
         {
-            profile.start_rotational();
+            let reads = *self.reads.lock().unwrap_or_else(|e| e.into_inner());
+            match reads.and_then(|r| r.mean().map(|m| (r.count, m))) {
+                Some((n, mean)) if mean < SPINNING_READ => profile.reads_fast(n, mean),
+                seen => profile.start_rotational(seen),
+            }
         }
         // Probe latencies before the pool starts where pacing decides something: the
         // baseline a budget the user gave is judged against (one measured under the workers

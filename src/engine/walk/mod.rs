@@ -459,6 +459,10 @@ pub struct Walk<'a, V: Visitor> {
     sharing: Option<share::Sharing<V::Dir>>,
     /// Names read from directories so far (what `run_growing` judges the walk's size by).
     listed: AtomicU64,
+    /// While on the calling thread alone: directories read for the first time, and the
+    /// nanoseconds their first reads took (`FirstReads`).
+    first_reads: AtomicU64,
+    first_read_ns: AtomicU64,
     /// While a walk runs on the calling thread alone (`run_growing`): whether it proved big,
     /// and since when it runs. Also asked between the pieces of one directory's listing.
     proof: Option<Proof<'a>>,
@@ -485,6 +489,27 @@ pub struct Grown {
     pub listed: u64,
     /// Time since the walk started.
     pub elapsed: Duration,
+    /// How the directories' first reads went.
+    pub reads: FirstReads,
+}
+
+/// The first read (`getdents`) of each directory a walk on the calling thread alone listed,
+/// and the time those reads took: how the disk answers a read the walk asks for anyway, with
+/// nothing written (`remove::Start` tells a disk that only says it spins by it).
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct FirstReads {
+    pub count: u64,
+    pub time: Duration,
+}
+
+impl FirstReads {
+    /// Their mean; `None` without any.
+    pub fn mean(&self) -> Option<Duration> {
+        u32::try_from(self.count)
+            .ok()
+            .filter(|&n| n > 0)
+            .map(|n| self.time / n)
+    }
 }
 
 /// The rest of a walk that proved big: called with the options it runs with (`run_growing`).
@@ -505,7 +530,7 @@ pub fn run_growing<V: Visitor>(
     roots: Vec<Root>,
     opts: &WalkOptions,
     big: &(dyn Fn(&Grown) -> bool + Sync),
-    grow: &mut dyn FnMut(GoOn<'_>),
+    grow: &mut dyn FnMut(&Grown, GoOn<'_>),
 ) -> Vec<V::Worker> {
     let mut walk = Walk::new(visitor, roots, opts, None);
     walk.proof = Some(Proof {
@@ -520,7 +545,8 @@ pub fn run_growing<V: Visitor>(
     }
     let mut first = Some((w, buf));
     let mut states = Vec::new();
-    grow(&mut |pool: &WalkOptions| {
+    let grown = walk.grown();
+    grow(&grown, &mut |pool: &WalkOptions| {
         if let Some((w, buf)) = first.take() {
             walk.grow(pool);
             states = walk.workers(Some((w, buf)));
@@ -550,6 +576,8 @@ impl<'a, V: Visitor> Walk<'a, V> {
             roots: roots.into_iter().map(Arc::new).collect(),
             sharing,
             listed: AtomicU64::new(0),
+            first_reads: AtomicU64::new(0),
+            first_read_ns: AtomicU64::new(0),
             proof: None,
         }
     }
@@ -557,13 +585,27 @@ impl<'a, V: Visitor> Walk<'a, V> {
     /// Whether a walk on the calling thread alone has proved big (`run_growing`; never
     /// while a stop signal drains the queue).
     fn proved(&self) -> bool {
-        self.proof.is_some_and(|p| {
-            !crate::sys::interrupt::stopping()
-                && (p.big)(&Grown {
-                    listed: self.listed.load(Ordering::Relaxed),
-                    elapsed: p.since.elapsed(),
-                })
-        })
+        self.proof
+            .is_some_and(|p| !crate::sys::interrupt::stopping() && (p.big)(&self.grown()))
+    }
+
+    /// How far a walk on the calling thread alone has come.
+    fn grown(&self) -> Grown {
+        Grown {
+            listed: self.listed.load(Ordering::Relaxed),
+            elapsed: self.proof.map_or(Duration::ZERO, |p| p.since.elapsed()),
+            reads: FirstReads {
+                count: self.first_reads.load(Ordering::Relaxed),
+                time: Duration::from_nanos(self.first_read_ns.load(Ordering::Relaxed)),
+            },
+        }
+    }
+
+    /// A directory's first read took `took` (counted on the calling thread alone).
+    fn first_read(&self, took: Duration) {
+        self.first_reads.fetch_add(1, Ordering::Relaxed);
+        let ns = u64::try_from(took.as_nanos()).unwrap_or(u64::MAX);
+        self.first_read_ns.fetch_add(ns, Ordering::Relaxed);
     }
 
     /// Queues every root.

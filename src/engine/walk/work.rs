@@ -313,6 +313,9 @@ impl<'a, V: Visitor> Walk<'a, V> {
         mut all: Listing,
     ) {
         let before = all.entries.len();
+        // On the calling thread alone, a directory's first read is timed (`FirstReads`).
+        let mut first =
+            (self.proof.is_some() && before == 0 && !all.continued).then(std::time::Instant::now);
         let mut subdirs: Vec<CString> = Vec::new();
         let mut take = |name: &CStr, ftype: FileType, ino: u64| {
             if ftype == FileType::Directory {
@@ -331,10 +334,18 @@ impl<'a, V: Visitor> Walk<'a, V> {
             None if most == usize::MAX => dirfd::for_each_entry(&fd, buf, &mut take).map(|()| 0),
             _ => loop {
                 let mut read = 0u64;
-                match dirfd::read_piece(&fd, buf, usize::MAX, |n, t, i| {
+                // Timed to its first name (the `getdents` alone, not the handling after).
+                let piece = dirfd::read_piece(&fd, buf, usize::MAX, |n, t, i| {
+                    if let Some(t0) = first.take() {
+                        self.first_read(t0.elapsed());
+                    }
                     read += 1;
                     take(n, t, i)
-                }) {
+                });
+                if let Some(t0) = first.take() {
+                    self.first_read(t0.elapsed());
+                }
+                match piece {
                     Ok(true) => {
                         self.listed.fetch_add(read, Ordering::Relaxed);
                         if self.proof.is_some() && self.proved() {
