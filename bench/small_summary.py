@@ -6,6 +6,7 @@
 small.csv: per file system and size, each method's median wall time over all runs (and the
 spread of the round medians), its ratio to GNU rm's median, and the median of the per-round
 ratios (each round's median against GNU rm's in the same round: drift hits both alike).
+pairs.csv: per file system, size and method, the mean CPU against GNU rm's in the same pairs.
 subvolume.csv: per method the median time to leave the namespace, and reclaim's difference
 to `btrfs subvolume delete`.
 """
@@ -73,6 +74,25 @@ def small(out):
     print()
 
 
+def pairs(out):
+    path = os.path.join(out, "pairs.csv")
+    if not os.path.exists(path):
+        return
+    rows = list(csv.DictReader(open(path)))
+    print("## CPU at start-up sizes, pair by pair against GNU rm\n")
+    print("Mean CPU (user + sys) per run in ms over the pairs, and its ratio to GNU rm's in the")
+    print("same pairs; `wall`: the median of the pairs' wall-time ratios; page faults of a run.\n")
+    print("| fs | files | method | pairs | CPU ms | GNU rm CPU ms | CPU ÷ gnu | wall ÷ gnu | faults (gnu) |")
+    print("|---|---:|---|---:|---:|---:|---:|---:|---|")
+    for r in rows:
+        print(
+            f"| {r['fs']} | {r['size']} | {r['method']} | {r['pairs']} | {r['cpu_ms']} | "
+            f"{r['gnu_cpu_ms']} | {float(r['cpu_ratio']):.2f} | {float(r['wall_ratio']):.2f} | "
+            f"{r['faults']} ({r['gnu_faults']}) |"
+        )
+    print()
+
+
 def subvolume(out):
     path = os.path.join(out, "subvolume.csv")
     if not os.path.exists(path):
@@ -104,6 +124,7 @@ def main():
         print(open(meta).read().rstrip())
         print("```\n")
     small(out)
+    pairs(out)
     subvolume(out)
 
 
