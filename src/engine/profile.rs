@@ -239,9 +239,8 @@ impl Profile {
     /// A disk that says it is rotational and whose first directory reads (`reads`: how many,
     /// their mean) took a spinning disk's time, or were not seen; not probed (the probe's few
     /// synchronous writes cost more than a removal of a few thousand files: `remove::Start`):
-    /// one worker to start, as
-    /// `rm -rf`, more only as the measured concurrency finds they pay (a spinning disk gains
-    /// nothing from a second; a virtual disk that only says it spins does), not governed. On
+    /// one worker to start, as `rm -rf`, more only as the measured concurrency finds they pay
+    /// (a spinning disk gains nothing from a second), not governed. On
     /// the emulated 7200 rpm disk next to a WAL-bound PostgreSQL a governor never let a
     /// second worker in, and its own synchronous probe writes put the neighbours' p99 1.24x
     /// `rm -rf`'s; one worker without it was level with `rm -rf` (bench/RESULTS.md,
@@ -262,8 +261,9 @@ impl Profile {
         ));
     }
 
-    /// A disk that says it is rotational but whose `n` cold directory reads took `mean` each,
-    /// an SSD's time (`remove::Start`): the profile's workers to start, not governed.
+    /// A disk that says it is rotational but whose `n` first directory reads took `mean` on
+    /// average, an SSD's or the page cache's time (`remove::Start`): the profile's workers to
+    /// start, not governed.
     pub fn reads_fast(&mut self, n: u64, mean: std::time::Duration) {
         self.governed = false;
         self.first_read_ms = Some(mean.as_secs_f64() * 1e3);
