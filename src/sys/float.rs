@@ -4,8 +4,8 @@
 //! The linker resolves the calls to these definitions first and, linking `--as-needed`, drops
 //! `libm.so` from the executable's needs: 0.95x a one-file removal's CPU, 10 fewer page faults
 //! (bench/RESULTS.md, 2026-11-29, "libm.so no longer loaded"). A new call of another C math
-//! function loads `libm.so` again; `start::a_small_removal_starts_no_thread_and_writes_no_probe`
-//! fails then.
+//! function makes the executable need `libm.so` again, and the start test
+//! `reclaim_itself_needs_no_library_but_libc` fails.
 
 /// C's `pow`.
 #[no_mangle]

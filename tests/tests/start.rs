@@ -163,14 +163,6 @@ fn a_small_removal_starts_no_thread_and_writes_no_probe() {
         // is not opened to measure them (its lease, its extents).
         let file = t.opened.iter().filter(|l| l.contains("\"f\"")).count();
         assert_eq!(file, 0, "the file was opened: {:?}", t.opened);
-        // Nor is a library loaded that a start can do without: the unwinder is linked in
-        // (build.rs) and the math functions are reclaim's own (sys::float).
-        let loaded: Vec<_> = t
-            .opened
-            .iter()
-            .filter(|l| l.contains("libm.so") || l.contains("libgcc_s"))
-            .collect();
-        assert!(loaded.is_empty(), "a start loaded {loaded:?}");
     }
     // With --json they are said, measured as before.
     s.file("f", vec![7u8; 64 << 10]);
@@ -406,4 +398,51 @@ fn closed_standard_fds_are_opened_on_dev_null() {
         ["t/f0", "t/f1", "t/f2"],
         "the removed paths, no message: {listed:?}"
     );
+}
+
+#[test]
+fn reclaim_itself_needs_no_library_but_libc() {
+    // The unwinder is linked in (build.rs) and the math functions are reclaim's own
+    // (sys::float): the executable needs libc alone (with `--features mpi`, Open MPI's library
+    // too, which needs libm itself). Asked of glibc's loader, which says who needs what.
+    let s = scratch!();
+    s.file("f", "x");
+    let log = s.path("ld");
+    let out = StdCommand::new(util::reclaim_bin())
+        .args(["rm", "f"])
+        .env("LD_DEBUG", "files")
+        .env("LD_DEBUG_OUTPUT", &log)
+        .env("RECLAIM_CONFIG", "")
+        .env("RECLAIM_UNDER", s.root())
+        .current_dir(s.root())
+        .output()
+        .unwrap();
+    util::assert_success(&out);
+    assert!(!s.exists("f"));
+    let mut text = String::new();
+    for e in std::fs::read_dir(s.root()).unwrap().flatten() {
+        if e.file_name().to_string_lossy().starts_with("ld.") {
+            text.push_str(&std::fs::read_to_string(e.path()).unwrap());
+            std::fs::remove_file(e.path()).unwrap();
+        }
+    }
+    // "file=libc.so.6 [0];  needed by /path/to/reclaim [0]"
+    let bin = util::reclaim_bin();
+    let bin = bin.to_string_lossy();
+    let needed: Vec<&str> = text
+        .lines()
+        .filter_map(|l| {
+            let (file, by) = l.split_once("file=")?.1.split_once("needed by ")?;
+            (by.split(' ').next()? == bin).then(|| file.split(' ').next().unwrap_or(file))
+        })
+        .collect();
+    if needed.is_empty() {
+        util::skip!("the dynamic loader does not say what it loads (LD_DEBUG is glibc's)");
+    }
+    let mpi = cfg!(feature = "mpi");
+    let other: Vec<_> = needed
+        .iter()
+        .filter(|f| !(f.starts_with("libc.so.") || mpi && f.starts_with("libmpi.so.")))
+        .collect();
+    assert!(other.is_empty(), "reclaim needs {other:?} besides libc");
 }
