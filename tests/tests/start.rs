@@ -408,13 +408,10 @@ fn reclaim_itself_needs_no_library_but_libc() {
     let s = scratch!();
     s.file("f", "x");
     let log = s.path("ld");
-    let out = StdCommand::new(util::reclaim_bin())
-        .args(["rm", "f"])
+    let out = s
+        .rm(&["f"])
         .env("LD_DEBUG", "files")
         .env("LD_DEBUG_OUTPUT", &log)
-        .env("RECLAIM_CONFIG", "")
-        .env("RECLAIM_UNDER", s.root())
-        .current_dir(s.root())
         .output()
         .unwrap();
     util::assert_success(&out);
