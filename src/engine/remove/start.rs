@@ -27,10 +27,12 @@ pub const BIG_AFTER: Duration = Duration::from_millis(20);
 /// ... or read this many names (a directory this large is big: `walk::BIG_DIR`).
 pub const BIG_LISTED: u64 = crate::engine::walk::BIG_DIR as u64;
 /// A disk that says it is rotational answers as one that spins if the directories' first
-/// reads on the calling thread took this long on average, or were not seen: half a rotation of
-/// a 7,200 rpm disk is 4.2 ms before any seek, a cold read of an SSD (SATA, NVMe or virtual)
-/// 0.05-0.5 ms, one from the page cache microseconds.
-pub const SPINNING_READ: Duration = Duration::from_millis(1);
+/// reads (one page each, `FirstReads::BYTES`) on the calling thread took this long on average,
+/// or were not seen: half a rotation is 4.2 ms at 7,200 rpm and 3 ms at 10,000 before any seek
+/// (the emulated 7,200 rpm disk: 8.4 ms), while a cold read of an SSD (SATA, NVMe or virtual)
+/// takes 0.05-0.65 ms, of a loop image through the page cache of the file system under it
+/// 0.8-2.6 ms, of network block storage about 1 ms, and one from the page cache microseconds.
+pub const SPINNING_READ: Duration = Duration::from_millis(3);
 /// Names per batch while the walk runs on the calling thread (it asks after each batch
 /// whether the removal is big; at least `LARGE_FILE_DIR_MAX`, so that a directory's entries
 /// are "few" exactly as with the pool's batches).

@@ -12,7 +12,8 @@ use rustix::fs::FileType;
 use rustix::io::Errno;
 
 use super::{
-    share, Listing, Lost, Names, Next, Node, NotOpened, Root, Streaming, Task, Visitor, Walk,
+    share, FirstReads, Listing, Lost, Names, Next, Node, NotOpened, Root, Streaming, Task, Visitor,
+    Walk,
 };
 use crate::sys::dirfd::{self, DirBuf, Facts};
 
@@ -334,8 +335,14 @@ impl<'a, V: Visitor> Walk<'a, V> {
             None if most == usize::MAX => dirfd::for_each_entry(&fd, buf, &mut take).map(|()| 0),
             _ => loop {
                 let mut read = 0u64;
-                // Timed to its first name (the `getdents` alone, not the handling after).
-                let piece = dirfd::read_piece(&fd, buf, usize::MAX, |n, t, i| {
+                // Timed to its first name (the `getdents` alone, not the handling after), and
+                // asking one page (`FirstReads::BYTES`).
+                let bytes = if first.is_some() {
+                    FirstReads::BYTES
+                } else {
+                    usize::MAX
+                };
+                let piece = dirfd::read_piece(&fd, buf, bytes, |n, t, i| {
                     if let Some(t0) = first.take() {
                         self.first_read(t0.elapsed());
                     }
