@@ -775,11 +775,9 @@ impl Concurrency {
                 waited_for_dir: self.unlinkers.take_waited(),
                 ..w
             };
-            let cpu = process_cpu();
+            let (cpu, secs, at) = (process_cpu(), w.elapsed.as_secs_f64(), t0.elapsed());
             let w = Window {
-                held_back: self
-                    .unlinkers
-                    .window(w.ops, w.elapsed.as_secs_f64(), cpu - cpu0),
+                held_back: (self.unlinkers).window(w.ops, secs, cpu - cpu0, at.as_secs_f64()),
                 ..w
             };
             let change = self.judge(&w, t0);
