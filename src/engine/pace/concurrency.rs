@@ -775,9 +775,10 @@ impl Concurrency {
                 waited_for_dir: self.unlinkers.take_waited(),
                 ..w
             };
-            let (cpu, secs, at) = (process_cpu(), w.elapsed.as_secs_f64(), t0.elapsed());
+            let secs = w.elapsed.as_secs_f64();
+            let (cpu, at) = (process_cpu(), t0.elapsed().as_secs_f64());
             let w = Window {
-                held_back: (self.unlinkers).window(w.ops, secs, cpu - cpu0, at.as_secs_f64()),
+                held_back: self.unlinkers.window(w.ops, secs, cpu - cpu0, at),
                 ..w
             };
             let change = self.judge(&w, t0);
