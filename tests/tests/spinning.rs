@@ -256,38 +256,7 @@ fn a_disk_that_says_it_spins_is_told_by_the_walk_s_first_reads() {
     assert_eq!(profile["governed"], false, "{v}");
     let note = profile["note"].as_str().unwrap_or_default();
     assert!(note.contains("started as on an SSD"), "{v}");
-
-    // One big directory read cold from the same disk, read by the loop device with direct
-    // I/O (as from the SSD under it): its first read times the disk, not the directory's size
-    // (one that filled the walk's 256 KB buffer took 29-31 ms here, a 4 KB one 0.8-2.2 ms
-    // through the page cache of the file system under the image), so it too starts at the
-    // profile's workers.
-    s.mkdir("fast/big");
-    for i in 0..25_000 {
-        std::fs::File::create(s.path(format!("fast/big/{i:08}.log"))).unwrap();
-    }
-    direct_io(&s.path("fast"));
-    drop_caches(&s.path("fast"));
-    let v = rm_json(&s, &["-r", "--json"], &s.path("fast/big"));
-    let profile = &v["profile"];
-    assert!(profile["first_read_ms"].is_number(), "{v}");
-    let ms = profile["first_read_ms"].as_f64().unwrap_or(f64::MAX);
-    assert!(ms < 3.0, "one directory of 25,000 read cold: {v}");
-    assert!(profile["start"].as_u64() > Some(1), "{v}");
-    assert_eq!(v["concurrency"]["start"], profile["start"], "{v}");
     drop(vol);
-}
-
-/// Writes out what is on the file system under `dir` and drops every clean cache (the next
-/// reads go to the disk).
-fn drop_caches(dir: &Path) {
-    let synced = StdCommand::new("sync").arg("-f").arg(dir).status();
-    assert!(
-        synced.is_ok_and(|s| s.success()),
-        "sync -f {}",
-        dir.display()
-    );
-    std::fs::write("/proc/sys/vm/drop_caches", "3").expect("cannot drop the caches");
 }
 
 /// The loop device under `dir` (one the test made): its major and minor numbers.
@@ -304,17 +273,4 @@ fn mark_rotational(dir: &Path) {
     let (major, minor) = loop_device(dir);
     let knob = format!("/sys/dev/block/{major}:{minor}/queue/rotational");
     std::fs::write(&knob, "1").unwrap_or_else(|e| panic!("cannot write {knob}: {e}"));
-}
-
-/// Has the loop device under `dir` (one the test made) read its image with direct I/O.
-fn direct_io(dir: &Path) {
-    let (_, minor) = loop_device(dir);
-    let dev = format!("/dev/loop{minor}");
-    let set = StdCommand::new("losetup")
-        .args(["--direct-io=on", &dev])
-        .status();
-    assert!(
-        set.is_ok_and(|s| s.success()),
-        "losetup --direct-io=on {dev}"
-    );
 }

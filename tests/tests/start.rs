@@ -311,6 +311,55 @@ fn a_directory_that_proves_big_while_it_is_read_is_read_once() {
 }
 
 #[test]
+fn a_directory_s_timed_first_read_asks_one_page() {
+    // On the calling thread a directory's first read is timed (a disk that only says it
+    // spins is told by it): it asks one page, so that it times the disk's answer and not the
+    // directory's size (a big directory's first read of 256 KiB waits for up to 64 blocks,
+    // bench/RESULTS.md, 2026-11-29); the reads after it ask 256 KiB.
+    if StdCommand::new("strace").arg("-V").output().is_err() {
+        util::skip!("no strace");
+    }
+    let s = scratch!();
+    flat(&s, "t", 5_000);
+    s.assert_inside(&s.path("t"));
+    let (out, text) = strace(
+        &s,
+        "openat,getdents64",
+        &util::reclaim_bin(),
+        &["rm", "-r", "--json", "t"],
+    );
+    let v = json(&out);
+    assert_eq!(v["files"].as_u64(), Some(5_000), "{v}");
+    assert!(!s.exists("t"));
+    let lines: Vec<&str> = text.lines().collect();
+    // The directory's first open, and the reads of that descriptor until it is closed or
+    // opened again (strace prints `openat(3, "t", ...O_DIRECTORY) = FD`).
+    let at = lines
+        .iter()
+        .position(|l| l.contains("openat(") && l.contains("\"t\"") && l.contains("O_DIRECTORY"))
+        .unwrap_or_else(|| panic!("no open of t:\n{text}"));
+    let fd = lines[at]
+        .rsplit("= ")
+        .next()
+        .and_then(|f| f.trim().parse::<u32>().ok())
+        .unwrap_or_else(|| panic!("{}", lines[at]));
+    let asked: Vec<u64> = lines[at + 1..]
+        .iter()
+        .take_while(|l| !(l.contains("openat(") && l.trim_end().ends_with(&format!("= {fd}"))))
+        .filter(|l| l.contains(&format!("getdents64({fd},")))
+        .filter_map(|l| {
+            let args = l.split(") ").next()?;
+            args.rsplit(", ").next()?.trim().parse().ok()
+        })
+        .collect();
+    assert_eq!(asked.first(), Some(&4096), "first reads of t:\n{text}");
+    assert!(
+        asked.len() > 1 && asked[1..].iter().all(|&n| n == 256 << 10),
+        "reads of t after the first: {asked:?}\n{text}"
+    );
+}
+
+#[test]
 fn a_large_directory_is_listed_and_removed_a_part_at_a_time() {
     // 120,000 names in one directory: reclaim lists at most 100,000 before it removes them
     // (GNU fts's rule), then reads on; every name goes once, none is left, and nothing is
