@@ -99,12 +99,17 @@ struct Trial {
 }
 
 impl Trial {
+    /// A trial of one more (not one fewer).
+    fn up(&self) -> bool {
+        self.tried > self.from
+    }
+
     /// A trial of one more that, over `TRIAL_WINDOWS` windows, did fewer unlinks per second
     /// than the windows before it for more CPU per unlink than a kept one may cost: measured
     /// enough (its windows cost the most; the count before is measured after it all the same).
     fn loses(&self) -> bool {
         let (b, t) = (&self.before, &self.during);
-        self.tried > self.from
+        self.up()
             && t.windows >= TRIAL_WINDOWS
             && t.rate() < b.rate()
             && t.cpu_per_op() > KEEP_CPU * b.cpu_per_op()
@@ -116,7 +121,7 @@ impl Trial {
     /// the lower CPU per unlink), a trial of one fewer against the worse of them.
     fn verdict(&self, after: &Sum) -> (bool, String) {
         let (b, a, t) = (&self.before, after, &self.during);
-        let (rate, cpu) = if self.tried > self.from {
+        let (rate, cpu) = if self.up() {
             (
                 t.rate() / b.rate().max(a.rate()).max(1e-12),
                 t.cpu_per_op() / b.cpu_per_op().min(a.cpu_per_op()).max(1e-12),
@@ -134,7 +139,7 @@ impl Trial {
              unlink against {fewer} ({})",
             (rate - 1.0) * 100.0,
             cpu,
-            if self.tried > self.from {
+            if self.up() {
                 "before and after"
             } else {
                 "tried between"
@@ -245,7 +250,7 @@ impl Rule {
         // from below; any other verdict makes the next trial wait twice as long, and the next
         // trial goes the other way (up after a count confirmed from below, down after one more
         // was undone).
-        let up = t.tried > t.from;
+        let up = t.up();
         self.down_next = up;
         if pays == up {
             self.count = t.tried;
