@@ -103,6 +103,26 @@ fn strace(
     (out, text)
 }
 
+/// `reclaim rm -r ARGS t` of a directory `t` of `n` empty files, under `strace -f -e
+/// trace=CALLS`: its output and the trace; `None` (the test then says it is skipped) without
+/// strace.
+fn traced_flat(
+    s: &Scratch,
+    n: usize,
+    calls: &str,
+    args: &[&str],
+) -> Option<(std::process::Output, String)> {
+    StdCommand::new("strace").arg("-V").output().ok()?;
+    flat(s, "t", n);
+    s.assert_inside(&s.path("t"));
+    let all: Vec<&str> = ["rm", "-r"]
+        .into_iter()
+        .chain(args.iter().copied())
+        .chain(["t"])
+        .collect();
+    Some(strace(s, calls, util::reclaim_bin().as_ref(), &all))
+}
+
 /// A directory `rel` of `n` empty files.
 fn flat(s: &Scratch, rel: &str, n: usize) {
     s.mkdir(rel);
@@ -316,18 +336,10 @@ fn a_directory_s_timed_first_read_asks_one_page() {
     // spins is told by it): it asks one page, so that it times the disk's answer and not the
     // directory's size (a big directory's first read of 256 KiB waits for up to 64 blocks,
     // bench/RESULTS.md, 2026-11-29); the reads after it ask 256 KiB.
-    if StdCommand::new("strace").arg("-V").output().is_err() {
-        util::skip!("no strace");
-    }
     let s = scratch!();
-    flat(&s, "t", 5_000);
-    s.assert_inside(&s.path("t"));
-    let (out, text) = strace(
-        &s,
-        "openat,getdents64",
-        &util::reclaim_bin(),
-        &["rm", "-r", "--json", "t"],
-    );
+    let Some((out, text)) = traced_flat(&s, 5_000, "openat,getdents64", &["--json"]) else {
+        util::skip!("no strace");
+    };
     let v = json(&out);
     assert_eq!(v["files"].as_u64(), Some(5_000), "{v}");
     assert!(!s.exists("t"));
@@ -365,18 +377,11 @@ fn a_large_directory_is_listed_and_removed_a_part_at_a_time() {
     // (GNU fts's rule), then reads on; every name goes once, none is left, and nothing is
     // read twice. One worker, so that the order is the listing's own (a part, its unlinks,
     // the rest): with more, another worker reads the rest while the first unlinks.
-    if StdCommand::new("strace").arg("-V").output().is_err() {
-        util::skip!("no strace");
-    }
     let s = scratch!();
-    flat(&s, "t", 120_000);
-    s.assert_inside(&s.path("t"));
-    let (out, text) = strace(
-        &s,
-        "getdents64,unlinkat",
-        &util::reclaim_bin(),
-        &["rm", "-r", "--json", "--threads", "1", "t"],
-    );
+    let calls = "getdents64,unlinkat";
+    let Some((out, text)) = traced_flat(&s, 120_000, calls, &["--json", "--threads", "1"]) else {
+        util::skip!("no strace");
+    };
     let v = json(&out);
     assert_eq!(
         (v["files"].as_u64(), v["dirs"].as_u64()),
