@@ -103,24 +103,63 @@ fn strace(
     (out, text)
 }
 
-/// `reclaim rm -r ARGS t` of a directory `t` of `n` empty files, under `strace -f -e
-/// trace=CALLS`: its output and the trace; `None` (the test then says it is skipped) without
-/// strace.
-fn traced_flat(
+/// `reclaim rm -r ARGS DIR` (a directory the test made) under `strace -f -e trace=CALLS`: its
+/// output and the trace; `None` (the test then says it is skipped) without strace.
+fn traced_rm(
     s: &Scratch,
-    n: usize,
+    dir: &str,
     calls: &str,
     args: &[&str],
 ) -> Option<(std::process::Output, String)> {
     StdCommand::new("strace").arg("-V").output().ok()?;
-    flat(s, "t", n);
-    s.assert_inside(&s.path("t"));
+    s.assert_inside(&s.path(dir));
     let all: Vec<&str> = ["rm", "-r"]
         .into_iter()
         .chain(args.iter().copied())
-        .chain(["t"])
+        .chain([dir])
         .collect();
     Some(strace(s, calls, util::reclaim_bin().as_ref(), &all))
+}
+
+/// A directory `rel` of `n` empty files listed in an order unrelated to their inodes, as
+/// ext4's hash order is, on any file system: made in a directory beside it, in order, then
+/// moved in shuffled.
+fn shuffled(s: &Scratch, rel: &str, n: usize) {
+    let made = format!("{rel}.made");
+    flat(s, &made, n);
+    s.mkdir(rel);
+    // 7,919 is prime, so i * 7,919 mod n visits every i once unless n is a multiple of it.
+    assert!(!n.is_multiple_of(7_919));
+    for i in 0..n {
+        let j = i * 7_919 % n;
+        std::fs::rename(
+            s.path(format!("{made}/f{j}")),
+            s.path(format!("{rel}/f{j}")),
+        )
+        .unwrap();
+    }
+    std::fs::remove_dir(s.path(&made)).unwrap();
+}
+
+/// Of an `strace -e trace=getdents64,unlinkat` of one removal: the lines of the reads that
+/// returned entries (not the one that finds the end), the line of the first unlink, and the
+/// names unlinked.
+fn reads_and_unlinks(text: &str) -> (Vec<usize>, usize, Vec<&str>) {
+    let lines: Vec<&str> = text.lines().collect();
+    let reads = lines
+        .iter()
+        .enumerate()
+        .filter(|(_, l)| l.contains("getdents64(") && !l.trim_end().ends_with("= 0"))
+        .map(|(i, _)| i)
+        .collect();
+    let unlink = |l: &&str| l.contains("unlinkat(") && !l.contains("AT_REMOVEDIR");
+    let first = lines.iter().position(unlink).expect("unlinks");
+    let names = lines
+        .iter()
+        .filter(|l| unlink(l))
+        .filter_map(|l| l.split('"').nth(1))
+        .collect();
+    (reads, first, names)
 }
 
 /// A directory `rel` of `n` empty files.
@@ -337,7 +376,8 @@ fn a_directory_s_timed_first_read_asks_one_page() {
     // directory's size (a big directory's first read of 256 KiB waits for up to 64 blocks,
     // bench/RESULTS.md, 2026-11-29); the reads after it ask 256 KiB.
     let s = scratch!();
-    let Some((out, text)) = traced_flat(&s, 5_000, "openat,getdents64", &["--json"]) else {
+    flat(&s, "t", 5_000);
+    let Some((out, text)) = traced_rm(&s, "t", "openat,getdents64", &["--json"]) else {
         util::skip!("no strace");
     };
     let v = json(&out);
@@ -373,13 +413,15 @@ fn a_directory_s_timed_first_read_asks_one_page() {
 
 #[test]
 fn a_large_directory_is_listed_and_removed_a_part_at_a_time() {
-    // 120,000 names in one directory: reclaim lists at most 100,000 before it removes them
-    // (GNU fts's rule), then reads on; every name goes once, none is left, and nothing is
-    // read twice. One worker, so that the order is the listing's own (a part, its unlinks,
-    // the rest): with more, another worker reads the rest while the first unlinks.
+    // 120,000 names in one directory, listed in an order unrelated to their inodes: reclaim
+    // lists at most 100,000 before it removes them (GNU fts's rule), then reads on; every name
+    // goes once, none is left, and nothing is read twice. One worker, so that the order is the
+    // listing's own (a part, its unlinks, the rest): with more, another worker reads the rest
+    // while the first unlinks.
     let s = scratch!();
+    shuffled(&s, "t", 120_000);
     let calls = "getdents64,unlinkat";
-    let Some((out, text)) = traced_flat(&s, 120_000, calls, &["--json", "--threads", "1"]) else {
+    let Some((out, text)) = traced_rm(&s, "t", calls, &["--json", "--threads", "1"]) else {
         util::skip!("no strace");
     };
     let v = json(&out);
@@ -389,34 +431,43 @@ fn a_large_directory_is_listed_and_removed_a_part_at_a_time() {
         "{v}"
     );
     assert!(!s.exists("t"));
-    let lines: Vec<&str> = text.lines().collect();
-    // A read that returned entries (not the one that finds the end).
-    let reads: Vec<usize> = lines
-        .iter()
-        .enumerate()
-        .filter(|(_, l)| l.contains("getdents64(") && !l.trim_end().ends_with("= 0"))
-        .map(|(i, _)| i)
-        .collect();
-    let unlinks: Vec<&str> = lines
-        .iter()
-        .filter(|l| l.contains("unlinkat(") && !l.contains("AT_REMOVEDIR"))
-        .copied()
-        .collect();
-    let first_unlink = lines
-        .iter()
-        .position(|l| l.contains("unlinkat(") && !l.contains("AT_REMOVEDIR"))
-        .expect("unlinks");
+    let (reads, first_unlink, mut names) = reads_and_unlinks(&text);
     assert!(
         reads.last().is_some_and(|&last| first_unlink < last),
         "names were unlinked before the last part was read"
     );
-    let mut names: Vec<&str> = unlinks.iter().filter_map(|l| l.split('"').nth(1)).collect();
     assert_eq!(names.len(), 120_000, "one unlink a name");
     names.sort_unstable();
     names.dedup();
     assert_eq!(names.len(), 120_000, "no name twice");
     // One pass over the directory: 256 KiB a read, about 8,000 such names each.
     assert!(reads.len() <= 20, "{} directory reads", reads.len());
+}
+
+#[test]
+fn a_directory_listed_in_inode_order_is_listed_whole_before_its_unlinks() {
+    // xfs lists names made in order as their inodes were made: a part's end would only split
+    // one pass over the inode metadata (`LISTING_MOST_ORDERED`), so 120,000 such names are
+    // listed whole, then unlinked, each once.
+    let s = scratch!();
+    let vol = util::or_skip!(Volume::xfs(&s, "x", 512 << 20));
+    flat(&s, "x/t", 120_000);
+    let calls = "getdents64,unlinkat";
+    let Some((out, text)) = traced_rm(&s, "x/t", calls, &["--json", "--threads", "1"]) else {
+        util::skip!("no strace");
+    };
+    let v = json(&out);
+    assert_eq!(v["files"].as_u64(), Some(120_000), "{v}");
+    assert!(!s.exists("x/t"));
+    let (reads, first_unlink, mut names) = reads_and_unlinks(&text);
+    assert!(
+        reads.last().is_some_and(|&last| last < first_unlink),
+        "names were unlinked before the directory was read to its end"
+    );
+    names.sort_unstable();
+    names.dedup();
+    assert_eq!(names.len(), 120_000, "every name once");
+    drop(vol);
 }
 
 #[test]

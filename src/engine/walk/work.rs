@@ -12,8 +12,8 @@ use rustix::fs::FileType;
 use rustix::io::Errno;
 
 use super::{
-    share, FirstReads, Listing, Lost, Names, Next, Node, NotOpened, Root, Streaming, Task, Visitor,
-    Walk,
+    share, FirstReads, InodeOrder, Listing, Lost, Names, Next, Node, NotOpened, Root, Streaming,
+    Task, Visitor, Walk, LISTING_MOST_ORDERED,
 };
 use crate::sys::dirfd::{self, DirBuf, Facts};
 
@@ -318,17 +318,22 @@ impl<'a, V: Visitor> Walk<'a, V> {
         let mut first =
             (self.proof.is_some() && before == 0 && !all.continued).then(std::time::Instant::now);
         let mut subdirs: Vec<CString> = Vec::new();
+        let order = InodeOrder::default();
+        for i in 0..before {
+            order.saw(all.entries[i].0);
+        }
         let mut take = |name: &CStr, ftype: FileType, ino: u64| {
             if ftype == FileType::Directory {
                 subdirs.push(name.to_owned());
             } else {
+                order.saw(ino);
                 all.push(ino, name, ftype);
             }
         };
         // `rest`: the walk proved big on the calling thread; the pool reads on. `part`: this
         // part's entries are handed out before the rest is read (`listing_most`).
         let (mut rest, mut part) = (false, false);
-        let most = self.opts.listing_most;
+        let mut most = self.opts.listing_most;
         // Entries read before (a walk that grew) count in this part.
         let mut got = before;
         let listed = match self.proof {
@@ -361,8 +366,13 @@ impl<'a, V: Visitor> Walk<'a, V> {
                         }
                         got += read as usize;
                         if got >= most {
-                            part = true;
-                            break Ok(1);
+                            // A listing in inode order reads on (`LISTING_MOST_ORDERED`).
+                            if most < LISTING_MOST_ORDERED && order.ordered() {
+                                most = LISTING_MOST_ORDERED;
+                            } else {
+                                part = true;
+                                break Ok(1);
+                            }
                         }
                     }
                     Ok(false) => {
