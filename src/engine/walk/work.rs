@@ -319,8 +319,8 @@ impl<'a, V: Visitor> Walk<'a, V> {
             (self.proof.is_some() && before == 0 && !all.continued).then(std::time::Instant::now);
         let mut subdirs: Vec<CString> = Vec::new();
         let order = InodeOrder::default();
-        for i in 0..before {
-            order.saw(all.entries[i].0);
+        for &(ino, ..) in &all.entries {
+            order.saw(ino);
         }
         let mut take = |name: &CStr, ftype: FileType, ino: u64| {
             if ftype == FileType::Directory {
