@@ -114,7 +114,8 @@ pub struct WalkOptions {
     pub sort_min: usize,
     /// A directory is listed at most this many entries at a time: each part is handed out (in
     /// inode order) before the next is read, as GNU fts reads 100,000 at a time
-    /// (`LISTING_MOST`). `usize::MAX`: whole.
+    /// (`LISTING_MOST`); a listing that comes in inode order reads on to
+    /// `LISTING_MOST_ORDERED`. `usize::MAX`: whole.
     pub listing_most: usize,
     /// Directory fds held at most (a few more, one per worker, may be in use for a moment).
     pub fd_budget: usize,
