@@ -69,14 +69,14 @@ pub const LISTING_MOST: usize = 100_000;
 /// already, but for a few (`InodeOrder`: xfs, btrfs, an ext4 directory without an index,
 /// whose blocks were filled as their inodes were made): sorting such a part hops over no
 /// blocks, and a part's end splits what one pass over the inode metadata does at once (xfs,
-/// one directory of 1,000,000: 377-383 MB written to the disk in parts of 100,000, 328-334
-/// MB listed whole: bench/RESULTS.md, 2026-11-30). At most this many, about 30 MB of names.
+/// one directory of 1,000,000: 370-383 MB written to the disk in parts of 100,000, 327-329
+/// MB read on so: bench/RESULTS.md, 2026-11-30). At most this many, about 30 MB of names.
 pub const LISTING_MOST_ORDERED: usize = 1_000_000;
 
 /// Whether a listing's names, in the order read, come in ascending inode order: counted as
 /// they are read (`Cell`s: the listing's reader holds the listing itself).
 #[derive(Default)]
-pub struct InodeOrder {
+pub(super) struct InodeOrder {
     names: std::cell::Cell<u64>,
     last: std::cell::Cell<u64>,
     descents: std::cell::Cell<u64>,
@@ -84,7 +84,7 @@ pub struct InodeOrder {
 
 impl InodeOrder {
     /// The next name's inode.
-    pub fn saw(&self, ino: u64) {
+    pub(super) fn saw(&self, ino: u64) {
         if self.names.get() > 0 && ino < self.last.get() {
             self.descents.set(self.descents.get() + 1);
         }
@@ -94,7 +94,7 @@ impl InodeOrder {
 
     /// Nine in ten neighbours ascending (a hashed listing, ext4's, has about half; xfs's of
     /// 300,000 names made in order had 612 descents).
-    pub fn ordered(&self) -> bool {
+    pub(super) fn ordered(&self) -> bool {
         let pairs = self.names.get().saturating_sub(1);
         pairs > 0 && self.descents.get() * 10 <= pairs
     }
